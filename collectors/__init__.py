@@ -1,0 +1,1 @@
+"""Sources of samples: NVML, host, containers, log tails and recorded sessions."""

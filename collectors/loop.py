@@ -1,0 +1,63 @@
+"""The one polling loop every collector runs in, in the TUI and in `--record` alike."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from collectors.base import (
+    Collector,
+    CollectorError,
+    CollectorEvent,
+    CollectorUnavailable,
+    Failed,
+    Finished,
+    Recovered,
+    Sampled,
+    SourceExhausted,
+    Unavailable,
+)
+
+Emit = Callable[[CollectorEvent], None]
+
+
+def run_collector(
+    collector: Collector[Any],
+    emit: Emit,
+    stop: threading.Event,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Open `collector`, then sample it every `interval_s` until `stop` is set.
+
+    The wait after a sample is `interval_s` minus the time the sample took, so a slow source
+    delays its next tick instead of stacking threads. Any exception other than the collector
+    errors is a bug and propagates to the caller (the worker's error handler).
+    """
+    try:
+        collector.open()
+    except CollectorUnavailable as error:
+        emit(Unavailable(collector.name, error))
+        collector.close()
+        return
+    failing = False
+    try:
+        while not stop.is_set():
+            started = clock()
+            try:
+                sample = collector.sample()
+            except SourceExhausted:
+                emit(Finished(collector.name))
+                return
+            except CollectorError as error:
+                failing = True
+                emit(Failed(collector.name, error))
+            else:
+                if failing:
+                    failing = False
+                    emit(Recovered(collector.name))
+                emit(Sampled(collector.name, sample))
+            stop.wait(max(0.0, collector.interval_s - (clock() - started)))
+    finally:
+        collector.close()

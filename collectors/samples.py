@@ -1,0 +1,119 @@
+"""Typed, immutable samples: one object per tick of one source.
+
+Samples are built on a collector thread and read on the UI thread, never changed after creation.
+Units are in the field names. `None` means "not available on this device or to this user" and is
+shown as `N/A` by `gpuherd.format`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """One process the driver reports on one GPU."""
+
+    pid: int
+    """Process id as the driver sees it (the host PID namespace)."""
+    used_memory_bytes: int | None
+    """GPU memory the driver attributes to the process; `None` when it will not say."""
+    kind: str = "compute"
+    """`compute` or `graphics`."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """Everything gpuherd reads from one GPU in one query round."""
+
+    index: int
+    uuid: str
+    name: str
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    memory_reserved_bytes: int | None = None
+    """Memory the driver reserves for itself (NVML v2 memory info)."""
+    gpu_util_pct: float | None = None
+    mem_util_pct: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    fan_pct: float | None = None
+    pstate: int | None = None
+    """Performance state, 0 (fastest) to 15; `None` when unknown."""
+    ecc_errors_corrected: int | None = None
+    """Volatile corrected ECC errors since the driver loaded."""
+    ecc_errors_uncorrected: int | None = None
+    mig_mode: bool | None = None
+    processes: tuple[GpuProcess, ...] | None = None
+    """Compute and graphics processes; `None` when the driver would not list them."""
+    error: str | None = None
+    """Set when this GPU failed this round (for example lost from the bus); other fields are
+    then `None` and the other GPUs still report."""
+
+    @property
+    def memory_free_bytes(self) -> int | None:
+        """Total minus used, when both are known."""
+        if self.memory_used_bytes is None or self.memory_total_bytes is None:
+            return None
+        return self.memory_total_bytes - self.memory_used_bytes
+
+    @property
+    def unattributed_memory_bytes(self) -> int | None:
+        """Used memory that no listed process accounts for (driver reservation, hidden pids)."""
+        if self.memory_used_bytes is None:
+            return None
+        listed = sum(p.used_memory_bytes or 0 for p in self.processes or ())
+        return max(0, self.memory_used_bytes - listed)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTick:
+    """One NVML query round over every GPU."""
+
+    taken_at: float
+    """Unix seconds when the round started."""
+    devices: tuple[GpuSample, ...]
+    driver_version: str | None = None
+    nvml_version: str | None = None
+    cuda_driver_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    """Host-side details of one process that uses a GPU."""
+
+    pid: int
+    user: str | None = None
+    command: str | None = None
+    cpu_pct: float | None = None
+    rss_bytes: int | None = None
+    started_at: float | None = None
+    """Unix seconds when the process started."""
+    container: str | None = None
+    """Container name or short id when the process runs in one, from its cgroup."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostSample:
+    """Host-wide figures and details of the processes that use GPUs."""
+
+    taken_at: float
+    cpu_pct: float | None = None
+    cpu_count: int | None = None
+    mem_used_bytes: int | None = None
+    mem_total_bytes: int | None = None
+    swap_used_bytes: int | None = None
+    swap_total_bytes: int | None = None
+    load_1m: float | None = None
+    load_5m: float | None = None
+    load_15m: float | None = None
+    disk_read_bytes_s: float | None = None
+    """Rates are `None` on the first sample: they need two readings."""
+    disk_write_bytes_s: float | None = None
+    net_rx_bytes_s: float | None = None
+    net_tx_bytes_s: float | None = None
+    processes: tuple[ProcessInfo, ...] = ()
+    """Details of the GPU processes the host collector was asked to watch and could see."""

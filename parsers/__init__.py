@@ -1,0 +1,1 @@
+"""Pure, standard-library parsers that turn training-log lines into metrics and findings."""

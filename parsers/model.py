@@ -1,0 +1,35 @@
+"""What parsers produce: the metrics one log line reports, and health findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class LogMetric:
+    """The metrics one log line (or one CSV/JSON row) reports.
+
+    Names are normalised (`train/loss`, `val/acc`, `throughput/it_s`, `eta_s`, ...); keys a parser
+    does not know keep their own name. NaN and Inf are values, not failures.
+    """
+
+    values: tuple[tuple[str, float], ...]
+    """(name, value) pairs in the order the line gives them."""
+    step: int | None = None
+    epoch: float | None = None
+    taken_at: float | None = None
+    """Unix seconds, only when the line itself carries a timestamp."""
+
+    def as_dict(self) -> dict[str, float]:
+        """The values as a dict (a later duplicate name wins)."""
+        return dict(self.values)
+
+
+@dataclass(frozen=True, slots=True)
+class LogFinding:
+    """A health finding the log alone supports, such as a CUDA OOM or a traceback."""
+
+    kind: str
+    """Short kind: `nan`, `inf`, `oom`, `traceback`, `download`, `stalled`, ..."""
+    evidence: str
+    """The log line or the metric values that support it."""

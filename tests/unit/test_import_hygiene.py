@@ -1,0 +1,33 @@
+"""Headless entry points must never import Textual (STYLE section 1)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEADLESS_MODULES = [
+    "collectors.base",
+    "collectors.loop",
+    "collectors.samples",
+    "parsers.model",
+    "gpuherd.cli",
+]
+
+
+@pytest.mark.parametrize("module", HEADLESS_MODULES)
+def test_headless_module_does_not_import_textual(module: str) -> None:
+    code = f"import sys, {module}; print('textual' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_import_linter_contracts_hold() -> None:
+    out = subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports"))],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -1,0 +1,1 @@
+"""The Textual dashboard: app, widgets, screens and UI-thread state."""
