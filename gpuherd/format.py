@@ -1,0 +1,160 @@
+"""The one place values become text: units, rounding, and `None` as `N/A`."""
+
+from __future__ import annotations
+
+import math
+import time
+
+NA = "N/A"
+"""Shown for every value that is not available (`None`, or not a finite number)."""
+
+GIB = float(1 << 30)
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def pct_of(part: float | None, whole: float | None) -> float | None:
+    """`part` as a percentage of `whole`, or `None` when either is unknown or `whole` is 0."""
+    p, w = _finite(part), _finite(whole)
+    if p is None or not w:
+        return None
+    return 100.0 * p / w
+
+
+def fmt_bytes(n: float | None) -> str:
+    """Bytes in the largest binary unit that keeps the number below 1024: `615 MiB`, `1.5 GiB`."""
+    value = _finite(n)
+    if value is None:
+        return NA
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    unit = 0
+    while value >= 1024 and unit < len(_UNITS) - 1:
+        value /= 1024
+        unit += 1
+    if unit == 0:
+        return f"{sign}{value:.0f} B"
+    text = f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+    return f"{sign}{text} {_UNITS[unit]}"
+
+
+def fmt_bytes_gib(n: float | None, digits: int = 1) -> str:
+    """Bytes as GiB with a fixed number of decimals: `12.3 GiB`."""
+    value = _finite(n)
+    return NA if value is None else f"{value / GIB:.{digits}f} GiB"
+
+
+def fmt_gib_pair(used: float | None, total: float | None, digits: int = 1) -> str:
+    """Used over total in GiB, one unit: `12.3 / 139.8 GiB`; an unknown side shows `N/A`."""
+    u, t = _finite(used), _finite(total)
+    if u is None and t is None:
+        return NA
+    left = NA if u is None else f"{u / GIB:.{digits}f}"
+    right = NA if t is None else f"{t / GIB:.{digits}f}"
+    return f"{left} / {right} GiB"
+
+
+def fmt_pct(value: float | None, digits: int = 0) -> str:
+    """A percentage: `97%`."""
+    value = _finite(value)
+    return NA if value is None else f"{value:.{digits}f}%"
+
+
+def fmt_temp(celsius: float | None) -> str:
+    """A temperature: `64°C`."""
+    value = _finite(celsius)
+    return NA if value is None else f"{value:.0f}°C"
+
+
+def fmt_power(watts: float | None) -> str:
+    """A power draw: `512 W`."""
+    value = _finite(watts)
+    return NA if value is None else f"{value:.0f} W"
+
+
+def fmt_power_pair(draw_w: float | None, limit_w: float | None) -> str:
+    """Draw over limit: `512 / 700 W`; an unknown side shows `N/A`."""
+    d, lim = _finite(draw_w), _finite(limit_w)
+    if d is None and lim is None:
+        return NA
+    left = NA if d is None else f"{d:.0f}"
+    right = NA if lim is None else f"{lim:.0f}"
+    return f"{left} / {right} W"
+
+
+def fmt_mhz(mhz: float | None) -> str:
+    """A clock: `1980 MHz`."""
+    value = _finite(mhz)
+    return NA if value is None else f"{value:.0f} MHz"
+
+
+def fmt_pstate(pstate: int | None) -> str:
+    """A performance state: `P0`."""
+    return NA if pstate is None else f"P{pstate}"
+
+
+def fmt_on_off(flag: bool | None) -> str:
+    """A switch such as MIG mode: `on` or `off`."""
+    if flag is None:
+        return NA
+    return "on" if flag else "off"
+
+
+def fmt_count(n: int | None) -> str:
+    """A count with thousands separators: `1,234`."""
+    return NA if n is None else f"{n:,}"
+
+
+def fmt_number(value: float | None, digits: int = 2) -> str:
+    """A plain number with fixed decimals, such as a load average: `1.25`."""
+    value = _finite(value)
+    return NA if value is None else f"{value:.{digits}f}"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """A duration like `ps` elapsed time: `0:42`, `1:02:05`, `3d 04:05`."""
+    value = _finite(seconds)
+    if value is None or value < 0:
+        return NA
+    total = int(value)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours:02d}:{minutes:02d}"
+    if hours:
+        return f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{minutes}:{secs:02d}"
+
+
+def fmt_elapsed(started_at: float | None, now: float) -> str:
+    """Time since a Unix timestamp, as `fmt_duration`."""
+    start = _finite(started_at)
+    return NA if start is None else fmt_duration(now - start)
+
+
+def fmt_rate(bytes_per_s: float | None) -> str:
+    """A byte rate: `12.5 MiB/s`."""
+    return NA if _finite(bytes_per_s) is None else f"{fmt_bytes(bytes_per_s)}/s"
+
+
+def fmt_timestamp(unix_s: float | None) -> str:
+    """A Unix timestamp in local time: `2025-10-25 14:03:07`."""
+    value = _finite(unix_s)
+    if value is None:
+        return NA
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value))
+    except (OverflowError, OSError, ValueError):
+        # Beyond the platform's time_t: only a corrupt reading gets here.
+        return NA
+
+
+def fmt_text(text: str | None) -> str:
+    """A string, or `N/A` when unknown or empty."""
+    return text if text else NA
