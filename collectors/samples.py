@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parsers.model import LogFinding, LogMetric
+
 
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
@@ -117,3 +119,54 @@ class HostSample:
     net_tx_bytes_s: float | None = None
     processes: tuple[ProcessInfo, ...] = ()
     """Details of the GPU processes the host collector was asked to watch and could see."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogBatch:
+    """What one read of a followed log found: new metrics and findings, by line number.
+
+    A batch covers one file generation only; the first batch of a new generation (after a
+    rotation, truncation or re-creation) says so, and its line numbers start again at 1.
+    """
+
+    path: str
+    """The followed path: the task id (a glob pattern for checkpoint documents)."""
+    taken_at: float
+    """Unix seconds when the read ended; metrics without their own time carry it."""
+    format: str | None = None
+    """The format the lines were parsed with; `None` until it is detected."""
+    metrics: tuple[tuple[int, LogMetric], ...] = ()
+    """`(line_no, metric)`, 1-based in the current generation. A `\\r`-updated line still being
+    written (a progress bar) can give metrics under the same number in several batches."""
+    findings: tuple[tuple[int, LogFinding], ...] = ()
+    """`(line_no, finding)` for what single lines and metrics show (OOM, traceback, NaN)."""
+    lines_read: int = 0
+    """Complete lines read in this batch (a `\\r` progress run is one line)."""
+    unparsed_lines: int = 0
+    """Lines a parser matched but could not read, plus lines too long to parse."""
+    too_long_lines: int = 0
+    """Lines longer than the tail's cap, skipped (also counted in `unparsed_lines`)."""
+    findings_dropped: int = 0
+    """Findings beyond the per-batch cap (a log repeating one warning), counted only."""
+    generation: int = 0
+    """1 for the first file seen at the path, +1 at each rotation, truncation or re-creation;
+    0 while no file has been seen."""
+    rotated: bool = False
+    """This batch starts a new file that replaced the old one by rename and create."""
+    truncated: bool = False
+    """This batch starts over in the same file, cut or rewritten from the start."""
+    recreated: bool = False
+    """This batch starts a file created after the old one was deleted."""
+    waiting: bool = False
+    """The path does not exist (yet); the tail keeps waiting for it."""
+    file_path: str | None = None
+    """The file actually read (differs from `path` when `path` is a pattern)."""
+    offset_bytes: int = 0
+    """How far into the file reading has got."""
+    size_bytes: int | None = None
+    """The file's size at the last look; `None` while it does not exist."""
+
+    @property
+    def starts_generation(self) -> bool:
+        """Whether this batch is the first of a replacement file or a restarted one."""
+        return self.rotated or self.truncated or self.recreated
