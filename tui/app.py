@@ -1,0 +1,214 @@
+"""The Textual app: starts one worker per collector and routes their messages into state."""
+
+from __future__ import annotations
+
+import socket
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from collectors.base import (
+    Collector,
+    CollectorEvent,
+    Failed,
+    Finished,
+    Recovered,
+    Sampled,
+    Unavailable,
+)
+from collectors.loop import run_collector
+from collectors.samples import GpuTick
+from tui.messages import (
+    CollectorFailed,
+    CollectorRecovered,
+    SampleReceived,
+    SourceFinished,
+    SourceUnavailable,
+)
+from tui.screens.error import ErrorScreen
+from tui.screens.help import HelpScreen
+from tui.screens.main import MainScreen
+from tui.state import MonitorState
+
+DEMO_HINT = "try `gpuherd --demo`"
+
+
+class PidSink(Protocol):
+    """Where the pids seen on the GPUs go (`collectors.host.PidWatch`)."""
+
+    def set(self, pids: Any) -> None:
+        """Replace the watched pids."""
+
+
+class GpuherdApp(App[int]):
+    """The dashboard. Build it with `make_app`."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "gpuherd"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+    ]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-tiny"), (22, "-short"), (30, "-tall")]
+
+    def __init__(
+        self,
+        collectors: Sequence[Collector[Any]],
+        *,
+        pid_watch: PidSink | None,
+        clock: Callable[[], float],
+        hostname: str,
+        replay_label: str | None,
+    ) -> None:
+        super().__init__()
+        self.collectors = list(collectors)
+        self.pid_watch = pid_watch
+        self.clock = clock
+        self.hostname = hostname
+        self.replay_label = replay_label
+        self.state = MonitorState()
+        self._main = MainScreen(self.state, hostname=hostname, replay_label=replay_label)
+
+    def get_default_screen(self) -> MainScreen:
+        """The dashboard is the base screen."""
+        return self._main
+
+    def on_mount(self) -> None:
+        """Start one long-lived thread worker per collector."""
+        self._refresh_view()
+        for collector in self.collectors:
+            self.state.status_of(collector.name)
+            self.run_worker(
+                self._collector_work(collector),
+                name=collector.name,
+                group="collectors",
+                description=f"collector {collector.name}",
+                exit_on_error=False,
+                thread=True,
+            )
+
+    def _collector_work(self, collector: Collector[Any]) -> Callable[[], None]:
+        def work() -> None:
+            run_collector(collector, self._emit, get_current_worker().cancelled_event)
+
+        return work
+
+    def _emit(self, event: CollectorEvent) -> None:
+        """Runs on the collector thread: wrap the event and hand it to the UI thread."""
+        message: Any
+        if isinstance(event, Sampled):
+            message = SampleReceived(event.source, event.sample)
+        elif isinstance(event, Failed):
+            message = CollectorFailed(event.source, event.error)
+        elif isinstance(event, Recovered):
+            message = CollectorRecovered(event.source)
+        elif isinstance(event, Unavailable):
+            message = SourceUnavailable(event.source, event.error)
+        elif isinstance(event, Finished):
+            message = SourceFinished(event.source)
+        else:
+            raise TypeError(f"unknown collector event {event!r}")
+        self.post_message(message)
+
+    def on_sample_received(self, message: SampleReceived) -> None:
+        """Store the sample; a GPU tick also tells the host collector which pids to detail."""
+        changes = self.state.apply_sample(message.source, message.sample)
+        if isinstance(message.sample, GpuTick):
+            if self.pid_watch is not None:
+                self.pid_watch.set(self.state.gpu_pids())
+            for gpu in changes.lost:
+                self.notify(f"GPU {gpu.index} ({gpu.uuid[:12]}): {gpu.error}",
+                            title="GPU error", severity="error")
+            for gpu in changes.back:
+                self.notify(f"GPU {gpu.index} reads again", title="GPU recovered")
+        self._refresh_view(message.sample)
+
+    def on_collector_failed(self, message: CollectorFailed) -> None:
+        """Mark the source's panel; notify once per outage."""
+        error = message.error
+        if self.state.mark_failed(message.source, error.msg):
+            self.notify(error.msg, title=f"{error.title} ({message.source})", severity="error")
+        self._refresh_view()
+
+    def on_collector_recovered(self, message: CollectorRecovered) -> None:
+        """Clear the error mark."""
+        if self.state.mark_recovered(message.source):
+            self.notify(f"{message.source} is reading again", title="Recovered")
+        self._refresh_view()
+
+    def on_source_unavailable(self, message: SourceUnavailable) -> None:
+        """Explain on the banner why the source cannot run here."""
+        line = message.error.msg
+        if self.state.role(message.source) == "gpu" and self.replay_label is None:
+            line = f"{line} — {DEMO_HINT}"
+        self.state.mark_unavailable(message.source, message.error.msg, notice=line)
+        self._refresh_view()
+
+    def on_source_finished(self, message: SourceFinished) -> None:
+        """A replay ended: say so in the header and once as a notification."""
+        self.state.mark_finished(message.source)
+        if self.replay_label and self.state.role(message.source) == "gpu":
+            self.notify("replay finished; q quits", title="Replay")
+        self._refresh_view()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A collector worker that died of a bug: mark its panel and show the traceback."""
+        worker = event.worker
+        if event.state != WorkerState.ERROR or worker.group != "collectors":
+            return
+        error = worker.error
+        self.state.mark_crashed(worker.name, f"crashed: {error!r}")
+        details = "".join(traceback.format_exception(error)) if error else "no traceback"
+        self.push_screen(ErrorScreen(f"The {worker.name} collector stopped: {error!r}", details))
+        self._refresh_view()
+
+    def _refresh_view(self, sample: object = None) -> None:
+        if self.replay_label is None:
+            self.state.now = self.clock()
+        elif isinstance(sample, GpuTick):
+            self.state.now = sample.taken_at
+        if self._main.is_mounted:
+            self._main.show()
+
+    def action_help(self) -> None:
+        """Show the keys."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(tuple(self.state.notices)))
+
+
+def make_app(
+    collectors: Sequence[Collector[Any]],
+    *,
+    title: str = "gpuherd",
+    pid_watch: PidSink | None = None,
+    clock: Callable[[], float] = time.time,
+    hostname: str | None = None,
+    replay_label: str | None = None,
+) -> GpuherdApp:
+    """Build the dashboard over `collectors` (live, replayed, or fakes in tests).
+
+    Args:
+        collectors: Sources to poll, one thread worker each.
+        title: Terminal title.
+        pid_watch: Updated with every GPU pid after each tick, so a host collector reading it
+            fetches those processes' details.
+        clock: Wall clock for the header in live mode (injected for deterministic snapshots).
+        hostname: Shown in the header; defaults to this machine's name.
+        replay_label: `REPLAY <dir> x<speed>`; set in replay mode, where the header shows the
+            recorded time instead of the wall clock.
+    """
+    app = GpuherdApp(
+        collectors,
+        pid_watch=pid_watch,
+        clock=clock,
+        hostname=hostname if hostname is not None else socket.gethostname(),
+        replay_label=replay_label,
+    )
+    app.title = title
+    return app

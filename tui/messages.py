@@ -1,0 +1,54 @@
+"""Messages that carry collector events from worker threads to the UI thread."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from textual.message import Message
+
+from collectors.base import CollectorError, CollectorUnavailable
+
+
+@dataclass
+class SampleReceived(Message):
+    """A collector produced a sample."""
+
+    source: str
+    """Name of the collector, for example `nvml` or `host`."""
+    sample: Any
+    """The immutable sample (`GpuTick`, `HostSample`, ...)."""
+
+    def can_replace(self, message: Message) -> bool:
+        """Let a newer sample from the same source supersede this one when the UI lags."""
+        return isinstance(message, SampleReceived) and message.source == self.source
+
+
+@dataclass
+class CollectorFailed(Message):
+    """A collector raised `CollectorError` this tick; it keeps polling and may recover."""
+
+    source: str
+    error: CollectorError
+
+
+@dataclass
+class CollectorRecovered(Message):
+    """A collector that had failed produced a sample again."""
+
+    source: str
+
+
+@dataclass
+class SourceUnavailable(Message):
+    """A collector cannot work on this machine (no driver, library missing); it has stopped."""
+
+    source: str
+    error: CollectorUnavailable
+
+
+@dataclass
+class SourceFinished(Message):
+    """A finite collector (a replayed session) has no more samples; it has stopped."""
+
+    source: str

@@ -1,0 +1,68 @@
+"""The `?` help screen: keys, what the panels mean, and why a source may be missing."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS: tuple[tuple[str, str], ...] = (
+    ("q", "quit"),
+    ("?", "this help (Esc or ? closes it)"),
+    ("/", "filter processes by user, command or pid"),
+    ("Esc", "clear the filter"),
+    ("s", "cycle the process sort: GPU memory, CPU %, RSS, elapsed, pid, user, GPU"),
+    ("g / G", "chart the next / previous GPU (or click a GPU)"),
+    ("↑ ↓ PgUp PgDn", "move in the process table"),
+)
+
+NOTES = (
+    "VRAM bars turn yellow at 60% and red at 85%. N/A means the device or driver does not "
+    "report that value, or you may not read it.",
+    "Memory in use that no listed process accounts for is shown under the table: the "
+    "driver's own reservation, processes in another PID namespace (a container), or "
+    "processes whose details are hidden from you.",
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    """A modal list of keys and notes."""
+
+    BINDINGS = [
+        Binding("escape", "dismiss", "Close"),
+        Binding("question_mark", "dismiss", "Close"),
+        Binding("q", "dismiss", "Close", show=False),
+    ]
+
+    def __init__(self, unavailable: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.unavailable = unavailable
+
+    def compose(self) -> ComposeResult:
+        """Keys table, then notes, then why a source is missing."""
+        keys = Table.grid(padding=(0, 2))
+        keys.add_column(style="bold cyan", no_wrap=True)
+        keys.add_column()
+        for key, meaning in KEYS:
+            keys.add_row(key, meaning)
+        with VerticalScroll(id="help-body"):
+            yield Static(Text("gpuherd keys", style="bold"))
+            yield Static(keys)
+            for note in NOTES:
+                yield Static(Text(note, style="dim"), classes="help-note")
+            for reason in self.unavailable:
+                yield Static(Text(reason, style="yellow"), classes="help-note")
+
+    def on_mount(self) -> None:
+        """Titles on the frame."""
+        body = self.query_one("#help-body")
+        body.border_title = "Help"
+        body.border_subtitle = "Esc closes"
+
+    async def action_dismiss(self, result: None = None) -> None:
+        """Close the help."""
+        self.dismiss(result)

@@ -1,0 +1,180 @@
+"""The dashboard screen: composition of the panels and the process table's sort and filter."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Input, Static
+
+from tui.processes import SORT_KEYS, SortKey, build_rows, filter_rows, next_sort_key, sort_rows
+from tui.state import MonitorState, Role
+from tui.views import chart_series, chart_title, gap_note, process_subtitle
+from tui.widgets.banner import Banner
+from tui.widgets.gpu_panel import GpuPanel
+from tui.widgets.header_bar import HeaderBar
+from tui.widgets.host_panel import HostPanel
+from tui.widgets.plot import Plot
+from tui.widgets.process_table import ProcessTable
+
+PANEL_FOR_ROLE: dict[Role, str] = {"gpu": "#gpus", "host": "#host"}
+"""Which bordered panel shows a source's failures."""
+
+
+class MainScreen(Screen[None]):
+    """GPUs on top, history chart and host beside each other, processes below."""
+
+    BINDINGS = [
+        Binding("slash", "filter", "Filter"),
+        Binding("s", "cycle_sort", "Sort"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("g", "next_gpu", "Next GPU"),
+        Binding("G", "next_gpu(-1)", "Previous GPU", show=False),
+    ]
+
+    sort_key: reactive[SortKey] = reactive(SORT_KEYS[0])
+    """How the process table is ordered; `s` cycles it."""
+    filter_text: reactive[str] = reactive("")
+    """Substring matched against user, command, container and pid."""
+
+    def __init__(self, state: MonitorState, *, hostname: str, replay_label: str | None) -> None:
+        super().__init__()
+        self.state = state
+        self.hostname = hostname
+        self.replay_label = replay_label
+
+    def compose(self) -> ComposeResult:
+        """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
+        yield HeaderBar()
+        yield Banner()
+        with Vertical(id="gpus", classes="panel"):
+            yield GpuPanel()
+        with Horizontal(id="middle"):
+            with Vertical(id="chart", classes="panel"):
+                yield Plot()
+            with Vertical(id="host", classes="panel"):
+                yield HostPanel()
+        with Vertical(id="processes", classes="panel"):
+            yield ProcessTable()
+            yield Static(id="gap-note")
+            yield Input(placeholder="filter by user, command or pid (Enter: keep, Esc: clear)",
+                        id="filter")
+        # Issue 3's training-log tasks panel mounts its widgets into this container.
+        yield Vertical(id="tasks", classes="panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Titles that never change, and the table takes the keyboard."""
+        self.query_one("#gpus").border_title = "GPUs"
+        self.query_one("#host").border_title = "Host"
+        self.query_one("#processes").border_title = "Processes"
+        header = self.query_one(HeaderBar)
+        header.hostname = self.hostname
+        header.replay_label = self.replay_label
+        self.query_one(ProcessTable).focus()
+        self.show()
+
+    def show(self) -> None:
+        """Push everything from `state` into the widgets (called after each message)."""
+        state = self.state
+        tick = state.gpu_tick
+        header = self.query_one(HeaderBar)
+        header.driver = tick.driver_version if tick else None
+        header.cuda = tick.cuda_driver_version if tick else None
+        header.now = state.now
+        header.finished = state.finished("gpu")
+        self.query_one(Banner).lines = tuple(state.notices)
+        self.query_one(GpuPanel).tick = tick
+        self.query_one(GpuPanel).selected_uuid = state.selected_uuid
+        self.query_one(HostPanel).sample = state.host_sample
+        self._show_chart()
+        self._show_processes()
+        self._show_health()
+
+    def _show_chart(self) -> None:
+        plot = self.query_one(Plot)
+        uuid = self.state.selected_uuid
+        history = self.state.history.get(uuid) if uuid else None
+        plot.series = chart_series(history)
+        plot.x_range = (-600.0, 0.0)
+        plot.y_range = (0.0, 100.0)
+        self.query_one("#chart").border_title = chart_title(self.state.gpu_tick, uuid)
+
+    def _show_processes(self) -> None:
+        tick = self.state.gpu_tick
+        every = build_rows(tick, self.state.host_sample)
+        shown = sort_rows(filter_rows(every, self.filter_text), self.sort_key)
+        self.query_one(ProcessTable).rows_shown = tuple(shown)
+        panel = self.query_one("#processes")
+        panel.border_subtitle = process_subtitle(self.sort_key, self.filter_text,
+                                                 len(shown), len(every))
+        self.query_one("#gap-note", Static).update(gap_note(tick, bool(every)))
+
+    def _show_health(self) -> None:
+        state = self.state
+        for role, selector in PANEL_FOR_ROLE.items():
+            panel = self.query_one(selector)
+            problems = state.problems(role)
+            panel.set_class(bool(problems), "-error")
+            panel.border_subtitle = "; ".join(problems) if problems else None
+        no_gpu = bool(state.unavailable("gpu")) and state.gpu_tick is None
+        no_host = bool(state.unavailable("host")) and state.host_sample is None
+        self.set_class(no_gpu, "-no-gpu")
+        self.set_class(no_host, "-no-host")
+
+    def panel(self, role: Role) -> Widget:
+        """The bordered panel that shows the health of sources of `role`."""
+        return self.query_one(PANEL_FOR_ROLE[role])
+
+    def watch_sort_key(self) -> None:
+        """Re-sort at once rather than on the next tick."""
+        if self.is_mounted:
+            self._show_processes()
+
+    def watch_filter_text(self) -> None:
+        """Re-filter at once as the user types."""
+        if self.is_mounted:
+            self._show_processes()
+
+    def action_filter(self) -> None:
+        """Open the filter input."""
+        box = self.query_one("#filter", Input)
+        box.add_class("-shown")
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        """Clear and hide the filter, give the keyboard back to the table."""
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.remove_class("-shown")
+        self.filter_text = ""
+        self.query_one(ProcessTable).focus()
+
+    def action_cycle_sort(self) -> None:
+        """Next sort key."""
+        self.sort_key = next_sort_key(self.sort_key)
+
+    def action_next_gpu(self, step: int = 1) -> None:
+        """Chart the next (or previous) GPU."""
+        self.state.select_next_gpu(step)
+        self.show()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        if not event.value:
+            self.action_clear_filter()
+            return
+        self.query_one(ProcessTable).focus()
+
+    @on(GpuPanel.Selected)
+    def _gpu_selected(self, event: GpuPanel.Selected) -> None:
+        self.state.selected_uuid = event.uuid
+        self.show()

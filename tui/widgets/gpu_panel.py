@@ -1,0 +1,132 @@
+"""The GPU panel: two lines per GPU, nvitop style, widening with the terminal."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events
+from textual.app import RenderResult
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from collectors.samples import GpuSample, GpuTick
+from gpuherd.format import (
+    fmt_bytes_gib,
+    fmt_count,
+    fmt_gib_pair,
+    fmt_mhz,
+    fmt_on_off,
+    fmt_pct,
+    fmt_power_pair,
+    fmt_pstate,
+    fmt_temp,
+    pct_of,
+)
+from tui.text import bar, fit, level_style
+
+LINES_PER_GPU = 2
+
+
+class GpuPanel(Widget):
+    """Every GPU of the newest tick; the one the chart follows is marked with `▶`."""
+
+    DEFAULT_CSS = """
+    GpuPanel {
+        height: auto;
+        width: 1fr;
+    }
+    """
+
+    tick: reactive[GpuTick | None] = reactive(None, layout=True)
+    """The newest NVML round; `None` until the first arrives."""
+    selected_uuid: reactive[str | None] = reactive(None)
+    """UUID of the GPU whose history the chart shows."""
+
+    class Selected(Message):
+        """The user clicked a GPU."""
+
+        def __init__(self, uuid: str) -> None:
+            super().__init__()
+            self.uuid = uuid
+
+    def render(self) -> RenderResult:
+        """Two lines per GPU, or a waiting line before the first tick."""
+        if self.tick is None:
+            return Text("waiting for the first GPU reading…", style="dim")
+        if not self.tick.devices:
+            return Text("NVML reports no GPUs on this machine.", style="yellow")
+        width = max(20, self.size.width)
+        lines: list[Text] = []
+        for gpu in self.tick.devices:
+            lines.extend(gpu_lines(gpu, width, gpu.uuid == self.selected_uuid))
+        return Text("\n").join(lines)
+
+    def on_click(self, event: events.Click) -> None:
+        """Select the GPU under the mouse."""
+        if self.tick is None:
+            return
+        index = event.y // LINES_PER_GPU
+        if 0 <= index < len(self.tick.devices):
+            self.post_message(self.Selected(self.tick.devices[index].uuid))
+
+
+def gpu_lines(gpu: GpuSample, width: int, selected: bool) -> list[Text]:
+    """The two lines of one GPU at `width` cells."""
+    marker = "▶" if selected else " "
+    head = Text.assemble((marker, "bold cyan"), f"{gpu.index:>2} ")
+    name = Text(gpu.name, style="bold")
+    short_uuid = Text(_short_uuid(gpu.uuid), style="dim")
+    if gpu.error is not None:
+        first = fit([head + name, short_uuid], width)
+        return [first, Text(f"    ERROR: {gpu.error}", style="bold red", no_wrap=True)]
+    first = fit([head + name, short_uuid, *_detail_segments(gpu)], width)
+    return [first, _usage_line(gpu, width)]
+
+
+def _short_uuid(uuid: str) -> str:
+    # "GPU-1a2b3c4d-..." -> "GPU-1a2b3c4d": enough to tell GPUs apart and match nvidia-smi -L.
+    return uuid[:12]
+
+
+def _detail_segments(gpu: GpuSample) -> list[Text]:
+    """Temperature, power, clock, then the extras, in the order they are dropped last to first."""
+    temp = Text(fmt_temp(gpu.temperature_c), style=level_style(gpu.temperature_c, 70, 83))
+    power_pct = pct_of(gpu.power_w, gpu.power_limit_w)
+    power = Text(fmt_power_pair(gpu.power_w, gpu.power_limit_w), style=level_style(power_pct))
+    segments = [temp, power, Text(f"SM {fmt_mhz(gpu.sm_clock_mhz)}")]
+    segments.append(Text(fmt_pstate(gpu.pstate)))
+    segments.append(Text(f"fan {fmt_pct(gpu.fan_pct)}"))
+    ecc = f"ECC {fmt_count(gpu.ecc_errors_corrected)}/{fmt_count(gpu.ecc_errors_uncorrected)}"
+    segments.append(Text(ecc, style="bold red" if gpu.ecc_errors_uncorrected else ""))
+    segments.append(Text(f"MIG {fmt_on_off(gpu.mig_mode)}"))
+    segments.append(Text(f"reserved {fmt_bytes_gib(gpu.memory_reserved_bytes)}", style="dim"))
+    segments.append(Text(f"mem clk {fmt_mhz(gpu.mem_clock_mhz)}", style="dim"))
+    return segments
+
+
+def _usage_line(gpu: GpuSample, width: int) -> Text:
+    """`VRAM [bar] used / total GiB pct  UTIL [bar] pct  MEM pct` with bars filling the width."""
+    mem_pct = pct_of(gpu.memory_used_bytes, gpu.memory_total_bytes)
+    vram_text = Text(f" {fmt_gib_pair(gpu.memory_used_bytes, gpu.memory_total_bytes)} ")
+    vram_text.append(f"{fmt_pct(mem_pct):>4}", style=level_style(mem_pct))
+    util_text = Text(f" {fmt_pct(gpu.gpu_util_pct):>4}", style="bold")
+    mem_util = Text.assemble("  MEM ", (f"{fmt_pct(gpu.mem_util_pct):>4}", "bold"))
+    fixed = 4 + len("VRAM ") + vram_text.cell_len + len("  UTIL ") + util_text.cell_len
+    room = width - fixed - mem_util.cell_len
+    line = Text("    VRAM ", no_wrap=True, overflow="crop")
+    if room >= 12:
+        vram_w = max(6, room * 2 // 3)
+        line.append_text(bar(mem_pct, vram_w))
+        line.append_text(vram_text)
+        line.append("  UTIL ")
+        line.append_text(bar(gpu.gpu_util_pct, room - vram_w, style="cyan"))
+        line.append_text(util_text)
+        line.append_text(mem_util)
+    else:
+        # Too narrow for bars: the numbers alone still fit in 60 columns.
+        line.append_text(vram_text)
+        line.append("  UTIL")
+        line.append_text(util_text)
+        if line.cell_len + mem_util.cell_len <= width:
+            line.append_text(mem_util)
+    return line

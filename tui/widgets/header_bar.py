@@ -1,0 +1,56 @@
+"""One-line header: host, driver, time, and the replay banner when replaying."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import RenderResult
+from textual.reactive import reactive
+from textual.widget import Widget
+
+
+class HeaderBar(Widget):
+    """Shows where and when the figures come from."""
+
+    DEFAULT_CSS = """
+    HeaderBar {
+        height: 1;
+        width: 1fr;
+        background: $panel;
+    }
+    """
+
+    hostname: reactive[str] = reactive("")
+    driver: reactive[str | None] = reactive(None)
+    """NVIDIA driver version from the newest tick, `None` before one arrives or without NVML."""
+    cuda: reactive[str | None] = reactive(None)
+    now: reactive[float | None] = reactive(None)
+    """Unix seconds to show: the wall clock live, the recorded time when replaying."""
+    replay_label: reactive[str | None] = reactive(None)
+    """`REPLAY <dir> x<speed>` in replay mode."""
+    finished: reactive[bool] = reactive(False)
+    """The replayed session has ended."""
+
+    def render(self) -> RenderResult:
+        """Left: app and host; middle: replay state; right: driver and time."""
+        left = Text.assemble(("gpuherd", "bold"), "  ", (self.hostname, "bold cyan"))
+        if self.replay_label:
+            left.append("  ")
+            left.append(f" {self.replay_label} ", style="bold black on yellow")
+            if self.finished:
+                left.append("  replay finished", style="bold yellow")
+        right = Text()
+        right.append(f"driver {self.driver or 'N/A'}")
+        if self.cuda:
+            right.append(f"  CUDA {self.cuda}")
+        if self.now is not None:
+            right.append("  " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.now)))
+        width = self.size.width
+        gap = width - left.cell_len - right.cell_len
+        if gap < 2:
+            # Narrow terminal: keep the host and the replay state, drop the driver first.
+            clock = "" if self.now is None else time.strftime("%H:%M:%S", time.localtime(self.now))
+            right = Text(clock)
+            gap = max(1, width - left.cell_len - right.cell_len)
+        return Text.assemble(left, " " * gap, right, no_wrap=True, overflow="ellipsis")

@@ -1,0 +1,75 @@
+"""The host panel: CPU, memory, swap, load, disk and network rates."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import RenderResult
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from collectors.samples import HostSample
+from gpuherd.format import fmt_gib_pair, fmt_number, fmt_pct, fmt_rate, pct_of
+from tui.text import bar
+
+STACK_BELOW = 50
+"""Below this width each figure gets its own line; above it figures flow side by side."""
+
+
+class HostPanel(Widget):
+    """Host-wide figures from the newest `HostSample`."""
+
+    DEFAULT_CSS = """
+    HostPanel {
+        height: auto;
+        width: 1fr;
+    }
+    """
+
+    sample: reactive[HostSample | None] = reactive(None, layout=True)
+    """The newest host sample; `None` until the first arrives."""
+
+    def render(self) -> RenderResult:
+        """Figures stacked in a narrow column, or flowing in rows when wide."""
+        if self.sample is None:
+            return Text("waiting for the first host reading…", style="dim")
+        width = max(20, self.size.width)
+        segments = host_segments(self.sample, width)
+        if width < STACK_BELOW:
+            return Text("\n").join(segments)
+        return Text("\n").join(_flow(segments, width))
+
+
+def host_segments(sample: HostSample, width: int) -> list[Text]:
+    """One `Text` per figure; bars shrink with the width."""
+    bar_w = 12 if width < STACK_BELOW or width >= 120 else 8
+    cpu_count = f" of {sample.cpu_count}" if sample.cpu_count else ""
+    ram_pct = pct_of(sample.mem_used_bytes, sample.mem_total_bytes)
+    swap_pct = pct_of(sample.swap_used_bytes, sample.swap_total_bytes)
+    load = " ".join(fmt_number(v) for v in (sample.load_1m, sample.load_5m, sample.load_15m))
+    return [
+        Text.assemble(("CPU  ", "bold"), bar(sample.cpu_pct, bar_w),
+                      f" {fmt_pct(sample.cpu_pct):>4}{cpu_count}"),
+        Text.assemble(("RAM  ", "bold"), bar(ram_pct, bar_w),
+                      f" {fmt_gib_pair(sample.mem_used_bytes, sample.mem_total_bytes)}"),
+        Text.assemble(("load ", "bold"), load),
+        Text.assemble(("swap ", "bold"), bar(swap_pct, bar_w),
+                      f" {fmt_gib_pair(sample.swap_used_bytes, sample.swap_total_bytes)}"),
+        Text.assemble(("disk ", "bold"), f"r {fmt_rate(sample.disk_read_bytes_s)}",
+                      f"  w {fmt_rate(sample.disk_write_bytes_s)}"),
+        Text.assemble(("net  ", "bold"), f"rx {fmt_rate(sample.net_rx_bytes_s)}",
+                      f"  tx {fmt_rate(sample.net_tx_bytes_s)}"),
+    ]
+
+
+def _flow(segments: list[Text], width: int, gap: str = "   ") -> list[Text]:
+    lines: list[Text] = []
+    line = Text(no_wrap=True, overflow="crop")
+    for segment in segments:
+        if line.cell_len and line.cell_len + len(gap) + segment.cell_len > width:
+            lines.append(line)
+            line = Text(no_wrap=True, overflow="crop")
+        if line.cell_len:
+            line.append(gap)
+        line.append_text(segment)
+    lines.append(line)
+    return lines

@@ -1,0 +1,77 @@
+"""The one widget that talks to plotext: a line chart drawn from plain series on each render."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinned in pyproject
+from rich.text import Text
+from textual.app import RenderResult
+from textual.reactive import reactive
+from textual.widget import Widget
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One line: x and y values of equal length, a legend label and a plotext colour name."""
+
+    label: str
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+    color: str
+
+
+class Plot(Widget):
+    """A line chart of `series`; each widget owns its own plotext figure.
+
+    plotext's module-level API shares one global figure, so two charts (or a chart and a test)
+    would draw into each other; a private figure, used only from `render`, avoids that.
+    """
+
+    DEFAULT_CSS = """
+    Plot {
+        width: 1fr;
+        height: 1fr;
+        min-height: 5;
+    }
+    """
+
+    series: reactive[tuple[Series, ...]] = reactive(())
+    """Lines to draw; assign a new tuple to redraw."""
+    x_range: reactive[tuple[float, float] | None] = reactive(None)
+    """Fixed x-axis limits, or `None` to fit the data."""
+    y_range: reactive[tuple[float, float] | None] = reactive(None)
+    """Fixed y-axis limits, or `None` to fit the data."""
+    placeholder: reactive[str] = reactive("no data yet")
+    """Shown instead of an empty chart."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._figure = PlotextFigure()
+
+    def render(self) -> RenderResult:
+        """Draw the series at the widget's current size."""
+        width, height = self.size.width, self.size.height
+        drawable = [s for s in self.series if s.xs]
+        if not drawable or width < 20 or height < 5:
+            return Text(self.placeholder, style="dim")
+        figure = self._figure
+        figure.clear_data()
+        figure.clear_figure()
+        figure.theme("clear")
+        figure.plotsize(width, height)
+        for line in drawable:
+            figure.plot(list(line.xs), list(line.ys), label=line.label, color=line.color,
+                        marker="braille")
+        if self.x_range is not None:
+            figure.xlim(*self.x_range)
+        if self.y_range is not None:
+            figure.ylim(*self.y_range)
+            figure.yticks(_ticks(self.y_range))
+        return Text.from_ansi(figure.build(), no_wrap=True, end="")
+
+
+def _ticks(limits: tuple[float, float]) -> Sequence[float]:
+    low, high = limits
+    return [low, (low + high) / 2, high]

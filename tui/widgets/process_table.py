@@ -1,0 +1,152 @@
+"""The process table: rows keyed by (GPU UUID, pid), updated cell by cell."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import events
+from textual.reactive import reactive
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist, RowKey
+
+from gpuherd.format import fmt_bytes, fmt_duration, fmt_pct, fmt_text
+from tui.processes import ProcessRow
+
+WIDE_FROM = 100
+"""From this width the table also shows RSS and elapsed time."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One table column: key, header, width and how a row becomes its cell."""
+
+    key: str
+    label: str
+    width: int
+    cell: Callable[[ProcessRow], Text]
+
+
+def _right(text: str) -> Text:
+    return Text(text, justify="right")
+
+
+def _command(row: ProcessRow) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if row.container:
+        text.append(f"[{row.container}] ", style="magenta")
+    text.append(fmt_text(row.command), style="" if row.command else "dim")
+    return text
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("gpu", "GPU", 3, lambda r: _right(str(r.gpu_index))),
+    Column("pid", "PID", 7, lambda r: _right(str(r.pid))),
+    Column("user", "USER", 10, lambda r: Text(fmt_text(r.user), no_wrap=True)),
+    Column("gpu_mem", "GPU MEM", 9, lambda r: _right(fmt_bytes(r.gpu_memory_bytes))),
+    Column("cpu", "CPU%", 6, lambda r: _right(fmt_pct(r.cpu_pct))),
+    Column("rss", "RSS", 9, lambda r: _right(fmt_bytes(r.rss_bytes))),
+    Column("elapsed", "ELAPSED", 10, lambda r: _right(fmt_duration(r.elapsed_s))),
+)
+WIDE_ONLY = frozenset({"rss", "elapsed"})
+
+
+class ProcessTable(DataTable[Text]):
+    """Shows `rows` in the order given; touches only the cells that changed.
+
+    Rows are never cleared per tick, so the cursor and scroll position survive updates.
+    `clear(columns=True)` happens only when the width changes the column set.
+    """
+
+    rows_shown: reactive[tuple[ProcessRow, ...]] = reactive((), always_update=True)
+    """Rows to show, already filtered and sorted."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self._shown: dict[str, ProcessRow] = {}
+        self._order: list[str] = []
+        self._layout: tuple[bool, int] | None = None
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Rebuild the columns when the width changes which ones fit."""
+        self._build_columns(event.size.width)
+
+    def watch_rows_shown(self, rows: tuple[ProcessRow, ...]) -> None:
+        """Apply the new rows by key: remove gone ones, add new ones, update changed cells."""
+        if self._layout is None:
+            return
+        cursor_key = self._cursor_key()
+        wanted = {row.key: row for row in rows}
+        for key in [k for k in self._shown if k not in wanted]:
+            self.remove_row(key)
+            del self._shown[key]
+        for row in rows:
+            old = self._shown.get(row.key)
+            if old is None:
+                self.add_row(*self._cells(row), key=row.key)
+            elif old != row:
+                self._update_cells(old, row)
+            self._shown[row.key] = row
+        order = [row.key for row in rows]
+        if order != self._order:
+            self._reorder(order)
+        if cursor_key in wanted:
+            self.move_cursor(row=self.get_row_index(cursor_key))
+
+    def _columns(self) -> list[Column]:
+        wide = self._layout is not None and self._layout[0]
+        return [c for c in COLUMNS if wide or c.key not in WIDE_ONLY]
+
+    def _cells(self, row: ProcessRow) -> list[Text]:
+        return [column.cell(row) for column in self._columns()] + [_command(row)]
+
+    def _update_cells(self, old: ProcessRow, new: ProcessRow) -> None:
+        for column in self._columns():
+            cell = column.cell(new)
+            if cell.plain != column.cell(old).plain:
+                self.update_cell(new.key, column.key, cell)
+        if _command(new).plain != _command(old).plain:
+            self.update_cell(new.key, "command", _command(new))
+
+    def _reorder(self, order: list[str]) -> None:
+        # DataTable.sort hands the key function cell values, not row keys; GPU and PID cells
+        # together identify a row, so they map back to the wanted position.
+        rank = {(str(self._shown[k].gpu_index), str(self._shown[k].pid)): i
+                for i, k in enumerate(order)}
+        self.sort("gpu", "pid", key=lambda cells: rank.get((cells[0].plain, cells[1].plain), 0))
+        self._order = order
+
+    def _cursor_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            key: RowKey = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        except CellDoesNotExist:
+            return None
+        return key.value
+
+    def _build_columns(self, width: int) -> None:
+        wide = width >= WIDE_FROM
+        fixed = sum(c.width + 2 for c in COLUMNS if wide or c.key not in WIDE_ONLY)
+        command_w = max(8, width - fixed - 3)  # 2 for padding, 1 for the scrollbar
+        if self._layout == (wide, command_w):
+            return
+        self._layout = (wide, command_w)
+        self.clear(columns=True)
+        for column in self._columns():
+            self.add_column(column.label, key=column.key, width=column.width)
+        self.add_column("COMMAND", key="command", width=command_w)
+        self._shown, self._order = {}, []
+        self.watch_rows_shown(self.rows_shown)
+
+    def current_row(self) -> ProcessRow | None:
+        """The row under the cursor, if any."""
+        key = self._cursor_key()
+        return None if key is None else self._shown.get(key)
+
+
+def visible_keys(table: ProcessTable) -> Sequence[str]:
+    """Row keys in display order (for tests and the status line)."""
+    return [table.coordinate_to_cell_key((i, 0)).row_key.value or "" for i in
+            range(table.row_count)]
