@@ -65,6 +65,7 @@ class GpuherdApp(App[int]):
         clock: Callable[[], float],
         hostname: str,
         replay_label: str | None,
+        notices: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.collectors = list(collectors)
@@ -73,6 +74,7 @@ class GpuherdApp(App[int]):
         self.hostname = hostname
         self.replay_label = replay_label
         self.state = MonitorState()
+        self.state.notices.extend(notices)
         self._main = MainScreen(self.state, hostname=hostname, replay_label=replay_label)
 
     def get_default_screen(self) -> MainScreen:
@@ -190,6 +192,7 @@ def make_app(
     clock: Callable[[], float] = time.time,
     hostname: str | None = None,
     replay_label: str | None = None,
+    notices: Sequence[str] = (),
 ) -> GpuherdApp:
     """Build the dashboard over `collectors` (live, replayed, or fakes in tests).
 
@@ -202,6 +205,7 @@ def make_app(
         hostname: Shown in the header; defaults to this machine's name.
         replay_label: `REPLAY <dir> x<speed>`; set in replay mode, where the header shows the
             recorded time instead of the wall clock.
+        notices: Banner lines from the start (replay warnings, a private PID namespace).
     """
     app = GpuherdApp(
         collectors,
@@ -209,6 +213,7 @@ def make_app(
         clock=clock,
         hostname=hostname if hostname is not None else socket.gethostname(),
         replay_label=replay_label,
+        notices=notices,
     )
     app.title = title
     return app

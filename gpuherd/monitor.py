@@ -1,0 +1,127 @@
+"""`gpuherd` (the default command): the live dashboard, or a replay of a recorded session.
+
+Sources are built and checked here, before the terminal is taken over, so a corrupt session
+directory is a message on stderr and exit status 2, never a traceback inside the TUI. Textual is
+imported only once everything is ready to show.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.resources
+import socket
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collectors.base import Collector, GpuherdError
+from collectors.host import HostCollector, PidWatch, in_host_pid_namespace
+from collectors.nvml import NvmlCollector
+from collectors.replay import SessionReplay
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+DEMO_PACKAGE, DEMO_DIR = "gpuherd", "data/demo"
+
+
+class DemoMissing(GpuherdError):
+    """This build of gpuherd carries no demo session."""
+
+
+@dataclass
+class Plan:
+    """Everything the dashboard needs, built before Textual starts."""
+
+    collectors: list[Collector[Any]]
+    hostname: str
+    pid_watch: PidWatch | None = None
+    replay_label: str | None = None
+    notices: list[str] = field(default_factory=list)
+    """Lines for the banner from the start (replay warnings, a private PID namespace)."""
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the dashboard until `q`; returns the exit status."""
+    try:
+        with _demo_directory(args) as demo:
+            plan = build_plan(args, demo)
+            return _show(plan)
+    except GpuherdError as error:
+        print(f"gpuherd: {error.title}: {error.msg}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def build_plan(args: argparse.Namespace, demo: Path | None = None) -> Plan:
+    """Collectors and labels for live mode, `--replay DIR` or `--demo` (given its directory)."""
+    if demo is not None:
+        plan = _replay_plan(demo, args.speed, loop=True, label_prefix="DEMO")
+    elif args.replay:
+        plan = _replay_plan(Path(args.replay), args.speed, loop=False, label_prefix="REPLAY")
+    else:
+        plan = _live_plan(args.interval)
+    if getattr(args, "log", None) or getattr(args, "watch", None):
+        plan.notices.append("--log/--watch: following training logs is not part of this build")
+    return plan
+
+
+def _live_plan(interval_s: float) -> Plan:
+    watch = PidWatch()
+    plan = Plan(
+        collectors=[NvmlCollector(interval_s=interval_s), HostCollector(watch, interval_s)],
+        hostname=socket.gethostname(),
+        pid_watch=watch,
+    )
+    if not in_host_pid_namespace(Path("/proc")):
+        plan.notices.append("gpuherd runs in its own PID namespace (a container?): GPU "
+                            "processes are listed by pid only, without user or command")
+    return plan
+
+
+def _replay_plan(directory: Path, speed: float, *, loop: bool, label_prefix: str) -> Plan:
+    # check_all reads every row once now, so a bad line deep in a file is reported before
+    # the dashboard starts instead of halfway through the replay.
+    replay = SessionReplay(directory, speed=speed, loop=loop, check_all=True)
+    host = replay.session.meta.get("host") or "unknown host"
+    shown = "" if label_prefix == "DEMO" else f" {directory}"
+    return Plan(
+        collectors=replay.collectors(),
+        hostname=str(host),
+        replay_label=f"{label_prefix}{shown} x{speed:g}",
+        notices=list(replay.warnings),
+    )
+
+
+@contextmanager
+def _demo_directory(args: argparse.Namespace) -> Iterator[Path | None]:
+    """The bundled demo session as a real directory while the app runs; `None` without --demo."""
+    if not getattr(args, "demo", False):
+        yield None
+        return
+    resource = importlib.resources.files(DEMO_PACKAGE).joinpath(DEMO_DIR)
+    if not resource.joinpath("meta.json").is_file():
+        raise DemoMissing(
+            "no demo session is bundled with this build of gpuherd (gpuherd/data/demo/ is "
+            "missing); replay a recorded session with `gpuherd --replay DIR` instead",
+            title="Demo",
+        )
+    with importlib.resources.as_file(resource) as path:
+        yield Path(path)
+
+
+def _show(plan: Plan) -> int:
+    from tui.app import make_app  # the interactive path is the only one that loads Textual
+
+    app = make_app(
+        plan.collectors,
+        pid_watch=plan.pid_watch,
+        hostname=plan.hostname,
+        replay_label=plan.replay_label,
+        notices=plan.notices,
+    )
+    app.run()
+    # The alternate screen is gone now; repeat why a source could not run so it stays visible.
+    for line in app.state.notices:
+        print(f"gpuherd: {line}", file=sys.stderr)
+    return EXIT_OK if app.return_code in (None, 0) else int(app.return_code)
