@@ -1,0 +1,162 @@
+"""Parse the lines of one followed log: format detection, metrics, findings and counts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from collectors.base import CollectorUnavailable
+from collectors.logtail_formats import LineParser, LogFormats
+from parsers.model import LogFinding, LogMetric
+
+DETECT_LINES = 20
+"""Lines a detection looks at. With fewer at the end of a read, detection runs on what is there
+and runs once more when this many have been seen (banners before the first metric line)."""
+MAX_FINDINGS_PER_BATCH = 200
+
+
+@dataclass(frozen=True, slots=True)
+class DigestParts:
+    """What the lines read since the last `take()` gave."""
+
+    metrics: tuple[tuple[int, LogMetric], ...]
+    findings: tuple[tuple[int, LogFinding], ...]
+    unparsed_lines: int
+    findings_dropped: int
+
+
+class LineDigest:
+    """Feeds lines of one file generation to the right parser and gathers what they give.
+
+    Until the format is known (forced, or detected at the end of the first read or after
+    `DETECT_LINES` lines), lines wait in a small buffer; then they are parsed in order, so none
+    is lost to detection. A format detected from fewer lines is detected again, once, from the
+    first `DETECT_LINES`. A new generation (`restart()`) detects again unless it is forced.
+    """
+
+    def __init__(
+        self,
+        formats: LogFormats,
+        path: str,
+        forced_format: str | None = None,
+    ) -> None:
+        self._formats = formats
+        self._path = path
+        self._forced = forced_format
+        self.format: str | None = None
+        """The format in use; `None` while detection waits for lines."""
+        self._parser: LineParser | None = None
+        self._waiting: list[tuple[int, str, float, bool]] = []
+        self._first_lines: list[str] = []
+        self._provisional = False
+        self._metrics: list[tuple[int, LogMetric]] = []
+        self._findings: list[tuple[int, LogFinding]] = []
+        self._unparsed = 0
+        self._dropped = 0
+        if forced_format is not None:
+            self._use(forced_format)
+
+    def restart(self) -> None:
+        """A new file generation begins: forget parser state, detect again unless forced."""
+        self.detect_if_due(force=True)
+        if self._forced is not None:
+            if self._parser is not None:
+                self._parser.reset()
+        else:
+            self.format, self._parser = None, None
+            self._first_lines, self._provisional = [], False
+
+    def add(self, lines: Iterable[tuple[int, str]], received_at: float) -> None:
+        """Digest complete lines `(line_no, text)`."""
+        for line_no, text in lines:
+            self._scan(line_no, text)
+            if len(self._first_lines) < DETECT_LINES:
+                self._first_lines.append(text)
+            if self._parser is None:
+                self._hold(line_no, text, received_at, False)
+            else:
+                self._parse(line_no, text, received_at, False)
+
+    def add_update(self, line_no: int, text: str, received_at: float) -> None:
+        r"""Digest the newest state of a `\r`-updated line still being written."""
+        self._scan(line_no, text)
+        if self._parser is None:
+            self._hold(line_no, text, received_at, True)
+        else:
+            self._parse(line_no, text, received_at, True)
+
+    def count_unparsed(self, count: int) -> None:
+        """Count lines that could not be parsed at all (too long)."""
+        self._unparsed += count
+
+    def detect_if_due(self, force: bool = False) -> None:
+        """Detect the format of held lines; called at the end of each read (and on restart).
+
+        Without `force`, held lines wait until `DETECT_LINES` of them have gathered; at the end
+        of a read they are detected whatever their number.
+        """
+        if self._forced is not None:
+            return
+        if self._parser is None and self._waiting:
+            if not force and len(self._waiting) < DETECT_LINES:
+                return
+            self._use(self._formats.detect(self._first_lines or
+                                           [t for _, t, _, _ in self._waiting], self._path))
+            self._provisional = len(self._first_lines) < DETECT_LINES
+            held, self._waiting = self._waiting, []
+            for line_no, text, received_at, update in held:
+                self._parse(line_no, text, received_at, update)
+        elif self._provisional and len(self._first_lines) >= DETECT_LINES:
+            self._provisional = False
+            name = self._formats.detect(self._first_lines, self._path)
+            if name != self.format:
+                self._use(name)
+
+    def take(self) -> DigestParts:
+        """Hand over what was gathered and start gathering afresh."""
+        findings = tuple(sorted(self._findings, key=lambda item: item[0]))
+        parts = DigestParts(tuple(self._metrics), findings, self._unparsed,
+                            self._dropped)
+        self._metrics, self._findings, self._unparsed, self._dropped = [], [], 0, 0
+        return parts
+
+    def _use(self, name: str) -> None:
+        try:
+            self._parser = self._formats.make_parser(name)
+        except (KeyError, ValueError) as error:
+            raise CollectorUnavailable(f"{self._path}: unknown log format {name!r} ({error})",
+                                       title="log") from error
+        self.format = name
+
+    def _hold(self, line_no: int, text: str, received_at: float, update: bool) -> None:
+        self._waiting.append((line_no, text, received_at, update))
+        if len(self._waiting) >= DETECT_LINES:
+            self.detect_if_due()
+
+    def _parse(self, line_no: int, text: str, received_at: float, update: bool) -> None:
+        assert self._parser is not None
+        try:
+            metric = self._parser.feed(text)
+        except ValueError:
+            # An update is parsed again when its line completes; count the line only then.
+            if not update:
+                self._unparsed += 1
+            return
+        if metric is None:
+            return
+        if metric.taken_at is None:
+            metric = LogMetric(metric.values, metric.step, metric.epoch, received_at)
+        self._metrics.append((line_no, metric))
+        for finding in self._formats.findings_from_metric(metric):
+            self._add_finding(line_no, finding)
+
+    def _scan(self, line_no: int, text: str) -> None:
+        finding = self._formats.scan_line(text)
+        if finding is not None:
+            self._add_finding(line_no, finding)
+
+    def _add_finding(self, line_no: int, finding: LogFinding) -> None:
+        if len(self._findings) < MAX_FINDINGS_PER_BATCH:
+            self._findings.append((line_no, finding))
+        else:
+            self._dropped += 1

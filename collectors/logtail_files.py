@@ -1,0 +1,215 @@
+"""Follow one log path by offset across rotation, truncation, deletion and re-creation."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+
+from collectors.base import CollectorError
+
+HEAD_BYTES = 256
+"""Bytes at the start of a file remembered to notice a rewrite that outgrew the old offset."""
+
+DEFAULT_MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+
+
+def _error(path: str, what: str) -> CollectorError:
+    return CollectorError(f"{path}: {what}", title="log")
+
+
+def open_regular_file(path: str) -> tuple[int, os.stat_result] | None:
+    """Open `path` read-only; `None` when it does not exist (yet).
+
+    Raises:
+        CollectorError: the path is a directory, not a regular file, or not readable.
+    """
+    try:
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise _error(path, "is a directory, not a log file (use --watch to find logs in it)")
+        if not stat.S_ISREG(info.st_mode):
+            raise _error(path, "is not a regular file (pipes and devices cannot be followed)")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except PermissionError as error:
+        raise _error(path, f"permission denied ({error.strerror}); gpuherd needs read "
+                           "access") from None
+    except NotADirectoryError:
+        raise _error(path, "a parent of this path is a file, not a directory") from None
+    except OSError as error:
+        raise _error(path, f"cannot open: {error.strerror or error}") from error
+    return fd, os.fstat(fd)
+
+
+class FileFollower:
+    """Reads new bytes of one path from a saved offset, one file generation at a time.
+
+    A generation is one stretch of one file: it ends when the path names another file (rename
+    and create), when the path disappears, or when the file is cut below the offset or
+    rewritten from the start (copytruncate, `> log`). A generation that ended because of a rename
+    or a deletion is read to its end first, through the descriptor still open, so lines written
+    just before the rotation are not lost.
+    """
+
+    def __init__(self, path: str, chunk_bytes: int = 64 * 1024) -> None:
+        self.path = path
+        self.chunk_bytes = chunk_bytes
+        self.generation = 0
+        """1 for the first file opened at `path`, +1 for every rotation, truncation, re-creation."""
+        self.started: str | None = None
+        """Why the current generation began: `None` (first), `rotated`, `truncated`, `recreated`."""
+        self.offset = 0
+        self.size: int | None = None
+        self.ending: str | None = None
+        """Set once the current generation is over: `rotated`, `deleted` or `truncated`."""
+        self._fd: int | None = None
+        self._id: tuple[int, int] | None = None
+        self._head = b""
+        self._checked_size = -1
+        self._next_start: str | None = None
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a file is open (a generation is being read)."""
+        return self._fd is not None
+
+    def check(self) -> bool:
+        """Look at the path once: open it, or notice that the current generation ended.
+
+        Returns:
+            Whether a file is open; `False` while the path does not exist.
+
+        Raises:
+            CollectorError: the path cannot be followed (directory, permission, ...).
+        """
+        if self._fd is None:
+            return self._open()
+        if self.ending is not None:
+            return True
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            self.ending = "deleted"
+            return True
+        except OSError as error:
+            raise _error(self.path, f"cannot stat: {error.strerror or error}") from error
+        if (info.st_dev, info.st_ino) != self._id:
+            self.ending = "rotated"
+            return True
+        size = os.fstat(self._fd).st_size
+        self.size = size
+        if size < self.offset or (size != self._checked_size and self._head_changed()):
+            self.ending = "truncated"
+        self._checked_size = size
+        return True
+
+    def read_chunk(self) -> bytes:
+        """The next bytes of the current generation; empty when none are there (yet)."""
+        if self._fd is None or self.ending == "truncated":
+            return b""
+        try:
+            data = os.pread(self._fd, self.chunk_bytes, self.offset)
+        except OSError as error:
+            if error.errno == errno.EISDIR:
+                raise _error(self.path, "is a directory, not a log file") from error
+            raise _error(self.path, f"read failed: {error.strerror or error}") from error
+        if self.offset < HEAD_BYTES:
+            self._head += data[: HEAD_BYTES - self.offset]
+        self.offset += len(data)
+        if self.size is not None and self.offset > self.size:
+            self.size = self.offset
+        return data
+
+    def end_generation(self) -> str:
+        """Close the ended generation; the next `check()` starts the next one.
+
+        Returns:
+            Why it ended: `rotated`, `deleted` or `truncated`.
+        """
+        reason = self.ending or "deleted"
+        self.ending = None
+        self._head = b""
+        self._checked_size = -1
+        if reason == "truncated":
+            self.offset = 0
+            self.generation += 1
+            self.started = "truncated"
+            return reason
+        self.close()
+        self._next_start = "rotated" if reason == "rotated" else "recreated"
+        return reason
+
+    def close(self) -> None:
+        """Close the open file, if any."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _open(self) -> bool:
+        opened = open_regular_file(self.path)
+        if opened is None:
+            self.size = None
+            return False
+        self._fd, info = opened
+        self._id = (info.st_dev, info.st_ino)
+        self.size = info.st_size
+        self.offset = 0
+        self.generation += 1
+        self.started = self._next_start
+        return True
+
+    def _head_changed(self) -> bool:
+        if not self._head or self._fd is None:
+            return False
+        return os.pread(self._fd, len(self._head), 0) != self._head
+
+
+@dataclass(frozen=True, slots=True)
+class _Signature:
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+
+class DocumentFollower:
+    """Re-reads a small whole-file document (a `trainer_state.json`) whenever it changes."""
+
+    def __init__(self, path: str, max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.size: int | None = None
+        self._signature: _Signature | None = None
+        self._pending: _Signature | None = None
+
+    def read_if_changed(self) -> str | None:
+        """The document's text when it changed since the last successful read, else `None`.
+
+        Raises:
+            CollectorError: the path is a directory, unreadable or larger than `max_bytes`.
+        """
+        opened = open_regular_file(self.path)
+        if opened is None:
+            self.size = None
+            return None
+        fd, info = opened
+        try:
+            signature = _Signature(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+            self.size = info.st_size
+            if signature == self._signature:
+                return None
+            if info.st_size > self.max_bytes:
+                raise _error(self.path, f"{info.st_size} bytes is too large for a whole-file "
+                                        f"format (limit {self.max_bytes})")
+            data = os.pread(fd, self.max_bytes + 1, 0)
+        finally:
+            os.close(fd)
+        self._pending = signature
+        return data.decode("utf-8", "replace")
+
+    def accept(self) -> None:
+        """The text last returned parsed; do not hand it out again until the file changes."""
+        self._signature = self._pending

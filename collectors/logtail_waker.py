@@ -1,0 +1,218 @@
+"""Wake log tails on file events (one shared watchdog observer), and spot network filesystems."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver, ObservedWatch
+
+NETWORK_FILESYSTEMS = frozenset({
+    "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "lustre", "gpfs", "beegfs",
+    "glusterfs", "ceph", "ocfs2", "gfs2", "davfs", "sshfs", "virtiofs", "vboxsf",
+})
+"""Filesystem types on which inotify misses writes made by other machines; every `fuse.*`
+type counts too (sshfs, s3fs, gcsfuse, rclone, juicefs)."""
+
+# Our own reads raise open/close-nowrite events; reacting to them would wake the tail forever.
+_IGNORED_EVENTS = frozenset({"opened", "closed_no_write"})
+
+
+def _unescape_mount_field(value: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), value)
+
+
+def filesystem_type(path: str, mounts_path: str = "/proc/mounts") -> str | None:
+    """The type of the filesystem that holds `path` (or would, once it exists).
+
+    Returns:
+        The type from `mounts_path` (`ext4`, `nfs4`, `fuse.sshfs`, ...); `None` when the mount
+        table cannot be read (not Linux).
+    """
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    probe = os.path.realpath(probe)
+    best, best_type = "", None
+    try:
+        with open(mounts_path, encoding="utf-8", errors="replace") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                point = _unescape_mount_field(fields[1])
+                inside = probe == point or probe.startswith(point.rstrip("/") + "/")
+                if inside and len(point) >= len(best):
+                    best, best_type = point, fields[2]
+    except OSError:
+        return None
+    return best_type
+
+
+def needs_polling(path: str, mounts_path: str = "/proc/mounts") -> bool:
+    """Whether `path` lies on a filesystem where inotify cannot be trusted to see writes."""
+    fs_type = filesystem_type(path, mounts_path)
+    if fs_type is None:
+        return False
+    return fs_type in NETWORK_FILESYSTEMS or fs_type.startswith("fuse")
+
+
+@dataclass(eq=False)
+class WakeSubscription:
+    """One tail's interest in one path; `event` is set whenever the path may have changed."""
+
+    path: str
+    event: threading.Event = field(default_factory=threading.Event)
+    key: str = ""
+    """The path with its directory resolved, as inotify reports it."""
+    watched_dir: str | None = None
+
+
+@dataclass(eq=False)
+class _DirWatch:
+    watch: ObservedWatch
+    dir_id: tuple[int, int]
+    subscribers: set[WakeSubscription]
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, waker: TailWaker) -> None:
+        self._waker = waker
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type not in _IGNORED_EVENTS:
+            self._waker._dispatch(event)
+
+
+class TailWaker:
+    """One watchdog observer shared by every log tail of a process.
+
+    Each tail subscribes to its path; the waker watches the directory that holds it
+    (non-recursively, one watch per directory however many tails live there) and sets the
+    subscription's event on any change to the path. Tails never read in the observer thread: the
+    event only cuts short their wait. Create one per application, pass it to every
+    `LogTailCollector`, and `close()` it at exit.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._observer: BaseObserver | None = None
+        self._handler = _Handler(self)
+        self._by_key: dict[str, set[WakeSubscription]] = {}
+        self._dirs: dict[str, _DirWatch] = {}
+        self.last_error: str | None = None
+        """Why the last watch could not be placed (inotify limits, ...), for the status line."""
+
+    def subscribe(self, path: str) -> WakeSubscription:
+        """Register interest in `path`; call `watch()` on every sample to keep it watched."""
+        return WakeSubscription(path=path)
+
+    def watch(self, sub: WakeSubscription) -> bool:
+        """Make sure the directory holding `sub.path` is watched.
+
+        Returns:
+            `False` when it cannot be (the directory is missing, or inotify refused); the tail
+            then relies on its periodic stat.
+        """
+        key = os.path.realpath(sub.path)
+        directory = os.path.dirname(key)
+        try:
+            info = os.stat(directory)
+        except OSError:
+            self._forget(sub)
+            return False
+        dir_id = (info.st_dev, info.st_ino)
+        with self._lock:
+            current = self._dirs.get(directory)
+            if current is not None and current.dir_id == dir_id and sub.key == key \
+                    and sub in current.subscribers:
+                return True
+            self._forget_locked(sub)
+            current = self._dirs.get(directory)
+            if current is not None and current.dir_id != dir_id:
+                # The directory was removed and made again: the old inotify watch is dead.
+                self._unschedule_locked(directory)
+                current = None
+            if current is None:
+                try:
+                    current = self._schedule_locked(directory, dir_id)
+                except OSError as error:
+                    self.last_error = f"cannot watch {directory}: {error.strerror or error}"
+                    return False
+            current.subscribers.add(sub)
+            sub.key, sub.watched_dir = key, directory
+            self._by_key.setdefault(key, set()).add(sub)
+        return True
+
+    def unsubscribe(self, sub: WakeSubscription) -> None:
+        """Drop `sub`; the directory watch goes when its last subscriber does."""
+        self._forget(sub)
+
+    def close(self) -> None:
+        """Stop the observer thread."""
+        with self._lock:
+            observer, self._observer = self._observer, None
+            self._dirs.clear()
+            self._by_key.clear()
+        if observer is not None:
+            observer.stop()
+            observer.join(timeout=5)
+
+    @property
+    def watched_directories(self) -> int:
+        """How many directories are watched now."""
+        with self._lock:
+            return len(self._dirs)
+
+    def _schedule_locked(self, directory: str, dir_id: tuple[int, int]) -> _DirWatch:
+        if self._observer is None:
+            observer = Observer()
+            observer.daemon = True
+            observer.start()
+            self._observer = observer
+        watch = self._observer.schedule(self._handler, directory, recursive=False)
+        entry = _DirWatch(watch, dir_id, set())
+        self._dirs[directory] = entry
+        return entry
+
+    def _unschedule_locked(self, directory: str) -> None:
+        entry = self._dirs.pop(directory, None)
+        if entry is None or self._observer is None:
+            return
+        try:
+            self._observer.unschedule(entry.watch)
+        except KeyError:
+            pass  # watchdog already dropped the emitter of a deleted directory
+
+    def _forget(self, sub: WakeSubscription) -> None:
+        with self._lock:
+            self._forget_locked(sub)
+
+    def _forget_locked(self, sub: WakeSubscription) -> None:
+        subs = self._by_key.get(sub.key)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._by_key[sub.key]
+        entry = self._dirs.get(sub.watched_dir or "")
+        if entry is not None:
+            entry.subscribers.discard(sub)
+            if not entry.subscribers:
+                self._unschedule_locked(sub.watched_dir or "")
+        sub.key, sub.watched_dir = "", None
+
+    def _dispatch(self, event: FileSystemEvent) -> None:
+        paths = [os.fsdecode(event.src_path), os.fsdecode(getattr(event, "dest_path", "") or "")]
+        with self._lock:
+            woken: list[WakeSubscription] = []
+            for path in paths:
+                woken.extend(self._by_key.get(path, ()))
+                entry = self._dirs.get(path)
+                if entry is not None:  # the watched directory itself went away
+                    woken.extend(entry.subscribers)
+        for sub in woken:
+            sub.event.set()
