@@ -21,7 +21,7 @@ class GpuProcess:
     used_memory_bytes: int | None
     """GPU memory the driver attributes to the process; `None` when it will not say."""
     kind: str = "compute"
-    """`compute` or `graphics`."""
+    """`compute`, `graphics`, or `compute+graphics` when the pid is in both lists."""
 
 
 @dataclass(frozen=True, slots=True)
