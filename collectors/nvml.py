@@ -330,6 +330,10 @@ def _optional(call: Callable[[], T]) -> T | None:
         return None
 
 
+class DeviceChanged(Exception):
+    """The GPU at an index is no longer the card that was there at `open`."""
+
+
 class DeviceReader:
     """One GPU: its handle, cached static facts, and the fields it has proven not to support."""
 
@@ -392,7 +396,8 @@ class DeviceReader:
         uuid = self._b.uuid(handle)
         if self.uuid.startswith("GPU-") and uuid != self.uuid:
             # Indices follow bus order; after a GPU drops off, index N may be another card.
-            raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+            raise DeviceChanged(f"index {self.index} now answers as {uuid}; restart gpuherd "
+                                "to read the new GPU list")
         self.uuid = uuid
         self.name = _optional(lambda: self._b.name(handle)) or self.name
         self._memory_v2 = _supports_v2(self._b, handle)
@@ -475,7 +480,7 @@ class NvmlCollector:
                 samples.append(device.read())
             except GLOBAL_ERRORS as error:
                 raise CollectorError(f"NVML stopped working: {error}", title="NVML") from error
-            except pynvml.NVMLError as error:
+            except (pynvml.NVMLError, DeviceChanged) as error:
                 samples.append(device.failed(str(error)))
         if all(s.error is not None for s in samples):
             reasons = "; ".join(f"GPU {s.index}: {s.error}" for s in samples)

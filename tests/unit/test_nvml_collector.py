@@ -140,8 +140,9 @@ def test_reconnect_to_a_different_card_is_an_error():
     collector.sample()
     fake.gpus[1].uuid = "GPU-cccccccc-0000-0000-0000-000000000000"
     tick = collector.sample()
-    assert tick.devices[1].error is not None
+    assert tick.devices[1].error.startswith("index 1 now answers as GPU-cccccccc")
     assert tick.devices[1].uuid == UUID_B
+    assert tick.devices[0].error is None
 
 
 def test_gpu_failing_at_open_shows_placeholder_then_its_identity():
