@@ -1,0 +1,167 @@
+"""Replaying a recorded session directory as collectors that keep its recorded timing."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+from collectors.base import CollectorError, CollectorUnavailable, SourceExhausted
+from collectors.rows import HOST_FILE, SessionError, SessionFormatError
+from collectors.samples import GpuTick, HostSample
+from collectors.session_reader import SessionReader
+
+__all__ = [
+    "ReplayCollector",
+    "SessionError",
+    "SessionFormatError",
+    "SessionReader",
+    "SessionReplay",
+]
+
+T = TypeVar("T")
+
+
+class _Timeline:
+    """The shared replay clock: recorded time `t` on lap `lap` is due at `due(t, lap)`."""
+
+    def __init__(self, first_t: float, span_s: float, speed: float,
+                 clock: Callable[[], float]) -> None:
+        self.first_t, self.span_s, self.speed, self.clock = first_t, span_s, speed, clock
+        self._anchor: float | None = None
+        self._lock = threading.Lock()
+
+    def due(self, t: float, lap: int) -> float:
+        with self._lock:
+            if self._anchor is None:
+                self._anchor = self.clock()  # the first sample of any collector starts the show
+            anchor = self._anchor
+        return anchor + (t - self.first_t + lap * self.span_s) / self.speed
+
+
+class ReplayCollector(Generic[T]):
+    """A `Collector` handing out recorded samples at their recorded pace.
+
+    `sample()` returns the next recorded sample (its `taken_at` is the recorded time, moved on by
+    one session length per completed lap when looping) and sets `interval_s` to the wait until
+    the one after it is due, so `run_collector` keeps the recorded timing. At the end it raises
+    `SourceExhausted`, or starts again when looping. A bad line met mid-way is reported once as a
+    `CollectorError` naming the file and line, and the replay ends there (or starts its next lap).
+    """
+
+    def __init__(self, name: str, rows: Callable[[], Iterator[T]], timeline: _Timeline,
+                 loop: bool, sleep: Callable[[float], None]) -> None:
+        self.name = name
+        self.interval_s = 0.0
+        self._rows, self._timeline, self._loop, self._sleep = rows, timeline, loop, sleep
+        self._it: Iterator[T] | None = None
+        self._lap = 0
+        self._pending: tuple[T, int] | None = None
+        self._broken: SessionFormatError | None = None
+
+    def open(self) -> None:
+        """Start reading from the first recorded sample."""
+        self._it, self._lap = self._rows(), 0
+        self._pending = self._advance()
+        if self._pending is None and self._broken is not None:
+            raise CollectorUnavailable(self._broken.msg, title="Replay")
+
+    def sample(self) -> T:
+        """Wait until the next recorded sample is due and return it."""
+        now = self._timeline.clock()
+        if self._broken is not None:
+            error, self._broken = self._broken, None
+            self.interval_s = 0.0  # the next call sleeps until the next lap is due
+            raise CollectorError(error.msg, title="Replay")
+        if self._pending is None:
+            raise SourceExhausted(f"{self.name}: end of the recorded session")
+        item, lap = self._pending
+        t = _taken_at(item)
+        wait = self._timeline.due(t, lap) - now
+        if wait > 0:
+            self._sleep(wait)  # only before the first sample, when host and GPU start apart
+        self._pending = self._advance()
+        nxt = self._pending
+        self.interval_s = 0.0 if nxt is None else max(
+            0.0, self._timeline.due(_taken_at(nxt[0]), nxt[1]) - now)
+        return _shifted(item, lap * self._timeline.span_s)
+
+    def close(self) -> None:
+        """Close the files being read."""
+        if hasattr(self._it, "close"):
+            self._it.close()  # type: ignore[union-attr]
+        self._it = None
+
+    def _advance(self) -> tuple[T, int] | None:
+        """The next recorded sample and its lap; `None` at the end (a bad line ends a lap)."""
+        for attempt in range(2):
+            assert self._it is not None
+            try:
+                item = next(self._it, None)
+            except SessionFormatError as error:
+                self._broken, item = error, None
+            if item is not None:
+                return item, self._lap
+            if not self._loop or attempt:
+                return None
+            self._rewind()
+        return None
+
+    def _rewind(self) -> None:
+        self.close()
+        self._it, self._lap = self._rows(), self._lap + 1
+
+
+def _taken_at(item: object) -> float:
+    return float(item.taken_at)  # type: ignore[attr-defined]
+
+
+def _shifted(item: T, by: float) -> T:
+    return dataclasses.replace(item, taken_at=item.taken_at + by) if by else item  # type: ignore
+
+
+class SessionReplay:
+    """Replays a session directory as collectors for the dashboard, at `speed` times real time.
+
+    Construction validates the directory (raising `SessionFormatError` before any UI starts);
+    with `check_all` it also reads every row once, so a bad line deep in a file is reported now
+    rather than when the replay reaches it. Reading is streaming either way.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], speed: float = 1.0, loop: bool = False,
+                 *, check_all: bool = False, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self.session = SessionReader(directory)
+        if check_all:
+            self.session.check()
+        first, last = self.session.time_span()
+        step = self.session.meta.get("interval_s") or 1.0
+        self._timeline = _Timeline(first, last - first + step, speed, clock)
+        self._loop, self._sleep = loop, sleep
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the reader dropped or doubted so far (for example a cut-short last line)."""
+        return self.session.warnings
+
+    def gpu_collector(self) -> ReplayCollector[GpuTick]:
+        """A collector of the recorded `GpuTick`s."""
+        return ReplayCollector("replay:gpu", self.session.gpu_ticks, self._timeline,
+                               self._loop, self._sleep)
+
+    def host_collector(self) -> ReplayCollector[HostSample] | None:
+        """A collector of the recorded `HostSample`s; `None` when there is no `host.csv`."""
+        if HOST_FILE not in self.session.headers:
+            return None
+        return ReplayCollector("replay:host", self.session.host_samples, self._timeline,
+                               self._loop, self._sleep)
+
+    def collectors(self) -> list[ReplayCollector[Any]]:
+        """Every collector this session can drive: GPU, and host when recorded."""
+        host = self.host_collector()
+        return [self.gpu_collector()] + ([host] if host is not None else [])

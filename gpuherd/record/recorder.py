@@ -1,0 +1,208 @@
+"""The headless recording core: collectors on plain threads, one writer thread, no Textual."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from collectors.base import (
+    Collector,
+    CollectorEvent,
+    Failed,
+    Finished,
+    Recovered,
+    Sampled,
+    Unavailable,
+)
+from collectors.loop import run_collector
+from collectors.samples import GpuTick, HostSample
+from gpuherd.session import SessionWriteError, SessionWriter
+
+Handler = Callable[[SessionWriter, Any], None]
+"""Writes one sample of a further type (for example a parsed log metric) to the session."""
+
+
+class PidSink(Protocol):
+    """Where the pids seen on the GPUs go (`collectors.host.PidWatch`)."""
+
+    def set(self, pids: Iterable[int]) -> None:
+        """Replace the watched pids."""
+
+
+@dataclass(frozen=True, slots=True)
+class Crashed:
+    """A collector thread died of an unexpected exception (a bug); its loop has ended."""
+
+    source: str
+    error: BaseException
+
+
+_STOP = object()
+
+
+class Recorder:
+    """Runs collectors on daemon threads and writes what they produce to a `SessionWriter`.
+
+    Every collector thread only puts events on a queue; one writer thread takes them off and
+    owns the `SessionWriter`. A queue rather than a lock around the writer, so that a slow
+    fsync (a busy disk, NFS) never delays a collector's next sample (the fast peak sampler
+    relies on that), and the writer's files and csv writers stay on one thread.
+
+    A failed write (disk full) stops the recording: `error` is set and `stop` is set, so whoever
+    waits on `stop` wakes up. `emit` is public so a dashboard that already runs the collectors
+    (`--tui --record`) can feed the same recorder with no collector threads of its own.
+    """
+
+    def __init__(self, writer: SessionWriter, collectors: Sequence[Collector[Any]] = (), *,
+                 pid_watch: PidSink | None = None,
+                 peaks: Callable[[GpuTick], Mapping[str, int]] | None = None,
+                 handlers: Mapping[type, Handler] | None = None,
+                 stop: threading.Event | None = None) -> None:
+        self.writer = writer
+        self.collectors = tuple(collectors)
+        self.stop_event = stop if stop is not None else threading.Event()
+        """Set to end the recording; the recorder sets it itself when writing fails."""
+        self.error: SessionWriteError | None = None
+        """Why recording stopped early, if it did."""
+        self.problems: list[str] = []
+        """Bugs met while recording (a collector or handler raised); also in `events.jsonl`."""
+        self._pid_watch, self._peaks = pid_watch, peaks
+        self._handlers = dict(handlers or {})
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._failing: dict[str, str] = {}
+        self._unknown: set[type] = set()
+        self._threads: list[threading.Thread] = []
+        self._writer_thread = threading.Thread(target=self._write_loop, name="record:writer",
+                                               daemon=True)
+
+    def start(self) -> None:
+        """Start the writer thread and one thread per collector."""
+        self._writer_thread.start()
+        for collector in self.collectors:
+            thread = threading.Thread(target=self._collect, args=(collector,),
+                                      name=f"record:{collector.name}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def emit(self, event: CollectorEvent | Crashed) -> None:
+        """The sink of every collector loop: safe to call from any thread."""
+        if self._pid_watch is not None and isinstance(event, Sampled):
+            if isinstance(event.sample, GpuTick):
+                tick = event.sample
+                self._pid_watch.set({p.pid for d in tick.devices for p in d.processes or ()})
+        self._queue.put(event)
+
+    def collectors_done(self) -> bool:
+        """Whether every collector thread has ended (finite sources ran out, or all failed)."""
+        return all(not t.is_alive() for t in self._threads)
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Stop the collectors, write what they produced, and stop the writer thread.
+
+        The writer itself is left open: the caller closes it with the final metadata. A
+        collector stuck in a blocking call is abandoned after `timeout_s` (its thread is a
+        daemon); whatever it emits later is not written.
+        """
+        self.stop_event.set()
+        for thread in self._threads:
+            thread.join(timeout_s)
+        self._queue.put(_STOP)
+        if self._writer_thread.is_alive():
+            self._writer_thread.join(timeout_s)
+
+    def _collect(self, collector: Collector[Any]) -> None:
+        try:
+            run_collector(collector, self.emit, self.stop_event)
+        except Exception as error:  # a bug in a collector: record it, keep the others going
+            self.emit(Crashed(collector.name, error))
+
+    def _write_loop(self) -> None:
+        wait_s = max(0.05, min(0.5, self.writer.flush_interval_s / 2))
+        while True:
+            try:
+                item = self._queue.get(timeout=wait_s)
+            except queue.Empty:
+                item = None
+            if item is _STOP:
+                return
+            try:
+                try:
+                    if item is not None:
+                        self._write(item)
+                except SessionWriteError:
+                    raise
+                except Exception as error:  # a bug in a handler: record it, keep recording
+                    self._problem("recorder", error)
+                self.writer.flush_if_due()
+            except SessionWriteError as error:
+                self.error = error
+                self.stop_event.set()
+                return
+
+    def _write(self, event: object) -> None:
+        if isinstance(event, Sampled):
+            self._write_sample(event.source, event.sample)
+        elif isinstance(event, Failed):
+            if self._failing.get(event.source) != event.error.msg:  # once per outage
+                self._failing[event.source] = event.error.msg
+                self._event("collector_failed", event.source, event.error.msg, event.error.title)
+        elif isinstance(event, Recovered):
+            self._failing.pop(event.source, None)
+            self._event("collector_recovered", event.source)
+        elif isinstance(event, Unavailable):
+            self._event("collector_unavailable", event.source, event.error.msg, event.error.title)
+        elif isinstance(event, Finished):
+            self._event("collector_finished", event.source)
+        elif isinstance(event, Crashed):
+            self._problem(event.source, event.error)
+
+    def _write_sample(self, source: str, sample: object) -> None:
+        if isinstance(sample, GpuTick):
+            self._note_devices(sample)
+            peaks = self._peaks(sample) if self._peaks is not None else None
+            self.writer.write_gpu_tick(sample, peaks)
+        elif isinstance(sample, HostSample):
+            self.writer.write_host(sample)
+        elif type(sample) in self._handlers:
+            self._handlers[type(sample)](self.writer, sample)
+        elif type(sample) not in self._unknown:
+            self._unknown.add(type(sample))
+            self._event("sample_not_recorded", source, f"no handler for {type(sample).__name__}")
+
+    def _note_devices(self, tick: GpuTick) -> None:
+        """Keep driver versions and the GPU list in `meta.json` (rewritten only on a change)."""
+        meta = self.writer.meta
+        updates: dict[str, Any] = {}
+        for key, value in (("driver", tick.driver_version), ("nvml_version", tick.nvml_version),
+                           ("cuda_driver_version", tick.cuda_driver_version)):
+            if value is not None and meta.get(key) != value:
+                updates[key] = value
+        known = {g.get("uuid"): g for g in meta.get("gpus") or () if isinstance(g, dict)}
+        fresh = [d for d in tick.devices if d.error is None and d.uuid not in known]
+        if fresh:
+            for d in fresh:
+                known[d.uuid] = {"index": d.index, "uuid": d.uuid, "name": d.name,
+                                 "mem_total_bytes": d.memory_total_bytes}
+            updates["gpus"] = sorted(known.values(), key=lambda g: g.get("index", 0))
+        if updates:
+            self.writer.update_meta(**updates)
+
+    def _event(self, kind: str, source: str, msg: str | None = None,
+               title: str | None = None) -> None:
+        event: dict[str, Any] = {"kind": kind, "source": source}
+        if msg is not None:
+            event["msg"] = msg
+        if title is not None:
+            event["title"] = title
+        self.writer.write_event(event)
+
+    def _problem(self, source: str, error: BaseException) -> None:
+        text = f"{source}: {type(error).__name__}: {error}"
+        self.problems.append(text)
+        trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        self.writer.write_event({"kind": "recorder_bug", "source": source, "msg": text,
+                                 "traceback": trace})
