@@ -1,0 +1,104 @@
+"""Plain-text plotext charts of VRAM and loss for `summary.md`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotext
+from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinned in pyproject
+
+from gpuherd.record.frames import SessionFrames
+
+GIB = float(1 << 30)
+MARKERS = ("•", "x", "+", "o", "*", "#", "@", "%")
+"""One marker per line: the Markdown copy has no colours to tell lines apart."""
+MAX_POINTS = 400
+"""Lines are reduced to this many points; VRAM keeps each bucket's maximum so peaks survive."""
+LOSS_METRICS = ("train/loss", "val/loss", "loss")
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One chart line."""
+
+    label: str
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+
+
+def render(lines: Sequence[Line], title: str, xlabel: str, width: int = 78,
+           height: int = 18) -> str:
+    """Draw `lines` as uncoloured text; an empty string when there is nothing to draw."""
+    drawable = [line for line in lines if line.xs]
+    if not drawable:
+        return ""
+    figure = PlotextFigure()
+    figure.theme("clear")
+    figure.plotsize(width, height)
+    for number, line in enumerate(drawable):
+        figure.plot(list(line.xs), list(line.ys), label=line.label,
+                    marker=MARKERS[number % len(MARKERS)])
+    figure.title(title)
+    figure.xlabel(xlabel)
+    text = plotext.uncolorize(figure.build())
+    return "\n".join(row.rstrip() for row in text.splitlines())
+
+
+def bucket_max(xs: np.ndarray, ys: np.ndarray, points: int = MAX_POINTS) -> tuple[
+        tuple[float, ...], tuple[float, ...]]:
+    """Reduce a series to about `points` points, keeping the maximum of each x bucket."""
+    keep = ~np.isnan(ys)
+    xs, ys = xs[keep], ys[keep]
+    if len(xs) <= points:
+        return tuple(xs.tolist()), tuple(ys.tolist())
+    edges = np.linspace(xs.min(), xs.max(), points + 1)
+    bucket = np.clip(np.searchsorted(edges, xs, side="right") - 1, 0, points - 1)
+    frame = pd.DataFrame({"b": bucket, "x": xs, "y": ys}).groupby("b")
+    return tuple(frame["x"].first().tolist()), tuple(frame["y"].max().tolist())
+
+
+def vram_chart(frames: SessionFrames, width: int = 78, height: int = 18) -> str:
+    """VRAM (the per-row peak where recorded) of each GPU over minutes since the start."""
+    gpu = frames.gpu
+    if gpu.empty:
+        return ""
+    start = frames.meta.get("started_at")
+    t0 = float(start) if isinstance(start, (int, float)) else float(gpu["t"].min())
+    best = np.fmax(gpu["mem_peak_bytes"].to_numpy(), gpu["mem_used_bytes"].to_numpy()) / GIB
+    minutes = (gpu["t"].to_numpy() - t0) / 60.0
+    lines = []
+    index = gpu["gpu"].to_numpy()
+    for number in sorted(set(index[~np.isnan(index)].tolist()))[: len(MARKERS)]:
+        mask = index == number
+        xs, ys = bucket_max(minutes[mask], best[mask])
+        lines.append(Line(f"GPU {int(number)}", xs, ys))
+    return render(lines, "VRAM (GiB)", "minutes since start", width, height)
+
+
+def loss_chart(frames: SessionFrames, width: int = 78, height: int = 18) -> str:
+    """Loss-like metrics of every task over steps (or minutes when the log has no steps)."""
+    metrics = frames.metrics
+    if metrics is None or metrics.empty:
+        return ""
+    wanted = metrics[metrics["metric"].astype(str).isin(LOSS_METRICS)]
+    wanted = wanted[np.isfinite(wanted["value"])]
+    if wanted.empty:
+        return ""
+    by_step = wanted["step"].notna().all()
+    lines = []
+    for (task, metric), rows in wanted.groupby(["task", "metric"], observed=True, sort=False):
+        x = rows["step"] if by_step else (rows["t"] - float(wanted["t"].min())) / 60.0
+        xs, ys = _thin(x.to_numpy(dtype=float), rows["value"].to_numpy(dtype=float))
+        lines.append(Line(f"{task}: {metric}", xs, ys))
+    return render(lines[: len(MARKERS)], "loss", "step" if by_step else "minutes", width, height)
+
+
+def _thin(xs: np.ndarray, ys: np.ndarray, points: int = MAX_POINTS) -> tuple[
+        tuple[float, ...], tuple[float, ...]]:
+    if len(xs) <= points:
+        return tuple(xs.tolist()), tuple(ys.tolist())
+    pick = np.linspace(0, len(xs) - 1, points).astype(int)
+    return tuple(xs[pick].tolist()), tuple(ys[pick].tolist())

@@ -1,0 +1,179 @@
+"""`gpuherd --record DIR [--duration T] [--log PATH ...] [-- CMD ARGS...]`, headless."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from collectors.base import GpuherdError
+from gpuherd.record.child import ChildCommand, CommandStartError
+from gpuherd.record.recording import Recording, RecordingOptions
+from gpuherd.record.report import render_short, write_summary
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+"""1: the recording could not start or stopped early (disk full); 2: bad arguments."""
+KILL_GRACE_S = 10.0
+"""After --duration runs out, the command gets SIGTERM, then SIGKILL this much later."""
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+POLL_S = 0.5
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `10m`, `1.5h`, `1h30m` to seconds; raises `ValueError` on anything else."""
+    cleaned = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", cleaned):
+        seconds = float(cleaned)
+    else:
+        parts = re.findall(r"(\d+(?:\.\d+)?)([smhd])", cleaned)
+        if not parts or "".join(n + u for n, u in parts) != cleaned:
+            raise ValueError(f"--duration {text!r}: expected a time such as 90s, 10m, 2h, 1h30m")
+        seconds = sum(float(n) * _UNITS[u] for n, u in parts)
+    if seconds <= 0:
+        raise ValueError(f"--duration {text!r}: must be more than zero")
+    return seconds
+
+
+def _say(message: str) -> None:
+    print(f"gpuherd: {message}", file=sys.stderr, flush=True)
+
+
+class _Signals:
+    """SIGINT, SIGTERM and SIGHUP while recording: counted, and handed to `on_signal`."""
+
+    def __init__(self, on_signal: Callable[[int], None]) -> None:
+        self._on_signal = on_signal
+        self._previous: dict[int, Any] = {}
+        self.received: list[str] = []
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received.append(signal.Signals(signum).name)
+        self._on_signal(signum)
+
+
+def _record_command(recording: Recording, argv: Sequence[str], deadline: float | None) -> int:
+    """Run the command while recording; its exit status (126/127 when it cannot start)."""
+    child = ChildCommand(argv, recording.command_log, on_log_error=lambda error: recording.event(
+        "disk_full" if error.errno == 28 else "write_failed", file="command.log",
+        msg=str(error)))
+    try:
+        child.start()
+    except CommandStartError as error:
+        _say(error.msg)
+        recording.event("exit", exit_code=error.exit_code, error=error.msg)
+        return error.exit_code
+    recording.command_started(child.pid)
+    done = threading.Event()
+    waiter = threading.Thread(target=lambda: (child.wait(), done.set()), daemon=True)
+    waiter.start()
+
+    def forward(signum: int) -> None:
+        sent = child.forward(signum)
+        recording.event("signal", signal=signal.Signals(signum).name,
+                        forwarded=signal.Signals(sent).name if sent else None)
+
+    warned = killed = False
+    with _Signals(forward):
+        while not done.wait(POLL_S):
+            if recording.error is not None and not warned:
+                warned = True
+                _say(f"{recording.error.msg} The command keeps running; waiting for it.")
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                if not killed:
+                    _say("--duration reached: stopping the command (SIGTERM)")
+                    forward(signal.SIGTERM)
+                    killed, deadline = True, now + KILL_GRACE_S
+                else:
+                    forward(signal.SIGKILL)
+                    deadline = None
+    code = child.wait()
+    assert code is not None
+    child.finish()
+    recording.event("exit", exit_code=code)
+    return code
+
+
+def _record_until_stopped(recording: Recording, deadline: float | None) -> bool:
+    """Record until --duration, a stop signal or a write failure; True if recording failed."""
+    stop = threading.Event()
+
+    def on_signal(signum: int) -> None:
+        recording.event("signal", signal=signal.Signals(signum).name, forwarded=None)
+        stop.set()
+
+    with _Signals(on_signal):
+        while not stop.is_set() and recording.error is None:
+            wait = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+            if wait <= 0:
+                break
+            stop.wait(wait)
+    return recording.error is not None
+
+
+def _finish(recording: Recording, code: int | None) -> int | None:
+    """Close the session and write the summary; the recording's exit status if it failed."""
+    updates: dict[str, Any] = {}
+    if code is not None:
+        updates["exit_code"] = code
+    error = recording.stop(**updates)
+    if error is not None:
+        _say(error.msg)
+        return EXIT_FAILED
+    try:
+        summary = write_summary(recording.directory)
+    except (GpuherdError, OSError) as failure:
+        _say(f"could not write the summary: {failure}")
+        return None
+    print(render_short(summary), file=sys.stderr, flush=True)
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Record into `args.record`; the recorded command's exit status, or 0/1/2."""
+    if getattr(args, "tui", False):
+        # The dashboard records through `Recording` itself; it lives outside the headless path.
+        return int(importlib.import_module("gpuherd.monitor").run(args))
+    try:
+        deadline_s = parse_duration(args.duration) if args.duration else None
+    except ValueError as error:
+        _say(str(error))
+        return EXIT_USAGE
+    argv = list(getattr(args, "child_command", []) or [])
+    options = RecordingOptions(logs=list(args.log or []), command=argv,
+                               interval_s=float(getattr(args, "interval", 1.0) or 1.0))
+    recording = Recording(Path(args.record), options)
+    try:
+        recording.start()
+    except GpuherdError as error:
+        _say(error.msg)
+        return EXIT_FAILED
+    for warning in recording.writer.warnings if recording.writer else ():
+        _say(warning)
+    deadline = None if deadline_s is None else time.monotonic() + deadline_s
+    if argv:
+        code = _record_command(recording, argv, deadline)
+        status = _finish(recording, code)
+        return code if code != 0 or status is None else status
+    failed = _record_until_stopped(recording, deadline)
+    status = _finish(recording, None)
+    return EXIT_FAILED if failed else (status or EXIT_OK)

@@ -1,0 +1,163 @@
+"""One recording: writer, recorder, peak sampler and log tasks, started and stopped together."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collectors.base import Collector, CollectorEvent, Sampled
+from collectors.host import HostCollector, PidWatch
+from collectors.logtail import LogTailCollector
+from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
+from collectors.samples import LogBatch
+from gpuherd.record.logsink import LogSink
+from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTracker
+from gpuherd.record.recorder import Crashed, Recorder
+from gpuherd.session import SessionWriteError, SessionWriter
+
+COMMAND_LOG = "command.log"
+COMMAND_TASK = "command"
+FIRST_READING_WAIT_S = 2.0
+"""How long `start` waits for the first fast reading, so the command's baseline is known."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordEvent:
+    """A lifecycle event (`start`, `exit`, `signal`, `disk_full`) for `events.jsonl`.
+
+    It travels through the recorder's queue like a sample, so the one writer thread writes it.
+    """
+
+    fields: dict[str, Any]
+
+
+def _write_record_event(writer: SessionWriter, event: RecordEvent) -> None:
+    writer.write_event(event.fields)
+
+
+@dataclass
+class RecordingOptions:
+    """What to record."""
+
+    logs: Sequence[str] = ()
+    """Training logs to follow; each is a task named by its path."""
+    command: Sequence[str] = ()
+    """The recorded command (for `meta.json` and the `command` task); empty when none."""
+    interval_s: float = 1.0
+    """Seconds between full samples."""
+    peak_interval_s: float = DEFAULT_PEAK_INTERVAL_S
+    """Seconds between fast memory readings."""
+    own_collectors: bool = True
+    """Run NVML, host and log collectors here. False when a dashboard runs them and feeds
+    `Recording.emit`; the fast peak sampler always runs here."""
+    nvml_backend: NvmlBackend | None = None
+    """NVML seam for tests; `None` is the real driver."""
+    extra_meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Recording:
+    """Start with `start()`, feed nothing (or `emit` from a dashboard), end with `stop()`.
+
+    Raises from `start()`: `gpuherd.session.SessionError` subclasses (locked, existing session,
+    unwritable directory); nothing is left running then.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], options: RecordingOptions) -> None:
+        self.directory = Path(directory)
+        self.options = options
+        self.tracker = PeakTracker()
+        self.command_log = self.directory / COMMAND_LOG
+        labels = {str(self.command_log): COMMAND_TASK} if options.command else {}
+        self.log_sink = LogSink(labels)
+        self.pid_watch = PidWatch()
+        self.writer: SessionWriter | None = None
+        self.recorder: Recorder | None = None
+        self.sampler: PeakSampler | None = None
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    @property
+    def stop_event(self) -> threading.Event:
+        """Set when the recording has to end early (a write failed: disk full)."""
+        assert self.recorder is not None
+        return self.recorder.stop_event
+
+    @property
+    def error(self) -> SessionWriteError | None:
+        """Why recording stopped early, if it did."""
+        return None if self.recorder is None else self.recorder.error
+
+    def _collectors(self) -> list[Collector[Any]]:
+        o = self.options
+        if not o.own_collectors:
+            return []
+        tails = [LogTailCollector(path) for path in o.logs]
+        if o.command:
+            tails.append(LogTailCollector(str(self.command_log), poll_interval_s=0.5))
+        return [NvmlCollector(o.nvml_backend, o.interval_s),
+                HostCollector(self.pid_watch, o.interval_s), *tails]
+
+    def start(self) -> None:
+        """Open the session directory and start every thread."""
+        o = self.options
+        meta = {"interval_s": o.interval_s, "peak_interval_s": o.peak_interval_s,
+                **o.extra_meta}
+        if o.command:
+            meta["command"] = list(o.command)
+        self.writer = SessionWriter(self.directory, meta)
+        if o.command:
+            self.command_log.touch()
+        self.recorder = Recorder(
+            self.writer, self._collectors(), pid_watch=self.pid_watch, peaks=self.tracker.take,
+            handlers={LogBatch: self.log_sink, RecordEvent: _write_record_event},
+        )
+        probe = NvmlMemoryProbe(o.nvml_backend, o.peak_interval_s)
+        self.sampler = PeakSampler(probe, self.tracker, self.recorder.emit)
+        self.recorder.start()
+        self.sampler.start()
+        self.sampler.wait_first(FIRST_READING_WAIT_S)
+
+    def emit(self, event: CollectorEvent | Crashed) -> None:
+        """Feed one collector event (thread-safe); the dashboard's collectors call this."""
+        if self.recorder is not None and not self._stopped:
+            self.recorder.emit(event)
+
+    def event(self, kind: str, **fields: Any) -> None:
+        """Write a lifecycle event to `events.jsonl` (through the writer thread)."""
+        self.emit(Sampled("record", RecordEvent({"t": time.time(), "kind": kind, **fields})))
+
+    def command_started(self, pid: int) -> None:
+        """The recorded command runs as `pid`: fix the baseline, write the `start` event."""
+        self.tracker.start_run(pid)
+        self.event("start", pid=pid, command=list(self.options.command))
+
+    def stop(self, **meta_updates: Any) -> SessionWriteError | None:
+        """Stop every thread, write what is pending, close the session with `meta_updates`.
+
+        Returns the write error that ended (or ends) the recording, if any.
+        """
+        with self._lock:
+            if self._stopped or self.writer is None or self.recorder is None:
+                return self.error
+            self._stopped = True
+        if self.sampler is not None:
+            self.sampler.stop()
+        self.recorder.shutdown()
+        error = self.recorder.error
+        meta = dict(meta_updates)
+        meta["run_peaks"] = [p.as_dict() for p in self.tracker.run_peaks()]
+        meta["tasks"] = self.log_sink.tasks_meta()
+        if self.sampler is not None and self.sampler.unavailable:
+            meta["peak_sampler"] = f"unavailable: {self.sampler.unavailable}"
+        try:
+            if error is None:
+                self.log_sink.flush(self.writer)
+            self.writer.close(**meta)
+        except SessionWriteError as failure:
+            error = error or failure
+        return error

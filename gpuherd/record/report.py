@@ -1,0 +1,203 @@
+"""Summary output: `summary.md`, `summary.json` and the short text printed after recording."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from gpuherd.record import charts
+from gpuherd.record.frames import SessionFrames, load_frames
+from gpuherd.record.summary import Summary, summarize_frames, write_atomic
+
+SUMMARY_JSON = "summary.json"
+SUMMARY_MD = "summary.md"
+KEY_METRICS = ("train/loss", "loss", "val/loss", "val/acc", "val/acc_top5", "val/map",
+               "val/map_50", "val/miou", "train/acc")
+
+
+def fmt_num(value: Any, digits: int = 4) -> str:
+    """A metric value for people: 4 significant digits, `nan`/`inf` as such, `-` for none."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    return f"{value:.{digits}g}" if isinstance(value, float) else f"{value:,}"
+
+
+def fmt_gib(value: Any) -> str:
+    """Bytes as GiB with one decimal."""
+    return "-" if not isinstance(value, (int, float)) else f"{value / (1 << 30):.1f} GiB"
+
+
+def fmt_pct(value: Any) -> str:
+    """A percentage without decimals."""
+    return "-" if not isinstance(value, (int, float)) else f"{value:.0f}%"
+
+
+def fmt_duration(seconds: Any) -> str:
+    """`1h 02m 03s`, `4m 05s`, `12.3s`."""
+    if not isinstance(seconds, (int, float)):
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
+
+
+def fmt_time(t: Any) -> str:
+    """Unix seconds as local date and time."""
+    if not isinstance(t, (int, float)):
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))
+
+
+def _command_text(command: Any) -> str:
+    if isinstance(command, list):
+        return " ".join(str(part) for part in command)
+    return str(command) if command else ""
+
+
+def _header(data: dict[str, Any]) -> list[str]:
+    s = data["session"]
+    lines = ["# gpuherd session summary", ""]
+    lines.append(f"- Host: {s['host'] or '-'}; driver {s['driver'] or '-'}; {s['tool'] or ''}")
+    state = "" if s["complete"] else " (recording did not end cleanly)"
+    lines.append(f"- Recorded: {fmt_time(s['started_at'])}, {fmt_duration(s['duration_s'])}"
+                 f"{state}")
+    if s["command"]:
+        lines.append(f"- Command: `{_command_text(s['command'])}`; exit code "
+                     f"{'-' if s['exit_code'] is None else s['exit_code']}")
+    window = data["window"]
+    if window["source"] == "command":
+        lines.append(f"- Utilization and statistics cover the command's run "
+                     f"({fmt_duration((window['end'] or 0) - (window['start'] or 0))}).")
+    return lines + [""]
+
+
+def _gpu_section(data: dict[str, Any]) -> list[str]:
+    if not data["gpus"]:
+        return ["## GPUs", "", "No GPU figures were recorded.", ""]
+    lines = ["## GPUs", "",
+             "| GPU | name | peak VRAM | of total | at | util mean | util p95 | max temp | "
+             "max power |", "|---|---|---|---|---|---|---|---|---|"]
+    for g in data["gpus"]:
+        at = "-" if g["peak_at_elapsed_s"] is None else f"+{fmt_duration(g['peak_at_elapsed_s'])}"
+        temp = "-" if g["temp_max_c"] is None else f"{g['temp_max_c']:.0f} C"
+        power = "-" if g["power_max_w"] is None else f"{g['power_max_w']:.0f} W"
+        lines.append(f"| {g['index']} | {g['name']} | {fmt_gib(g['peak_mem_bytes'])} | "
+                     f"{fmt_pct(g['peak_mem_pct'])} | {at} | {fmt_pct(g['util_mean_pct'])} | "
+                     f"{fmt_pct(g['util_p95_pct'])} | {temp} | {power} |")
+    lines.append("")
+    for peak in data["session"]["run_peaks"]:
+        lines.append(f"- The command's own peak on GPU {peak.get('gpu')}: "
+                     f"{fmt_gib(peak.get('peak_bytes'))} ({peak.get('method')}).")
+    return lines + ([""] if data["session"]["run_peaks"] else [])
+
+
+def _task_section(data: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for task in data["tasks"]:
+        lines += [f"### Task `{task['task']}`", ""]
+        extent = [f"duration {fmt_duration(task['duration_s'])}"]
+        if task["steps"]["last"] is not None:
+            extent.append(f"steps {fmt_num(task['steps']['first'])} to "
+                          f"{fmt_num(task['steps']['last'])}")
+        if task["epochs"]["last"] is not None:
+            extent.append(f"epochs {fmt_num(task['epochs']['first'])} to "
+                          f"{fmt_num(task['epochs']['last'])}")
+        if task["steps_per_s"]:
+            extent.append(f"{task['steps_per_s']:.3g} steps/s")
+        lines += ["; ".join(extent), "", "| metric | first | last | best | count |",
+                  "|---|---|---|---|---|"]
+        for name, m in task["metrics"].items():
+            best = "-" if m["best"] is None else f"{fmt_num(m['best'])} ({m['best_is']})"
+            lines.append(f"| {name} | {fmt_num(m['first'])} | {fmt_num(m['last'])} | {best} | "
+                         f"{m['count']} |")
+        lines.append("")
+    return ["## Tasks", ""] + lines if lines else []
+
+
+def _findings_section(data: dict[str, Any]) -> list[str]:
+    lines = []
+    for f in data["findings"]["by_kind"]:
+        evidence = f["evidence"].replace("`", "'")
+        lines.append(f"- {f['task']}: **{f['finding']}** x{f['count']} (first at line "
+                     f"{f['first_line']}): `{evidence}`")
+    for e in data["events"]["notable"]:
+        detail = e.get("message") or e.get("error") or e.get("signal") or ""
+        lines.append(f"- {e.get('kind')}: {e.get('source', '')} {detail}".rstrip())
+    return ["## Health findings and events", "", *lines, ""] if lines else []
+
+
+def _charts_section(frames: SessionFrames) -> list[str]:
+    lines = []
+    for title, chart in (("VRAM", charts.vram_chart(frames)), ("Loss", charts.loss_chart(frames))):
+        if chart:
+            lines += [f"### {title}", "", "```text", chart, "```", ""]
+    return ["## Charts", "", *lines] if lines else []
+
+
+def _stats_section(data: dict[str, Any]) -> list[str]:
+    if not data["stats"]:
+        return []
+    lines = ["## Statistics", "", "| key | count | mean | min | max | p95 |",
+             "|---|---|---|---|---|---|"]
+    for s in data["stats"]:
+        lines.append(f"| {s['key']} | {s['count']} | {fmt_num(s['mean'])} | {fmt_num(s['min'])}"
+                     f" | {fmt_num(s['max'])} | {fmt_num(s['p95'])} |")
+    return lines + [""]
+
+
+def render_markdown(summary: Summary, frames: SessionFrames) -> str:
+    """The whole `summary.md`."""
+    data = summary.data
+    lines = _header(data) + _gpu_section(data) + _task_section(data)
+    lines += _findings_section(data) + _charts_section(frames) + _stats_section(data)
+    if data["warnings"]:
+        lines += ["## Reader notes", "", *[f"- {w}" for w in data["warnings"]], ""]
+    return "\n".join(lines)
+
+
+def render_json(summary: Summary) -> str:
+    """The whole `summary.json` (strict JSON: non-finite numbers are written as strings)."""
+    return json.dumps(summary.data, indent=2, allow_nan=False) + "\n"
+
+
+def render_short(summary: Summary) -> str:
+    """A few lines for the terminal at the end of `--record` and from `gpuherd summarize`."""
+    data = summary.data
+    s = data["session"]
+    lines = [f"session {s['directory']}: {fmt_duration(s['duration_s'])}"
+             + ("" if s["exit_code"] is None else f", exit code {s['exit_code']}")]
+    for g in data["gpus"]:
+        lines.append(f"  GPU {g['index']} {g['name']}: peak {fmt_gib(g['peak_mem_bytes'])} "
+                     f"({fmt_pct(g['peak_mem_pct'])}), util mean {fmt_pct(g['util_mean_pct'])}"
+                     f" p95 {fmt_pct(g['util_p95_pct'])}")
+    for peak in s["run_peaks"]:
+        lines.append(f"  command peak on GPU {peak.get('gpu')}: {fmt_gib(peak.get('peak_bytes'))}"
+                     f" ({peak.get('method')})")
+    for task in data["tasks"]:
+        trend = [f"{name} {fmt_num(m['first'])} -> {fmt_num(m['last'])}"
+                 for name, m in task["metrics"].items() if name in KEY_METRICS]
+        lines.append(f"  task {task['task']}: " + ("; ".join(trend) or
+                                                   f"{len(task['metrics'])} metrics"))
+    if data["findings"]["total"]:
+        kinds = ", ".join(f"{f['finding']} x{f['count']}" for f in data["findings"]["by_kind"])
+        lines.append(f"  health findings: {kinds}")
+    for warning in data["warnings"]:
+        lines.append(f"  note: {warning}")
+    return "\n".join(lines)
+
+
+def write_summary(directory: str | os.PathLike[str]) -> Summary:
+    """Summarize `directory` and write `summary.json` and `summary.md` into it, atomically."""
+    frames = load_frames(directory)
+    summary = summarize_frames(frames)
+    root = Path(directory)
+    write_atomic(root / SUMMARY_JSON, render_json(summary))
+    write_atomic(root / SUMMARY_MD, render_markdown(summary, frames))
+    return summary

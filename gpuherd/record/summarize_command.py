@@ -1,0 +1,50 @@
+"""`gpuherd summarize DIR [--json | --md]`: summarize a recorded session directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from collectors.base import GpuherdError
+from gpuherd.record.frames import load_frames
+from gpuherd.record.report import (
+    SUMMARY_JSON,
+    SUMMARY_MD,
+    render_json,
+    render_markdown,
+    render_short,
+)
+from gpuherd.record.summary import summarize_frames, write_atomic
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write `summary.json` and `summary.md` into DIR and print the summary.
+
+    Prints the short text form, or with `--json` / `--md` the file's content. A directory that
+    cannot be written to (a read-only copy) still gets its summary printed, with a warning.
+    """
+    root = Path(args.session_dir)
+    try:
+        frames = load_frames(root)
+        summary = summarize_frames(frames)
+    except GpuherdError as error:
+        print(f"gpuherd summarize: {error.msg}", file=sys.stderr)
+        return EXIT_FAILED
+    as_json = render_json(summary)
+    as_md = render_markdown(summary, frames)
+    try:
+        write_atomic(root / SUMMARY_JSON, as_json)
+        write_atomic(root / SUMMARY_MD, as_md)
+    except OSError as error:
+        print(f"gpuherd summarize: could not write the summary files into {root}: "
+              f"{error.strerror or error}", file=sys.stderr)
+    if getattr(args, "json", False):
+        sys.stdout.write(as_json)
+    elif getattr(args, "md", False):
+        sys.stdout.write(as_md)
+    else:
+        print(render_short(summary))
+    return EXIT_OK

@@ -1,0 +1,372 @@
+"""Run summaries from a session directory alone: per-GPU peaks, per-task metrics, statistics."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpuherd.record.frames import SessionFrames, load_frames
+
+GIB = float(1 << 30)
+SUMMARY_SCHEMA = 1
+STAT_COLUMNS = ("count", "mean", "min", "max", "p95", "unit")
+MAX_LISTED_FINDINGS = 50
+
+LOWER_IS_BETTER = ("loss", "perplexity", "ppl", "error", "err", "wer", "cer", "mae", "mse",
+                   "rmse", "nll")
+HIGHER_IS_BETTER = ("acc", "map", "miou", "iou", "f1", "precision", "recall", "auc", "bleu",
+                    "rouge", "dice", "top1", "top5", "score")
+
+# gpu.csv column -> (stat metric name, unit, scale)
+GPU_STATS = (
+    ("mem_used_bytes", "mem_used", "GiB", 1 / GIB),
+    ("mem_best", "mem_peak", "GiB", 1 / GIB),
+    ("util_gpu_pct", "util_gpu", "%", 1.0),
+    ("util_mem_pct", "util_mem", "%", 1.0),
+    ("temp_c", "temp", "C", 1.0),
+    ("power_w", "power", "W", 1.0),
+)
+HOST_STATS = (
+    ("cpu_pct", "cpu", "%", 1.0),
+    ("mem_used_bytes", "mem_used", "GiB", 1 / GIB),
+)
+METRIC_UNITS = {"throughput/it_s": "it/s", "throughput/samples_s": "samples/s",
+                "throughput/tokens_s": "tokens/s", "eta_s": "s"}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A session's summary: JSON-ready `data` and the statistics frame (STYLE section 6)."""
+
+    data: dict[str, Any]
+    stats: pd.DataFrame
+    """One row per (scope, metric), index `'<scope>/<metric> (<unit>)'`, columns
+    `count, mean, min, max, p95, unit`."""
+
+
+def stat_key(scope: str, metric: str, unit: str) -> str:
+    """The statistics row key, nvitop style: `gpu0/util_gpu (%)`; no parentheses when unitless."""
+    return f"{scope}/{metric} ({unit})" if unit else f"{scope}/{metric}"
+
+
+def direction(metric: str) -> str | None:
+    """`min` for loss-like metrics, `max` for accuracy-like ones, `None` when neither."""
+    leaf = metric.lower().rsplit("/", 1)[-1]
+    if any(word in leaf for word in LOWER_IS_BETTER):
+        return "min"
+    if any(word in leaf for word in HIGHER_IS_BETTER):
+        return "max"
+    return None
+
+
+def _num(value: Any) -> Any:
+    """A float for JSON: integers stay integers, NaN and infinities become strings."""
+    if value is None:
+        return None
+    value = float(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+def _window(frames: SessionFrames) -> dict[str, Any]:
+    """When the task ran: between the `start` and `exit` events, else the whole session."""
+    starts = [e["t"] for e in frames.events if e.get("kind") == "start" and _is_num(e.get("t"))]
+    exits = [e["t"] for e in frames.events if e.get("kind") == "exit" and _is_num(e.get("t"))]
+    t = frames.gpu["t"]
+    first = float(t.min()) if len(t) else _meta_num(frames.meta, "started_at")
+    last = float(t.max()) if len(t) else _meta_num(frames.meta, "ended_at")
+    if starts and frames.meta.get("command"):
+        return {"start": min(starts), "end": max(exits) if exits else last, "source": "command"}
+    return {"start": first, "end": last, "source": "session"}
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _meta_num(meta: dict[str, Any], key: str) -> float | None:
+    value = meta.get(key)
+    return float(value) if _is_num(value) else None
+
+
+def _in_window(frame: pd.DataFrame, window: dict[str, Any]) -> pd.DataFrame:
+    start, end = window["start"], window["end"]
+    if start is None or end is None:
+        return frame
+    return frame[(frame["t"] >= start) & (frame["t"] <= end)]
+
+
+def _gpu_frame(frames: SessionFrames) -> pd.DataFrame:
+    gpu = frames.gpu
+    gpu = gpu.assign(mem_best=np.fmax(gpu["mem_peak_bytes"], gpu["mem_used_bytes"]))
+    return gpu[gpu["gpu"].notna()]
+
+
+def gpu_summary(frames: SessionFrames, window: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per GPU: peak VRAM (bytes, GiB, % of total, when), utilization in the window, maxima."""
+    gpu = _gpu_frame(frames)
+    if gpu.empty:
+        return []
+    by = gpu.groupby("gpu")
+    total = by["mem_total_bytes"].max()
+    temp, power = by["temp_c"].max(), by["power_w"].max()
+    valid = gpu[gpu["mem_best"].notna()]
+    peak_rows = valid.loc[valid.groupby("gpu")["mem_best"].idxmax()].set_index("gpu")
+    busy = _in_window(gpu, window).groupby("gpu")["util_gpu_pct"]
+    mean, p95 = busy.mean(), busy.quantile(0.95)
+    started = frames.meta.get("started_at")
+    out = []
+    for index in sorted(by.groups):
+        uuid, name = frames.gpu_names.get(int(index), ("", ""))
+        peak = peak_rows["mem_best"].get(index)
+        at = peak_rows["t"].get(index)
+        tot = total.get(index)
+        pct = None if peak is None or not tot or math.isnan(tot) else 100.0 * peak / tot
+        out.append({
+            "index": int(index), "uuid": uuid, "name": name,
+            "mem_total_bytes": _num(tot),
+            "peak_mem_bytes": _num(peak),
+            "peak_mem_gib": None if peak is None else round(peak / GIB, 3),
+            "peak_mem_pct": None if pct is None else round(pct, 2),
+            "peak_at": _num(at),
+            "peak_at_elapsed_s": (None if at is None or not _is_num(started)
+                                  else round(float(at) - started, 3)),
+            "util_mean_pct": _round(mean.get(index)),
+            "util_p95_pct": _round(p95.get(index)),
+            "temp_max_c": _round(temp.get(index)),
+            "power_max_w": _round(power.get(index)),
+        })
+    return out
+
+
+def _round(value: Any, digits: int = 2) -> Any:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return _num(round(float(value), digits))
+
+
+def task_summary(frames: SessionFrames) -> list[dict[str, Any]]:
+    """Per task: first/last/best of each metric, steps and epochs covered, duration, rate."""
+    metrics = frames.metrics
+    if metrics is None or metrics.empty:
+        return []
+    metrics = metrics[metrics["task"].notna() & metrics["metric"].notna()]
+    per_metric = _metric_table(metrics)
+    out = []
+    for task, rows in metrics.groupby("task", sort=False, observed=True):
+        t, step, epoch = rows["t"], rows["step"], rows["epoch"]
+        entry: dict[str, Any] = {
+            "task": str(task),
+            "first_t": _num(t.min()), "last_t": _num(t.max()),
+            "duration_s": _round(t.max() - t.min(), 3),
+            "steps": {"first": _num(step.min()), "last": _num(step.max())},
+            "epochs": {"first": _num(epoch.min()), "last": _num(epoch.max())},
+            "steps_per_s": _steps_per_s(rows),
+            "metrics": per_metric.get(str(task), {}),
+        }
+        entry["throughput"] = {m: {"mean": v["mean"], "last": v["last"]}
+                               for m, v in entry["metrics"].items()
+                               if m.startswith("throughput/")}
+        out.append(entry)
+    return out
+
+
+def _steps_per_s(rows: pd.DataFrame) -> float | None:
+    stepped = rows[rows["step"].notna()]
+    if len(stepped) < 2:
+        return None
+    first, last = stepped.loc[stepped["t"].idxmin()], stepped.loc[stepped["t"].idxmax()]
+    elapsed = float(last["t"] - first["t"])
+    if elapsed <= 0 or last["step"] <= first["step"]:
+        return None
+    return round(float(last["step"] - first["step"]) / elapsed, 4)
+
+
+def _metric_table(metrics: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]]]:
+    keys = ["task", "metric"]
+    first = metrics.drop_duplicates(keys, keep="first").set_index(keys)
+    last = metrics.drop_duplicates(keys, keep="last").set_index(keys)
+    finite = metrics[np.isfinite(metrics["value"])]
+    grouped = finite.groupby(keys, observed=True)["value"]
+    agg = grouped.agg(["count", "min", "max", "mean"])
+    total = metrics.groupby(keys, observed=True)["value"].size()
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for (task, metric), row in first.iterrows():
+        stats = agg.loc[(task, metric)] if (task, metric) in agg.index else None
+        best_is = direction(str(metric))
+        best = None
+        if stats is not None and best_is is not None:
+            best = stats["min"] if best_is == "min" else stats["max"]
+        count = int(total.loc[(task, metric)])
+        out.setdefault(str(task), {})[str(metric)] = {
+            "first": _num(row["value"]), "last": _num(last.loc[(task, metric), "value"]),
+            "best": _num(best), "best_is": best_is,
+            "first_step": _num(_nan_none(row["step"])),
+            "last_step": _num(_nan_none(last.loc[(task, metric), "step"])),
+            "count": count,
+            "nonfinite": count - (0 if stats is None else int(stats["count"])),
+            "mean": None if stats is None else _num(stats["mean"]),
+        }
+    return out
+
+
+def _nan_none(value: Any) -> Any:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def findings_summary(frames: SessionFrames) -> dict[str, Any]:
+    """Health findings from `events.jsonl`: counts per (task, kind) and the first ones listed."""
+    found = [e for e in frames.events if e.get("kind") == "finding"]
+    counts: dict[tuple[str, str], dict[str, Any]] = {}
+    for event in found:
+        key = (str(event.get("task", "")), str(event.get("finding", "")))
+        if key not in counts:
+            counts[key] = {"task": key[0], "finding": key[1], "count": 0,
+                           "first_line": event.get("line"), "first_t": event.get("t"),
+                           "evidence": str(event.get("evidence", ""))[:300]}
+        counts[key]["count"] += 1
+    listed = [{k: e.get(k) for k in ("t", "task", "line", "finding", "evidence")}
+              for e in found[:MAX_LISTED_FINDINGS]]
+    return {"total": len(found), "by_kind": list(counts.values()), "listed": listed}
+
+
+def lifecycle_summary(frames: SessionFrames) -> dict[str, Any]:
+    """Counts of lifecycle events and the reasons of the ones that matter for a verification."""
+    counts: dict[str, int] = {}
+    notable = []
+    for event in frames.events:
+        kind = str(event.get("kind", ""))
+        if kind == "finding":
+            continue
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind in ("collector_failed", "collector_unavailable", "disk_full", "signal",
+                    "write_failed"):
+            notable.append({k: v for k, v in event.items() if k != "t"} | {"t": event.get("t")})
+    return {"counts": counts, "notable": notable[:MAX_LISTED_FINDINGS]}
+
+
+def stats_frame(frames: SessionFrames, window: dict[str, Any]) -> pd.DataFrame:
+    """One row per (scope, metric) over the task window: count, mean, min, max, p95, unit."""
+    parts = []
+    gpu = _in_window(_gpu_frame(frames), window)
+    for column, metric, unit, scale in GPU_STATS:
+        parts.append(_grouped_stats(gpu, "gpu", column, lambda i: f"gpu{int(i)}", metric, unit,
+                                    scale))
+    if frames.host is not None and not frames.host.empty:
+        host = _in_window(frames.host, window).assign(scope="host")
+        for column, metric, unit, scale in HOST_STATS:
+            parts.append(_grouped_stats(host, "scope", column, str, metric, unit, scale))
+    if frames.metrics is not None and not frames.metrics.empty:
+        parts.append(_metric_stats(frames.metrics))
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return pd.DataFrame(columns=list(STAT_COLUMNS)).rename_axis("key")
+    return pd.concat(parts).rename_axis("key")
+
+
+def _grouped_stats(frame: pd.DataFrame, by: str, column: str, scope: Any, metric: str,
+                   unit: str, scale: float) -> pd.DataFrame:
+    values = frame[[by, column]].dropna()
+    if values.empty:
+        return pd.DataFrame()
+    grouped = values.groupby(by, observed=True)[column]
+    table = grouped.agg(["count", "mean", "min", "max"])
+    table["p95"] = grouped.quantile(0.95)
+    for col in ("mean", "min", "max", "p95"):
+        table[col] = table[col] * scale
+    table["unit"] = unit
+    table.index = [stat_key(scope(i), metric, unit) for i in table.index]
+    return table
+
+
+def _metric_stats(metrics: pd.DataFrame) -> pd.DataFrame:
+    finite = metrics[np.isfinite(metrics["value"])]
+    if finite.empty:
+        return pd.DataFrame()
+    grouped = finite.groupby(["task", "metric"], observed=True)["value"]
+    table = grouped.agg(["count", "mean", "min", "max"])
+    table["p95"] = grouped.quantile(0.95)
+    units = [METRIC_UNITS.get(str(m), "") for _, m in table.index]
+    table["unit"] = units
+    pairs = zip(table.index, units, strict=True)
+    table.index = [stat_key(str(t), str(m), u) for (t, m), u in pairs]
+    return table
+
+
+def _stats_records(stats: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{"key": key, "count": int(row["count"]), "mean": _round(row["mean"], 4),
+             "min": _round(row["min"], 4), "max": _round(row["max"], 4),
+             "p95": _round(row["p95"], 4), "unit": row["unit"]}
+            for key, row in stats.iterrows()]
+
+
+def _session(frames: SessionFrames, window: dict[str, Any]) -> dict[str, Any]:
+    meta = frames.meta
+    started, ended = _meta_num(meta, "started_at"), _meta_num(meta, "ended_at")
+    last_t = window["end"]
+    end = ended if ended is not None else last_t
+    exits = [e for e in frames.events if e.get("kind") == "exit"]
+    exit_code = meta.get("exit_code")
+    if exit_code is None and exits:
+        exit_code = exits[-1].get("exit_code")
+    return {
+        "directory": str(frames.directory), "host": meta.get("host"), "tool": meta.get("tool"),
+        "driver": meta.get("driver"), "started_at": started, "ended_at": ended,
+        "complete": ended is not None,
+        "duration_s": None if started is None or end is None else round(end - started, 3),
+        "interval_s": meta.get("interval_s"), "peak_interval_s": meta.get("peak_interval_s"),
+        "command": meta.get("command"), "exit_code": exit_code,
+        "run_peaks": meta.get("run_peaks") or [],
+    }
+
+
+def summarize(directory: str | os.PathLike[str]) -> Summary:
+    """Summarize a session directory; raises `SessionError` / `SessionFormatError`."""
+    return summarize_frames(load_frames(directory))
+
+
+def summarize_frames(frames: SessionFrames) -> Summary:
+    """Summarize already-loaded frames (the benchmark times loading and summarizing apart)."""
+    window = _window(frames)
+    stats = stats_frame(frames, window)
+    data = {
+        "schema": SUMMARY_SCHEMA,
+        "session": _session(frames, window),
+        "window": window,
+        "gpus": gpu_summary(frames, window),
+        "tasks": task_summary(frames),
+        "findings": findings_summary(frames),
+        "events": lifecycle_summary(frames),
+        "stats": _stats_records(stats),
+        "warnings": list(frames.warnings),
+    }
+    return Summary(data, stats)
+
+
+def write_atomic(path: Path, text: str, newline: str | None = "", mode: int | None = None) -> None:
+    """Write `text` to `path` through a temporary file in the same directory and `os.replace`.
+
+    An interrupt (SIGINT) or a full disk leaves either the old file or the new one, never a
+    partial file, and removes the temporary file. `mode` sets the new file's permission bits.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline=newline) as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
