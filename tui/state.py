@@ -32,6 +32,9 @@ class GpuHistory:
     mem_used_pct: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
     gpu_util_pct: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
 
+    def __len__(self) -> int:
+        return len(self.taken_at)
+
     def append(self, taken_at: float, gpu: GpuSample) -> None:
         """Add one reading; unknown values are kept as `None` so gaps stay gaps."""
         self.taken_at.append(taken_at)

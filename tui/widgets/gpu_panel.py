@@ -89,18 +89,31 @@ def _short_uuid(uuid: str) -> str:
 
 
 def _detail_segments(gpu: GpuSample) -> list[Text]:
-    """Temperature, power, clock, then the extras, in the order they are dropped last to first."""
+    """Temperature, power and clock (`N/A` when unknown), then the extras that are known.
+
+    The extras (pstate, fan, ECC, MIG, reservation, memory clock) are dropped last to first when
+    the line is too narrow, and left out when the device does not report them: a replayed
+    session without those columns should not show a row of `N/A`.
+    """
     temp = Text(fmt_temp(gpu.temperature_c), style=level_style(gpu.temperature_c, 70, 83))
     power_pct = pct_of(gpu.power_w, gpu.power_limit_w)
     power = Text(fmt_power_pair(gpu.power_w, gpu.power_limit_w), style=level_style(power_pct))
     segments = [temp, power, Text(f"SM {fmt_mhz(gpu.sm_clock_mhz)}")]
-    segments.append(Text(fmt_pstate(gpu.pstate)))
-    segments.append(Text(f"fan {fmt_pct(gpu.fan_pct)}"))
-    ecc = f"ECC {fmt_count(gpu.ecc_errors_corrected)}/{fmt_count(gpu.ecc_errors_uncorrected)}"
-    segments.append(Text(ecc, style="bold red" if gpu.ecc_errors_uncorrected else ""))
-    segments.append(Text(f"MIG {fmt_on_off(gpu.mig_mode)}"))
-    segments.append(Text(f"reserved {fmt_bytes_gib(gpu.memory_reserved_bytes)}", style="dim"))
-    segments.append(Text(f"mem clk {fmt_mhz(gpu.mem_clock_mhz)}", style="dim"))
+    if gpu.pstate is not None:
+        segments.append(Text(fmt_pstate(gpu.pstate)))
+    if gpu.fan_pct is not None:
+        segments.append(Text(f"fan {fmt_pct(gpu.fan_pct)}"))
+    if gpu.ecc_errors_corrected is not None or gpu.ecc_errors_uncorrected is not None:
+        ecc = (f"ECC {fmt_count(gpu.ecc_errors_corrected)}/"
+               f"{fmt_count(gpu.ecc_errors_uncorrected)}")
+        segments.append(Text(ecc, style="bold red" if gpu.ecc_errors_uncorrected else ""))
+    if gpu.mig_mode is not None:
+        segments.append(Text(f"MIG {fmt_on_off(gpu.mig_mode)}"))
+    if gpu.memory_reserved_bytes is not None:
+        segments.append(Text(f"reserved {fmt_bytes_gib(gpu.memory_reserved_bytes)}",
+                             style="dim"))
+    if gpu.mem_clock_mhz is not None:
+        segments.append(Text(f"mem {fmt_mhz(gpu.mem_clock_mhz)}", style="dim"))
     return segments
 
 
