@@ -1,0 +1,276 @@
+"""`gpuherd parse`: print the metrics and health findings found in training-log files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any
+
+from parsers import health
+from parsers.findings import findings_from_metric, scan_line
+from parsers.hf_trainer import parse_trainer_state
+from parsers.model import LogFinding, LogMetric
+from parsers.registry import DOCUMENT_FORMATS, FORMAT_NAMES, detect_format, make_parser
+
+SAMPLE_LINES = 200
+"""Lines read before choosing a format."""
+READ_CHUNK = 1 << 20
+"""Bytes read at a time; a longer line keeps only its first chunk (or, for `\\r` progress
+redraws, its last), so a 50 MB line never sits in memory whole."""
+MAX_DOCUMENT_BYTES = 256 << 20
+HISTORY_POINTS = 10_000
+"""Points kept per metric for the windowed health rules."""
+_HISTORY_NAMES = ("train/loss", "train/acc", "val/acc", "val/map", "val/miou")
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Parse every file in `args.files`; returns 0, or 1 if any file could not be read."""
+    if args.log_format is not None and args.log_format not in FORMAT_NAMES:
+        names = ", ".join(FORMAT_NAMES)
+        print(f"gpuherd parse: unknown format {args.log_format!r}; known: {names}", file=sys.stderr)
+        return 2
+    emit = _json_emitter(sys.stdout) if args.json else _TableEmitter(sys.stdout)
+    status = 0
+    for path in args.files:
+        try:
+            report = parse_file(path, args.log_format, emit)
+        except OSError as error:
+            print(f"gpuherd parse: {path}: {_reason(error)}", file=sys.stderr)
+            status = 1
+            continue
+        except ValueError as error:  # a document that is not valid JSON
+            print(f"gpuherd parse: {path}: {error}", file=sys.stderr)
+            status = 1
+            continue
+        if report.unparsed:
+            print(
+                f"gpuherd parse: {path}: {report.unparsed} unparsed line(s) as {report.format}; "
+                f"first at line {report.first_unparsed_line}: {report.first_error}",
+                file=sys.stderr,
+            )
+    sys.stdout.flush()
+    return status
+
+
+class FileReport:
+    """What parsing one file found, besides the emitted records."""
+
+    def __init__(self, log_format: str) -> None:
+        self.format = log_format
+        self.lines = 0
+        self.metrics = 0
+        self.unparsed = 0
+        self.first_unparsed_line: int | None = None
+        self.first_error = ""
+
+    def count_error(self, line_number: int, error: ValueError) -> None:
+        """Count one unparsed line, remembering the first."""
+        self.unparsed += 1
+        if self.first_unparsed_line is None:
+            self.first_unparsed_line = line_number
+            self.first_error = str(error)[:200]
+
+
+def parse_file(path: str, log_format: str | None, emit: Emit) -> FileReport:
+    """Parse one file, streaming it, and pass each metric value and finding to `emit`.
+
+    Raises:
+        OSError: the file cannot be opened or read (missing, a directory, no permission).
+        ValueError: a document format whose text is not valid JSON.
+    """
+    with open(path, "rb") as handle:
+        lines = iter_lines(handle)
+        sample = [line for _, line in zip(range(SAMPLE_LINES), lines, strict=False)]
+        chosen = log_format or detect_format(sample, path)
+        if chosen in DOCUMENT_FORMATS:
+            return _parse_document(path, handle, sample, chosen, emit)
+        return parse_lines(path, chosen, _chain(sample, lines), emit)
+
+
+def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit) -> FileReport:
+    """Parse decoded lines with one parser of `log_format`, emitting records as they come."""
+    parser = make_parser(log_format)
+    report = FileReport(log_format)
+    history = _History()
+    for number, line in enumerate(lines, 1):
+        report.lines = number
+        try:
+            metric = parser.feed(line)
+        except ValueError as error:
+            report.count_error(number, error)
+            metric = None
+        finding = scan_line(line)
+        if finding is not None:
+            emit(_finding_record(path, number, finding))
+        if metric is not None:
+            report.metrics += 1
+            _emit_metric(path, number, log_format, metric, emit)
+            for found in findings_from_metric(metric):
+                emit(_finding_record(path, number, found))
+            history.add(number, metric)
+    for number, finding in history.findings():
+        emit(_finding_record(path, number, finding))
+    return report
+
+
+def iter_lines(handle: IO[bytes]) -> Iterator[str]:
+    r"""Decoded lines of a binary file, without their `\\n`, invalid UTF-8 replaced."""
+    while True:
+        chunk = handle.readline(READ_CHUNK)
+        if not chunk:
+            return
+        if not chunk.endswith(b"\n"):
+            chunk = _finish_long_line(handle, chunk)
+        yield chunk.decode("utf-8", errors="replace").rstrip("\n")
+
+
+def _finish_long_line(handle: IO[bytes], first: bytes) -> bytes:
+    last = first
+    while not last.endswith(b"\n"):
+        more = handle.readline(READ_CHUNK)
+        if not more:
+            break
+        last = more
+    # a progress bar redraws with \r: its newest state is at the end
+    return last if last is not first and b"\r" in last else first
+
+
+def _chain(sample: list[str], rest: Iterator[str]) -> Iterator[str]:
+    yield from sample
+    yield from rest
+
+
+def _parse_document(
+    path: str, handle: IO[bytes], sample: list[str], log_format: str, emit: Emit
+) -> FileReport:
+    handle.seek(0)
+    data = handle.read(MAX_DOCUMENT_BYTES + 1)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise ValueError(f"{log_format} document larger than {MAX_DOCUMENT_BYTES} bytes")
+    report = FileReport(log_format)
+    history = _History()
+    # a document has no log lines: `line` counts its records (log_history entries)
+    for number, metric in enumerate(parse_trainer_state(data.decode("utf-8", "replace")), 1):
+        report.metrics += 1
+        _emit_metric(path, number, log_format, metric, emit)
+        for found in findings_from_metric(metric):
+            emit(_finding_record(path, number, found))
+        history.add(number, metric)
+    for number, finding in history.findings():
+        emit(_finding_record(path, number, finding))
+    report.lines = len(sample)
+    return report
+
+
+def _emit_metric(path: str, number: int, log_format: str, metric: LogMetric, emit: Emit) -> None:
+    for name, value in metric.values:
+        record: dict[str, Any] = {
+            "file": path,
+            "line": number,
+            "format": log_format,
+            "metric": name,
+            "value": json_number(value),
+        }
+        if metric.step is not None:
+            record["step"] = metric.step
+        if metric.epoch is not None:
+            record["epoch"] = json_number(metric.epoch)
+        if metric.taken_at is not None:
+            record["taken_at"] = metric.taken_at
+        emit(record)
+
+
+def _finding_record(path: str, number: int, finding: LogFinding) -> dict[str, Any]:
+    return {"file": path, "line": number, "finding": finding.kind, "evidence": finding.evidence}
+
+
+def json_number(value: float) -> float | int | str:
+    """A value as strict JSON allows: NaN and infinities become "nan", "inf", "-inf"."""
+    if math.isfinite(value):
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+class _History:
+    """Bounded per-metric histories for the windowed health rules."""
+
+    def __init__(self) -> None:
+        self.points: dict[str, deque[tuple[float, float]]] = {
+            name: deque(maxlen=HISTORY_POINTS) for name in _HISTORY_NAMES
+        }
+        self.last_line: dict[str, int] = {}
+        self.count = 0
+
+    def add(self, number: int, metric: LogMetric) -> None:
+        for name, value in metric.values:
+            points = self.points.get(name)
+            if points is not None:
+                self.count += 1
+                x = metric.step if metric.step is not None else self.count
+                points.append((float(x), value))
+                self.last_line[name] = number
+
+    def findings(self) -> list[tuple[int, LogFinding]]:
+        p = self.points
+        checks = (
+            ("train/loss", health.stalled(list(p["train/loss"]), window=50)),
+            ("val/acc", health.overfitting(list(p["train/acc"]), list(p["val/acc"]))),
+            (
+                "val/map",
+                health.zero_metric_while_loss_falls(
+                    list(p["val/map"]), list(p["train/loss"]), "val/map"
+                ),
+            ),
+            (
+                "val/miou",
+                health.zero_metric_while_loss_falls(
+                    list(p["val/miou"]), list(p["train/loss"]), "val/miou"
+                ),
+            ),
+        )
+        return [(self.last_line[name], found) for name, found in checks if found is not None]
+
+
+def _json_emitter(out: IO[str]) -> Emit:
+    def emit(record: dict[str, Any]) -> None:
+        out.write(json.dumps(record, allow_nan=False) + "\n")
+
+    return emit
+
+
+class _TableEmitter:
+    """Readable rows: `file:line  format  step  epoch  metric  value`, findings marked `!`."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.header_done = False
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        if not self.header_done:
+            self.out.write(f"{'FILE:LINE':<40} {'STEP':>8} {'EPOCH':>7}  {'METRIC':<28} VALUE\n")
+            self.header_done = True
+        where = f"{record['file']}:{record['line']}"
+        if "finding" in record:
+            self.out.write(f"{where:<40} ! {record['finding']}: {record['evidence']}\n")
+            return
+        step = record.get("step", "")
+        epoch = record.get("epoch", "")
+        value = record["value"]
+        shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+        self.out.write(f"{where:<40} {step!s:>8} {epoch!s:>7}  {record['metric']:<28} {shown}\n")
+
+
+def _reason(error: OSError) -> str:
+    if isinstance(error, IsADirectoryError):
+        return "is a directory, not a log file"
+    if isinstance(error, FileNotFoundError):
+        return "no such file"
+    if isinstance(error, PermissionError):
+        return "permission denied"
+    return error.strerror or str(error)

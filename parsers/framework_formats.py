@@ -1,0 +1,182 @@
+"""Logs of the OpenMMLab runner (mmengine, mmdetection, mmsegmentation) and of detectron2."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from parsers.keyvalue import ITER_TIME_KEYS, SKIP_KEYS, record_to_metric
+from parsers.model import LogMetric
+from parsers.text import metric_name, normalise_line, parse_duration, parse_number
+
+_MM_LINE = re.compile(
+    r"(?:(?P<date>\d{4}/\d\d/\d\d \d\d:\d\d:\d\d)|\d\d/\d\d \d\d:\d\d:\d\d) - \S+ - \w+ - "
+    r"(?P<kind>Epoch|Iter)\((?P<mode>\w+)\)\s+\[\s*(?P<a>\d+)(?:/\d+)?\]"
+    r"(?:\[\s*(?P<b>\d+)/\d+\])?\s+(?P<rest>.*)"
+)
+_PAIR = re.compile(r"(\S+): (\S+)")
+
+
+def parse_mmengine_line(line: str) -> LogMetric | None:
+    """Parse an mmengine `LoggerHook` line such as `Epoch(train) [2][15/20]  lr: ...  loss: ...`.
+
+    A full `YYYY/MM/DD hh:mm:ss` stamp (the log file) becomes `taken_at`, read as local time;
+    the console's `MM/DD hh:mm:ss` has no year and gives none.
+
+    Raises:
+        ValueError: a value that is not a number.
+    """
+    line = normalise_line(line)
+    if " - mmengine - " not in line and "(train)" not in line and "(val)" not in line:
+        return None
+    match = _MM_LINE.search(line)
+    if match is None:
+        return None
+    split = "train" if match["mode"] == "train" else "val"
+    values = _pairs(match["rest"], split)
+    if not values:
+        return None
+    epoch = step = None
+    if match["kind"] == "Epoch":
+        epoch = float(match["a"])
+    else:
+        step = int(match["a"])
+    taken_at = None
+    if match["date"]:
+        taken_at = time.mktime(time.strptime(match["date"], "%Y/%m/%d %H:%M:%S"))
+    return LogMetric(values=tuple(values), step=step, epoch=epoch, taken_at=taken_at)
+
+
+def _pairs(rest: str, split: str) -> list[tuple[str, float]]:
+    values: list[tuple[str, float]] = []
+    for key, text in _PAIR.findall(rest):
+        low = key.lower()
+        if low == "eta":
+            values.append(("eta_s", parse_duration(text)))
+        elif low in ITER_TIME_KEYS:
+            seconds = parse_number(text)
+            if seconds > 0 and split == "train":
+                values.append(("throughput/it_s", 1.0 / seconds))
+        elif low == "max_mem":
+            values.append(("max_mem_mb", parse_number(text.rstrip("M"))))
+        elif low not in SKIP_KEYS:
+            values.append((metric_name(key, split), parse_number(text)))
+    return values
+
+
+class MmengineJsonParser:
+    """mmengine `vis_data/scalars.json` and the older mmcv `.log.json` (one object a line).
+
+    Validation records of an epoch-based run carry the epoch in `step`; they are reported
+    with that epoch and the last training step.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the last training record."""
+        self.last_step: int | None = None
+        self.by_epoch = False
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Parse one JSON record.
+
+        Raises:
+            ValueError: the line starts like an object but is not valid JSON.
+        """
+        line = normalise_line(line).strip()
+        if not line.startswith("{"):
+            return None
+        record = json.loads(line)
+        if not isinstance(record, dict) or "env_info" in record:
+            return None
+        mode = record.pop("mode", None)
+        is_train = mode == "train" if mode is not None else "lr" in record
+        metric = record_to_metric(record, "train" if is_train else "val", iter_time=True)
+        if metric is None:
+            return None
+        if is_train:
+            self.by_epoch = self.by_epoch or metric.epoch is not None
+            self.last_step = metric.step
+            return metric
+        if self.by_epoch and metric.epoch is None and metric.step is not None:
+            return LogMetric(values=metric.values, step=self.last_step, epoch=float(metric.step))
+        return metric
+
+
+_D2_EVENTS = re.compile(r"d2\.utils\.events[^:]*:\s+(.*)")
+_D2_COPYPASTE = re.compile(r"copypaste: (.*)")
+
+
+class Detectron2Parser:
+    """detectron2 console: `CommonMetricPrinter` lines and the evaluation `copypaste:` block."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the evaluation block and the last iteration."""
+        self.task: str | None = None
+        self.names: list[str] | None = None
+        self.step: int | None = None
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Parse one console line.
+
+        Raises:
+            ValueError: a value that is not a number.
+        """
+        line = normalise_line(line)
+        if "copypaste: " in line:
+            return self._copypaste(line)
+        if "d2.utils.events" not in line:
+            return None
+        match = _D2_EVENTS.search(line)
+        if match is None:
+            return None
+        rest = match[1]
+        iteration = re.search(r"\biter: (\d+)", rest)
+        if iteration is not None:
+            self.step = int(iteration[1])
+        values = [pair for pair in _pairs(rest, "train") if pair[0] != "iter"]
+        if not values:
+            return None
+        return LogMetric(values=tuple(values), step=self.step)
+
+    def _copypaste(self, line: str) -> LogMetric | None:
+        match = _D2_COPYPASTE.search(line)
+        if match is None:
+            return None
+        text = match[1].strip()
+        if text.startswith("Task: "):
+            self.task, self.names = text[6:].strip(), None
+            return None
+        if self.task is None:
+            return None
+        if self.names is None:
+            self.names = text.split(",")
+            return None
+        cells = text.split(",")
+        names, self.names = self.names, None
+        if len(cells) != len(names):
+            raise ValueError(f"copypaste row has {len(cells)} values for {len(names)} names")
+        values = tuple(
+            (metric_name(f"{self.task}/{name}", "val"), parse_number(cell))
+            for name, cell in zip(names, cells, strict=False)
+        )
+        return LogMetric(values=values, step=self.step)
+
+
+def parse_detectron2_json_line(line: str) -> LogMetric | None:
+    """Parse one record of detectron2's `metrics.json` (`iteration` is the step).
+
+    Raises:
+        ValueError: the line starts like an object but is not valid JSON.
+    """
+    line = normalise_line(line).strip()
+    if not line.startswith("{"):
+        return None
+    record = json.loads(line)
+    return record_to_metric(record, iter_time=True) if isinstance(record, dict) else None

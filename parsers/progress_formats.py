@@ -1,0 +1,209 @@
+"""Stateful console formats: Keras `fit`, Lightning's Rich bar and Ultralytics YOLO."""
+
+from __future__ import annotations
+
+import re
+
+from parsers.model import LogMetric
+from parsers.text import metric_name, normalise_line, parse_duration, parse_number
+
+_KERAS_EPOCH = re.compile(r"Epoch (\d+)/(\d+)\s*$")
+_KERAS_STEP = re.compile(
+    r"\s*(\d+)/(\d+)\s+(?:[━─═>.\[\]=\s]*\s)?(?:- )?(\d+(?:\.\d+)?(?:ms|s|m|h|us|µs)?) "
+    r"(?:- )?(\d+(?:\.\d+)?)(ms|s|us|µs)/step(.*)"
+)
+_KERAS_PAIR = re.compile(r"(\w+): (\S+)")
+_STEP_SCALE = {"ms": 1e-3, "s": 1.0, "us": 1e-6, "µs": 1e-6}
+
+
+class KerasParser:
+    """Keras 3 `fit` output: `Epoch 1/3` then `12/12 ━━━ 0s 5ms/step - loss: ... - val_loss: ...`.
+
+    The epoch comes from the last `Epoch N/M` line, as Keras prints it (counting from 1).
+    """
+
+    def __init__(self) -> None:
+        self.epoch: float | None = None
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Parse one line; `Epoch N/M` lines set the epoch and return None."""
+        line = normalise_line(line)
+        if line.startswith("Epoch "):
+            match = _KERAS_EPOCH.match(line)
+            if match is not None:
+                self.epoch = float(match[1])
+            return None
+        if "/step" not in line:
+            return None
+        match = _KERAS_STEP.match(line)
+        if match is None:
+            return None
+        values = [("throughput/it_s", 1.0 / (float(match[4]) * _STEP_SCALE[match[5]]))]
+        if match[1] != match[2]:  # mid-epoch the time column is the ETA
+            values.append(("eta_s", parse_duration(match[3])))
+        for key, text in _KERAS_PAIR.findall(match[6]):
+            values.append((metric_name(key), parse_number(text)))
+        return LogMetric(values=tuple(values), epoch=self.epoch)
+
+    def reset(self) -> None:
+        """Forget the epoch."""
+        self.epoch = None
+
+
+_RICH_HEAD = re.compile(
+    r"(?P<desc>\S.*?)\s+[━╸╺╾╼─\s]*?(?P<n>\d+)/(?P<total>\d+|\?)\s+(?P<elapsed>[\d:]+)\s+•\s+"
+    r"(?P<remaining>-:--:--|[\d:]+)\s*(?:(?P<rate>[\d.]+)(?P<unit>it/s|s/it))?\s*(?P<rest>.*)"
+)
+_RICH_EPOCH = re.compile(r"Epoch (\d+)")
+# the next print can land right after the last value: `0.758`Trainer.fit` stopped: ...`
+_LEADING_NUMBER = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
+
+
+class RichBarParser:
+    """Lightning's `RichProgressBar`, on a terminal or redirected to a file.
+
+    Rich wraps the metrics column onto indented continuation lines, sometimes splitting a
+    `key:` from its value, so the parser carries the pending key across lines and reports each
+    line's complete pairs with the epoch of the bar they belong to.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Leave any bar block."""
+        self.in_block = False
+        self.is_eval = False
+        self.epoch: float | None = None
+        self.pending_key: str | None = None
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Parse a bar's head line or one of its metric continuation lines."""
+        line = normalise_line(line)
+        if "•" in line:
+            head = _RICH_HEAD.match(line)
+            if head is not None:
+                return self._head(head)
+        if self.in_block and line[:1].isspace() and line.strip():
+            return self._pairs(line.split(), [])
+        self.in_block = False
+        self.pending_key = None
+        return None
+
+    def _head(self, head: re.Match[str]) -> LogMetric | None:
+        desc = head["desc"]
+        self.in_block = True
+        self.pending_key = None
+        self.is_eval = desc.lower().startswith(("val", "test", "sanity", "predict"))
+        epoch = _RICH_EPOCH.match(desc)
+        if not self.is_eval:
+            self.epoch = float(epoch[1]) if epoch else None
+        values: list[tuple[str, float]] = []
+        if head["rate"]:
+            rate = float(head["rate"])
+            if head["unit"] == "s/it":
+                rate = 1.0 / rate if rate else float("inf")
+            values.append(("eval/throughput/it_s" if self.is_eval else "throughput/it_s", rate))
+        if not self.is_eval and head["remaining"][0].isdigit():
+            values.append(("eta_s", parse_duration(head["remaining"])))
+        return self._pairs(head["rest"].split(), values)
+
+    def _pairs(self, words: list[str], values: list[tuple[str, float]]) -> LogMetric | None:
+        split = "val" if self.is_eval else "train"
+        for word in words:
+            if word.endswith(":"):
+                self.pending_key = word[:-1]
+            elif self.pending_key is not None:
+                number = _LEADING_NUMBER.match(word)
+                if number is None:
+                    raise ValueError(f"{self.pending_key}: not a number: {word[:40]!r}")
+                if self.pending_key != "v_num":
+                    values.append((metric_name(self.pending_key, split), parse_number(number[0])))
+                self.pending_key = None
+                if number.end() < len(word):  # another print ran into the bar: block over
+                    self.in_block = False
+                    break
+        if not values:
+            return None
+        return LogMetric(values=tuple(values), epoch=self.epoch)
+
+
+_YOLO_RATE = re.compile(r"([\d.]+)(it/s|s/it)")
+_YOLO_ETA = re.compile(r"<([\d.:]+)s?\b")
+_YOLO_VAL_NAMES = {"p": "precision", "r": "recall", "map50": "map_50", "map50-95": "map"}
+
+
+class UltralyticsParser:
+    """Ultralytics YOLO training console: the epoch table and the validation `all` row.
+
+    Column names come from the header lines (`Epoch GPU_mem box_loss ...` and
+    `Class Images Instances Box(P R mAP50 mAP50-95)`), so other tasks' columns work too.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the column headers."""
+        self.train_columns: list[str] = []
+        self.val_columns: list[str] = []
+        self.epoch: float | None = None
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Parse a training progress row or a validation `all` row."""
+        line = normalise_line(line)
+        stripped = line.strip()
+        if stripped.startswith("Epoch ") and "GPU_mem" in stripped:
+            self.train_columns = stripped.split()
+            return None
+        if stripped.startswith("Class ") and "Instances" in stripped:
+            self.val_columns = _val_columns(stripped.partition(":")[0].split()[3:])
+            return None
+        if stripped.startswith("all ") and self.val_columns:
+            return self._val_row(stripped.split()[3:])
+        if self.train_columns and ":" in stripped and stripped[:1].isdigit():
+            return self._train_row(stripped)
+        return None
+
+    def _train_row(self, stripped: str) -> LogMetric | None:
+        table, _, progress = stripped.partition(":")
+        cells = table.split()
+        if len(cells) != len(self.train_columns) or "/" not in cells[0]:
+            return None
+        self.epoch = float(cells[0].split("/")[0])
+        values: list[tuple[str, float]] = []
+        for column, cell in zip(self.train_columns[1:], cells[1:], strict=False):
+            if column == "GPU_mem":
+                values.append(("gpu_mem_gb", parse_number(cell.rstrip("G"))))
+            elif column not in ("Instances", "Size"):
+                values.append((metric_name(f"train/{column}"), parse_number(cell)))
+        rate = _YOLO_RATE.search(progress)
+        if rate is not None:
+            speed = float(rate[1])
+            values.append(("throughput/it_s", speed if rate[2] == "it/s" else 1.0 / speed))
+        eta = _YOLO_ETA.search(progress)
+        if eta is not None:
+            values.append(("eta_s", parse_duration(eta[1] if ":" in eta[1] else eta[1] + "s")))
+        return LogMetric(values=tuple(values), epoch=self.epoch)
+
+    def _val_row(self, cells: list[str]) -> LogMetric | None:
+        if len(cells) != len(self.val_columns):
+            return None
+        pairs = zip(self.val_columns, cells, strict=True)
+        values = tuple((name, parse_number(cell)) for name, cell in pairs)
+        return LogMetric(values=values, epoch=self.epoch)
+
+
+def _val_columns(words: list[str]) -> list[str]:
+    names: list[str] = []
+    group = ""
+    for word in words:
+        if "(" in word:
+            group, _, word = word.partition("(")
+            group = "" if group == "Box" else group.lower() + "_"
+        low = word.rstrip(")").lower()
+        if low in _YOLO_VAL_NAMES:
+            names.append(f"val/{group}{_YOLO_VAL_NAMES[low]}")
+        else:
+            names.append(metric_name(low, "val"))
+    return names

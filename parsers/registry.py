@@ -1,0 +1,143 @@
+"""The ordered list of log formats, format detection and parser construction."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+
+from parsers.framework_formats import (
+    Detectron2Parser,
+    MmengineJsonParser,
+    parse_detectron2_json_line,
+    parse_mmengine_line,
+)
+from parsers.hf_trainer import parse_hf_trainer_line
+from parsers.keyvalue import parse_generic_line, parse_jsonl_line
+from parsers.line_parser import LineParser, StatelessParser
+from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
+from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line
+from parsers.table_formats import CsvParser
+from parsers.text import normalise_line
+from parsers.tqdm_bar import parse_tqdm_line
+
+Detect = Callable[[Sequence[str], str], bool]
+"""detect(normalised sample lines, file name) -> whether the sample is in this format."""
+
+
+def _any_line(pattern: str) -> Detect:
+    regex = re.compile(pattern)
+    return lambda lines, _name: any(regex.search(line) for line in lines)
+
+
+def _csv_header(*columns: str) -> Detect:
+    def detect(lines: Sequence[str], name: str) -> bool:
+        head = next((line for line in lines if line.strip()), "").split(",")
+        return (not name or name.endswith(".csv")) and all(c in head for c in columns)
+
+    return detect
+
+
+def _json_keys(*keys: str) -> Detect:
+    def detect(lines: Sequence[str], _name: str) -> bool:
+        records = [line for line in lines if line.lstrip().startswith('{"')]
+        return bool(records) and any(all(f'"{k}"' in r for k in keys) for r in records)
+
+    return detect
+
+
+def _stateless(parse_line: Callable[[str], object]) -> Callable[[], LineParser]:
+    return lambda: StatelessParser(parse_line)  # type: ignore[arg-type]
+
+
+FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
+    ("lightning_csv", _csv_header("epoch", "step"), CsvParser),
+    ("timm_csv", _csv_header("epoch", "train_loss"), CsvParser),
+    ("ultralytics_csv", _csv_header("epoch", "train/box_loss"), CsvParser),
+    ("csv", lambda lines, name: name.endswith(".csv"), CsvParser),
+    ("detectron2_json", _json_keys("iteration"), _stateless(parse_detectron2_json_line)),
+    (
+        "mmengine_json",
+        lambda lines, name: (
+            _json_keys("step")(lines, name)
+            and (_json_keys("data_time")(lines, name) or _json_keys("mode")(lines, name))
+        ),
+        MmengineJsonParser,
+    ),
+    ("jsonl", _json_keys(), _stateless(parse_jsonl_line)),
+    (
+        "mmengine",
+        _any_line(r" - mmengine - |(?:Epoch|Iter)\((?:train|val)\)\s+\["),
+        _stateless(parse_mmengine_line),
+    ),
+    (
+        "detectron2",
+        _any_line(r"\bd2\.(?:utils|engine|data|evaluation|checkpoint)\."),
+        Detectron2Parser,
+    ),
+    ("ultralytics", _any_line(r"^Ultralytics |^\s+Epoch\s+GPU_mem\s"), UltralyticsParser),
+    ("lightning_rich", _any_line(r"^\S.*\s\d+/(?:\d+|\?) [\d:]+ • "), RichBarParser),
+    ("keras", _any_line(r"^\s*\d+/\d+ .*\d+(?:ms|s|us)/step\b"), KerasParser),
+    (
+        "nanogpt",
+        _any_line(r"^iter \d+: loss \S+, time [\d.]+ms|^step \d+: train loss "),
+        _stateless(parse_nanogpt_line),
+    ),
+    (
+        "metric_logger",
+        _any_line(r"\]\s+eta: [\d:]+|^Train: \d+ \[\s*\d+/|^Test: \[\s*\d+/"),
+        _stateless(parse_metric_logger_line),
+    ),
+    (
+        "hf_trainer",
+        _any_line(r"^\{'(?:loss|eval_loss|train_runtime|learning_rate)'"),
+        _stateless(parse_hf_trainer_line),
+    ),
+    (
+        "tqdm",
+        _any_line(r"\[\d+:\d\d(?::\d\d)?(?:<[\d:?]+)?, *(?:[\d.?]+\S*/s|[\d.]+s/\S+)"),
+        _stateless(parse_tqdm_line),
+    ),
+    ("generic", lambda lines, name: True, _stateless(parse_generic_line)),
+)
+"""(name, detect, factory), most specific first; detection takes the first that says yes."""
+
+FORMAT_NAMES: tuple[str, ...] = tuple(name for name, _, _ in FORMATS) + ("hf_trainer_state",)
+"""Every name `make_parser` and `--format` accept."""
+
+DOCUMENT_FORMATS: frozenset[str] = frozenset({"hf_trainer_state"})
+"""Formats that are whole JSON documents rewritten in place, parsed with `parse_trainer_state`
+after each change instead of line by line."""
+
+_FACTORIES = {name: factory for name, _, factory in FORMATS}
+
+
+def detect_format(sample_lines: Sequence[str], path: str | None = None) -> str:
+    """Guess the format of a log from its first lines and its path; falls back to `generic`.
+
+    Args:
+        sample_lines: the first lines of the file (a few dozen is plenty), raw or normalised.
+        path: the file's path, when known; some file names decide the format on their own.
+    """
+    name = os.path.basename(path) if path else ""
+    if name == "trainer_state.json":
+        return "hf_trainer_state"
+    lines = [normalise_line(line) for line in sample_lines]
+    for format_name, detect, _ in FORMATS:
+        if detect(lines, name):
+            return format_name
+    return "generic"
+
+
+def make_parser(name: str) -> LineParser:
+    """A fresh parser for the named line format.
+
+    Raises:
+        ValueError: an unknown name, or a document format (see `DOCUMENT_FORMATS`).
+    """
+    if name in DOCUMENT_FORMATS:
+        raise ValueError(f"{name} is a document format: use parse_trainer_state on the file")
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        raise ValueError(f"unknown log format {name!r}; known: {', '.join(FORMAT_NAMES)}")
+    return factory()

@@ -1,0 +1,205 @@
+"""Line clean-up, number parsing and metric-name normalisation shared by every parser."""
+
+from __future__ import annotations
+
+import re
+
+MAX_LINE_CHARS = 10_000
+"""Lines are cut to this length before any regex runs (a 50 MB line stays cheap)."""
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+_THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][+-]?\d+)?")
+_SPECIAL = {
+    "nan": float("nan"),
+    "+nan": float("nan"),
+    "-nan": float("nan"),
+    "inf": float("inf"),
+    "+inf": float("inf"),
+    "-inf": float("-inf"),
+    "infinity": float("inf"),
+    "+infinity": float("inf"),
+    "-infinity": float("-inf"),
+}
+
+
+def normalise_line(line: str) -> str:
+    r"""Return the text a person would see for one physical log line.
+
+    Keeps only the last non-blank carriage-return segment (a tqdm bar redraws itself with `\\r`),
+    caps the length at `MAX_LINE_CHARS`, strips ANSI escapes and backspaces, and drops the line
+    ending. Lines with none of these features come back unchanged, which keeps the common case
+    fast.
+    """
+    if "\r" in line:
+        line = _last_segment(line)
+    if len(line) > MAX_LINE_CHARS:
+        line = line[:MAX_LINE_CHARS]
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "\b" in line:
+        line = line.replace("\b", "")
+    if line.endswith("\n"):
+        line = line.rstrip("\n")
+    return line
+
+
+def _last_segment(line: str) -> str:
+    end = len(line.rstrip("\r\n"))
+    while end > 0:
+        start = line.rfind("\r", 0, end) + 1
+        segment = line[start:end]
+        visible = _ANSI.sub("", segment[:MAX_LINE_CHARS]) if "\x1b" in segment else segment
+        if visible.strip():
+            return segment
+        end = start - 1
+    return ""
+
+
+def parse_number(text: str) -> float:
+    """Parse a number as logs write it: `1e-5`, `-inf`, `nan`, `1,234.5`, `'0.25'`, `12%`.
+
+    Raises:
+        ValueError: the text is not a number.
+    """
+    text = text.strip().strip("'\"")
+    if text.endswith("%"):
+        text = text[:-1]
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    special = _SPECIAL.get(text.lower())
+    if special is not None:
+        return special
+    if "," in text and _THOUSANDS.fullmatch(text):
+        return float(text.replace(",", ""))
+    raise ValueError(f"not a number: {text[:40]!r}")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in `1 day, 2:57:46`, `0:00:03`, `00:03`, `1.5s`, `12ms` or `2h`.
+
+    Raises:
+        ValueError: the text is not a duration.
+    """
+    text = text.strip()
+    days = 0.0
+    if "day" in text:
+        head, _, text = text.partition(",")
+        days = float(head.split()[0])
+        text = text.strip()
+    if ":" in text:
+        total = 0.0
+        for part in text.split(":"):
+            total = total * 60 + float(part)
+        return days * 86400 + total
+    for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if text.endswith(suffix):
+            return days * 86400 + float(text[: -len(suffix)]) * scale
+    raise ValueError(f"not a duration: {text[:40]!r}")
+
+
+_SPLITS = (
+    ("train/", "train"),
+    ("train_", "train"),
+    ("training_", "train"),
+    ("val/", "val"),
+    ("val_", "val"),
+    ("valid_", "val"),
+    ("validation_", "val"),
+    ("eval/", "val"),
+    ("eval_", "val"),
+    ("test/", "test"),
+    ("test_", "test"),
+    ("metrics/", "val"),
+    ("coco/", "val"),
+    ("bbox/", "val"),
+)
+_BASES = {
+    "loss": "loss",
+    "total_loss": "loss",
+    "acc": "acc",
+    "accuracy": "acc",
+    "acc1": "acc",
+    "top1": "acc",
+    "acc@1": "acc",
+    "prec@1": "acc",
+    "acc5": "acc_top5",
+    "top5": "acc_top5",
+    "acc@5": "acc_top5",
+    "prec@5": "acc_top5",
+    "accuracy/top1": "acc",
+    "accuracy/top5": "acc_top5",
+    "top1_acc": "acc",
+    "top5_acc": "acc_top5",
+    "map": "map",
+    "bbox_map": "map",
+    "map50-95(b)": "map",
+    "ap": "map",
+    "map_50": "map_50",
+    "map50": "map_50",
+    "bbox_map_50": "map_50",
+    "map50(b)": "map_50",
+    "ap50": "map_50",
+    "miou": "miou",
+    "aacc": "pixel_acc",
+    "pixel_acc": "pixel_acc",
+}
+# detection and segmentation scores only exist on a validation pass
+_VAL_ONLY = frozenset({"map", "map_50", "miou", "pixel_acc"})
+_PLAIN = {
+    "lr": "lr",
+    "learning_rate": "lr",
+    "grad_norm": "grad_norm",
+    "it/s": "throughput/it_s",
+    "img/s": "throughput/samples_s",
+    "samples/s": "throughput/samples_s",
+    "samples_per_second": "throughput/samples_s",
+    "train_samples_per_second": "throughput/samples_s",
+    "train_steps_per_second": "throughput/it_s",
+    "tokens/s": "throughput/tokens_s",
+    "tok/s": "throughput/tokens_s",
+    "tokens_per_second": "throughput/tokens_s",
+    "eta_seconds": "eta_s",
+}
+_cache: dict[tuple[str, str], str] = {}
+
+
+def metric_name(key: str, split: str = "train") -> str:
+    """The normalised name for a key as a log writes it; unknown keys keep their own name.
+
+    Args:
+        key: the key as written, e.g. `val_acc`, `eval_loss`, `Acc@1`, `metrics/mAP50(B)`.
+        split: the split a bare key belongs to (`train` in a training line, `val` in an
+            evaluation block).
+    """
+    cache_key = (key, split)
+    name = _cache.get(cache_key)
+    if name is None:
+        name = _normalise_name(key, split)
+        if len(_cache) < 4096:
+            _cache[cache_key] = name
+    return name
+
+
+def _normalise_name(key: str, split: str) -> str:
+    low = key.strip().lower()
+    plain = _PLAIN.get(low)
+    if plain is not None:
+        return plain
+    if low.startswith("lr-") or low == "lr/pg0":  # Lightning LearningRateMonitor, YOLO group 0
+        return "lr"
+    for suffix in ("_step", "_epoch"):  # Lightning's on_step / on_epoch variants
+        if low.endswith(suffix) and low != suffix[1:]:
+            low = low[: -len(suffix)]
+            break
+    for prefix, prefix_split in _SPLITS:
+        if low.startswith(prefix):
+            base = _BASES.get(low[len(prefix) :])
+            return key if base is None else f"{prefix_split}/{base}"
+    base = _BASES.get(low)
+    if base is None:
+        return key
+    if base in _VAL_ONLY and split == "train":
+        split = "val"
+    return f"{split}/{base}"

@@ -1,0 +1,109 @@
+"""tqdm progress bars, including Lightning's TQDM bar and the bars Hugging Face prints."""
+
+from __future__ import annotations
+
+import re
+
+from parsers.model import LogMetric
+from parsers.text import metric_name, normalise_line, parse_duration, parse_number
+
+_TAIL = re.compile(
+    r"(?:(?P<pct>\d{1,3})%\|[^|]*\| ?)?(?P<n>[\d.]+[kMGT]?)(?:/(?P<total>[\d.?]+[kMGT]?))?"
+    r"(?P<nunit>[^\s\[]*) ?\[(?P<elapsed>[\d:]+)(?:<(?P<remaining>[\d:?]+))?"
+    r"(?:, *(?P<rate>[\d.?]+[kMGT]?)(?P<unit>[^\s,\]]*))?(?:, *(?P<postfix>[^\]]*))?\]\s*$"
+)
+_EPOCH = re.compile(r"epoch[\s:\[]*(\d+)", re.IGNORECASE)
+_PAIR = re.compile(r"([^\s=,]+)=([^,\s]+)")
+_EVAL_WORDS = ("val", "eval", "test", "predict", "sanity")
+# bars that load, save or fetch something are not training progress
+_CHORE_WORDS = (
+    "writing",
+    "loading",
+    "saving",
+    "download",
+    "fetching",
+    "uploading",
+    "map",
+    "filter",
+    "generating",
+    "tokeniz",
+    "resolving",
+    "extracting",
+    "shard",
+)
+_SAMPLE_UNITS = frozenset({"img", "imgs", "image", "images", "sample", "samples", "ex"})
+_TOKEN_UNITS = frozenset({"tok", "tokens", "token"})
+_SKIP_KEYS = frozenset({"v_num"})  # Lightning's logger version, not a metric
+
+
+def parse_tqdm_line(line: str) -> LogMetric | None:
+    """Parse one tqdm bar line: throughput, ETA, epoch from the description, postfix metrics.
+
+    Bars counting bytes (downloads) give no metrics; the findings scanner reports them.
+
+    Raises:
+        ValueError: a bar whose numbers do not parse.
+    """
+    line = normalise_line(line)
+    if not line.endswith("]") and not line.rstrip().endswith("]"):
+        return None
+    bracket = line.rfind("[", 0, line.rfind("]"))
+    if bracket < 0:
+        return None
+    match = _TAIL.search(line, max(0, bracket - 60))
+    if match is None:
+        return None
+    desc = line[: match.start()].rstrip().rstrip(":").strip()
+    unit = match["unit"] or ""
+    if unit.endswith("B/s") or unit.startswith("s/") and unit.endswith("B"):
+        return None
+    low_desc = desc.lower()
+    if low_desc.startswith(_CHORE_WORDS) or any(word in low_desc for word in _CHORE_WORDS[:4]):
+        return None
+    is_eval = low_desc.startswith(_EVAL_WORDS)
+    values: list[tuple[str, float]] = []
+    rate = match["rate"]
+    if rate and rate != "?" and "?" not in rate:
+        values.append(_throughput(_scaled(rate), unit, is_eval))
+    remaining = match["remaining"]
+    if remaining and "?" not in remaining and not is_eval:
+        values.append(("eta_s", parse_duration(remaining)))
+    if match["postfix"]:
+        split = "val" if is_eval else "train"
+        for key, text in _PAIR.findall(match["postfix"]):
+            if key not in _SKIP_KEYS:
+                number = _maybe_number(text)
+                if number is not None:
+                    values.append((metric_name(key, split), number))
+    if not values:
+        return None
+    epoch_match = _EPOCH.search(desc)
+    epoch = float(epoch_match.group(1)) if epoch_match else None
+    step = None if epoch is not None or is_eval else int(_scaled(match["n"]))
+    return LogMetric(values=tuple(values), step=step, epoch=epoch)
+
+
+def _throughput(rate: float, unit: str, is_eval: bool) -> tuple[str, float]:
+    if unit.startswith("s/"):
+        thing, rate = unit[2:], (1.0 / rate if rate else float("inf"))
+    else:
+        thing = unit[:-2] if unit.endswith("/s") else unit
+    if thing in _SAMPLE_UNITS:
+        name = "throughput/samples_s"
+    elif thing in _TOKEN_UNITS:
+        name = "throughput/tokens_s"
+    else:
+        name = "throughput/it_s"
+    return ("eval/" + name if is_eval else name), rate
+
+
+def _scaled(text: str) -> float:
+    scale = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}.get(text[-1])
+    return float(text[:-1]) * scale if scale else float(text)
+
+
+def _maybe_number(text: str) -> float | None:
+    try:
+        return parse_number(text)
+    except ValueError:
+        return None
