@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from collectors.rows import SessionError, SessionFormatError
+from collectors.rows import SessionFormatError
+from collectors.session_reader import read_meta
 
 TAIL_BYTES = 1 << 20
+CHECK_CHUNK_BYTES = 4 << 20
 """How far from the end of a file to look for the last complete line."""
 
 GPU_NUMERIC = ("t", "gpu", "mem_used_bytes", "mem_total_bytes", "util_gpu_pct", "util_mem_pct",
@@ -94,6 +97,46 @@ def _complete_end(path: Path, warnings: list[str]) -> tuple[int, list[str]]:
     return end, header
 
 
+def check_cell_counts(path: Path, end: int, cells: int) -> None:
+    """Raise `SessionFormatError` naming the first line (within `end` bytes) with a wrong count.
+
+    pandas silently ignores extra cells when reading selected columns, so the count is checked
+    here: commas and line ends are counted with numpy, chunk by chunk; only lines holding a
+    quote (where a comma may be inside a cell) are looked at again with the csv module.
+    """
+    line_no = 0  # number of the last complete line before the chunk
+    with open(path, "rb") as f:
+        carry = b""
+        read = 0
+        while read < end:
+            block = f.read(min(CHECK_CHUNK_BYTES, end - read))
+            if not block:
+                break
+            read += len(block)
+            data = carry + block
+            cut = data.rfind(b"\n") + 1
+            data, carry = data[:cut], data[cut:]
+            bad = _bad_lines(data, cells)
+            if bad is not None:
+                raise SessionFormatError(f"expected {cells} cells", str(path), line_no + bad)
+            line_no += data.count(b"\n")
+
+
+def _bad_lines(data: bytes, cells: int) -> int | None:
+    """1-based index (within `data`) of the first line with a wrong cell count, or `None`."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(arr == 10)
+    commas = np.flatnonzero(arr == 44)
+    per_line = np.diff(np.searchsorted(commas, ends), prepend=0) + 1
+    for index in np.flatnonzero(per_line != cells):
+        start = 0 if index == 0 else int(ends[index - 1]) + 1
+        line = data[start: int(ends[index])].decode("utf-8", "replace").rstrip("\r")
+        if '"' in line and len(next(csv.reader([line]), [])) == cells:
+            continue
+        return int(index) + 1
+    return None
+
+
 def read_csv(
     path: Path,
     numeric: tuple[str, ...],
@@ -115,7 +158,8 @@ def read_csv(
     missing = [c for c in required if c not in header]
     if missing:
         raise SessionFormatError(f"missing required column(s): {', '.join(missing)}",
-                                 path.name, 1)
+                                 str(path), 1)
+    check_cell_counts(path, end, len(header))
     dtypes: dict[str, Any] = {c: "float64" for c in numeric if c in header}
     dtypes.update({c: "category" for c in text if c in header})
     source = io.BufferedReader(_Limited(open(path, "rb"), end))  # noqa: SIM115
@@ -123,9 +167,9 @@ def read_csv(
         frame = pd.read_csv(source, usecols=list(dtypes), dtype=dtypes, engine="c")
     except pd.errors.ParserError as error:
         raise SessionFormatError(str(error).replace("Error tokenizing data. C error: ", ""),
-                                 path.name, _line_of(str(error))) from None
+                                 str(path), _line_of(str(error))) from None
     except ValueError as error:
-        raise SessionFormatError(str(error), path.name,
+        raise SessionFormatError(str(error), str(path),
                                  _first_bad_line(path, header, numeric)) from None
     finally:
         source.close()
@@ -177,26 +221,11 @@ def read_jsonl(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
         try:
             event = json.loads(raw)
         except ValueError as error:
-            raise SessionFormatError(f"not JSON: {error}", path.name, number) from None
+            raise SessionFormatError(f"not JSON: {error}", str(path), number) from None
         if not isinstance(event, dict):
-            raise SessionFormatError("expected a JSON object", path.name, number)
+            raise SessionFormatError("expected a JSON object", str(path), number)
         events.append(event)
     return events
-
-
-def read_meta(directory: Path) -> dict[str, Any]:
-    """`meta.json`, checked to be a JSON object."""
-    path = directory / "meta.json"
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SessionError(f"{directory}: not a session directory (no meta.json)",
-                           title="Session") from None
-    except json.JSONDecodeError as error:
-        raise SessionFormatError(f"not JSON: {error.msg}", "meta.json", error.lineno) from None
-    if not isinstance(meta, dict):
-        raise SessionFormatError("expected a JSON object", "meta.json", 1)
-    return meta
 
 
 def _gpu_names(directory: Path, meta: dict[str, Any]) -> dict[int, tuple[str, str]]:
@@ -223,8 +252,6 @@ def _gpu_names(directory: Path, meta: dict[str, Any]) -> dict[int, tuple[str, st
 def load_frames(directory: str | os.PathLike[str]) -> SessionFrames:
     """Read a session directory; raises `SessionError` or `SessionFormatError`."""
     root = Path(directory)
-    if not root.is_dir():
-        raise SessionError(f"{root}: no such session directory", title="Session")
     meta = read_meta(root)
     warnings: list[str] = []
     gpu = read_csv(root / "gpu.csv", GPU_NUMERIC, required=("t", "gpu", "mem_used_bytes"),

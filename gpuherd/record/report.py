@@ -128,7 +128,7 @@ def _findings_section(data: dict[str, Any]) -> list[str]:
         lines.append(f"- {f['task']}: **{f['finding']}** x{f['count']} (first at line "
                      f"{f['first_line']}): `{evidence}`")
     for e in data["events"]["notable"]:
-        detail = e.get("message") or e.get("error") or e.get("signal") or ""
+        detail = e.get("msg") or e.get("signal") or ""
         lines.append(f"- {e.get('kind')}: {e.get('source', '')} {detail}".rstrip())
     return ["## Health findings and events", "", *lines, ""] if lines else []
 
