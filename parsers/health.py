@@ -45,7 +45,8 @@ def chance_level(
 ) -> LogFinding | None:
     """Validation accuracy stuck near chance (1/num_classes) while training accuracy improves.
 
-    Accuracies may be fractions or percents (any value above 1 means percent). Without
+    Accuracies may be fractions or percents: any value above 1, in either history, means
+    percent. Without
     `num_classes` a binary problem is assumed only if nothing says otherwise, so pass it when
     known (0.10 % top-1 on 1000 classes is chance).
 
@@ -59,7 +60,8 @@ def chance_level(
     if len(val_acc) < window:
         return None
     classes = num_classes or 2
-    scale = 100.0 if any(v > 1.0 for _, v in val_acc) else 1.0
+    everything = [*val_acc, *(train_acc or ())]
+    scale = 100.0 if any(v > 1.0 for _, v in everything) else 1.0
     chance = scale / classes
     recent = [v for _, v in val_acc[-window:]]
     if not all(math.isfinite(v) and v <= chance * tolerance for v in recent):

@@ -1,0 +1,153 @@
+"""`gpuherd parse`: the JSON-lines contract, the table, and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuherd.cli import main
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
+
+
+def _json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_json_contract_on_a_real_log(capsys: pytest.CaptureFixture[str]) -> None:
+    log = DATA / "nanogpt" / "train.log"
+    assert main(["parse", "--json", str(log)]) == 0
+    records = _json_lines(capsys.readouterr().out)
+    first = records[0]
+    assert first == {"file": str(log), "line": 6, "format": "nanogpt", "metric": "train/loss",
+                     "value": 3.1422, "step": 0}
+    assert {"file", "line", "format", "metric", "value"} <= set(records[-1])
+    assert {r["metric"] for r in records} >= {"train/loss", "val/loss", "throughput/it_s"}
+
+
+def test_nan_values_are_strict_json_and_come_with_findings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["parse", "--json", str(DATA / "jsonl" / "train.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert "NaN" not in out and "Infinity" not in out
+    records = _json_lines(out)
+    loss_28 = [r for r in records if r.get("metric") == "train/loss" and r["line"] == 28]
+    assert [(r["value"], r["step"], r["format"]) for r in loss_28] == [("nan", 28, "jsonl")]
+    findings = [r for r in records if "finding" in r]
+    assert [(f["line"], f["finding"]) for f in findings][:2] == [(27, "inf"), (28, "nan")]
+    assert findings[1]["evidence"] == "train/loss = nan at step 28"
+
+
+def test_findings_in_a_failure_log(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["parse", "--json", str(DATA / "failures" / "cpu_oom.log")]) == 0
+    records = _json_lines(capsys.readouterr().out)
+    assert [(r["line"], r["finding"]) for r in records] == [(1, "traceback"), (6, "oom")]
+    assert "can't allocate memory" in records[1]["evidence"]
+
+
+def test_forced_format(capsys: pytest.CaptureFixture[str]) -> None:
+    log = str(DATA / "keras" / "verbose2.log")
+    assert main(["parse", "--json", "--format", "generic", log]) == 0
+    records = _json_lines(capsys.readouterr().out)
+    assert {r["format"] for r in records if "metric" in r} == {"generic"}
+    assert main(["parse", "--format", "nope", log]) == 2
+    assert "unknown format 'nope'" in capsys.readouterr().err
+
+
+def test_trainer_state_document(capsys: pytest.CaptureFixture[str]) -> None:
+    log = DATA / "hf_trainer_state" / "trainer_state.json"
+    assert main(["parse", "--json", str(log)]) == 0
+    records = _json_lines(capsys.readouterr().out)
+    assert records[0]["format"] == "hf_trainer_state"
+    assert records[0]["line"] == 1 and records[0]["step"] == 3 and records[0]["epoch"] == 0.375
+    assert records[-1]["metric"] == "eval_steps_per_second" and records[-1]["step"] == 24
+
+
+def test_bad_files_are_reported_and_the_rest_still_parsed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = DATA / "timm_csv" / "summary.csv"
+    status = main(["parse", "--json", str(tmp_path), str(tmp_path / "missing.log"), str(good)])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert f"{tmp_path}: is a directory, not a log file" in captured.err
+    assert f"{tmp_path / 'missing.log'}: no such file" in captured.err
+    assert {r["file"] for r in _json_lines(captured.out)} == {str(good)}
+
+
+def test_permission_denied(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    locked = tmp_path / "locked.log"
+    locked.write_text("loss=1\n")
+    locked.chmod(0)
+    target = locked
+    if os.geteuid() == 0:
+        # root reads any mode-000 file; this sysfs file refuses reads even to root
+        target = Path("/sys/bus/pci/rescan")
+        try:
+            target.open("rb").close()
+            pytest.skip("no file here denies root")
+        except PermissionError:
+            pass
+        except OSError:
+            pytest.skip("no file here denies root")
+    assert main(["parse", str(target)]) == 1
+    assert f"{target}: permission denied" in capsys.readouterr().err
+
+
+def test_invalid_utf8_binary_garbage_and_unparsed_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "bad.log"
+    log.write_bytes(b"step=1 loss=0.5 \xff\xfe\n" + bytes(range(256)) + b"\nstep=2 loss=1,0,6\n")
+    assert main(["parse", "--json", str(log)]) == 0
+    captured = capsys.readouterr()
+    records = _json_lines(captured.out)
+    assert [(r["line"], r["metric"], r["value"]) for r in records] == [(1, "train/loss", 0.5)]
+    # the garbage holds a \n byte, so it is two lines and the bad value sits on line 4
+    assert "1 unparsed line(s) as generic; first at line 4: not a number" in captured.err
+
+
+def test_a_50_mb_line_is_streamed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "long.log"
+    with log.open("wb") as handle:
+        handle.write(b"step=1 loss=0.75 " + b"x" * (50 << 20) + b"\n")
+        handle.write(b"\r".join(b"step=%d loss=0.%d" % (i, i % 10) for i in range(400_000)))
+        handle.write(b"\nstep=9 loss=0.125\n")
+    assert main(["parse", "--json", str(log)]) == 0
+    records = _json_lines(capsys.readouterr().out)
+    assert [(r["line"], r["step"], r["value"]) for r in records] == [
+        (1, 1, 0.75), (2, 399999, 0.9), (3, 9, 0.125)]
+
+
+def test_windowed_health_at_end_of_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "flat.log"
+    lines = [f"step={i} loss={2.0 + 0.001 * (i % 3)}" for i in range(80)]
+    log.write_text("\n".join(lines) + "\n")
+    assert main(["parse", "--json", str(log)]) == 0
+    findings = [r for r in _json_lines(capsys.readouterr().out) if "finding" in r]
+    assert [(f["line"], f["finding"]) for f in findings] == [(80, "stalled")]
+
+
+def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
+    log = DATA / "failures" / "cpu_oom.log"
+    assert main(["parse", str(DATA / "nanogpt" / "train.log"), str(log)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["FILE:LINE", "STEP", "EPOCH", "METRIC", "VALUE"]
+    assert out[1].split() == [f"{DATA / 'nanogpt' / 'train.log'}:6", "0", "train/loss", "3.1422"]
+    assert out[-1].startswith(f"{log}:6") and "! oom: RuntimeError" in out[-1]
+
+
+def test_parse_never_imports_textual() -> None:
+    code = (
+        "import sys; from gpuherd.cli import main; "
+        f"main(['parse', {str(DATA / 'keras' / 'verbose2.log')!r}]); "
+        "print('textual' in sys.modules, file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr.strip().endswith("False")

@@ -1,0 +1,230 @@
+"""Pure parser pieces: line clean-up, numbers, names, findings, health rules, the registry."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from parsers import health
+from parsers.findings import findings_from_metric, scan_line
+from parsers.framework_formats import Detectron2Parser, parse_mmengine_line
+from parsers.keyvalue import parse_generic_line, parse_jsonl_line
+from parsers.model import LogMetric
+from parsers.registry import DOCUMENT_FORMATS, FORMAT_NAMES, FORMATS, detect_format, make_parser
+from parsers.table_formats import CsvParser
+from parsers.text import MAX_LINE_CHARS, metric_name, normalise_line, parse_duration, parse_number
+from parsers.tqdm_bar import parse_tqdm_line
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("1e-5", 1e-5), ("-inf", -math.inf), ("inf", math.inf), ("1,234.5", 1234.5),
+     ("'6.193'", 6.193), ("12.5%", 12.5), ("-0.25", -0.25), ("Infinity", math.inf),
+     ("1,234,567", 1234567.0)],
+)
+def test_parse_number_spellings(text: str, expected: float) -> None:
+    assert parse_number(text) == expected
+
+
+def test_parse_number_nan_is_a_value() -> None:
+    assert math.isnan(parse_number("nan"))
+    assert math.isnan(parse_number("NaN"))
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1,0,696", "1.2.3", "12,34"])
+def test_parse_number_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_number(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("0:00:03", 3.0), ("00:03", 3.0), ("1 day, 2:57:46", 97066.0), ("1.5s", 1.5),
+     ("12ms", 0.012), ("2 days, 0:00:01", 172801.0)],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_normalise_keeps_the_last_visible_carriage_return_segment() -> None:
+    line = "a 10%\rb 20%\r\x1b[2K\r   \r"
+    assert normalise_line(line) == "b 20%"
+
+
+def test_normalise_strips_ansi_backspaces_and_newline() -> None:
+    assert normalise_line("\x1b[1m 1/12\x1b[0m x\b\b loss: 1\n") == " 1/12 x loss: 1"
+
+
+def test_normalise_caps_the_length() -> None:
+    assert len(normalise_line("x" * (MAX_LINE_CHARS * 5))) == MAX_LINE_CHARS
+
+
+def test_normalise_of_a_huge_redrawn_line_keeps_the_newest_state() -> None:
+    line = "\r".join(f"step={i}" for i in range(200_000))
+    assert normalise_line(line) == "step=199999"
+
+
+@pytest.mark.parametrize(
+    ("key", "split", "name"),
+    [("loss", "train", "train/loss"), ("eval_loss", "train", "val/loss"),
+     ("val_acc", "train", "val/acc"), ("train_acc_step", "train", "train/acc"),
+     ("Acc@1", "val", "val/acc"), ("acc5", "val", "val/acc_top5"),
+     ("metrics/mAP50-95(B)", "train", "val/map"), ("metrics/mAP50(B)", "train", "val/map_50"),
+     ("coco/bbox_mAP_50", "val", "val/map_50"), ("mIoU", "val", "val/miou"),
+     ("aAcc", "val", "val/pixel_acc"), ("learning_rate", "train", "lr"),
+     ("lr-AdamW", "train", "lr"), ("total_loss", "train", "train/loss"),
+     ("eval_top1", "train", "val/acc"), ("loss_rpn_cls", "train", "loss_rpn_cls"),
+     ("eval_runtime", "train", "eval_runtime"), ("mAP", "train", "val/map")],
+)
+def test_metric_names(key: str, split: str, name: str) -> None:
+    assert metric_name(key, split) == name
+
+
+def test_tqdm_seconds_per_iteration_becomes_a_rate() -> None:
+    metric = parse_tqdm_line("eval: 100%|██████████| 3/3 [00:03<00:00,  1.20s/it]")
+    assert metric is not None
+    assert dict(metric.values)["eval/throughput/it_s"] == pytest.approx(1 / 1.2)
+
+
+def test_tqdm_download_bars_are_not_training() -> None:
+    line = "model.safetensors:  45%|████▌     | 90.0M/200M [00:01<00:01, 80.0MB/s]"
+    assert parse_tqdm_line(line) is None
+    finding = scan_line(line)
+    assert finding is not None and finding.kind == "download"
+
+
+def test_generic_line_with_key_equals_and_colon() -> None:
+    metric = parse_generic_line("epoch: 3 step=120 loss=0.25 val_acc: 81.5% lr=3e-4")
+    assert metric is not None
+    assert metric.step == 120 and metric.epoch == 3
+    assert metric.as_dict() == {"train/loss": 0.25, "val/acc": 81.5, "lr": 3e-4}
+
+
+def test_generic_line_bad_value_raises() -> None:
+    with pytest.raises(ValueError):
+        parse_generic_line("step=3 loss=1,0,696")
+
+
+def test_generic_ignores_source_locations() -> None:
+    assert parse_generic_line("RuntimeError: [enforce fail at alloc_cpu.cpp:127] err == 0.") is None
+
+
+def test_jsonl_broken_object_raises_and_nan_is_a_value() -> None:
+    with pytest.raises(ValueError):
+        parse_jsonl_line('{"step": 3, "loss": 0.')
+    metric = parse_jsonl_line('{"step": 4, "loss": NaN, "note": "x"}')
+    assert metric is not None and metric.step == 4
+    assert math.isnan(metric.as_dict()["train/loss"])
+
+
+def test_detectron2_newer_printer_line() -> None:
+    # detectron2 >= 0.6 prints last_time/last_data_time and losses with 4 significant digits
+    parser = Detectron2Parser()
+    metric = parser.feed(
+        "[05/02 10:00:00 d2.utils.events]:  eta: 1:02:03  iter: 1999  total_loss: 0.8123  "
+        "loss_cls: 0.2011  time: 0.2500  last_time: 0.2400  data_time: 0.0100  "
+        "last_data_time: 0.0090   lr: 0.02  max_mem: 4312M"
+    )
+    assert metric is not None and metric.step == 1999
+    values = metric.as_dict()
+    assert values["eta_s"] == 3723 and values["train/loss"] == 0.8123
+    assert values["throughput/it_s"] == pytest.approx(4.0) and values["max_mem_mb"] == 4312
+    assert "last_time" not in values and "data_time" not in values
+
+
+def test_mmseg_iteration_based_validation_line() -> None:
+    metric = parse_mmengine_line(
+        "05/02 10:00:00 - mmengine - INFO - Iter(val) [500/500]    aAcc: 93.1000  "
+        "mIoU: 69.0300  mAcc: 78.1200  data_time: 0.0024  time: 0.0700"
+    )
+    assert metric is not None and metric.step == 500 and metric.taken_at is None
+    assert metric.as_dict() == {"val/pixel_acc": 93.1, "val/miou": 69.03, "mAcc": 78.12}
+
+
+def test_csv_parser_needs_the_header_again_after_reset() -> None:
+    parser = CsvParser()
+    assert parser.feed("epoch,step,train_loss") is None
+    assert parser.feed("0,9,0.5") == LogMetric(values=(("train/loss", 0.5),), step=9, epoch=0.0)
+    parser.reset()
+    assert parser.feed("0,10,0.4") is None
+    csv = CsvParser()
+    csv.feed("epoch,loss")
+    with pytest.raises(ValueError):
+        csv.feed("1,0.5,7")
+
+
+def test_scan_line_kinds() -> None:
+    cases = {
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.": "oom",
+        "Traceback (most recent call last):": "traceback",
+        'Downloading: "https://example.org/w.pth" to /cache/w.pth': "download",
+        "Fetching 4 files: 100%|██████████| 4/4": "download",
+    }
+    for line, kind in cases.items():
+        finding = scan_line(line)
+        assert finding is not None and finding.kind == kind, line
+    assert scan_line("iter 100: loss 2.3456, time 12.34ms, mfu 1.23%") is None
+
+
+def test_findings_from_metric_nan_and_inf() -> None:
+    metric = LogMetric(values=(("train/loss", math.nan), ("val/loss", math.inf),
+                               ("grad_norm", math.nan)), step=7)
+    kinds = [(f.kind, f.evidence) for f in findings_from_metric(metric)]
+    assert kinds == [("nan", "train/loss = nan at step 7"), ("inf", "val/loss = inf at step 7")]
+    assert findings_from_metric(LogMetric(values=(("train/loss", 1.0),))) == []
+
+
+def _series(values: list[float]) -> list[tuple[float, float]]:
+    return [(float(i), v) for i, v in enumerate(values)]
+
+
+def test_stalled_fires_on_a_flat_loss_only() -> None:
+    flat = _series([2.0 + 0.001 * (i % 3) for i in range(60)])
+    falling = _series([2.0 - 0.02 * i for i in range(60)])
+    found = health.stalled(flat, window=50)
+    assert found is not None and found.kind == "stalled" and "steps 10-59" in found.evidence
+    assert health.stalled(falling, window=50) is None
+    assert health.stalled(flat[:10], window=50) is None
+
+
+def test_chance_level_on_imagenet_scale() -> None:
+    val = _series([0.1, 0.09, 0.11])  # percent: 0.10 % top-1 on 1000 classes
+    train = _series([5.0, 20.0, 40.0])
+    found = health.chance_level(val, num_classes=1000, train_acc=train)
+    assert found is not None and found.kind == "chance"
+    assert health.chance_level(_series([10.0, 12.0, 15.0]), 1000, train) is None
+    assert health.chance_level(val, 1000, _series([40.0, 30.0, 20.0])) is None
+
+
+def test_zero_metric_while_loss_falls() -> None:
+    loss = _series([3.0, 2.5, 2.0, 1.5, 1.2, 1.0, 0.9, 0.8])
+    found = health.zero_metric_while_loss_falls(_series([0.0, 0.0, 0.0]), loss, "val/map")
+    assert found is not None and found.kind == "zero_metric" and "val/map" in found.evidence
+    assert health.zero_metric_while_loss_falls(_series([0.0, 0.01]), loss) is None
+    flat = _series([1.0] * 8)
+    assert health.zero_metric_while_loss_falls(_series([0.0, 0.0]), flat) is None
+
+
+def test_overfitting_gap() -> None:
+    found = health.overfitting(_series([0.99]), _series([0.6]))
+    assert found is not None and found.kind == "overfitting"
+    assert health.overfitting(_series([99.0]), _series([90.0])) is None
+
+
+def test_registry_names_and_errors() -> None:
+    assert FORMAT_NAMES[: len(FORMATS)] == tuple(name for name, _, _ in FORMATS)
+    assert "hf_trainer_state" in DOCUMENT_FORMATS
+    with pytest.raises(ValueError, match="document"):
+        make_parser("hf_trainer_state")
+    with pytest.raises(ValueError, match="unknown"):
+        make_parser("nope")
+    assert detect_format([]) == "generic"
+    assert detect_format(["{}"], "run/checkpoint-8/trainer_state.json") == "hf_trainer_state"
+
+
+def test_parsers_are_independent_instances() -> None:
+    first, second = make_parser("keras"), make_parser("keras")
+    first.feed("Epoch 4/9")
+    metric = second.feed("12/12 - 0s - 5ms/step - loss: 0.5")
+    assert metric is not None and metric.epoch is None
