@@ -163,8 +163,11 @@ class MonitorState:
         self.notices.append(notice or reason)
 
     def mark_finished(self, source: str) -> None:
-        """A finite source ran out of samples."""
-        self.status_of(source).health = "finished"
+        """A finite source ran out of samples; a failure it ended on stays on show."""
+        status = self.status_of(source)
+        if status.health not in ("failing", "crashed"):
+            status.reason = None
+        status.health = "finished"
 
     def finished(self, role: Role) -> bool:
         """True when a source of `role` has finished (a replay reached its end)."""
@@ -176,11 +179,13 @@ class MonitorState:
         status.health, status.reason = "crashed", reason
 
     def problems(self, role: Role) -> list[str]:
-        """Reasons why sources of `role` are failing or crashed, for a panel subtitle."""
+        """Reasons why sources of `role` are failing, crashed, or ended on a failure."""
         return [
             status.reason or status.health
             for name, status in self.status.items()
-            if self.role(name) == role and status.health in ("failing", "crashed")
+            if self.role(name) == role
+            and (status.health in ("failing", "crashed")
+                 or (status.health == "finished" and status.reason))
         ]
 
     def unavailable(self, role: Role) -> list[str]:

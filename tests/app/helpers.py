@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 from textual.pilot import Pilot
+from textual.worker import get_current_worker
 
 from collectors.base import SourceExhausted
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
@@ -78,7 +79,8 @@ class ScriptedCollector:
     """A collector the test drives step by step: each `push` becomes the next `sample()` result.
 
     `sample()` waits for the next pushed item (an exception is raised), so the test decides
-    exactly when the dashboard sees a failure or a recovery. `finish()` ends the source.
+    exactly when the dashboard sees a failure or a recovery. `finish()` ends the source, and so
+    does the app cancelling the worker on exit.
     """
 
     def __init__(self, name: str = "nvml") -> None:
@@ -104,7 +106,8 @@ class ScriptedCollector:
             try:
                 item = self._items.get(timeout=0.02)
             except queue.Empty:
-                if self._done.is_set() or time.monotonic() > deadline:
+                if (self._done.is_set() or time.monotonic() > deadline
+                        or get_current_worker().is_cancelled):
                     raise SourceExhausted(f"{self.name}: finished") from None
                 continue
             if isinstance(item, BaseException):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from textual.message import Message
 
@@ -22,7 +24,7 @@ from tests.app.helpers import (
     until,
 )
 from tests.fakes import FakeCollector
-from tui.app import make_app
+from tui.app import GpuherdApp, make_app
 from tui.messages import (
     CollectorFailed,
     CollectorRecovered,
@@ -40,6 +42,19 @@ from tui.widgets.plot import Plot
 from tui.widgets.process_table import ProcessTable, visible_keys
 
 SIZE = (120, 40)
+
+
+def record_notifications(app: GpuherdApp) -> list[dict[str, Any]]:
+    """Spy on `app.notify` (run_test turns the toasts themselves off)."""
+    seen: list[dict[str, Any]] = []
+    original = app.notify
+
+    def notify(message: str, **kwargs: Any) -> None:
+        seen.append({"message": message, "severity": kwargs.get("severity", "information")})
+        original(message, **kwargs)
+
+    app.notify = notify  # type: ignore[method-assign]
+    return seen
 
 
 def rendered(widget: object) -> str:
@@ -166,6 +181,7 @@ async def test_collector_failure_marks_the_panel_until_recovery() -> None:
     source = ScriptedCollector("nvml")
     messages: list[Message] = []
     app = make_app([source], clock=lambda: T0)
+    notes = record_notifications(app)
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         panel = app.screen.query_one("#gpus")
         source.push(tick(gpu(0)))
@@ -176,7 +192,7 @@ async def test_collector_failure_marks_the_panel_until_recovery() -> None:
         assert panel.border_subtitle == "NVML call timed out"
         source.push(CollectorError("NVML call timed out again", title="NVML"))
         await until(pilot, lambda: panel.border_subtitle == "NVML call timed out again")
-        errors = [n for n in app._notifications if n.severity == "error"]
+        errors = [n for n in notes if n["severity"] == "error"]
         assert len(errors) == 1, "one notification per outage, not per failing tick"
         source.push(tick(gpu(0), t=T0 + 1))
         await until(pilot, lambda: not panel.has_class("-error"))
@@ -190,6 +206,7 @@ async def test_collector_failure_marks_the_panel_until_recovery() -> None:
 async def test_lost_gpu_shows_an_error_row_while_the_other_keeps_updating() -> None:
     source = ScriptedCollector("nvml")
     app = make_app([source], clock=lambda: T0)
+    notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         source.push(tick(gpu(0), gpu(1)))
         await until(pilot, lambda: app.state.gpu_tick is not None)
@@ -201,7 +218,7 @@ async def test_lost_gpu_shows_an_error_row_while_the_other_keeps_updating() -> N
         assert not app.screen.query_one("#gpus").has_class("-error")
         assert len(app.state.history[UUID1].taken_at) == 1
         assert len(app.state.history[UUID0].taken_at) == 2
-        assert any("GPU is lost" in n.message for n in app._notifications)
+        assert any("GPU is lost" in n["message"] and n["severity"] == "error" for n in notes)
         source.push(tick(gpu(0), gpu(1), t=T0 + 2))
         await until(pilot, lambda: UUID1 not in app.state.gpu_errors)
         assert "ERROR" not in rendered(app.screen.query_one(GpuPanel))
