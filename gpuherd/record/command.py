@@ -70,7 +70,7 @@ class _Signals:
         self._on_signal(signum)
 
 
-def _record_command(recording: Recording, argv: Sequence[str], deadline: float | None) -> int:
+def record_command(recording: Recording, argv: Sequence[str], deadline: float | None) -> int:
     """Run the command while recording; its exit status (126/127 when it cannot start)."""
     child = ChildCommand(argv, recording.command_log, on_log_error=lambda error: recording.event(
         "disk_full" if error.errno == 28 else "write_failed", file="command.log",
@@ -113,7 +113,7 @@ def _record_command(recording: Recording, argv: Sequence[str], deadline: float |
     return code
 
 
-def _record_until_stopped(recording: Recording, deadline: float | None) -> bool:
+def record_until_stopped(recording: Recording, deadline: float | None) -> bool:
     """Record until --duration, a stop signal or a write failure; True if recording failed."""
     stop = threading.Event()
 
@@ -130,7 +130,7 @@ def _record_until_stopped(recording: Recording, deadline: float | None) -> bool:
     return recording.error is not None
 
 
-def _finish(recording: Recording, code: int | None) -> int | None:
+def finish(recording: Recording, code: int | None) -> int | None:
     """Close the session and write the summary; the recording's exit status if it failed."""
     updates: dict[str, Any] = {}
     if code is not None:
@@ -169,11 +169,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     for warning in recording.writer.warnings if recording.writer else ():
         _say(warning)
+    if recording.sampler is not None and recording.sampler.unavailable:
+        _say(f"recording without GPU figures: {recording.sampler.unavailable}")
+    until = "the command ends" if argv else "Ctrl-C" if deadline_s is None else args.duration
+    _say(f"recording into {recording.directory} until {until}")
     deadline = None if deadline_s is None else time.monotonic() + deadline_s
     if argv:
-        code = _record_command(recording, argv, deadline)
-        status = _finish(recording, code)
+        code = record_command(recording, argv, deadline)
+        status = finish(recording, code)
         return code if code != 0 or status is None else status
-    failed = _record_until_stopped(recording, deadline)
-    status = _finish(recording, None)
+    failed = record_until_stopped(recording, deadline)
+    status = finish(recording, None)
     return EXIT_FAILED if failed else (status or EXIT_OK)

@@ -46,10 +46,13 @@ class LogSink:
     def __init__(self, labels: Mapping[str, str] | None = None) -> None:
         self._labels = dict(labels or {})
         self._tasks: dict[str, _TaskState] = {}
+        self.offsets: dict[str, int] = {}
+        """Bytes read so far per followed path (written on the writer thread, read anywhere)."""
 
     def __call__(self, writer: SessionWriter, batch: LogBatch) -> None:
         """Write one batch: metric rows to `metrics.csv`, findings to `events.jsonl`."""
         state = self._state(batch.path)
+        self.offsets[batch.path] = batch.offset_bytes
         state.format = batch.format or state.format
         state.lines += batch.lines_read
         state.unparsed += batch.unparsed_lines

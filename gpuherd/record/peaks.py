@@ -11,7 +11,7 @@ import psutil
 
 from collectors.base import Collector, CollectorEvent, Sampled, Unavailable
 from collectors.loop import run_collector
-from collectors.samples import GpuTick
+from collectors.samples import GpuSample, GpuTick
 from gpuherd.record.recorder import Crashed
 
 DEFAULT_PEAK_INTERVAL_S = 0.02
@@ -93,6 +93,7 @@ class _Gpu:
     run_peak_at: float | None = None
     baseline: int | None = None
     last: int | None = None
+    last_at: float | None = None
 
 
 class PeakTracker:
@@ -116,6 +117,7 @@ class PeakTracker:
         self._gpus: dict[int, _Gpu] = {}
         self._uuids: dict[int, str] = {}
         self._tree: ProcessTree | None = None
+        self._last_tick: GpuTick | None = None
         self.readings = 0
         """Fast readings observed so far (for the benchmark and for tests)."""
 
@@ -137,6 +139,7 @@ class PeakTracker:
         out: dict[str, int] = {}
         own = self._own_memory(tick)
         with self._lock:
+            self._last_tick = tick
             for device in tick.devices:
                 self._uuids[device.index] = device.uuid
                 if device.memory_used_bytes is not None:
@@ -152,6 +155,26 @@ class PeakTracker:
                 gpu.others = max(0, used - own_bytes)
                 self._raise_run_peak(gpu, own_bytes, tick.taken_at)
         return out
+
+    def final_tick(self) -> GpuTick | None:
+        """A memory-only tick carrying the fast readings taken since the last row, if any.
+
+        At the end of a recording the last full row may be most of a second old; a spike after
+        it would be lost. This tick has each GPU's latest fast reading as its memory used (a real
+        reading) and nothing else, so writing it with `take` keeps the pending peaks.
+        """
+        with self._lock:
+            last = self._last_tick
+            pending = {i: g for i, g in self._gpus.items() if g.peak is not None}
+            if last is None or not pending:
+                return None
+            devices = tuple(
+                GpuSample(d.index, d.uuid, d.name, memory_total_bytes=d.memory_total_bytes,
+                          memory_used_bytes=pending[d.index].last)
+                for d in last.devices if d.index in pending)
+            taken_at = max(g.last_at or last.taken_at for g in pending.values())
+        return GpuTick(max(taken_at, last.taken_at), devices, last.driver_version,
+                       last.nvml_version, last.cuda_driver_version)
 
     def start_run(self, root_pid: int, tree: ProcessTree | None = None) -> None:
         """The recorded command started as `root_pid`: fix the baseline and begin attribution."""
@@ -184,7 +207,7 @@ class PeakTracker:
         gpu = self._gpus.get(index)
         if gpu is None:
             gpu = self._gpus[index] = _Gpu()
-        gpu.last = used
+        gpu.last, gpu.last_at = used, t
         if gpu.peak is None or used > gpu.peak:
             gpu.peak = used
         if self._tree is None:

@@ -22,6 +22,8 @@ from gpuherd.session import SessionWriteError, SessionWriter
 
 COMMAND_LOG = "command.log"
 COMMAND_TASK = "command"
+DRAIN_LOGS_S = 3.0
+"""At the end, how long the log tails get to read what the command wrote last."""
 FIRST_READING_WAIT_S = 2.0
 """How long `start` waits for the first fast reading, so the command's baseline is known."""
 
@@ -78,6 +80,7 @@ class Recording:
         self.writer: SessionWriter | None = None
         self.recorder: Recorder | None = None
         self.sampler: PeakSampler | None = None
+        self._tails: list[LogTailCollector] = []
         self._stopped = False
         self._lock = threading.Lock()
 
@@ -96,11 +99,11 @@ class Recording:
         o = self.options
         if not o.own_collectors:
             return []
-        tails = [LogTailCollector(path) for path in o.logs]
+        self._tails = [LogTailCollector(path) for path in o.logs]
         if o.command:
-            tails.append(LogTailCollector(str(self.command_log), poll_interval_s=0.5))
+            self._tails.append(LogTailCollector(str(self.command_log), poll_interval_s=0.5))
         return [NvmlCollector(o.nvml_backend, o.interval_s),
-                HostCollector(self.pid_watch, o.interval_s), *tails]
+                HostCollector(self.pid_watch, o.interval_s), *self._tails]
 
     def start(self) -> None:
         """Open the session directory and start every thread."""
@@ -136,6 +139,24 @@ class Recording:
         self.tracker.start_run(pid)
         self.event("start", pid=pid, command=list(self.options.command))
 
+    def _drain_logs(self, timeout_s: float) -> None:
+        """Let each tail read up to the file's current end, so the last lines are recorded.
+
+        The command's final lines (an OOM message, the last metrics) are often written just
+        before it exits, after the tail's last read.
+        """
+        deadline = time.monotonic() + timeout_s
+        for tail in self._tails:
+            try:
+                size = os.path.getsize(tail.path)
+            except OSError:
+                continue  # a log that does not exist (yet) has nothing to drain
+            tail.wake()
+            while (self.log_sink.offsets.get(tail.path, 0) < size
+                   and time.monotonic() < deadline and self.error is None):
+                tail.wake()
+                time.sleep(0.02)
+
     def stop(self, **meta_updates: Any) -> SessionWriteError | None:
         """Stop every thread, write what is pending, close the session with `meta_updates`.
 
@@ -147,8 +168,15 @@ class Recording:
             self._stopped = True
         if self.sampler is not None:
             self.sampler.stop()
+        self._drain_logs(DRAIN_LOGS_S)
         self.recorder.shutdown()
         error = self.recorder.error
+        final = self.tracker.final_tick()
+        if error is None and final is not None:
+            try:  # the writer thread has ended: this thread may use the writer now
+                self.writer.write_gpu_tick(final, self.tracker.take(final))
+            except SessionWriteError as failure:
+                error = failure
         meta = dict(meta_updates)
         meta["run_peaks"] = [p.as_dict() for p in self.tracker.run_peaks()]
         meta["tasks"] = self.log_sink.tasks_meta()

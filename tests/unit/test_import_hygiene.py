@@ -14,6 +14,10 @@ HEADLESS_MODULES = [
     "collectors.samples",
     "parsers.model",
     "gpuherd.cli",
+    "gpuherd.record.command",
+    "gpuherd.record.recording",
+    "gpuherd.record.summarize_command",
+    "gpuherd.record.note_command",
 ]
 
 

@@ -1,0 +1,180 @@
+"""The recorded command, run as a real subprocess: tee, exit status, signals, start errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuherd.record.child import ChildCommand, CommandStartError, exit_status
+
+PY = sys.executable
+
+
+def run_to_end(argv: list[str], log: Path, echo: bool = False) -> int:
+    child = ChildCommand(argv, log, echo=echo)
+    child.start()
+    code = child.wait(30)
+    child.finish()
+    assert code is not None
+    return code
+
+
+def test_output_goes_to_the_log_and_the_exit_status_comes_back(tmp_path: Path) -> None:
+    log = tmp_path / "command.log"
+    script = ("import sys; print('out line 1'); sys.stdout.flush(); "
+              "print('err line', file=sys.stderr); sys.stderr.flush(); print('out line 2'); "
+              "sys.exit(7)")
+    assert run_to_end([PY, "-c", script], log) == 7
+    text = log.read_text()
+    assert sorted(text.splitlines()) == ["err line", "out line 1", "out line 2"]
+
+
+def test_output_is_echoed_to_our_own_streams(tmp_path: Path,
+                                             capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    run_to_end([PY, "-c", "import sys; print('to stdout'); print('to stderr', file=sys.stderr)"],
+               tmp_path / "command.log", echo=True)
+    out, err = capfdbinary.readouterr()
+    assert out == b"to stdout\n" and err == b"to stderr\n"
+
+
+def test_progress_redraws_without_newline_arrive_as_they_are_written(tmp_path: Path) -> None:
+    log = tmp_path / "command.log"
+    script = ("import sys, time\n"
+              "for i in range(3):\n"
+              "    sys.stdout.write(f'\\r{i}/3 loss=1.{i}'); sys.stdout.flush(); time.sleep(0.05)\n"
+              "time.sleep(2)\n")
+    child = ChildCommand([PY, "-c", script], log, echo=False)
+    child.start()
+    try:
+        deadline = time.monotonic() + 1.5
+        while b"2/3" not in log.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert log.read_bytes() == b"\r0/3 loss=1.0\r1/3 loss=1.1\r2/3 loss=1.2"
+        assert child.poll() is None  # seen while the command still runs
+    finally:
+        child.forward(signal.SIGKILL)
+        child.wait(10)
+        child.finish()
+
+
+def test_python_output_is_unbuffered_through_the_pipe(tmp_path: Path) -> None:
+    log = tmp_path / "command.log"
+    child = ChildCommand([PY, "-c", "import time; print('early'); time.sleep(5)"], log,
+                         echo=False)
+    child.start()
+    try:
+        deadline = time.monotonic() + 3
+        while "early" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert log.read_text() == "early\n"
+    finally:
+        child.forward(signal.SIGTERM)
+        child.wait(10)
+        child.finish()
+
+
+def test_a_command_that_does_not_exist_is_127(tmp_path: Path) -> None:
+    with pytest.raises(CommandStartError) as caught:
+        ChildCommand(["no-such-command-gpuherd-test"], tmp_path / "c.log").start()
+    assert caught.value.exit_code == 127
+    assert caught.value.msg == "command not found: no-such-command-gpuherd-test"
+
+
+def test_a_file_that_is_not_executable_is_126(tmp_path: Path) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o644)
+    with pytest.raises(CommandStartError) as caught:
+        ChildCommand([str(script)], tmp_path / "c.log").start()
+    assert caught.value.exit_code == 126
+    assert "not executable" in caught.value.msg
+
+
+def test_a_command_that_exits_at_once_is_fine(tmp_path: Path) -> None:
+    assert run_to_end(["true"], tmp_path / "c.log") == 0
+    assert run_to_end(["false"], tmp_path / "c2.log") == 1
+    assert (tmp_path / "c.log").read_text() == ""
+
+
+def test_forwarded_sigint_reaches_the_whole_process_group(tmp_path: Path) -> None:
+    # The command starts a grandchild; both must get the signal, as with Ctrl-C in a shell.
+    log = tmp_path / "command.log"
+    script = ("import signal, subprocess, sys, time\n"
+              "g = subprocess.Popen([sys.executable, '-c', "
+              "'import signal,sys,time\\n"
+              "signal.signal(signal.SIGINT, lambda *a: (print(\"grandchild got SIGINT\", "
+              "flush=True), sys.exit(0)))\\n"
+              "print(\"ready\", flush=True)\\ntime.sleep(30)'])\n"
+              "def stop(*a):\n"
+              "    g.wait(); print('child got SIGINT', flush=True); sys.exit(5)\n"
+              "signal.signal(signal.SIGINT, stop)\n"
+              "time.sleep(30)\n")
+    child = ChildCommand([PY, "-c", script], log, echo=False)
+    child.start()
+    deadline = time.monotonic() + 10
+    while "ready" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert child.forward(signal.SIGINT) == signal.SIGINT
+    assert child.wait(10) == 5
+    child.finish()
+    lines = log.read_text().splitlines()
+    assert lines == ["ready", "grandchild got SIGINT", "child got SIGINT"]
+
+
+def test_the_third_signal_kills(tmp_path: Path) -> None:
+    script = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(30)\n"
+    child = ChildCommand([PY, "-c", script], tmp_path / "c.log", echo=False)
+    child.start()
+    time.sleep(0.3)
+    assert child.forward(signal.SIGTERM) == signal.SIGTERM
+    assert child.forward(signal.SIGTERM) == signal.SIGTERM
+    assert child.wait(0.5) is None  # it ignores SIGTERM
+    assert child.forward(signal.SIGTERM) == signal.SIGKILL
+    assert child.wait(10) == 128 + signal.SIGKILL
+    child.finish()
+    assert child.forward(signal.SIGTERM) == 0  # already gone
+
+
+def test_exit_status_follows_the_shell() -> None:
+    assert exit_status(0) == 0 and exit_status(3) == 3
+    assert exit_status(-signal.SIGINT) == 130
+    assert exit_status(-signal.SIGKILL) == 137
+
+
+def test_a_log_write_failure_keeps_the_command_running(tmp_path: Path) -> None:
+    errors: list[OSError] = []
+    log = tmp_path / "command.log"
+    child = ChildCommand([PY, "-c", "print('x' * 100)"], log, echo=False,
+                         on_log_error=errors.append)
+    child.start()
+    # Replace the log's file object by one that fails like a full disk.
+    sink = child._log  # noqa: SLF001 - the one place a write failure can be injected
+
+    class Full:
+        def write(self, data: bytes) -> int:
+            raise OSError(28, "No space left on device")
+
+        def close(self) -> None:
+            pass
+
+    sink._file = Full()  # type: ignore[union-attr]  # noqa: SLF001
+    assert child.wait(10) == 0
+    child.finish()
+    assert [e.errno for e in errors] == [28]
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="POSIX only")
+def test_the_command_is_not_in_our_process_group(tmp_path: Path) -> None:
+    child = ChildCommand(["sleep", "5"], tmp_path / "c.log", echo=False)
+    child.start()
+    try:
+        assert os.getpgid(child.pid) == child.pid != os.getpgid(0)
+    finally:
+        child.forward(signal.SIGKILL)
+        child.wait(10)
+        child.finish()

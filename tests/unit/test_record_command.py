@@ -1,0 +1,231 @@
+"""`gpuherd --record` as a user runs it: a real process, real signals, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuherd.record.command import parse_duration
+
+PY = sys.executable
+
+
+def gpuherd(*args: str, **kwargs) -> subprocess.Popen[str]:
+    return subprocess.Popen([PY, "-m", "gpuherd", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-m", "gpuherd", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def events(root: Path) -> list[dict]:
+    return [json.loads(line) for line in (root / "events.jsonl").read_text().splitlines()]
+
+
+def meta(root: Path) -> dict:
+    return json.loads((root / "meta.json").read_text())
+
+
+def wait_for(predicate, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.05)
+
+
+def test_records_a_command_and_ends_with_its_exit_code(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    script = "import sys; print('loss=2.5'); print('oops', file=sys.stderr); sys.exit(3)"
+    out = run("--record", str(root), "--", PY, "-c", script)
+    assert out.returncode == 3, out.stderr
+    assert out.stdout == "loss=2.5\n"  # the command's own output, untouched
+    assert "oops" in out.stderr and "Traceback" not in out.stderr
+    assert sorted((root / "command.log").read_text().splitlines()) == ["loss=2.5", "oops"]
+    kinds = [e["kind"] for e in events(root)]
+    assert "start" in kinds and events(root)[-1]["kind"] != "start"
+    assert [e["exit_code"] for e in events(root) if e["kind"] == "exit"] == [3]
+    m = meta(root)
+    assert m["exit_code"] == 3 and m["ended_at"] is not None
+    assert m["command"] == [PY, "-c", script]
+    assert json.loads((root / "summary.json").read_text())["session"]["exit_code"] == 3
+    assert (root / "summary.md").exists()
+    assert not (root / ".lock").exists()
+    assert "exit code 3" in out.stderr  # the short summary
+
+
+def test_a_missing_command_is_127_and_the_session_is_closed(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    out = run("--record", str(root), "--", "no-such-command-gpuherd")
+    assert out.returncode == 127
+    assert "gpuherd: command not found: no-such-command-gpuherd" in out.stderr
+    assert meta(root)["exit_code"] == 127 and meta(root)["ended_at"] is not None
+    assert [e["exit_code"] for e in events(root) if e["kind"] == "exit"] == [127]
+    assert not (root / ".lock").exists()
+
+
+def test_without_a_command_records_for_the_duration(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    began = time.monotonic()
+    out = run("--record", str(root), "--duration", "1.5s", "--interval", "0.2")
+    assert out.returncode == 0, out.stderr
+    assert time.monotonic() - began >= 1.5
+    assert len((root / "host.csv").read_text().splitlines()) >= 5
+    assert meta(root)["ended_at"] is not None
+    assert (root / "summary.json").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_ends_a_recording_without_a_command(tmp_path: Path, sig: int) -> None:
+    root = tmp_path / "s"
+    proc = gpuherd("--record", str(root))
+    wait_for(lambda: (root / "meta.json").exists())
+    time.sleep(0.5)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert meta(root)["ended_at"] is not None
+    [stop] = [e for e in events(root) if e["kind"] == "signal"]
+    assert stop["signal"] == signal.Signals(sig).name and stop["forwarded"] is None
+
+
+def test_sigterm_is_forwarded_and_the_command_decides_the_exit(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    script = ("import signal, sys, time\n"
+              "signal.signal(signal.SIGTERM, lambda *a: (print('saving checkpoint', flush=True),"
+              " sys.exit(0)))\n"
+              "print('training', flush=True)\ntime.sleep(60)\n")
+    proc = gpuherd("--record", str(root), "--", PY, "-c", script)
+    wait_for(lambda: (root / "command.log").exists()
+             and "training" in (root / "command.log").read_text())
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert out == "training\nsaving checkpoint\n"
+    [sig] = [e for e in events(root) if e["kind"] == "signal"]
+    assert sig == {**sig, "signal": "SIGTERM", "forwarded": "SIGTERM"}
+
+
+def test_duration_stops_a_command_that_runs_too_long(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    out = run("--record", str(root), "--duration", "1s", "--", "sleep", "60")
+    assert out.returncode == 128 + signal.SIGTERM
+    assert "--duration reached" in out.stderr
+
+
+def test_a_second_recorder_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    first = gpuherd("--record", str(root))
+    try:
+        wait_for(lambda: (root / ".lock").exists() and (root / "meta.json").exists())
+        second = run("--record", str(root), "--duration", "1s")
+        assert second.returncode == 1
+        assert f"is being recorded by pid {first.pid}" in second.stderr
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=30)
+    assert first.returncode == 0
+
+
+def test_a_directory_that_already_holds_a_session_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    assert run("--record", str(root), "--", "true").returncode == 0
+    again = run("--record", str(root), "--", "true")
+    assert again.returncode == 1 and "already holds a recorded session" in again.stderr
+
+
+def test_an_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    out = run("--record", str(tmp_path / "file" / "s"), "--", "true")
+    assert out.returncode == 1
+    assert "a parent of it is a file" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_a_read_only_directory_is_a_clear_error(tmp_path: Path) -> None:
+    locked = tmp_path / "ro"
+    locked.mkdir(mode=0o500)
+    out = run("--record", str(locked / "s"), "--", "true")
+    assert out.returncode == 1 and "Permission denied" in out.stderr
+
+
+def test_a_bad_duration_is_a_usage_error(tmp_path: Path) -> None:
+    out = run("--record", str(tmp_path / "s"), "--duration", "ten minutes")
+    assert out.returncode == 2 and "expected a time such as 90s" in out.stderr
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("90", 90), ("90s", 90), ("10m", 600), ("1.5h", 5400), ("1h30m", 5400), ("2d", 172800),
+])
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "0s", "1x", "m10", "10 m", "-5s"])
+def test_parse_duration_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+def test_recording_stops_cleanly_when_files_cannot_grow(tmp_path: Path) -> None:
+    # RLIMIT_FSIZE makes writes past 24 KiB fail (EFBIG), as a full disk would (ENOSPC).
+    root = tmp_path / "s"
+    limit = 24 * 1024
+    code = ("import resource, sys\n"
+            f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
+            "from gpuherd.cli import main\n"
+            f"sys.exit(main(['--record', {str(root)!r}, '--interval', '0.01', "
+            "'--duration', '30s']))\n")
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "recording stopped: cannot write" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (root / ".lock").exists()
+    assert not [p.name for p in root.iterdir() if p.name.endswith(".tmp")]
+    # What was written stays readable: the summary of the kept part works.
+    summary = run("summarize", str(root), "--json")
+    assert summary.returncode == 0, summary.stderr
+
+
+def _mount_tmpfs(path: Path, size: str) -> bool:
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True)
+    return done.returncode == 0
+
+
+def test_a_really_full_disk_stops_recording_and_keeps_the_data(tmp_path: Path) -> None:
+    disk = tmp_path / "disk"
+    if not _mount_tmpfs(disk, "96k"):
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        root = disk / "s"
+        script = "import time\nfor i in range(10**6):\n    print('x' * 200, flush=True)\n"
+        out = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--interval", "0.02",
+                              "--", PY, "-c", script], capture_output=True, text=True,
+                             timeout=120)
+        assert "the disk is full" in out.stderr, out.stderr[-2000:]
+        assert out.returncode == 1
+        assert "Traceback" not in out.stderr
+        assert not (root / ".lock").exists()
+        assert (root / "gpu.csv").read_text().startswith("t,gpu,uuid")
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+
+def test_record_never_imports_textual(tmp_path: Path) -> None:
+    code = ("import sys\nfrom gpuherd.cli import main\n"
+            f"rc = main(['--record', {str(tmp_path / 's')!r}, '--', 'true'])\n"
+            "print('textual' in sys.modules, rc)\n")
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "False 0"
