@@ -66,6 +66,9 @@ def _add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", metavar="DIR", help="record a session directory, headless")
     parser.add_argument("--duration", metavar="TIME", help="stop recording after e.g. 90s, 10m, 2h")
     parser.add_argument("--tui", action="store_true", help="with --record: also show the dashboard")
+    parser.add_argument("--peak-interval", type=float, default=0.02, metavar="S",
+                        help="with --record: seconds between fast memory readings for peaks "
+                        "(default 0.02; 0 turns the fast sampler off)")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -85,6 +88,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         build_parser().error("--speed must be positive")
     if args.interval <= 0:
         build_parser().error("--interval must be positive")
+    if args.peak_interval < 0:
+        build_parser().error("--peak-interval must be zero or positive")
     return args
 
 

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import plotext
 from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinned in pyproject
 
@@ -49,15 +48,15 @@ def render(lines: Sequence[Line], title: str, xlabel: str, width: int = 78,
 
 def bucket_max(xs: np.ndarray, ys: np.ndarray, points: int = MAX_POINTS) -> tuple[
         tuple[float, ...], tuple[float, ...]]:
-    """Reduce a series to about `points` points, keeping the maximum of each x bucket."""
+    """Reduce a series sorted by x to about `points` points, keeping each x bucket's maximum."""
     keep = ~np.isnan(ys)
     xs, ys = xs[keep], ys[keep]
     if len(xs) <= points:
         return tuple(xs.tolist()), tuple(ys.tolist())
-    edges = np.linspace(xs.min(), xs.max(), points + 1)
-    bucket = np.clip(np.searchsorted(edges, xs, side="right") - 1, 0, points - 1)
-    frame = pd.DataFrame({"b": bucket, "x": xs, "y": ys}).groupby("b")
-    return tuple(frame["x"].first().tolist()), tuple(frame["y"].max().tolist())
+    edges = np.linspace(xs[0], xs[-1], points + 1)
+    starts = np.unique(np.searchsorted(xs, edges[:-1], side="left"))
+    starts = starts[starts < len(xs)]
+    return tuple(xs[starts].tolist()), tuple(np.maximum.reduceat(ys, starts).tolist())
 
 
 def vram_chart(frames: SessionFrames, width: int = 78, height: int = 18) -> str:
@@ -71,7 +70,7 @@ def vram_chart(frames: SessionFrames, width: int = 78, height: int = 18) -> str:
     minutes = (gpu["t"].to_numpy() - t0) / 60.0
     lines = []
     index = gpu["gpu"].to_numpy()
-    for number in sorted(set(index[~np.isnan(index)].tolist()))[: len(MARKERS)]:
+    for number in np.unique(index[~np.isnan(index)])[: len(MARKERS)]:
         mask = index == number
         xs, ys = bucket_max(minutes[mask], best[mask])
         lines.append(Line(f"GPU {int(number)}", xs, ys))

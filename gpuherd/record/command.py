@@ -136,6 +136,8 @@ def finish(recording: Recording, code: int | None) -> int | None:
     if code is not None:
         updates["exit_code"] = code
     error = recording.stop(**updates)
+    for warning in recording.warnings:
+        _say(warning)
     if error is not None:
         _say(error.msg)
         return EXIT_FAILED
@@ -160,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     argv = list(getattr(args, "child_command", []) or [])
     options = RecordingOptions(logs=list(args.log or []), command=argv,
-                               interval_s=float(getattr(args, "interval", 1.0) or 1.0))
+                               interval_s=float(getattr(args, "interval", 1.0) or 1.0),
+                               peak_interval_s=float(getattr(args, "peak_interval", 0.02)))
     recording = Recording(Path(args.record), options)
     try:
         recording.start()

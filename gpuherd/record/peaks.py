@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -14,6 +15,8 @@ from collectors.loop import run_collector
 from collectors.samples import GpuSample, GpuTick
 from gpuherd.record.recorder import Crashed
 
+TRACE_READINGS = 1_000_000
+"""Readings a trace keeps (about 5.5 hours at 50 Hz)."""
 DEFAULT_PEAK_INTERVAL_S = 0.02
 """50 Hz: a 50 ms allocation spike is seen by at least two readings."""
 
@@ -111,8 +114,11 @@ class PeakTracker:
     showed them (another PID namespace, no permission).
     """
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time, trace: bool = False) -> None:
         self._clock = clock
+        self.trace: deque[tuple[float, tuple[int | None, ...]]] | None = (
+            deque(maxlen=TRACE_READINGS) if trace else None)
+        """With `trace`, the latest fast readings with their time (for benchmarks)."""
         self._lock = threading.Lock()
         self._gpus: dict[int, _Gpu] = {}
         self._uuids: dict[int, str] = {}
@@ -126,6 +132,8 @@ class PeakTracker:
         t = self._clock() if taken_at is None else taken_at
         with self._lock:
             self.readings += 1
+            if self.trace is not None:
+                self.trace.append((t, tuple(used_by_index)))
             for index, used in enumerate(used_by_index):
                 if used is not None:
                     self._seen(index, used, t)

@@ -25,6 +25,10 @@ COMMAND_TASK = "command"
 DRAIN_LOGS_S = 3.0
 """At the end, how long the log tails get to read what the command wrote last."""
 FIRST_READING_WAIT_S = 2.0
+TRACE_ENV = "GPUHERD_PEAK_TRACE"
+"""When set (to anything but empty or 0), every fast reading is also written to
+`peak_trace.csv` at the end, so a benchmark can check each reading against a known workload."""
+TRACE_FILE = "peak_trace.csv"
 """How long `start` waits for the first fast reading, so the command's baseline is known."""
 
 
@@ -53,7 +57,7 @@ class RecordingOptions:
     interval_s: float = 1.0
     """Seconds between full samples."""
     peak_interval_s: float = DEFAULT_PEAK_INTERVAL_S
-    """Seconds between fast memory readings."""
+    """Seconds between fast memory readings; 0 turns the fast sampler off."""
     own_collectors: bool = True
     """Run NVML, host and log collectors here. False when a dashboard runs them and feeds
     `Recording.emit`; the fast peak sampler always runs here."""
@@ -72,7 +76,7 @@ class Recording:
     def __init__(self, directory: str | os.PathLike[str], options: RecordingOptions) -> None:
         self.directory = Path(directory)
         self.options = options
-        self.tracker = PeakTracker()
+        self.tracker = PeakTracker(trace=os.environ.get(TRACE_ENV, "") not in ("", "0"))
         self.command_log = self.directory / COMMAND_LOG
         labels = {str(self.command_log): COMMAND_TASK} if options.command else {}
         self.log_sink = LogSink(labels)
@@ -81,6 +85,8 @@ class Recording:
         self.recorder: Recorder | None = None
         self.sampler: PeakSampler | None = None
         self._tails: list[LogTailCollector] = []
+        self.warnings: list[str] = []
+        """Things worth telling the person after `stop` (nothing is lost because of them)."""
         self._stopped = False
         self._lock = threading.Lock()
 
@@ -108,7 +114,8 @@ class Recording:
     def start(self) -> None:
         """Open the session directory and start every thread."""
         o = self.options
-        meta = {"interval_s": o.interval_s, "peak_interval_s": o.peak_interval_s,
+        meta = {"interval_s": o.interval_s,
+                "peak_interval_s": o.peak_interval_s if o.peak_interval_s > 0 else None,
                 **o.extra_meta}
         if o.command:
             meta["command"] = list(o.command)
@@ -119,11 +126,13 @@ class Recording:
             self.writer, self._collectors(), pid_watch=self.pid_watch, peaks=self.tracker.take,
             handlers={LogBatch: self.log_sink, RecordEvent: _write_record_event},
         )
-        probe = NvmlMemoryProbe(o.nvml_backend, o.peak_interval_s)
-        self.sampler = PeakSampler(probe, self.tracker, self.recorder.emit)
+        if o.peak_interval_s > 0:
+            probe = NvmlMemoryProbe(o.nvml_backend, o.peak_interval_s)
+            self.sampler = PeakSampler(probe, self.tracker, self.recorder.emit)
         self.recorder.start()
-        self.sampler.start()
-        self.sampler.wait_first(FIRST_READING_WAIT_S)
+        if self.sampler is not None:
+            self.sampler.start()
+            self.sampler.wait_first(FIRST_READING_WAIT_S)
 
     def emit(self, event: CollectorEvent | Crashed) -> None:
         """Feed one collector event (thread-safe); the dashboard's collectors call this."""
@@ -188,4 +197,18 @@ class Recording:
             self.writer.close(**meta)
         except SessionWriteError as failure:
             error = error or failure
+        if self.tracker.trace is not None and error is None:
+            try:
+                self._write_trace()
+            except OSError as failure:
+                self.warnings.append(f"could not write {TRACE_FILE}: {failure.strerror}")
         return error
+
+    def _write_trace(self) -> None:
+        assert self.tracker.trace is not None
+        with open(self.directory / TRACE_FILE, "w", encoding="utf-8") as f:
+            f.write("t,gpu,used_bytes\n")
+            for t, readings in self.tracker.trace:
+                for index, used in enumerate(readings):
+                    if used is not None:
+                        f.write(f"{t!r},{index},{used}\n")

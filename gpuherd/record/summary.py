@@ -256,15 +256,11 @@ def lifecycle_summary(frames: SessionFrames) -> dict[str, Any]:
 
 def stats_frame(frames: SessionFrames, window: dict[str, Any]) -> pd.DataFrame:
     """One row per (scope, metric) over the task window: count, mean, min, max, p95, unit."""
-    parts = []
-    gpu = _in_window(_gpu_frame(frames), window)
-    for column, metric, unit, scale in GPU_STATS:
-        parts.append(_grouped_stats(gpu, "gpu", column, lambda i: f"gpu{int(i)}", metric, unit,
-                                    scale))
+    parts = [_grouped_stats(_in_window(_gpu_frame(frames), window), "gpu",
+                            lambda i: f"gpu{int(i)}", GPU_STATS)]
     if frames.host is not None and not frames.host.empty:
         host = _in_window(frames.host, window).assign(scope="host")
-        for column, metric, unit, scale in HOST_STATS:
-            parts.append(_grouped_stats(host, "scope", column, str, metric, unit, scale))
+        parts.append(_grouped_stats(host, "scope", str, HOST_STATS))
     if frames.metrics is not None and not frames.metrics.empty:
         parts.append(_metric_stats(frames.metrics))
     parts = [p for p in parts if not p.empty]
@@ -273,19 +269,24 @@ def stats_frame(frames: SessionFrames, window: dict[str, Any]) -> pd.DataFrame:
     return pd.concat(parts).rename_axis("key")
 
 
-def _grouped_stats(frame: pd.DataFrame, by: str, column: str, scope: Any, metric: str,
-                   unit: str, scale: float) -> pd.DataFrame:
-    values = frame[[by, column]].dropna()
-    if values.empty:
-        return pd.DataFrame()
-    grouped = values.groupby(by, observed=True)[column]
-    table = grouped.agg(["count", "mean", "min", "max"])
-    table["p95"] = grouped.quantile(0.95)
-    for col in ("mean", "min", "max", "p95"):
-        table[col] = table[col] * scale
-    table["unit"] = unit
-    table.index = [stat_key(scope(i), metric, unit) for i in table.index]
-    return table
+def _grouped_stats(frame: pd.DataFrame, by: str, scope: Any,
+                   columns: tuple[tuple[str, str, str, float], ...]) -> pd.DataFrame:
+    """All `columns` of `frame` per `by` group in one groupby pass, one row per (group, column)."""
+    names = [c for c, _, _, _ in columns]
+    grouped = frame.groupby(by, observed=True)[names]
+    agg = grouped.agg(["count", "mean", "min", "max"])
+    p95 = grouped.quantile(0.95)
+    out = []
+    for column, metric, unit, scale in columns:
+        table = agg[column].copy()
+        table["p95"] = p95[column]
+        table = table[table["count"] > 0]
+        for col in ("mean", "min", "max", "p95"):
+            table[col] = table[col] * scale
+        table["unit"] = unit
+        table.index = [stat_key(scope(i), metric, unit) for i in table.index]
+        out.append(table)
+    return pd.concat(out) if out else pd.DataFrame()
 
 
 def _metric_stats(metrics: pd.DataFrame) -> pd.DataFrame:
