@@ -88,7 +88,7 @@ def test_flush_completes_the_unfinished_line():
 def test_any_chunking_gives_the_same_lines(lines, data):
     raw = "".join(line + "\n" for line in lines).encode()
     cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=10)))
-    chunks = [raw[i:j] for i, j in zip([0, *cuts], [*cuts, len(raw)])]
+    chunks = [raw[i:j] for i, j in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
     whole = feed_all(LineAssembler(), [raw])
     assert feed_all(LineAssembler(), chunks) == whole
     assert [t for _, t in whole] == [line for line in lines if line]
