@@ -111,6 +111,12 @@ def _demo_directory(args: argparse.Namespace) -> Iterator[Path | None]:
 
 
 def _show(plan: Plan) -> int:
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        # Textual draws on stderr and reads keys from stdin; without a terminal it would spray
+        # escape codes into a pipe and never see `q`.
+        print("gpuherd: the dashboard needs a terminal; for scripts use `gpuherd snapshot "
+              "--json`, or `gpuherd --record DIR` to record headless", file=sys.stderr)
+        return EXIT_BAD_INPUT
     from tui.app import make_app  # the interactive path is the only one that loads Textual
 
     app = make_app(

@@ -147,7 +147,8 @@ class GpuherdApp(App[int]):
     def on_source_unavailable(self, message: SourceUnavailable) -> None:
         """Explain on the banner why the source cannot run here."""
         line = message.error.msg
-        if self.state.role(message.source) == "gpu" and self.replay_label is None:
+        gpu_role = self.state.role(message.source) == "gpu"
+        if gpu_role and self.replay_label is None and "--demo" not in line:
             line = f"{line} — {DEMO_HINT}"
         self.state.mark_unavailable(message.source, message.error.msg, notice=line)
         self._refresh_view()

@@ -1,0 +1,128 @@
+"""The command line in a subprocess: headless paths stay free of Textual, bad input exits cleanly."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuherd.cli import COMMANDS
+
+REPO = Path(__file__).resolve().parents[2]
+E2E_SESSION = REPO / "tests" / "data" / "sessions" / "e2e"
+HEADLESS = sorted(name for name in COMMANDS if name != "monitor")
+
+
+def python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+
+
+def gpuherd(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpuherd", *args], capture_output=True,
+                          text=True, cwd=REPO, timeout=60, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("command", HEADLESS)
+def test_headless_command_modules_do_not_import_textual(command: str) -> None:
+    module = COMMANDS[command]
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not written yet")
+    out = python(f"import importlib, sys; importlib.import_module({module!r}); "
+                 "print('textual' in sys.modules, 'tui' in sys.modules)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_monitor_module_loads_textual_only_when_the_dashboard_starts() -> None:
+    out = python("import sys, gpuherd.monitor; print('textual' in sys.modules)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("argv", [["snapshot", "--help"], ["parse", "--help"], ["--help"]])
+def test_help_paths_do_not_import_textual(argv: list[str]) -> None:
+    code = ("import sys\nfrom gpuherd.cli import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+            "print('TEXTUAL', 'textual' in sys.modules)")
+    out = python(code)
+    assert out.returncode == 0, out.stderr
+    assert "TEXTUAL False" in out.stdout
+
+
+def test_parse_command_does_not_import_textual(tmp_path: Path) -> None:
+    if importlib.util.find_spec("gpuherd.parse_command") is None:
+        pytest.skip("gpuherd.parse_command is not written yet")
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 2.5\n", encoding="utf-8")
+    code = ("import sys\nfrom gpuherd.cli import main\n"
+            f"main(['parse', {str(log)!r}])\n"
+            "print('TEXTUAL', 'textual' in sys.modules)")
+    out = python(code)
+    assert "TEXTUAL False" in out.stdout, out.stderr
+
+
+def copy_session(tmp_path: Path) -> Path:
+    target = tmp_path / "session"
+    shutil.copytree(E2E_SESSION, target)
+    return target
+
+
+def test_replay_of_a_missing_directory_exits_2_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    out = gpuherd("--replay", str(missing))
+    assert out.returncode == 2
+    assert str(missing) in out.stderr and "no such directory" in out.stderr
+    assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_replay_with_garbled_meta_exits_2_naming_the_file(tmp_path: Path) -> None:
+    session = copy_session(tmp_path)
+    (session / "meta.json").write_text('{"schema": 1, "host": ', encoding="utf-8")
+    out = gpuherd("--replay", str(session))
+    assert out.returncode == 2
+    assert "meta.json" in out.stderr and "not valid JSON" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_replay_with_a_bad_line_exits_2_naming_file_and_line(tmp_path: Path) -> None:
+    session = copy_session(tmp_path)
+    lines = (session / "gpu.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+    cells = lines[6].split(",")
+    cells[4] = "lots"  # mem_used_bytes
+    lines[6] = ",".join(cells)
+    (session / "gpu.csv").write_text("".join(lines), encoding="utf-8")
+    out = gpuherd("--replay", str(session))
+    assert out.returncode == 2
+    assert "gpu.csv, line 7" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_demo_without_a_bundled_session_says_so() -> None:
+    spec = importlib.util.find_spec("gpuherd")
+    assert spec is not None and spec.origin is not None
+    if (Path(spec.origin).parent / "data" / "demo" / "meta.json").is_file():
+        pytest.skip("a demo session is bundled; the tmux test can replay it")
+    out = gpuherd("--demo")
+    assert out.returncode == 2
+    assert "no demo session is bundled" in out.stderr and "--replay" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_e2e_fixture_session_is_well_formed() -> None:
+    meta = json.loads((E2E_SESSION / "meta.json").read_text(encoding="utf-8"))
+    assert meta["schema"] == 1 and meta["host"] == "e2e-box"
+    header = (E2E_SESSION / "gpu.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert header.startswith("t,gpu,uuid,name,mem_used_bytes,mem_total_bytes")
+
+
+def test_dashboard_without_a_terminal_says_what_to_use_instead() -> None:
+    out = gpuherd("--replay", str(E2E_SESSION))
+    assert out.returncode == 2
+    assert "needs a terminal" in out.stderr and "gpuherd snapshot --json" in out.stderr
+    assert "\x1b[" not in out.stderr, "no escape codes sprayed into the pipe"
