@@ -61,6 +61,10 @@ def parse_number(text: str) -> float:
     Raises:
         ValueError: the text is not a number.
     """
+    try:
+        return float(text)  # the common case; float() also skips surrounding whitespace
+    except ValueError:
+        pass
     text = text.strip().strip("'\"")
     if text.endswith("%"):
         text = text[:-1]
@@ -162,7 +166,7 @@ _PLAIN = {
     "tokens_per_second": "throughput/tokens_s",
     "eta_seconds": "eta_s",
 }
-_cache: dict[tuple[str, str], str] = {}
+_cache: dict[str, dict[str, str]] = {"train": {}, "val": {}, "test": {}}
 
 
 def metric_name(key: str, split: str = "train") -> str:
@@ -173,12 +177,14 @@ def metric_name(key: str, split: str = "train") -> str:
         split: the split a bare key belongs to (`train` in a training line, `val` in an
             evaluation block).
     """
-    cache_key = (key, split)
-    name = _cache.get(cache_key)
+    cache = _cache.get(split)
+    if cache is None:
+        return _normalise_name(key, split)
+    name = cache.get(key)
     if name is None:
         name = _normalise_name(key, split)
-        if len(_cache) < 4096:
-            _cache[cache_key] = name
+        if len(cache) < 4096:  # keys come from logs: keep the cache bounded
+            cache[key] = name
     return name
 
 

@@ -1,0 +1,110 @@
+"""Parse throughput on a mix of the real logs in tests/data/logs, beside a one-regex scan.
+
+Usage: python benchmarks/bench_parse.py [--lines N] [--repeats R]
+
+Every log under tests/data/logs (except whole-document formats) is split into lines the way the
+tail collector splits them, its format is detected once, and the mix is repeated to about N
+lines. Two passes run over the same lines in the same process, on one core:
+
+* gpuherd: the file's parser (`feed`) plus the findings scan (`scan_line`), as the tailer runs;
+* baseline: one `key[:=]value` regex `finditer` per line, converting each value with `float`.
+
+It prints lines/s for both and their ratio (goal: >= 200k lines/s and >= 0.7x the baseline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gpuherd.parse_command import iter_lines  # noqa: E402
+from parsers.findings import scan_line  # noqa: E402
+from parsers.registry import DOCUMENT_FORMATS, detect_format, make_parser  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "logs"
+BASELINE = re.compile(r"\b([A-Za-z_][\w/.@-]*)\s*[:=]\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
+
+
+def load_mix(target_lines: int) -> list[tuple[str, list[str]]]:
+    """(format, lines) per real log, repeated until the mix holds about `target_lines`."""
+    files: list[tuple[str, list[str]]] = []
+    for path in sorted(DATA.glob("*/*")):
+        if not path.is_file() or path.name.endswith(".expected.json") or path.suffix == ".md":
+            continue
+        if path.parent.name == "make_logs":
+            continue
+        with path.open("rb") as handle:
+            lines = list(iter_lines(handle))
+        log_format = detect_format(lines[:200], str(path))
+        if log_format not in DOCUMENT_FORMATS:
+            files.append((log_format, lines))
+    per_round = sum(len(lines) for _, lines in files)
+    rounds = max(1, round(target_lines / per_round))
+    return files * rounds
+
+
+def run_gpuherd(mix: list[tuple[str, list[str]]]) -> int:
+    metrics = 0
+    for log_format, lines in mix:
+        feed = make_parser(log_format).feed
+        for line in lines:
+            try:
+                if feed(line) is not None:
+                    metrics += 1
+            except ValueError:
+                pass
+            scan_line(line)
+    return metrics
+
+
+def run_baseline(mix: list[tuple[str, list[str]]]) -> int:
+    found = 0
+    finditer = BASELINE.finditer
+    for _, lines in mix:
+        for line in lines:
+            values = [(m[1], float(m[2])) for m in finditer(line)]
+            if values:
+                found += 1
+    return found
+
+
+def best_rate(function, mix: list[tuple[str, list[str]]], repeats: int) -> tuple[float, int]:
+    total_lines = sum(len(lines) for _, lines in mix)
+    best = float("inf")
+    result = 0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = function(mix)
+        best = min(best, time.perf_counter() - start)
+    return total_lines / best, result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    mix = load_mix(args.lines)
+    total = sum(len(lines) for _, lines in mix)
+    chars = sum(len(line) for _, lines in mix for line in lines)
+    formats = sorted({name for name, _ in mix})
+    print(f"mix: {total:,} lines, {chars / total:.0f} chars/line on average, "
+          f"{len(formats)} formats: {', '.join(formats)}")
+    ours, metrics = best_rate(run_gpuherd, mix, args.repeats)
+    base, matched = best_rate(run_baseline, mix, args.repeats)
+    print(f"gpuherd parsers + findings: {ours:>12,.0f} lines/s  ({metrics:,} metrics)")
+    print(f"one-regex key:value scan:   {base:>12,.0f} lines/s  ({matched:,} lines with pairs)")
+    ratio = ours / base
+    print(f"ratio: {ratio:.2f}x  goal: >= 200,000 lines/s and >= 0.70x -> "
+          f"{'met' if ours >= 200_000 and ratio >= 0.7 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
