@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -139,7 +140,7 @@ class CsvStream:
         """Close the file."""
         self._file.close()
 
-    def __iter__(self) -> Iterator[Row]:
+    def __iter__(self) -> Generator[Row, None, None]:
         width, reader, name = len(self.header), self._reader, str(self.path)
         held: Row | None = None
         while True:
@@ -288,7 +289,7 @@ class SessionReader:
         except OSError as error:
             raise SessionFormatError(f"cannot read: {error.strerror}", str(path)) from None
 
-    def gpu_ticks(self) -> Iterator[GpuTick]:
+    def gpu_ticks(self) -> Generator[GpuTick, None, None]:
         """Every recorded GPU tick in order, with processes joined from `processes.csv`."""
         gpu = self.open_csv(GPU_FILE)
         procs = self.open_csv(PROCESSES_FILE) if PROCESSES_FILE in self.headers else None
@@ -299,7 +300,7 @@ class SessionReader:
             if procs:
                 procs.close()
 
-    def host_samples(self) -> Iterator[HostSample]:
+    def host_samples(self) -> Generator[HostSample, None, None]:
         """Every recorded host sample in order, with the GPU processes' host details."""
         if HOST_FILE not in self.headers:
             return
@@ -312,7 +313,7 @@ class SessionReader:
             if procs:
                 procs.close()
 
-    def events(self) -> Iterator[dict[str, Any]]:
+    def events(self) -> Generator[dict[str, Any], None, None]:
         """The objects of `events.jsonl`, dropping a cut-short last line with a warning."""
         path = self.directory / EVENTS_FILE
         if not path.is_file():
@@ -328,17 +329,22 @@ class SessionReader:
 
     def check(self) -> None:
         """Read every row once; raise `SessionFormatError` at the first bad line."""
-        for _ in self.gpu_ticks():
+        for _ in self.gpu_ticks():  # processes.csv is read here, joined to gpu.csv
             pass
-        for _ in self.host_samples():
-            pass
+        if HOST_FILE in self.headers:
+            with self.open_csv(HOST_FILE) as host:
+                for _ in _hosts(host, None):
+                    pass
         for _ in self.events():
             pass
 
     def time_span(self) -> tuple[float, float]:
         """First and last recorded `t` over `gpu.csv` and `host.csv` (from heads and tails)."""
-        firsts = [x.taken_at for x in (next(self.gpu_ticks(), None),
-                                       next(self.host_samples(), None)) if x is not None]
+        firsts: list[float] = []
+        with closing(self.gpu_ticks()) as ticks, closing(self.host_samples()) as hosts:
+            for head in (next(ticks, None), next(hosts, None)):
+                if head is not None:
+                    firsts.append(head.taken_at)
         lasts = [t for n, t in self.last_t.items() if n != PROCESSES_FILE and t is not None]
         first = min(firsts, default=float(self.meta["started_at"]))
         return first, max(lasts, default=first)
@@ -354,7 +360,8 @@ def _event(line: str, path: str, number: int) -> dict[str, Any]:
     return value
 
 
-def _ticks(gpu: CsvStream, procs: _Peekable | None, meta: dict[str, Any]) -> Iterator[GpuTick]:
+def _ticks(gpu: CsvStream, procs: _Peekable | None,
+           meta: dict[str, Any]) -> Generator[GpuTick, None, None]:
     decoder, name = GpuRowDecoder(gpu.header), str(gpu.path)
     cuda = meta.get("cuda_driver_version")
     versions = (meta.get("driver"), meta.get("nvml_version"), None if cuda is None else str(cuda))
@@ -375,23 +382,26 @@ def _tick(decoder: GpuRowDecoder, name: str, t: float, group: list[Row],
           procs: _Peekable | None, versions: tuple[Any, Any, Any]) -> GpuTick:
     by_gpu: dict[int, list[GpuProcess]] = {}
     if procs is not None:
-        where = procs.name
-        for row in procs.take_at(t):
-            gpu = _at(where, row, procs.decoder.gpu)
-            by_gpu.setdefault(gpu, []).append(_at(where, row, procs.decoder.process))
+        for line, cells in procs.take_at(t):
+            try:
+                by_gpu.setdefault(procs.decoder.gpu(cells), []).append(
+                    procs.decoder.process(cells))
+            except (ValueError, TypeError) as error:
+                raise SessionFormatError(str(error), procs.name, line) from None
     devices = []
-    for row in group:
-        listed = decoder.lists_processes(row[1])
-        index = _at(name, row, decoder.index)
-        if listed is False or (listed is None and procs is None):
-            processes = None
-        else:
-            processes = tuple(by_gpu.get(index, ()))
-        devices.append(_at(name, row, partial(decoder.sample, processes=processes)))
+    for line, cells in group:
+        try:
+            listed = decoder.lists_processes(cells)
+            processes: tuple[GpuProcess, ...] | None = None
+            if listed or (listed is None and procs is not None):
+                processes = tuple(by_gpu.get(decoder.index(cells), ()))
+            devices.append(decoder.sample(cells, processes))
+        except (ValueError, TypeError) as error:
+            raise SessionFormatError(str(error), name, line) from None
     return GpuTick(t, tuple(devices), *versions)
 
 
-def _hosts(host: CsvStream, procs: _Peekable | None) -> Iterator[HostSample]:
+def _hosts(host: CsvStream, procs: _Peekable | None) -> Generator[HostSample, None, None]:
     decoder, name = HostRowDecoder(host.header), str(host.path)
     rows = iter(host)
     row = next(rows, None)

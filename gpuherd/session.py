@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import errno
-import fcntl
 import json
 import math
 import os
@@ -39,6 +38,7 @@ from collectors.session_reader import (
     read_meta,
 )
 from gpuherd import __version__
+from gpuherd.session_lock import LOCK_FILE, SessionLock, SessionLockedError
 
 __all__ = [
     "LOCK_FILE",
@@ -54,19 +54,11 @@ __all__ = [
     "read_meta",
 ]
 
-LOCK_FILE = ".lock"
 _CORE_FILES = (META_FILE, GPU_FILE, PROCESSES_FILE, HOST_FILE, EVENTS_FILE)
 
 
 class SessionWriteError(SessionError):
     """Recording cannot go on (directory unwritable, disk full); the message says what was kept."""
-
-    def __init__(self, msg: str) -> None:
-        super().__init__(msg, title="Recording")
-
-
-class SessionLockedError(SessionError):
-    """Another recorder holds the directory's `.lock`."""
 
     def __init__(self, msg: str) -> None:
         super().__init__(msg, title="Recording")
@@ -82,104 +74,6 @@ class SessionExistsError(SessionError):
 def load_session(directory: str | os.PathLike[str]) -> SessionReader:
     """Open a session directory for reading; raises `SessionFormatError` when it is unusable."""
     return SessionReader(directory)
-
-
-class SessionLock:
-    """The `.lock` of a session directory.
-
-    Created with `O_CREAT | O_EXCL` and holding `pid host`, and kept under `flock` for the
-    writer's life. The kernel drops the `flock` when the holder dies (even by `kill -9`), so a
-    lock file nobody holds is stale whatever pid it names (a pid may have been reused).
-    """
-
-    def __init__(self, directory: Path) -> None:
-        self.path = directory / LOCK_FILE
-        self._fd: int | None = None
-
-    def acquire(self) -> str | None:
-        """Take the lock; return a warning when a stale one was taken over.
-
-        Raises:
-            SessionLockedError: a live recorder holds it.
-            OSError: the lock file cannot be created (the caller words it).
-        """
-        for _ in range(5):
-            try:
-                fd, created = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644), True
-            except FileExistsError:
-                try:
-                    fd, created = os.open(self.path, os.O_RDWR), False
-                except FileNotFoundError:
-                    continue  # released between our two calls: try creating again
-            try:
-                took = self._hold(fd, created)
-            except BaseException:
-                os.close(fd)
-                raise
-            if took is not None:
-                self._fd = fd
-                return took or None
-            os.close(fd)
-        raise SessionLockedError(f"{self.path} keeps changing: another recorder is starting there")
-
-    def _hold(self, fd: int, created: bool) -> str | None:
-        """Lock `fd`; `None` means the path was replaced meanwhile, retry; `""` means fresh."""
-        previous = os.pread(fd, 256, 0).decode("utf-8", "replace").strip()
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SessionLockedError(self._held_message(previous)) from None
-        except OSError:
-            # No flock on this filesystem: fall back to asking whether the pid still runs.
-            if not created and _holder_alive(previous):
-                raise SessionLockedError(self._held_message(previous)) from None
-        try:
-            if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
-                return None
-        except FileNotFoundError:
-            return None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
-        os.fsync(fd)
-        if created:
-            return ""
-        pid = previous.split()[0] if previous else "unknown"
-        return f"took over the stale lock {self.path} of a recorder that is gone (pid {pid})"
-
-    def _held_message(self, previous: str) -> str:
-        parts = previous.split()
-        who = f"pid {parts[0]}" if parts else "another process"
-        if len(parts) > 1 and parts[1] != socket.gethostname():
-            who += f" on {parts[1]}"
-        return (f"{self.path.parent} is being recorded by {who} (see {self.path}); record into "
-                "another directory or stop that recorder first")
-
-    def release(self) -> None:
-        """Remove the lock file and drop the lock."""
-        if self._fd is None:
-            return
-        try:
-            if os.fstat(self._fd).st_ino == os.stat(self.path).st_ino:
-                os.unlink(self.path)
-        except OSError:
-            pass  # already gone, or the directory went read-only: the flock still ends below
-        os.close(self._fd)
-        self._fd = None
-
-
-def _holder_alive(content: str) -> bool:
-    parts = content.split()
-    if not parts or not parts[0].isdigit():
-        return False
-    if len(parts) > 1 and parts[1] != socket.gethostname():
-        return True  # cannot ask another machine; assume it is still recording
-    try:
-        os.kill(int(parts[0]), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class _Table:
@@ -259,10 +153,28 @@ class SessionWriter:
             peaks_by_uuid: the highest memory used per GPU UUID since the previous row, from a
                 fast sampler; written as `mem_peak_bytes`.
         """
+        self._note_devices(tick)
         self._append(GPU_FILE, GPU_COLUMNS, gpu_rows(tick, peaks_by_uuid), tick.taken_at)
         procs = process_rows(tick, self._details)
         if procs:
             self._append(PROCESSES_FILE, PROCESS_COLUMNS, procs, tick.taken_at)
+
+    def _note_devices(self, tick: GpuTick) -> None:
+        """Keep driver versions and the GPU list in `meta.json`, rewritten only on a change."""
+        updates: dict[str, Any] = {}
+        for key, value in (("driver", tick.driver_version), ("nvml_version", tick.nvml_version),
+                           ("cuda_driver_version", tick.cuda_driver_version)):
+            if value is not None and self.meta.get(key) != value:
+                updates[key] = value
+        known = {g.get("uuid"): g for g in self.meta.get("gpus") or () if isinstance(g, dict)}
+        fresh = [d for d in tick.devices if d.error is None and d.uuid not in known]
+        for d in fresh:
+            known[d.uuid] = {"index": d.index, "uuid": d.uuid, "name": d.name,
+                             "mem_total_bytes": d.memory_total_bytes}
+        if fresh:
+            updates["gpus"] = sorted(known.values(), key=lambda g: g.get("index", 0))
+        if updates:
+            self.update_meta(**updates)
 
     def write_host(self, sample: HostSample) -> None:
         """Append one host sample; its process details go into the GPU process rows that follow."""
@@ -332,7 +244,8 @@ class SessionWriter:
     def close(self, **meta_updates: Any) -> None:
         """Flush, set `ended_at` (and `meta_updates`) in `meta.json`, close files, release the lock.
 
-        After a write failure this still closes and releases, and raises nothing new.
+        After a write failure this still closes and releases, tries to note the failure in
+        `meta.json` (`write_error`), and raises nothing new.
         """
         if self.closed:
             return
@@ -347,6 +260,8 @@ class SessionWriter:
         finally:
             self.closed = True
             self._abandon()
+            if self._failed is not None and error is None:
+                self._note_failure(meta_updates)
         if error is not None:
             raise error
 
@@ -397,6 +312,14 @@ class SessionWriter:
         self._failed = SessionWriteError(
             f"recording stopped: cannot write {path}: {what}. In {self.directory}, {kept}.")
         return self._failed
+
+    def _note_failure(self, meta_updates: Mapping[str, Any]) -> None:
+        meta = {**self.meta, "ended_at": time.time(), **meta_updates,
+                "write_error": str(self._failed)}
+        try:
+            _write_json_atomically(self.directory / META_FILE, meta)
+        except OSError:
+            pass  # still full: meta.json keeps its last complete version
 
     def _abandon(self) -> None:
         """Close everything without raising (data that could not be written is already lost)."""

@@ -162,7 +162,6 @@ class Recorder:
 
     def _write_sample(self, source: str, sample: object) -> None:
         if isinstance(sample, GpuTick):
-            self._note_devices(sample)
             peaks = self._peaks(sample) if self._peaks is not None else None
             self.writer.write_gpu_tick(sample, peaks)
         elif isinstance(sample, HostSample):
@@ -172,24 +171,6 @@ class Recorder:
         elif type(sample) not in self._unknown:
             self._unknown.add(type(sample))
             self._event("sample_not_recorded", source, f"no handler for {type(sample).__name__}")
-
-    def _note_devices(self, tick: GpuTick) -> None:
-        """Keep driver versions and the GPU list in `meta.json` (rewritten only on a change)."""
-        meta = self.writer.meta
-        updates: dict[str, Any] = {}
-        for key, value in (("driver", tick.driver_version), ("nvml_version", tick.nvml_version),
-                           ("cuda_driver_version", tick.cuda_driver_version)):
-            if value is not None and meta.get(key) != value:
-                updates[key] = value
-        known = {g.get("uuid"): g for g in meta.get("gpus") or () if isinstance(g, dict)}
-        fresh = [d for d in tick.devices if d.error is None and d.uuid not in known]
-        if fresh:
-            for d in fresh:
-                known[d.uuid] = {"index": d.index, "uuid": d.uuid, "name": d.name,
-                                 "mem_total_bytes": d.memory_total_bytes}
-            updates["gpus"] = sorted(known.values(), key=lambda g: g.get("index", 0))
-        if updates:
-            self.writer.update_meta(**updates)
 
     def _event(self, kind: str, source: str, msg: str | None = None,
                title: str | None = None) -> None:

@@ -36,7 +36,7 @@ TICK = GpuTick(1764130000.25, (FULL, LOST))
 
 def as_dict(columns, row):
     assert len(row) == len(columns)
-    return dict(zip(columns, row))
+    return dict(zip(columns, row, strict=True))
 
 
 def test_gpu_rows_write_every_column_and_none_as_empty():

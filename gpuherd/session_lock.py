@@ -1,0 +1,117 @@
+"""The `.lock` of a session directory: one recorder per directory, stale locks taken over."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+from pathlib import Path
+
+from collectors.rows import SessionError
+
+LOCK_FILE = ".lock"
+
+
+class SessionLockedError(SessionError):
+    """Another recorder holds the directory's `.lock`."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg, title="Recording")
+
+
+class SessionLock:
+    """The `.lock` of a session directory.
+
+    Created with `O_CREAT | O_EXCL` and holding `pid host`, and kept under `flock` for the
+    writer's life. The kernel drops the `flock` when the holder dies (even by `kill -9`), so a
+    lock file nobody holds is stale whatever pid it names (a pid may have been reused).
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> str | None:
+        """Take the lock; return a warning when a stale one was taken over.
+
+        Raises:
+            SessionLockedError: a live recorder holds it.
+            OSError: the lock file cannot be created (the caller words it).
+        """
+        for _ in range(5):
+            try:
+                fd, created = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644), True
+            except FileExistsError:
+                try:
+                    fd, created = os.open(self.path, os.O_RDWR), False
+                except FileNotFoundError:
+                    continue  # released between our two calls: try creating again
+            try:
+                took = self._hold(fd, created)
+            except BaseException:
+                os.close(fd)
+                raise
+            if took is not None:
+                self._fd = fd
+                return took or None
+            os.close(fd)
+        raise SessionLockedError(f"{self.path} keeps changing: another recorder is starting there")
+
+    def _hold(self, fd: int, created: bool) -> str | None:
+        """Lock `fd`; `None` means the path was replaced meanwhile, retry; `""` means fresh."""
+        previous = os.pread(fd, 256, 0).decode("utf-8", "replace").strip()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SessionLockedError(self._held_message(previous)) from None
+        except OSError:
+            # No flock on this filesystem: fall back to asking whether the pid still runs.
+            if not created and _holder_alive(previous):
+                raise SessionLockedError(self._held_message(previous)) from None
+        try:
+            if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+                return None
+        except FileNotFoundError:
+            return None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+        os.fsync(fd)
+        if created:
+            return ""
+        pid = previous.split()[0] if previous else "unknown"
+        return f"took over the stale lock {self.path} of a recorder that is gone (pid {pid})"
+
+    def _held_message(self, previous: str) -> str:
+        parts = previous.split()
+        who = f"pid {parts[0]}" if parts else "another process"
+        if len(parts) > 1 and parts[1] != socket.gethostname():
+            who += f" on {parts[1]}"
+        return (f"{self.path.parent} is being recorded by {who} (see {self.path}); record into "
+                "another directory or stop that recorder first")
+
+    def release(self) -> None:
+        """Remove the lock file and drop the lock."""
+        if self._fd is None:
+            return
+        try:
+            if os.fstat(self._fd).st_ino == os.stat(self.path).st_ino:
+                os.unlink(self.path)
+        except OSError:
+            pass  # already gone, or the directory went read-only: the flock still ends below
+        os.close(self._fd)
+        self._fd = None
+
+
+def _holder_alive(content: str) -> bool:
+    parts = content.split()
+    if not parts or not parts[0].isdigit():
+        return False
+    if len(parts) > 1 and parts[1] != socket.gethostname():
+        return True  # cannot ask another machine; assume it is still recording
+    try:
+        os.kill(int(parts[0]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,202 @@
+"""Replaying session directories: timing on a shared clock, looping, bad lines, streaming."""
+
+from __future__ import annotations
+
+import threading
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from collectors.base import Failed, Finished, Sampled, SourceExhausted
+from collectors.loop import run_collector
+from collectors.replay import SessionFormatError, SessionReplay
+from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample
+from gpuherd.session import SessionWriter
+
+SESSIONS = Path(__file__).resolve().parents[1] / "data" / "sessions"
+META = {"host": "box", "driver": "580.159.04", "started_at": 1000.0, "interval_s": 1.0}
+
+
+def gpu_tick(t: float, gpus: int = 2, procs: int = 1) -> GpuTick:
+    devices = tuple(
+        GpuSample(i, f"GPU-{i}", "NVIDIA H100", memory_used_bytes=int(t) * 1000 + i,
+                  memory_total_bytes=80 << 30, gpu_util_pct=float(i), temperature_c=40.0,
+                  processes=tuple(GpuProcess(100 * i + k, 1 << 20) for k in range(procs)))
+        for i in range(gpus))
+    return GpuTick(t, devices, "580.159.04")
+
+
+def host_sample(t: float) -> HostSample:
+    return HostSample(t, cpu_pct=t - 1000, mem_used_bytes=1, mem_total_bytes=2)
+
+
+def write_session(path: Path, gpu_ts, host_ts=(), gpus: int = 2, procs: int = 1) -> Path:
+    with SessionWriter(path, META) as writer:
+        events = [(t, "gpu") for t in gpu_ts] + [(t, "host") for t in host_ts]
+        for t, kind in sorted(events):
+            if kind == "gpu":
+                writer.write_gpu_tick(gpu_tick(t, gpus, procs))
+            else:
+                writer.write_host(host_sample(t))
+    return path
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def simulate(collectors, clock: FakeClock, limit: int = 100):
+    """Drive collectors exactly as `run_collector` schedules them, on one fake clock.
+
+    Returns (clock time, collector name, taken_at) per sample, in the order they were emitted.
+    """
+    for c in collectors:
+        c.open()
+    next_call = {c: 0.0 for c in collectors}
+    out = []
+    while next_call and len(out) < limit:
+        collector = min(next_call, key=next_call.get)
+        clock.now = max(clock.now, next_call[collector])
+        started = clock.now
+        try:
+            sample = collector.sample()
+        except SourceExhausted:
+            del next_call[collector]
+            continue
+        out.append((round(clock.now, 9), collector.name, sample.taken_at))
+        next_call[collector] = max(clock.now, started + collector.interval_s)
+    for c in collectors:
+        c.close()
+    return out
+
+
+def test_gpu_and_host_keep_recorded_timing_on_a_shared_clock(tmp_path):
+    path = write_session(tmp_path / "s", [1000.0, 1001.0, 1002.0, 1003.0], [1000.4, 1002.4])
+    clock = FakeClock()
+    replay = SessionReplay(path, speed=2.0, clock=clock, sleep=clock.sleep)
+    shown = simulate(replay.collectors(), clock)
+    assert shown == [
+        (0.0, "replay:gpu", 1000.0), (0.2, "replay:host", 1000.4), (0.5, "replay:gpu", 1001.0),
+        (1.0, "replay:gpu", 1002.0), (1.2, "replay:host", 1002.4), (1.5, "replay:gpu", 1003.0),
+    ]
+
+
+def test_loop_starts_again_with_time_moving_on(tmp_path):
+    path = write_session(tmp_path / "s", [1000.0, 1001.0, 1002.0])
+    clock = FakeClock()
+    replay = SessionReplay(path, loop=True, clock=clock, sleep=clock.sleep)
+    assert replay.host_collector() is None
+    shown = simulate([replay.gpu_collector()], clock, limit=7)
+    assert [s[2] for s in shown] == [1000.0 + n for n in range(7)]
+    assert [s[0] for s in shown] == [float(n) for n in range(7)]
+
+
+def test_real_threads_deliver_everything_then_finish(tmp_path):
+    ticks = [1000.0 + n for n in range(5)]
+    hosts = [1000.5 + n for n in range(5)]
+    path = write_session(tmp_path / "s", ticks, hosts)
+    replay = SessionReplay(path, speed=1e6)
+    events: list = []
+    threads = [threading.Thread(target=run_collector, args=(c, events.append, threading.Event()))
+               for c in replay.collectors()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    by_source = {}
+    for event in events:
+        by_source.setdefault(event.source, []).append(event)
+    gpu, host = by_source["replay:gpu"], by_source["replay:host"]
+    assert [e.sample for e in gpu[:-1]] == [gpu_tick(t) for t in ticks]
+    assert [e.sample for e in host[:-1]] == [host_sample(t) for t in hosts]
+    assert isinstance(gpu[-1], Finished) and isinstance(host[-1], Finished)
+
+
+def test_bad_line_mid_way_is_reported_with_its_line_then_the_replay_ends(tmp_path):
+    path = write_session(tmp_path / "s", [1000.0 + n for n in range(4)])
+    lines = (path / "gpu.csv").read_text().splitlines(keepends=True)
+    lines[4] = lines[4].replace("NVIDIA H100", "NVIDIA H100", 1).replace(",40.0,", ",hot,", 1)
+    (path / "gpu.csv").write_text("".join(lines))
+    replay = SessionReplay(path, speed=1e6)  # head and tail are fine: accepted
+    events: list = []
+    run_collector(replay.gpu_collector(), events.append, threading.Event())
+    assert [type(e) for e in events] == [Sampled, Failed, Finished]
+    assert "gpu.csv, line 5: bad value 'hot' for temperature_c" in events[1].error.msg
+    with pytest.raises(SessionFormatError, match="line 5"):
+        SessionReplay(path, check_all=True)
+
+
+def test_bad_line_in_a_looping_replay_goes_on_with_the_next_lap(tmp_path):
+    path = write_session(tmp_path / "s", [1000.0, 1001.0, 1002.0], gpus=1)
+    lines = (path / "gpu.csv").read_text().splitlines(keepends=True)
+    lines[2] = lines[2].replace(",40.0,", ",hot,", 1)
+    (path / "gpu.csv").write_text("".join(lines))
+    replay = SessionReplay(path, speed=1e6, loop=True)
+    events: list = []
+    stop = threading.Event()
+
+    def emit(event):
+        events.append(event)
+        if len(events) >= 5:
+            stop.set()
+
+    run_collector(replay.gpu_collector(), emit, stop)
+    assert [type(e).__name__ for e in events] == [
+        "Sampled", "Failed", "Recovered", "Sampled", "Failed"]
+    assert events[0].sample.taken_at == 1000.0 and events[3].sample.taken_at == 1003.0
+
+
+def test_unusable_directory_fails_before_any_collector_runs():
+    with pytest.raises(SessionFormatError, match=r"meta\.json: missing"):
+        SessionReplay(SESSIONS / "no_meta")
+    with pytest.raises(SessionFormatError, match=r"gpu\.csv, line 1: missing required"):
+        SessionReplay(SESSIONS / "missing_column")
+    with pytest.raises(ValueError):
+        SessionReplay(SESSIONS / "handmade", speed=0)
+
+
+def test_truncated_session_warns_at_once_and_replays_up_to_the_cut():
+    clock = FakeClock()
+    replay = SessionReplay(SESSIONS / "truncated_last_line", speed=100.0, clock=clock,
+                           sleep=clock.sleep)
+    assert any("gpu.csv: dropped the last line" in w for w in replay.warnings)
+    shown = simulate([replay.gpu_collector()], clock)
+    assert [s[2] for s in shown] == [1764130000.0, 1764130001.0, 1764130002.0]
+
+
+def test_empty_session_finishes_at_once(tmp_path):
+    path = write_session(tmp_path / "s", [])
+    events: list = []
+    run_collector(SessionReplay(path).gpu_collector(), events.append, threading.Event())
+    assert [type(e) for e in events] == [Finished]
+
+
+def test_replay_streams_instead_of_loading_the_session(tmp_path):
+    path = write_session(tmp_path / "s", [1000.0 + n for n in range(3000)], gpus=8, procs=2)
+    clock = FakeClock()
+    collector = SessionReplay(path, speed=1e9, clock=clock, sleep=clock.sleep).gpu_collector()
+    tracemalloc.start()
+    try:
+        collector.open()
+        count = 0
+        while True:
+            try:
+                collector.sample()
+            except SourceExhausted:
+                break
+            count += 1
+        collector.close()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == 3000
+    # the 3000 ticks of 8 GPUs held at once take about 20 MB; streaming holds one or two
+    assert peak < 4_000_000
