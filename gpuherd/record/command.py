@@ -48,12 +48,22 @@ def _say(message: str) -> None:
 
 
 class _Signals:
-    """SIGINT, SIGTERM and SIGHUP while recording: counted, and handed to `on_signal`."""
+    """SIGINT, SIGTERM and SIGHUP from the start of a recording to the end of closing it.
 
-    def __init__(self, on_signal: Callable[[int], None]) -> None:
-        self._on_signal = on_signal
+    What a signal does depends on the phase: `on_signal` is swapped as the recording goes on
+    (forward to the command, stop recording, or only note it while the session is closed), so
+    a Ctrl-C can never leave a half-closed session behind. The default handlers come back for
+    the summary, which an interrupt may cut short (it leaves no partial file).
+    """
+
+    def __init__(self) -> None:
+        self.on_signal: Callable[[int], None] = self.note
         self._previous: dict[int, Any] = {}
-        self.received: list[str] = []
+        self.pending: list[int] = []
+
+    def note(self, signum: int) -> None:
+        """Keep the signal for later (while starting or closing)."""
+        self.pending.append(signum)
 
     def __enter__(self) -> _Signals:
         if threading.current_thread() is threading.main_thread():
@@ -64,14 +74,16 @@ class _Signals:
     def __exit__(self, *exc: object) -> None:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
+        self._previous.clear()
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self.received.append(signal.Signals(signum).name)
-        self._on_signal(signum)
+        self.on_signal(signum)
 
 
-def record_command(recording: Recording, argv: Sequence[str], deadline: float | None) -> int:
+def record_command(recording: Recording, argv: Sequence[str], deadline: float | None,
+                   signals: _Signals | None = None) -> int:
     """Run the command while recording; its exit status (126/127 when it cannot start)."""
+    signals = signals or _Signals()
     child = ChildCommand(argv, recording.command_log, on_log_error=lambda error: recording.event(
         "disk_full" if error.errno == 28 else "write_failed", file="command.log",
         msg=str(error)))
@@ -91,21 +103,11 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
         recording.event("signal", signal=signal.Signals(signum).name,
                         forwarded=signal.Signals(sent).name if sent else None)
 
-    warned = killed = False
-    with _Signals(forward):
-        while not done.wait(POLL_S):
-            if recording.error is not None and not warned:
-                warned = True
-                _say(f"{recording.error.msg} The command keeps running; waiting for it.")
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                if not killed:
-                    _say("--duration reached: stopping the command (SIGTERM)")
-                    forward(signal.SIGTERM)
-                    killed, deadline = True, now + KILL_GRACE_S
-                else:
-                    forward(signal.SIGKILL)
-                    deadline = None
+    signals.on_signal = forward
+    for signum in signals.pending:  # a Ctrl-C while the recording was starting
+        forward(signum)
+    signals.pending.clear()
+    _wait_for_command(recording, done, deadline, forward)
     code = child.wait()
     assert code is not None
     child.finish()
@@ -113,29 +115,56 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
     return code
 
 
-def record_until_stopped(recording: Recording, deadline: float | None) -> bool:
+def _wait_for_command(recording: Recording, done: threading.Event, deadline: float | None,
+                      forward: Callable[[int], None]) -> None:
+    warned = killed = False
+    while not done.wait(POLL_S):
+        if recording.error is not None and not warned:
+            warned = True
+            _say(f"{recording.error.msg} The command keeps running; waiting for it.")
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            if not killed:
+                _say("--duration reached: stopping the command (SIGTERM)")
+                forward(signal.SIGTERM)
+                killed, deadline = True, now + KILL_GRACE_S
+            else:
+                forward(signal.SIGKILL)
+                deadline = None
+
+
+def record_until_stopped(recording: Recording, deadline: float | None,
+                         signals: _Signals | None = None) -> bool:
     """Record until --duration, a stop signal or a write failure; True if recording failed."""
+    signals = signals or _Signals()
     stop = threading.Event()
 
     def on_signal(signum: int) -> None:
         recording.event("signal", signal=signal.Signals(signum).name, forwarded=None)
         stop.set()
 
-    with _Signals(on_signal):
-        while not stop.is_set() and recording.error is None:
-            wait = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
-            if wait <= 0:
-                break
-            stop.wait(wait)
+    signals.on_signal = on_signal
+    for signum in signals.pending:
+        on_signal(signum)
+    signals.pending.clear()
+    while not stop.is_set() and recording.error is None:
+        wait = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+        if wait <= 0:
+            break
+        stop.wait(wait)
     return recording.error is not None
 
 
-def finish(recording: Recording, code: int | None) -> int | None:
+def finish(recording: Recording, code: int | None, signals: _Signals | None = None) -> int | None:
     """Close the session and write the summary; the recording's exit status if it failed."""
     updates: dict[str, Any] = {}
     if code is not None:
         updates["exit_code"] = code
+    if signals is not None:
+        signals.on_signal = signals.note
     error = recording.stop(**updates)
+    if signals is not None:
+        signals.__exit__()
     for warning in recording.warnings:
         _say(warning)
     if error is not None:
@@ -165,22 +194,30 @@ def run(args: argparse.Namespace) -> int:
                                interval_s=float(getattr(args, "interval", 1.0) or 1.0),
                                peak_interval_s=float(getattr(args, "peak_interval", 0.02)))
     recording = Recording(Path(args.record), options)
-    try:
-        recording.start()
-    except GpuherdError as error:
-        _say(error.msg)
-        return EXIT_FAILED
+    with _Signals() as signals:
+        try:
+            recording.start()
+        except GpuherdError as error:
+            _say(error.msg)
+            return EXIT_FAILED
+        try:
+            _announce(recording, argv, args.duration if deadline_s else None)
+            deadline = None if deadline_s is None else time.monotonic() + deadline_s
+            if argv:
+                code = record_command(recording, argv, deadline, signals)
+                status = finish(recording, code, signals)
+                return code if code != 0 or status is None else status
+            failed = record_until_stopped(recording, deadline, signals)
+            status = finish(recording, None, signals)
+            return EXIT_FAILED if failed else (status or EXIT_OK)
+        finally:
+            recording.stop()  # after an unexpected error: still close the session
+
+
+def _announce(recording: Recording, argv: Sequence[str], duration: str | None) -> None:
     for warning in recording.writer.warnings if recording.writer else ():
         _say(warning)
     if recording.sampler is not None and recording.sampler.unavailable:
         _say(f"recording without GPU figures: {recording.sampler.unavailable}")
-    until = "the command ends" if argv else "Ctrl-C" if deadline_s is None else args.duration
+    until = "the command ends" if argv else duration or "Ctrl-C"
     _say(f"recording into {recording.directory} until {until}")
-    deadline = None if deadline_s is None else time.monotonic() + deadline_s
-    if argv:
-        code = record_command(recording, argv, deadline)
-        status = finish(recording, code)
-        return code if code != 0 or status is None else status
-    failed = record_until_stopped(recording, deadline)
-    status = finish(recording, None)
-    return EXIT_FAILED if failed else (status or EXIT_OK)

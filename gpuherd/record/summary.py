@@ -12,32 +12,24 @@ import numpy as np
 import pandas as pd
 
 from gpuherd.record.frames import SessionFrames, load_frames
+from gpuherd.record.stats import (
+    STAT_COLUMNS,
+    in_window,
+    stat_key,
+    stats_frame,
+    stats_records,
+)
+
+__all__ = ["STAT_COLUMNS", "Summary", "direction", "stat_key", "summarize", "summarize_frames"]
 
 GIB = float(1 << 30)
 SUMMARY_SCHEMA = 1
-STAT_COLUMNS = ("count", "mean", "min", "max", "p95", "unit")
 MAX_LISTED_FINDINGS = 50
 
 LOWER_IS_BETTER = ("loss", "perplexity", "ppl", "error", "err", "wer", "cer", "mae", "mse",
                    "rmse", "nll")
 HIGHER_IS_BETTER = ("acc", "map", "miou", "iou", "f1", "precision", "recall", "auc", "bleu",
                     "rouge", "dice", "top1", "top5", "score")
-
-# gpu.csv column -> (stat metric name, unit, scale)
-GPU_STATS = (
-    ("mem_used_bytes", "mem_used", "GiB", 1 / GIB),
-    ("mem_best", "mem_peak", "GiB", 1 / GIB),
-    ("util_gpu_pct", "util_gpu", "%", 1.0),
-    ("util_mem_pct", "util_mem", "%", 1.0),
-    ("temp_c", "temp", "C", 1.0),
-    ("power_w", "power", "W", 1.0),
-)
-HOST_STATS = (
-    ("cpu_pct", "cpu", "%", 1.0),
-    ("mem_used_bytes", "mem_used", "GiB", 1 / GIB),
-)
-METRIC_UNITS = {"throughput/it_s": "it/s", "throughput/samples_s": "samples/s",
-                "throughput/tokens_s": "tokens/s", "eta_s": "s"}
 
 
 @dataclass(frozen=True)
@@ -48,11 +40,6 @@ class Summary:
     stats: pd.DataFrame
     """One row per (scope, metric), index `'<scope>/<metric> (<unit>)'`, columns
     `count, mean, min, max, p95, unit`."""
-
-
-def stat_key(scope: str, metric: str, unit: str) -> str:
-    """The statistics row key, nvitop style: `gpu0/util_gpu (%)`; no parentheses when unitless."""
-    return f"{scope}/{metric} ({unit})" if unit else f"{scope}/{metric}"
 
 
 def direction(metric: str) -> str | None:
@@ -98,13 +85,6 @@ def _meta_num(meta: dict[str, Any], key: str) -> float | None:
     return float(value) if _is_num(value) else None
 
 
-def _in_window(frame: pd.DataFrame, window: dict[str, Any]) -> pd.DataFrame:
-    start, end = window["start"], window["end"]
-    if start is None or end is None:
-        return frame
-    return frame[(frame["t"] >= start) & (frame["t"] <= end)]
-
-
 def _gpu_frame(frames: SessionFrames) -> pd.DataFrame:
     gpu = frames.gpu
     gpu = gpu.assign(mem_best=np.fmax(gpu["mem_peak_bytes"], gpu["mem_used_bytes"]))
@@ -121,7 +101,7 @@ def gpu_summary(frames: SessionFrames, window: dict[str, Any]) -> list[dict[str,
     temp, power = by["temp_c"].max(), by["power_w"].max()
     valid = gpu[gpu["mem_best"].notna()]
     peak_rows = valid.loc[valid.groupby("gpu")["mem_best"].idxmax()].set_index("gpu")
-    busy = _in_window(gpu, window).groupby("gpu")["util_gpu_pct"]
+    busy = in_window(gpu, window).groupby("gpu")["util_gpu_pct"]
     mean, p95 = busy.mean(), busy.quantile(0.95)
     started = frames.meta.get("started_at")
     out = []
@@ -254,62 +234,6 @@ def lifecycle_summary(frames: SessionFrames) -> dict[str, Any]:
     return {"counts": counts, "notable": notable[:MAX_LISTED_FINDINGS]}
 
 
-def stats_frame(frames: SessionFrames, window: dict[str, Any]) -> pd.DataFrame:
-    """One row per (scope, metric) over the task window: count, mean, min, max, p95, unit."""
-    parts = [_grouped_stats(_in_window(_gpu_frame(frames), window), "gpu",
-                            lambda i: f"gpu{int(i)}", GPU_STATS)]
-    if frames.host is not None and not frames.host.empty:
-        host = _in_window(frames.host, window).assign(scope="host")
-        parts.append(_grouped_stats(host, "scope", str, HOST_STATS))
-    if frames.metrics is not None and not frames.metrics.empty:
-        parts.append(_metric_stats(frames.metrics))
-    parts = [p for p in parts if not p.empty]
-    if not parts:
-        return pd.DataFrame(columns=list(STAT_COLUMNS)).rename_axis("key")
-    return pd.concat(parts).rename_axis("key")
-
-
-def _grouped_stats(frame: pd.DataFrame, by: str, scope: Any,
-                   columns: tuple[tuple[str, str, str, float], ...]) -> pd.DataFrame:
-    """All `columns` of `frame` per `by` group in one groupby pass, one row per (group, column)."""
-    names = [c for c, _, _, _ in columns]
-    grouped = frame.groupby(by, observed=True)[names]
-    agg = grouped.agg(["count", "mean", "min", "max"])
-    p95 = grouped.quantile(0.95)
-    out = []
-    for column, metric, unit, scale in columns:
-        table = agg[column].copy()
-        table["p95"] = p95[column]
-        table = table[table["count"] > 0]
-        for col in ("mean", "min", "max", "p95"):
-            table[col] = table[col] * scale
-        table["unit"] = unit
-        table.index = [stat_key(scope(i), metric, unit) for i in table.index]
-        out.append(table)
-    return pd.concat(out) if out else pd.DataFrame()
-
-
-def _metric_stats(metrics: pd.DataFrame) -> pd.DataFrame:
-    finite = metrics[np.isfinite(metrics["value"])]
-    if finite.empty:
-        return pd.DataFrame()
-    grouped = finite.groupby(["task", "metric"], observed=True)["value"]
-    table = grouped.agg(["count", "mean", "min", "max"])
-    table["p95"] = grouped.quantile(0.95)
-    units = [METRIC_UNITS.get(str(m), "") for _, m in table.index]
-    table["unit"] = units
-    pairs = zip(table.index, units, strict=True)
-    table.index = [stat_key(str(t), str(m), u) for (t, m), u in pairs]
-    return table
-
-
-def _stats_records(stats: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{"key": key, "count": int(row["count"]), "mean": _round(row["mean"], 4),
-             "min": _round(row["min"], 4), "max": _round(row["max"], 4),
-             "p95": _round(row["p95"], 4), "unit": row["unit"]}
-            for key, row in stats.iterrows()]
-
-
 def _session(frames: SessionFrames, window: dict[str, Any]) -> dict[str, Any]:
     meta = frames.meta
     started, ended = _meta_num(meta, "started_at"), _meta_num(meta, "ended_at")
@@ -338,7 +262,7 @@ def summarize(directory: str | os.PathLike[str]) -> Summary:
 def summarize_frames(frames: SessionFrames) -> Summary:
     """Summarize already-loaded frames (the benchmark times loading and summarizing apart)."""
     window = _window(frames)
-    stats = stats_frame(frames, window)
+    stats = stats_frame(frames, _gpu_frame(frames), window)
     data = {
         "schema": SUMMARY_SCHEMA,
         "session": _session(frames, window),
@@ -347,7 +271,7 @@ def summarize_frames(frames: SessionFrames) -> Summary:
         "tasks": task_summary(frames),
         "findings": findings_summary(frames),
         "events": lifecycle_summary(frames),
-        "stats": _stats_records(stats),
+        "stats": stats_records(stats),
         "warnings": list(frames.warnings),
     }
     return Summary(data, stats)
