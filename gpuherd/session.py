@@ -245,7 +245,7 @@ class SessionWriter:
         """Flush, set `ended_at` (and `meta_updates`) in `meta.json`, close files, release the lock.
 
         After a write failure this still closes and releases, tries to note the failure in
-        `meta.json` (`write_error`), and raises nothing new.
+        `meta.json` (`write_error`, leaving `ended_at` null), and raises nothing new.
         """
         if self.closed:
             return
@@ -314,8 +314,8 @@ class SessionWriter:
         return self._failed
 
     def _note_failure(self, meta_updates: Mapping[str, Any]) -> None:
-        meta = {**self.meta, "ended_at": time.time(), **meta_updates,
-                "write_error": str(self._failed)}
+        # `ended_at` stays null: the session is incomplete, and readers tell it by that.
+        meta = {**self.meta, **meta_updates, "write_error": str(self._failed)}
         try:
             _write_json_atomically(self.directory / META_FILE, meta)
         except OSError:
