@@ -39,6 +39,7 @@ SCHEMA = 1
 
 META_FILE = "meta.json"
 EVENTS_FILE = "events.jsonl"
+MAX_CELL_CHARS = 1 << 24
 T = TypeVar("T")
 Row = tuple[int, list[str]]
 """A CSV record: its 1-based line number and its cells."""
@@ -51,7 +52,7 @@ def read_meta(directory: Path) -> dict[str, Any]:
         what = "no such directory" if not directory.exists() else "not a directory"
         raise SessionFormatError(f"{what}, so not a gpuherd session", str(directory))
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
     except FileNotFoundError:
         raise SessionFormatError(
             "missing: this is not a gpuherd session directory", str(path)
@@ -111,10 +112,14 @@ class CsvStream:
     """
 
     def __init__(self, path: Path, warnings: _Warnings) -> None:
+        if csv.field_size_limit() < MAX_CELL_CHARS:
+            # The default 128 KiB limit would turn a very long recorded command line into an
+            # "unreadable" session; the limit is process-wide and only ever raised here.
+            csv.field_size_limit(MAX_CELL_CHARS)
         self.path = path
         self._warnings = warnings
         self.ends_with_newline = _ends_with_newline(path)
-        self._file = path.open(newline="", encoding="utf-8", errors="replace")
+        self._file = path.open(newline="", encoding="utf-8-sig", errors="replace")
         self._reader = csv.reader(self._file)
         try:
             self.header: list[str] = next(self._reader)
@@ -318,7 +323,7 @@ class SessionReader:
         path = self.directory / EVENTS_FILE
         if not path.is_file():
             return
-        with path.open(encoding="utf-8", errors="replace") as f:
+        with path.open(encoding="utf-8-sig", errors="replace") as f:
             for number, line in enumerate(f, 1):
                 if not line.endswith("\n"):
                     self.warnings.add(f"{path}: dropped the last line, cut short "

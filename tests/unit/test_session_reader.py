@@ -139,3 +139,12 @@ def test_bad_json_line_in_the_middle_of_events(tmp_path):
     (tmp_path / "s" / "events.jsonl").write_text('{"kind": "a"}\nnot json\n{"kind": "b"}\n')
     with pytest.raises(SessionFormatError, match=r"events\.jsonl, line 2: not valid JSON"):
         list(load_session(tmp_path / "s").events())
+
+
+def test_files_saved_with_a_byte_order_mark_still_read(tmp_path):
+    # spreadsheets save UTF-8 CSV with a BOM; without care the first column is "\ufefft"
+    for name in ("meta.json", "gpu.csv", "events.jsonl"):
+        data = (SESSIONS / "handmade" / name).read_bytes()
+        (tmp_path / name).write_bytes(b"\xef\xbb\xbf" + data)
+    session = load_session(tmp_path)
+    assert len(list(session.gpu_ticks())) == 3 and len(list(session.events())) == 2

@@ -243,3 +243,12 @@ def test_write_error_on_dev_full(tmp_path):
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["write_error"] == info.value.msg and meta["exit_code"] == 1
     assert meta["ended_at"] is None  # incomplete
+
+
+def test_a_very_long_command_line_round_trips(tmp_path):
+    command = "python train.py " + "--flag=" + "x" * 300_000
+    sample = HostSample(1000.5, processes=(ProcessInfo(4242, "alice", command),))
+    with SessionWriter(tmp_path, META) as writer:
+        writer.write_host(sample)
+        writer.write_gpu_tick(tick(1001.0))
+    assert list(load_session(tmp_path).host_samples()) == [sample]
