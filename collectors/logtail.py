@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from collectors.base import CollectorError, CollectorUnavailable
+from collectors.base import CollectorError
 from collectors.logtail_digest import LineDigest
 from collectors.logtail_files import DocumentFollower, FileFollower
 from collectors.logtail_formats import LogFormats, RegistryFormats
@@ -86,10 +86,7 @@ class LogTailCollector:
     def open(self) -> None:
         """Pick the parsers, decide between watching and polling, and subscribe to wake-ups."""
         if self._formats is None:
-            try:
-                self._formats = RegistryFormats()
-            except ImportError as error:
-                raise CollectorUnavailable(f"log parsers are missing: {error}", "log") from error
+            self._formats = RegistryFormats()
         self._document = self._formats.document_format(self.path, self._forced_format)
         if self._document is not None:
             self._docs = DocumentFollower(self.path)

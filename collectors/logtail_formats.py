@@ -6,6 +6,8 @@ import os
 from collections.abc import Sequence
 from typing import Protocol
 
+from parsers import findings, registry
+from parsers.hf_trainer import parse_trainer_state
 from parsers.model import LogFinding, LogMetric
 
 
@@ -42,49 +44,31 @@ class LogFormats(Protocol):
 
 
 class RegistryFormats:
-    """The real formats: `parsers.registry` and `parsers.findings`."""
-
-    def __init__(self) -> None:
-        from parsers import findings, registry
-
-        self._registry = registry
-        self._scan_line = findings.scan_line
-        self._findings_from_metric = findings.findings_from_metric
+    """The real formats: `parsers.registry`, `parsers.hf_trainer` and `parsers.findings`."""
 
     def detect(self, lines: Sequence[str], path: str | None) -> str:
         """Delegate to `parsers.registry.detect_format`."""
-        return str(self._registry.detect_format(list(lines), path=path))
+        return registry.detect_format(lines, path=path)
 
     def make_parser(self, name: str) -> LineParser:
-        """Delegate to `parsers.registry.make_parser`."""
-        parser: LineParser = self._registry.make_parser(name)
-        return parser
+        """Delegate to `parsers.registry.make_parser` (`ValueError` for an unknown name)."""
+        return registry.make_parser(name)
 
     def document_format(self, path: str, forced: str | None) -> str | None:
-        """A forced document format, or the one whose file name `path` carries."""
-        documents = self._registry.DOCUMENT_FORMATS
+        """A forced document format, or the one the file name calls for."""
         if forced is not None:
-            return forced if forced in documents else None
-        if os.path.basename(path) == "trainer_state.json":
-            for name in documents:
-                if "trainer_state" in str(name):
-                    return str(name)
-        return None
+            return forced if forced in registry.DOCUMENT_FORMATS else None
+        name = registry.detect_format([], path=os.path.basename(path))
+        return name if name in registry.DOCUMENT_FORMATS else None
 
     def parse_document(self, name: str, text: str) -> list[LogMetric]:
-        """Delegate to `parsers.registry.parse_trainer_state`."""
-        return list(self._registry.parse_trainer_state(text))
+        """Delegate to `parsers.hf_trainer.parse_trainer_state`."""
+        return parse_trainer_state(text)
 
     def scan_line(self, line: str) -> LogFinding | None:
         """Delegate to `parsers.findings.scan_line`."""
-        finding: LogFinding | None = self._scan_line(line)
-        return finding
+        return findings.scan_line(line)
 
     def findings_from_metric(self, metric: LogMetric) -> Sequence[LogFinding]:
-        """Delegate to `parsers.findings.findings_from_metric` (one finding, several or none)."""
-        found = self._findings_from_metric(metric)
-        if found is None:
-            return ()
-        if isinstance(found, LogFinding):
-            return (found,)
-        return tuple(found)
+        """Delegate to `parsers.findings.findings_from_metric`."""
+        return findings.findings_from_metric(metric)

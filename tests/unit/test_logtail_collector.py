@@ -11,11 +11,10 @@ import pytest
 
 from collectors.base import CollectorError, CollectorUnavailable
 from collectors.logtail import LogTailCollector
-from tests.unit.test_logtail_standin import StandinFormats
+from tests.unit.test_logtail_harness import SpyFormats
 
 
 def make(path, **kw):
-    kw.setdefault("formats", StandinFormats())
     collector = LogTailCollector(str(path), poll=True, poll_interval_s=0.01, settle_s=0, **kw)
     collector.open()
     return collector
@@ -47,7 +46,7 @@ def lines(start, stop):
 
 
 def test_name_and_loop_interval(tmp_path):
-    c = LogTailCollector(str(tmp_path / "a.log"), formats=StandinFormats())
+    c = LogTailCollector(str(tmp_path / "a.log"))
     assert c.name == f"log:{tmp_path / 'a.log'}"
     assert c.interval_s == 0.0  # sample() does the waiting
 
@@ -60,7 +59,7 @@ def test_reads_existing_lines_then_appended_ones_with_line_numbers(tmp_path):
     assert steps(first) == [0, 1, 2, 3, 4]
     assert [n for b in first for n, _ in b.metrics] == [2, 3, 4, 5, 6]
     assert sum(b.lines_read for b in first) == 6
-    assert first[0].format == "kv" and first[0].generation == 1
+    assert first[0].format == "generic" and first[0].generation == 1
     append(log, lines(5, 8))
     assert steps(drain(c)) == [5, 6, 7]
     c.close()
@@ -96,10 +95,12 @@ def test_progress_bar_refreshes_are_one_line(tmp_path):
 
 
 def test_unparsable_values_are_counted(tmp_path):
-    log = tmp_path / "train.log"
-    append(log, lines(0, 2) + "step=2 loss=abc\n" + lines(3, 4))
+    log = tmp_path / "console.log"
+    append(log, "{'loss': '0.5', 'epoch': '1.0'}\n{'loss': 'abc', 'epoch': '1.5'}\n"
+                "{'loss': '0.25', 'epoch': '2.0'}\n")
     batches = drain(make(log))
-    assert steps(batches) == [0, 1, 3]
+    assert batches[0].format == "hf_trainer"
+    assert [m.epoch for b in batches for _, m in b.metrics] == [1.0, 2.0]
     assert sum(b.unparsed_lines for b in batches) == 1
 
 
@@ -156,16 +157,22 @@ def test_copytruncate_restarts_at_line_one(tmp_path):
     c.close()
 
 
+def csv_rows(start, stop, with_val=False):
+    return "".join(f"0,{i},{1 / (i + 1):.4f}" + (",0.5" if with_val else "") + "\n"
+                   for i in range(start, stop))
+
+
 def test_rewrite_that_outgrows_the_old_offset_is_noticed(tmp_path):
     log = tmp_path / "metrics.csv"
-    append(log, "epoch=0\n" + lines(0, 3))
+    append(log, "epoch,step,train_loss\n" + csv_rows(0, 3))
     c = make(log)
     got = drain(c)
-    # Lightning's CSVLogger rewrites the file with a new header when a new key appears.
-    append(log, "epoch=0,val=1\n" + lines(0, 6), mode="w")
+    # Lightning's CSVLogger rewrites the whole file under a new header when a new key appears.
+    append(log, "epoch,step,train_loss,val_loss\n" + csv_rows(0, 6, with_val=True), mode="w")
     got += drain(c)
     assert steps(got) == [0, 1, 2, 0, 1, 2, 3, 4, 5]
     assert [b.generation for b in got if b.truncated] == [2]
+    assert "val/loss" in [m for b in got for _, m in b.metrics][-1].as_dict()
     c.close()
 
 
@@ -244,7 +251,7 @@ def test_fifty_megabyte_line_is_skipped_with_bounded_memory(tmp_path):
 
 def test_format_is_detected_from_the_first_lines_and_again_after_rotation(tmp_path):
     log = tmp_path / "train.log"
-    formats = StandinFormats()
+    formats = SpyFormats()
     append(log, lines(0, 50))
     c = make(log, formats=formats)
     drain(c)
@@ -257,7 +264,7 @@ def test_format_is_detected_from_the_first_lines_and_again_after_rotation(tmp_pa
 
 
 def test_forced_unknown_format_is_unavailable(tmp_path):
-    c = LogTailCollector(str(tmp_path / "a.log"), format="nope", formats=StandinFormats())
+    c = LogTailCollector(str(tmp_path / "a.log"), format="nope")
     with pytest.raises(CollectorUnavailable, match="unknown log format 'nope'"):
         c.open()
     c.close()
@@ -266,8 +273,7 @@ def test_forced_unknown_format_is_unavailable(tmp_path):
 def test_network_filesystem_is_polled(tmp_path):
     mounts = tmp_path / "mounts"
     mounts.write_text(f"rootfs / ext4 rw 0 0\nserver:/x {tmp_path} nfs4 rw 0 0\n")
-    c = LogTailCollector(str(tmp_path / "a.log"), formats=StandinFormats(),
-                         mounts_path=str(mounts))
+    c = LogTailCollector(str(tmp_path / "a.log"), mounts_path=str(mounts))
     c.open()
     assert c.polling
     c.close()
@@ -289,7 +295,7 @@ def test_trainer_state_emits_only_new_history_entries(tmp_path):
     got = drain(c)
     assert steps(got) == [30, 40]
     assert [(n, f.kind) for b in got for n, f in b.findings] == [(5, "nan")]
-    assert math.isnan(got[0].metrics[-1][1].as_dict()["loss"])
+    assert math.isnan(got[0].metrics[-1][1].as_dict()["train/loss"])
     doc.write_text(trainer_state(1))  # a new run in the same directory
     got = drain(c)
     assert steps(got) == [0] and got[0].truncated and got[0].generation == 2

@@ -13,7 +13,7 @@ import pytest
 from collectors.base import CollectorError
 from collectors.logtail import LogTailCollector
 from collectors.logtail_waker import TailWaker
-from tests.unit.test_logtail_standin import StandinFormats, TailHarness
+from tests.unit.test_logtail_harness import TailHarness
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def waker():
 
 def tail(path, waker=None, **kw):
     kw.setdefault("poll_interval_s", 30.0)  # long: only a watchdog wake-up makes a test pass
-    return LogTailCollector(str(path), waker=waker, formats=StandinFormats(), **kw)
+    return LogTailCollector(str(path), waker=waker, **kw)
 
 
 def write(path, start, stop, mode="a"):
@@ -168,8 +168,7 @@ def _sample_as(uid, path, commands, results):
     """In a forked child that dropped root, sample `path` once per command byte."""
     os.setgid(uid)
     os.setuid(uid)
-    c = LogTailCollector(path, poll=True, poll_interval_s=0.01, settle_s=0,
-                         formats=StandinFormats())
+    c = LogTailCollector(path, poll=True, poll_interval_s=0.01, settle_s=0)
     c.open()
     while os.read(commands, 1):
         c.wake()
@@ -190,8 +189,7 @@ def test_permission_denied_is_reported_and_recovers():
     os.chmod(path, 0o000)
     try:
         if not root:
-            c = LogTailCollector(path, poll=True, poll_interval_s=0.01, settle_s=0,
-                                 formats=StandinFormats())
+            c = LogTailCollector(path, poll=True, poll_interval_s=0.01, settle_s=0)
             c.open()
             with pytest.raises(CollectorError, match="permission denied"):
                 c.sample()

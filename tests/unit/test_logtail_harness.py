@@ -1,71 +1,25 @@
-"""A small stand-in for `parsers/` and the shared harness of the log-tail tests.
-
-The stand-in keeps the tail tests independent of the exact metric names the real parsers pick:
-`step=N loss=X` lines become `train/loss` at step N; `value=bad` raises ValueError.
-"""
+"""The shared harness of the log-tail tests: a threaded loop runner and a detection spy."""
 
 from __future__ import annotations
 
-import json
-import math
-import os
 import queue
-import re
 import threading
 import time
 
 from collectors.base import Failed, Recovered, Sampled, Unavailable
+from collectors.logtail_formats import RegistryFormats
 from collectors.loop import run_collector
-from parsers.model import LogFinding, LogMetric
-
-_KV = re.compile(r"step=(\S+) loss=(\S+)")
 
 
-class StandinParser:
-    def __init__(self) -> None:
-        self.fed = 0
+class SpyFormats(RegistryFormats):
+    """The real formats, remembering what detection was shown."""
 
-    def feed(self, line: str) -> LogMetric | None:
-        self.fed += 1
-        match = _KV.search(line)
-        if match is None:
-            return None
-        return LogMetric((("train/loss", float(match.group(2))),), step=int(match.group(1)))
-
-    def reset(self) -> None:
-        self.fed = 0
-
-
-class StandinFormats:
     def __init__(self) -> None:
         self.detected: list[list[str]] = []
 
     def detect(self, lines, path):
         self.detected.append(list(lines))
-        return "kv"
-
-    def make_parser(self, name):
-        if name != "kv":
-            raise KeyError(name)
-        return StandinParser()
-
-    def document_format(self, path, forced):
-        if forced == "trainer_state" or os.path.basename(path) == "trainer_state.json":
-            return "trainer_state"
-        return None
-
-    def parse_document(self, name, text):
-        history = json.loads(text)["log_history"]
-        return [LogMetric(tuple((k, float(v)) for k, v in row.items() if k != "step"),
-                          step=row.get("step")) for row in history]
-
-    def scan_line(self, line):
-        if "out of memory" in line:
-            return LogFinding("oom", line)
-        return None
-
-    def findings_from_metric(self, metric):
-        return [LogFinding("nan", f"{k}={v}") for k, v in metric.values if math.isnan(v)]
+        return super().detect(lines, path)
 
 
 class TailHarness:
