@@ -7,6 +7,7 @@ import io
 import json
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -253,17 +254,26 @@ def _gpu_names(directory: Path, meta: dict[str, Any]) -> dict[int, tuple[str, st
 
 
 def load_frames(directory: str | os.PathLike[str]) -> SessionFrames:
-    """Read a session directory; raises `SessionError` or `SessionFormatError`."""
+    """Read a session directory; raises `SessionError` or `SessionFormatError`.
+
+    The CSV files are read on a small thread pool: pandas' C parser releases the GIL while it
+    tokenizes, so on a multi-core machine `gpu.csv` and `metrics.csv` parse side by side.
+    """
     root = Path(directory)
     meta = read_meta(root)
-    warnings: list[str] = []
-    gpu = read_csv(root / "gpu.csv", GPU_NUMERIC, required=("t", "gpu", "mem_used_bytes"),
-                   warnings=warnings)
+    notes: dict[str, list[str]] = {name: [] for name in ("gpu", "host", "metrics")}
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="summary-read") as pool:
+        gpu_job = pool.submit(read_csv, root / "gpu.csv", GPU_NUMERIC,
+                              required=("t", "gpu", "mem_used_bytes"), warnings=notes["gpu"])
+        host_job = pool.submit(read_csv, root / "host.csv", HOST_NUMERIC,
+                               warnings=notes["host"])
+        metrics_job = pool.submit(read_csv, root / "metrics.csv", METRICS_NUMERIC, METRICS_TEXT,
+                                  required=("t", "task", "metric", "value"),
+                                  warnings=notes["metrics"])
+        gpu, host, metrics = gpu_job.result(), host_job.result(), metrics_job.result()
+    warnings = [w for name in ("gpu", "host", "metrics") for w in notes[name]]
     if gpu is None:
         warnings.append("gpu.csv: missing; no GPU figures")
         gpu = pd.DataFrame({c: pd.Series(dtype="float64") for c in GPU_NUMERIC})
-    host = read_csv(root / "host.csv", HOST_NUMERIC, warnings=warnings)
-    metrics = read_csv(root / "metrics.csv", METRICS_NUMERIC, METRICS_TEXT,
-                       required=("t", "task", "metric", "value"), warnings=warnings)
     events = read_jsonl(root / "events.jsonl", warnings)
     return SessionFrames(root, meta, gpu, _gpu_names(root, meta), host, metrics, events, warnings)
