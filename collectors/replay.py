@@ -53,10 +53,10 @@ class ReplayCollector(Generic[T]):
     """
 
     def __init__(self, name: str, rows: Callable[[], Iterator[T]], timeline: _Timeline,
-                 loop: bool, sleep: Callable[[float], None]) -> None:
+                 loop: bool) -> None:
         self.name = name
         self.interval_s = 0.0
-        self._rows, self._timeline, self._loop, self._sleep = rows, timeline, loop, sleep
+        self._rows, self._timeline, self._loop = rows, timeline, loop
         self._it: Iterator[T] | None = None
         self._lap = 0
         self._pending: tuple[T, int] | None = None
@@ -70,24 +70,28 @@ class ReplayCollector(Generic[T]):
             raise CollectorUnavailable(self._broken.msg, title="Replay")
 
     def sample(self) -> T:
-        """Wait until the next recorded sample is due and return it."""
+        """Return the next recorded sample and set `interval_s` to the wait for the one after.
+
+        Never sleeps: all waiting happens in `run_collector`'s stoppable wait. A collector's
+        first sample is handed out when asked; every later one when it is due.
+        """
         now = self._timeline.clock()
         if self._broken is not None:
             error, self._broken = self._broken, None
-            self.interval_s = 0.0  # the next call sleeps until the next lap is due
+            self.interval_s = self._wait(self._pending, now)  # until the next lap, if looping
             raise CollectorError(error.msg, title="Replay")
         if self._pending is None:
             raise SourceExhausted(f"{self.name}: end of the recorded session")
         item, lap = self._pending
-        t = _taken_at(item)
-        wait = self._timeline.due(t, lap) - now
-        if wait > 0:
-            self._sleep(wait)  # only before the first sample, when host and GPU start apart
+        self._timeline.due(_taken_at(item), lap)  # the first call of all starts the clock
         self._pending = self._advance()
-        nxt = self._pending
-        self.interval_s = 0.0 if nxt is None else max(
-            0.0, self._timeline.due(_taken_at(nxt[0]), nxt[1]) - now)
+        self.interval_s = self._wait(self._pending, now)
         return _shifted(item, lap * self._timeline.span_s)
+
+    def _wait(self, pending: tuple[T, int] | None, now: float) -> float:
+        if pending is None:
+            return 0.0
+        return max(0.0, self._timeline.due(_taken_at(pending[0]), pending[1]) - now)
 
     def close(self) -> None:
         """Close the files being read."""
@@ -132,8 +136,8 @@ class SessionReplay:
     """
 
     def __init__(self, directory: str | os.PathLike[str], speed: float = 1.0, loop: bool = False,
-                 *, check_all: bool = False, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 *, check_all: bool = False,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
         self.session = SessionReader(directory)
@@ -142,7 +146,7 @@ class SessionReplay:
         first, last = self.session.time_span()
         step = self.session.meta.get("interval_s") or 1.0
         self._timeline = _Timeline(first, last - first + step, speed, clock)
-        self._loop, self._sleep = loop, sleep
+        self._loop = loop
 
     @property
     def warnings(self) -> list[str]:
@@ -151,15 +155,14 @@ class SessionReplay:
 
     def gpu_collector(self) -> ReplayCollector[GpuTick]:
         """A collector of the recorded `GpuTick`s."""
-        return ReplayCollector("replay:gpu", self.session.gpu_ticks, self._timeline,
-                               self._loop, self._sleep)
+        return ReplayCollector("replay:gpu", self.session.gpu_ticks, self._timeline, self._loop)
 
     def host_collector(self) -> ReplayCollector[HostSample] | None:
         """A collector of the recorded `HostSample`s; `None` when there is no `host.csv`."""
         if HOST_FILE not in self.session.headers:
             return None
         return ReplayCollector("replay:host", self.session.host_samples, self._timeline,
-                               self._loop, self._sleep)
+                               self._loop)
 
     def collectors(self) -> list[ReplayCollector[Any]]:
         """Every collector this session can drive: GPU, and host when recorded."""

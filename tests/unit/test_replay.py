@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.base import Failed, Finished, Sampled, SourceExhausted
+from collectors.base import CollectorError, Failed, Finished, Sampled, SourceExhausted
 from collectors.loop import run_collector
 from collectors.replay import SessionFormatError, SessionReplay
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample
@@ -49,9 +49,6 @@ class FakeClock:
     def __call__(self) -> float:
         return self.now
 
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
 
 def simulate(collectors, clock: FakeClock, limit: int = 100):
     """Drive collectors exactly as `run_collector` schedules them, on one fake clock.
@@ -81,10 +78,11 @@ def simulate(collectors, clock: FakeClock, limit: int = 100):
 def test_gpu_and_host_keep_recorded_timing_on_a_shared_clock(tmp_path):
     path = write_session(tmp_path / "s", [1000.0, 1001.0, 1002.0, 1003.0], [1000.4, 1002.4])
     clock = FakeClock()
-    replay = SessionReplay(path, speed=2.0, clock=clock, sleep=clock.sleep)
+    replay = SessionReplay(path, speed=2.0, clock=clock)
     shown = simulate(replay.collectors(), clock)
+    # each collector's first sample comes at once; every later one at its recorded offset
     assert shown == [
-        (0.0, "replay:gpu", 1000.0), (0.2, "replay:host", 1000.4), (0.5, "replay:gpu", 1001.0),
+        (0.0, "replay:gpu", 1000.0), (0.0, "replay:host", 1000.4), (0.5, "replay:gpu", 1001.0),
         (1.0, "replay:gpu", 1002.0), (1.2, "replay:host", 1002.4), (1.5, "replay:gpu", 1003.0),
     ]
 
@@ -92,7 +90,7 @@ def test_gpu_and_host_keep_recorded_timing_on_a_shared_clock(tmp_path):
 def test_loop_starts_again_with_time_moving_on(tmp_path):
     path = write_session(tmp_path / "s", [1000.0, 1001.0, 1002.0])
     clock = FakeClock()
-    replay = SessionReplay(path, loop=True, clock=clock, sleep=clock.sleep)
+    replay = SessionReplay(path, loop=True, clock=clock)
     assert replay.host_collector() is None
     shown = simulate([replay.gpu_collector()], clock, limit=7)
     assert [s[2] for s in shown] == [1000.0 + n for n in range(7)]
@@ -154,6 +152,26 @@ def test_bad_line_in_a_looping_replay_goes_on_with_the_next_lap(tmp_path):
     assert events[0].sample.taken_at == 1000.0 and events[3].sample.taken_at == 1003.0
 
 
+def test_after_a_bad_line_a_looping_replay_waits_for_the_next_lap(tmp_path):
+    path = write_session(tmp_path / "s", [1000.0, 1001.0, 1002.0, 1003.0], gpus=1)
+    lines = (path / "gpu.csv").read_text().splitlines(keepends=True)
+    lines[3] = lines[3].replace(",40.0,", ",hot,", 1)
+    (path / "gpu.csv").write_text("".join(lines))
+    clock = FakeClock()
+    collector = SessionReplay(path, loop=True, clock=clock).gpu_collector()
+    collector.open()
+    assert collector.sample().taken_at == 1000.0 and collector.interval_s == 1.0
+    clock.now = 1.0
+    assert collector.sample().taken_at == 1001.0
+    clock.now = 2.0
+    with pytest.raises(CollectorError, match="line 4"):
+        collector.sample()
+    assert collector.interval_s == 2.0  # the lap is 4 s long; the next starts at 4.0
+    clock.now = 4.0
+    assert collector.sample().taken_at == 1004.0
+    collector.close()
+
+
 def test_unusable_directory_fails_before_any_collector_runs():
     with pytest.raises(SessionFormatError, match=r"meta\.json: missing"):
         SessionReplay(SESSIONS / "no_meta")
@@ -165,8 +183,7 @@ def test_unusable_directory_fails_before_any_collector_runs():
 
 def test_truncated_session_warns_at_once_and_replays_up_to_the_cut():
     clock = FakeClock()
-    replay = SessionReplay(SESSIONS / "truncated_last_line", speed=100.0, clock=clock,
-                           sleep=clock.sleep)
+    replay = SessionReplay(SESSIONS / "truncated_last_line", speed=100.0, clock=clock)
     assert any("gpu.csv: dropped the last line" in w for w in replay.warnings)
     shown = simulate([replay.gpu_collector()], clock)
     assert [s[2] for s in shown] == [1764130000.0, 1764130001.0, 1764130002.0]
@@ -182,7 +199,7 @@ def test_empty_session_finishes_at_once(tmp_path):
 def test_replay_streams_instead_of_loading_the_session(tmp_path):
     path = write_session(tmp_path / "s", [1000.0 + n for n in range(3000)], gpus=8, procs=2)
     clock = FakeClock()
-    collector = SessionReplay(path, speed=1e9, clock=clock, sleep=clock.sleep).gpu_collector()
+    collector = SessionReplay(path, speed=1e9, clock=clock).gpu_collector()
     tracemalloc.start()
     try:
         collector.open()
