@@ -1,0 +1,188 @@
+"""Find the training logs to follow: `--log` paths and globs, and run files under `--watch`."""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+IGNORED_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env"})
+"""Directories never entered (besides every hidden one: `.git`, `.venv`, `.cache`, ...)."""
+IGNORED_FILES = frozenset({"debug.log", "debug-internal.log"})
+"""Log-named files that are not training output (wandb's own logs)."""
+RUN_FILES = (
+    ("lightning_csv", "*/version_*/metrics.csv"),
+    ("trainer_state", "*/trainer_state.json"),
+    ("mmengine_json", "*/vis_data/scalars.json"),
+    ("jsonl", "*.jsonl"),
+    ("log", "*.log"),
+)
+"""(kind, pattern on the `/`-joined path) of the files `--watch` follows, first match wins."""
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveredLog:
+    """One followed source: one task."""
+
+    task_id: str
+    """The absolute path to follow; for Hugging Face checkpoints the pattern
+    `<output_dir>/checkpoint-*/trainer_state.json`, whose newest match is followed."""
+    kind: str
+    """`given` for a `--log` argument, else the kind of run file (`lightning_csv`, ...)."""
+    source: str
+    """The `--log` argument or `--watch` directory that found it."""
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveredLogs:
+    """One discovery scan: every task found, and what changed since the previous scan."""
+
+    taken_at: float
+    logs: tuple[DiscoveredLog, ...]
+    added: tuple[DiscoveredLog, ...] = ()
+    removed: tuple[str, ...] = ()
+    """Task ids found before and gone now (their run directory was deleted)."""
+    incomplete: bool = False
+    """The walk stopped at its entry limit; some runs may be missing."""
+
+
+class LogDiscovery:
+    """Expands `--log` arguments and walks `--watch` directories, again on every `scan()`.
+
+    A `--log` path that does not exist yet is returned as it is (its tail waits for it); a
+    `--log` glob is kept and expanded again on every scan, so files that match later are found.
+    Under `--watch`, the walk is bounded in depth and in entries, skips hidden and dependency
+    directories and does not follow directory symlinks.
+    """
+
+    def __init__(
+        self,
+        logs: Sequence[str] = (),
+        watch: Sequence[str] = (),
+        *,
+        max_depth: int = 5,
+        max_entries: int = 50_000,
+        max_age_s: float | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.logs = [os.path.abspath(os.path.expanduser(p)) for p in logs]
+        self.watch = [os.path.abspath(os.path.expanduser(d)) for d in watch]
+        self.max_depth = max_depth
+        self.max_entries = max_entries
+        self.max_age_s = max_age_s
+        self._clock = clock
+        self.incomplete = False
+        """Whether the last scan stopped at `max_entries`."""
+
+    def scan(self) -> tuple[DiscoveredLog, ...]:
+        """Every task now: `--log` ones first, then discovered ones, each once, in stable order."""
+        found: dict[str, DiscoveredLog] = {}
+        for given in self.logs:
+            for path in self._expand(given):
+                found.setdefault(path, DiscoveredLog(path, "given", given))
+        self.incomplete = False
+        for root in self.watch:
+            for log in sorted(self._walk(root), key=lambda item: item.task_id):
+                found.setdefault(log.task_id, log)
+        return tuple(found.values())
+
+    def _expand(self, given: str) -> list[str]:
+        if not glob.has_magic(given):
+            return [given]
+        return sorted(p for p in glob.glob(given, recursive=True) if os.path.isfile(p))
+
+    def _walk(self, root: str) -> Iterator[DiscoveredLog]:
+        checkpoints: set[str] = set()
+        for path, kind in self._files(root):
+            parent = os.path.dirname(path)
+            if kind == "trainer_state" and fnmatch.fnmatch(os.path.basename(parent),
+                                                           "checkpoint-*"):
+                output_dir = os.path.dirname(parent)
+                if output_dir not in checkpoints:
+                    checkpoints.add(output_dir)
+                    pattern = os.path.join(output_dir, "checkpoint-*", "trainer_state.json")
+                    yield DiscoveredLog(pattern, kind, root)
+                continue
+            yield DiscoveredLog(path, kind, root)
+
+    def _files(self, root: str) -> Iterator[tuple[str, str]]:
+        """(path, kind) of run files under `root`, breadth first."""
+        now = self._clock()
+        seen = 0
+        level = [root]
+        for _depth in range(self.max_depth + 1):
+            deeper: list[str] = []
+            for directory in level:
+                try:
+                    entries = list(os.scandir(directory))
+                except OSError:
+                    continue  # vanished or unreadable: skipped until a later scan
+                for entry in entries:
+                    seen += 1
+                    if seen > self.max_entries:
+                        self.incomplete = True
+                        return
+                    found = self._classify(entry, now)
+                    if found == "dir":
+                        deeper.append(entry.path)
+                    elif found is not None:
+                        yield entry.path, found
+            level = deeper
+
+    def _classify(self, entry: os.DirEntry[str], now: float) -> str | None:
+        name = entry.name
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                skip = name.startswith(".") or name in IGNORED_DIRS
+                return None if skip else "dir"
+            if not entry.is_file() or name in IGNORED_FILES or name.startswith("."):
+                return None
+            kind = run_file_kind(entry.path)
+            if kind is not None and self.max_age_s is not None:
+                if now - entry.stat().st_mtime > self.max_age_s:
+                    return None
+        except OSError:
+            return None
+        return kind
+
+
+def run_file_kind(path: str) -> str | None:
+    """The kind of training-run file `path` is (see `RUN_FILES`), or `None`."""
+    unixy = "/" + path.replace(os.sep, "/").lstrip("/")
+    for kind, pattern in RUN_FILES:
+        if fnmatch.fnmatchcase(unixy, pattern):
+            return kind
+    return None
+
+
+class DiscoveryCollector:
+    """Runs a `LogDiscovery` every `interval_s` in the collector loop; samples `DiscoveredLogs`.
+
+    The owner starts a `LogTailCollector` for each id in `added`.
+    """
+
+    def __init__(self, discovery: LogDiscovery, interval_s: float = 10.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.name = "discovery"
+        self.interval_s = interval_s
+        self._discovery = discovery
+        self._clock = clock
+        self._previous: dict[str, DiscoveredLog] = {}
+
+    def open(self) -> None:
+        """Nothing to acquire."""
+
+    def sample(self) -> DiscoveredLogs:
+        """Scan once and say what is new and what is gone."""
+        logs = self._discovery.scan()
+        current = {log.task_id: log for log in logs}
+        added = tuple(log for tid, log in current.items() if tid not in self._previous)
+        removed = tuple(tid for tid in self._previous if tid not in current)
+        self._previous = current
+        return DiscoveredLogs(self._clock(), logs, added, removed, self._discovery.incomplete)
+
+    def close(self) -> None:
+        """Nothing to release."""
