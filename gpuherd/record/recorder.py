@@ -100,19 +100,22 @@ class Recorder:
         """Whether every collector thread has ended (finite sources ran out, or all failed)."""
         return all(not t.is_alive() for t in self._threads)
 
-    def shutdown(self, timeout_s: float = 5.0) -> None:
+    def shutdown(self, timeout_s: float = 5.0, writer_timeout_s: float = 60.0) -> bool:
         """Stop the collectors, write what they produced, and stop the writer thread.
 
-        The writer itself is left open: the caller closes it with the final metadata. A
-        collector stuck in a blocking call is abandoned after `timeout_s` (its thread is a
-        daemon); whatever it emits later is not written.
+        The writer itself is left open: the caller closes it with the final metadata, and may
+        do so only when this returns True (the writer thread has ended; otherwise it is still
+        busy, for example stuck in an fsync on a hung network filesystem). A collector stuck in
+        a blocking call is abandoned after `timeout_s` (its thread is a daemon); whatever it
+        emits later is not written.
         """
         self.stop_event.set()
         for thread in self._threads:
             thread.join(timeout_s)
         self._queue.put(_STOP)
         if self._writer_thread.is_alive():
-            self._writer_thread.join(timeout_s)
+            self._writer_thread.join(writer_timeout_s)
+        return not self._writer_thread.is_alive()
 
     def _collect(self, collector: Collector[Any]) -> None:
         try:

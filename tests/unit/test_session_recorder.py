@@ -74,7 +74,7 @@ def record(path: Path, collectors, **options) -> Recorder:
     deadline = time.monotonic() + 10
     while not recorder.collectors_done() and time.monotonic() < deadline:
         time.sleep(0.01)
-    recorder.shutdown()
+    assert recorder.shutdown()
     writer.close()
     return recorder
 
