@@ -1,4 +1,4 @@
-"""The command line in a subprocess: headless paths stay free of Textual, bad input exits cleanly."""
+"""The command line in a subprocess: headless paths skip Textual, bad input exits cleanly."""
 
 from __future__ import annotations
 

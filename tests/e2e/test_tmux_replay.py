@@ -1,0 +1,118 @@
+"""`gpuherd --replay` in a real tmux pane: keys in, `capture-pane` text out."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SESSION = REPO / "tests" / "data" / "sessions" / "e2e"
+
+pytestmark = [
+    pytest.mark.tmux,
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+
+class Pane:
+    """One tmux pane on a private tmux server (its own socket), so no user session is touched."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        # -u: UTF-8 even when the test runs under the C locale (CI), or "°" and bars turn to "_".
+        out = subprocess.run(["tmux", "-u", "-L", self.socket, *args], capture_output=True,
+                             text=True, encoding="utf-8", timeout=10)
+        return out.stdout
+
+    def start(self, command: str, width: int, height: int) -> None:
+        self.tmux("new-session", "-d", "-s", "e2e", "-x", str(width), "-y", str(height),
+                  command)
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            self.tmux("send-keys", "-t", "e2e", key)
+            time.sleep(0.15)
+
+    def text(self, *args: str) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "e2e", *args)
+
+    def wait_for(self, check: Callable[[str], bool], timeout_s: float = 15.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        screen = self.text()
+        while not check(screen):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"screen never matched; last screen:\n{screen}")
+            time.sleep(0.1)
+            screen = self.text()
+        return screen
+
+
+@pytest.fixture
+def pane() -> Iterator[Pane]:
+    pane = Pane(f"gpuherd-e2e-{os.getpid()}")
+    yield pane
+    pane.tmux("kill-server")
+
+
+def start_replay(pane: Pane, *extra: str, width: int = 160, height: int = 50) -> None:
+    argv = [sys.executable, "-m", "gpuherd", "--replay", str(SESSION), *extra]
+    # The shell prints the exit status after gpuherd returns, then keeps the pane open to read.
+    command = f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; sleep 30"
+    pane.start(command, width, height)
+
+
+def test_replay_shows_the_session_and_answers_keys(pane: Pane) -> None:
+    start_replay(pane, "--speed", "2")
+    screen = pane.wait_for(lambda s: "NVIDIA H100 80GB HBM3" in s and "carol" in s)
+    assert "NVIDIA A100-SXM4-40GB" in screen
+    assert "REPLAY" in screen and "e2e-box" in screen and "x2" in screen
+    assert "/ 79.6 GiB" in screen and "3.5 / 40.0 GiB" in screen  # VRAM of both GPUs
+    assert "55 / 400 W" in screen and "34°C" in screen  # GPU 1 is constant in the fixture
+    assert "31337" in screen and "python train_e2e.py --epochs 3" in screen
+    assert "4711" in screen and "torchrun ddp_job.py" in screen and "2:00:" in screen
+    assert "200.0 / 1024.0 GiB" in screen  # host RAM
+
+    pane.keys("?")
+    pane.wait_for(lambda s: "gpuherd keys" in s and "cycle the process sort" in s)
+    pane.keys("Escape")
+    pane.wait_for(lambda s: "gpuherd keys" not in s)
+
+    pane.keys("s")
+    pane.wait_for(lambda s: "sort: CPU %" in s)
+
+    pane.keys("/", "d", "a", "v", "e")
+    screen = pane.wait_for(lambda s: "filter: 'dave'" in s)
+    assert "torchrun ddp_job.py" in screen and "train_e2e.py" not in screen
+    pane.keys("Enter", "Escape")
+    pane.wait_for(lambda s: "train_e2e.py" in s and "filter:" not in s)
+
+    pane.keys("q")
+    screen = pane.wait_for(lambda s: "GPUHERD_EXIT=" in s)
+    assert "GPUHERD_EXIT=0" in screen and "Traceback" not in screen
+
+
+def test_replay_runs_to_the_end_and_survives_a_small_terminal(pane: Pane) -> None:
+    start_replay(pane, "--speed", "8", width=80, height=24)
+    pane.wait_for(lambda s: "NVIDIA H100 80GB HBM3" in s and "carol" in s)
+    pane.tmux("resize-window", "-t", "e2e", "-x", "60", "-y", "20")
+    screen = pane.wait_for(lambda s: "replay finished" in s or "REPLAY" in s)
+    pane.wait_for(lambda s: len(s.splitlines()[0]) <= 60 and "NVIDIA H100" in s)
+    pane.tmux("resize-window", "-t", "e2e", "-x", "160", "-y", "50")
+    screen = pane.wait_for(lambda s: "replay finished" in s, timeout_s=20)
+    assert "Traceback" not in screen
+    # The last recorded row stays on screen after the end: GPU 0 drew 349 W at t0+39.
+    assert "349 / 700 W" in screen
+    pane.keys("q")
+    screen = pane.wait_for(lambda s: "GPUHERD_EXIT=" in s)
+    assert "GPUHERD_EXIT=0" in screen
