@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import threading
 import time
-
-import pytest
 
 from collectors.base import Failed, Recovered, Unavailable
 from collectors.nvml import NvmlMemoryProbe, ProcessEntry
@@ -212,5 +209,15 @@ def test_process_entries_from_the_fake_reach_attribution() -> None:
     assert (peak.method, peak.peak_bytes) == (PER_PROCESS, 4 * GIB)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_sleeping_stop_is_noticed_after_the_current_sleep() -> None:
+    from gpuherd.record.peaks import SleepingStop
+
+    stop = SleepingStop()
+    began = time.monotonic()
+    assert stop.wait(0.05) is False
+    assert time.monotonic() - began >= 0.05
+    threading.Timer(0.05, stop.set).start()
+    assert stop.wait() is True  # no timeout: returns as soon as it is set
+    assert stop.wait(10) is True and time.monotonic() - began < 5
