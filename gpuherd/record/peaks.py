@@ -181,8 +181,10 @@ class PeakTracker:
                           memory_used_bytes=pending[d.index].last)
                 for d in last.devices if d.index in pending)
             taken_at = max(g.last_at or last.taken_at for g in pending.values())
-        return GpuTick(max(taken_at, last.taken_at), devices, last.driver_version,
-                       last.nvml_version, last.cuda_driver_version)
+        # Rows with the same `t` form one tick: never reuse the last row's time.
+        taken_at = taken_at if taken_at > last.taken_at else last.taken_at + 0.001
+        return GpuTick(taken_at, devices, last.driver_version, last.nvml_version,
+                       last.cuda_driver_version)
 
     def start_run(self, root_pid: int, tree: ProcessTree | None = None) -> None:
         """The recorded command started as `root_pid`: fix the baseline and begin attribution."""

@@ -221,3 +221,17 @@ def test_sleeping_stop_is_noticed_after_the_current_sleep() -> None:
     threading.Timer(0.05, stop.set).start()
     assert stop.wait() is True  # no timeout: returns as soon as it is set
     assert stop.wait(10) is True and time.monotonic() - began < 5
+
+
+def test_final_tick_carries_pending_peaks_after_the_last_row() -> None:
+    tracker = PeakTracker()
+    assert tracker.final_tick() is None  # no row yet: nothing to base it on
+    tracker.observe([GIB, 2 * GIB], taken_at=0.5)
+    tracker.take(tick(1.0, GIB, 2 * GIB))
+    assert tracker.final_tick() is None  # nothing read since the last row
+    tracker.observe([9 * GIB, None], taken_at=1.4)
+    tracker.observe([3 * GIB, None], taken_at=1.6)
+    final = tracker.final_tick()
+    assert final is not None and final.taken_at == 1.6
+    assert [(d.index, d.memory_used_bytes) for d in final.devices] == [(0, 3 * GIB)]
+    assert tracker.take(final) == {"GPU-0": 9 * GIB}
