@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 from parsers.keyvalue import ITER_TIME_KEYS, SKIP_KEYS, record_to_metric
 from parsers.model import LogMetric
-from parsers.text import metric_name, normalise_line, parse_duration, parse_number
+from parsers.text import (
+    local_timestamp,
+    metric_name,
+    normalise_line,
+    parse_duration,
+    parse_number,
+)
 
 _MM_LINE = re.compile(
     r"(?:(?P<date>\d{4}/\d\d/\d\d \d\d:\d\d:\d\d)|\d\d/\d\d \d\d:\d\d:\d\d) - \S+ - \w+ - "
@@ -44,7 +49,7 @@ def parse_mmengine_line(line: str) -> LogMetric | None:
         step = int(match["a"])
     taken_at = None
     if match["date"]:
-        taken_at = time.mktime(time.strptime(match["date"], "%Y/%m/%d %H:%M:%S"))
+        taken_at = local_timestamp(match["date"][:10], match["date"][11:])
     return LogMetric(values=tuple(values), step=step, epoch=epoch, taken_at=taken_at)
 
 

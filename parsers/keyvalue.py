@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 
 from parsers.model import LogMetric
-from parsers.text import metric_name, normalise_line, parse_duration, parse_number
+from parsers.text import (
+    local_timestamp,
+    metric_name,
+    normalise_line,
+    parse_duration,
+    parse_number,
+)
 
 _NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)"
 _PAIR = re.compile(
@@ -35,7 +40,9 @@ def parse_generic_line(line: str) -> LogMetric | None:
     line = normalise_line(line)
     if ":" not in line and "=" not in line:
         return None
-    pairs = _PAIR.findall(line)
+    # a pair ends within a few characters of its separator: skip a long tail with none
+    end = max(line.rfind("="), line.rfind(":")) + 64
+    pairs = _PAIR.findall(line, 0, end)
     if not pairs:
         return None
     metric = pairs_to_metric(pairs, taken_at=_timestamp(line))
@@ -78,12 +85,10 @@ def _timestamp(line: str) -> float | None:
     match = _ISO_TS.match(line)
     if match is None:
         return None
-    try:
-        parsed = time.strptime(f"{match[1]} {match[2]}", "%Y-%m-%d %H:%M:%S")
-    except ValueError:
+    seconds = local_timestamp(match[1], match[2])
+    if seconds is None:
         return None
-    fraction = float("0." + match[3]) if match[3] else 0.0
-    return time.mktime(parsed) + fraction
+    return seconds + float("0." + match[3]) if match[3] else seconds
 
 
 def parse_jsonl_line(line: str) -> LogMetric | None:
