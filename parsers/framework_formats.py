@@ -15,30 +15,33 @@ from parsers.text import (
     parse_number,
 )
 
+# mmengine: `2024/05/02 10:00:00 - mmengine - INFO - Epoch(train) [2][15/20]  lr: ...`
+# mmcv 1.x: `2024-05-02 10:00:00,189 - mmseg - INFO - Epoch [3][4/8]\tlr: 5.000e-02, eta: ...`
 _MM_LINE = re.compile(
-    r"(?:(?P<date>\d{4}/\d\d/\d\d \d\d:\d\d:\d\d)|\d\d/\d\d \d\d:\d\d:\d\d) - \S+ - \w+ - "
-    r"(?P<kind>Epoch|Iter)\((?P<mode>\w+)\)\s+\[\s*(?P<a>\d+)(?:/\d+)?\]"
-    r"(?:\[\s*(?P<b>\d+)/\d+\])?\s+(?P<rest>.*)"
+    r"(?:(?P<date>\d{4}[/-]\d\d[/-]\d\d) (?P<clock>\d\d:\d\d:\d\d)|\d\d/\d\d \d\d:\d\d:\d\d)"
+    r"(?:,\d+)? - \S+ - \w+ - (?P<kind>Epoch|Iter)(?:\((?P<mode>\w+)\))?\s*"
+    r"\[\s*(?P<a>\d+)(?:/\d+)?\](?:\[\s*(?P<b>\d+)(?:/\d+)?\])?\s+(?P<rest>.*)"
 )
-_PAIR = re.compile(r"(\S+): (\S+)")
+_PAIR = re.compile(r"(\S+): ([^\s,]+)")
 
 
 def parse_mmengine_line(line: str) -> LogMetric | None:
     """Parse an mmengine `LoggerHook` line such as `Epoch(train) [2][15/20]  lr: ...  loss: ...`.
 
-    A full `YYYY/MM/DD hh:mm:ss` stamp (the log file) becomes `taken_at`, read as local time;
-    the console's `MM/DD hh:mm:ss` has no year and gives none.
+    Also reads the mmcv 1.x text log of mmdetection 2 / mmsegmentation 0.x
+    (`Epoch [3][4/8]<TAB>lr: ..., loss: ...`). A full date stamp (the log file) becomes `taken_at`,
+    read as local time; the mmengine console's `MM/DD hh:mm:ss` has no year and gives none.
 
     Raises:
         ValueError: a value that is not a number.
     """
     line = normalise_line(line)
-    if " - mmengine - " not in line and "(train)" not in line and "(val)" not in line:
+    if "Epoch" not in line and "Iter" not in line:
         return None
     match = _MM_LINE.search(line)
     if match is None:
         return None
-    split = "train" if match["mode"] == "train" else "val"
+    split = "train" if match["mode"] in ("train", None) else "val"
     values = _pairs(match["rest"], split)
     if not values:
         return None
@@ -49,7 +52,7 @@ def parse_mmengine_line(line: str) -> LogMetric | None:
         step = int(match["a"])
     taken_at = None
     if match["date"]:
-        taken_at = local_timestamp(match["date"][:10], match["date"][11:])
+        taken_at = local_timestamp(match["date"], match["clock"])
     return LogMetric(values=tuple(values), step=step, epoch=epoch, taken_at=taken_at)
 
 
@@ -99,6 +102,8 @@ class MmengineJsonParser:
             return None
         mode = record.pop("mode", None)
         is_train = mode == "train" if mode is not None else "lr" in record
+        if mode is not None and "epoch" in record:
+            record.pop("iter", None)  # mmcv 1.x epoch runners count `iter` within the epoch
         metric = record_to_metric(record, "train" if is_train else "val", iter_time=True)
         if metric is None:
             return None

@@ -59,15 +59,17 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
     (
         "mmengine_json",
         lambda lines, name: (
-            _json_keys("step")(lines, name)
-            and (_json_keys("data_time")(lines, name) or _json_keys("mode")(lines, name))
+            _json_keys("step", "data_time")(lines, name) or _json_keys("mode", "epoch")(lines, name)
         ),
         MmengineJsonParser,
     ),
     ("jsonl", _json_keys(), _stateless(parse_jsonl_line)),
     (
         "mmengine",
-        _any_line(r" - mmengine - |(?:Epoch|Iter)\((?:train|val)\)\s+\["),
+        _any_line(
+            r" - mmengine - |(?:Epoch|Iter)\((?:train|val)\)\s+\["
+            r"| - \w+ - INFO - (?:Epoch|Iter) \[\d"  # the mmcv 1.x runner
+        ),
         _stateless(parse_mmengine_line),
     ),
     (
