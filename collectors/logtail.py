@@ -148,8 +148,9 @@ class LogTailCollector:
     def _sample_lines(self) -> LogBatch:
         follower, digest = self._follower, self._digest
         assert follower is not None and digest is not None
+        now = self._clock()  # lines without a time of their own carry the batch's
         if not follower.check():
-            return LogBatch(self.path, self._clock(), digest.format, waiting=True,
+            return LogBatch(self.path, now, digest.format, waiting=True,
                             generation=follower.generation, file_path=self.path)
         starts = follower.generation != self._announced
         if starts:
@@ -157,23 +158,23 @@ class LogTailCollector:
             self._lines = LineAssembler(self._max_line_bytes)
             digest.restart()
         lines_before, long_before = self._lines.line_no, self._lines.too_long
-        self._read(follower, digest)
+        self._read(follower, digest, now)
         if follower.ending is not None and not self._more:
-            digest.add(self._lines.flush(), self._clock())
+            digest.add(self._lines.flush(), now)
             digest.detect_if_due(force=True)
             follower.end_generation()
             self._more = True
         else:
             update = self._lines.take_update()
             if update is not None:
-                digest.add_update(*update, self._clock())
+                digest.add_update(*update, now)
             digest.detect_if_due(force=True)
         too_long = self._lines.too_long - long_before
         digest.count_unparsed(too_long)
         parts = digest.take()
         started = follower.started if starts else None
         return LogBatch(
-            self.path, self._clock(), digest.format, parts.metrics, parts.findings,
+            self.path, now, digest.format, parts.metrics, parts.findings,
             lines_read=self._lines.line_no - lines_before, unparsed_lines=parts.unparsed_lines,
             too_long_lines=too_long, findings_dropped=parts.findings_dropped,
             generation=self._announced, rotated=started == "rotated",
@@ -181,14 +182,14 @@ class LogTailCollector:
             file_path=self.path, offset_bytes=follower.offset, size_bytes=follower.size,
         )
 
-    def _read(self, follower: FileFollower, digest: LineDigest) -> None:
+    def _read(self, follower: FileFollower, digest: LineDigest, now: float) -> None:
         budget = self._budget
         while budget > 0:
             data = follower.read_chunk()
             if not data:
                 return
             budget -= len(data)
-            digest.add(self._lines.feed(data), self._clock())
+            digest.add(self._lines.feed(data), now)
             if len(data) < follower.chunk_bytes:
                 return
         self._more = True

@@ -132,7 +132,7 @@ class LogBatch:
     path: str
     """The followed path: the task id (a glob pattern for checkpoint documents)."""
     taken_at: float
-    """Unix seconds when the read ended; metrics without their own time carry it."""
+    """Unix seconds when the read began; metrics without a time of their own carry it."""
     format: str | None = None
     """The format the lines were parsed with; `None` until it is detected."""
     metrics: tuple[tuple[int, LogMetric], ...] = ()

@@ -1,0 +1,317 @@
+"""Turn log batches and GPU ticks into per-task state: latest values, histories, rates, health."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from collectors.samples import GpuTick, LogBatch
+from gpuherd.tasks.health import Finding, gpu_findings, severity_of, windowed_findings
+from gpuherd.tasks.series import DEFAULT_CHART_POINTS, DEFAULT_WINDOW_POINTS, MetricSeries, StepRate
+from gpuherd.tasks.view import TaskView, label_of, sort_findings
+from parsers.model import LogFinding, LogMetric
+
+LOG_THROUGHPUT = ("throughput/samples_s", "throughput/tokens_s", "throughput/it_s")
+TOTAL_STEP_NAMES = ("total_steps", "max_steps")
+REPLAY_PROBE = 8
+"""First metrics of a file generation remembered to tell a rewrite from a new run."""
+
+
+@dataclass
+class _Run:
+    """What one run in a log has shown; replaced when the log restarts with a new run."""
+
+    series: dict[str, MetricSeries] = field(default_factory=dict)
+    latest: dict[str, float] = field(default_factory=dict)
+    latest_at: dict[str, float] = field(default_factory=dict)
+    log_findings: dict[str, Finding] = field(default_factory=dict)
+    rate: StepRate = field(default_factory=StepRate)
+    step: int | None = None
+    epoch: float | None = None
+    max_position: float | None = None
+    first: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    last_metric_at: float | None = None
+
+
+@dataclass
+class _Task:
+    task_id: str
+    label: str
+    run: _Run = field(default_factory=_Run)
+    runs: int = 1
+    format: str | None = None
+    lines_read: int = 0
+    unparsed: int = 0
+    too_long: int = 0
+    generation: int = 0
+    waiting: bool = True
+    offset: int = 0
+    size: int | None = None
+    last_progress_at: float | None = None
+    error: str | None = None
+    replay: tuple[float, list[tuple[float, dict[str, float]]]] | None = None
+    replaying: bool = False
+    window_findings: list[Finding] = field(default_factory=list)
+    gpu_findings: list[Finding] = field(default_factory=list)
+    health_dirty: bool = False
+    gpu_uuids: tuple[str, ...] = ()
+    pids: frozenset[int] = frozenset()
+    gpu_utils: deque[float] = field(default_factory=lambda: deque(maxlen=60))
+    gpu_util: float | None = None
+    num_classes: int | None = None
+    total_steps: int | None = None
+
+
+class TaskTracker:
+    """Per-task state built from `LogBatch` samples (and GPU ticks); no I/O, no clock.
+
+    Owned by one thread (the UI thread in the dashboard); "now" is the newest timestamp fed in.
+    Memory per task is bounded: ring buffers of `chart_points` and `window_points` per metric.
+    """
+
+    def __init__(self, *, chart_points: int = DEFAULT_CHART_POINTS,
+                 window_points: int = DEFAULT_WINDOW_POINTS, active_s: float = 60.0,
+                 gpu_window: int = 60) -> None:
+        self.chart_points = chart_points
+        self.window_points = window_points
+        self.active_s = active_s
+        self.gpu_window = gpu_window
+        self.now: float | None = None
+        """The newest time seen in a batch or tick."""
+        self._tasks: dict[str, _Task] = {}
+
+    @property
+    def task_ids(self) -> tuple[str, ...]:
+        """Every task, in the order they were first seen."""
+        return tuple(self._tasks)
+
+    def add_batch(self, batch: LogBatch) -> None:
+        """Fold one batch of a followed log into its task."""
+        task = self._task(batch.path)
+        self._tick(batch.taken_at)
+        task.error = None
+        task.waiting = batch.waiting
+        task.format = batch.format or task.format
+        task.offset, task.size = batch.offset_bytes, batch.size_bytes
+        if batch.starts_generation and not batch.rotated:
+            task.replay = (task.run.max_position or -math.inf, list(task.run.first))
+            task.replaying = False
+        if batch.generation != task.generation:
+            task.run.first = []
+        task.generation = batch.generation
+        task.lines_read += batch.lines_read
+        task.unparsed += batch.unparsed_lines
+        task.too_long += batch.too_long_lines
+        if batch.lines_read:
+            task.last_progress_at = batch.taken_at
+        catching_up = batch.size_bytes is not None and batch.offset_bytes < batch.size_bytes
+        for _line_no, metric in batch.metrics:
+            self._add_metric(task, metric, batch.taken_at, catching_up)
+        for line_no, finding in batch.findings:
+            self._add_log_finding(task, line_no, finding, batch.taken_at)
+
+    def collector_failed(self, task_id: str, message: str) -> None:
+        """The log cannot be read now (directory, permission, ...)."""
+        self._task(task_id).error = message
+
+    def collector_recovered(self, task_id: str) -> None:
+        """The log can be read again."""
+        self._task(task_id).error = None
+
+    def associate(self, task_id: str, *, gpu_uuids: Iterable[str] | None = None,
+                  pids: Iterable[int] | None = None, num_classes: int | None = None,
+                  total_steps: int | None = None, label: str | None = None) -> None:
+        """Say what is known about a task from outside its log (the queue knows its pid)."""
+        task = self._task(task_id)
+        if gpu_uuids is not None:
+            task.gpu_uuids = tuple(gpu_uuids)
+        if pids is not None:
+            task.pids = frozenset(pids)
+        task.num_classes = num_classes if num_classes is not None else task.num_classes
+        task.total_steps = total_steps if total_steps is not None else task.total_steps
+        task.label = label or task.label
+
+    def add_gpu_tick(self, tick: GpuTick) -> None:
+        """Feed GPU utilization to the tasks that run on a known GPU (by uuid or by pid)."""
+        self._tick(tick.taken_at)
+        for task in self._tasks.values():
+            if task.pids:
+                found = tuple(d.uuid for d in tick.devices if d.processes and
+                              any(p.pid in task.pids for p in d.processes))
+                task.gpu_uuids = found or task.gpu_uuids
+            utils = [d.gpu_util_pct for d in tick.devices
+                     if d.uuid in task.gpu_uuids and d.gpu_util_pct is not None]
+            task.gpu_util = sum(utils) / len(utils) if utils else None
+            if task.gpu_util is None or not self._running(task):
+                task.gpu_utils.clear()
+                task.gpu_findings = []
+                continue
+            task.gpu_utils.append(task.gpu_util)
+            task.gpu_findings = [self._finding(f, None) for f in gpu_findings(task.gpu_utils)]
+
+    def remove(self, task_id: str) -> None:
+        """Forget a task (its log is no longer followed)."""
+        self._tasks.pop(task_id, None)
+
+    def view(self, task_id: str) -> TaskView | None:
+        """The task as the panel shows it, or `None` for an unknown id."""
+        task = self._tasks.get(task_id)
+        return None if task is None else self._view(task)
+
+    def views(self) -> tuple[TaskView, ...]:
+        """Every task's view, in first-seen order."""
+        return tuple(self._view(task) for task in self._tasks.values())
+
+    def series(self, task_id: str, name: str) -> tuple[tuple[float, float], ...]:
+        """Chart points `(x, value)` of one metric (x is the step, epoch or index)."""
+        task = self._tasks.get(task_id)
+        found = task.run.series.get(name) if task else None
+        return found.points() if found is not None else ()
+
+    def series_x_kind(self, task_id: str, name: str) -> str | None:
+        """What the chart's x axis is for this metric: `step`, `epoch` or `index`."""
+        task = self._tasks.get(task_id)
+        found = task.run.series.get(name) if task else None
+        return found.x_kind if found is not None else None
+
+    def metric_names(self, task_id: str) -> tuple[str, ...]:
+        """Every metric the task's current run has reported, in first-seen order."""
+        task = self._tasks.get(task_id)
+        return tuple(task.run.series) if task else ()
+
+    def _task(self, task_id: str) -> _Task:
+        task = self._tasks.get(task_id)
+        if task is None:
+            task = self._tasks[task_id] = _Task(task_id, label_of(task_id))
+            task.gpu_utils = deque(maxlen=self.gpu_window)
+        return task
+
+    def _tick(self, at: float) -> None:
+        self.now = at if self.now is None else max(self.now, at)
+
+    def _add_metric(self, task: _Task, metric: LogMetric, received_at: float,
+                    catching_up: bool) -> None:
+        position = metric.step if metric.step is not None else metric.epoch
+        run = task.run
+        if position is not None and len(run.first) < REPLAY_PROBE:
+            run.first.append((float(position), metric.as_dict()))
+        if task.replay is not None and not self._resolve_replay(task, metric, position):
+            return
+        run = task.run
+        at = metric.taken_at if metric.taken_at is not None else received_at
+        for name, value in metric.values:
+            series = run.series.get(name)
+            if series is None:
+                series = run.series[name] = MetricSeries(self.chart_points, self.window_points)
+            series.add(value, metric.step, metric.epoch)
+            run.latest[name] = value
+            run.latest_at[name] = at
+        run.step = metric.step if metric.step is not None else run.step
+        run.epoch = metric.epoch if metric.epoch is not None else run.epoch
+        if position is not None and (run.max_position is None or position > run.max_position):
+            run.max_position = position
+        run.last_metric_at = at
+        own_time = metric.taken_at is not None and metric.taken_at != received_at
+        if metric.step is not None and (own_time or not catching_up):
+            run.rate.add(at, metric.step)
+        task.health_dirty = True
+
+    def _resolve_replay(self, task: _Task, metric: LogMetric, position: float | None) -> bool:
+        """After a truncation: is this metric a replay (skip), a new run (reset) or new data?"""
+        assert task.replay is not None
+        old_max, first = task.replay
+        if position is None:
+            return not task.replaying
+        if task.replaying:
+            if position <= old_max:
+                return False
+            task.replay, task.replaying = None, False
+            return True
+        values = metric.as_dict()
+        if any(p == position and _same(v, values) for p, v in first):
+            task.replaying = position <= old_max
+            if not task.replaying:
+                task.replay = None
+            return not task.replaying
+        task.replay = None
+        if position <= old_max:  # the steps started over with other values: a new run
+            task.run = _Run(first=task.run.first[-1:])
+            task.runs += 1
+            task.window_findings, task.gpu_findings = [], []
+        return True
+
+    def _add_log_finding(self, task: _Task, line_no: int, finding: LogFinding,
+                         at: float) -> None:
+        old = task.run.log_findings.get(finding.kind)
+        count = old.count + 1 if old is not None else 1
+        first = old.first_seen_at if old is not None else at
+        task.run.log_findings[finding.kind] = Finding(
+            finding.kind, severity_of(finding.kind, task.runs > 1), finding.evidence, line_no,
+            count, first, at)
+
+    def _finding(self, finding: LogFinding, line_no: int | None) -> Finding:
+        return Finding(finding.kind, severity_of(finding.kind, False), finding.evidence,
+                       line_no, 1, self.now, self.now)
+
+    def _running(self, task: _Task) -> bool:
+        last = task.last_progress_at
+        return last is not None and self.now is not None and self.now - last <= self.active_s
+
+    def _status(self, task: _Task) -> str:
+        if task.error is not None:
+            return "error"
+        if task.waiting and not task.lines_read:
+            return "waiting"
+        if self._running(task):
+            return "running"
+        last_metric = task.run.last_metric_at or -math.inf
+        if any(f.severity == "error" and (f.last_seen_at or 0.0) >= last_metric
+               for f in task.run.log_findings.values()):
+            return "failed"
+        return "idle"
+
+    def _view(self, task: _Task) -> TaskView:
+        if task.health_dirty:
+            task.health_dirty = False
+            task.window_findings = [self._finding(f, None) for f in
+                                    windowed_findings(task.run.series, task.num_classes)]
+        run = task.run
+        throughput, throughput_name = self._throughput(run)
+        findings = [*run.log_findings.values(), *task.window_findings, *task.gpu_findings]
+        return TaskView(
+            task.task_id, task.label, self._status(task), task.format, run.step, run.epoch,
+            tuple(run.latest.items()), throughput, throughput_name,
+            self._eta(task), task.lines_read, task.unparsed,
+            task.too_long, task.generation, task.runs, sort_findings(findings), task.gpu_uuids,
+            task.gpu_util, task.last_progress_at, task.offset, task.size, task.error)
+
+    def _throughput(self, run: _Run) -> tuple[float | None, str | None]:
+        for name in LOG_THROUGHPUT:
+            if name in run.latest and self._fresh(run, name):
+                return run.latest[name], name
+        rate = run.rate.rate()
+        return (rate, "steps_s") if rate is not None else (None, None)
+
+    def _eta(self, task: _Task) -> float | None:
+        run = task.run
+        if "eta_s" in run.latest and self._fresh(run, "eta_s"):
+            return max(0.0, run.latest["eta_s"] - ((self.now or 0.0) - run.latest_at["eta_s"]))
+        total = task.total_steps or next((int(run.latest[n]) for n in TOTAL_STEP_NAMES
+                                          if n in run.latest), None)
+        rate = run.rate.rate()
+        if rate is None and "throughput/it_s" in run.latest and self._fresh(run, "throughput/it_s"):
+            rate = run.latest["throughput/it_s"]
+        if total is None or run.step is None or not rate or rate <= 0:
+            return None
+        return max(0.0, (total - run.step) / rate)
+
+    def _fresh(self, run: _Run, name: str) -> bool:
+        return self.now is None or self.now - run.latest_at[name] <= self.active_s
+
+
+def _same(a: dict[str, float], b: dict[str, float]) -> bool:
+    common = a.keys() & b.keys()
+    return bool(common) and all(a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k]))
+                                for k in common)
