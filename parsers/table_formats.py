@@ -34,7 +34,10 @@ class CsvParser:
         line = normalise_line(line)
         if not line.strip():
             return None
-        cells = next(csv.reader([line]))
+        try:
+            cells = next(csv.reader([line]))
+        except csv.Error as error:  # a stray newline or NUL inside the row
+            raise ValueError(f"not a CSV row: {error}") from error
         if self.names is None or not _numeric_row(cells):
             if _numeric_row(cells):
                 return None  # data before any header: nothing to name the values by
