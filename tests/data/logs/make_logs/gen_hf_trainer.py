@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import torch
@@ -33,7 +34,7 @@ def main() -> None:
         save_strategy="epoch",
         learning_rate=5e-3,
         report_to=[],
-        use_cpu=True,
+        use_cpu=os.environ.get("GEN_ACCELERATOR", "cpu") == "cpu",
         disable_tqdm=len(sys.argv) > 2 and sys.argv[2] == "notqdm",
     )
     trainer = Trainer(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import lightning as L
@@ -45,7 +46,7 @@ def main() -> None:
     callback = RichProgressBar() if bar == "rich" else TQDMProgressBar(refresh_rate=1)
     trainer = L.Trainer(
         max_epochs=3,
-        accelerator="cpu",
+        accelerator=os.environ.get("GEN_ACCELERATOR", "cpu"),
         callbacks=[callback],
         logger=CSVLogger(out, name="lightning_logs"),
         log_every_n_steps=4,
