@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from typing import BinaryIO
 from collectors.base import GpuherdError
 
 CHUNK_BYTES = 64 * 1024
+PARTIAL_LINE_S = 0.2
 KILL_AFTER_SIGNALS = 3
 """The third SIGINT/SIGTERM the recorder receives sends SIGKILL to the command's group."""
 EXIT_NOT_FOUND = 127
@@ -35,29 +37,45 @@ def exit_status(returncode: int) -> int:
 
 
 class _Tee:
-    """Copies one pipe to the shared log file and to one of our own streams, chunk by chunk.
+    """Copies one pipe to the shared log file and to one of our own streams.
 
-    Chunks, not lines: a tqdm bar redraws with a carriage return and no newline, and must
-    still arrive.
+    Our own stream gets every chunk as it comes. The log gets whole lines only (ended by a
+    newline, or by a carriage return for progress bars that redraw in place): stdout and stderr
+    share the log, and an unbuffered `print` writes its text and its newline in two calls, so
+    writing chunks as they come would splice one stream's line into the other's. A partial
+    line is written anyway after `PARTIAL_LINE_S` without more output (a prompt, a bar).
     """
 
     def __init__(self, pipe: BinaryIO, log: _LogSink, echo: BinaryIO | None, name: str) -> None:
         self._pipe = pipe
         self._log = log
         self._echo = echo
+        self._pending = b""
         self.thread = threading.Thread(target=self._run, name=f"tee-{name}", daemon=True)
 
     def _run(self) -> None:
         fd = self._pipe.fileno()
         while True:
+            if self._pending:
+                ready, _, _ = select.select([fd], [], [], PARTIAL_LINE_S)
+                if not ready:
+                    self._log.write(self._pending)
+                    self._pending = b""
+                    continue
             try:
                 chunk = os.read(fd, CHUNK_BYTES)
             except OSError:
                 break
             if not chunk:
                 break
-            self._log.write(chunk)
             self._write_echo(chunk)
+            data = self._pending + chunk
+            cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+            if cut:
+                self._log.write(data[:cut])
+            self._pending = data[cut:]
+        if self._pending:
+            self._log.write(self._pending)
         self._pipe.close()
 
     def _write_echo(self, chunk: bytes) -> None:
@@ -70,7 +88,6 @@ class _Tee:
             # Our own terminal went away (closed pipe, hung-up tmux pane): keep draining the
             # command's output into the log so it never blocks on a full pipe.
             self._echo = None
-
 
 class _LogSink:
     """`command.log`, written unbuffered so the tail collector sees output as it comes."""

@@ -190,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
         _say(str(error))
         return EXIT_USAGE
     argv = list(getattr(args, "child_command", []) or [])
-    options = RecordingOptions(logs=list(args.log or []), command=argv,
+    options = RecordingOptions(logs=list(args.log or []), watch=list(args.watch or []),
+                               command=argv,
                                interval_s=float(getattr(args, "interval", 1.0) or 1.0),
                                peak_interval_s=float(getattr(args, "peak_interval", 0.02)))
     recording = Recording(Path(args.record), options)

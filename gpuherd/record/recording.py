@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.base import Collector, CollectorEvent, Sampled
+from collectors.discovery import LogDiscovery
 from collectors.host import HostCollector, PidWatch
 from collectors.logtail import LogTailCollector
 from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
@@ -52,7 +53,10 @@ class RecordingOptions:
     """What to record."""
 
     logs: Sequence[str] = ()
-    """Training logs to follow; each is a task named by its path."""
+    """Training logs to follow (paths or globs, expanded at the start); each file is a task
+    named by its absolute path."""
+    watch: Sequence[str] = ()
+    """Directories to look for run files in (Lightning, Hugging Face, `*.log`), at the start."""
     command: Sequence[str] = ()
     """The recorded command (for `meta.json` and the `command` task); empty when none."""
     interval_s: float = 1.0
@@ -108,7 +112,8 @@ class Recording:
             return []
         # Headless, a log read once a second is soon enough, and polling costs a fifth of
         # waking on every written line (0.1 % against 0.5 % of a core at 10 lines/s).
-        paths = [*o.logs, *([str(self.command_log)] if o.command else [])]
+        paths = [log.task_id for log in LogDiscovery(o.logs, o.watch).scan()]
+        paths += [str(self.command_log)] if o.command else []
         self._tails = [LogTailCollector(p, poll=True, poll_interval_s=LOG_POLL_S) for p in paths]
         return [NvmlCollector(o.nvml_backend, o.interval_s),
                 HostCollector(self.pid_watch, o.interval_s), *self._tails]
@@ -180,7 +185,12 @@ class Recording:
         if self.sampler is not None:
             self.sampler.stop()
         self._drain_logs(DRAIN_LOGS_S)
-        self.recorder.shutdown()
+        if not self.recorder.shutdown():
+            # The writer thread is stuck (an fsync on a hung network filesystem): using the
+            # writer from here would race it. What it flushed before is on disk.
+            return SessionWriteError(f"recording stopped: writing to {self.directory} hangs; "
+                                     "the session was not closed (its last seconds may be "
+                                     "missing)")
         error = self.recorder.error
         final = self.tracker.final_tick()
         if error is None and final is not None:

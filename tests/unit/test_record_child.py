@@ -178,3 +178,18 @@ def test_the_command_is_not_in_our_process_group(tmp_path: Path) -> None:
         child.forward(signal.SIGKILL)
         child.wait(10)
         child.finish()
+
+
+def test_stdout_and_stderr_lines_are_never_spliced_in_the_log(tmp_path: Path) -> None:
+    # Unbuffered print() writes the text and the newline in two calls; both streams busy.
+    script = ("import sys, threading\n"
+              "def spam(stream, tag):\n"
+              "    for i in range(400):\n"
+              "        print(f'{tag} line {i} loss=0.{i}', file=stream)\n"
+              "t = threading.Thread(target=spam, args=(sys.stderr, 'err'))\n"
+              "t.start(); spam(sys.stdout, 'out'); t.join()\n")
+    log = tmp_path / "command.log"
+    assert run_to_end([PY, "-u", "-c", script], log) == 0
+    lines = log.read_text().splitlines()
+    expected = {f"{tag} line {i} loss=0.{i}" for tag in ("out", "err") for i in range(400)}
+    assert sorted(lines) == sorted(expected)
