@@ -8,22 +8,20 @@ import re
 from parsers.model import LogFinding, LogMetric
 from parsers.text import normalise_line
 
-# One alternation runs per line; most lines match nothing, so this stays the cheap path.
-_TRIGGER = re.compile(
-    r"out of memory|OutOfMemoryError|can't allocate memory|"
-    r"Traceback \(most recent call last\)|Downloading|"
-    r"Fetching \d+ files|\.(?:safetensors|bin|pt|pth|zip|gz): +\d+%|"
-    r"NCCL (?:error|WARN)|Watchdog caught collective operation timeout|"
-    r"RuntimeError: CUDA error|Killed$|Segmentation fault",
-    re.IGNORECASE,
-)
+# Case-sensitive on purpose: IGNORECASE makes the regex engine try every position slowly.
 _KINDS = (
-    ("oom", re.compile(r"out of memory|OutOfMemoryError|can't allocate memory", re.IGNORECASE)),
+    ("oom", re.compile(r"[Oo]ut of memory|OutOfMemoryError|can't allocate memory")),
     ("traceback", re.compile(r"Traceback \(most recent call last\)")),
-    ("nccl", re.compile(r"NCCL (?:error|WARN)|Watchdog caught collective", re.IGNORECASE)),
-    ("cuda_error", re.compile(r"RuntimeError: CUDA error")),
-    ("killed", re.compile(r"Killed$|Segmentation fault")),
-    ("download", re.compile(r".")),
+    ("nccl", re.compile(r"NCCL (?:[Ee]rror|WARN)|Watchdog caught collective")),
+    ("cuda_error", re.compile(r"CUDA error: ")),
+    ("killed", re.compile(r"(?:^|\s)Killed$|Segmentation fault")),
+    (
+        "download",
+        re.compile(
+            r"[Dd]ownloading|Fetching \d+ files|"
+            r"\.(?:safetensors|bin|pt|pth|ckpt|zip|gz|tar|onnx|gguf)\b.*\d%\|.*B/s"
+        ),
+    ),
 )
 _EVIDENCE_CHARS = 300
 _RAW_SCAN_CHARS = 512
@@ -52,8 +50,6 @@ def scan_line(line: str) -> LogFinding | None:
     ):
         return None
     line = normalise_line(line)
-    if _TRIGGER.search(line) is None:
-        return None
     for kind, pattern in _KINDS:
         if pattern.search(line):
             return LogFinding(kind=kind, evidence=line.strip()[:_EVIDENCE_CHARS])
