@@ -69,18 +69,24 @@ def parse_tqdm_line(line: str) -> LogMetric | None:
     if remaining and "?" not in remaining and not is_eval:
         values.append(("eta_s", parse_duration(remaining)))
     if match["postfix"]:
-        split = "val" if is_eval else "train"
-        for key, text in _PAIR.findall(match["postfix"]):
-            if key not in _SKIP_KEYS:
-                number = _maybe_number(text)
-                if number is not None:
-                    values.append((metric_name(key, split), number))
+        values.extend(_postfix(match["postfix"], "val" if is_eval else "train"))
     if not values:
         return None
     epoch_match = _EPOCH.search(desc)
     epoch = float(epoch_match.group(1)) if epoch_match else None
     step = None if epoch is not None or is_eval else int(_scaled(match["n"]))
     return LogMetric(values=tuple(values), step=step, epoch=epoch)
+
+
+def _postfix(text: str, split: str) -> list[tuple[str, float]]:
+    # set_postfix(loss=...) pairs; a postfix may also hold words (`mode=train`), skipped
+    values = []
+    for key, value in _PAIR.findall(text):
+        if key not in _SKIP_KEYS:
+            number = _maybe_number(value)
+            if number is not None:
+                values.append((metric_name(key, split), number))
+    return values
 
 
 def _throughput(rate: float, unit: str, is_eval: bool) -> tuple[str, float]:
