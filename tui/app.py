@@ -22,7 +22,7 @@ from collectors.base import (
     Unavailable,
 )
 from collectors.loop import run_collector
-from collectors.samples import GpuTick
+from collectors.samples import GpuTick, HostSample
 from tui.messages import (
     CollectorFailed,
     CollectorRecovered,
@@ -177,7 +177,9 @@ class GpuherdApp(App[int]):
         elif isinstance(sample, GpuTick):
             self.state.now = sample.taken_at
         if self._main.is_mounted:
-            self._main.show()
+            changed = ("gpu" if isinstance(sample, GpuTick)
+                       else "host" if isinstance(sample, HostSample) else None)
+            self._main.show(changed)
 
     def action_help(self) -> None:
         """Show the keys."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -46,6 +47,9 @@ class MainScreen(Screen[None]):
         self.state = state
         self.hostname = hostname
         self.replay_label = replay_label
+        self._subtitles: dict[str, str | None] = {}
+        self._titles: dict[str, str] = {}
+        self._gap_note = Text("")
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
@@ -78,8 +82,26 @@ class MainScreen(Screen[None]):
         self.query_one(ProcessTable).focus()
         self.show()
 
-    def show(self) -> None:
-        """Push everything from `state` into the widgets (called after each message)."""
+    def show(self, changed: Role | None = None) -> None:
+        """Push state into the widgets after a message.
+
+        `changed` names the only kind of source whose data moved ("gpu" or "host"), so a host
+        sample does not redraw the chart; `None` refreshes everything. Widgets are assigned
+        values and redraw themselves only where something differs.
+        """
+        state = self.state
+        if changed in (None, "gpu"):
+            gpus = self.query_one(GpuPanel)
+            gpus.tick = state.gpu_tick
+            gpus.selected_uuid = state.selected_uuid
+            self._show_chart()
+        if changed in (None, "host"):
+            self.query_one(HostPanel).sample = state.host_sample
+        self._show_processes()
+        self._show_header()
+        self._show_health()
+
+    def _show_header(self) -> None:
         state = self.state
         tick = state.gpu_tick
         header = self.query_one(HeaderBar)
@@ -88,12 +110,6 @@ class MainScreen(Screen[None]):
         header.now = state.now
         header.finished = state.finished("gpu")
         self.query_one(Banner).lines = tuple(state.notices)
-        self.query_one(GpuPanel).tick = tick
-        self.query_one(GpuPanel).selected_uuid = state.selected_uuid
-        self.query_one(HostPanel).sample = state.host_sample
-        self._show_chart()
-        self._show_processes()
-        self._show_health()
 
     def _show_chart(self) -> None:
         plot = self.query_one(Plot)
@@ -102,29 +118,44 @@ class MainScreen(Screen[None]):
         plot.series = chart_series(history)
         plot.x_range = (-600.0, 0.0)
         plot.y_range = (0.0, 100.0)
-        self.query_one("#chart").border_title = chart_title(self.state.gpu_tick, uuid)
+        self._set_title("#chart", chart_title(self.state.gpu_tick, uuid))
 
     def _show_processes(self) -> None:
         tick = self.state.gpu_tick
         every = build_rows(tick, self.state.host_sample)
         shown = sort_rows(filter_rows(every, self.filter_text), self.sort_key)
         self.query_one(ProcessTable).rows_shown = tuple(shown)
-        panel = self.query_one("#processes")
-        panel.border_subtitle = process_subtitle(self.sort_key, self.filter_text,
-                                                 len(shown), len(every))
-        self.query_one("#gap-note", Static).update(gap_note(tick, bool(every)))
+        self._set_subtitle("#processes", process_subtitle(self.sort_key, self.filter_text,
+                                                          len(shown), len(every)))
+        note = gap_note(tick, bool(every))
+        if note != self._gap_note:
+            # Static.update re-lays out the screen; do it only when the line actually changed.
+            lines_changed = note.plain.count("\n") != self._gap_note.plain.count("\n")
+            self._gap_note = note
+            self.query_one("#gap-note", Static).update(note, layout=lines_changed
+                                                       or not note.plain)
 
     def _show_health(self) -> None:
         state = self.state
         for role, selector in PANEL_FOR_ROLE.items():
-            panel = self.query_one(selector)
             problems = state.problems(role)
-            panel.set_class(bool(problems), "-error")
-            panel.border_subtitle = "; ".join(problems) if problems else None
+            self.query_one(selector).set_class(bool(problems), "-error")
+            self._set_subtitle(selector, "; ".join(problems) if problems else None)
         no_gpu = bool(state.unavailable("gpu")) and state.gpu_tick is None
         no_host = bool(state.unavailable("host")) and state.host_sample is None
         self.set_class(no_gpu, "-no-gpu")
         self.set_class(no_host, "-no-host")
+
+    def _set_subtitle(self, selector: str, text: str | None) -> None:
+        # Assigning a border subtitle repaints the panel even when the text is the same.
+        if self._subtitles.get(selector, "") != text:
+            self._subtitles[selector] = text
+            self.query_one(selector).border_subtitle = text
+
+    def _set_title(self, selector: str, text: str) -> None:
+        if self._titles.get(selector) != text:
+            self._titles[selector] = text
+            self.query_one(selector).border_title = text
 
     def panel(self, role: Role) -> Widget:
         """The bordered panel that shows the health of sources of `role`."""

@@ -37,7 +37,7 @@ class GpuPanel(Widget):
     }
     """
 
-    tick: reactive[GpuTick | None] = reactive(None, layout=True)
+    tick: reactive[GpuTick | None] = reactive(None)
     """The newest NVML round; `None` until the first arrives."""
     selected_uuid: reactive[str | None] = reactive(None)
     """UUID of the GPU whose history the chart shows."""
@@ -48,6 +48,11 @@ class GpuPanel(Widget):
         def __init__(self, uuid: str) -> None:
             super().__init__()
             self.uuid = uuid
+
+    def watch_tick(self, old: GpuTick | None, new: GpuTick | None) -> None:
+        """Re-lay out the screen only when the panel's height changes (GPUs came or went)."""
+        if _count(old) != _count(new):
+            self.refresh(layout=True)
 
     def render(self) -> RenderResult:
         """Two lines per GPU, or a waiting line before the first tick."""
@@ -68,6 +73,10 @@ class GpuPanel(Widget):
         index = event.y // LINES_PER_GPU
         if 0 <= index < len(self.tick.devices):
             self.post_message(self.Selected(self.tick.devices[index].uuid))
+
+
+def _count(tick: GpuTick | None) -> int:
+    return -1 if tick is None else len(tick.devices)
 
 
 def gpu_lines(gpu: GpuSample, width: int, selected: bool) -> list[Text]:

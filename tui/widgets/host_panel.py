@@ -25,18 +25,30 @@ class HostPanel(Widget):
     }
     """
 
-    sample: reactive[HostSample | None] = reactive(None, layout=True)
+    sample: reactive[HostSample | None] = reactive(None)
     """The newest host sample; `None` until the first arrives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._line_count = 1
+
+    def watch_sample(self) -> None:
+        """Re-lay out the screen only when the figures need a different number of lines."""
+        count = len(self._lines())
+        if count != self._line_count:
+            self._line_count = count
+            self.refresh(layout=True)
 
     def render(self) -> RenderResult:
         """Figures stacked in a narrow column, or flowing in rows when wide."""
+        return Text("\n").join(self._lines())
+
+    def _lines(self) -> list[Text]:
         if self.sample is None:
-            return Text("waiting for the first host reading…", style="dim")
+            return [Text("waiting for the first host reading…", style="dim")]
         width = max(20, self.size.width)
         segments = host_segments(self.sample, width)
-        if width < STACK_BELOW:
-            return Text("\n").join(segments)
-        return Text("\n").join(_flow(segments, width))
+        return segments if width < STACK_BELOW else _flow(segments, width)
 
 
 def host_segments(sample: HostSample, width: int) -> list[Text]:
