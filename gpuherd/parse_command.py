@@ -208,13 +208,21 @@ class _History:
         self.count = 0
 
     def add(self, number: int, metric: LogMetric) -> None:
+        self.count += 1
+        x = float(metric.step if metric.step is not None else self.count)
+        parts = 0.0
+        has_total = False
         for name, value in metric.values:
             points = self.points.get(name)
             if points is not None:
-                self.count += 1
-                x = metric.step if metric.step is not None else self.count
-                points.append((float(x), value))
+                points.append((x, value))
                 self.last_line[name] = number
+                has_total = has_total or name == "train/loss"
+            elif name.startswith("train/") and name.endswith("loss"):
+                parts += value
+        if parts and not has_total:  # YOLO logs box/cls/dfl losses and no total
+            self.points["train/loss"].append((x, parts))
+            self.last_line["train/loss"] = number
 
     def findings(self) -> list[tuple[int, LogFinding]]:
         p = self.points

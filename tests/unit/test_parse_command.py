@@ -151,3 +151,18 @@ def test_parse_never_imports_textual() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stderr.strip().endswith("False")
+
+
+def test_zero_map_while_the_summed_losses_fall(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the header of YOLO's results.csv, with losses that fall and an mAP that never leaves 0
+    header = (DATA / "ultralytics_csv" / "results.csv").read_text().splitlines()[0]
+    rows = [f"{e},{e * 3.1},{3 - 0.3 * e},{2 - 0.2 * e},{1 - 0.1 * e},0,0,0,0,0.3,1.5,0.2,"
+            "0.001,0.001,0.001" for e in range(1, 9)]
+    log = tmp_path / "results.csv"
+    log.write_text("\n".join([header, *rows]) + "\n")
+    assert main(["parse", "--json", str(log)]) == 0
+    findings = [r for r in _json_lines(capsys.readouterr().out) if "finding" in r]
+    assert [(f["line"], f["finding"]) for f in findings] == [(9, "zero_metric")]
+    assert findings[0]["evidence"].startswith("val/map = 0 at all 8 evaluations")
