@@ -25,6 +25,8 @@ _KINDS = (
 )
 _EVIDENCE_CHARS = 300
 _RAW_SCAN_CHARS = 512
+_SCAN_CHARS = 2000
+"""Error messages open their line; the rest of a very long line is not searched."""
 _LOSS_NAMES = ("train/loss", "val/loss")
 
 
@@ -35,7 +37,7 @@ def scan_line(line: str) -> LogFinding | None:
     torchvision's `Downloading: "https://..."`) on a rerun means a cache miss.
     """
     if len(line) > _RAW_SCAN_CHARS:  # a redrawn bar or a huge line: look at what shows
-        line = normalise_line(line)
+        line = normalise_line(line)[:_SCAN_CHARS]
     # Plain substring tests run at C speed and rule out almost every line before any regex.
     if not (
         "emory" in line
