@@ -198,6 +198,8 @@ class LogTailCollector:
         docs, formats, name = self._docs, self._formats, self._document
         assert docs is not None and formats is not None and name is not None
         docs.path = self._resolve_pattern()
+        if self._sub is not None:
+            self._sub.path = docs.path  # watch the directory of the match, not of the pattern
         text = docs.read_if_changed()
         taken_at = self._clock()
         if text is None:

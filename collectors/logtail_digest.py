@@ -9,9 +9,10 @@ from collectors.base import CollectorUnavailable
 from collectors.logtail_formats import LineParser, LogFormats
 from parsers.model import LogFinding, LogMetric
 
-DETECT_LINES = 20
-"""Lines a detection looks at. With fewer at the end of a read, detection runs on what is there
-and runs once more when this many have been seen (banners before the first metric line)."""
+DETECT_LINES = 200
+"""Lines a detection looks at, as `gpuherd parse` does (banners can fill the first dozens)."""
+DETECT_HOLD_BYTES = 1024 * 1024
+"""Most bytes of lines held back while waiting for detection."""
 MAX_FINDINGS_PER_BATCH = 200
 
 
@@ -30,8 +31,10 @@ class LineDigest:
 
     Until the format is known (forced, or detected at the end of the first read or after
     `DETECT_LINES` lines), lines wait in a small buffer; then they are parsed in order, so none
-    is lost to detection. A format detected from fewer lines is detected again, once, from the
-    first `DETECT_LINES`. A new generation (`restart()`) detects again unless it is forced.
+    is lost to detection. A format detected from fewer lines is provisional: detection runs again
+    at the end of every read that brings new lines, until `DETECT_LINES` have been seen, and the
+    parser changes if the answer does. A new generation (`restart()`) detects again unless the
+    format is forced.
     """
 
     def __init__(
@@ -48,7 +51,9 @@ class LineDigest:
         self._parser: LineParser | None = None
         self._waiting: list[tuple[int, str, float, bool]] = []
         self._first_lines: list[str] = []
+        self._held_bytes = 0
         self._provisional = False
+        self._new_lines = False
         self._metrics: list[tuple[int, LogMetric]] = []
         self._findings: list[tuple[int, LogFinding]] = []
         self._unparsed = 0
@@ -64,7 +69,7 @@ class LineDigest:
                 self._parser.reset()
         else:
             self.format, self._parser = None, None
-            self._first_lines, self._provisional = [], False
+            self._first_lines, self._provisional, self._new_lines = [], False, False
 
     def add(self, lines: Iterable[tuple[int, str]], received_at: float) -> None:
         """Digest complete lines `(line_no, text)`."""
@@ -72,6 +77,7 @@ class LineDigest:
             self._scan(line_no, text)
             if len(self._first_lines) < DETECT_LINES:
                 self._first_lines.append(text)
+                self._new_lines = True
             if self._parser is None:
                 self._hold(line_no, text, received_at, False)
             else:
@@ -90,27 +96,23 @@ class LineDigest:
         self._unparsed += count
 
     def detect_if_due(self, force: bool = False) -> None:
-        """Detect the format of held lines; called at the end of each read (and on restart).
+        """Detect the format; called at the end of each read (`force`) and on restart.
 
-        Without `force`, held lines wait until `DETECT_LINES` of them have gathered; at the end
-        of a read they are detected whatever their number.
+        Without `force`, held lines wait until `DETECT_LINES` of them (or `DETECT_HOLD_BYTES`)
+        have gathered; at the end of a read they are detected whatever their number.
         """
         if self._forced is not None:
             return
         if self._parser is None and self._waiting:
-            if not force and len(self._waiting) < DETECT_LINES:
+            if not force and len(self._waiting) < DETECT_LINES \
+                    and self._held_bytes < DETECT_HOLD_BYTES:
                 return
-            self._use(self._formats.detect(self._first_lines or
-                                           [t for _, t, _, _ in self._waiting], self._path))
-            self._provisional = len(self._first_lines) < DETECT_LINES
-            held, self._waiting = self._waiting, []
+            self._detect()
+            held, self._waiting, self._held_bytes = self._waiting, [], 0
             for line_no, text, received_at, update in held:
                 self._parse(line_no, text, received_at, update)
-        elif self._provisional and len(self._first_lines) >= DETECT_LINES:
-            self._provisional = False
-            name = self._formats.detect(self._first_lines, self._path)
-            if name != self.format:
-                self._use(name)
+        elif force and self._provisional and self._new_lines:
+            self._detect()
 
     def take(self) -> DigestParts:
         """Hand over what was gathered and start gathering afresh."""
@@ -119,6 +121,14 @@ class LineDigest:
                             self._dropped)
         self._metrics, self._findings, self._unparsed, self._dropped = [], [], 0, 0
         return parts
+
+    def _detect(self) -> None:
+        sample = self._first_lines or [text for _, text, _, _ in self._waiting]
+        self._provisional = len(self._first_lines) < DETECT_LINES
+        self._new_lines = False
+        name = self._formats.detect(sample, self._path)
+        if name != self.format:
+            self._use(name)
 
     def _use(self, name: str) -> None:
         try:
@@ -130,7 +140,8 @@ class LineDigest:
 
     def _hold(self, line_no: int, text: str, received_at: float, update: bool) -> None:
         self._waiting.append((line_no, text, received_at, update))
-        if len(self._waiting) >= DETECT_LINES:
+        self._held_bytes += len(text)
+        if len(self._waiting) >= DETECT_LINES or self._held_bytes >= DETECT_HOLD_BYTES:
             self.detect_if_due()
 
     def _parse(self, line_no: int, text: str, received_at: float, update: bool) -> None:

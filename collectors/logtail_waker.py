@@ -146,6 +146,8 @@ class TailWaker:
             current.subscribers.add(sub)
             sub.key, sub.watched_dir = key, directory
             self._by_key.setdefault(key, set()).add(sub)
+        # Changes made while the path was not watched raised no event: look once more now.
+        sub.event.set()
         return True
 
     def unsubscribe(self, sub: WakeSubscription) -> None:

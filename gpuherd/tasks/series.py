@@ -36,18 +36,24 @@ class MetricSeries:
         self.x_kind: str | None = None
         """`step`, `epoch` or `index`, fixed by the first point."""
         self.latest: tuple[float, float] | None = None
+        """The newest point (x may be an int step)."""
         self.x_monotonic = True
         """False once x went backwards (a per-epoch step counter); plot by index then."""
 
     def add(self, value: float, step: int | None, epoch: float | None) -> None:
         """Record one value at the position the log gives."""
-        if self.x_kind is None:
+        kind = self.x_kind
+        if kind == "step" and step is not None:
+            x: float = step
+        elif kind is None:
             self.x_kind = "step" if step is not None else "epoch" if epoch is not None else "index"
-        x = self._position(step, epoch)
-        if self.latest is not None and x < self.latest[0]:
+            x = step if step is not None else epoch if epoch is not None else 0
+        else:
+            x = self._position(step, epoch)
+        latest = self.latest
+        if latest is not None and x < latest[0]:
             self.x_monotonic = False
-        point = (x, value)
-        self.latest = point
+        point = self.latest = (x, value)
         self.window.append(point)
         if self._seen % self._stride == 0:
             self._x.append(x)
@@ -68,10 +74,8 @@ class MetricSeries:
         return self._seen
 
     def _position(self, step: int | None, epoch: float | None) -> float:
-        if self.x_kind == "step" and step is not None:
-            return float(step)
         if self.x_kind == "epoch" and epoch is not None:
-            return float(epoch)
+            return epoch
         if self.x_kind == "index":
             return float(self._seen)
         # The log stopped giving the coordinate this series uses: stay where it was.

@@ -201,13 +201,15 @@ class TaskTracker:
             return
         run = task.run
         at = metric.taken_at if metric.taken_at is not None else received_at
+        all_series, latest, latest_at = run.series, run.latest, run.latest_at
+        step, epoch = metric.step, metric.epoch
         for name, value in metric.values:
-            series = run.series.get(name)
+            series = all_series.get(name)
             if series is None:
-                series = run.series[name] = MetricSeries(self.chart_points, self.window_points)
-            series.add(value, metric.step, metric.epoch)
-            run.latest[name] = value
-            run.latest_at[name] = at
+                series = all_series[name] = MetricSeries(self.chart_points, self.window_points)
+            series.add(value, step, epoch)
+            latest[name] = value
+            latest_at[name] = at
         run.step = metric.step if metric.step is not None else run.step
         run.epoch = metric.epoch if metric.epoch is not None else run.epoch
         if position is not None and (run.max_position is None or position > run.max_position):

@@ -255,12 +255,32 @@ def test_format_is_detected_from_the_first_lines_and_again_after_rotation(tmp_pa
     append(log, lines(0, 50))
     c = make(log, formats=formats)
     drain(c)
-    assert len(formats.detected) == 1 and len(formats.detected[0]) == 20
+    assert [len(d) for d in formats.detected] == [50]  # at the end of the first read
+    append(log, lines(50, 60))
+    drain(c)
+    assert [len(d) for d in formats.detected] == [50, 60]  # provisional: detected again
+    append(log, lines(60, 300))
+    drain(c)
+    assert [len(d) for d in formats.detected] == [50, 60, 200]
+    append(log, lines(300, 310))
+    drain(c)
+    assert len(formats.detected) == 3  # 200 lines seen: settled
     os.rename(log, tmp_path / "old.log")
-    append(log, lines(50, 52))
-    assert steps(drain(c)) == [50, 51]
-    assert len(formats.detected) == 2
+    append(log, lines(500, 502))
+    assert steps(drain(c)) == [500, 501]
+    assert [len(d) for d in formats.detected] == [50, 60, 200, 2]
     c.close()
+
+
+def test_banner_before_the_metric_lines_does_not_decide_the_format(tmp_path):
+    log = tmp_path / "train.log"
+    banner = "".join(f"(VERY_LOW    ) Hook{i}\n" for i in range(60))
+    append(log, banner + "".join(
+        f"2026-01-01 00:00:00,000 - mmseg - INFO - Iter [{i}/100]\tlr: 1.0e-02, loss: 0.5\n"
+        for i in range(10, 60, 10)))
+    got = drain(make(log))
+    assert {b.format for b in got if b.metrics} == {"mmengine"}
+    assert steps(got) == [10, 20, 30, 40, 50]
 
 
 def test_forced_unknown_format_is_unavailable(tmp_path):

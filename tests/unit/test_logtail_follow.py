@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import logging.handlers
 import os
@@ -222,3 +223,17 @@ def test_permission_denied_is_reported_and_recovers():
         assert second.strip() == "OK [0, 1]"
     finally:
         shutil.rmtree(directory)
+
+
+def test_trainer_state_rewrite_wakes_the_tail(tmp_path, waker):
+    doc = tmp_path / "checkpoint-10" / "trainer_state.json"
+    doc.parent.mkdir()
+    history = [{"loss": 1.0, "step": 10}]
+    doc.write_text(json.dumps({"log_history": history}))
+    pattern = tmp_path / "checkpoint-*" / "trainer_state.json"
+    with TailHarness(tail(pattern, waker)) as h:
+        h.pump_until(lambda: h.steps() == [10], what="the first checkpoint")
+        history.append({"loss": 0.5, "step": 20})
+        doc.write_text(json.dumps({"log_history": history}))
+        h.pump_until(lambda: h.steps() == [10, 20], what="the rewritten document")
+    assert h.batches[-1].format == "hf_trainer_state"
