@@ -51,6 +51,7 @@ class LineDigest:
         self._parser: LineParser | None = None
         self._waiting: list[tuple[int, str, float, bool]] = []
         self._first_lines: list[str] = []
+        self._sampling = forced_format is None  # gathering `_first_lines` for detection
         self._held_bytes = 0
         self._provisional = False
         self._new_lines = False
@@ -70,12 +71,13 @@ class LineDigest:
         else:
             self.format, self._parser = None, None
             self._first_lines, self._provisional, self._new_lines = [], False, False
+            self._sampling = True
 
     def add(self, lines: Iterable[tuple[int, str]], received_at: float) -> None:
         """Digest complete lines `(line_no, text)`."""
         for line_no, text in lines:
             self._scan(line_no, text)
-            if len(self._first_lines) < DETECT_LINES:
+            if self._sampling and len(self._first_lines) < DETECT_LINES:
                 self._first_lines.append(text)
                 self._new_lines = True
             if self._parser is None:
@@ -127,6 +129,8 @@ class LineDigest:
         self._provisional = len(self._first_lines) < DETECT_LINES
         self._new_lines = False
         name = self._formats.detect(sample, self._path)
+        if not self._provisional:  # settled: the sample is not needed any more
+            self._sampling, self._first_lines = False, []
         if name != self.format:
             self._use(name)
 
