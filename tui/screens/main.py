@@ -63,7 +63,8 @@ class MainScreen(Screen[None]):
             with Vertical(id="host", classes="panel"):
                 yield HostPanel()
         with Vertical(id="processes", classes="panel"):
-            yield ProcessTable()
+            with Vertical(id="table-box"):
+                yield ProcessTable()
             yield Static(id="gap-note")
             yield Input(placeholder="filter by user, command or pid (Enter: keep, Esc: clear)",
                         id="filter")
@@ -129,11 +130,12 @@ class MainScreen(Screen[None]):
                                                           len(shown), len(every)))
         note = gap_note(tick, bool(every))
         if note != self._gap_note:
-            # Static.update re-lays out the screen; do it only when the line actually changed.
+            # Static.update re-lays out the screen; do it only when the line count changed.
             lines_changed = note.plain.count("\n") != self._gap_note.plain.count("\n")
             self._gap_note = note
-            self.query_one("#gap-note", Static).update(note, layout=lines_changed
-                                                       or not note.plain)
+            widget = self.query_one("#gap-note", Static)
+            widget.update(note, layout=lines_changed)
+            widget.display = bool(note.plain)
 
     def _show_health(self) -> None:
         state = self.state
