@@ -23,6 +23,7 @@ _PAIR = re.compile(
 )
 _EPOCH_WORD = re.compile(r"\b[Ee]poch:?\s+\[?(\d+)\b(?!\s*[:=])")
 _ISO_TS = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?")
+_RULE_CHARS = " \t=-*#~"
 _STEP_KEYS = frozenset({"step", "global_step", "iter", "iteration", "it", "batch", "steps"})
 _EPOCH_KEYS = frozenset({"epoch", "ep"})
 _ETA_KEYS = frozenset({"eta", "eta_s", "remaining"})
@@ -40,9 +41,12 @@ def parse_generic_line(line: str) -> LogMetric | None:
     line = normalise_line(line)
     if ":" not in line and "=" not in line:
         return None
+    # `===== epoch 3 =====` rules are decoration; a line of them alone costs a regex pass
+    # over every `=` otherwise
+    body = line.strip(_RULE_CHARS)
     # a pair ends within a few characters of its separator: skip a long tail with none
-    end = max(line.rfind("="), line.rfind(":")) + 64
-    pairs = _PAIR.findall(line, 0, end)
+    end = max(body.rfind("="), body.rfind(":")) + 64
+    pairs = _PAIR.findall(body, 0, end)
     if not pairs:
         return None
     metric = pairs_to_metric(pairs, taken_at=_timestamp(line))
