@@ -10,6 +10,8 @@ lines. Two passes run over the same lines in the same process, on one core:
 * baseline: one `key[:=]value` regex `finditer` per line, converting each value with `float`.
 
 It prints lines/s for both and their ratio (goal: >= 200k lines/s and >= 0.7x the baseline).
+Rates are per second of this process's CPU time (the "one core" of the goal), so other work on
+a shared machine does not lower them; wall-clock rates follow in brackets.
 """
 
 from __future__ import annotations
@@ -74,19 +76,26 @@ def run_baseline(mix: list[tuple[str, list[str]]]) -> int:
     return found
 
 
-def best_rates(mix: list[tuple[str, list[str]]], repeats: int) -> list[tuple[float, int]]:
-    """(lines/s, result) of the best run of each pass; the passes alternate, so a busy spell
-    on a shared machine hits both rather than one."""
+def best_rates(
+    mix: list[tuple[str, list[str]]], repeats: int
+) -> list[tuple[float, float, int]]:
+    """(CPU lines/s, wall lines/s, result) of the best run of each pass; the passes alternate,
+    so a busy spell on a shared machine hits both rather than one."""
     total_lines = sum(len(lines) for _, lines in mix)
     passes = (run_gpuherd, run_baseline)
-    best = [float("inf")] * len(passes)
+    best_cpu = [float("inf")] * len(passes)
+    best_wall = [float("inf")] * len(passes)
     results = [0] * len(passes)
     for _ in range(repeats):
         for i, function in enumerate(passes):
-            start = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             results[i] = function(mix)
-            best[i] = min(best[i], time.perf_counter() - start)
-    return [(total_lines / seconds, result) for seconds, result in zip(best, results, strict=True)]
+            best_cpu[i] = min(best_cpu[i], time.process_time() - cpu)
+            best_wall[i] = min(best_wall[i], time.perf_counter() - wall)
+    return [
+        (total_lines / cpu, total_lines / wall, result)
+        for cpu, wall, result in zip(best_cpu, best_wall, results, strict=True)
+    ]
 
 
 def main() -> int:
@@ -100,9 +109,11 @@ def main() -> int:
     formats = sorted({name for name, _ in mix})
     print(f"mix: {total:,} lines, {chars / total:.0f} chars/line on average, "
           f"{len(formats)} formats: {', '.join(formats)}")
-    (ours, metrics), (base, matched) = best_rates(mix, args.repeats)
-    print(f"gpuherd parsers + findings: {ours:>12,.0f} lines/s  ({metrics:,} metrics)")
-    print(f"one-regex key:value scan:   {base:>12,.0f} lines/s  ({matched:,} lines with pairs)")
+    (ours, ours_wall, metrics), (base, base_wall, matched) = best_rates(mix, args.repeats)
+    print(f"gpuherd parsers + findings: {ours:>12,.0f} lines/s  [wall {ours_wall:,.0f}]  "
+          f"({metrics:,} metrics)")
+    print(f"one-regex key:value scan:   {base:>12,.0f} lines/s  [wall {base_wall:,.0f}]  "
+          f"({matched:,} lines with pairs)")
     ratio = ours / base
     print(f"ratio: {ratio:.2f}x  goal: >= 200,000 lines/s and >= 0.70x -> "
           f"{'met' if ours >= 200_000 and ratio >= 0.7 else 'NOT met'}")
