@@ -36,7 +36,7 @@ def parse_mmengine_line(line: str) -> LogMetric | None:
         ValueError: a value that is not a number.
     """
     line = normalise_line(line)
-    if "Epoch" not in line and "Iter" not in line:
+    if " - " not in line or ("Epoch" not in line and "Iter" not in line):
         return None
     match = _MM_LINE.search(line)
     if match is None:
