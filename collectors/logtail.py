@@ -97,8 +97,7 @@ class LogTailCollector:
         if not self.polling:
             if self._waker is None:
                 self._waker, self._own_waker = TailWaker(), True
-            self._sub = self._waker.subscribe(self.path)
-            self._sub.event = self._wake
+            self._sub = self._waker.subscribe(self.path, self._wake)
 
     def sample(self) -> LogBatch:
         """Wait for a change (or `poll_interval_s`), then read what is new.
@@ -135,10 +134,11 @@ class LogTailCollector:
     def _wait(self) -> None:
         if self._sub is not None and self._waker is not None:
             self._waker.watch(self._sub)
-        if self._more:
+        if self._more:  # a backlog or a new file generation: read on without waiting
             self._more = False
-        else:
-            self._wake.wait(self.poll_interval_s)
+            self._wake.clear()
+            return
+        self._wake.wait(self.poll_interval_s)
         self._wake.clear()
         since = time.monotonic() - self._last_read
         if since < self._settle_s:

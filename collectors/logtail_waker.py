@@ -107,9 +107,12 @@ class TailWaker:
         self.last_error: str | None = None
         """Why the last watch could not be placed (inotify limits, ...), for the status line."""
 
-    def subscribe(self, path: str) -> WakeSubscription:
-        """Register interest in `path`; call `watch()` on every sample to keep it watched."""
-        return WakeSubscription(path=path)
+    def subscribe(self, path: str, event: threading.Event | None = None) -> WakeSubscription:
+        """Register interest in `path` (setting `event`, or a new one, on changes).
+
+        Call `watch()` before every wait to keep the path watched as directories come and go.
+        """
+        return WakeSubscription(path=path, event=event if event is not None else threading.Event())
 
     def watch(self, sub: WakeSubscription) -> bool:
         """Make sure the directory holding `sub.path` is watched.
