@@ -118,7 +118,7 @@ class ScriptedCollector:
         self._done.set()
 
 
-async def until(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float = 5) -> None:
+async def until(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float = 10) -> None:
     """Let the app run until `condition()` holds; fail the test after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while not condition():

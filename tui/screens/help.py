@@ -23,6 +23,8 @@ KEYS: tuple[tuple[str, str], ...] = (
 NOTES = (
     "VRAM bars turn yellow at 60% and red at 85%. N/A means the device or driver does not "
     "report that value, or you may not read it.",
+    "The chart shows the last 10 minutes of the selected GPU; each point is the highest "
+    "value of the seconds it covers, so short peaks stay visible.",
     "Memory in use that no listed process accounts for is shown under the table: the "
     "driver's own reservation, processes in another PID namespace (a container), or "
     "processes whose details are hidden from you.",

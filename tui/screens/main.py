@@ -22,6 +22,9 @@ from tui.widgets.host_panel import HostPanel
 from tui.widgets.plot import Plot
 from tui.widgets.process_table import ProcessTable
 
+CHART_STEP_S = 2.0
+"""Seconds of sample time between chart redraws (a chart point spans about 13 s)."""
+
 PANEL_FOR_ROLE: dict[Role, str] = {"gpu": "#gpus", "host": "#host"}
 """Which bordered panel shows a source's failures."""
 
@@ -50,6 +53,7 @@ class MainScreen(Screen[None]):
         self._subtitles: dict[str, str | None] = {}
         self._titles: dict[str, str] = {}
         self._gap_note = Text("")
+        self._chart_drawn: tuple[str | None, float | None] = (None, None)
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
@@ -98,7 +102,10 @@ class MainScreen(Screen[None]):
             self._show_chart()
         if changed in (None, "host"):
             self.query_one(HostPanel).sample = state.host_sample
-        self._show_processes()
+        if changed != "host":
+            # Rows follow the GPU tick; host details (user, CPU %, RSS) join at the next tick,
+            # which halves the table redraws when the two sources tick at different moments.
+            self._show_processes()
         self._show_header()
         self._show_health()
 
@@ -112,10 +119,18 @@ class MainScreen(Screen[None]):
         header.finished = state.finished("gpu")
         self.query_one(Banner).lines = tuple(state.notices)
 
-    def _show_chart(self) -> None:
+    def _show_chart(self, force: bool = False) -> None:
         plot = self.query_one(Plot)
         uuid = self.state.selected_uuid
         history = self.state.history.get(uuid) if uuid else None
+        newest = history.taken_at[-1] if history else None
+        drawn_uuid, drawn_at = self._chart_drawn
+        # A chart point spans several seconds of the 10-minute window, so redrawing every
+        # CHART_STEP_S of recorded time shows the same picture at a fraction of the cost.
+        if (not force and uuid == drawn_uuid and newest is not None and drawn_at is not None
+                and newest - drawn_at < CHART_STEP_S and newest >= drawn_at):
+            return
+        self._chart_drawn = (uuid, newest)
         plot.series = chart_series(history)
         plot.x_range = (-600.0, 0.0)
         plot.y_range = (0.0, 100.0)
