@@ -66,10 +66,14 @@ class LogDiscovery:
         max_depth: int = 5,
         max_entries: int = 50_000,
         max_age_s: float | None = None,
+        exclude: Sequence[str] = (),
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.logs = [os.path.abspath(os.path.expanduser(p)) for p in logs]
         self.watch = [os.path.abspath(os.path.expanduser(d)) for d in watch]
+        self.exclude = frozenset(os.path.abspath(os.path.expanduser(d)) for d in exclude)
+        """Directories whose files are never found by a glob or a walk (a recording's own
+        session directory: following its `events.jsonl` would feed the recording itself)."""
         self.max_depth = max_depth
         self.max_entries = max_entries
         self.max_age_s = max_age_s
@@ -92,7 +96,11 @@ class LogDiscovery:
     def _expand(self, given: str) -> list[str]:
         if not glob.has_magic(given):
             return [given]
-        return sorted(p for p in glob.glob(given, recursive=True) if os.path.isfile(p))
+        return sorted(p for p in glob.glob(given, recursive=True)
+                      if os.path.isfile(p) and not self._excluded(p))
+
+    def _excluded(self, path: str) -> bool:
+        return any(path.startswith(d + os.sep) for d in self.exclude)
 
     def _walk(self, root: str) -> Iterator[DiscoveredLog]:
         checkpoints: set[str] = set()
@@ -136,7 +144,8 @@ class LogDiscovery:
         name = entry.name
         try:
             if entry.is_dir(follow_symlinks=False):
-                skip = name.startswith(".") or name in IGNORED_DIRS
+                skip = (name.startswith(".") or name in IGNORED_DIRS
+                        or entry.path in self.exclude)
                 return None if skip else "dir"
             if not entry.is_file() or name in IGNORED_FILES or name.startswith("."):
                 return None
@@ -161,15 +170,21 @@ def run_file_kind(path: str) -> str | None:
 class DiscoveryCollector:
     """Runs a `LogDiscovery` every `interval_s` in the collector loop; samples `DiscoveredLogs`.
 
-    The owner starts a `LogTailCollector` for each id in `added`.
+    The owner starts a `LogTailCollector` for each id in `added`. A scan that takes long (a
+    `--watch` tree near the entry limit) stretches the interval so that scanning stays under
+    `max_busy` of one core.
     """
 
     def __init__(self, discovery: LogDiscovery, interval_s: float = 10.0,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, *, max_busy: float = 0.01,
+                 timer: Callable[[], float] = time.monotonic) -> None:
         self.name = "discovery"
         self.interval_s = interval_s
+        self.base_interval_s = interval_s
+        self.max_busy = max_busy
         self._discovery = discovery
         self._clock = clock
+        self._timer = timer
         self._previous: dict[str, DiscoveredLog] = {}
 
     def open(self) -> None:
@@ -177,7 +192,10 @@ class DiscoveryCollector:
 
     def sample(self) -> DiscoveredLogs:
         """Scan once and say what is new and what is gone."""
+        began = self._timer()
         logs = self._discovery.scan()
+        elapsed_s = self._timer() - began
+        self.interval_s = max(self.base_interval_s, elapsed_s / self.max_busy)
         current = {log.task_id: log for log in logs}
         added = tuple(log for tid, log in current.items() if tid not in self._previous)
         removed = tuple(tid for tid in self._previous if tid not in current)

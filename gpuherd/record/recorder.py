@@ -76,17 +76,37 @@ class Recorder:
         self._failing: dict[str, str] = {}
         self._unknown: set[type] = set()
         self._threads: list[threading.Thread] = []
+        self._threads_lock = threading.Lock()
+        self._started = False
         self._writer_thread = threading.Thread(target=self._write_loop, name="record:writer",
                                                daemon=True)
 
     def start(self) -> None:
         """Start the writer thread and one thread per collector."""
         self._writer_thread.start()
-        for collector in self.collectors:
-            thread = threading.Thread(target=self._collect, args=(collector,),
-                                      name=f"record:{collector.name}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+        with self._threads_lock:
+            self._started = True
+            for collector in self.collectors:
+                self._start_thread(collector)
+
+    def add_collector(self, collector: Collector[Any]) -> bool:
+        """Run one more collector (a log found while recording); safe from any thread.
+
+        Returns False, and starts nothing, once the recording is stopping.
+        """
+        with self._threads_lock:
+            if self.stop_event.is_set():
+                return False
+            self.collectors += (collector,)
+            if self._started:
+                self._start_thread(collector)
+            return True
+
+    def _start_thread(self, collector: Collector[Any]) -> None:
+        thread = threading.Thread(target=self._collect, args=(collector,),
+                                  name=f"record:{collector.name}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     def emit(self, event: CollectorEvent | Crashed) -> None:
         """The sink of every collector loop: safe to call from any thread."""
@@ -98,7 +118,8 @@ class Recorder:
 
     def collectors_done(self) -> bool:
         """Whether every collector thread has ended (finite sources ran out, or all failed)."""
-        return all(not t.is_alive() for t in self._threads)
+        with self._threads_lock:
+            return all(not t.is_alive() for t in self._threads)
 
     def shutdown(self, timeout_s: float = 5.0, writer_timeout_s: float = 60.0) -> bool:
         """Stop the collectors, write what they produced, and stop the writer thread.
@@ -109,8 +130,10 @@ class Recorder:
         a blocking call is abandoned after `timeout_s` (its thread is a daemon); whatever it
         emits later is not written.
         """
-        self.stop_event.set()
-        for thread in self._threads:
+        with self._threads_lock:  # no collector is added after this
+            self.stop_event.set()
+            threads = list(self._threads)
+        for thread in threads:
             thread.join(timeout_s)
         self._queue.put(_STOP)
         if self._writer_thread.is_alive():

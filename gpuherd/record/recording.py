@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import threading
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.base import Collector, CollectorEvent, Sampled
-from collectors.discovery import LogDiscovery
+from collectors.discovery import DiscoveredLog, DiscoveredLogs, DiscoveryCollector, LogDiscovery
 from collectors.host import HostCollector, PidWatch
 from collectors.logtail import LogTailCollector
 from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
@@ -24,6 +25,9 @@ from gpuherd.session import SessionWriteError, SessionWriter
 COMMAND_LOG = "command.log"
 COMMAND_TASK = "command"
 LOG_POLL_S = 1.0
+DISCOVERY_INTERVAL_S = 2.0
+"""While recording, `--log` globs and `--watch` directories are scanned again this often (a
+Lightning `version_N/metrics.csv` appears once the run is under way)."""
 DRAIN_LOGS_S = 3.0
 """At the end, how long the log tails get to read what the command wrote last."""
 FIRST_READING_WAIT_S = 2.0
@@ -53,10 +57,14 @@ class RecordingOptions:
     """What to record."""
 
     logs: Sequence[str] = ()
-    """Training logs to follow (paths or globs, expanded at the start); each file is a task
-    named by its absolute path."""
+    """Training logs to follow (paths or globs); each file is a task named by its absolute
+    path. A missing path is waited for; globs are expanded again every `discovery_interval_s`
+    and once more at the end."""
     watch: Sequence[str] = ()
-    """Directories to look for run files in (Lightning, Hugging Face, `*.log`), at the start."""
+    """Directories to look for run files in (Lightning, Hugging Face, `*.log`), again every
+    `discovery_interval_s` and once more at the end."""
+    discovery_interval_s: float = DISCOVERY_INTERVAL_S
+    """Seconds between two scans of the `logs` globs and `watch` directories."""
     command: Sequence[str] = ()
     """The recorded command (for `meta.json` and the `command` task); empty when none."""
     interval_s: float = 1.0
@@ -90,6 +98,10 @@ class Recording:
         self.recorder: Recorder | None = None
         self.sampler: PeakSampler | None = None
         self._tails: list[LogTailCollector] = []
+        self._followed: set[str] = set()
+        self._follow_lock = threading.Lock()
+        self._discovery = LogDiscovery(options.logs, options.watch,
+                                       exclude=[str(self.directory)])
         self.warnings: list[str] = []
         """Things worth telling the person after `stop` (nothing is lost because of them)."""
         self._stopped = False
@@ -110,13 +122,61 @@ class Recording:
         o = self.options
         if not o.own_collectors:
             return []
+        paths = [log.task_id for log in self._discovery.scan()]
+        paths += [str(self.command_log)] if o.command else []
+        tails = [tail for tail in map(self._new_tail, paths) if tail is not None]
+        self._tails = list(tails)
+        collectors: list[Collector[Any]] = [NvmlCollector(o.nvml_backend, o.interval_s),
+                                            HostCollector(self.pid_watch, o.interval_s), *tails]
+        if self._rescans():
+            collectors.append(DiscoveryCollector(self._discovery, o.discovery_interval_s))
+        return collectors
+
+    def _rescans(self) -> bool:
+        """Whether anything can appear later: a `--log` glob or a `--watch` directory."""
+        o = self.options
+        return o.own_collectors and bool(o.watch or any(glob.has_magic(p) for p in o.logs))
+
+    def _new_tail(self, path: str) -> LogTailCollector | None:
+        """A tail for `path`, or `None` when one was made for it before."""
+        with self._follow_lock:
+            if path in self._followed:
+                return None
+            self._followed.add(path)
         # Headless, a log read once a second is soon enough, and polling costs a fifth of
         # waking on every written line (0.1 % against 0.5 % of a core at 10 lines/s).
-        paths = [log.task_id for log in LogDiscovery(o.logs, o.watch).scan()]
-        paths += [str(self.command_log)] if o.command else []
-        self._tails = [LogTailCollector(p, poll=True, poll_interval_s=LOG_POLL_S) for p in paths]
-        return [NvmlCollector(o.nvml_backend, o.interval_s),
-                HostCollector(self.pid_watch, o.interval_s), *self._tails]
+        return LogTailCollector(path, poll=True, poll_interval_s=LOG_POLL_S)
+
+    def _follow(self, logs: Sequence[DiscoveredLog]) -> list[DiscoveredLog]:
+        """Start a tail for each log not followed yet; the logs that got one."""
+        assert self.recorder is not None
+        started = []
+        for log in logs:
+            tail = self._new_tail(log.task_id)
+            if tail is not None and self.recorder.add_collector(tail):
+                with self._follow_lock:
+                    self._tails.append(tail)
+                started.append(log)
+        return started
+
+    def _on_discovered(self, writer: SessionWriter, found: DiscoveredLogs) -> None:
+        """A discovery scan while recording (on the writer thread): follow what is new."""
+        for log in self._follow(found.added):
+            writer.write_event({"t": found.taken_at, "kind": "log_found", "task": log.task_id,
+                                "source": log.source})
+
+    def _final_scan(self) -> None:
+        """Follow files that appeared since the last scan, so that draining reads them too.
+
+        Lightning writes `metrics.csv` when `fit` ends, often after the last periodic scan.
+        """
+        assert self.recorder is not None
+        if not self._rescans():
+            return
+        for log in self._follow(self._discovery.scan()):
+            self.recorder.emit(Sampled("record", RecordEvent(
+                {"t": time.time(), "kind": "log_found", "task": log.task_id,
+                 "source": log.source})))
 
     def start(self) -> None:
         """Open the session directory and start every thread."""
@@ -131,7 +191,8 @@ class Recording:
             self.command_log.touch()
         self.recorder = Recorder(
             self.writer, self._collectors(), pid_watch=self.pid_watch, peaks=self.tracker.take,
-            handlers={LogBatch: self.log_sink, RecordEvent: _write_record_event},
+            handlers={LogBatch: self.log_sink, RecordEvent: _write_record_event,
+                      DiscoveredLogs: self._on_discovered},
         )
         if o.peak_interval_s > 0:
             probe = NvmlMemoryProbe(o.nvml_backend, o.peak_interval_s)
@@ -162,7 +223,9 @@ class Recording:
         before it exits, after the tail's last read.
         """
         deadline = time.monotonic() + timeout_s
-        for tail in self._tails:
+        with self._follow_lock:
+            tails = list(self._tails)
+        for tail in tails:
             try:
                 size = os.path.getsize(tail.path)
             except OSError:
@@ -184,7 +247,13 @@ class Recording:
             self._stopped = True
         if self.sampler is not None:
             self.sampler.stop()
+        self._final_scan()
         self._drain_logs(DRAIN_LOGS_S)
+        self.recorder.stop_event.set()  # no tail starts from here on
+        with self._follow_lock:
+            tails = list(self._tails)
+        for tail in tails:  # a tail waits up to its poll interval: end the wait now
+            tail.wake()
         if not self.recorder.shutdown():
             # The writer thread is stuck (an fsync on a hung network filesystem): using the
             # writer from here would race it. What it flushed before is on disk.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -229,3 +230,22 @@ def test_record_never_imports_textual(tmp_path: Path) -> None:
             "print('textual' in sys.modules, rc)\n")
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "False 0"
+
+
+def test_a_log_glob_follows_a_file_created_after_the_start(tmp_path: Path) -> None:
+    # Lightning creates version_N/metrics.csv once the run is under way.
+    root = tmp_path / "s"
+    pattern = str(tmp_path / "logs" / "version_*" / "metrics.csv")
+    script = (f"sleep 0.5; mkdir -p {tmp_path}/logs/version_0; "
+              f"printf 'epoch,step,train_loss\\n0,10,0.5\\n0,20,0.4\\n' "
+              f"> {tmp_path}/logs/version_0/metrics.csv; sleep 2.5")
+    out = run("--record", str(root), "--log", pattern, "--", "bash", "-c", script)
+    assert out.returncode == 0, out.stderr
+    with open(root / "metrics.csv", newline="") as f:
+        metrics = list(csv.DictReader(f))
+    task = str(tmp_path / "logs" / "version_0" / "metrics.csv")
+    assert [(r["task"], r["metric"], r["value"], r["step"]) for r in metrics] == [
+        (task, "train/loss", "0.5", "10"), (task, "train/loss", "0.4", "20")]
+    [found] = [e for e in events(root) if e["kind"] == "log_found"]
+    [exited] = [e for e in events(root) if e["kind"] == "exit"]
+    assert found["task"] == task and found["t"] < exited["t"]  # a scan while it ran

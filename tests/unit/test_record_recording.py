@@ -157,3 +157,60 @@ def test_log_files_are_tasks_named_by_their_path(tmp_path: Path) -> None:
         == [(str(log), "1", "2.5"), (str(log), "2", "2.0")]
     meta = json.loads((root / "meta.json").read_text())
     assert meta["tasks"][0]["task"] == str(log) and meta["tasks"][0]["lines"] == 2
+
+
+def write_metrics_csv(path: Path, losses: list[float]) -> str:
+    """A Lightning `CSVLogger` file, written whole as Lightning does."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "".join(f"0,{10 * (i + 1)},{loss}\n" for i, loss in enumerate(losses))
+    path.write_text("epoch,step,train_loss\n" + body)
+    return str(path)
+
+
+def wait_for(predicate, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def losses_by_task(root: Path) -> dict[str, list[float]]:
+    found: dict[str, list[float]] = {}
+    for row in rows(root / "metrics.csv"):
+        if row["metric"] == "train/loss":
+            found.setdefault(row["task"], []).append(float(row["value"]))
+    return found
+
+
+def test_globs_and_watched_directories_find_files_that_appear_while_recording(
+        tmp_path: Path) -> None:
+    pattern = str(tmp_path / "logs" / "version_*" / "metrics.csv")
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    root = tmp_path / "session"
+    recording = start(root, FakeNvml([FakeGpu()]), logs=[pattern], watch=[str(watched)],
+                      discovery_interval_s=0.1)
+    time.sleep(0.3)  # the first scans have run: these files are new to them
+    globbed = write_metrics_csv(tmp_path / "logs" / "version_0" / "metrics.csv", [0.5, 0.4])
+    lightning = write_metrics_csv(watched / "demo" / "version_3" / "metrics.csv", [0.9])
+    wait_for(lambda: {globbed, lightning} <= recording.log_sink.offsets.keys())
+    with open(globbed, "a") as f:  # a file found later is followed from then on
+        f.write("0,30,0.3\n")
+    recording.stop()
+    assert losses_by_task(root) == {globbed: [0.5, 0.4, 0.3], lightning: [0.9]}
+    found = [(e["task"], e["source"]) for e in events(root) if e["kind"] == "log_found"]
+    assert sorted(found) == sorted([(globbed, pattern), (lightning, str(watched))])
+
+
+def test_a_file_written_just_before_the_end_is_read(tmp_path: Path) -> None:
+    # Lightning writes metrics.csv when fit ends, after the last periodic scan.
+    root = tmp_path / "session"
+    recording = start(root, FakeNvml([FakeGpu()]), watch=[str(tmp_path)],
+                      discovery_interval_s=3600)
+    time.sleep(0.3)  # the periodic scan ran once, and will not run again
+    last = write_metrics_csv(tmp_path / "lightning_logs" / "version_0" / "metrics.csv",
+                             [0.7, 0.6, 0.5])
+    recording.stop()
+    # Only the run's file: the session's own events.jsonl and command.log are never tasks.
+    assert losses_by_task(root) == {last: [0.7, 0.6, 0.5]}
+    assert [t["task"] for t in json.loads((root / "meta.json").read_text())["tasks"]] == [last]

@@ -197,3 +197,19 @@ def test_recording_modules_do_not_import_textual():
             "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_collector_added_while_recording_runs_and_none_after_shutdown(tmp_path):
+    writer = SessionWriter(tmp_path, META)
+    recorder = Recorder(writer, [Scripted("nvml", [tick(1000.0)])])
+    recorder.start()
+    assert recorder.add_collector(Scripted("host", [host(1000.5)]))
+    deadline = time.monotonic() + 10
+    while not recorder.collectors_done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert recorder.shutdown()
+    late = Scripted("late", [host(1002.0)])
+    assert not recorder.add_collector(late)
+    writer.close()
+    assert list(load_session(tmp_path).host_samples()) == [host(1000.5)]
+    assert late.sampled == 0
