@@ -196,6 +196,13 @@ class MonitorState:
             if self.role(name) == role and status.health == "unavailable"
         ]
 
+    def gpu_streaming(self) -> bool:
+        """True while a GPU source has sent a tick and is still polling."""
+        return self.gpu_tick is not None and any(
+            self.role(name) == "gpu" and status.health in ("ok", "failing")
+            for name, status in self.status.items()
+        )
+
     def gpu_pids(self) -> set[int]:
         """Every pid the newest tick lists on any GPU (for the host collector's pid watch)."""
         tick = self.gpu_tick
