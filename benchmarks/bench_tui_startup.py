@@ -1,0 +1,111 @@
+"""Time from launch to the first full frame of a terminal monitor, in a real tmux pane.
+
+A "full frame" is the moment every `--expect` pattern (a regular expression) is on the screen
+at once, read with `tmux capture-pane` every `--poll` seconds. For gpuherd the defaults wait for
+a GPU name in the GPU panel and a process row in the table. The same is measured for a command
+that only prints a word (`--baseline`), the cost of tmux itself, and reported beside it.
+
+Examples, from the repository root:
+
+    # here, no GPU: the dashboard replaying the end-to-end fixture session
+    python benchmarks/bench_tui_startup.py --runs 5 -- \
+        python -m gpuherd --replay tests/data/sessions/e2e
+
+    # on the GPU machine, live, with a process on the GPU (e.g. a torch job); the pattern
+    # for the row is GPU index, pid and user at the start of a table line
+    python benchmarks/bench_tui_startup.py --runs 5 --expect 'NVIDIA' \
+        --expect '│\\s+0\\s+\\d+\\s+\\w+' -- python -m gpuherd
+
+Prints a table, and one JSON object with --json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_EXPECT = [r"NVIDIA|H100|H200|A100", r"│\s+\d+\s+\d+\s+\S+\s+\S"]
+"""A GPU name, and a table row starting with GPU index, pid and user."""
+
+
+class Tmux:
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def __call__(self, *args: str) -> str:
+        out = subprocess.run(["tmux", "-u", "-L", self.socket, *args], capture_output=True,
+                             text=True, encoding="utf-8", timeout=10)
+        return out.stdout
+
+
+def first_frame_s(command: str, patterns: list[re.Pattern[str]], width: int, height: int,
+                  timeout_s: float, poll_s: float, index: int) -> float | None:
+    """Seconds from `tmux new-session` until every pattern is on screen; None on timeout."""
+    tmux = Tmux(f"bench-tui-start-{os.getpid()}-{index}")
+    try:
+        started = time.perf_counter()
+        tmux("new-session", "-d", "-s", "b", "-x", str(width), "-y", str(height),
+             "-c", str(ROOT), f"{command}; sleep 30")
+        while time.perf_counter() - started < timeout_s:
+            screen = tmux("capture-pane", "-p", "-t", "b")
+            if all(p.search(screen) for p in patterns):
+                return time.perf_counter() - started
+            time.sleep(poll_s)
+        return None
+    finally:
+        tmux("kill-server")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--expect", action="append", default=[], metavar="REGEX",
+                        help="pattern that must be on screen (repeatable); default: a GPU "
+                             "name and a process row")
+    parser.add_argument("--width", type=int, default=160)
+    parser.add_argument("--height", type=int, default=50)
+    parser.add_argument("--timeout", type=float, default=20.0, help="seconds per run")
+    parser.add_argument("--poll", type=float, default=0.01, help="seconds between captures")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
+    args = parser.parse_args()
+    argv = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not argv:
+        parser.error("give the command after --")
+    if shutil.which("tmux") is None:
+        print("bench_tui_startup: tmux is not installed", file=sys.stderr)
+        return 2
+    command = shlex.join(argv)
+    patterns = [re.compile(p, re.MULTILINE) for p in (args.expect or DEFAULT_EXPECT)]
+    baseline = [first_frame_s("echo READY", [re.compile("READY")], args.width, args.height,
+                              5.0, args.poll, 1000 + i) for i in range(3)]
+    times = [first_frame_s(command, patterns, args.width, args.height, args.timeout,
+                           args.poll, i) for i in range(args.runs)]
+    ok = [t for t in times if t is not None]
+    base = statistics.median([t for t in baseline if t is not None] or [0.0])
+    print(f"# {command}  ({args.width}x{args.height}, {args.runs} runs)")
+    print(f"tmux + capture baseline (echo READY): {base * 1000:.0f} ms")
+    if ok:
+        print(f"first full frame: median {statistics.median(ok) * 1000:.0f} ms, "
+              f"min {min(ok) * 1000:.0f} ms, max {max(ok) * 1000:.0f} ms"
+              + ("" if len(ok) == len(times) else f"; {len(times) - len(ok)} runs timed out"))
+    else:
+        print("first full frame: never (every run timed out; check --expect)")
+    if args.json:
+        print(json.dumps({"command": command, "runs_s": times, "baseline_s": base,
+                          "median_s": statistics.median(ok) if ok else None}))
+    return 0 if len(ok) == len(times) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
