@@ -176,7 +176,9 @@ class GpuherdApp(App[int]):
             self.state.now = self.clock()
         elif isinstance(sample, GpuTick):
             self.state.now = sample.taken_at
-        if self._main.is_mounted:
+        # Collector threads keep posting while the app shuts down and prunes the screen's
+        # widgets; a late message must not query half-removed panels.
+        if self.is_running and self._main.is_mounted:
             changed = ("gpu" if isinstance(sample, GpuTick)
                        else "host" if isinstance(sample, HostSample) else None)
             self._main.show(changed)

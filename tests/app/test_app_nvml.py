@@ -1,0 +1,84 @@
+"""The dashboard over the real NVML and host collectors, faked only at the NVML seam."""
+
+from __future__ import annotations
+
+from collectors.host import HostCollector, PidWatch
+from collectors.nvml import NvmlCollector, ProcessEntry
+from tests.app.helpers import T0, until
+from tests.fakes import FakeGpu, FakeNvml, GiB, GpuIsLost, LibraryNotFound, MiB, NotSupported
+from tui.app import make_app
+from tui.widgets.banner import Banner
+from tui.widgets.gpu_panel import GpuPanel
+from tui.widgets.process_table import ProcessTable
+
+H200 = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
+A100 = "GPU-bbbbbbbb-0000-0000-0000-000000000000"
+
+
+def two_gpus() -> FakeNvml:
+    return FakeNvml([
+        FakeGpu(name="NVIDIA H200", uuid=H200, used=20 * GiB, util=(55, 30),
+                compute=[ProcessEntry(pid=31337, used_memory_bytes=19 * GiB)]),
+        FakeGpu(name="NVIDIA A100-SXM4-80GB", uuid=A100, total=80 * GiB, used=615 * MiB),
+    ])
+
+
+async def test_real_collector_fills_the_panels_and_names_the_gap() -> None:
+    nvml = two_gpus()
+    app = make_app([NvmlCollector(backend=nvml, interval_s=0.05)], clock=lambda: T0)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await until(pilot, lambda: app.state.gpu_tick is not None)
+        text = str(app.screen.query_one(GpuPanel).render())
+        assert "NVIDIA H200" in text and "NVIDIA A100-SXM4-80GB" in text
+        assert "GPU-aaaaaaaa" in text and "55%" in text and "580.159.04" in str(
+            app.screen.query_one("HeaderBar").render())
+        table = app.screen.query_one(ProcessTable)
+        await until(pilot, lambda: table.row_count == 1)
+        assert table.get_row(f"{H200}/31337")[1].plain == "31337"
+        note = str(app.screen.query_one("#gap-note").render())
+        assert "0.6 GiB on GPU 1 in use by processes not visible here" in note
+        assert "on GPU 0" in note  # 1 GiB of GPU 0 belongs to no listed process either
+
+
+async def test_lost_gpu_from_the_driver_turns_its_row_red_and_the_other_keeps_going() -> None:
+    nvml = two_gpus()
+    app = make_app([NvmlCollector(backend=nvml, interval_s=0.02)], clock=lambda: T0)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await until(pilot, lambda: app.state.gpu_tick is not None)
+        nvml.fail(1, "memory_info_v2", GpuIsLost)
+        nvml.fail(1, "memory_info", GpuIsLost)
+        await until(pilot, lambda: A100 in app.state.gpu_errors)
+        nvml.gpus[0].util = (99, 10)
+        await until(pilot, lambda: "99%" in str(app.screen.query_one(GpuPanel).render()))
+        text = str(app.screen.query_one(GpuPanel).render())
+        assert "ERROR:" in text
+        assert not app.screen.query_one("#gpus").has_class("-error")
+
+
+async def test_unsupported_fields_read_na_on_screen() -> None:
+    nvml = two_gpus()
+    nvml.fail(0, "temperature", NotSupported)
+    nvml.fail(0, "power", NotSupported)
+    app = make_app([NvmlCollector(backend=nvml, interval_s=0.05)], clock=lambda: T0)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await until(pilot, lambda: app.state.gpu_tick is not None)
+        first = str(app.screen.query_one(GpuPanel).render()).splitlines()[0]
+        assert "N/A  N/A / 700 W" in first
+
+
+async def test_missing_driver_shows_the_banner_and_host_figures_keep_coming() -> None:
+    nvml = FakeNvml()
+    nvml.fail(None, "init", LibraryNotFound)
+    watch = PidWatch()
+    app = make_app([NvmlCollector(backend=nvml), HostCollector(watch, interval_s=0.05)],
+                   pid_watch=watch, clock=lambda: T0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: bool(app.state.notices))
+        banner = str(app.screen.query_one(Banner).render())
+        assert banner.startswith("NVIDIA driver not found")
+        assert banner.count("gpuherd --demo") == 1
+        await until(pilot, lambda: app.state.host_sample is not None)
+        first = app.state.host_sample.taken_at
+        await until(pilot, lambda: app.state.host_sample.taken_at > first)
+        assert app.screen.query_one("#host").display
+        assert not app.screen.query_one("#gpus").display
