@@ -3,6 +3,11 @@
 Sources are built and checked here, before the terminal is taken over, so a corrupt session
 directory is a message on stderr and exit status 2, never a traceback inside the TUI. Textual is
 imported only once everything is ready to show.
+
+Without an NVIDIA driver, live mode still starts: the NVML collector reports itself unavailable,
+the dashboard shows "NVIDIA driver not found: ..." with a pointer to `gpuherd --demo` on a
+banner, hides the GPU panels and keeps the host panel running; the same line is printed on
+stderr when the dashboard exits.
 """
 
 from __future__ import annotations
