@@ -50,6 +50,7 @@ class GpuherdApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "gpuherd"
+    ENABLE_COMMAND_PALETTE = False  # a monitor's keys fit on the footer and the `?` screen
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),

@@ -9,7 +9,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
 from tui.processes import SORT_KEYS, SortKey, build_rows, filter_rows, next_sort_key, sort_rows
@@ -172,10 +171,6 @@ class MainScreen(Screen[None]):
         if self._titles.get(selector) != text:
             self._titles[selector] = text
             self.query_one(selector).border_title = text
-
-    def panel(self, role: Role) -> Widget:
-        """The bordered panel that shows the health of sources of `role`."""
-        return self.query_one(PANEL_FOR_ROLE[role])
 
     def watch_sort_key(self) -> None:
         """Re-sort at once rather than on the next tick."""
