@@ -60,6 +60,12 @@ def scripted_app(
         # cancels their workers when the snapshot is taken. Toasts are dropped: where a toast
         # lands depends on when it was laid out, and the Pilot tests check what they say.
         app.clear_notifications()
+        # Repaint everything from scratch: which border segments were cached by earlier partial
+        # frames depends on timing, and the snapshot compares segments, not just pixels.
+        for widget in app.screen.walk_children(with_self=True):
+            widget.refresh(layout=True)
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
         await pilot.pause()
 
     return app, feed
