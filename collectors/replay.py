@@ -10,9 +10,10 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 from collectors.base import CollectorError, CollectorUnavailable, SourceExhausted
+from collectors.replay_metrics import MetricsSource, check_metrics, open_metrics
 from collectors.rows import HOST_FILE, SessionError, SessionFormatError
-from collectors.samples import GpuTick, HostSample
-from collectors.session_reader import SessionReader
+from collectors.samples import GpuTick, HostSample, LogBatch
+from collectors.session_reader import EVENTS_FILE, SessionReader
 
 __all__ = [
     "ReplayCollector",
@@ -141,8 +142,13 @@ class SessionReplay:
         if speed <= 0:
             raise ValueError("speed must be positive")
         self.session = SessionReader(directory)
+        metrics = open_metrics(self.session)  # its header is checked now, like the others'
+        self.has_metrics = metrics is not None
+        if metrics is not None:
+            metrics.close()
         if check_all:
             self.session.check()
+            check_metrics(self.session)
         first, last = self.session.time_span()
         step = self.session.meta.get("interval_s") or 1.0
         self._timeline = _Timeline(first, last - first + step, speed, clock)
@@ -164,7 +170,18 @@ class SessionReplay:
         return ReplayCollector("replay:host", self.session.host_samples, self._timeline,
                                self._loop)
 
+    def metrics_collector(self) -> ReplayCollector[LogBatch] | None:
+        """A collector of the recorded training metrics and findings, as `LogBatch`es.
+
+        One task per recorded log; `None` when the session has neither `metrics.csv` nor
+        `events.jsonl`.
+        """
+        if not self.has_metrics and not self.session.has(EVENTS_FILE):
+            return None
+        return ReplayCollector("replay:metrics", MetricsSource(self.session), self._timeline,
+                               self._loop)
+
     def collectors(self) -> list[ReplayCollector[Any]]:
-        """Every collector this session can drive: GPU, and host when recorded."""
-        host = self.host_collector()
-        return [self.gpu_collector()] + ([host] if host is not None else [])
+        """Every collector this session can drive: GPU, and host and metrics when recorded."""
+        extra = [c for c in (self.host_collector(), self.metrics_collector()) if c is not None]
+        return [self.gpu_collector(), *extra]
