@@ -16,7 +16,7 @@ import argparse
 import importlib.resources
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +41,7 @@ class DemoMissing(GpuherdError):
 class Plan:
     """Everything the dashboard needs, built before Textual starts."""
 
-    collectors: list[Collector[Any]]
+    collectors: Sequence[Collector[Any]]
     hostname: str
     pid_watch: PidWatch | None = None
     replay_label: str | None = None

@@ -33,7 +33,7 @@ from tui.messages import (
 from tui.screens.error import ErrorScreen
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
-from tui.state import MonitorState
+from tui.state import MonitorState, Role
 
 DEMO_HINT = "try `gpuherd --demo`"
 
@@ -180,8 +180,11 @@ class GpuherdApp(App[int]):
         # Collector threads keep posting while the app shuts down and prunes the screen's
         # widgets; a late message must not query half-removed panels.
         if self.is_running and self._main.is_mounted:
-            changed = ("gpu" if isinstance(sample, GpuTick)
-                       else "host" if isinstance(sample, HostSample) else None)
+            changed: Role | None = None
+            if isinstance(sample, GpuTick):
+                changed = "gpu"
+            elif isinstance(sample, HostSample):
+                changed = "host"
             self._main.show(changed)
 
     def action_help(self) -> None:

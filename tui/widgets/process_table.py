@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 from textual import events
+from textual.coordinate import Coordinate
 from textual.reactive import reactive
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, RowKey
@@ -148,5 +149,5 @@ class ProcessTable(DataTable[Text]):
 
 def visible_keys(table: ProcessTable) -> Sequence[str]:
     """Row keys in display order (for tests and the status line)."""
-    return [table.coordinate_to_cell_key((i, 0)).row_key.value or "" for i in
-            range(table.row_count)]
+    return [table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value or ""
+            for i in range(table.row_count)]
