@@ -58,7 +58,7 @@ def test_lost_and_recovered_gpus_are_reported_once() -> None:
 def test_roles_come_from_names_until_a_sample_says_otherwise() -> None:
     assert guess_role("nvml") == "gpu" and guess_role("replay:gpu") == "gpu"
     assert guess_role("host") == "host" and guess_role("replay:host") == "host"
-    assert guess_role("log:/tmp/train.log") == "other"
+    assert guess_role("docker") == "other"
     state = MonitorState()
     state.apply_sample("mystery", host())
     assert state.role("mystery") == "host"
