@@ -107,11 +107,12 @@ def metric_batches(reader: SessionReader, *, new_lap: bool = False,
     Rows of one parsed line (same task, time, line, step and epoch) become one `LogMetric`
     without a time of its own, so the batch's (replayed, possibly lap-shifted) time applies.
     `finding` events from `events.jsonl` come as batches of their own at their recorded time,
-    and a `log_restarted` event marks the task's next batch as a new file generation.
+    and a `log_restarted` event marks the task's next batch as a new file generation. The format
+    of each task is the one `meta.json` lists under `tasks`.
     """
     events = _log_events(reader)
     pending = next(events, None)
-    state = _Generations(new_lap)
+    state = _Generations(new_lap, _formats(reader.meta))
     stream = open_metrics(reader)
     try:
         for batch_rows in _row_groups(stream, reader) if stream is not None else ():
@@ -155,11 +156,20 @@ def _log_events(reader: SessionReader) -> Iterator[tuple[float, dict[str, Any]]]
             yield float(t), event
 
 
+def _formats(meta: dict[str, Any]) -> dict[str, str]:
+    tasks = meta.get("tasks")
+    if not isinstance(tasks, list):
+        return {}
+    return {str(t["task"]): str(t["format"]) for t in tasks
+            if isinstance(t, dict) and t.get("task") and t.get("format")}
+
+
 class _Generations:
     """File generation and restart flags per task, as a live tail would report them."""
 
-    def __init__(self, new_lap: bool) -> None:
+    def __init__(self, new_lap: bool, formats: dict[str, str]) -> None:
         self._new_lap = new_lap
+        self._formats = formats
         self._generation: dict[str, int] = {}
         self._restart: dict[str, str] = {}
 
@@ -174,6 +184,7 @@ class _Generations:
             self._generation[task] += 1
             flags[how] = True
         flags["generation"] = self._generation[task]
+        flags["format"] = self._formats.get(task)
         return flags
 
     def batch(self, task: str, t: float, rows: list[_Row]) -> LogBatch:

@@ -16,7 +16,7 @@ import argparse
 import importlib.resources
 import socket
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +26,8 @@ from collectors.base import Collector, GpuherdError
 from collectors.host import HostCollector, PidWatch, in_host_pid_namespace
 from collectors.nvml import NvmlCollector
 from collectors.replay import SessionReplay
+from collectors.samples import LogBatch
+from gpuherd.monitor_logs import LogSources, TaskHint, log_sources, replay_hints
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 DEMO_PACKAGE, DEMO_DIR = "gpuherd", "data/demo"
@@ -47,6 +49,14 @@ class Plan:
     replay_label: str | None = None
     notices: list[str] = field(default_factory=list)
     """Lines for the banner from the start (replay warnings, a private PID namespace)."""
+    logs: LogSources | None = None
+    """Training logs to follow (`--log`, `--watch`); closed when the dashboard exits."""
+    task_hints: list[TaskHint] = field(default_factory=list)
+
+    @property
+    def tail(self) -> Callable[[str], Collector[LogBatch]] | None:
+        """Makes the tail of each log the discovery collector finds."""
+        return self.logs.tail if self.logs is not None else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,8 +78,14 @@ def build_plan(args: argparse.Namespace, demo: Path | None = None) -> Plan:
         plan = _replay_plan(Path(args.replay), args.speed, loop=False, label_prefix="REPLAY")
     else:
         plan = _live_plan(args.interval)
-    if getattr(args, "log", None) or getattr(args, "watch", None):
-        plan.notices.append("--log/--watch: following training logs is not part of this build")
+    logs, watch = getattr(args, "log", None) or [], getattr(args, "watch", None) or []
+    if logs or watch:
+        if plan.replay_label is not None:
+            plan.notices.append("--log/--watch are not followed in a replay: it shows the "
+                                "logs the session recorded")
+        else:
+            plan.logs = log_sources(logs, watch)
+            plan.collectors = [*plan.collectors, *plan.logs.collectors]
     return plan
 
 
@@ -99,6 +115,7 @@ def _replay_plan(directory: Path, speed: float, *, loop: bool, label_prefix: str
         hostname=str(host),
         replay_label=f"{label_prefix}{shown} x{speed:g}",
         notices=list(replay.warnings),
+        task_hints=replay_hints(replay.session),
     )
 
 
@@ -141,8 +158,14 @@ def _show(plan: Plan) -> int:
         hostname=plan.hostname,
         replay_label=plan.replay_label,
         notices=plan.notices,
+        tail=plan.tail,
+        task_hints=plan.task_hints,
     )
-    app.run()
+    try:
+        app.run()
+    finally:
+        if plan.logs is not None:
+            plan.logs.close()
     # The alternate screen is gone now; repeat why a source could not run so it stays visible.
     for line in app.state.notices:
         print(f"gpuherd: {line}", file=sys.stderr)

@@ -22,18 +22,23 @@ from collectors.base import (
     Unavailable,
 )
 from collectors.loop import run_collector
-from collectors.samples import GpuTick, HostSample
+from collectors.samples import GpuTick, HostSample, LogBatch
+from gpuherd.monitor_logs import TaskHint
 from tui.messages import (
     CollectorFailed,
     CollectorRecovered,
+    LogBatchReceived,
+    LogsDiscovered,
     SampleReceived,
     SourceFinished,
     SourceUnavailable,
+    sample_message,
 )
 from tui.screens.error import ErrorScreen
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
 from tui.state import MonitorState, Role
+from tui.task_feed import TaskFeed
 
 DEMO_HINT = "try `gpuherd --demo`"
 
@@ -67,6 +72,9 @@ class GpuherdApp(App[int]):
         hostname: str,
         replay_label: str | None,
         notices: Sequence[str] = (),
+        tail: Callable[[str], Collector[LogBatch]] | None = None,
+        task_hints: Sequence[TaskHint] = (),
+        tap: Callable[[CollectorEvent], None] | None = None,
     ) -> None:
         super().__init__()
         self.collectors = list(collectors)
@@ -77,6 +85,9 @@ class GpuherdApp(App[int]):
         self.state = MonitorState()
         self.state.notices.extend(notices)
         self._main = MainScreen(self.state, hostname=hostname, replay_label=replay_label)
+        self.tasks = TaskFeed(self, self._main, self.state, tail, task_hints)
+        self.tap = tap
+        """Also gets every collector event, on the collector's thread (`--tui --record`)."""
 
     def get_default_screen(self) -> MainScreen:
         """The dashboard is the base screen."""
@@ -85,16 +96,21 @@ class GpuherdApp(App[int]):
     def on_mount(self) -> None:
         """Start one long-lived thread worker per collector."""
         self._refresh_view()
+        self.tasks.adopt(self.collectors)
         for collector in self.collectors:
-            self.state.status_of(collector.name)
-            self.run_worker(
-                self._collector_work(collector),
-                name=collector.name,
-                group="collectors",
-                description=f"collector {collector.name}",
-                exit_on_error=False,
-                thread=True,
-            )
+            self.start_collector(collector)
+
+    def start_collector(self, collector: Collector[Any]) -> Worker[None]:
+        """Run `collector` on a long-lived thread worker (also for logs found later)."""
+        self.state.status_of(collector.name)
+        return self.run_worker(
+            self._collector_work(collector),
+            name=collector.name,
+            group="collectors",
+            description=f"collector {collector.name}",
+            exit_on_error=False,
+            thread=True,
+        )
 
     def _collector_work(self, collector: Collector[Any]) -> Callable[[], None]:
         def work() -> None:
@@ -104,9 +120,11 @@ class GpuherdApp(App[int]):
 
     def _emit(self, event: CollectorEvent) -> None:
         """Runs on the collector thread: wrap the event and hand it to the UI thread."""
+        if self.tap is not None:
+            self.tap(event)
         message: Any
         if isinstance(event, Sampled):
-            message = SampleReceived(event.source, event.sample)
+            message = sample_message(event.source, event.sample)
         elif isinstance(event, Failed):
             message = CollectorFailed(event.source, event.error)
         elif isinstance(event, Recovered):
@@ -123,6 +141,7 @@ class GpuherdApp(App[int]):
         """Store the sample; a GPU tick also tells the host collector which pids to detail."""
         changes = self.state.apply_sample(message.source, message.sample)
         if isinstance(message.sample, GpuTick):
+            self.tasks.gpu_tick(message.sample)
             if self.pid_watch is not None:
                 self.pid_watch.set(self.state.gpu_pids())
             for gpu in changes.lost:
@@ -137,12 +156,14 @@ class GpuherdApp(App[int]):
         error = message.error
         if self.state.mark_failed(message.source, error.msg):
             self.notify(error.msg, title=f"{error.title} ({message.source})", severity="error")
+        self.tasks.failed(message.source, error.msg)
         self._refresh_view()
 
     def on_collector_recovered(self, message: CollectorRecovered) -> None:
         """Clear the error mark."""
         if self.state.mark_recovered(message.source):
             self.notify(f"{message.source} is reading again", title="Recovered")
+        self.tasks.recovered(message.source)
         self._refresh_view()
 
     def on_source_unavailable(self, message: SourceUnavailable) -> None:
@@ -161,6 +182,14 @@ class GpuherdApp(App[int]):
             self.notify("replay finished; q quits", title="Replay")
         self._refresh_view()
 
+    def on_log_batch_received(self, message: LogBatchReceived) -> None:
+        """Metrics and findings of a training log go to its task."""
+        self.tasks.batch(message.source, message.batch)
+
+    def on_logs_discovered(self, message: LogsDiscovered) -> None:
+        """Follow the logs a scan found."""
+        self.tasks.discovered(message.found)
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A collector worker that died of a bug: mark its panel and show the traceback."""
         worker = event.worker
@@ -168,6 +197,7 @@ class GpuherdApp(App[int]):
             return
         error = worker.error
         self.state.mark_crashed(worker.name, f"crashed: {error!r}")
+        self.tasks.failed(worker.name, f"crashed: {error!r}")
         details = "".join(traceback.format_exception(error)) if error else "no traceback"
         self.push_screen(ErrorScreen(f"The {worker.name} collector stopped: {error!r}", details))
         self._refresh_view()
@@ -202,6 +232,9 @@ def make_app(
     hostname: str | None = None,
     replay_label: str | None = None,
     notices: Sequence[str] = (),
+    tail: Callable[[str], Collector[LogBatch]] | None = None,
+    task_hints: Sequence[TaskHint] = (),
+    tap: Callable[[CollectorEvent], None] | None = None,
 ) -> GpuherdApp:
     """Build the dashboard over `collectors` (live, replayed, or fakes in tests).
 
@@ -215,6 +248,11 @@ def make_app(
         replay_label: `REPLAY <dir> x<speed>`; set in replay mode, where the header shows the
             recorded time instead of the wall clock.
         notices: Banner lines from the start (replay warnings, a private PID namespace).
+        tail: Makes the collector that follows one training log; called for every log a
+            `DiscoveryCollector` among `collectors` finds. `None`: logs are not followed.
+        task_hints: What is known about tasks beyond their logs (a recorded command's pid).
+        tap: Also called with every collector event, on the collector's thread (a
+            `Recording.emit` when recording from the dashboard).
     """
     app = GpuherdApp(
         collectors,
@@ -223,6 +261,9 @@ def make_app(
         hostname=hostname if hostname is not None else socket.gethostname(),
         replay_label=replay_label,
         notices=notices,
+        tail=tail,
+        task_hints=task_hints,
+        tap=tap,
     )
     app.title = title
     return app

@@ -8,6 +8,8 @@ from typing import Any
 from textual.message import Message
 
 from collectors.base import CollectorError, CollectorUnavailable
+from collectors.discovery import DiscoveredLogs
+from collectors.samples import LogBatch
 
 
 @dataclass
@@ -52,3 +54,31 @@ class SourceFinished(Message):
     """A finite collector (a replayed session) has no more samples; it has stopped."""
 
     source: str
+
+
+@dataclass
+class LogBatchReceived(Message):
+    """A followed (or replayed) training log produced a batch of metrics and findings.
+
+    Never replaceable: every batch carries metrics the next one does not repeat.
+    """
+
+    source: str
+    batch: LogBatch
+
+
+@dataclass
+class LogsDiscovered(Message):
+    """A scan of the `--log` globs and `--watch` directories; never replaceable either."""
+
+    source: str
+    found: DiscoveredLogs
+
+
+def sample_message(source: str, sample: Any) -> Message:
+    """The message that carries `sample` to the UI thread."""
+    if isinstance(sample, LogBatch):
+        return LogBatchReceived(source, sample)
+    if isinstance(sample, DiscoveredLogs):
+        return LogsDiscovered(source, sample)
+    return SampleReceived(source, sample)

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from collectors.samples import GpuSample, GpuTick, HostSample
+from gpuherd.tasks import TaskTracker
 
 HISTORY_LEN = 600
 """Points kept per GPU: ten minutes at the default 1 Hz."""
 
-Role = Literal["gpu", "host", "other"]
+Role = Literal["gpu", "host", "log", "other"]
 Health = Literal["waiting", "ok", "failing", "unavailable", "finished", "crashed"]
 
 
@@ -54,8 +55,11 @@ def guess_role(source: str) -> Role:
     """Role of a source from its name, until its first sample says for sure.
 
     Live collectors are named `nvml` and `host`; replayed ones carry `gpu` or `host` in their
-    names. The role decides which panel shows the source's errors.
+    names; log tails are `log:<path>` (whatever the path holds) and the replayed metrics
+    `replay:metrics`. The role decides which panel shows the source's errors.
     """
+    if source.startswith("log:") or source == "replay:metrics":
+        return "log"
     lowered = source.lower()
     if "nvml" in lowered or "gpu" in lowered:
         return "gpu"
@@ -82,6 +86,8 @@ class MonitorState:
         """One line per source that cannot run here, for the banner and for stderr at exit."""
         self.now: float | None = None
         """Time for the header: the wall clock live, the newest recorded time in a replay."""
+        self.tasks = TaskTracker()
+        """One task per followed (or replayed) training log, fed by `tui.task_feed`."""
 
     def role(self, source: str) -> Role:
         """The panel family a source belongs to."""

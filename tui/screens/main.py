@@ -12,7 +12,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from tui.processes import SORT_KEYS, SortKey, build_rows, filter_rows, next_sort_key, sort_rows
+from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState, Role
+from tui.tasks import TaskRow
 from tui.views import chart_series, chart_title, gap_note, process_subtitle
 from tui.widgets.banner import Banner
 from tui.widgets.gpu_panel import GpuPanel
@@ -20,11 +22,12 @@ from tui.widgets.header_bar import HeaderBar
 from tui.widgets.host_panel import HostPanel
 from tui.widgets.plot import Plot
 from tui.widgets.process_table import ProcessTable
+from tui.widgets.tasks_panel import TasksPanel
 
 CHART_STEP_S = 2.0
 """Seconds of sample time between chart redraws (a chart point spans about 13 s)."""
 
-PANEL_FOR_ROLE: dict[Role, str] = {"gpu": "#gpus", "host": "#host"}
+PANEL_FOR_ROLE: dict[Role, str] = {"gpu": "#gpus", "host": "#host", "log": "#tasks"}
 """Which bordered panel shows a source's failures."""
 
 
@@ -37,6 +40,7 @@ class MainScreen(Screen[None]):
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("g", "next_gpu", "Next GPU"),
         Binding("G", "next_gpu(-1)", "Previous GPU", show=False),
+        Binding("t", "focus_tasks", "Tasks"),
     ]
 
     sort_key: reactive[SortKey] = reactive(SORT_KEYS[0])
@@ -53,6 +57,7 @@ class MainScreen(Screen[None]):
         self._titles: dict[str, str] = {}
         self._gap_note = Text("")
         self._chart_drawn: tuple[str | None, float | None] = (None, None)
+        self._has_tasks = False
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
@@ -71,8 +76,8 @@ class MainScreen(Screen[None]):
             yield Static(id="gap-note")
             yield Input(placeholder="filter by user, command or pid (Enter: keep, Esc: clear)",
                         id="filter")
-        # Issue 3's training-log tasks panel mounts its widgets into this container.
-        yield Vertical(id="tasks", classes="panel")
+        with Vertical(id="tasks", classes="panel"):  # shown once a training log is followed
+            yield TasksPanel()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -150,6 +155,15 @@ class MainScreen(Screen[None]):
             widget.update(note, layout=lines_changed)
             widget.display = bool(note.plain)
 
+    def show_tasks(self, rows: tuple[TaskRow, ...]) -> None:
+        """Show the training-log tasks; the panel stays hidden while there are none."""
+        self.query_one(TasksPanel).task_rows = rows
+        if self._has_tasks != bool(rows):
+            self._has_tasks = bool(rows)
+            self.query_one("#tasks").set_class(self._has_tasks, "-shown")
+            self.refresh_bindings()  # `t` appears in the footer with the first task
+        self._set_title("#tasks", f"Tasks ({len(rows)})  Enter: details")
+
     def _show_health(self) -> None:
         state = self.state
         for role, selector in PANEL_FOR_ROLE.items():
@@ -204,6 +218,20 @@ class MainScreen(Screen[None]):
         """Chart the next (or previous) GPU."""
         self.state.select_next_gpu(step)
         self.show()
+
+    def action_focus_tasks(self) -> None:
+        """Give the keyboard to the tasks table."""
+        self.query_one(TasksPanel).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`t` only once there are tasks to go to."""
+        if action == "focus_tasks":
+            return self._has_tasks
+        return True
+
+    @on(TasksPanel.Opened)
+    def _task_opened(self, event: TasksPanel.Opened) -> None:
+        self.app.push_screen(TaskDetailScreen(self.state, event.task_id))
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:

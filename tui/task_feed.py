@@ -1,0 +1,140 @@
+"""Routes log batches, discovery scans and GPU ticks into the state's task tracker (UI thread)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from collectors.base import Collector
+from collectors.discovery import DiscoveredLogs
+from collectors.samples import GpuTick, LogBatch
+from gpuherd.monitor_logs import TaskHint
+from tui.screens.task_detail import TaskDetailScreen
+from tui.state import MonitorState
+from tui.tasks import task_rows
+
+if TYPE_CHECKING:
+    from textual.worker import Worker
+
+    from tui.app import GpuherdApp
+    from tui.screens.main import MainScreen
+
+REDRAW_S = 0.25
+"""Batches arriving within this time share one redraw of the tasks panel."""
+TAIL_PREFIX = "log:"
+
+
+class TaskFeed:
+    """Owns the log tails the dashboard starts, and keeps the tasks panel in step.
+
+    Every handler runs on the UI thread: the tracker in `state.tasks` is never touched from a
+    collector thread. A tail is started for each log a discovery scan lists and stopped when
+    its run disappears; a log that cannot be read stays on its row with the reason.
+    """
+
+    def __init__(self, app: GpuherdApp, main: MainScreen, state: MonitorState,
+                 tail: Callable[[str], Collector[LogBatch]] | None,
+                 hints: Sequence[TaskHint] = ()) -> None:
+        self._app, self._main, self.state = app, main, state
+        self._tail = tail
+        self._hints = {hint.task_id: hint for hint in hints}
+        self._tails: dict[str, tuple[Worker[Any], Collector[LogBatch]]] = {}
+        self._followed: set[str] = set()
+        self._redraw_pending = False
+
+    def adopt(self, collectors: Sequence[Collector[Any]]) -> None:
+        """Note the tails the app was started with, so a scan does not start them twice."""
+        for collector in collectors:
+            if collector.name.startswith(TAIL_PREFIX):
+                self._followed.add(collector.name[len(TAIL_PREFIX):])
+
+    def discovered(self, found: DiscoveredLogs) -> None:
+        """Start a tail for every log not followed yet; stop those whose run is gone."""
+        if self._tail is not None:
+            for log in found.logs:
+                if log.task_id not in self._followed:
+                    self._followed.add(log.task_id)
+                    collector = self._tail(log.task_id)
+                    self._tails[log.task_id] = (self._app.start_collector(collector), collector)
+        for task_id in found.removed:
+            self._stop(task_id)
+        self.schedule_redraw()
+
+    def _stop(self, task_id: str) -> None:
+        self._followed.discard(task_id)
+        worker, collector = self._tails.pop(task_id, (None, None))
+        if worker is not None:
+            worker.cancel()
+            wake = getattr(collector, "wake", None)
+            if wake is not None:
+                wake()  # a tail waits up to its poll interval: end that wait now
+        self.state.tasks.remove(task_id)
+        self.state.status.pop(TAIL_PREFIX + task_id, None)
+
+    def batch(self, source: str, batch: LogBatch) -> None:
+        """Fold a batch into its task."""
+        if self._dropped(source):
+            return
+        tracker = self.state.tasks
+        status = self.state.status_of(source)
+        if status.health == "waiting":
+            status.health = "ok"
+        if batch.recreated and not source.startswith(TAIL_PREFIX):
+            tracker.remove(batch.path)  # a looping replay starts its next lap: a fresh task
+        new = batch.path not in tracker.task_ids
+        tracker.add_batch(batch)
+        hint = self._hints.get(batch.path)
+        if new and hint is not None:
+            tracker.associate(batch.path, label=hint.label, gpu_uuids=hint.gpu_uuids or None)
+        self.schedule_redraw()
+
+    def gpu_tick(self, tick: GpuTick) -> None:
+        """Map task pids to GPUs, feed utilization to the health rules."""
+        tracker = self.state.tasks
+        if not tracker.task_ids:
+            return
+        known = set(tracker.task_ids)
+        for hint in self._hints.values():
+            if hint.owns_pid is None or hint.task_id not in known:
+                continue
+            pids = {p.pid for gpu in tick.devices for p in gpu.processes or ()
+                    if hint.owns_pid(p.pid)}
+            if pids:
+                tracker.associate(hint.task_id, pids=pids)
+        tracker.add_gpu_tick(tick)
+        self.schedule_redraw()
+
+    def failed(self, source: str, reason: str) -> None:
+        """A tail cannot read its log: say why on the task's row."""
+        if source.startswith(TAIL_PREFIX) and not self._dropped(source):
+            self.state.tasks.collector_failed(source[len(TAIL_PREFIX):], reason)
+            self.schedule_redraw()
+
+    def recovered(self, source: str) -> None:
+        """The tail reads again."""
+        task_id = source[len(TAIL_PREFIX):]
+        if source.startswith(TAIL_PREFIX) and task_id in self.state.tasks.task_ids:
+            self.state.tasks.collector_recovered(task_id)
+            self.schedule_redraw()
+
+    def _dropped(self, source: str) -> bool:
+        """A tail stopped after its run vanished may still post what it read last: ignore it."""
+        return (self._tail is not None and source.startswith(TAIL_PREFIX)
+                and source[len(TAIL_PREFIX):] not in self._followed)
+
+    def schedule_redraw(self) -> None:
+        """Redraw the tasks soon, once for everything that arrives meanwhile."""
+        if not self._redraw_pending and self._app.is_running:
+            self._redraw_pending = True
+            self._app.set_timer(REDRAW_S, self.redraw)
+
+    def redraw(self) -> None:
+        """Push the tasks into the panel, and into the detail screen when it is open."""
+        self._redraw_pending = False
+        if not (self._app.is_running and self._main.is_mounted):
+            return
+        rows = task_rows(self.state.tasks.views(), self.state.gpu_tick)
+        self._main.show_tasks(rows)
+        screen = self._app.screen
+        if isinstance(screen, TaskDetailScreen):
+            screen.show()

@@ -1,0 +1,208 @@
+"""Pure functions from a task's view to what the tasks panel and the detail screen show."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from collectors.samples import GpuSample, GpuTick
+from gpuherd.format import fmt_duration, fmt_pct
+from gpuherd.tasks import TaskView
+from gpuherd.tasks.health import Finding
+from tui.widgets.plot import Series
+
+BADGES = {
+    "nan": "NaN", "inf": "Inf", "oom": "OOM", "traceback": "traceback", "nccl": "NCCL",
+    "cuda_error": "CUDA error", "killed": "killed", "stalled": "stalled", "chance": "chance",
+    "zero_metric": "metric=0", "overfitting": "overfit", "gpu_low": "input-bound",
+    "gpu_swing": "input-bound", "download": "download",
+}
+"""Short badge per finding kind; kinds not listed show under their own name."""
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+STATUS_STYLE = {"running": "green", "waiting": "dim", "idle": "dim", "failed": "bold red",
+                "error": "bold red"}
+LOSS_NAMES = ("train/loss", "loss")
+VAL_NAMES = ("val/acc", "val/map", "val/miou", "val/acc_top5", "val/map_50", "val/pixel_acc",
+             "val/loss")
+"""The validation metric a row shows: the first of these the task reports."""
+VAL_SHORT = {"val/acc": "acc", "val/map": "mAP", "val/miou": "mIoU", "val/acc_top5": "top5",
+             "val/map_50": "mAP50", "val/pixel_acc": "pix", "val/loss": "loss"}
+THROUGHPUT_UNITS = {"throughput/it_s": "it/s", "throughput/samples_s": "samples/s",
+                    "throughput/tokens_s": "tok/s", "steps_s": "steps/s"}
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """One row of the tasks panel: its key and a text per column key."""
+
+    key: str
+    cells: tuple[tuple[str, Text], ...]
+
+    def cell(self, column: str) -> Text:
+        """The text of `column` (empty when the row has none)."""
+        return dict(self.cells).get(column, Text(""))
+
+
+def fmt_metric(value: float | None) -> str:
+    """A metric value in four significant digits; NaN and Inf spelled out."""
+    if value is None:
+        return ""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Inf" if value > 0 else "-Inf"
+    if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
+        return f"{value:.2e}"
+    return f"{value:.4g}"
+
+
+def loss_of(view: TaskView) -> tuple[str, float] | None:
+    """The training loss the row shows, with its name."""
+    values = dict(view.latest)
+    return next(((n, values[n]) for n in LOSS_NAMES if n in values), None)
+
+
+def val_of(view: TaskView) -> tuple[str, float] | None:
+    """The validation metric the row shows, with its name."""
+    values = dict(view.latest)
+    return next(((n, values[n]) for n in VAL_NAMES if n in values), None)
+
+
+def progress_text(view: TaskView) -> str:
+    """`step 1,200 · ep 3` (either part may be missing)."""
+    parts = []
+    if view.step is not None:
+        parts.append(f"step {view.step:,}")
+    if view.epoch is not None:
+        parts.append(f"ep {view.epoch:.4g}")
+    return " · ".join(parts)
+
+
+def throughput_text(view: TaskView) -> str:
+    """`11.8 it/s`, `845 samples/s`, `0.52 steps/s`; empty when unknown."""
+    rate = view.throughput
+    if rate is None or not math.isfinite(rate):
+        return ""
+    unit = THROUGHPUT_UNITS.get(view.throughput_name or "", view.throughput_name or "")
+    if rate >= 10_000:
+        return f"{rate / 1000:.0f}k {unit}"
+    return f"{rate:.3g} {unit}"
+
+
+def gpus_of(view: TaskView, tick: GpuTick | None) -> list[GpuSample]:
+    """The GPUs of the newest tick that the task runs on."""
+    if tick is None or not view.gpu_uuids:
+        return []
+    return [gpu for gpu in tick.devices if gpu.uuid in view.gpu_uuids]
+
+
+def gpu_text(view: TaskView, tick: GpuTick | None) -> str:
+    """`0 87%`, `0,1 91%`; empty when the task's GPU is not known."""
+    gpus = gpus_of(view, tick)
+    if not gpus:
+        return ""
+    indices = ",".join(str(gpu.index) for gpu in gpus)
+    util = view.gpu_util_pct
+    return indices if util is None else f"{indices} {fmt_pct(util)}"
+
+
+def badge_label(finding: Finding) -> str:
+    """The short badge of a finding: `NaN`, `OOM`, `stalled`, ..."""
+    return BADGES.get(finding.kind, finding.kind)
+
+
+def health_text(view: TaskView) -> Text:
+    """The error of an unreadable log, then one badge per finding kind, then unparsed lines."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if view.error:
+        text.append(view.error, style="bold red")
+    seen: set[str] = set()
+    for finding in view.findings:
+        label = badge_label(finding)
+        if label in seen:
+            continue
+        seen.add(label)
+        if text.plain:
+            text.append(" ")
+        text.append(f" {label} ", style=f"{SEVERITY_STYLE.get(finding.severity, '')} reverse")
+    if view.unparsed_lines:
+        if text.plain:
+            text.append(" ")
+        text.append(f"{view.unparsed_lines:,} unparsed", style="dim")
+    return text
+
+
+def task_row(view: TaskView, tick: GpuTick | None) -> TaskRow:
+    """Every cell of one task's row."""
+    worst = view.worst_severity
+    label_style = "bold red" if view.status in ("error", "failed") or worst == "error" else ""
+    loss, val = loss_of(view), val_of(view)
+    eta = fmt_duration(view.eta_s) if view.eta_s is not None else ""
+    cells = (
+        ("task", Text(view.label, style=label_style, no_wrap=True, overflow="ellipsis")),
+        ("status", Text(view.status, style=STATUS_STYLE.get(view.status, ""))),
+        ("progress", Text(progress_text(view), no_wrap=True, overflow="ellipsis")),
+        ("loss", Text(fmt_metric(loss[1]) if loss else "", justify="right",
+                      style="bold red" if loss and not math.isfinite(loss[1]) else "")),
+        ("val", Text(f"{VAL_SHORT.get(val[0], val[0])} {fmt_metric(val[1])}" if val else "",
+                     no_wrap=True)),
+        ("speed", Text(throughput_text(view), justify="right", no_wrap=True)),
+        ("eta", Text(eta, justify="right")),
+        ("gpu", Text(gpu_text(view, tick), no_wrap=True)),
+        ("health", health_text(view)),
+    )
+    return TaskRow(view.task_id, cells)
+
+
+def task_rows(views: Sequence[TaskView], tick: GpuTick | None) -> tuple[TaskRow, ...]:
+    """The panel's rows, in the order tasks were first seen."""
+    return tuple(task_row(view, tick) for view in views)
+
+
+def finding_lines(findings: Sequence[Finding]) -> Text:
+    """The detail screen's findings: badge, how often, the line, the evidence."""
+    text = Text()
+    if not findings:
+        return Text("No findings.", style="dim")
+    for finding in findings:
+        if text.plain:
+            text.append("\n")
+        style = SEVERITY_STYLE.get(finding.severity, "")
+        text.append(f" {badge_label(finding)} ", style=f"{style} reverse")
+        where = f" line {finding.line_no:,}" if finding.line_no else ""
+        times = f" ×{finding.count}" if finding.count > 1 else ""
+        text.append(f" {finding.severity}{where}{times}: ", style=style)
+        text.append(finding.evidence)
+    return text
+
+
+LOSS_CHART = ("train/loss", "loss", "val/loss")
+COLORS = ("cyan", "orange", "green", "magenta", "yellow", "blue", "red")
+
+
+def chart_names(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Which metrics go on the loss chart and which on the validation chart."""
+    loss = [n for n in LOSS_CHART if n in names]
+    val = [n for n in names if n.startswith("val/") and n != "val/loss"]
+    return loss, val
+
+
+def chart_line(name: str, points: Sequence[tuple[float, float]], color: str) -> Series:
+    """One metric as a chart line; non-finite values are left out (they show as findings).
+
+    A step counter that went backwards (one per epoch) would fold the line over itself, so such
+    a series is drawn against the point's index instead.
+    """
+    xs = [x for x, _ in points]
+    if any(b < a for a, b in zip(xs, xs[1:], strict=False)):
+        xs = [float(i) for i in range(len(points))]
+    kept = [(x, y) for x, (_, y) in zip(xs, points, strict=True) if math.isfinite(y)]
+    return Series(name, tuple(p[0] for p in kept), tuple(p[1] for p in kept), color)
+
+
+def x_label(kind: str | None) -> str:
+    """`steps`, `epochs` or `points` for a chart title."""
+    return {"step": "steps", "epoch": "epochs"}.get(kind or "", "points")
