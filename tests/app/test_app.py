@@ -40,6 +40,7 @@ from tui.widgets.header_bar import HeaderBar
 from tui.widgets.host_panel import HostPanel
 from tui.widgets.plot import Plot
 from tui.widgets.process_table import ProcessTable, visible_keys
+from tui.widgets.text_lines import TextLines
 
 SIZE = (120, 40)
 
@@ -58,6 +59,8 @@ def record_notifications(app: GpuherdApp) -> list[dict[str, Any]]:
 
 
 def rendered(widget: object) -> str:
+    if isinstance(widget, TextLines):
+        return widget.plain
     return str(widget.render())  # type: ignore[attr-defined]
 
 

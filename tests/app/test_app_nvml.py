@@ -28,7 +28,7 @@ async def test_real_collector_fills_the_panels_and_names_the_gap() -> None:
     app = make_app([NvmlCollector(backend=nvml, interval_s=0.05)], clock=lambda: T0)
     async with app.run_test(size=(160, 50)) as pilot:
         await until(pilot, lambda: app.state.gpu_tick is not None)
-        text = str(app.screen.query_one(GpuPanel).render())
+        text = app.screen.query_one(GpuPanel).plain
         assert "NVIDIA H200" in text and "NVIDIA A100-SXM4-80GB" in text
         assert "GPU-aaaaaaaa" in text and "55%" in text and "580.159.04" in str(
             app.screen.query_one("HeaderBar").render())
@@ -49,8 +49,8 @@ async def test_lost_gpu_from_the_driver_turns_its_row_red_and_the_other_keeps_go
         nvml.fail(1, "memory_info", GpuIsLost)
         await until(pilot, lambda: A100 in app.state.gpu_errors)
         nvml.gpus[0].util = (99, 10)
-        await until(pilot, lambda: "99%" in str(app.screen.query_one(GpuPanel).render()))
-        text = str(app.screen.query_one(GpuPanel).render())
+        await until(pilot, lambda: "99%" in app.screen.query_one(GpuPanel).plain)
+        text = app.screen.query_one(GpuPanel).plain
         assert "ERROR:" in text
         assert not app.screen.query_one("#gpus").has_class("-error")
 
@@ -62,7 +62,7 @@ async def test_unsupported_fields_read_na_on_screen() -> None:
     app = make_app([NvmlCollector(backend=nvml, interval_s=0.05)], clock=lambda: T0)
     async with app.run_test(size=(160, 50)) as pilot:
         await until(pilot, lambda: app.state.gpu_tick is not None)
-        first = str(app.screen.query_one(GpuPanel).render()).splitlines()[0]
+        first = app.screen.query_one(GpuPanel).plain.splitlines()[0]
         assert "N/A  N/A / 700 W" in first
 
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual import events
-from textual.app import RenderResult
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from collectors.samples import GpuSample, GpuTick
 from gpuherd.format import (
@@ -23,11 +21,12 @@ from gpuherd.format import (
     pct_of,
 )
 from tui.text import bar, fit, level_style
+from tui.widgets.text_lines import TextLines
 
 LINES_PER_GPU = 2
 
 
-class GpuPanel(Widget):
+class GpuPanel(TextLines):
     """Every GPU of the newest tick; the one the chart follows is marked with `▶`."""
 
     DEFAULT_CSS = """
@@ -54,17 +53,21 @@ class GpuPanel(Widget):
         if _count(old) != _count(new):
             self.refresh(layout=True)
 
-    def render(self) -> RenderResult:
+    def line_inputs(self) -> tuple[object, ...]:
+        """The tick and the selection."""
+        return (self.tick, self.selected_uuid)
+
+    def build_lines(self, width: int) -> list[Text]:
         """Two lines per GPU, or a waiting line before the first tick."""
         if self.tick is None:
-            return Text("waiting for the first GPU reading…", style="dim")
+            return [Text("waiting for the first GPU reading…", style="dim")]
         if not self.tick.devices:
-            return Text("NVML reports no GPUs on this machine.", style="yellow")
-        width = max(20, self.size.width)
+            return [Text("NVML reports no GPUs on this machine.", style="yellow")]
+        width = max(20, width)
         lines: list[Text] = []
         for gpu in self.tick.devices:
             lines.extend(gpu_lines(gpu, width, gpu.uuid == self.selected_uuid))
-        return Text("\n").join(lines)
+        return lines
 
     def on_click(self, event: events.Click) -> None:
         """Select the GPU under the mouse."""

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import RenderResult
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from collectors.samples import HostSample
 from gpuherd.format import fmt_gib_pair, fmt_number, fmt_pct, fmt_rate, pct_of
 from tui.text import bar
+from tui.widgets.text_lines import TextLines
 
 STACK_BELOW = 50
 """Below this width each figure gets its own line; above it figures flow side by side."""
 
 
-class HostPanel(Widget):
+class HostPanel(TextLines):
     """Host-wide figures from the newest `HostSample`."""
 
     DEFAULT_CSS = """
@@ -34,19 +33,20 @@ class HostPanel(Widget):
 
     def watch_sample(self) -> None:
         """Re-lay out the screen only when the figures need a different number of lines."""
-        count = len(self._lines())
+        count = len(self._current_lines(self.size.width))  # built once, reused to draw
         if count != self._line_count:
             self._line_count = count
             self.refresh(layout=True)
 
-    def render(self) -> RenderResult:
-        """Figures stacked in a narrow column, or flowing in rows when wide."""
-        return Text("\n").join(self._lines())
+    def line_inputs(self) -> tuple[object, ...]:
+        """The sample."""
+        return (self.sample,)
 
-    def _lines(self) -> list[Text]:
+    def build_lines(self, width: int) -> list[Text]:
+        """Figures stacked in a narrow column, or flowing in rows when wide."""
         if self.sample is None:
             return [Text("waiting for the first host reading…", style="dim")]
-        width = max(20, self.size.width)
+        width = max(20, width)
         segments = host_segments(self.sample, width)
         return segments if width < STACK_BELOW else _flow(segments, width)
 
