@@ -1,10 +1,12 @@
 """CPU (percent of one core) and RSS of terminal monitors, each in its own tmux pane.
 
 Each command runs alone, in turn, in a 160x50 pane of a private tmux server (so the terminal is
-real and is redrawn as a person would see it). After `--warmup` seconds, the user+system time of
-the command's whole process tree is read from /proc/<pid>/stat, again `--seconds` later, and the
-difference is divided by the window: 1.0 % means one hundredth of one core. RSS is the tree's
-resident memory at the end (VmRSS summed), with the main process's peak (VmHWM).
+real and is redrawn as a person would see it), or with `--terminal pty` (the default when tmux
+is missing) on a bare pseudo-terminal of that size whose output is read and dropped. After
+`--warmup` seconds, the user+system time of the command's whole process tree is read from
+/proc/<pid>/stat, again `--seconds` later, and the difference is divided by the window: 1.0 %
+means one hundredth of one core. RSS is the tree's resident memory at the end (VmRSS summed),
+with the main process's peak (VmHWM).
 
 Examples, from the repository root:
 
@@ -28,8 +30,10 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -97,29 +101,84 @@ def status_kib(pid: int, key: str) -> int:
     return 0
 
 
-class Tmux:
-    def __init__(self, socket: str) -> None:
-        self.socket = socket
+class TmuxPane:
+    """The command in a pane of a private tmux server: a real terminal that redraws."""
 
-    def __call__(self, *args: str) -> str:
+    def __init__(self, command: str, width: int, height: int, name: str) -> None:
+        self.socket = name
+        # `exec` makes the command itself the pane's process, so its tree is exactly the command.
+        self._tmux("new-session", "-d", "-s", "b", "-x", str(width), "-y", str(height),
+                   "-c", str(ROOT), f"exec {command}")
+        pid_text = self._tmux("display-message", "-p", "-t", "b", "#{pane_pid}")
+        self.pid = int(pid_text) if pid_text.isdigit() else None
+
+    def _tmux(self, *args: str) -> str:
         out = subprocess.run(["tmux", "-u", "-L", self.socket, *args], capture_output=True,
                              text=True, encoding="utf-8", timeout=10)
         return out.stdout.strip()
 
+    def close(self) -> None:
+        self._tmux("kill-server")
+
+
+class PtyTerminal:
+    """The command on a bare pseudo-terminal of the given size, for machines without tmux.
+
+    A thread reads and discards the output, as a terminal would consume it; that reading is
+    this script's CPU, not the command's.
+    """
+
+    def __init__(self, command: str, width: int, height: int, name: str) -> None:
+        import pty
+
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: size the terminal, then become the command
+            import fcntl
+            import struct
+            import termios
+
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+            os.chdir(ROOT)
+            os.environ["TERM"] = "xterm-256color"
+            os.execvp("/bin/sh", ["/bin/sh", "-c", f"exec {command}"])
+        self.pid: int | None = pid
+        self.fd = fd
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        try:
+            while os.read(self.fd, 65536):
+                pass
+        except OSError:
+            return  # the command exited and the pty closed
+
+    def close(self) -> None:
+        assert self.pid is not None
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+            for _ in range(50):
+                if os.waitpid(self.pid, os.WNOHANG)[0]:
+                    break
+                time.sleep(0.1)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        os.close(self.fd)
+
 
 def measure(command: str, seconds: float, warmup: float, width: int, height: int,
-            index: int = 0) -> Result:
-    tmux = Tmux(f"bench-tui-cpu-{os.getpid()}-{index}")
+            index: int = 0, terminal: str = "tmux") -> Result:
     result = Result(command, ok=False)
+    kind = TmuxPane if terminal == "tmux" else PtyTerminal
+    term = kind(command, width, height, f"bench-tui-cpu-{os.getpid()}-{index}")
     try:
-        # `exec` makes the command itself the pane's process, so its tree is exactly the command.
-        tmux("new-session", "-d", "-s", "b", "-x", str(width), "-y", str(height),
-             "-c", str(ROOT), f"exec {command}")
-        pid_text = tmux("display-message", "-p", "-t", "b", "#{pane_pid}")
-        if not pid_text.isdigit():
-            result.note = "tmux did not start the pane"
+        pid = term.pid
+        if pid is None:
+            result.note = "the terminal did not start the command"
             return result
-        pid = int(pid_text)
         time.sleep(warmup)
         before, t0 = tree(pid), time.monotonic()
         if pid not in before:
@@ -141,7 +200,7 @@ def measure(command: str, seconds: float, warmup: float, width: int, height: int
         result.processes = len(after)
         return result
     finally:
-        tmux("kill-server")
+        term.close()
 
 
 def machine() -> str:
@@ -164,6 +223,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds before the window")
     parser.add_argument("--width", type=int, default=160)
     parser.add_argument("--height", type=int, default=50)
+    parser.add_argument("--terminal", choices=("auto", "tmux", "pty"), default="auto",
+                        help="tmux pane (default when tmux is installed) or a bare pty")
     parser.add_argument("--json", action="store_true", help="also print one JSON line each")
     parser.add_argument("rest", nargs=argparse.REMAINDER,
                         help="-- COMMAND...: one more command, given as separate arguments")
@@ -174,12 +235,15 @@ def main() -> int:
         commands.append(" ".join(rest))
     if not commands:
         parser.error("give at least one --cmd COMMAND (or -- COMMAND ...)")
-    if shutil.which("tmux") is None:
-        print("bench_tui_cpu: tmux is not installed", file=sys.stderr)
+    terminal = args.terminal
+    if terminal == "auto":
+        terminal = "tmux" if shutil.which("tmux") else "pty"
+    elif terminal == "tmux" and shutil.which("tmux") is None:
+        print("bench_tui_cpu: tmux is not installed (use --terminal pty)", file=sys.stderr)
         return 2
-    print(f"# {machine()}; pane {args.width}x{args.height}; window {args.seconds:g} s after "
-          f"{args.warmup:g} s warm-up")
-    results = [measure(c, args.seconds, args.warmup, args.width, args.height, i)
+    print(f"# {machine()}; {terminal} {args.width}x{args.height}; window {args.seconds:g} s "
+          f"after {args.warmup:g} s warm-up")
+    results = [measure(c, args.seconds, args.warmup, args.width, args.height, i, terminal)
                for i, c in enumerate(commands)]
     print(f"{'command':<60} {'CPU %':>7} {'start CPU s':>11} {'RSS MB':>7} {'peak MB':>7}")
     for r in results:

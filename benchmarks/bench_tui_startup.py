@@ -1,9 +1,11 @@
 """Time from launch to the first full frame of a terminal monitor, in a real tmux pane.
 
 A "full frame" is the moment every `--expect` pattern (a regular expression) is on the screen
-at once, read with `tmux capture-pane` every `--poll` seconds. For gpuherd the defaults wait for
-a GPU name in the GPU panel and a process row in the table. The same is measured for a command
-that only prints a word (`--baseline`), the cost of tmux itself, and reported beside it.
+at once, read with `tmux capture-pane` every `--poll` seconds (without tmux, or with
+`--terminal pty`, the patterns are matched in the pty's output with escape codes removed).
+For gpuherd the defaults wait for a GPU name in the GPU panel and a process row in the table.
+The same is measured for a command that only prints a word, the cost of the terminal itself,
+and reported beside it.
 
 Examples, from the repository root:
 
@@ -66,6 +68,47 @@ def first_frame_s(command: str, patterns: list[re.Pattern[str]], width: int, hei
         tmux("kill-server")
 
 
+ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[PX^_\]].*?(?:\x07|\x1b\\)|\x1b.")
+
+
+def first_frame_pty_s(command: str, patterns: list[re.Pattern[str]], width: int, height: int,
+                      timeout_s: float, poll_s: float, index: int) -> float | None:
+    """As `first_frame_s` on a bare pty (no tmux): patterns are matched in the output stream
+    with escape sequences removed, which finds text drawn in one run (a GPU name, a table row).
+    """
+    import fcntl
+    import pty
+    import select
+    import signal
+    import struct
+    import termios
+
+    started = time.perf_counter()
+    pid, fd = pty.fork()
+    if pid == 0:
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+        os.chdir(ROOT)
+        os.environ["TERM"] = "xterm-256color"
+        os.execvp("/bin/sh", ["/bin/sh", "-c", f"exec {command}"])
+    seen = ""
+    try:
+        while time.perf_counter() - started < timeout_s:
+            ready, _, _ = select.select([fd], [], [], poll_s)
+            if ready:
+                try:
+                    chunk = os.read(fd, 65536).decode("utf-8", "replace")
+                except OSError:
+                    return None  # the command exited before drawing a full frame
+                seen = (seen + ESCAPES.sub("", chunk))[-200_000:]
+                if all(p.search(seen) for p in patterns):
+                    return time.perf_counter() - started
+        return None
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+        os.close(fd)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -76,25 +119,31 @@ def main() -> int:
     parser.add_argument("--height", type=int, default=50)
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds per run")
     parser.add_argument("--poll", type=float, default=0.01, help="seconds between captures")
+    parser.add_argument("--terminal", choices=("auto", "tmux", "pty"), default="auto",
+                        help="tmux pane (default when installed) or a bare pty")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     args = parser.parse_args()
     argv = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not argv:
         parser.error("give the command after --")
-    if shutil.which("tmux") is None:
-        print("bench_tui_startup: tmux is not installed", file=sys.stderr)
+    measure = first_frame_s
+    if args.terminal == "pty" or (args.terminal == "auto" and shutil.which("tmux") is None):
+        measure = first_frame_pty_s
+    elif shutil.which("tmux") is None:
+        print("bench_tui_startup: tmux is not installed (use --terminal pty)", file=sys.stderr)
         return 2
     command = shlex.join(argv)
     patterns = [re.compile(p, re.MULTILINE) for p in (args.expect or DEFAULT_EXPECT)]
-    baseline = [first_frame_s("echo READY", [re.compile("READY")], args.width, args.height,
+    baseline = [measure("echo READY", [re.compile("READY")], args.width, args.height,
                               5.0, args.poll, 1000 + i) for i in range(3)]
-    times = [first_frame_s(command, patterns, args.width, args.height, args.timeout,
+    times = [measure(command, patterns, args.width, args.height, args.timeout,
                            args.poll, i) for i in range(args.runs)]
     ok = [t for t in times if t is not None]
     base = statistics.median([t for t in baseline if t is not None] or [0.0])
-    print(f"# {command}  ({args.width}x{args.height}, {args.runs} runs)")
-    print(f"tmux + capture baseline (echo READY): {base * 1000:.0f} ms")
+    print(f"# {command}  ({args.width}x{args.height}, {args.runs} runs, "
+          f"{'pty' if measure is first_frame_pty_s else 'tmux'})")
+    print(f"terminal baseline (echo READY): {base * 1000:.0f} ms")
     if ok:
         print(f"first full frame: median {statistics.median(ok) * 1000:.0f} ms, "
               f"min {min(ok) * 1000:.0f} ms, max {max(ok) * 1000:.0f} ms"
