@@ -17,10 +17,10 @@ import importlib.resources
 import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector, GpuherdError
 from collectors.host import HostCollector, PidWatch, in_host_pid_namespace
@@ -28,6 +28,9 @@ from collectors.nvml import NvmlCollector
 from collectors.replay import SessionReplay
 from collectors.samples import LogBatch
 from gpuherd.monitor_logs import LogSources, TaskHint, log_sources, replay_hints
+
+if TYPE_CHECKING:
+    from gpuherd.record.dashboard import DashboardRecording
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 DEMO_PACKAGE, DEMO_DIR = "gpuherd", "data/demo"
@@ -52,6 +55,8 @@ class Plan:
     logs: LogSources | None = None
     """Training logs to follow (`--log`, `--watch`); closed when the dashboard exits."""
     task_hints: list[TaskHint] = field(default_factory=list)
+    recording: DashboardRecording | None = None
+    """`--tui --record`: started before the dashboard, closed after it."""
 
     @property
     def tail(self) -> Callable[[str], Collector[LogBatch]] | None:
@@ -61,10 +66,14 @@ class Plan:
 
 def run(args: argparse.Namespace) -> int:
     """Run the dashboard until `q`; returns the exit status."""
+    if getattr(args, "record", None):
+        from gpuherd import monitor_record  # `--tui --record`
+
+        return monitor_record.run(args)
     try:
         with _demo_directory(args) as demo:
             plan = build_plan(args, demo)
-            return _show(plan)
+            return show(plan)
     except GpuherdError as error:
         print(f"gpuherd: {error.title}: {error.msg}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -77,7 +86,7 @@ def build_plan(args: argparse.Namespace, demo: Path | None = None) -> Plan:
     elif args.replay:
         plan = _replay_plan(Path(args.replay), args.speed, loop=False, label_prefix="REPLAY")
     else:
-        plan = _live_plan(args.interval)
+        plan = live_plan(args.interval)
     logs, watch = getattr(args, "log", None) or [], getattr(args, "watch", None) or []
     if logs or watch:
         if plan.replay_label is not None:
@@ -89,7 +98,8 @@ def build_plan(args: argparse.Namespace, demo: Path | None = None) -> Plan:
     return plan
 
 
-def _live_plan(interval_s: float) -> Plan:
+def live_plan(interval_s: float) -> Plan:
+    """NVML and host collectors of this machine."""
     watch = PidWatch()
     plan = Plan(
         collectors=[NvmlCollector(interval_s=interval_s), HostCollector(watch, interval_s)],
@@ -143,12 +153,23 @@ def _demo_directory(args: argparse.Namespace) -> Iterator[Path | None]:
         yield Path(path)
 
 
-def _show(plan: Plan) -> int:
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        # Textual draws on stderr and reads keys from stdin; without a terminal it would spray
-        # escape codes into a pipe and never see `q`.
-        print("gpuherd: the dashboard needs a terminal; for scripts use `gpuherd snapshot "
-              "--json`, or `gpuherd --record DIR` to record headless", file=sys.stderr)
+def terminal_problem() -> str | None:
+    """Why the dashboard cannot run here, or `None`.
+
+    Textual draws on stderr and reads keys from stdin; without a terminal it would spray escape
+    codes into a pipe and never see `q`.
+    """
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        return None
+    return "the dashboard needs a terminal"
+
+
+def show(plan: Plan) -> int:
+    """Run the dashboard over `plan` until `q`; the exit status."""
+    problem = terminal_problem()
+    if problem is not None:
+        print(f"gpuherd: {problem}; for scripts use `gpuherd snapshot --json`, or `gpuherd "
+              "--record DIR` to record headless", file=sys.stderr)
         return EXIT_BAD_INPUT
     from tui.app import make_app  # the interactive path is the only one that loads Textual
 
@@ -160,13 +181,28 @@ def _show(plan: Plan) -> int:
         notices=plan.notices,
         tail=plan.tail,
         task_hints=plan.task_hints,
+        tap=plan.recording.tap if plan.recording is not None else None,
+        recording=plan.recording,
     )
     try:
-        app.run()
+        with _signals(app, plan.recording):
+            app.run()
     finally:
         if plan.logs is not None:
             plan.logs.close()
     # The alternate screen is gone now; repeat why a source could not run so it stays visible.
     for line in app.state.notices:
         print(f"gpuherd: {line}", file=sys.stderr)
+    if plan.recording is not None:
+        from gpuherd import monitor_record
+
+        return monitor_record.close(plan.recording)
     return EXIT_OK if app.return_code in (None, 0) else int(app.return_code)
+
+
+def _signals(app: Any, recording: DashboardRecording | None) -> Any:
+    if recording is None:
+        return nullcontext()
+    from gpuherd import monitor_record
+
+    return monitor_record.exit_on_signals(app, recording)

@@ -24,16 +24,20 @@ from collectors.base import (
 from collectors.loop import run_collector
 from collectors.samples import GpuTick, HostSample, LogBatch
 from gpuherd.monitor_logs import TaskHint
+from gpuherd.record.dashboard import DashboardRecording
 from tui.messages import (
     CollectorFailed,
     CollectorRecovered,
     LogBatchReceived,
     LogsDiscovered,
+    RecordingClosed,
+    RecordingEnding,
     SampleReceived,
     SourceFinished,
     SourceUnavailable,
     sample_message,
 )
+from tui.record_link import RecordLink
 from tui.screens.error import ErrorScreen
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
@@ -75,6 +79,7 @@ class GpuherdApp(App[int]):
         tail: Callable[[str], Collector[LogBatch]] | None = None,
         task_hints: Sequence[TaskHint] = (),
         tap: Callable[[CollectorEvent], None] | None = None,
+        recording: DashboardRecording | None = None,
     ) -> None:
         super().__init__()
         self.collectors = list(collectors)
@@ -88,6 +93,7 @@ class GpuherdApp(App[int]):
         self.tasks = TaskFeed(self, self._main, self.state, tail, task_hints)
         self.tap = tap
         """Also gets every collector event, on the collector's thread (`--tui --record`)."""
+        self.record = RecordLink(self, recording) if recording is not None else None
 
     def get_default_screen(self) -> MainScreen:
         """The dashboard is the base screen."""
@@ -99,6 +105,8 @@ class GpuherdApp(App[int]):
         self.tasks.adopt(self.collectors)
         for collector in self.collectors:
             self.start_collector(collector)
+        if self.record is not None:
+            self.record.start()
 
     def start_collector(self, collector: Collector[Any]) -> Worker[None]:
         """Run `collector` on a long-lived thread worker (also for logs found later)."""
@@ -190,12 +198,26 @@ class GpuherdApp(App[int]):
         """Follow the logs a scan found."""
         self.tasks.discovered(message.found)
 
+    def on_recording_ending(self, message: RecordingEnding) -> None:
+        """The recorded command exited (or --duration ran out): close the session."""
+        if self.record is not None:
+            self.record.ending(message.ended)
+            self._refresh_view()
+
+    def on_recording_closed(self, message: RecordingClosed) -> None:
+        """The session is closed: say where it is."""
+        if self.record is not None:
+            self.record.closed(message.result)
+            self._refresh_view()
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A collector worker that died of a bug: mark its panel and show the traceback."""
         worker = event.worker
-        if event.state != WorkerState.ERROR or worker.group != "collectors":
+        if event.state != WorkerState.ERROR or worker.group not in ("collectors", "record"):
             return
         error = worker.error
+        if self.record is not None and error is not None and worker.group == "collectors":
+            self.record.recording.crashed(worker.name, error)
         self.state.mark_crashed(worker.name, f"crashed: {error!r}")
         self.tasks.failed(worker.name, f"crashed: {error!r}")
         details = "".join(traceback.format_exception(error)) if error else "no traceback"
@@ -217,6 +239,11 @@ class GpuherdApp(App[int]):
                 changed = "host"
             self._main.show(changed)
 
+    async def action_quit(self) -> None:
+        """Quit; while recording, close the recording first (see `RecordLink`)."""
+        if self.record is None or self.record.quit_requested():
+            self.exit()
+
     def action_help(self) -> None:
         """Show the keys."""
         if not isinstance(self.screen, HelpScreen):
@@ -235,6 +262,7 @@ def make_app(
     tail: Callable[[str], Collector[LogBatch]] | None = None,
     task_hints: Sequence[TaskHint] = (),
     tap: Callable[[CollectorEvent], None] | None = None,
+    recording: DashboardRecording | None = None,
 ) -> GpuherdApp:
     """Build the dashboard over `collectors` (live, replayed, or fakes in tests).
 
@@ -253,6 +281,8 @@ def make_app(
         task_hints: What is known about tasks beyond their logs (a recorded command's pid).
         tap: Also called with every collector event, on the collector's thread (a
             `Recording.emit` when recording from the dashboard).
+        recording: A started `--tui --record` recording: the app reports how it ends and
+            closes it when its command exits (pass its `tap` as `tap`).
     """
     app = GpuherdApp(
         collectors,
@@ -264,6 +294,7 @@ def make_app(
         tail=tail,
         task_hints=task_hints,
         tap=tap,
+        recording=recording,
     )
     app.title = title
     return app

@@ -10,6 +10,7 @@ from textual.message import Message
 from collectors.base import CollectorError, CollectorUnavailable
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import LogBatch
+from gpuherd.record.dashboard import RecordingEnded, RecordResult
 
 
 @dataclass
@@ -82,3 +83,17 @@ def sample_message(source: str, sample: Any) -> Message:
     if isinstance(sample, DiscoveredLogs):
         return LogsDiscovered(source, sample)
     return SampleReceived(source, sample)
+
+
+@dataclass
+class RecordingEnding(Message):
+    """The recording made from the dashboard has to end (the command exited, --duration)."""
+
+    ended: RecordingEnded
+
+
+@dataclass
+class RecordingClosed(Message):
+    """The session directory is closed and its summary written (or why not)."""
+
+    result: RecordResult

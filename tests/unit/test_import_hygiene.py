@@ -18,6 +18,10 @@ HEADLESS_MODULES = [
     "gpuherd.record.recording",
     "gpuherd.record.summarize_command",
     "gpuherd.record.note_command",
+    "gpuherd.record.dashboard",
+    "gpuherd.monitor_record",
+    "gpuherd.monitor_logs",
+    "collectors.replay_metrics",
 ]
 
 

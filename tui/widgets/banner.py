@@ -25,7 +25,7 @@ class Banner(Widget):
     }
     """
 
-    lines: reactive[tuple[str, ...]] = reactive(())
+    lines: reactive[tuple[str, ...]] = reactive((), layout=True)
     """The messages to show, most important first."""
 
     def watch_lines(self, lines: tuple[str, ...]) -> None:

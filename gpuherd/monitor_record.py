@@ -1,0 +1,118 @@
+"""`gpuherd --tui --record DIR [--log ...] [-- CMD]`: the live dashboard, recording as it shows."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from collectors.base import GpuherdError
+from gpuherd import monitor
+from gpuherd.monitor_logs import COMMAND_TASK, TaskHint, log_sources
+from gpuherd.record.command import parse_duration
+from gpuherd.record.dashboard import DashboardRecording, RecordResult, record_options
+
+EXIT_FAILED = 1
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Record into `args.record` while the dashboard runs; the command's exit status, or 0/1/2."""
+    if args.replay or getattr(args, "demo", False):
+        _say("--record records this machine; it cannot be combined with --replay or --demo")
+        return monitor.EXIT_BAD_INPUT
+    problem = monitor.terminal_problem()
+    if problem is not None:
+        _say(f"{problem}; drop --tui to record headless")
+        return monitor.EXIT_BAD_INPUT
+    try:
+        duration_s = parse_duration(args.duration) if args.duration else None
+    except ValueError as error:
+        _say(str(error))
+        return monitor.EXIT_BAD_INPUT
+    argv = list(getattr(args, "child_command", []) or [])
+    session = DashboardRecording(args.record, record_options(
+        args.log or [], args.watch or [], argv, args.interval, args.peak_interval), duration_s)
+    try:
+        session.start()
+    except GpuherdError as error:
+        _say(error.msg)
+        return EXIT_FAILED
+    try:
+        plan = _plan(args, session, argv, duration_s)
+    except BaseException:
+        _report(session.finish())
+        raise
+    return monitor.show(plan)
+
+
+def _plan(args: argparse.Namespace, session: DashboardRecording, argv: list[str],
+          duration_s: float | None) -> monitor.Plan:
+    plan = monitor.live_plan(args.interval)
+    # The session directory is never scanned: its `command.log` is the command's task already,
+    # and following its `events.jsonl` would feed the recording into itself.
+    plan.logs = log_sources(args.log or [], args.watch or [], exclude=[str(session.directory)])
+    tails = [plan.logs.tail(session.command_task)] if session.command_task else []
+    plan.collectors = [*plan.collectors, *plan.logs.collectors, *tails]
+    if session.command_task:
+        plan.task_hints.append(TaskHint(session.command_task, label=COMMAND_TASK,
+                                        owns_pid=session.owns_pid))
+    until = ("the command ends" if argv else
+             f"{args.duration} or q" if duration_s is not None else "q")
+    plan.notices.append(f"recording into {session.directory} until {until}")
+    plan.recording = session
+    return plan
+
+
+@contextmanager
+def exit_on_signals(app: Any, session: DashboardRecording) -> Iterator[None]:
+    """SIGTERM and SIGHUP close the dashboard, so the recording is closed as after `q`.
+
+    The handler runs on the main thread, inside the app's event loop; it only schedules the
+    exit there (`call_soon_threadsafe` is the call that is safe from a signal handler).
+    """
+    def handle(signum: int, frame: FrameType | None) -> None:
+        session.recording.event("signal", signal=signal.Signals(signum).name,
+                                forwarded="SIGTERM" if session.child is not None else None)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise KeyboardInterrupt from None  # not inside the app (yet): stop right here
+        loop.call_soon_threadsafe(app.exit)
+
+    previous: dict[int, Callable[..., Any] | int | None] = {}
+    for signum in STOP_SIGNALS:
+        previous[signum] = signal.signal(signum, handle)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def close(session: DashboardRecording) -> int:
+    """After the dashboard: stop the command if it runs, close the session, print the summary."""
+    child = session.child
+    if child is not None and child.poll() is None:
+        _say("stopping the recorded command (SIGTERM; SIGKILL after 10 s)")
+    result = session.finish()
+    _report(result)
+    return session.exit_status(result)
+
+
+def _report(result: RecordResult) -> None:
+    for warning in result.warnings:
+        _say(warning)
+    if result.error is not None:
+        _say(result.error)
+    if result.summary:
+        print(result.summary, file=sys.stderr, flush=True)
+
+
+def _say(message: str) -> None:
+    print(f"gpuherd: {message}", file=sys.stderr, flush=True)

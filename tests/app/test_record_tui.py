@@ -1,0 +1,174 @@
+"""`--tui --record`: the dashboard's collectors feed a real `Recording` into a session directory."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+from collectors.base import Sampled
+from collectors.discovery import DiscoveredLog, DiscoveredLogs
+from collectors.logtail import LogTailCollector
+from collectors.samples import GpuProcess
+from collectors.session_reader import SessionReader
+from gpuherd.monitor_logs import TaskHint
+from gpuherd.record.dashboard import DashboardRecording, record_options
+from tests.app.helpers import T0, ScriptedCollector, gpu, tick, until
+from tui.app import GpuherdApp, make_app
+from tui.widgets.tasks_panel import TasksPanel
+
+SIZE = (140, 40)
+SCRIPT = """
+import sys, time
+for step in range(1, 9):
+    print(f"step={step * 10} loss={2.0 / step:.4f}", flush=True)
+    time.sleep(0.05)
+# Wait for the test to have shown this process on a GPU before finishing.
+sys.stdin.close()
+time.sleep(float(sys.argv[1]))
+print("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", file=sys.stderr)
+sys.exit(3)
+"""
+
+
+def dashboard(session: DashboardRecording, gpus: ScriptedCollector) -> GpuherdApp:
+    collectors: list[object] = [gpus]
+    hints = []
+    if session.command_task:
+        collectors.append(LogTailCollector(session.command_task, poll=True, poll_interval_s=0.05))
+        hints.append(TaskHint(session.command_task, label="command", owns_pid=session.owns_pid))
+    return make_app(collectors, clock=lambda: T0, hostname="box",  # type: ignore[arg-type]
+                    tap=session.tap, recording=session, task_hints=hints)
+
+
+def cell(app: GpuherdApp, key: str, column: str) -> str:
+    table = app.get_default_screen().query_one(TasksPanel)
+    try:
+        return str(table.get_cell(key, column))
+    except Exception:
+        return ""
+
+
+def read_csv_rows(path: Path) -> list[dict[str, str]]:
+    import csv
+
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+async def test_the_command_is_recorded_shown_as_a_task_and_closed_when_it_exits(
+        tmp_path: Path) -> None:
+    directory = tmp_path / "session"
+    options = record_options([], [], [sys.executable, "-c", SCRIPT, "1.0"], 1.0, 0.0)
+    session = DashboardRecording(directory, options)
+    session.start()
+    gpus = ScriptedCollector("nvml")
+    app = dashboard(session, gpus)
+    task = session.command_task
+    assert task is not None and session.child is not None
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: cell(app, task, "progress") == "step 80")
+        assert cell(app, task, "task") == "command"
+        assert cell(app, task, "loss") == "0.25"
+        # The command's own pid on GPU 0: its task shows that GPU.
+        for i in range(3):
+            gpus.push(tick(gpu(0, processes=(GpuProcess(session.child.pid, 1 << 30),)),
+                           t=T0 + i))
+        await until(pilot, lambda: cell(app, task, "gpu") == "0 87%")
+        await until(pilot, lambda: app.record is not None and app.record.result is not None,
+                    timeout_s=20)
+        await until(pilot, lambda: "OOM" in cell(app, task, "health"))
+        assert any("recording saved in" in line and "exit code 3" in line
+                   for line in app.state.notices)
+        gpus.finish()
+    meta = json.loads((directory / "meta.json").read_text())
+    assert meta["exit_code"] == 3 and meta["ended_at"] is not None
+    assert meta["command"][0] == sys.executable
+    SessionReader(directory).check()  # every row readable
+    rows = read_csv_rows(directory / "metrics.csv")
+    losses = [(r["step"], r["value"]) for r in rows if r["metric"] == "train/loss"]
+    assert losses == [(str(10 * s), repr(float(f"{2.0 / s:.4f}"))) for s in range(1, 9)]
+    assert {r["task"] for r in rows} == {"command"}
+    assert len(read_csv_rows(directory / "gpu.csv")) == 3
+    events = [json.loads(line) for line in (directory / "events.jsonl").read_text().splitlines()]
+    kinds = [e["kind"] for e in events]
+    assert "start" in kinds and [e["exit_code"] for e in events if e["kind"] == "exit"] == [3]
+    assert any(e["kind"] == "finding" and e["finding"] == "oom" for e in events)
+    summary = json.loads((directory / "summary.json").read_text())
+    assert summary["session"]["exit_code"] == 3
+    assert session.exit_status(session.finish()) == 3  # closing twice is harmless
+
+
+async def test_quit_stops_the_command_and_closes_the_recording(tmp_path: Path) -> None:
+    directory = tmp_path / "session"
+    options = record_options([], [], [sys.executable, "-c", SCRIPT, "60"], 1.0, 0.0)
+    session = DashboardRecording(directory, options)
+    session.start()
+    gpus = ScriptedCollector("nvml")
+    app = dashboard(session, gpus)
+    task = session.command_task
+    assert task is not None
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: cell(app, task, "progress") == "step 80")
+        gpus.push(tick(t=T0))
+        await pilot.press("q")  # the command still runs: it is stopped, then the app exits
+        await until(pilot, lambda: not app.is_running, timeout_s=20)
+        gpus.finish()
+    assert session.exit_code == 128 + 15  # SIGTERM
+    meta = json.loads((directory / "meta.json").read_text())
+    assert meta["exit_code"] == 143 and meta["ended_at"] is not None
+    assert (directory / "summary.json").is_file()
+    SessionReader(directory).check()
+
+
+async def test_without_a_command_quit_closes_the_session(tmp_path: Path) -> None:
+    directory = tmp_path / "session"
+    session = DashboardRecording(directory, record_options([], [], [], 1.0, 0.0))
+    session.start()
+    gpus = ScriptedCollector("nvml")
+    app = dashboard(session, gpus)
+    async with app.run_test(size=SIZE) as pilot:
+        for i in range(4):
+            gpus.push(tick(t=T0 + i))
+        await until(pilot, lambda: app.state.gpu_tick is not None
+                    and app.state.gpu_tick.taken_at == T0 + 3)
+        await pilot.press("q")
+        await until(pilot, lambda: not app.is_running, timeout_s=20)
+        gpus.finish()
+    meta = json.loads((directory / "meta.json").read_text())
+    assert meta["ended_at"] is not None and "exit_code" not in meta
+    assert len(read_csv_rows(directory / "gpu.csv")) == 4
+    assert session.exit_status(session.finish()) == 0
+
+
+def test_logs_found_after_the_first_scan_are_recorded_as_log_found(tmp_path: Path) -> None:
+    session = DashboardRecording(tmp_path / "s", record_options([], ["/w"], [], 1.0, 0.0))
+    session.start()
+    a, b = DiscoveredLog("/w/a.log", "log", "/w"), DiscoveredLog("/w/b.log", "log", "/w")
+    session.tap(Sampled("discovery", DiscoveredLogs(T0, (a,), added=(a,))))
+    session.tap(Sampled("discovery", DiscoveredLogs(T0 + 2, (a, b), added=(b,))))
+    session.tap(Sampled("discovery", DiscoveredLogs(T0 + 4, (a, b))))
+    result = session.finish()
+    assert result.error is None
+    events = [json.loads(line) for line in (tmp_path / "s" / "events.jsonl").read_text()
+              .splitlines()]
+    found = [(e["task"], e["source"]) for e in events if e["kind"] == "log_found"]
+    assert found == [("/w/b.log", "/w")]
+    # Discovery scans are never written as samples the recorder does not know.
+    assert not any(e["kind"] == "sample_not_recorded" for e in events)
+
+
+def test_a_command_that_does_not_exist_ends_at_once(tmp_path: Path) -> None:
+    session = DashboardRecording(tmp_path / "s", record_options(
+        [], [], ["/nonexistent/gpuherd-test-command"], 1.0, 0.0))
+    session.start()
+    ended = []
+    done = threading.Event()
+    session.watch(lambda e: (ended.append(e), done.set()))
+    assert done.wait(5)
+    assert ended[0].reason == "command" and ended[0].exit_code == 127
+    result = session.finish()
+    assert session.exit_status(result) == 127
+    meta = json.loads((tmp_path / "s" / "meta.json").read_text())
+    assert meta["exit_code"] == 127

@@ -1,0 +1,83 @@
+"""The dashboard's side of `--tui --record`: hears how the recording ends and closes it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpuherd.record.dashboard import DashboardRecording, RecordingEnded, RecordResult
+from tui.messages import RecordingClosed, RecordingEnding
+
+if TYPE_CHECKING:
+    from tui.app import GpuherdApp
+
+
+class RecordLink:
+    """Tells the person what the recording does; closes it on a worker, never on the UI thread.
+
+    Closing drains the logs (up to a few seconds) and summarizes the session with pandas.
+    """
+
+    def __init__(self, app: GpuherdApp, recording: DashboardRecording) -> None:
+        self.app = app
+        self.recording = recording
+        self.closing = False
+        self.result: RecordResult | None = None
+        self._quit_asked = False
+
+    def start(self) -> None:
+        """Listen for the end of the command, --duration, or a failed write."""
+        self.recording.watch(lambda ended: self.app.post_message(RecordingEnding(ended)))
+
+    def ending(self, ended: RecordingEnded) -> None:
+        """Close the session once the command exits or --duration runs out."""
+        if ended.reason == "write_failed":
+            line = f"recording stopped: {ended.msg}"
+            self.app.notify(line, title="Recording", severity="error", timeout=30)
+            self.app.state.notices.append(line)
+            return
+        why = ("--duration reached" if ended.reason == "duration"
+               else f"the command exited with {ended.exit_code}")
+        self.app.notify(f"{why}; closing the recording", title="Recording")
+        self.close()
+
+    def close(self) -> None:
+        """Close the session on a thread worker (once)."""
+        if self.closing:
+            return
+        self.closing = True
+        self.app.run_worker(self._close, name="record:close", group="record",
+                            description="close the recording", exit_on_error=False, thread=True)
+
+    def quit_requested(self) -> bool:
+        """`q`: True when the app may exit now; otherwise closing starts, then the app exits.
+
+        The tails keep reading while the command stops, so its last lines are recorded. A
+        second `q` exits at once (the session is still closed, after the dashboard).
+        """
+        if self.result is not None or self._quit_asked:
+            return True
+        self._quit_asked = True
+        child = self.recording.child
+        running = child is not None and child.poll() is None
+        what = "stopping the command and closing" if running else "closing"
+        self.app.notify(f"{what} the recording; q again quits at once", title="Recording")
+        self.close()
+        return False
+
+    def _close(self) -> None:
+        self.app.post_message(RecordingClosed(self.recording.finish()))
+
+    def closed(self, result: RecordResult) -> None:
+        """Say where the session is, or why it could not be closed."""
+        if result.error is not None:
+            line = f"recording into {result.directory} failed: {result.error}"
+            self.app.notify(line, title="Recording", severity="error", timeout=30)
+        else:
+            code = self.recording.exit_code
+            ended = "" if code is None else f" (command exit code {code})"
+            line = f"recording saved in {result.directory}{ended}"
+            self.app.notify(f"{line}; q quits", title="Recording", timeout=30)
+        self.app.state.notices.append(line)
+        self.result = result
+        if self._quit_asked:
+            self.app.exit()
