@@ -115,7 +115,7 @@ def metric_batches(reader: SessionReader, *, new_lap: bool = False,
     state = _Generations(new_lap, _formats(reader.meta))
     stream = open_metrics(reader)
     try:
-        for batch_rows in _row_groups(stream, reader) if stream is not None else ():
+        for batch_rows in _row_groups(stream) if stream is not None else ():
             first = batch_rows[0]
             while pending is not None and pending[0] <= first.t:
                 found = state.event(pending)
@@ -133,11 +133,20 @@ def metric_batches(reader: SessionReader, *, new_lap: bool = False,
         pending = next(events, None)
 
 
-def _row_groups(stream: CsvStream, reader: SessionReader) -> Iterator[list[_Row]]:
+def _row_groups(stream: CsvStream) -> Iterator[list[_Row]]:
     decoder = MetricRowDecoder(stream.header, str(stream.path))
     group: list[_Row] = []
-    for line, cells in stream:
-        row = decoder.row(line, cells)
+    records = iter(stream)
+    while True:
+        try:
+            record = next(records, None)
+            if record is None:
+                break
+            row = decoder.row(*record)
+        except SessionFormatError:
+            if group:
+                yield group  # the rows before a bad line are shown; the error comes next
+            raise
         if group and (row.task != group[0].task or row.t != group[0].t):
             yield group
             group = []
