@@ -18,6 +18,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("s", "cycle the process sort: GPU memory, CPU %, RSS, elapsed, pid, user, GPU"),
     ("g / G", "chart the next / previous GPU (or click a GPU)"),
     ("↑ ↓ PgUp PgDn", "move in the process table"),
+    ("t", "go to the tasks table (training logs followed with --log / --watch)"),
+    ("Enter", "on a task: its loss and validation charts, findings and GPU (Esc goes back)"),
 )
 
 NOTES = (
@@ -28,6 +30,9 @@ NOTES = (
     "Memory in use that no listed process accounts for is shown under the table: the "
     "driver's own reservation, processes in another PID namespace (a container), or "
     "processes whose details are hidden from you.",
+    "Tasks: one row per followed training log. Badges are health findings (NaN, OOM, "
+    "stalled, chance, overfit, input-bound, ...), red for errors and yellow for warnings; "
+    "the detail view shows each finding's evidence and log line.",
 )
 
 
