@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from collectors.base import CollectorUnavailable
 from collectors.logtail_formats import LineParser, LogFormats
 from parsers.model import LogFinding, LogMetric
+from parsers.registry import LATE_DETECT_LINES
 
 DETECT_LINES = 200
 """Lines a detection looks at, as `gpuherd parse` does (banners can fill the first dozens)."""
@@ -31,10 +32,12 @@ class LineDigest:
 
     Until the format is known (forced, or detected at the end of the first read or after
     `DETECT_LINES` lines), lines wait in a small buffer; then they are parsed in order, so none
-    is lost to detection. A format detected from fewer lines is provisional: detection runs again
-    at the end of every read that brings new lines, until `DETECT_LINES` have been seen, and the
-    parser changes if the answer does. A new generation (`restart()`) detects again unless the
-    format is forced.
+    is lost to detection. A format detected from fewer lines is provisional: the lines of each
+    read wait again, detection runs on the first lines including them, and they are parsed with
+    its answer, until `DETECT_LINES` have been seen. A `generic` log whose lines gave no metric
+    yet keeps waiting that way for `LATE_DETECT_LINES` more lines, each read's lines checked
+    for a console format (`LogFormats.detect_late`), so banners before a progress bar do not
+    fix the format. A new generation (`restart()`) detects again unless the format is forced.
     """
 
     def __init__(
@@ -54,7 +57,8 @@ class LineDigest:
         self._sampling = forced_format is None  # gathering `_first_lines` for detection
         self._held_bytes = 0
         self._provisional = False
-        self._new_lines = False
+        self._late_lines = 0  # lines of a `generic` log checked by `detect_late`
+        self._generic_metrics = False  # the generic parser found a metric: a generic log
         self._metrics: list[tuple[int, LogMetric]] = []
         self._findings: list[tuple[int, LogFinding]] = []
         self._unparsed = 0
@@ -70,8 +74,8 @@ class LineDigest:
                 self._parser.reset()
         else:
             self.format, self._parser = None, None
-            self._first_lines, self._provisional, self._new_lines = [], False, False
-            self._sampling = True
+            self._first_lines, self._provisional, self._sampling = [], False, True
+            self._late_lines, self._generic_metrics = 0, False
 
     def add(self, lines: Iterable[tuple[int, str]], received_at: float) -> None:
         """Digest complete lines `(line_no, text)`."""
@@ -79,8 +83,7 @@ class LineDigest:
             self._scan(line_no, text)
             if self._sampling and len(self._first_lines) < DETECT_LINES:
                 self._first_lines.append(text)
-                self._new_lines = True
-            if self._parser is None:
+            if self._holding():
                 self._hold(line_no, text, received_at, False)
             else:
                 self._parse(line_no, text, received_at, False)
@@ -88,7 +91,7 @@ class LineDigest:
     def add_update(self, line_no: int, text: str, received_at: float) -> None:
         r"""Digest the newest state of a `\r`-updated line still being written."""
         self._scan(line_no, text)
-        if self._parser is None:
+        if self._holding():
             self._hold(line_no, text, received_at, True)
         else:
             self._parse(line_no, text, received_at, True)
@@ -103,18 +106,15 @@ class LineDigest:
         Without `force`, held lines wait until `DETECT_LINES` of them (or `DETECT_HOLD_BYTES`)
         have gathered; at the end of a read they are detected whatever their number.
         """
-        if self._forced is not None:
+        if self._forced is not None or not self._waiting:
             return
-        if self._parser is None and self._waiting:
-            if not force and len(self._waiting) < DETECT_LINES \
-                    and self._held_bytes < DETECT_HOLD_BYTES:
-                return
-            self._detect()
-            held, self._waiting, self._held_bytes = self._waiting, [], 0
-            for line_no, text, received_at, update in held:
-                self._parse(line_no, text, received_at, update)
-        elif force and self._provisional and self._new_lines:
-            self._detect()
+        if not force and len(self._waiting) < DETECT_LINES \
+                and self._held_bytes < DETECT_HOLD_BYTES:
+            return
+        self._detect()
+        held, self._waiting, self._held_bytes = self._waiting, [], 0
+        for line_no, text, received_at, update in held:
+            self._parse(line_no, text, received_at, update)
 
     def take(self) -> DigestParts:
         """Hand over what was gathered and start gathering afresh."""
@@ -124,13 +124,23 @@ class LineDigest:
         self._metrics, self._findings, self._unparsed, self._dropped = [], [], 0, 0
         return parts
 
+    def _holding(self) -> bool:
+        """Whether new lines wait for a detection before they are parsed."""
+        return (self._parser is None or self._provisional
+                or (self.format == "generic" and not self._generic_metrics
+                    and self._late_lines < LATE_DETECT_LINES and self._forced is None))
+
     def _detect(self) -> None:
-        sample = self._first_lines or [text for _, text, _, _ in self._waiting]
-        self._provisional = len(self._first_lines) < DETECT_LINES
-        self._new_lines = False
-        name = self._formats.detect(sample, self._path)
-        if not self._provisional:  # settled: the sample is not needed any more
-            self._sampling, self._first_lines = False, []
+        if self._parser is None or self._provisional:
+            sample = self._first_lines or [text for _, text, _, _ in self._waiting]
+            self._provisional = len(self._first_lines) < DETECT_LINES
+            name = self._formats.detect(sample, self._path)
+            if not self._provisional:  # settled: the sample is not needed any more
+                self._sampling, self._first_lines = False, []
+        else:  # a generic log of banners so far: do these lines start a console format?
+            self._late_lines += len(self._waiting)
+            lines = [text for _, text, _, _ in self._waiting[:DETECT_LINES]]
+            name = self._formats.detect_late(lines, self._path) or "generic"
         if name != self.format:
             self._use(name)
 
@@ -159,6 +169,8 @@ class LineDigest:
             return
         if metric is None:
             return
+        if self.format == "generic":
+            self._generic_metrics = True
         if metric.taken_at is None:
             metric = LogMetric(metric.values, metric.step, metric.epoch, received_at)
         self._metrics.append((line_no, metric))

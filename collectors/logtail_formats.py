@@ -27,6 +27,9 @@ class LogFormats(Protocol):
     def detect(self, lines: Sequence[str], path: str | None) -> str:
         """Name the format of a file from its first lines."""
 
+    def detect_late(self, lines: Sequence[str], path: str | None) -> str | None:
+        """A console format later lines of a `generic` log show (banners came first), or None."""
+
     def make_parser(self, name: str) -> LineParser:
         """A fresh parser for format `name`."""
 
@@ -49,6 +52,10 @@ class RegistryFormats:
     def detect(self, lines: Sequence[str], path: str | None) -> str:
         """Delegate to `parsers.registry.detect_format`."""
         return registry.detect_format(lines, path=path)
+
+    def detect_late(self, lines: Sequence[str], path: str | None) -> str | None:
+        """Delegate to `parsers.registry.detect_late_format`."""
+        return registry.detect_late_format(lines, path=path)
 
     def make_parser(self, name: str) -> LineParser:
         """Delegate to `parsers.registry.make_parser` (`ValueError` for an unknown name)."""

@@ -14,7 +14,14 @@ from parsers import health
 from parsers.findings import findings_from_metric, scan_line
 from parsers.hf_trainer import parse_trainer_state
 from parsers.model import LogFinding, LogMetric
-from parsers.registry import DOCUMENT_FORMATS, FORMAT_NAMES, detect_format, make_parser
+from parsers.registry import (
+    DOCUMENT_FORMATS,
+    FORMAT_NAMES,
+    LATE_DETECT_LINES,
+    detect_format,
+    detect_late_format,
+    make_parser,
+)
 
 SAMPLE_LINES = 200
 """Lines read before choosing a format."""
@@ -90,15 +97,28 @@ def parse_file(path: str, log_format: str | None, emit: Emit) -> FileReport:
         chosen = log_format or detect_format(sample, path)
         if chosen in DOCUMENT_FORMATS:
             return _parse_document(path, handle, sample, chosen, emit)
-        return parse_lines(path, chosen, _chain(sample, lines), emit)
+        watch_late = log_format is None and chosen == "generic"
+        return parse_lines(path, chosen, _chain(sample, lines), emit, watch_late)
 
 
-def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit) -> FileReport:
-    """Parse decoded lines with one parser of `log_format`, emitting records as they come."""
+def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
+                watch_late: bool = False) -> FileReport:
+    """Parse decoded lines with a parser of `log_format`, emitting records as they come.
+
+    With `watch_late`, a `generic` log whose lines gave no metric yet (banners, warnings) is
+    read in blocks, each checked for a console format first, for `LATE_DETECT_LINES` lines,
+    as the log tail does: a progress bar after the banners is parsed as one.
+    """
     parser = make_parser(log_format)
     report = FileReport(log_format)
     history = _History()
-    for number, line in enumerate(lines, 1):
+    numbered: Iterable[tuple[int, str]] = enumerate(lines, 1)
+    if watch_late:
+        numbered = _late_blocks(numbered, path, report)
+    for number, line in numbered:
+        if report.format != log_format:  # `_late_blocks` found a console format
+            log_format = report.format
+            parser = make_parser(log_format)
         report.lines = number
         try:
             metric = parser.feed(line)
@@ -117,6 +137,30 @@ def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit) ->
     for number, finding in history.findings():
         emit(_finding_record(path, number, finding))
     return report
+
+
+def _late_blocks(numbered: Iterable[tuple[int, str]], path: str,
+                 report: FileReport) -> Iterator[tuple[int, str]]:
+    """The lines of a `generic` log, held in blocks while none of them gave a metric.
+
+    Each block of `SAMPLE_LINES` is checked for a console format (which becomes
+    `report.format`) before it is yielded.
+    """
+    block: list[tuple[int, str]] = []
+    watched = 0
+    for item in numbered:
+        if report.format != "generic" or report.metrics or watched >= LATE_DETECT_LINES:
+            yield item
+            continue
+        block.append(item)
+        if len(block) == SAMPLE_LINES:
+            watched += len(block)
+            report.format = detect_late_format([line for _, line in block], path) or "generic"
+            yield from block
+            block = []
+    if block:
+        report.format = detect_late_format([line for _, line in block], path) or "generic"
+        yield from block
 
 
 def iter_lines(handle: IO[bytes]) -> Iterator[str]:

@@ -50,11 +50,15 @@ class KerasParser:
         self.epoch = None
 
 
+# On a narrow non-terminal Rich moves the remaining time to the next line (`0:00:05 •
+# 30.44it/s v_num: 0.000`, then `0:00:00  train_loss: 0.066`), so it is optional here.
 _RICH_HEAD = re.compile(
     r"(?P<desc>\S.*?)\s+[━╸╺╾╼─\s]*?(?P<n>\d+)/(?P<total>\d+|\?)\s+(?P<elapsed>[\d:]+)\s+•\s+"
-    r"(?P<remaining>-:--:--|[\d:]+)\s*(?:(?P<rate>[\d.]+)(?P<unit>it/s|s/it))?\s*(?P<rest>.*)"
+    r"(?:(?P<remaining>-:--:--|\d+(?::\d\d)+)\s*)?(?:(?P<rate>[\d.]+)(?P<unit>it/s|s/it))?"
+    r"\s*(?P<rest>.*)"
 )
 _RICH_EPOCH = re.compile(r"Epoch (\d+)")
+_RICH_WRAPPED_ETA = re.compile(r"\s+(\d+(?::\d\d)+)(?=\s|$)")
 # the next print can land right after the last value: `0.758`Trainer.fit` stopped: ...`
 _LEADING_NUMBER = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
 
@@ -76,6 +80,8 @@ class RichBarParser:
         self.is_eval = False
         self.epoch: float | None = None
         self.pending_key: str | None = None
+        self.eta_wrapped = False
+        """The head line had no remaining time: it starts the next line."""
 
     def feed(self, line: str) -> LogMetric | None:
         """Parse a bar's head line or one of its metric continuation lines."""
@@ -85,9 +91,17 @@ class RichBarParser:
             if head is not None:
                 return self._head(head)
         if self.in_block and line[:1].isspace() and line.strip():
-            return self._pairs(line.split(), [])
+            values: list[tuple[str, float]] = []
+            if self.eta_wrapped:
+                self.eta_wrapped = False
+                eta = _RICH_WRAPPED_ETA.match(line)
+                if eta is not None:
+                    values.append(("eta_s", parse_duration(eta[1])))
+                    line = line[eta.end():]
+            return self._pairs(line.split(), values)
         self.in_block = False
         self.pending_key = None
+        self.eta_wrapped = False
         return None
 
     def _head(self, head: re.Match[str]) -> LogMetric | None:
@@ -104,8 +118,10 @@ class RichBarParser:
             if head["unit"] == "s/it":
                 rate = 1.0 / rate if rate else float("inf")
             values.append(("eval/throughput/it_s" if self.is_eval else "throughput/it_s", rate))
-        if not self.is_eval and head["remaining"][0].isdigit():
-            values.append(("eta_s", parse_duration(head["remaining"])))
+        remaining = head["remaining"]
+        self.eta_wrapped = remaining is None and not self.is_eval
+        if not self.is_eval and remaining is not None and remaining[0].isdigit():
+            values.append(("eta_s", parse_duration(remaining)))
         return self._pairs(head["rest"].split(), values)
 
     def _pairs(self, words: list[str], values: list[tuple[str, float]]) -> LogMetric | None:

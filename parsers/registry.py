@@ -111,6 +111,17 @@ DOCUMENT_FORMATS: frozenset[str] = frozenset({"hf_trainer_state"})
 """Formats that are whole JSON documents rewritten in place, parsed with `parse_trainer_state`
 after each change instead of line by line."""
 
+LATE_FORMATS: frozenset[str] = frozenset({
+    "mmengine", "detectron2", "ultralytics", "lightning_rich", "keras", "nanogpt",
+    "metric_logger", "hf_trainer", "tqdm",
+})
+"""Console formats a log may turn out to be after its first lines were banners only: the
+progress bars and framework loggers that print once training runs (see `detect_late_format`)."""
+
+LATE_DETECT_LINES = 10_000
+"""Lines after the first ones of a `generic` log without a metric so far (banners, warnings)
+that are still checked for a console format, block by block (`detect_late_format`)."""
+
 _FACTORIES = {name: factory for name, _, factory in FORMATS}
 
 
@@ -129,6 +140,21 @@ def detect_format(sample_lines: Sequence[str], path: str | None = None) -> str:
         if detect(lines, name):
             return format_name
     return "generic"
+
+
+def detect_late_format(lines: Sequence[str], path: str | None = None) -> str | None:
+    """The console format among `LATE_FORMATS` that later lines of a `generic` log show.
+
+    For a log whose first lines gave no format but `generic` and no metric either (a
+    command's output: banners, warnings, then a progress bar), so that the parser can still
+    change; `None` when these lines show none of them.
+    """
+    name = os.path.basename(path) if path else ""
+    normalised = [normalise_line(line) for line in lines]
+    for format_name, detect, _ in FORMATS:
+        if format_name in LATE_FORMATS and detect(normalised, name):
+            return format_name
+    return None
 
 
 def make_parser(name: str) -> LineParser:

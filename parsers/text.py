@@ -32,7 +32,7 @@ def normalise_line(line: str) -> str:
     fast.
     """
     if "\r" in line:
-        line = _last_segment(line)
+        return _normalise_redrawn(line)
     if len(line) > MAX_LINE_CHARS:
         line = line[:MAX_LINE_CHARS]
     if "\x1b" in line:
@@ -44,6 +44,22 @@ def normalise_line(line: str) -> str:
     return line
 
 
+_last_redrawn: tuple[str | None, str] = (None, "")
+"""The last `\r` line normalised, and its result: the parser and the findings scan both
+normalise each line, and a redrawn bar is the costly kind. One tuple, replaced whole, so
+threads never see half of it; the result depends on the line alone."""
+
+
+def _normalise_redrawn(line: str) -> str:
+    global _last_redrawn
+    memo = _last_redrawn
+    if memo[0] is line:
+        return memo[1]
+    clean = normalise_line(_last_segment(line))
+    _last_redrawn = (line, clean)
+    return clean
+
+
 def _last_segment(line: str) -> str:
     end = len(line.rstrip("\r\n"))
     while end > 0:
@@ -51,16 +67,41 @@ def _last_segment(line: str) -> str:
         segment = line[start:end]
         visible = _ANSI.sub("", segment[:MAX_LINE_CHARS]) if "\x1b" in segment else segment
         if visible.strip():
-            return segment
+            return visible  # capped and without escapes already: no second pass over it
         end = start - 1
     return ""
 
 
-def local_timestamp(date: str, clock: str) -> float | None:
-    """Unix seconds for `YYYY-MM-DD` (or `/`) and `hh:mm:ss` read as local time; None if invalid.
+class _SecondsCache:
+    """Unix seconds per `YYYY-MM-DD hh:mm:ss` already converted, for the current time zone.
 
-    Cheaper than `time.strptime`, which matters on every line of a timestamped log.
+    `time.mktime` costs 3 to 20 us (glibc looks at `/etc/localtime` on each call), and a log
+    writes many lines within one second. The cache is cleared when `time.tzset()` changes the
+    zone and when it is full, so it never grows with the log.
     """
+
+    MAX_ENTRIES = 1024
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float | None] = {}
+        self.zone: object = time.tzname
+
+    def get(self, date: str, clock: str) -> float | None:
+        key = date + clock
+        if time.tzname is self.zone:
+            try:
+                return self.seconds[key]
+            except KeyError:
+                pass
+        else:
+            self.seconds, self.zone = {}, time.tzname
+        if len(self.seconds) >= self.MAX_ENTRIES:
+            self.seconds = {}
+        value = self.seconds[key] = _mktime(date, clock)
+        return value
+
+
+def _mktime(date: str, clock: str) -> float | None:
     try:
         year, month, day = int(date[0:4]), int(date[5:7]), int(date[8:10])
         hour, minute, second = int(clock[0:2]), int(clock[3:5]), int(clock[6:8])
@@ -69,6 +110,18 @@ def local_timestamp(date: str, clock: str) -> float | None:
     if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 62):
         return None
     return time.mktime((year, month, day, hour, minute, second, 0, 0, -1))
+
+
+_SECONDS = _SecondsCache()
+
+
+def local_timestamp(date: str, clock: str) -> float | None:
+    """Unix seconds for `YYYY-MM-DD` (or `/`) and `hh:mm:ss` read as local time; None if invalid.
+
+    Cheaper than `time.strptime`, which matters on every line of a timestamped log; lines of
+    the same second share one conversion.
+    """
+    return _SECONDS.get(date, clock)
 
 
 def parse_number(text: str) -> float:
@@ -183,6 +236,11 @@ _PLAIN = {
     "eta_seconds": "eta_s",
 }
 _cache: dict[str, dict[str, str]] = {"train": {}, "val": {}, "test": {}}
+STANDARD_NAMES: frozenset[str] = frozenset(
+    {f"{split}/{base}" for split in ("train", "val", "test") for base in _BASES.values()}
+    | set(_PLAIN.values()) | {"epoch", "step"}
+)
+"""The normalised names `metric_name` gives the keys it knows (`train/loss`, `lr`, ...)."""
 
 
 def metric_name(key: str, split: str = "train") -> str:

@@ -12,10 +12,11 @@ _TAIL = re.compile(
     r"(?P<nunit>[^\s\[]*) ?\[(?P<elapsed>[\d:]+)(?:<(?P<remaining>[\d:?]+))?"
     r"(?:, *(?P<rate>[\d.?]+[kMGT]?)(?P<unit>[^\s,\]]*))?(?:, *(?P<postfix>[^\]]*))?\]\s*$"
 )
-_EPOCH = re.compile(r"epoch[\s:\[]*(\d+)", re.IGNORECASE)
+_EPOCH = re.compile(r"epoch[\s:\[]*(\d+)")  # searched in the lower-cased description
 _PAIR = re.compile(r"([^\s=,]+)=([^,\s]+)")
 _EVAL_WORDS = ("val", "eval", "test", "predict", "sanity")
-# bars that load, save or fetch something are not training progress
+# bars that load, save or fetch something are not training progress (the first four words
+# also count anywhere in the description)
 _CHORE_WORDS = (
     "writing",
     "loading",
@@ -58,7 +59,10 @@ def parse_tqdm_line(line: str) -> LogMetric | None:
     if unit.endswith("B/s") or unit.startswith("s/") and unit.endswith("B"):
         return None
     low_desc = desc.lower()
-    if low_desc.startswith(_CHORE_WORDS) or any(word in low_desc for word in _CHORE_WORDS[:4]):
+    if low_desc.startswith(_CHORE_WORDS) or (
+        "writing" in low_desc or "loading" in low_desc or "saving" in low_desc
+        or "download" in low_desc  # the first four chore words, anywhere
+    ):
         return None
     is_eval = low_desc.startswith(_EVAL_WORDS)
     values: list[tuple[str, float]] = []
@@ -72,7 +76,7 @@ def parse_tqdm_line(line: str) -> LogMetric | None:
         values.extend(_postfix(match["postfix"], "val" if is_eval else "train"))
     if not values:
         return None
-    epoch_match = _EPOCH.search(desc)
+    epoch_match = _EPOCH.search(low_desc) if "epoch" in low_desc else None
     epoch = float(epoch_match.group(1)) if epoch_match else None
     step = None if epoch is not None or is_eval else int(_scaled(match["n"]))
     return LogMetric(values=tuple(values), step=step, epoch=epoch)
@@ -103,8 +107,11 @@ def _throughput(rate: float, unit: str, is_eval: bool) -> tuple[str, float]:
     return ("eval/" + name if is_eval else name), rate
 
 
+_SCALES = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
 def _scaled(text: str) -> float:
-    scale = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}.get(text[-1])
+    scale = _SCALES.get(text[-1])
     return float(text[:-1]) * scale if scale else float(text)
 
 

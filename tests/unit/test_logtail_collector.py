@@ -348,3 +348,52 @@ def test_checkpoint_pattern_follows_the_newest_document(tmp_path):
     assert steps(got) == [0, 10, 20, 30]
     assert got[0].file_path.endswith("checkpoint-1000/trainer_state.json")
     c.close()
+
+
+H200_CONSOLE = (os.path.dirname(__file__) + "/../data/logs/lightning_rich/h200_file.log")
+
+
+def test_command_output_whose_first_lines_are_banners_switches_to_the_progress_format(tmp_path):
+    # Lightning 2.6 on an H200, output to a file: banners and warnings as the run starts, the
+    # Rich bar's final frame (spread over several lines) when it ends.
+    with open(H200_CONSOLE, "rb") as f:
+        data = f.read().splitlines(keepends=True)
+    log = tmp_path / "command.log"
+    append(log, b"".join(data[:21]), mode="w")
+    c = make(log)
+    first = drain(c)
+    assert first[0].format == "generic"  # banners only so far: nothing specific to go by
+    assert [m for b in first for m in b.metrics] == []  # and no junk from them
+    append(log, b"".join(data[21:]))
+    later = drain(c)
+    c.close()
+    metrics = [(n, m) for b in later for n, m in b.metrics]
+    assert {b.format for b in later if b.metrics} == {"lightning_rich"}
+    values = {name: value for _, m in metrics for name, value in m.values}
+    assert values == {"throughput/it_s": 30.44, "eta_s": 0.0, "train/loss": 0.066,
+                      "train/acc": 1.0, "val/loss": 3.971, "val/acc": 0.309}
+    assert {m.epoch for _, m in metrics} == {5.0}
+
+
+def test_a_generic_log_watches_for_a_progress_format_beyond_the_detection_sample(tmp_path):
+    log = tmp_path / "command.log"
+    banner = "".join(f"Loading shard {i} of 400: done\n" for i in range(400))
+    append(log, banner)
+    c = make(log)
+    assert [m for b in drain(c) for m in b.metrics] == []
+    append(log, "Epoch 0: 100%|██████████| 50/50 [00:01<00:00, 40.00it/s, loss=0.5]\n")
+    got = drain(c)
+    assert {b.format for b in got if b.metrics} == {"tqdm"}
+    assert [dict(m.values)["train/loss"] for b in got for _, m in b.metrics] == [0.5]
+
+
+def test_a_generic_log_with_metrics_keeps_its_format(tmp_path):
+    log = tmp_path / "train.log"
+    append(log, lines(0, 300))
+    c = make(log)
+    drain(c)
+    append(log, "Epoch 0: 100%|██████████| 50/50 [00:01<00:00, 40.00it/s, loss=0.5]\n")
+    append(log, lines(300, 302))
+    got = drain(c)
+    assert {b.format for b in got} == {"generic"}  # a bar among metric lines changes nothing
+    assert steps(got) == [None, 300, 301]

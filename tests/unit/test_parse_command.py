@@ -166,3 +166,20 @@ def test_zero_map_while_the_summed_losses_fall(
     findings = [r for r in _json_lines(capsys.readouterr().out) if "finding" in r]
     assert [(f["line"], f["finding"]) for f in findings] == [(9, "zero_metric")]
     assert findings[0]["evidence"].startswith("val/map = 0 at all 8 evaluations")
+
+
+def test_a_progress_bar_after_many_banner_lines_is_parsed_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    log = tmp_path / "console.log"
+    banner = "".join(f"Loading shard {i} of 400: done\n" for i in range(400))
+    log.write_text(banner + "Epoch 0: 100%|██████████| 50/50 [00:01<00:00, 40.00it/s, loss=0.5]\n")
+    assert main(["parse", "--json", str(log)]) == 0
+    records = _json_lines(capsys.readouterr().out)
+    assert [(r["line"], r["format"], r["metric"], r["value"]) for r in records] == [
+        (401, "tqdm", "throughput/it_s", 40), (401, "tqdm", "eta_s", 0),
+        (401, "tqdm", "train/loss", 0.5)]
+    # a forced format stays what it is
+    assert main(["parse", "--json", "--format", "generic", str(log)]) == 0
+    forced = _json_lines(capsys.readouterr().out)
+    assert {r["format"] for r in forced} == {"generic"}

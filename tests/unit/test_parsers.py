@@ -110,6 +110,60 @@ def test_generic_ignores_source_locations() -> None:
     assert parse_generic_line("RuntimeError: [enforce fail at alloc_cpu.cpp:127] err == 0.") is None
 
 
+@pytest.mark.parametrize("line", [
+    # Lightning 2.6 banners and warnings, from its console on an H200
+    "TPU available: False, using: 0 TPU cores",
+    "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]",
+    "Trainable params: 1.0 M                                                         ",
+    "Non-trainable params: 0",
+    "Modules in train mode: 17",
+    "Total FLOPs: 0",
+    "`Trainer.fit` stopped: `max_epochs=6` reached.",
+    "/home/user/venv/lib/python3.12/site-packages/lightning/pytorch/trainer/connectors/"
+    "data_connector.py:434: The 'train_dataloader' does not have many workers which may be a "
+    "bottleneck. Consider increasing the value of the `num_workers` argument` to "
+    "`num_workers=15` in the `DataLoader` to improve performance.",
+    "Epoch 5/5  ━━━━━━━━━━━━━━━━ 157/157 0:00:05 •        30.44it/s v_num: 0.000     ",
+    # warnings and tips never give metrics, whatever pairs they hold
+    "train.py:12: UserWarning: loss=nan seen, skipping the batch",
+    "2026-01-01 10:00:00,000 WARNING step=3 loss=0.5",
+    "💡 Tip: try batch_size: 64 for speed",
+    # prose around a known key
+    "Saving the model with val_loss=0.123 to /ckpt after epoch 3 because it improved",
+])
+def test_generic_rejects_banners_warnings_and_prose(line: str) -> None:
+    assert parse_generic_line(line) is None
+
+
+@pytest.mark.parametrize(("line", "values"), [
+    ("2026-11-26 06:07:46,953 INFO step=5 loss=1.1545 lr=0.05 grad_norm=0.606",
+     {"train/loss": 1.1545, "lr": 0.05, "grad_norm": 0.606}),
+    ("Epoch 1 | val_loss: 1.2023 | val_acc: 60.00% | tokens/s: 123,456.0",
+     {"val/loss": 1.2023, "val/acc": 60.0, "throughput/tokens_s": 123456.0}),
+    ("Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.300000", {"train/loss": 2.3}),
+    ("epoch 0 step 100 loss=3.000 acc=0.10", {"train/loss": 3.0, "train/acc": 0.1}),
+    ("INFO foo=1 bar=2", {"foo": 1.0, "bar": 2.0}),
+    ("perplexity: 12.5", {"perplexity": 12.5}),
+    ("LOCAL_RANK: 0 loss=0.25", {"train/loss": 0.25}),  # the setting is no metric
+    # PyTorch's MNIST example: a count out of a total is no accuracy value
+    ("Test set: Average loss: 0.0275, Accuracy: 9910/10000 (99%)", {"train/loss": 0.0275}),
+])
+def test_generic_parses_metric_shaped_lines(line: str, values: dict[str, float]) -> None:
+    metric = parse_generic_line(line)
+    assert metric is not None and metric.as_dict() == values
+
+
+def test_rich_bar_with_its_remaining_time_wrapped_to_the_next_line() -> None:
+    parser = make_parser("lightning_rich")
+    head = parser.feed("Epoch 5/5  ━━━━━━━━━━━━ 157/157 0:00:05 •        30.44it/s v_num: 0.000")
+    assert head is not None and head.as_dict() == {"throughput/it_s": 30.44}
+    wrapped = parser.feed(" " * 36 + "0:01:30" + " " * 20 + "train_loss: 0.066")
+    assert wrapped is not None and wrapped.as_dict() == {"eta_s": 90.0, "train/loss": 0.066}
+    assert wrapped.epoch == 5.0
+    later = parser.feed(" " * 63 + "val_acc: 0.309")
+    assert later is not None and later.as_dict() == {"val/acc": 0.309}
+
+
 def test_jsonl_broken_object_raises_and_nan_is_a_value() -> None:
     with pytest.raises(ValueError):
         parse_jsonl_line('{"step": 3, "loss": 0.')

@@ -249,3 +249,25 @@ def test_a_log_glob_follows_a_file_created_after_the_start(tmp_path: Path) -> No
     [found] = [e for e in events(root) if e["kind"] == "log_found"]
     [exited] = [e for e in events(root) if e["kind"] == "exit"]
     assert found["task"] == task and found["t"] < exited["t"]  # a scan while it ran
+
+
+def test_command_output_with_banners_first_is_parsed_by_its_progress_format(tmp_path: Path) -> None:
+    # The real console of a Lightning run on an H200: banners at the start, the Rich bar's
+    # last frame at the end. The banners alone once fixed the format as generic, which read
+    # `using`, `params`, `mode`, `max_epochs` ... as metrics.
+    console = Path(__file__).resolve().parents[1] / "data/logs/lightning_rich/h200_file.log"
+    lines = console.read_text().splitlines(keepends=True)
+    script = ("import sys, time; lines = open(sys.argv[1]).readlines(); "
+              "sys.stdout.writelines(lines[:21]); sys.stdout.flush(); time.sleep(1.5); "
+              "sys.stdout.writelines(lines[21:])")
+    root = tmp_path / "s"
+    out = run("--record", str(root), "--", PY, "-c", script, str(console))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "".join(lines)
+    with open(root / "metrics.csv", newline="") as f:
+        metrics = {r["metric"]: float(r["value"]) for r in csv.DictReader(f)}
+    assert metrics == {"throughput/it_s": 30.44, "eta_s": 0.0, "train/loss": 0.066,
+                       "train/acc": 1.0, "val/loss": 3.971, "val/acc": 0.309}
+    [task] = meta(root)["tasks"]
+    assert (task["task"], task["format"], task["unparsed_lines"]) == \
+        ("command", "lightning_rich", 0)
