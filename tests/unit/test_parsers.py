@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
@@ -45,6 +46,39 @@ def test_parse_number_rejects(text: str) -> None:
 )
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_timestamps_of_one_second_are_converted_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # time.mktime cost up to 20 us a line on a loaded host; a log writes many lines a second.
+    calls = []
+    real_mktime = time.mktime
+
+    def counting_mktime(parts: tuple) -> float:
+        calls.append(parts)
+        return real_mktime(parts)
+
+    monkeypatch.setattr(time, "mktime", counting_mktime)
+    lines = [f"2031-05-06 07:08:{second:02},{ms:03} INFO step={ms} loss=0.5"
+             for second in (9, 10) for ms in range(500)]
+    stamps = [parse_generic_line(line).taken_at for line in lines]  # type: ignore[union-attr]
+    assert len(calls) == 2
+    assert stamps[0] == real_mktime((2031, 5, 6, 7, 8, 9, 0, 0, -1))
+    assert stamps[500] - stamps[0] == pytest.approx(1.0)
+
+
+def test_cached_timestamps_follow_a_time_zone_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    line = "2032-05-06 07:08:09,000 INFO step=1 loss=0.5"
+    try:
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()
+        utc = parse_generic_line(line).taken_at  # type: ignore[union-attr]
+        monkeypatch.setenv("TZ", "EST+05")
+        time.tzset()
+        est = parse_generic_line(line).taken_at  # type: ignore[union-attr]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert est - utc == 5 * 3600
 
 
 def test_normalise_keeps_the_last_visible_carriage_return_segment() -> None:
