@@ -103,12 +103,8 @@ def _task_section(data: dict[str, Any]) -> list[str]:
     for task in data["tasks"]:
         lines += [f"### Task `{task['task']}`", ""]
         extent = [f"duration {fmt_duration(task['duration_s'])}"]
-        if task["steps"]["last"] is not None:
-            extent.append(f"steps {fmt_num(task['steps']['first'])} to "
-                          f"{fmt_num(task['steps']['last'])}")
-        if task["epochs"]["last"] is not None:
-            extent.append(f"epochs {fmt_num(task['epochs']['first'])} to "
-                          f"{fmt_num(task['epochs']['last'])}")
+        extent += [span for span in (_span("step", task["steps"]), _span("epoch", task["epochs"]))
+                   if span]
         if task["steps_per_s"]:
             extent.append(f"{task['steps_per_s']:.3g} steps/s")
         lines += ["; ".join(extent), "", "| metric | first | last | best | count |",
@@ -119,6 +115,19 @@ def _task_section(data: dict[str, Any]) -> list[str]:
                          f"{m['count']} |")
         lines.append("")
     return ["## Tasks", ""] + lines if lines else []
+
+
+def _span(name: str, span: dict[str, Any]) -> str:
+    """`steps 120 to 1200`, `epoch 5`, or nothing when the log gave none.
+
+    A summary.json of an older version may hold "nan" for none: that is nothing too.
+    """
+    first, last = span.get("first"), span.get("last")
+    if not isinstance(last, (int, float)) or isinstance(last, bool):
+        return ""
+    if not isinstance(first, (int, float)) or first == last:
+        return f"{name} {fmt_num(last)}"
+    return f"{name}s {fmt_num(first)} to {fmt_num(last)}"
 
 
 def _findings_section(data: dict[str, Any]) -> list[str]:

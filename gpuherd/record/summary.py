@@ -148,8 +148,8 @@ def task_summary(frames: SessionFrames) -> list[dict[str, Any]]:
             "task": str(task),
             "first_t": _num(t.min()), "last_t": _num(t.max()),
             "duration_s": _round(t.max() - t.min(), 3),
-            "steps": {"first": _num(step.min()), "last": _num(step.max())},
-            "epochs": {"first": _num(epoch.min()), "last": _num(epoch.max())},
+            "steps": _span(step),
+            "epochs": _span(epoch),
             "steps_per_s": _steps_per_s(rows),
             "metrics": per_metric.get(str(task), {}),
         }
@@ -158,6 +158,14 @@ def task_summary(frames: SessionFrames) -> list[dict[str, Any]]:
                                if m.startswith("throughput/")}
         out.append(entry)
     return out
+
+
+def _span(counter: pd.Series) -> dict[str, Any]:
+    """Lowest and highest of a step or epoch column; both `None` (not NaN) when no row has one."""
+    known = counter.dropna()
+    if known.empty:
+        return {"first": None, "last": None}
+    return {"first": _num(known.min()), "last": _num(known.max())}
 
 
 def _steps_per_s(rows: pd.DataFrame) -> float | None:

@@ -14,6 +14,7 @@ import pytest
 from collectors.rows import SessionFormatError
 from gpuherd.record import report
 from gpuherd.record.frames import load_frames
+from gpuherd.record.note import compose
 from gpuherd.record.summary import STAT_COLUMNS, direction, stat_key, summarize
 
 GIB = 1 << 30
@@ -276,3 +277,28 @@ def test_statistics_match_pandas_on_a_random_session(tmp_path: Path) -> None:
     assert row["mean"] == pytest.approx(used.mean() / GIB)
     assert row["p95"] == pytest.approx(pd.Series(used).quantile(0.95) / GIB)
     assert math.isclose(stats.loc["gpu0/util_gpu (%)"]["mean"], util.mean())
+
+
+@pytest.mark.parametrize(("step", "epoch", "shown", "hidden"), [
+    ("", "5", "epoch 5", "steps"),  # a Lightning Rich bar: epochs, no steps
+    ("120", "", "steps 120 to 240", "epoch"),
+    ("", "", "duration 1.0s", "steps"),
+])
+def test_unknown_steps_and_epochs_are_left_out(tmp_path: Path, step: str, epoch: str,
+                                               shown: str, hidden: str) -> None:
+    later = str(int(step) * 2) if step else ""
+    metrics = [f"{T0 + 1},command,22,train/loss,0.5,{step},{epoch}",
+               f"{T0 + 2},command,23,train/loss,0.4,{later},{epoch}"]
+    root = write_session(tmp_path / "s", gpu_rows=[gpu_row(T0 + i, 0, GIB, 50) for i in range(3)],
+                         metrics=metrics)
+    summary = summarize(root)
+    task = summary.data["tasks"][0]
+    for counter, value in (("steps", step), ("epochs", epoch)):
+        if not value:
+            assert task[counter] == {"first": None, "last": None}
+    markdown = report.render_markdown(summary, load_frames(root))
+    [extent] = [line for line in markdown.splitlines() if line.startswith("duration ")]
+    assert shown in extent and hidden not in extent and "nan" not in extent
+    assert "nan" not in report.render_short(summary)
+    note = compose(summary).values()["last_verification_note"]
+    assert "nan" not in note and ("steps" in note) == bool(step)
