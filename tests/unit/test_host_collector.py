@@ -195,13 +195,36 @@ def test_watched_process_details(children):
     assert info.cpu_pct is not None and info.cpu_pct < 50
 
 
+def _cpu_s(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
 def test_busy_process_cpu_pct(children):
-    child = children(sys.executable, "-c", "while True: pass")
-    collector = collector_for(child.pid)
+    # Many tests share the machine, so a spinning child may get any share of a core over a
+    # fixed sleep. Instead, wait until it has used a known amount of CPU (however long that
+    # takes), and bracket both samples with psutil's own readings: the collector's figure must
+    # lie between the lowest and highest CPU % those readings allow.
+    busy = children(sys.executable, "-c", "while True: pass")
+    idle = children("sleep", "60")
+    proc = psutil.Process(busy.pid)
+    collector = collector_for(busy.pid, idle.pid)
+    cpu_0, wall_0 = _cpu_s(proc), time.monotonic()
     collector.sample()
-    time.sleep(0.5)
-    (info,) = collector.sample().processes
-    assert info.cpu_pct is not None and info.cpu_pct > 20
+    cpu_0b, wall_0b = _cpu_s(proc), time.monotonic()
+    deadline = time.monotonic() + 120
+    while _cpu_s(proc) < cpu_0b + 0.3:
+        assert time.monotonic() < deadline, "the busy child got no CPU for two minutes"
+        time.sleep(0.05)
+    cpu_1, wall_1 = _cpu_s(proc), time.monotonic()
+    infos = {info.pid: info for info in collector.sample().processes}
+    cpu_2, wall_2 = _cpu_s(proc), time.monotonic()
+    lowest = 100 * (cpu_1 - cpu_0b) / (wall_2 - wall_0)
+    highest = 100 * (cpu_2 - cpu_0) / (wall_1 - wall_0b)
+    busy_pct, idle_pct = infos[busy.pid].cpu_pct, infos[idle.pid].cpu_pct
+    assert busy_pct is not None and idle_pct is not None
+    assert lowest * (1 - 1e-9) <= busy_pct <= highest * (1 + 1e-9)
+    assert idle_pct < busy_pct  # over the same window
 
 
 def test_killed_process_is_dropped(children):
