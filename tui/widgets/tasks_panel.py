@@ -29,7 +29,7 @@ class TaskColumn:
 COLUMNS = (
     TaskColumn("task", "TASK", 22),
     TaskColumn("status", "STATUS", 7),
-    TaskColumn("progress", "PROGRESS", 16),
+    TaskColumn("progress", "PROGRESS", 19),
     TaskColumn("loss", "LOSS", 8),
     TaskColumn("val", "VAL", 12),
     TaskColumn("speed", "SPEED", 13),
