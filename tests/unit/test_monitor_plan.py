@@ -1,0 +1,74 @@
+"""What the dashboard is built from: logs to follow, replayed tasks, and the up-front check."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+import pytest
+
+from collectors.discovery import DiscoveryCollector
+from collectors.replay import SessionFormatError
+from gpuherd import monitor
+from gpuherd.cli import parse_args
+
+SESSIONS = Path(__file__).resolve().parents[1] / "data" / "sessions"
+
+
+def args(*argv: str) -> argparse.Namespace:
+    return parse_args(list(argv))
+
+
+def test_log_and_watch_add_a_discovery_collector_and_a_tail_maker(tmp_path: Path) -> None:
+    plan = monitor.build_plan(args("--log", str(tmp_path / "a.log"), "--watch", str(tmp_path)))
+    try:
+        assert plan.logs is not None and plan.tail is not None
+        discovery = [c for c in plan.collectors if isinstance(c, DiscoveryCollector)]
+        assert len(discovery) == 1
+        found = discovery[0].sample()
+        assert [log.task_id for log in found.added] == [str(tmp_path / "a.log")]
+        tail = plan.tail(str(tmp_path / "a.log"))
+        assert tail.name == f"log:{tmp_path / 'a.log'}"
+    finally:
+        if plan.logs is not None:
+            plan.logs.close()
+
+
+def test_without_logs_nothing_is_followed() -> None:
+    plan = monitor.build_plan(args())
+    assert plan.logs is None and plan.tail is None
+    assert not any(isinstance(c, DiscoveryCollector) for c in plan.collectors)
+
+
+def test_a_replay_ignores_log_arguments_and_knows_the_commands_task() -> None:
+    plan = monitor.build_plan(args("--replay", str(SESSIONS / "tasks"), "--log", "x.log"))
+    assert plan.logs is None
+    assert any("not followed in a replay" in line for line in plan.notices)
+    assert [c.name for c in plan.collectors] == ["replay:gpu", "replay:host", "replay:metrics"]
+    (hint,) = plan.task_hints
+    assert hint.task_id == "command"
+    assert hint.gpu_uuids == ("GPU-7a5c0000-1111-2222-3333-444455556666",)
+    assert hint.owns_pid is not None and hint.owns_pid(31337) and not hint.owns_pid(1)
+
+
+def broken_session(tmp_path: Path) -> Path:
+    session = Path(shutil.copytree(SESSIONS / "tasks", tmp_path / "s"))
+    lines = (session / "metrics.csv").read_text().splitlines(keepends=True)
+    lines[-3] = "1764130039.00,command,99,train/loss,not-a-number,400,3\n"
+    (session / "metrics.csv").write_text("".join(lines))
+    return session
+
+
+def test_a_small_session_is_read_whole_before_the_dashboard(tmp_path: Path) -> None:
+    session = broken_session(tmp_path)
+    with pytest.raises(SessionFormatError, match=r"metrics\.csv, line \d+"):
+        monitor.build_plan(args("--replay", str(session)))
+
+
+def test_a_large_session_is_checked_while_it_streams(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    session = broken_session(tmp_path)
+    monkeypatch.setattr(monitor, "CHECK_ALL_MAX_BYTES", 1000)  # the fixture counts as large
+    plan = monitor.build_plan(args("--replay", str(session)))
+    assert [c.name for c in plan.collectors][-1] == "replay:metrics"
