@@ -255,3 +255,23 @@ async def test_a_bad_metrics_line_met_while_replaying_is_named_on_the_tasks_pane
         await until(pilot, lambda: has_row(app, "command"))
         # What came before the bad line was shown; the replay of the metrics ended there.
         assert cell(app, "command", "progress").startswith(f"step {last_step} ")
+
+
+async def test_a_looping_replay_starts_its_tasks_over_on_each_lap() -> None:
+    replay = SessionReplay(TASKS_SESSION, speed=100.0, loop=True)
+    app = make_app(replay.collectors(), clock=lambda: T0, hostname="box",
+                   replay_label="DEMO x100")
+    steps: list[int] = []
+
+    def seen_a_second_lap() -> bool:
+        view = app.state.tasks.view("command")
+        if view is not None and view.step is not None:
+            steps.append(view.step)
+        return any(a > b for a, b in zip(steps, steps[1:], strict=False))
+
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, seen_a_second_lap, timeout_s=20)
+        view = app.state.tasks.view("command")
+        assert view is not None and view.runs == 1
+        xs = [x for x, _ in app.state.tasks.series("command", "train/loss")]
+        assert xs == sorted(xs) and len(xs) == len(set(xs))  # this lap's points only
