@@ -275,3 +275,15 @@ async def test_a_looping_replay_starts_its_tasks_over_on_each_lap() -> None:
         assert view is not None and view.runs == 1
         xs = [x for x, _ in app.state.tasks.series("command", "train/loss")]
         assert xs == sorted(xs) and len(xs) == len(set(xs))  # this lap's points only
+
+
+def test_columns_give_way_to_the_health_column_on_narrow_terminals() -> None:
+    from tui.widgets.tasks_panel import MIN_HEALTH, fitting_columns
+
+    wide, health = fitting_columns(156)
+    assert [c.key for c in wide][-2:] == ["eta", "gpu"] and health > MIN_HEALTH
+    shown, health = fitting_columns(116)  # a 120-column terminal
+    assert [c.key for c in shown] == ["task", "status", "progress", "loss", "val", "speed"]
+    assert health >= MIN_HEALTH
+    tiny, _ = fitting_columns(40)
+    assert [c.key for c in tiny] == ["task", "status", "loss"]

@@ -31,7 +31,8 @@ def pane() -> Iterator[Pane]:
 
 
 def start(pane: Pane, *args: str, width: int = 160, height: int = 50) -> None:
-    argv = [sys.executable, "-m", "gpuherd", *args]
+    # The test environment pins COLUMNS for formatted output; the pane has its own size.
+    argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "gpuherd", *args]
     command = f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; sleep 30"
     pane.start(command, width, height)
 

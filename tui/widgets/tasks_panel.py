@@ -13,8 +13,8 @@ from textual.widgets.data_table import CellDoesNotExist
 
 from tui.tasks import TaskRow
 
-WIDE_FROM = 110
-"""From this width the table also shows ETA and the GPU."""
+MIN_HEALTH = 22
+"""The health column keeps at least this width; optional columns go first."""
 
 
 @dataclass(frozen=True)
@@ -29,14 +29,29 @@ class TaskColumn:
 COLUMNS = (
     TaskColumn("task", "TASK", 22),
     TaskColumn("status", "STATUS", 7),
-    TaskColumn("progress", "PROGRESS", 19),
+    TaskColumn("progress", "PROGRESS", 18),
     TaskColumn("loss", "LOSS", 8),
     TaskColumn("val", "VAL", 12),
-    TaskColumn("speed", "SPEED", 13),
+    TaskColumn("speed", "SPEED", 12),
     TaskColumn("eta", "ETA", 8),
     TaskColumn("gpu", "GPU", 7),
 )
-WIDE_ONLY = frozenset({"eta", "gpu"})
+DROP_ORDER = ("eta", "gpu", "speed", "val", "progress")
+"""Columns left out, in this order, while the health column would be narrower than
+`MIN_HEALTH`."""
+
+
+def fitting_columns(width: int) -> tuple[tuple[TaskColumn, ...], int]:
+    """The columns that fit `width` cells, and the width left for the health column."""
+    dropped: set[str] = set()
+    for key in (None, *DROP_ORDER):
+        if key is not None:
+            dropped.add(key)
+        shown = tuple(c for c in COLUMNS if c.key not in dropped)
+        health = width - sum(c.width + 2 for c in shown) - 3  # padding, scrollbar
+        if health >= MIN_HEALTH:
+            break
+    return shown, max(10, health)
 
 
 class TasksPanel(DataTable[Text]):
@@ -65,7 +80,7 @@ class TasksPanel(DataTable[Text]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self._shown: dict[str, TaskRow] = {}
-        self._layout: tuple[bool, int] | None = None
+        self._layout: tuple[tuple[TaskColumn, ...], int] | None = None
 
     def on_resize(self, event: events.Resize) -> None:
         """Rebuild the columns when the width changes which ones fit."""
@@ -92,21 +107,18 @@ class TasksPanel(DataTable[Text]):
             self._shown[row.key] = row
 
     def _keys(self) -> list[str]:
-        wide = self._layout is not None and self._layout[0]
-        return [c.key for c in COLUMNS if wide or c.key not in WIDE_ONLY] + ["health"]
+        shown = self._layout[0] if self._layout is not None else ()
+        return [c.key for c in shown] + ["health"]
 
     def _build_columns(self, width: int) -> None:
-        wide = width >= WIDE_FROM
-        fixed = sum(c.width + 2 for c in COLUMNS if wide or c.key not in WIDE_ONLY)
-        health_w = max(10, width - fixed - 3)  # 2 for padding, 1 for the scrollbar
-        if self._layout == (wide, health_w):
+        layout = fitting_columns(width)
+        if self._layout == layout:
             return
-        self._layout = (wide, health_w)
+        self._layout = layout
         self.clear(columns=True)
-        for column in COLUMNS:
-            if wide or column.key not in WIDE_ONLY:
-                self.add_column(column.label, key=column.key, width=column.width)
-        self.add_column("HEALTH", key="health", width=health_w)
+        for column in layout[0]:
+            self.add_column(column.label, key=column.key, width=column.width)
+        self.add_column("HEALTH", key="health", width=layout[1])
         self._shown = {}
         self.watch_task_rows(self.task_rows)
 
