@@ -72,3 +72,19 @@ def test_a_large_session_is_checked_while_it_streams(tmp_path: Path,
     monkeypatch.setattr(monitor, "CHECK_ALL_MAX_BYTES", 1000)  # the fixture counts as large
     plan = monitor.build_plan(args("--replay", str(session)))
     assert [c.name for c in plan.collectors][-1] == "replay:metrics"
+
+
+def test_tui_record_refuses_a_replay_and_a_missing_terminal(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:
+    from gpuherd import monitor_record
+
+    session = tmp_path / "rec"
+    code = monitor_record.run(args("--tui", "--record", str(session), "--replay",
+                                   str(SESSIONS / "tasks")))
+    assert code == monitor.EXIT_BAD_INPUT and "--replay" in capsys.readouterr().err
+    # Under pytest stdin is not a terminal: nothing is recorded, nothing is left behind.
+    code = monitor_record.run(args("--tui", "--record", str(session), "--", "true"))
+    assert code == monitor.EXIT_BAD_INPUT
+    assert "needs a terminal" in capsys.readouterr().err
+    assert not session.exists()
