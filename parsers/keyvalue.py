@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 
 from parsers.model import LogMetric
 from parsers.text import (
@@ -33,9 +34,13 @@ _EPOCH_KEYS = frozenset({"epoch", "ep"})
 _ETA_KEYS = frozenset({"eta", "eta_s", "remaining"})
 _COUNTERS = {**dict.fromkeys(_STEP_KEYS, "step"), **dict.fromkeys(_EPOCH_KEYS, "epoch"),
              **dict.fromkeys(_ETA_KEYS, "eta")}
+_STAMP_KEYS = frozenset({"time", "timestamp", "taken_at"})
 ITER_TIME_KEYS = frozenset({"time", "iter_time", "batch_time"})
 """Seconds per iteration, reported as `throughput/it_s` by the formats that log them."""
 SKIP_KEYS = frozenset({"data_time", "last_time", "last_data_time", "data", "v_num"})
+_RECORD_KEYS = {**dict.fromkeys(_STAMP_KEYS | ITER_TIME_KEYS | SKIP_KEYS, "other"),
+                **dict.fromkeys(_STEP_KEYS, "step"), **dict.fromkeys(_EPOCH_KEYS, "epoch")}
+"""Keys a JSON record gives that may not be plain metric values."""
 # Lines that are never metrics whatever pairs they hold: code in backticks, Python warnings
 # (`file.py:12: UserWarning: ...`, Lightning's `rank_zero_warn`), warning levels and tips.
 _NOT_METRICS = re.compile(r"`|\.py:\d+: |Warning\b|\bWARN(?:ING)?\b|\bwarning\b|\bTip:")
@@ -190,27 +195,42 @@ def record_to_metric(
     step: int | None = None
     epoch: float | None = None
     taken_at: float | None = None
-    for key, raw in _flatten(record):
-        number = _as_number(raw)
+    for key, raw in _items(record):
+        number: float | None
+        if type(raw) is float:  # the common case first: exact type checks, no bool trap
+            number = raw
+        elif type(raw) is int:
+            number = float(raw)
+        else:
+            number = _as_number(raw)
         if number is None:
             continue
         low = key.lower()
-        if low in _STEP_KEYS:
+        special = _RECORD_KEYS.get(low)
+        if special is None:
+            values.append((metric_name(key, split), number))
+        elif special == "step":
             step = int(number) if math.isfinite(number) else None
-        elif low in _EPOCH_KEYS:
+        elif special == "epoch":
             epoch = number
-        elif low in ("time", "timestamp", "taken_at") and number > 1e9:
+        elif low in _STAMP_KEYS and number > 1e9:
             taken_at = number
         elif iter_time and low in ITER_TIME_KEYS:
             if number > 0:
                 values.append(("throughput/it_s", 1.0 / number))
-        elif iter_time and low in SKIP_KEYS:
-            continue
-        else:
+        elif not (iter_time and low in SKIP_KEYS):
             values.append((metric_name(key, split), number))
     if not values:
         return None
     return LogMetric(values=tuple(values), step=step, epoch=epoch, taken_at=taken_at)
+
+
+def _items(record: dict) -> Iterable[tuple[str, object]]:
+    """The record's (key, value) pairs, nested objects flattened (rare: checked first)."""
+    for value in record.values():
+        if type(value) is dict:
+            return _flatten(record)
+    return record.items()
 
 
 def _flatten(record: dict, prefix: str = "") -> list[tuple[str, object]]:

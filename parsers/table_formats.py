@@ -11,6 +11,9 @@ _STEP_COLUMNS = frozenset({"step", "global_step", "iteration", "iter"})
 _EPOCH_COLUMNS = frozenset({"epoch"})
 # YOLO's `time` is the run's elapsed seconds, not a metric
 _SKIP_COLUMNS = frozenset({"time", "created", "timestamp"})
+_ROLES = {**dict.fromkeys(_SKIP_COLUMNS, "skip"), **dict.fromkeys(_STEP_COLUMNS, "step"),
+          **dict.fromkeys(_EPOCH_COLUMNS, "epoch")}
+"""What a column is when it is not a metric, by its lower-case name."""
 
 
 class CsvParser:
@@ -23,6 +26,7 @@ class CsvParser:
     def __init__(self) -> None:
         self.names: list[str] | None = None
         self.columns: list[str] = []
+        self._roles: list[str | None] = []
 
     def feed(self, line: str) -> LogMetric | None:
         """Parse the header or one data row.
@@ -38,32 +42,32 @@ class CsvParser:
             cells = next(csv.reader([line]))
         except csv.Error as error:  # a stray newline or NUL inside the row
             raise ValueError(f"not a CSV row: {error}") from error
-        if self.names is None or not _numeric_row(cells):
-            if _numeric_row(cells):
-                return None  # data before any header: nothing to name the values by
+        numbers = _numbers(cells)
+        if numbers is None:
             self.columns = [cell.strip() for cell in cells]
             self.names = [metric_name(column) for column in self.columns]
+            self._roles = [_ROLES.get(column.lower()) for column in self.columns]
             return None
+        if self.names is None:
+            return None  # data before any header: nothing to name the values by
         if len(cells) > len(self.columns):
             raise ValueError(f"row has {len(cells)} cells, header has {len(self.columns)}")
-        return self._row(cells)
+        return self._row(numbers)
 
-    def _row(self, cells: list[str]) -> LogMetric | None:
+    def _row(self, numbers: list[float | None]) -> LogMetric | None:
         assert self.names is not None
         values: list[tuple[str, float]] = []
         step: int | None = None
         epoch: float | None = None
-        for column, name, cell in zip(self.columns, self.names, cells, strict=False):
-            cell = cell.strip()
-            if not cell:
+        for role, name, number in zip(self._roles, self.names, numbers, strict=False):
+            if number is None:
                 continue
-            low = column.lower()
-            if low in _STEP_COLUMNS:
-                step = int(parse_number(cell))
-            elif low in _EPOCH_COLUMNS:
-                epoch = parse_number(cell)
-            elif low not in _SKIP_COLUMNS:
-                values.append((name, parse_number(cell)))
+            if role is None:
+                values.append((name, number))
+            elif role == "step":
+                step = int(number)
+            elif role == "epoch":
+                epoch = number
         if not values:
             return None
         return LogMetric(values=tuple(values), step=step, epoch=epoch)
@@ -74,12 +78,16 @@ class CsvParser:
         self.columns = []
 
 
-def _numeric_row(cells: list[str]) -> bool:
+def _numbers(cells: list[str]) -> list[float | None] | None:
+    """Each cell as a number (`None` when empty), or `None` when one is not a number."""
+    numbers: list[float | None] = []
     for cell in cells:
         cell = cell.strip()
-        if cell:
-            try:
-                parse_number(cell)
-            except ValueError:
-                return False
-    return True
+        if not cell:
+            numbers.append(None)
+            continue
+        try:
+            numbers.append(parse_number(cell))
+        except ValueError:
+            return None
+    return numbers
