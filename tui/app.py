@@ -181,6 +181,7 @@ class GpuherdApp(App[int]):
         if gpu_role and self.replay_label is None and "--demo" not in line:
             line = f"{line} — {DEMO_HINT}"
         self.state.mark_unavailable(message.source, message.error.msg, notice=line)
+        self.tasks.failed(message.source, message.error.msg)  # a log's row says why, too
         self._refresh_view()
 
     def on_source_finished(self, message: SourceFinished) -> None:

@@ -287,3 +287,16 @@ def test_columns_give_way_to_the_health_column_on_narrow_terminals() -> None:
     assert health >= MIN_HEALTH
     tiny, _ = fitting_columns(40)
     assert [c.key for c in tiny] == ["task", "status", "loss"]
+
+
+async def test_a_log_source_that_cannot_start_says_why_on_its_row() -> None:
+    from collectors.base import CollectorUnavailable
+
+    log = FakeCollector(name=f"log:{LOG}",
+                        unavailable=CollectorUnavailable("inotify is not available here"))
+    app = make_app([log], clock=lambda: T0, hostname="box")
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await until(pilot, lambda: has_row(app, LOG))
+        assert cell(app, LOG, "status") == "error"
+        assert "inotify is not available" in cell(app, LOG, "health")
