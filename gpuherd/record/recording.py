@@ -160,7 +160,12 @@ class Recording:
         return started
 
     def _on_discovered(self, writer: SessionWriter, found: DiscoveredLogs) -> None:
-        """A discovery scan while recording (on the writer thread): follow what is new."""
+        """A discovery scan while recording (on the writer thread): follow what is new.
+
+        Scans a dashboard feeds in (`own_collectors=False`) are its business: it runs the tails.
+        """
+        if not self._rescans():
+            return
         for log in self._follow(found.added):
             writer.write_event({"t": found.taken_at, "kind": "log_found", "task": log.task_id,
                                 "source": log.source})

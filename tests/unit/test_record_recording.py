@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from collectors.base import Sampled
+from collectors.discovery import DiscoveredLog, DiscoveredLogs
 from collectors.nvml import ProcessEntry
 from gpuherd.record.command import finish, record_command, record_until_stopped
 from gpuherd.record.peaks import BASELINE, PER_PROCESS
@@ -214,3 +216,17 @@ def test_a_file_written_just_before_the_end_is_read(tmp_path: Path) -> None:
     # Only the run's file: the session's own events.jsonl and command.log are never tasks.
     assert losses_by_task(root) == {last: [0.7, 0.6, 0.5]}
     assert [t["task"] for t in json.loads((root / "meta.json").read_text())["tasks"]] == [last]
+
+
+def test_a_dashboards_discovery_scans_start_no_tails_of_the_recording(tmp_path: Path) -> None:
+    log = write_metrics_csv(tmp_path / "logs" / "version_0" / "metrics.csv", [0.5])
+    root = tmp_path / "session"
+    recording = Recording(root, RecordingOptions(own_collectors=False, peak_interval_s=0,
+                                                 nvml_backend=FakeNvml([FakeGpu()]),
+                                                 watch=[str(tmp_path)]))
+    recording.start()
+    found = DiscoveredLog(log, "lightning_csv", str(tmp_path))
+    recording.emit(Sampled("discovery", DiscoveredLogs(time.time(), (found,), (found,))))
+    recording.stop()
+    assert not (root / "metrics.csv").exists()
+    assert not (root / "events.jsonl").exists()  # no log_found, no sample_not_recorded
