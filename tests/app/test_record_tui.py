@@ -20,13 +20,14 @@ from tui.widgets.tasks_panel import TasksPanel
 
 SIZE = (140, 40)
 SCRIPT = """
-import sys, time
+import os, sys, time
 for step in range(1, 9):
     print(f"step={step * 10} loss={2.0 / step:.4f}", flush=True)
     time.sleep(0.05)
-# Wait for the test to have shown this process on a GPU before finishing.
-sys.stdin.close()
-time.sleep(float(sys.argv[1]))
+# Keep running until the test has seen this process on a GPU (it creates the file).
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
 print("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", file=sys.stderr)
 sys.exit(3)
 """
@@ -60,7 +61,8 @@ def read_csv_rows(path: Path) -> list[dict[str, str]]:
 async def test_the_command_is_recorded_shown_as_a_task_and_closed_when_it_exits(
         tmp_path: Path) -> None:
     directory = tmp_path / "session"
-    options = record_options([], [], [sys.executable, "-c", SCRIPT, "1.0"], 1.0, 0.0)
+    go = tmp_path / "go"
+    options = record_options([], [], [sys.executable, "-c", SCRIPT, str(go)], 1.0, 0.0)
     session = DashboardRecording(directory, options)
     session.start()
     gpus = ScriptedCollector("nvml")
@@ -76,6 +78,7 @@ async def test_the_command_is_recorded_shown_as_a_task_and_closed_when_it_exits(
             gpus.push(tick(gpu(0, processes=(GpuProcess(session.child.pid, 1 << 30),)),
                            t=T0 + i))
         await until(pilot, lambda: cell(app, task, "gpu") == "0 87%")
+        go.touch()  # now the command may end
         await until(pilot, lambda: app.record is not None and app.record.result is not None,
                     timeout_s=20)
         await until(pilot, lambda: "OOM" in cell(app, task, "health"))
@@ -102,7 +105,8 @@ async def test_the_command_is_recorded_shown_as_a_task_and_closed_when_it_exits(
 
 async def test_quit_stops_the_command_and_closes_the_recording(tmp_path: Path) -> None:
     directory = tmp_path / "session"
-    options = record_options([], [], [sys.executable, "-c", SCRIPT, "60"], 1.0, 0.0)
+    never = tmp_path / "never"
+    options = record_options([], [], [sys.executable, "-c", SCRIPT, str(never)], 1.0, 0.0)
     session = DashboardRecording(directory, options)
     session.start()
     gpus = ScriptedCollector("nvml")
