@@ -51,7 +51,12 @@ def parse_tqdm_line(line: str) -> LogMetric | None:
     bracket = line.rfind("[", 0, line.rfind("]"))
     if bracket < 0:
         return None
-    match = _TAIL.search(line, max(0, bracket - 60))
+    # The counts start after the bar `NN%|███| `: search from its opening `|` when there is
+    # one, which tries far fewer positions than a fixed window.
+    bar_end = line.rfind("|", 0, bracket)
+    bar_start = line.rfind("|", max(0, bracket - 200), bar_end) if bar_end > 0 else -1
+    start = bar_start - 4 if bar_start >= 4 else bracket - 60
+    match = _TAIL.search(line, max(0, start))
     if match is None:
         return None
     desc = line[: match.start()].rstrip().rstrip(":").strip()
