@@ -17,7 +17,6 @@ from gpuherd.record.child import ChildCommand, CommandStartError
 from gpuherd.record.peaks import ProcessTree
 from gpuherd.record.recorder import Crashed
 from gpuherd.record.recording import Recording, RecordingOptions
-from gpuherd.record.report import render_short, write_summary
 
 POLL_S = 0.2
 DRAIN_LOGS_S = 3.0
@@ -211,6 +210,9 @@ class DashboardRecording:
             result.error = error.msg
             return result
         try:
+            # pandas is imported only now, so the dashboard starts without it
+            from gpuherd.record.report import render_short, write_summary
+
             result.summary = render_short(write_summary(self.directory))
         except (GpuherdError, OSError) as failure:
             result.warnings.append(f"could not write the summary: {failure}")

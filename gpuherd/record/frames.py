@@ -17,6 +17,7 @@ import pandas as pd
 
 from collectors.rows import SessionFormatError
 from collectors.session_reader import read_meta
+from gpuherd.record.logsink import METRICS_COLUMNS  # noqa: F401  (the format's columns live with the writer)
 
 TAIL_BYTES = 1 << 20
 CHECK_CHUNK_BYTES = 4 << 20
@@ -27,7 +28,6 @@ GPU_NUMERIC = ("t", "gpu", "mem_used_bytes", "mem_total_bytes", "util_gpu_pct", 
 HOST_NUMERIC = ("t", "cpu_pct", "mem_used_bytes", "mem_total_bytes")
 METRICS_NUMERIC = ("t", "line", "value", "step", "epoch")
 METRICS_TEXT = ("task", "metric")
-METRICS_COLUMNS = ("t", "task", "line", "metric", "value", "step", "epoch")
 """Columns of `metrics.csv`, in file order."""
 
 

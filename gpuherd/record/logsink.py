@@ -7,8 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.samples import LogBatch
-from gpuherd.record.frames import METRICS_COLUMNS
 from gpuherd.session import SessionWriter
+
+# metrics.csv columns (docs/session-format.md). Kept here, not beside the pandas readers, so
+# recording (and the dashboard that can record) never pays for importing pandas.
+METRICS_COLUMNS = ("t", "task", "line", "metric", "value", "step", "epoch")
 
 METRICS_FILE = "metrics.csv"
 PROGRESS_ROW_INTERVAL_S = 1.0
