@@ -181,6 +181,11 @@ def test_host_figures_are_sane_and_rates_need_two_samples():
 
 def test_watched_process_details(children):
     child = children("sleep", "30")
+    # Right after fork the child has no command line until exec; on a loaded machine the first
+    # sample can land in that gap (and then rightly shows "[sleep]"-style fallbacks).
+    deadline = time.monotonic() + 30
+    while not psutil.Process(child.pid).cmdline() and time.monotonic() < deadline:
+        time.sleep(0.01)
     collector = collector_for(child.pid)
     first = collector.sample()
     (info,) = first.processes
