@@ -85,7 +85,9 @@ def main() -> int:
     args = parser.parse_args()
     work = args.out or Path(tempfile.mkdtemp(prefix="gpuherd-cpu-"))
     work.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+               filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
            "CUDA_VISIBLE_DEVICES": str(args.gpu)}
     log = work / "train.log"
     log.touch()

@@ -188,7 +188,9 @@ def main() -> int:
     work = args.out or Path(tempfile.mkdtemp(prefix="gpuherd-spikes-"))
     work.mkdir(parents=True, exist_ok=True)
     session = work / "session"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), "GPUHERD_PEAK_TRACE": "1",
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+               filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "GPUHERD_PEAK_TRACE": "1",
            "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(args.gpu)}
     windows_path = work / "spikes.json"
     monitors = start_monitors(args, work, env)

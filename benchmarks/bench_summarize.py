@@ -75,7 +75,8 @@ def timed_summarize(root: Path) -> tuple[float, float, str]:
     began = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "gpuherd", "summarize", str(root)], cwd=ROOT,
                          capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(
+               filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),})
     wall = time.perf_counter() - began
     if out.returncode != 0:
         raise SystemExit(f"summarize failed: {out.stderr}")

@@ -91,4 +91,4 @@ class Finished:
     source: str
 
 
-CollectorEvent = Union[Sampled, Failed, Recovered, Unavailable, Finished]
+CollectorEvent = Union[Sampled, Failed, Recovered, Unavailable, Finished]  # noqa: UP007 (3.10 runtime alias)

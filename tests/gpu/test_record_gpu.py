@@ -51,7 +51,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[list[
     pytest.importorskip("torch")
     work = tmp_path_factory.mktemp("record-gpu")
     session, windows = work / "session", work / "windows.json"
-    env = {**os.environ, "GPUHERD_PEAK_TRACE": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    env = {**os.environ, "GPUHERD_PEAK_TRACE": "1", "PYTHONPATH": os.pathsep.join(
+               filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0"}
     out = subprocess.run([sys.executable, "-m", "gpuherd", "--record", str(session), "--",
                           sys.executable, "-c", WORKLOAD, str(windows)],
