@@ -129,11 +129,7 @@ def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
         if finding is not None:
             emit(_finding_record(path, number, finding))
         if metric is not None:
-            report.metrics += 1
-            _emit_metric(path, number, log_format, metric, emit)
-            for found in findings_from_metric(metric):
-                emit(_finding_record(path, number, found))
-            history.add(number, metric)
+            _record_metric(path, number, log_format, metric, emit, report, history)
     for number, finding in history.findings():
         emit(_finding_record(path, number, finding))
     return report
@@ -201,11 +197,7 @@ def _parse_document(
     history = _History()
     # a document has no log lines: `line` counts its records (log_history entries)
     for number, metric in enumerate(parse_trainer_state(data.decode("utf-8", "replace")), 1):
-        report.metrics += 1
-        _emit_metric(path, number, log_format, metric, emit)
-        for found in findings_from_metric(metric):
-            emit(_finding_record(path, number, found))
-        history.add(number, metric)
+        _record_metric(path, number, log_format, metric, emit, report, history)
     for number, finding in history.findings():
         emit(_finding_record(path, number, finding))
     report.lines = len(sample)
@@ -326,3 +318,13 @@ def _reason(error: OSError) -> str:
     if isinstance(error, PermissionError):
         return "permission denied"
     return error.strerror or str(error)
+
+
+def _record_metric(path: str, number: int, log_format: str, metric: LogMetric, emit: Emit,
+                   report: FileReport, history: _History) -> None:
+    """Emit one parsed metric, the findings it carries by itself, and keep it for trend rules."""
+    report.metrics += 1
+    _emit_metric(path, number, log_format, metric, emit)
+    for found in findings_from_metric(metric):
+        emit(_finding_record(path, number, found))
+    history.add(number, metric)
