@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_tmux_replay import REPO, Pane
+from tests.e2e.tmux_pane import REPO, Pane
 
 TASKS = REPO / "tests" / "data" / "sessions" / "tasks"
 

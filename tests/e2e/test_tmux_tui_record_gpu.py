@@ -15,7 +15,7 @@ import pytest
 
 from collectors.base import CollectorUnavailable
 from collectors.nvml import NvmlCollector
-from tests.e2e.test_tmux_replay import Pane
+from tests.e2e.tmux_pane import Pane
 
 REPO = Path(__file__).resolve().parents[2]
 

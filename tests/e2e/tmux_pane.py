@@ -1,0 +1,45 @@
+"""A tmux pane driven from the end-to-end tests: keys in, `capture-pane` text out."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Pane:
+    """One tmux pane on a private tmux server (its own socket), so no user session is touched."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        # -u: UTF-8 even when the test runs under the C locale (CI), or "°" and bars turn to "_".
+        out = subprocess.run(["tmux", "-u", "-L", self.socket, *args], capture_output=True,
+                             text=True, encoding="utf-8", timeout=10)
+        return out.stdout
+
+    def start(self, command: str, width: int, height: int) -> None:
+        self.tmux("new-session", "-d", "-s", "e2e", "-x", str(width), "-y", str(height),
+                  command)
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            self.tmux("send-keys", "-t", "e2e", key)
+            time.sleep(0.15)
+
+    def text(self, *args: str) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "e2e", *args)
+
+    def wait_for(self, check: Callable[[str], bool], timeout_s: float = 15.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        screen = self.text()
+        while not check(screen):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"screen never matched; last screen:\n{screen}")
+            time.sleep(0.1)
+            screen = self.text()
+        return screen
