@@ -172,12 +172,14 @@ class DiscoveryCollector:
 
     The owner starts a `LogTailCollector` for each id in `added`. A scan that takes long (a
     `--watch` tree near the entry limit) stretches the interval so that scanning stays under
-    `max_busy` of one core.
+    `max_busy` of one core. The scan is timed in CPU time of the collector thread, not wall
+    time: a scan that merely waited for the GIL or the scheduler on a busy machine did no
+    work and must not stretch the interval.
     """
 
     def __init__(self, discovery: LogDiscovery, interval_s: float = 10.0,
                  clock: Callable[[], float] = time.time, *, max_busy: float = 0.01,
-                 timer: Callable[[], float] = time.monotonic) -> None:
+                 timer: Callable[[], float] = time.thread_time) -> None:
         self.name = "discovery"
         self.interval_s = interval_s
         self.base_interval_s = interval_s
