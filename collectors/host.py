@@ -29,17 +29,24 @@ class PidWatch:
 
     The UI or recorder calls `set` (or `set_from_tick`) after each NVML tick, and the host
     collector calls `get` on its own thread. The set is replaced whole, never mutated.
+    `grew` is set whenever a pid not watched before arrives: the host collector waits on it
+    between samples, so a new GPU process gets its user and command within milliseconds
+    instead of at the next host tick (the first frame after start-up needs exactly that).
     """
 
     def __init__(self, pids: Iterable[int] = ()) -> None:
         self._lock = threading.Lock()
         self._pids: frozenset[int] = frozenset(pids)
+        self.grew = threading.Event()
 
     def set(self, pids: Iterable[int]) -> None:
         """Replace the watched pids."""
         new = frozenset(pids)
         with self._lock:
+            added = not new <= self._pids
             self._pids = new
+        if added:
+            self.grew.set()
 
     def set_from_tick(self, tick: GpuTick) -> None:
         """Watch every process any GPU reported in `tick`."""
@@ -212,6 +219,8 @@ class HostCollector:
     ) -> None:
         self.pids = pids if pids is not None else PidWatch()
         self.interval_s = interval_s
+        self.wakeup = self.pids.grew
+        """Cuts the loop's pause short (`collectors.loop.run_collector`): new pids to detail."""
         self.proc_root = Path(proc_root)
         self._clock = clock
         self._monotonic = monotonic
@@ -223,6 +232,10 @@ class HostCollector:
     def open(self) -> None:
         """Check whether NVML's pids can be looked up here; psutil needs nothing opened."""
         self.pids_visible = in_host_pid_namespace(self.proc_root)
+
+    def wake(self) -> None:
+        """End the pause between samples now (the owner is stopping the loop)."""
+        self.wakeup.set()
 
     def close(self) -> None:
         """Forget cached processes and counters."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from collectors.base import (
@@ -32,9 +32,13 @@ def run_collector(
     """Open `collector`, then sample it every `interval_s` until `stop` is set.
 
     The wait after a sample is `interval_s` minus the time the sample took, so a slow source
-    delays its next tick instead of stacking threads. Any exception other than the collector
-    errors is a bug and propagates to the caller (the worker's error handler).
+    delays its next tick instead of stacking threads. A collector with a `wakeup` event waits
+    on that instead of on `stop`, so it can be asked for a sample early; whoever sets `stop`
+    then also calls its `wake()` (a stopping app or recorder does, for every collector). Any
+    exception other than the collector errors is a bug and propagates to the caller (the
+    worker's error handler).
     """
+    wakeup: threading.Event | None = getattr(collector, "wakeup", None)
     try:
         collector.open()
     except CollectorUnavailable as error:
@@ -58,6 +62,23 @@ def run_collector(
                     failing = False
                     emit(Recovered(collector.name))
                 emit(Sampled(collector.name, sample))
-            stop.wait(max(0.0, collector.interval_s - (clock() - started)))
+            pause = max(0.0, collector.interval_s - (clock() - started))
+            if wakeup is None:
+                stop.wait(pause)
+            else:
+                wakeup.wait(pause)
+                wakeup.clear()
     finally:
         collector.close()
+
+
+def wake_collectors(collectors: Iterable[object]) -> None:
+    """Cut short the wait of every collector that can be woken (after setting their `stop`).
+
+    A log tail waits for its file inside `sample`, a host collector on its `wakeup` event:
+    without this a stopping app or recorder waits up to a poll interval for each.
+    """
+    for collector in collectors:
+        wake = getattr(collector, "wake", None)
+        if callable(wake):
+            wake()

@@ -21,7 +21,7 @@ from collectors.base import (
     Sampled,
     Unavailable,
 )
-from collectors.loop import run_collector
+from collectors.loop import run_collector, wake_collectors
 from collectors.samples import GpuTick, HostSample, LogBatch
 from gpuherd.monitor_logs import TaskHint
 from gpuherd.record.dashboard import DashboardRecording
@@ -94,6 +94,7 @@ class GpuherdApp(App[int]):
         self.tap = tap
         """Also gets every collector event, on the collector's thread (`--tui --record`)."""
         self.record = RecordLink(self, recording) if recording is not None else None
+        self._collector_workers: dict[Worker[None], Collector[Any]] = {}
 
     def get_default_screen(self) -> MainScreen:
         """The dashboard is the base screen."""
@@ -111,7 +112,7 @@ class GpuherdApp(App[int]):
     def start_collector(self, collector: Collector[Any]) -> Worker[None]:
         """Run `collector` on a long-lived thread worker (also for logs found later)."""
         self.state.status_of(collector.name)
-        return self.run_worker(
+        worker = self.run_worker(
             self._collector_work(collector),
             name=collector.name,
             group="collectors",
@@ -119,6 +120,14 @@ class GpuherdApp(App[int]):
             exit_on_error=False,
             thread=True,
         )
+        self._collector_workers[worker] = collector
+        return worker
+
+    def on_unmount(self) -> None:
+        """Stop the collector threads now: the process waits for them before it exits."""
+        for worker in self._collector_workers:
+            worker.cancel()
+        wake_collectors(self._collector_workers.values())
 
     def _collector_work(self, collector: Collector[Any]) -> Callable[[], None]:
         def work() -> None:
@@ -214,6 +223,8 @@ class GpuherdApp(App[int]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A collector worker that died of a bug: mark its panel and show the traceback."""
         worker = event.worker
+        if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            self._collector_workers.pop(worker, None)
         if event.state != WorkerState.ERROR or worker.group not in ("collectors", "record"):
             return
         error = worker.error

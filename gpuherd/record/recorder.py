@@ -18,7 +18,7 @@ from collectors.base import (
     Sampled,
     Unavailable,
 )
-from collectors.loop import run_collector
+from collectors.loop import run_collector, wake_collectors
 from collectors.samples import GpuTick, HostSample
 from gpuherd.session import SessionWriteError, SessionWriter
 
@@ -133,6 +133,8 @@ class Recorder:
         with self._threads_lock:  # no collector is added after this
             self.stop_event.set()
             threads = list(self._threads)
+            collectors = self.collectors
+        wake_collectors(collectors)
         for thread in threads:
             thread.join(timeout_s)
         self._queue.put(_STOP)

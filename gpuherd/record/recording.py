@@ -254,12 +254,7 @@ class Recording:
             self.sampler.stop()
         self._final_scan()
         self._drain_logs(DRAIN_LOGS_S)
-        self.recorder.stop_event.set()  # no tail starts from here on
-        with self._follow_lock:
-            tails = list(self._tails)
-        for tail in tails:  # a tail waits up to its poll interval: end the wait now
-            tail.wake()
-        if not self.recorder.shutdown():
+        if not self.recorder.shutdown():  # sets stop_event: no tail starts from here on
             # The writer thread is stuck (an fsync on a hung network filesystem): using the
             # writer from here would race it. What it flushed before is on disk.
             return SessionWriteError(f"recording stopped: writing to {self.directory} hangs; "

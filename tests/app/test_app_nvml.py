@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import getpass
+import os
+
 from collectors.host import HostCollector, PidWatch
 from collectors.nvml import NvmlCollector, ProcessEntry
-from tests.app.helpers import T0, until
+from collectors.samples import GpuProcess
+from tests.app.helpers import T0, UUID0, ScriptedCollector, gpu, tick, until
 from tests.fakes import FakeGpu, FakeNvml, GiB, GpuIsLost, LibraryNotFound, MiB, NotSupported
 from tui.app import make_app
 from tui.widgets.banner import Banner
@@ -82,3 +86,23 @@ async def test_missing_driver_shows_the_banner_and_host_figures_keep_coming() ->
         await until(pilot, lambda: app.state.host_sample.taken_at > first)
         assert app.screen.query_one("#host").display
         assert not app.screen.query_one("#gpus").display
+
+
+async def test_a_new_gpu_process_gets_its_user_at_once_not_at_the_next_host_tick() -> None:
+    """The first full frame: a GPU tick's new pids wake the host collector early."""
+    me = os.getpid()
+    gpus = ScriptedCollector("nvml")
+    watch = PidWatch()
+    host = HostCollector(watch, interval_s=600.0)  # a second host sample only by waking
+    app = make_app([gpus, host], pid_watch=watch, clock=lambda: T0)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await until(pilot, lambda: app.state.host_sample is not None)
+        assert app.state.host_sample.processes == ()
+        gpus.push(tick(gpu(0, processes=(GpuProcess(me, 2 * GiB),))))
+        table = app.screen.query_one(ProcessTable)
+        await until(pilot, lambda: table.row_count == 1)
+        # Well before the scripted GPU source gives up (10 s): the table is redrawn for the
+        # host sample itself, not for a later GPU tick.
+        await until(pilot, lambda: getpass.getuser()[:8] in table.get_row(f"{UUID0}/{me}")[2].plain,
+                    timeout_s=5)
+        gpus.finish()

@@ -79,9 +79,11 @@ def test_live_dashboard_shows_every_gpu_and_our_process(
     pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; "
                "sleep 30", 160, 50)
     names = {gpu.name for gpu in tick.devices}
-    screen = pane.wait_for(lambda s: all(name in s for name in names) and str(gpu_job) in s)
+    user = getpass.getuser()[:10]
+    # The job's row with its user: the host collector joined the details of the GPU's pid.
+    screen = pane.wait_for(lambda s: all(name in s for name in names) and any(
+        str(gpu_job) in line and user in line for line in s.splitlines()))
     assert tick.driver_version is not None and tick.driver_version in screen
-    assert getpass.getuser()[:10] in screen, "the host collector joined user details"
     assert "NVIDIA driver not found" not in screen and "Traceback" not in screen
     pane.keys("q")
     screen = pane.wait_for(lambda s: "GPUHERD_EXIT=" in s)

@@ -332,3 +332,17 @@ def test_runs_in_the_collector_loop():
     run_collector(collector, emit, stop)
     assert all(isinstance(e, Sampled) for e in events)
     assert events[0].sample.cpu_pct is None and events[2].sample.cpu_pct is not None
+
+
+def test_pid_watch_signals_only_new_pids():
+    watch = PidWatch([1, 2])
+    collector = HostCollector(pids=watch)
+    assert collector.wakeup is watch.grew and not watch.grew.is_set()
+    watch.set([2])  # a process left: nothing new to look up
+    watch.set([2])
+    assert not watch.grew.is_set()
+    watch.set([2, 9])
+    assert watch.grew.is_set()
+    watch.grew.clear()
+    collector.wake()
+    assert watch.grew.is_set()

@@ -12,7 +12,7 @@ from collectors.base import (
     SourceExhausted,
     Unavailable,
 )
-from collectors.loop import run_collector
+from collectors.loop import run_collector, wake_collectors
 
 
 class ScriptedCollector:
@@ -98,3 +98,44 @@ def test_slow_sample_shortens_the_wait():
     collector.interval_s = 1.0
     run_collector(collector, lambda e: None, Stop(), clock=lambda: next(ticks))
     assert waits == [0.30000000000000004] or abs(waits[0] - 0.3) < 1e-9
+
+
+class WakeableCollector(ScriptedCollector):
+    """Samples forever with a long interval; `wake()` cuts the pause short."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.interval_s = 60.0
+        self.wakeup = threading.Event()
+        self.samples = 0
+
+    def sample(self):
+        self.samples += 1
+        return self.samples
+
+    def wake(self) -> None:
+        self.wakeup.set()
+
+
+def test_a_wakeup_asks_for_a_sample_before_the_interval_ends():
+    collector = WakeableCollector()
+    stop = threading.Event()
+    events: list = []
+    thread = threading.Thread(target=run_collector, args=(collector, events.append, stop))
+    thread.start()
+    try:
+        for wanted in (1, 2, 3):
+            if wanted > 1:
+                collector.wakeup.set()
+            deadline = threading.Event()
+            for _ in range(500):  # 5 s at most, where the interval is 60 s
+                if len(events) >= wanted:
+                    break
+                deadline.wait(0.01)
+            assert [e.sample for e in events] == list(range(1, wanted + 1))
+    finally:
+        stop.set()
+        wake_collectors([collector, object()])  # an object without wake() is passed over
+        thread.join(5)
+    assert not thread.is_alive() and collector.closed == 1
+    assert len(events) == 3

@@ -58,6 +58,8 @@ class MainScreen(Screen[None]):
         self._gap_note = Text("")
         self._chart_drawn: tuple[str | None, float | None] = (None, None)
         self._has_tasks = False
+        self._detailed_pids: frozenset[int] = frozenset()
+        """Pids whose host details the process table shows."""
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
@@ -97,11 +99,16 @@ class MainScreen(Screen[None]):
         `changed` names the only kind of source whose data moved ("gpu" or "host"); `None`
         refreshes everything. While GPU ticks flow, a host sample waits for the next tick so
         the screen is redrawn once a second, not twice: Textual repaints the bounding box of
-        everything that changed, so a second frame costs nearly as much as the first.
+        everything that changed, so a second frame costs nearly as much as the first. The
+        exception is a host sample that details a GPU process the table shows bare (a job
+        just started, or the dashboard just did): its user and command go up at once.
         """
         state = self.state
-        if changed == "host" and state.gpu_streaming():
+        fresh = changed == "host" and self._details_new()
+        if changed == "host" and state.gpu_streaming() and not fresh:
             return
+        if fresh:
+            self._show_processes()
         if changed in (None, "gpu"):
             gpus = self.query_one(GpuPanel)
             gpus.tick = state.gpu_tick
@@ -139,9 +146,16 @@ class MainScreen(Screen[None]):
         plot.y_range = (0.0, 100.0)
         self._set_title("#chart", chart_title(self.state.gpu_tick, uuid))
 
+    def _details_new(self) -> bool:
+        host = self.state.host_sample
+        return host is not None and any(info.pid not in self._detailed_pids
+                                        for info in host.processes)
+
     def _show_processes(self) -> None:
         tick = self.state.gpu_tick
-        every = build_rows(tick, self.state.host_sample)
+        host = self.state.host_sample
+        every = build_rows(tick, host)
+        self._detailed_pids = frozenset(p.pid for p in host.processes) if host else frozenset()
         shown = sort_rows(filter_rows(every, self.filter_text), self.sort_key)
         self.query_one(ProcessTable).rows_shown = tuple(shown)
         self._set_subtitle("#processes", process_subtitle(self.sort_key, self.filter_text,
