@@ -41,3 +41,13 @@ def fit(segments: list[Text], width: int, separator: str = "  ") -> Text:
             line.append(separator)
         line.append_text(segment)
     return line
+
+
+def same_text(a: Text, b: Text) -> bool:
+    """Whether two cells would draw the same.
+
+    `Text.__eq__` compares only the characters and the spans; a base style given as
+    `Text(..., style=...)` (a task's label turning red with its first error) is not among them.
+    """
+    return (a.plain == b.plain and a.style == b.style and a.spans == b.spans
+            and a.justify == b.justify)

@@ -100,8 +100,9 @@ class ScriptedCollector:
         pass
 
     def sample(self) -> object:
-        # Give up after a while so a test that forgets `finish()` cannot hang the worker thread.
-        deadline = time.monotonic() + 10.0
+        # Give up after a while so a test that forgets `finish()` cannot hang the worker thread;
+        # well after any test's own wait, so a slow machine never sees a source end early.
+        deadline = time.monotonic() + 60.0
         while True:
             try:
                 item = self._items.get(timeout=0.02)

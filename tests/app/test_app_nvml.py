@@ -101,7 +101,7 @@ async def test_a_new_gpu_process_gets_its_user_at_once_not_at_the_next_host_tick
         gpus.push(tick(gpu(0, processes=(GpuProcess(me, 2 * GiB),))))
         table = app.screen.query_one(ProcessTable)
         await until(pilot, lambda: table.row_count == 1)
-        # Well before the scripted GPU source gives up (10 s): the table is redrawn for the
+        # Long before the scripted GPU source gives up (60 s): the table is redrawn for the
         # host sample itself, not for a later GPU tick.
         await until(pilot, lambda: getpass.getuser()[:8] in table.get_row(f"{UUID0}/{me}")[2].plain,
                     timeout_s=5)

@@ -14,6 +14,7 @@ from textual.widgets.data_table import CellDoesNotExist, RowKey
 
 from gpuherd.format import fmt_bytes, fmt_duration, fmt_pct, fmt_text
 from tui.processes import ProcessRow
+from tui.text import same_text
 
 WIDE_FROM = 100
 """From this width the table also shows RSS and elapsed time."""
@@ -105,9 +106,9 @@ class ProcessTable(DataTable[Text]):
     def _update_cells(self, old: ProcessRow, new: ProcessRow) -> None:
         for column in self._columns():
             cell = column.cell(new)
-            if cell.plain != column.cell(old).plain:
+            if not same_text(cell, column.cell(old)):
                 self.update_cell(new.key, column.key, cell)
-        if _command(new).plain != _command(old).plain:
+        if not same_text(_command(new), _command(old)):
             self.update_cell(new.key, "command", _command(new))
 
     def _reorder(self, order: list[str]) -> None:

@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
 from tui.tasks import TaskRow
+from tui.text import same_text
 
 MIN_HEALTH = 22
 """The health column keeps at least this width; optional columns go first."""
@@ -99,10 +100,10 @@ class TasksPanel(DataTable[Text]):
             old = self._shown.get(row.key)
             if old is None:
                 self.add_row(*(row.cell(k) for k in keys), key=row.key)
-            elif old != row:
+            else:  # not `old != row`: Text equality misses a change of base style
                 for key in keys:
                     cell = row.cell(key)
-                    if cell != old.cell(key):
+                    if not same_text(cell, old.cell(key)):
                         self.update_cell(row.key, key, cell)
             self._shown[row.key] = row
 
