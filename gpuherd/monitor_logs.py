@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector
-from collectors.discovery import DiscoveryCollector, LogDiscovery
-from collectors.logtail import LogTailCollector
-from collectors.logtail_waker import TailWaker
 from collectors.samples import LogBatch
-from collectors.session_reader import SessionReader
+
+if TYPE_CHECKING:
+    from collectors.logtail_waker import TailWaker
+    from collectors.session_reader import SessionReader
+
+# The tail, its parsers and watchdog are imported by `log_sources`, when there are logs to
+# follow: the dashboard's start-up (a first frame within a second) does not pay for them.
 
 DISCOVERY_INTERVAL_S = 10.0
 """Seconds between two scans of the `--log` globs and `--watch` directories."""
@@ -53,6 +56,10 @@ def log_sources(logs: Sequence[str], watch: Sequence[str], *, exclude: Sequence[
     `exclude` names directories never scanned (a recording's own session directory, whose
     `command.log` is followed as the `command` task already).
     """
+    from collectors.discovery import DiscoveryCollector, LogDiscovery
+    from collectors.logtail import LogTailCollector
+    from collectors.logtail_waker import TailWaker
+
     waker = TailWaker()
     discovery = LogDiscovery(logs, watch, exclude=[os.path.abspath(d) for d in exclude])
 

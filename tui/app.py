@@ -6,7 +6,7 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import App
 from textual.binding import Binding
@@ -23,8 +23,6 @@ from collectors.base import (
 )
 from collectors.loop import run_collector, wake_collectors
 from collectors.samples import GpuTick, HostSample, LogBatch
-from gpuherd.monitor_logs import TaskHint
-from gpuherd.record.dashboard import DashboardRecording
 from tui.messages import (
     CollectorFailed,
     CollectorRecovered,
@@ -37,12 +35,16 @@ from tui.messages import (
     SourceUnavailable,
     sample_message,
 )
-from tui.record_link import RecordLink
 from tui.screens.error import ErrorScreen
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
 from tui.state import MonitorState, Role
 from tui.task_feed import TaskFeed
+
+if TYPE_CHECKING:
+    from gpuherd.monitor_logs import TaskHint
+    from gpuherd.record.dashboard import DashboardRecording
+    from tui.record_link import RecordLink
 
 DEMO_HINT = "try `gpuherd --demo`"
 
@@ -93,7 +95,11 @@ class GpuherdApp(App[int]):
         self.tasks = TaskFeed(self, self._main, self.state, tail, task_hints)
         self.tap = tap
         """Also gets every collector event, on the collector's thread (`--tui --record`)."""
-        self.record = RecordLink(self, recording) if recording is not None else None
+        self.record: RecordLink | None = None
+        if recording is not None:
+            from tui.record_link import RecordLink  # the recorder loads only with --record
+
+            self.record = RecordLink(self, recording)
         self._collector_workers: dict[Worker[None], Collector[Any]] = {}
 
     def get_default_screen(self) -> MainScreen:

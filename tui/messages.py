@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from collectors.base import CollectorError, CollectorUnavailable
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import LogBatch
-from gpuherd.record.dashboard import RecordingEnded, RecordResult
+
+if TYPE_CHECKING:
+    from gpuherd.record.dashboard import RecordingEnded, RecordResult
 
 
 @dataclass

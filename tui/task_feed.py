@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from collectors.base import Collector
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import GpuTick, LogBatch
-from gpuherd.monitor_logs import TaskHint
 from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState
 from tui.tasks import task_rows
@@ -16,6 +15,7 @@ from tui.tasks import task_rows
 if TYPE_CHECKING:
     from textual.worker import Worker
 
+    from gpuherd.monitor_logs import TaskHint
     from tui.app import GpuherdApp
     from tui.screens.main import MainScreen
 
