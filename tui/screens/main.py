@@ -24,8 +24,10 @@ from tui.widgets.plot import Plot
 from tui.widgets.process_table import ProcessTable
 from tui.widgets.tasks_panel import TasksPanel
 
-CHART_STEP_S = 2.0
-"""Seconds of sample time between chart redraws (a chart point spans about 13 s)."""
+CHART_STEP_S = 5.0
+"""Seconds of sample time between chart redraws: a chart point spans about 13 s, so the picture
+lags by less than half a point, and the chart, the costliest widget to draw, is redrawn on one
+tick in five."""
 
 PANEL_FOR_ROLE: dict[Role, str] = {"gpu": "#gpus", "host": "#host", "log": "#tasks"}
 """Which bordered panel shows a source's failures."""
