@@ -29,6 +29,12 @@ CHART_STEP_S = 5.0
 lags by less than half a point, and the chart, the costliest widget to draw, is redrawn on one
 tick in five."""
 
+PROCESS_STEP_S = 2.0
+"""Seconds of sample time between two redraws of the process table while the same processes
+stay on it (htop's default delay is 1.5 s). Any update of a DataTable cell re-renders every
+visible row, so on a busy 8-GPU box the table costs more than the rest of the frame; a
+process that starts or ends, a new sort or filter, and fresh user details show at once."""
+
 PANEL_FOR_ROLE: dict[Role, str] = {"gpu": "#gpus", "host": "#host", "log": "#tasks"}
 """Which bordered panel shows a source's failures."""
 
@@ -61,6 +67,9 @@ class MainScreen(Screen[None]):
         self._chart_drawn: tuple[str | None, float | None] = (None, None)
         self._has_tasks = False
         self._detailed_pids: frozenset[int] = frozenset()
+        self._processes_drawn: tuple[frozenset[tuple[str, int]], float | None] = (
+            frozenset(), None)
+        """The (GPU uuid, pid) pairs on the table, and the tick time they were drawn at."""
         """Pids whose host details the process table shows."""
 
     def compose(self) -> ComposeResult:
@@ -116,7 +125,7 @@ class MainScreen(Screen[None]):
             gpus.tick = state.gpu_tick
             gpus.selected_uuid = state.selected_uuid
             self._show_chart()
-            self._show_processes()
+            self._show_processes(force=False)
         self.query_one(HostPanel).sample = state.host_sample
         self._show_header()
         self._show_health()
@@ -153,9 +162,17 @@ class MainScreen(Screen[None]):
         return host is not None and any(info.pid not in self._detailed_pids
                                         for info in host.processes)
 
-    def _show_processes(self) -> None:
+    def _show_processes(self, force: bool = True) -> None:
         tick = self.state.gpu_tick
         host = self.state.host_sample
+        keys = frozenset((gpu.uuid, p.pid) for gpu in tick.devices
+                         for p in gpu.processes or ()) if tick else frozenset()
+        now = tick.taken_at if tick else None
+        drawn_keys, drawn_at = self._processes_drawn
+        if (not force and keys == drawn_keys and now is not None and drawn_at is not None
+                and 0 <= now - drawn_at < PROCESS_STEP_S):
+            return
+        self._processes_drawn = (keys, now)
         every = build_rows(tick, host)
         self._detailed_pids = frozenset(p.pid for p in host.processes) if host else frozenset()
         shown = sort_rows(filter_rows(every, self.filter_text), self.sort_key)
