@@ -9,11 +9,12 @@ from textual.message import Message
 
 from collectors.base import CollectorError, CollectorUnavailable
 from collectors.host import PidWatch
-from collectors.samples import GpuProcess
+from collectors.samples import GpuProcess, GpuTick
 from tests.app.helpers import (
     T0,
     UUID0,
     UUID1,
+    GiB,
     MiB,
     ScriptedCollector,
     gpu,
@@ -370,3 +371,33 @@ def test_newer_sample_replaces_a_pending_one_of_the_same_source_only() -> None:
     assert first.can_replace(SampleReceived("nvml", 2))
     assert not first.can_replace(SampleReceived("host", 2))
     assert not first.can_replace(CollectorRecovered("nvml"))
+
+
+async def test_process_values_refresh_every_two_seconds_but_new_processes_show_at_once() -> None:
+    source = ScriptedCollector("nvml")
+    app = make_app([source], clock=lambda: T0)
+
+    def step(t: float, *procs: GpuProcess) -> GpuTick:
+        return tick(gpu(0, processes=procs), t=t)
+
+    async with app.run_test(size=(160, 50)) as pilot:
+        table = app.screen.query_one(ProcessTable)
+
+        def memory(pid: int) -> float | None:
+            rows = {r.pid: r for r in table.rows_shown}
+            return rows[pid].gpu_memory_bytes if pid in rows else None
+
+        for item in (step(T0, GpuProcess(4242, 1 * GiB)),
+                     step(T0 + 1, GpuProcess(4242, 2 * GiB))):
+            source.push(item)
+            await until(pilot, lambda item=item: app.state.gpu_tick is item)
+        await pilot.pause()
+        assert memory(4242) == 1 * GiB  # the same process, 1 s later: not redrawn yet
+        item = step(T0 + 2, GpuProcess(4242, 3 * GiB))
+        source.push(item)
+        await until(pilot, lambda: memory(4242) == 3 * GiB)
+        item = step(T0 + 2.5, GpuProcess(4242, 4 * GiB), GpuProcess(777, 1 * GiB))
+        source.push(item)
+        await until(pilot, lambda: memory(777) == 1 * GiB)  # a new process: at once
+        assert memory(4242) == 4 * GiB
+        source.finish()
