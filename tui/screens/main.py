@@ -67,10 +67,10 @@ class MainScreen(Screen[None]):
         self._chart_drawn: tuple[str | None, float | None] = (None, None)
         self._has_tasks = False
         self._detailed_pids: frozenset[int] = frozenset()
+        """Pids whose host details the process table shows."""
         self._processes_drawn: tuple[frozenset[tuple[str, int]], float | None] = (
             frozenset(), None)
         """The (GPU uuid, pid) pairs on the table, and the tick time they were drawn at."""
-        """Pids whose host details the process table shows."""
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
