@@ -66,7 +66,8 @@ def tasks_app() -> tuple[GpuherdApp, Callable[[Pilot[object]], Awaitable[None]]]
         table = app.get_default_screen().query_one(TasksPanel)
         await until(pilot, lambda: table.row_count == 3 and "NaN" in str(
             table.get_cell(DETR, "health")) and "step 3,000" in str(
-            table.get_cell(TRAIN, "progress")) and str(table.get_cell(TRAIN, "gpu")) == util)
+            table.get_cell(TRAIN, "progress")) and str(table.get_cell(TRAIN, "gpu")) == util,
+                    timeout_s=30)  # 120 ticks then a redraw: slow on a loaded 2-core runner
         app.clear_notifications()
         await pilot.pause()
 
