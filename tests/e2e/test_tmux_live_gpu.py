@@ -7,18 +7,14 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from collectors.base import CollectorUnavailable
 from collectors.nvml import NvmlCollector
 from collectors.samples import GpuTick
-from tests.e2e.tmux_pane import Pane
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.e2e.tmux_pane import REPO, Pane
 
 pytestmark = [
     pytest.mark.gpu,
@@ -47,13 +43,6 @@ def tick() -> GpuTick:
         return collector.sample()
     finally:
         collector.close()
-
-
-@pytest.fixture
-def pane() -> Iterator[Pane]:
-    pane = Pane(f"gpuherd-e2e-live-{time.monotonic_ns()}")
-    yield pane
-    pane.tmux("kill-server")
 
 
 @pytest.fixture

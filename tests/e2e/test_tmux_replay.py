@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import sys
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,13 +17,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
-
-
-@pytest.fixture
-def pane() -> Iterator[Pane]:
-    pane = Pane(f"gpuherd-e2e-{os.getpid()}")
-    yield pane
-    pane.tmux("kill-server")
 
 
 def start_replay(pane: Pane, *extra: str, width: int = 160, height: int = 50) -> None:

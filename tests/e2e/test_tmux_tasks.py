@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,13 +19,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
-
-
-@pytest.fixture
-def pane() -> Iterator[Pane]:
-    pane = Pane(f"gpuherd-tasks-{os.getpid()}")
-    yield pane
-    pane.tmux("kill-server")
 
 
 def start(pane: Pane, *args: str, width: int = 160, height: int = 50) -> None:

@@ -7,17 +7,13 @@ import re
 import shlex
 import shutil
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from collectors.base import CollectorUnavailable
 from collectors.nvml import NvmlCollector
-from tests.e2e.tmux_pane import Pane
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.e2e.tmux_pane import REPO, Pane
 
 pytestmark = [
     pytest.mark.gpu,
@@ -57,13 +53,6 @@ def driver() -> None:
         pytest.skip(f"no NVIDIA driver here: {error}")
     collector.close()
     pytest.importorskip("torch")
-
-
-@pytest.fixture
-def pane() -> Iterator[Pane]:
-    pane = Pane(f"gpuherd-e2e-tuirec-{time.monotonic_ns()}")
-    yield pane
-    pane.tmux("kill-server")
 
 
 def test_tui_record_shows_the_commands_gpu_and_records_its_peak(
