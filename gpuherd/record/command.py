@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import re
 import signal
@@ -16,7 +17,7 @@ from typing import Any
 
 from collectors.base import GpuherdError
 from gpuherd.record.child import ChildCommand, CommandStartError
-from gpuherd.record.recording import Recording, RecordingOptions
+from gpuherd.record.recording import COMMAND_LOG, Recording, RecordingOptions
 from gpuherd.record.report import render_short, write_summary
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -84,9 +85,10 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
                    signals: _Signals | None = None) -> int:
     """Run the command while recording; its exit status (126/127 when it cannot start)."""
     signals = signals or _Signals()
-    child = ChildCommand(argv, recording.command_log, on_log_error=lambda error: recording.event(
-        "disk_full" if error.errno == 28 else "write_failed", file="command.log",
-        msg=str(error)))
+    child = ChildCommand(argv, recording.command_log, exit_path=recording.command_exit,
+                         on_log_error=lambda error: recording.event(
+                             "disk_full" if error.errno == errno.ENOSPC else "write_failed",
+                             file=COMMAND_LOG, msg=str(error)))
     try:
         child.start()
     except CommandStartError as error:
@@ -111,7 +113,13 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
     code = child.wait()
     assert code is not None
     child.finish()
-    recording.event("exit", exit_code=code)
+    for warning in child.warnings:
+        _say(warning)
+    dropped = child.log_dropped_bytes
+    if dropped:
+        _say(f"{COMMAND_LOG} misses {dropped} bytes of the command's output (they could not be "
+             "written); they went to the terminal only")
+    recording.event("exit", exit_code=code, **({"log_dropped_bytes": dropped} if dropped else {}))
     return code
 
 
