@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
-import re
 import signal
 import sys
 import threading
@@ -16,6 +15,7 @@ from types import FrameType
 from typing import Any
 
 from collectors.base import GpuherdError
+from gpuherd.argcheck import parse_duration
 from gpuherd.record.child import ChildCommand, CommandStartError
 from gpuherd.record.recording import COMMAND_LOG, Recording, RecordingOptions
 from gpuherd.record.report import render_short, write_summary
@@ -26,22 +26,6 @@ KILL_GRACE_S = 10.0
 """After --duration runs out, the command gets SIGTERM, then SIGKILL this much later."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 POLL_S = 0.5
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str) -> float:
-    """`90`, `90s`, `10m`, `1.5h`, `1h30m` to seconds; raises `ValueError` on anything else."""
-    cleaned = text.strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", cleaned):
-        seconds = float(cleaned)
-    else:
-        parts = re.findall(r"(\d+(?:\.\d+)?)([smhd])", cleaned)
-        if not parts or "".join(n + u for n, u in parts) != cleaned:
-            raise ValueError(f"--duration {text!r}: expected a time such as 90s, 10m, 2h, 1h30m")
-        seconds = sum(float(n) * _UNITS[u] for n, u in parts)
-    if seconds <= 0:
-        raise ValueError(f"--duration {text!r}: must be more than zero")
-    return seconds
 
 
 def _say(message: str) -> None:
@@ -193,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         # The dashboard records through `Recording` itself; it lives outside the headless path.
         return int(importlib.import_module("gpuherd.monitor").run(args))
     try:
-        deadline_s = parse_duration(args.duration) if args.duration else None
+        deadline_s = None if args.duration is None else parse_duration(args.duration)
     except ValueError as error:
         _say(str(error))
         return EXIT_USAGE

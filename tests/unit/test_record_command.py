@@ -172,20 +172,21 @@ def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "0s", "1x", "m10", "10 m", "-5s"])
+@pytest.mark.parametrize("text", ["", " ", "0s", "1x", "m10", "10 m", "-5s", "nan", "inf",
+                                  "1e999s", "9" * 400, "9" * 400 + "s"])
 def test_parse_duration_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
 
 
 def test_recording_stops_cleanly_when_files_cannot_grow(tmp_path: Path) -> None:
-    # RLIMIT_FSIZE makes writes past 24 KiB fail (EFBIG), as a full disk would (ENOSPC).
+    # RLIMIT_FSIZE makes writes past 8 KiB fail (EFBIG), as a full disk would (ENOSPC).
     root = tmp_path / "s"
-    limit = 24 * 1024
+    limit = 8 * 1024
     code = ("import resource, sys\n"
             f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
             "from gpuherd.cli import main\n"
-            f"sys.exit(main(['--record', {str(root)!r}, '--interval', '0.01', "
+            f"sys.exit(main(['--record', {str(root)!r}, '--interval', '0.05', "
             "'--duration', '30s']))\n")
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 1
@@ -212,7 +213,7 @@ def test_a_really_full_disk_stops_recording_and_keeps_the_data(tmp_path: Path) -
     try:
         root = disk / "s"
         script = "import time\nfor i in range(10**6):\n    print('x' * 200, flush=True)\n"
-        out = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--interval", "0.02",
+        out = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--interval", "0.05",
                               "--", PY, "-c", script], capture_output=True, text=True,
                              timeout=120)
         assert "the disk is full" in out.stderr, out.stderr[-2000:]
