@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuherd.proc import supervisor
 from gpuherd.proc.status import StatusPipe
 from gpuherd.proc.supervisor import supervise
 
@@ -90,3 +92,14 @@ def test_the_supervisor_imports_the_standard_library_only() -> None:
         "['gpuherd']",
         "['gpuherd', 'gpuherd.proc', 'gpuherd.proc.linelog', 'gpuherd.proc.status', "
         "'gpuherd.proc.supervisor']"]
+
+
+def test_without_a_pidfd_the_exit_is_still_seen(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # Linux before 5.3 has no pidfd_open: the loop then looks for the exit every 50 ms.
+    monkeypatch.setattr(supervisor, "_pidfd", lambda pid: None)
+    log, record = tmp_path / "command.log", tmp_path / "command.exit.json"
+    script = "import sys, time; print('a', flush=True); time.sleep(0.3); print('b'); sys.exit(7)"
+    assert supervise([PY, "-c", script], log, record, StatusPipe(None), echo=False) == 7
+    assert log.read_text() == "a\nb\n"
+    assert json.loads(record.read_text())["exit_code"] == 7
