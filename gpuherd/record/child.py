@@ -19,10 +19,16 @@ __all__ = ["EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "ChildCommand", "CommandStar
            "exit_status"]
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-SUPERVISOR = [sys.executable, "-I", "-c",
-              f"import sys; sys.path.insert(0, {_PACKAGE_ROOT!r}); "
-              "from gpuherd.proc.supervisor import main; sys.exit(main())"]
-"""`python -m gpuherd.proc.supervisor`, pinned to this very gpuherd: isolated (-I), so that
+_BOOT = ("import sys\n"
+         # after the standard library, before site-packages: only gpuherd's own packages can
+         # come from there, never a module of the standard library
+         "at = next((i for i, p in enumerate(sys.path)\n"
+         "           if p.endswith(('site-packages', 'dist-packages'))), len(sys.path))\n"
+         f"sys.path.insert(at, {_PACKAGE_ROOT!r})\n"
+         "from gpuherd.proc.supervisor import main\n"
+         "sys.exit(main())\n")
+SUPERVISOR = [sys.executable, "-I", "-c", _BOOT]
+"""`python -m gpuherd.proc.supervisor`, pinned to this very gpuherd and isolated (-I), so that
 neither the working directory (a checkout of another gpuherd version, a `json.py` of the
 user's) nor PYTHONPATH decides what the supervisor imports."""
 KILL_AFTER_SIGNALS = 3
