@@ -12,6 +12,13 @@ import sys
 from collections.abc import Sequence
 
 from gpuherd import __version__
+from gpuherd.argcheck import (
+    check_interval,
+    check_peak_interval,
+    check_speed,
+    finite_float,
+    parse_duration,
+)
 
 # command name -> module whose `run(args) -> int` carries it out
 COMMANDS = {
@@ -56,9 +63,9 @@ def _add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--replay", metavar="DIR", help="replay a recorded session directory")
     source.add_argument("--demo", action="store_true", help="replay the bundled demo session")
-    parser.add_argument("--speed", type=float, default=1.0, help="replay speed factor")
-    parser.add_argument("--interval", type=float, default=1.0, metavar="S",
-                        help="seconds between samples (default 1)")
+    parser.add_argument("--speed", type=finite_float, default=1.0, help="replay speed factor")
+    parser.add_argument("--interval", type=finite_float, default=1.0, metavar="S",
+                        help="seconds between samples (default 1, at least 0.05)")
     parser.add_argument("--log", action="append", default=[], metavar="PATH",
                         help="follow a training log (repeatable, globs allowed)")
     parser.add_argument("--watch", action="append", default=[], metavar="DIR",
@@ -66,31 +73,59 @@ def _add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", metavar="DIR", help="record a session directory, headless")
     parser.add_argument("--duration", metavar="TIME", help="stop recording after e.g. 90s, 10m, 2h")
     parser.add_argument("--tui", action="store_true", help="with --record: also show the dashboard")
-    parser.add_argument("--peak-interval", type=float, default=0.02, metavar="S",
+    parser.add_argument("--peak-interval", type=finite_float, default=0.02, metavar="S",
                         help="with --record: seconds between fast memory readings for peaks "
-                        "(default 0.02; 0 turns the fast sampler off)")
+                        "(default 0.02, at least 0.005; 0 turns the fast sampler off)")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Parse `argv`; everything after a bare `--` is the command to record."""
     argv = list(argv)
-    child: list[str] = []
+    child: list[str] | None = None
     if "--" in argv:
         cut = argv.index("--")
         argv, child = argv[:cut], argv[cut + 1 :]
-    args = build_parser().parse_args(argv)
-    args.child_command = child
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.child_command = child or []
     if args.command is None:
         args.command = "record" if args.record else "monitor"
-    if child and args.command != "record":
-        build_parser().error("a command after `--` needs --record DIR")
-    if args.speed <= 0:
-        build_parser().error("--speed must be positive")
-    if args.interval <= 0:
-        build_parser().error("--interval must be positive")
-    if args.peak_interval < 0:
-        build_parser().error("--peak-interval must be zero or positive")
+    problem = command_problem(args, child) or number_problem(args)
+    if problem is not None:
+        parser.error(problem)
     return args
+
+
+def command_problem(args: argparse.Namespace, child: list[str] | None) -> str | None:
+    """What is wrong with `--record`, `--duration` and the command after `--`, if anything.
+
+    Each of these once started a recording that never ended (no command, an empty duration,
+    a replay that `--record` ignored).
+    """
+    if child is not None and args.command != "record":
+        return "a command after `--` needs --record DIR"
+    if child == []:
+        return "nothing after `--`: give the command to record (--record DIR -- CMD ARGS...)"
+    if args.record and (args.replay or args.demo):
+        return "--record records this machine; it cannot be combined with --replay or --demo"
+    if args.duration is not None:
+        try:
+            parse_duration(args.duration)
+        except ValueError as error:
+            return str(error)
+    return None
+
+
+def number_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with `--speed`, `--interval` and `--peak-interval`, if anything."""
+    checks = ((check_speed, args.speed), (check_interval, args.interval),
+              (check_peak_interval, args.peak_interval))
+    for check, value in checks:
+        try:
+            check(value)
+        except ValueError as error:
+            return str(error)
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

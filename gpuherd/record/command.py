@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
-import re
 import signal
 import sys
 import threading
@@ -15,8 +15,9 @@ from types import FrameType
 from typing import Any
 
 from collectors.base import GpuherdError
+from gpuherd.argcheck import parse_duration
 from gpuherd.record.child import ChildCommand, CommandStartError
-from gpuherd.record.recording import Recording, RecordingOptions
+from gpuherd.record.recording import COMMAND_LOG, Recording, RecordingOptions
 from gpuherd.record.report import render_short, write_summary
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -25,22 +26,6 @@ KILL_GRACE_S = 10.0
 """After --duration runs out, the command gets SIGTERM, then SIGKILL this much later."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 POLL_S = 0.5
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str) -> float:
-    """`90`, `90s`, `10m`, `1.5h`, `1h30m` to seconds; raises `ValueError` on anything else."""
-    cleaned = text.strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", cleaned):
-        seconds = float(cleaned)
-    else:
-        parts = re.findall(r"(\d+(?:\.\d+)?)([smhd])", cleaned)
-        if not parts or "".join(n + u for n, u in parts) != cleaned:
-            raise ValueError(f"--duration {text!r}: expected a time such as 90s, 10m, 2h, 1h30m")
-        seconds = sum(float(n) * _UNITS[u] for n, u in parts)
-    if seconds <= 0:
-        raise ValueError(f"--duration {text!r}: must be more than zero")
-    return seconds
 
 
 def _say(message: str) -> None:
@@ -84,9 +69,10 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
                    signals: _Signals | None = None) -> int:
     """Run the command while recording; its exit status (126/127 when it cannot start)."""
     signals = signals or _Signals()
-    child = ChildCommand(argv, recording.command_log, on_log_error=lambda error: recording.event(
-        "disk_full" if error.errno == 28 else "write_failed", file="command.log",
-        msg=str(error)))
+    child = ChildCommand(argv, recording.command_log, exit_path=recording.command_exit,
+                         on_log_error=lambda error: recording.event(
+                             "disk_full" if error.errno == errno.ENOSPC else "write_failed",
+                             file=COMMAND_LOG, msg=str(error)))
     try:
         child.start()
     except CommandStartError as error:
@@ -111,7 +97,13 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
     code = child.wait()
     assert code is not None
     child.finish()
-    recording.event("exit", exit_code=code)
+    for warning in child.warnings:
+        _say(warning)
+    dropped = child.log_dropped_bytes
+    if dropped:
+        _say(f"{COMMAND_LOG} misses {dropped} bytes of the command's output (they could not be "
+             "written); they went to the terminal only")
+    recording.event("exit", exit_code=code, **({"log_dropped_bytes": dropped} if dropped else {}))
     return code
 
 
@@ -185,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         # The dashboard records through `Recording` itself; it lives outside the headless path.
         return int(importlib.import_module("gpuherd.monitor").run(args))
     try:
-        deadline_s = parse_duration(args.duration) if args.duration else None
+        deadline_s = None if args.duration is None else parse_duration(args.duration)
     except ValueError as error:
         _say(str(error))
         return EXIT_USAGE

@@ -23,6 +23,8 @@ from gpuherd.record.recorder import Crashed, Recorder
 from gpuherd.session import SessionWriteError, SessionWriter
 
 COMMAND_LOG = "command.log"
+COMMAND_EXIT = "command.exit.json"
+"""Written by the command's supervisor when the command ends, even if gpuherd is gone."""
 COMMAND_TASK = "command"
 LOG_POLL_S = 1.0
 DISCOVERY_INTERVAL_S = 2.0
@@ -91,6 +93,7 @@ class Recording:
         self.options = options
         self.tracker = PeakTracker(trace=os.environ.get(TRACE_ENV, "") not in ("", "0"))
         self.command_log = self.directory / COMMAND_LOG
+        self.command_exit = self.directory / COMMAND_EXIT
         labels = {str(self.command_log): COMMAND_TASK} if options.command else {}
         self.log_sink = LogSink(labels)
         self.pid_watch = PidWatch()

@@ -126,3 +126,61 @@ def test_dashboard_without_a_terminal_says_what_to_use_instead() -> None:
     assert out.returncode == 2
     assert "needs a terminal" in out.stderr and "gpuherd snapshot --json" in out.stderr
     assert "\x1b[" not in out.stderr, "no escape codes sprayed into the pipe"
+
+
+EXPECTED_TIME = "expected a time such as 90s, 10m, 2h, 1h30m"
+NOT_WITH_REPLAY = "--record records this machine; it cannot be combined with --replay or --demo"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    # Each of these once recorded until killed, or busy-looped on a core.
+    (["--duration", ""], f"--duration '': {EXPECTED_TIME}"),
+    (["--"], "nothing after `--`: give the command to record (--record DIR -- CMD ARGS...)"),
+    (["--replay", str(E2E_SESSION)], NOT_WITH_REPLAY),
+    (["--demo"], NOT_WITH_REPLAY),
+    (["--duration", "2s", "--interval", "1e-9"], "--interval must be at least 0.05 s (got 1e-09)"),
+    (["--duration", "2s", "--interval", "0.049"],
+     "--interval must be at least 0.05 s (got 0.049)"),
+    (["--duration", "2s", "--peak-interval", "1e-12"],
+     "--peak-interval must be 0 (off) or at least 0.005 s (got 1e-12)"),
+    (["--duration", "2s", "--peak-interval", "0.0049"],
+     "--peak-interval must be 0 (off) or at least 0.005 s (got 0.0049)"),
+    # Non-finite numbers: a session gpuherd cannot read, or the fast sampler silently off.
+    (["--duration", "2s", "--interval", "nan"], "argument --interval: not a finite number: 'nan'"),
+    (["--duration", "2s", "--interval", "inf"], "argument --interval: not a finite number: 'inf'"),
+    (["--duration", "2s", "--peak-interval", "nan"],
+     "argument --peak-interval: not a finite number: 'nan'"),
+    (["--duration", "2s", "--speed", "nan"], "argument --speed: not a finite number: 'nan'"),
+    (["--duration", "nan"], f"--duration 'nan': {EXPECTED_TIME}"),
+    (["--duration", "1e999s"], f"--duration '1e999s': {EXPECTED_TIME}"),
+    (["--duration", "9" * 400 + "s"], f"--duration '{'9' * 400}s': too long"),
+])
+def test_record_refuses_bad_arguments_before_it_starts(tmp_path: Path, args: list[str],
+                                                        message: str) -> None:
+    session = tmp_path / "s"
+    out = gpuherd("--record", str(session), *args)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines()[-1] == f"gpuherd: error: {message}"
+    assert "Traceback" not in out.stderr and not session.exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--replay", str(E2E_SESSION), "--speed", "nan"],
+     "argument --speed: not a finite number: 'nan'"),
+    (["--replay", str(E2E_SESSION), "--speed=-inf"],
+     "argument --speed: not a finite number: '-inf'"),
+    (["--interval", "inf"], "argument --interval: not a finite number: 'inf'"),
+    (["--interval", "0.01"], "--interval must be at least 0.05 s (got 0.01)"),
+    (["--"], "a command after `--` needs --record DIR"),
+])
+def test_the_dashboard_refuses_bad_numbers_before_it_starts(args: list[str], message: str) -> None:
+    out = gpuherd(*args)
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[-1] == f"gpuherd: error: {message}"
+
+
+@pytest.mark.parametrize(("args"), [["--interval", "0.05"], ["--peak-interval", "0"],
+                                    ["--peak-interval", "0.005"]])
+def test_the_smallest_intervals_are_accepted(tmp_path: Path, args: list[str]) -> None:
+    out = gpuherd("--record", str(tmp_path / "s"), "--duration", "0.5s", *args)
+    assert out.returncode == 0, out.stderr

@@ -80,9 +80,9 @@ def test_tui_record_refuses_a_replay_and_a_missing_terminal(tmp_path: Path,
     from gpuherd import monitor_record
 
     session = tmp_path / "rec"
-    code = monitor_record.run(args("--tui", "--record", str(session), "--replay",
-                                   str(SESSIONS / "tasks")))
-    assert code == monitor.EXIT_BAD_INPUT and "--replay" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # the command line refuses it before this
+        args("--tui", "--record", str(session), "--replay", str(SESSIONS / "tasks"))
+    assert refused.value.code == 2 and "--replay" in capsys.readouterr().err
     # Under pytest stdin is not a terminal: nothing is recorded, nothing is left behind.
     code = monitor_record.run(args("--tui", "--record", str(session), "--", "true"))
     assert code == monitor.EXIT_BAD_INPUT

@@ -1,8 +1,11 @@
-"""The recorded command, run as a real subprocess: tee, exit status, signals, start errors."""
+"""The recorded command, run as a real subprocess: log, exit status, signals, start errors."""
 
 from __future__ import annotations
 
+import errno
+import json
 import os
+import random
 import signal
 import sys
 import time
@@ -146,26 +149,20 @@ def test_exit_status_follows_the_shell() -> None:
     assert exit_status(-signal.SIGKILL) == 137
 
 
-def test_a_log_write_failure_keeps_the_command_running(tmp_path: Path) -> None:
+def test_a_full_disk_never_stops_the_command_and_the_loss_is_counted(tmp_path: Path) -> None:
+    # /dev/full fails every write with ENOSPC, as a full disk does.
     errors: list[OSError] = []
-    log = tmp_path / "command.log"
-    child = ChildCommand([PY, "-c", "print('x' * 100)"], log, echo=False,
-                         on_log_error=errors.append)
+    record = tmp_path / "command.exit.json"
+    script = "import sys\nfor i in range(2000):\n    print('x' * 99)\nsys.exit(4)\n"
+    child = ChildCommand([PY, "-c", script], Path("/dev/full"), echo=False,
+                         on_log_error=errors.append, exit_path=record)
     child.start()
-    # Replace the log's file object by one that fails like a full disk.
-    sink = child._log  # noqa: SLF001 - the one place a write failure can be injected
-
-    class Full:
-        def write(self, data: bytes) -> int:
-            raise OSError(28, "No space left on device")
-
-        def close(self) -> None:
-            pass
-
-    sink._file = Full()  # type: ignore[union-attr]  # noqa: SLF001
-    assert child.wait(10) == 0
+    assert child.wait(60) == 4
     child.finish()
-    assert [e.errno for e in errors] == [28]
+    assert [e.errno for e in errors] == [errno.ENOSPC]
+    assert child.log_dropped_bytes == 2000 * 100
+    exit_record = json.loads(record.read_text())
+    assert (exit_record["exit_code"], exit_record["log_dropped_bytes"]) == (4, 200_000)
 
 
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="POSIX only")
@@ -193,3 +190,114 @@ def test_stdout_and_stderr_lines_are_never_spliced_in_the_log(tmp_path: Path) ->
     lines = log.read_text().splitlines()
     expected = {f"{tag} line {i} loss=0.{i}" for tag in ("out", "err") for i in range(400)}
     assert sorted(lines) == sorted(expected)
+
+
+def test_the_exit_is_recorded_next_to_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "command.log"
+    assert run_to_end([PY, "-c", "import sys; print('bye'); sys.exit(9)"], log) == 9
+    record = json.loads((tmp_path / "command.exit.json").read_text())
+    assert record["exit_code"] == 9 and record["log_dropped_bytes"] == 0
+    assert record["command"][1:] == ["-c", "import sys; print('bye'); sys.exit(9)"]
+    assert record["started_at"] <= record["ended_at"] and isinstance(record["pid"], int)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_command_that_cannot_start_is_recorded_too(tmp_path: Path) -> None:
+    with pytest.raises(CommandStartError):
+        ChildCommand(["no-such-command-gpuherd-test"], tmp_path / "command.log").start()
+    record = json.loads((tmp_path / "command.exit.json").read_text())
+    assert (record["exit_code"], record["error"]) == \
+        (127, "command not found: no-such-command-gpuherd-test")
+
+
+def _wait_until(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_line_without_end_is_logged_while_it_is_written(tmp_path: Path) -> None:
+    # The partial line used to be joined again for every 64 KiB chunk (40 MiB without newline
+    # took 17 s, 200 MB never finished) and kept whole in memory until the stream paused.
+    log, stop, count = tmp_path / "command.log", tmp_path / "stop", tmp_path / "count"
+    script = ("import os, sys\n"
+              "chunk, n = b'x' * 65536, 0\n"
+              f"while not os.path.exists({str(stop)!r}) and n < (64 << 20):\n"
+              "    sys.stdout.buffer.write(chunk)\n"
+              "    n += len(chunk)\n"
+              f"open({str(count)!r}, 'w').write(str(n))\n")
+    child = ChildCommand([PY, "-c", script], log, echo=False)
+    child.start()
+    try:
+        grew = _wait_until(lambda: log.stat().st_size >= 8 << 20 or child.poll() is not None,
+                           60)
+        running_while_logged = grew and child.poll() is None and log.stat().st_size >= 8 << 20
+    finally:
+        stop.touch()
+    assert child.wait(120) == 0
+    child.finish()
+    assert running_while_logged
+    total = int(count.read_text())
+    assert log.stat().st_size == total
+    with open(log, "rb") as f:
+        while block := f.read(1 << 20):
+            assert block == b"x" * len(block)
+
+
+FLOOD = """
+import random, sys, threading
+def spam(stream, tag, seed):
+    rnd, out = random.Random(seed), stream.buffer
+    for i in range(20000):
+        text = (f'{tag} {i} ' + 'y' * rnd.randrange(0, 400)).encode()
+        if i % 3 == 0:  # the text and its newline in two writes, as print() does
+            out.write(text)
+            out.flush()
+            out.write(b'\\n')
+        else:
+            out.write(text + b'\\n')
+        if i % 7 == 0:
+            out.flush()
+    out.flush()
+t = threading.Thread(target=spam, args=(sys.stderr, 'err', 2))
+t.start()
+spam(sys.stdout, 'out', 1)
+t.join()
+"""
+
+
+def _flood_lines(tag: str, seed: int) -> list[bytes]:
+    rnd = random.Random(seed)
+    return [f"{tag} {i} ".encode() + b"y" * rnd.randrange(0, 400) for i in range(20000)]
+
+
+def test_a_flood_on_both_streams_is_logged_and_echoed_byte_for_byte(
+        tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    log = tmp_path / "command.log"
+    assert run_to_end([PY, "-c", FLOOD], log, echo=True) == 0
+    out, err = _flood_lines("out", 1), _flood_lines("err", 2)
+    logged = log.read_bytes()
+    assert len(logged) == sum(len(line) + 1 for line in out + err)
+    lines = logged.split(b"\n")
+    assert lines.pop() == b""
+    assert [line for line in lines if line.startswith(b"out ")] == out
+    assert [line for line in lines if line.startswith(b"err ")] == err
+    assert len(lines) == len(out) + len(err)  # no line of one stream cut by the other
+    echoed_out, echoed_err = capfdbinary.readouterr()
+    assert echoed_out == b"".join(line + b"\n" for line in out)
+    assert echoed_err == b"".join(line + b"\n" for line in err)
+
+
+def test_the_working_directory_cannot_replace_the_supervisor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Recording from inside a checkout of another gpuherd version, or next to a `subprocess.py`.
+    (tmp_path / "gpuherd").mkdir()
+    (tmp_path / "gpuherd" / "__init__.py").write_text("raise SystemExit('wrong gpuherd')\n")
+    (tmp_path / "subprocess.py").write_text("raise SystemExit('wrong subprocess')\n")
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "command.log"
+    assert run_to_end(["sh", "-c", "echo ran in $PWD; exit 6"], log) == 6
+    assert log.read_text() == f"ran in {tmp_path}\n"

@@ -172,20 +172,21 @@ def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "0s", "1x", "m10", "10 m", "-5s"])
+@pytest.mark.parametrize("text", ["", " ", "0s", "1x", "m10", "10 m", "-5s", "nan", "inf",
+                                  "1e999s", "9" * 400, "9" * 400 + "s"])
 def test_parse_duration_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
 
 
 def test_recording_stops_cleanly_when_files_cannot_grow(tmp_path: Path) -> None:
-    # RLIMIT_FSIZE makes writes past 24 KiB fail (EFBIG), as a full disk would (ENOSPC).
+    # RLIMIT_FSIZE makes writes past 8 KiB fail (EFBIG), as a full disk would (ENOSPC).
     root = tmp_path / "s"
-    limit = 24 * 1024
+    limit = 8 * 1024
     code = ("import resource, sys\n"
             f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
             "from gpuherd.cli import main\n"
-            f"sys.exit(main(['--record', {str(root)!r}, '--interval', '0.01', "
+            f"sys.exit(main(['--record', {str(root)!r}, '--interval', '0.05', "
             "'--duration', '30s']))\n")
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 1
@@ -212,7 +213,7 @@ def test_a_really_full_disk_stops_recording_and_keeps_the_data(tmp_path: Path) -
     try:
         root = disk / "s"
         script = "import time\nfor i in range(10**6):\n    print('x' * 200, flush=True)\n"
-        out = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--interval", "0.02",
+        out = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--interval", "0.05",
                               "--", PY, "-c", script], capture_output=True, text=True,
                              timeout=120)
         assert "the disk is full" in out.stderr, out.stderr[-2000:]
@@ -271,3 +272,95 @@ def test_command_output_with_banners_first_is_parsed_by_its_progress_format(tmp_
     [task] = meta(root)["tasks"]
     assert (task["task"], task["format"], task["unparsed_lines"]) == \
         ("command", "lightning_rich", 0)
+
+
+def test_kill_9_of_gpuherd_leaves_the_command_running_and_logged(tmp_path: Path) -> None:
+    # The command's stdout and stderr were pipes only gpuherd read: kill -9 (or the OOM
+    # killer) of the recorder killed the training within 0.1 s (BrokenPipeError).
+    root = tmp_path / "s"
+    script = ("import os, sys, time\n"
+              "print('pid', os.getpid(), flush=True)\n"
+              "for i in range(80):\n"
+              "    print(f'step={i} loss={1 / (i + 1):.4f}', flush=True)\n"
+              "    time.sleep(0.05)\n"
+              "sys.exit(3)\n")
+    log = root / "command.log"
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        proc = subprocess.Popen([PY, "-m", "gpuherd", "--record", str(root), "--", PY, "-c",
+                                 script], stdout=out, stderr=err)
+    try:
+        wait_for(lambda: log.exists() and "step=10 " in log.read_text())
+    finally:
+        proc.kill()
+    assert proc.wait(30) == -signal.SIGKILL
+    pid = int(log.read_text().split()[1])
+    os.kill(pid, 0)  # raises ProcessLookupError if the command died with gpuherd
+    wait_for(lambda: (root / "command.exit.json").exists(), timeout=60)
+    record = json.loads((root / "command.exit.json").read_text())
+    assert (record["exit_code"], record["pid"], record["log_dropped_bytes"]) == (3, pid, 0)
+    expected = [f"pid {pid}", *(f"step={i} loss={1 / (i + 1):.4f}" for i in range(80))]
+    wait_for(lambda: log.read_text().splitlines() == expected)  # the last lines come soon
+    assert (tmp_path / "out").read_text().splitlines() == expected  # echoed all along
+
+
+BACKGROUND = """
+import os, sys, time
+go, mark = sys.argv[1], sys.argv[2]
+i = 0
+try:
+    while not os.path.exists(go):
+        print(f'bg {i}', flush=True)
+        i += 1
+        time.sleep(0.05)
+    for j in range(5):
+        print(f'after {j}', flush=True)
+except BrokenPipeError:
+    open(mark, 'w').write(f'broken pipe after {i} lines')
+    sys.exit(1)
+open(mark, 'w').write(f'ok {i}')
+"""
+
+
+def test_a_process_left_behind_keeps_its_output_after_gpuherd_exits(tmp_path: Path) -> None:
+    # It used to get SIGPIPE (here: BrokenPipeError) once gpuherd exited and closed the pipes.
+    root, go, mark = tmp_path / "s", tmp_path / "go", tmp_path / "mark"
+    script = ("import subprocess, sys\n"
+              f"subprocess.Popen([sys.executable, '-c', {BACKGROUND!r}, {str(go)!r}, "
+              f"{str(mark)!r}])\n"
+              "print('main done', flush=True)\n")
+    try:
+        with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+            done = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--", PY, "-c",
+                                   script], stdout=out, stderr=err, timeout=120)
+        assert done.returncode == 0, (tmp_path / "err").read_text()
+        assert meta(root)["exit_code"] == 0 and not mark.exists()
+        time.sleep(0.3)  # the process left behind prints on after gpuherd has gone
+    finally:
+        go.touch()
+    wait_for(lambda: mark.exists(), timeout=60)
+    text = mark.read_text()
+    assert text.startswith("ok "), text
+    count = int(text.split()[1])
+    expected = ["main done", *(f"bg {i}" for i in range(count)),
+                *(f"after {j}" for j in range(5))]
+    log = root / "command.log"
+    wait_for(lambda: sorted(log.read_text().splitlines()) == sorted(expected))
+    assert [line for line in log.read_text().splitlines() if line != "main done"] == \
+        expected[1:]
+
+
+def test_a_reader_of_our_stdout_that_goes_away_costs_the_echo_only(tmp_path: Path) -> None:
+    # `gpuherd --record ... | head -1`: the command goes on, and the log gets every line.
+    root = tmp_path / "s"
+    script = ("import time\n"
+              "for i in range(40):\n"
+              "    print(f'line {i}', flush=True)\n"
+              "    time.sleep(0.02)\n")
+    proc = subprocess.Popen([PY, "-m", "gpuherd", "--record", str(root), "--", PY, "-c", script],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == b"line 0\n"
+    proc.stdout.close()
+    assert proc.wait(60) == 0
+    assert (root / "command.log").read_text().splitlines() == [f"line {i}" for i in range(40)]
+    assert [e["exit_code"] for e in events(root) if e["kind"] == "exit"] == [0]

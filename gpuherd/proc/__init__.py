@@ -1,0 +1,1 @@
+"""Process tools: the supervisor that runs a recorded command independently of gpuherd."""
