@@ -3,9 +3,7 @@ watchdog delivers events, with real files, a real observer and real threads."""
 
 from __future__ import annotations
 
-import faulthandler
 import random
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,6 +14,7 @@ from collectors.base import Sampled
 from collectors.logtail import LogTailCollector
 from collectors.logtail_waker import TailWaker
 from collectors.loop import run_collector
+from tests.stacks import thread_stacks
 
 DIRS = 8
 LOGS_PER_DIR = 4
@@ -29,8 +28,7 @@ this is stuck (a deadlock), and the test fails with every thread's stack."""
 
 
 def fail_with_stacks(what: str) -> None:
-    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-    pytest.fail(f"{what} (stacks of every thread above)")
+    pytest.fail(f"{what}; every thread's stack:\n{thread_stacks()}")
 
 
 def join_all(threads: list[threading.Thread], what: str) -> None:
