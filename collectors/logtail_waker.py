@@ -96,11 +96,20 @@ class TailWaker:
     subscription's event on any change to the path. Tails never read in the observer thread: the
     event only cuts short their wait. Create one per application, pass it to every
     `LogTailCollector`, and `close()` it at exit.
+
+    Two locks, always taken in this order: `_calls` serializes every call into watchdog
+    (`schedule`, `unschedule`, `stop`) with the bookkeeping that decides it, so two tails never
+    place or drop the same directory's watch at once; `_lock` guards the maps and is held only
+    for dictionary work, never while calling out. watchdog calls `_dispatch` while holding its
+    own lock, and `_dispatch` takes `_lock` only: holding `_lock` while calling `schedule`
+    froze the dashboard once (each thread waited for the lock the other held).
     """
 
     def __init__(self) -> None:
+        self._calls = threading.Lock()
         self._lock = threading.Lock()
         self._observer: BaseObserver | None = None
+        self._closed = False
         self._handler = _Handler(self)
         self._by_key: dict[str, set[WakeSubscription]] = {}
         self._dirs: dict[str, _DirWatch] = {}
@@ -118,8 +127,8 @@ class TailWaker:
         """Make sure the directory holding `sub.path` is watched.
 
         Returns:
-            `False` when it cannot be (the directory is missing, or inotify refused); the tail
-            then relies on its periodic stat.
+            `False` when it cannot be (the directory is missing, inotify refused, or the waker
+            is closed); the tail then relies on its periodic stat.
         """
         key = os.path.realpath(sub.path)
         directory = os.path.dirname(key)
@@ -129,43 +138,31 @@ class TailWaker:
             self._forget(sub)
             return False
         dir_id = (info.st_dev, info.st_ino)
-        with self._lock:
-            current = self._dirs.get(directory)
-            if current is not None and current.dir_id == dir_id and sub.key == key \
-                    and sub in current.subscribers:
+        with self._lock:  # the common case, before every wait: nothing to change
+            if self._watched_locked(sub, key, directory, dir_id):
                 return True
-            self._forget_locked(sub)
-            current = self._dirs.get(directory)
-            if current is not None and current.dir_id != dir_id:
-                # The directory was removed and made again: the old inotify watch is dead.
-                self._unschedule_locked(directory)
-                current = None
-            if current is None:
-                try:
-                    current = self._schedule_locked(directory, dir_id)
-                except OSError as error:
-                    self.last_error = f"cannot watch {directory}: {error.strerror or error}"
-                    return False
-            current.subscribers.add(sub)
-            sub.key, sub.watched_dir = key, directory
-            self._by_key.setdefault(key, set()).add(sub)
-        # Changes made while the path was not watched raised no event: look once more now.
-        sub.event.set()
-        return True
+        with self._calls:
+            placed = self._place(sub, key, directory, dir_id)
+        if placed:
+            # Changes made while the path was not watched raised no event: look once more now.
+            sub.event.set()
+        return placed
 
     def unsubscribe(self, sub: WakeSubscription) -> None:
         """Drop `sub`; the directory watch goes when its last subscriber does."""
         self._forget(sub)
 
     def close(self) -> None:
-        """Stop the observer thread."""
-        with self._lock:
-            observer, self._observer = self._observer, None
-            self._dirs.clear()
-            self._by_key.clear()
-        if observer is not None:
-            observer.stop()
-            observer.join(timeout=5)
+        """Stop the observer thread; later `watch()` calls place nothing."""
+        with self._calls:
+            with self._lock:
+                observer, self._observer = self._observer, None
+                self._closed = True
+                self._dirs.clear()
+                self._by_key.clear()
+            if observer is not None:
+                observer.stop()
+                observer.join(timeout=5)
 
     @property
     def watched_directories(self) -> int:
@@ -173,44 +170,94 @@ class TailWaker:
         with self._lock:
             return len(self._dirs)
 
-    def _schedule_locked(self, directory: str, dir_id: tuple[int, int]) -> _DirWatch:
-        if self._observer is None:
+    def _watched_locked(self, sub: WakeSubscription, key: str, directory: str,
+                        dir_id: tuple[int, int]) -> bool:
+        current = self._dirs.get(directory)
+        return (current is not None and current.dir_id == dir_id and sub.key == key
+                and sub in current.subscribers)
+
+    def _place(self, sub: WakeSubscription, key: str, directory: str,
+               dir_id: tuple[int, int]) -> bool:
+        """Subscribe `sub` to `directory`'s watch, placing it if needed (holding `_calls`)."""
+        with self._lock:
+            if self._closed:
+                return False
+            if self._watched_locked(sub, key, directory, dir_id):
+                return True  # another thread placed it meanwhile
+            dropped = self._forget_locked(sub)
+            current = self._dirs.get(directory)
+            if current is not None and current.dir_id != dir_id:
+                # The directory was removed and made again: the old inotify watch is dead.
+                del self._dirs[directory]
+                dropped.append(current.watch)
+                current = None
+        self._unschedule(dropped)
+        if current is None:
+            try:
+                watch = self._observer_started().schedule(self._handler, directory,
+                                                          recursive=False)
+            except OSError as error:
+                self.last_error = f"cannot watch {directory}: {error.strerror or error}"
+                return False
+            current = _DirWatch(watch, dir_id, set())
+        with self._lock:
+            self._dirs[directory] = current
+            current.subscribers.add(sub)
+            sub.key, sub.watched_dir = key, directory
+            self._by_key.setdefault(key, set()).add(sub)
+        return True
+
+    def _observer_started(self) -> BaseObserver:
+        """The observer, started on first use (holding `_calls`)."""
+        observer = self._observer
+        if observer is None:
             observer = Observer()
             observer.daemon = True
             observer.start()
-            self._observer = observer
-        watch = self._observer.schedule(self._handler, directory, recursive=False)
-        entry = _DirWatch(watch, dir_id, set())
-        self._dirs[directory] = entry
-        return entry
+            with self._lock:
+                self._observer = observer
+        return observer
 
-    def _unschedule_locked(self, directory: str) -> None:
-        entry = self._dirs.pop(directory, None)
-        if entry is None or self._observer is None:
+    def _unschedule(self, watches: list[ObservedWatch]) -> None:
+        """Drop watches from the observer (holding `_calls`, never `_lock`)."""
+        observer = self._observer
+        if observer is None:
             return
-        try:
-            self._observer.unschedule(entry.watch)
-        except KeyError:
-            pass  # watchdog already dropped the emitter of a deleted directory
+        for watch in watches:
+            try:
+                observer.unschedule(watch)
+            except KeyError:
+                pass  # watchdog already dropped the emitter of a deleted directory
 
     def _forget(self, sub: WakeSubscription) -> None:
         with self._lock:
-            self._forget_locked(sub)
+            if sub.watched_dir is None and not sub.key:
+                return  # not watched: the tail of a missing directory asks before every wait
+        with self._calls:
+            with self._lock:
+                dropped = self._forget_locked(sub)
+            self._unschedule(dropped)
 
-    def _forget_locked(self, sub: WakeSubscription) -> None:
+    def _forget_locked(self, sub: WakeSubscription) -> list[ObservedWatch]:
+        """Drop `sub` from the maps; the watches nobody needs any more, to unschedule."""
+        dropped: list[ObservedWatch] = []
         subs = self._by_key.get(sub.key)
         if subs is not None:
             subs.discard(sub)
             if not subs:
                 del self._by_key[sub.key]
-        entry = self._dirs.get(sub.watched_dir or "")
+        directory = sub.watched_dir or ""
+        entry = self._dirs.get(directory)
         if entry is not None:
             entry.subscribers.discard(sub)
             if not entry.subscribers:
-                self._unschedule_locked(sub.watched_dir or "")
+                del self._dirs[directory]
+                dropped.append(entry.watch)
         sub.key, sub.watched_dir = "", None
+        return dropped
 
     def _dispatch(self, event: FileSystemEvent) -> None:
+        """Runs on watchdog's thread, inside watchdog's lock: take `_lock` only, call nothing."""
         paths = [os.fsdecode(event.src_path), os.fsdecode(getattr(event, "dest_path", "") or "")]
         with self._lock:
             woken: list[WakeSubscription] = []

@@ -36,7 +36,7 @@ def run_collector(
     on that instead of on `stop`, so it can be asked for a sample early; whoever sets `stop`
     then also calls its `wake()` (a stopping app or recorder does, for every collector). Any
     exception other than the collector errors is a bug and propagates to the caller (the
-    worker's error handler).
+    thread's crash handler, which reports it).
     """
     wakeup: threading.Event | None = getattr(collector, "wakeup", None)
     try:

@@ -1,4 +1,4 @@
-"""The Textual app: starts one worker per collector and routes their messages into state."""
+"""The Textual app: starts one thread per collector and routes their messages into state."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import App
 from textual.binding import Binding
-from textual.worker import Worker, WorkerState, get_current_worker
 
 from collectors.base import (
     Collector,
@@ -21,9 +20,10 @@ from collectors.base import (
     Sampled,
     Unavailable,
 )
-from collectors.loop import run_collector, wake_collectors
 from collectors.samples import GpuTick, HostSample, LogBatch
+from tui.collector_threads import CollectorThread, CollectorThreads
 from tui.messages import (
+    CollectorCrashed,
     CollectorFailed,
     CollectorRecovered,
     LogBatchReceived,
@@ -100,14 +100,15 @@ class GpuherdApp(App[int]):
             from tui.record_link import RecordLink  # the recorder loads only with --record
 
             self.record = RecordLink(self, recording)
-        self._collector_workers: dict[Worker[None], Collector[Any]] = {}
+        self.threads = CollectorThreads(self._emit, self.thread_crashed)
+        """One thread per long-lived collector (`tui/collector_threads.py` says why)."""
 
     def get_default_screen(self) -> MainScreen:
         """The dashboard is the base screen."""
         return self._main
 
     def on_mount(self) -> None:
-        """Start one long-lived thread worker per collector."""
+        """Start one thread per collector."""
         self._refresh_view()
         self.tasks.adopt(self.collectors)
         for collector in self.collectors:
@@ -115,31 +116,23 @@ class GpuherdApp(App[int]):
         if self.record is not None:
             self.record.start()
 
-    def start_collector(self, collector: Collector[Any]) -> Worker[None]:
-        """Run `collector` on a long-lived thread worker (also for logs found later)."""
+    def start_collector(self, collector: Collector[Any]) -> CollectorThread:
+        """Run `collector` on a thread of its own (also for logs found later)."""
         self.state.status_of(collector.name)
-        worker = self.run_worker(
-            self._collector_work(collector),
-            name=collector.name,
-            group="collectors",
-            description=f"collector {collector.name}",
-            exit_on_error=False,
-            thread=True,
-        )
-        self._collector_workers[worker] = collector
-        return worker
+        return self.threads.start(collector)
 
     def on_unmount(self) -> None:
-        """Stop the collector threads now: the process waits for them before it exits."""
-        for worker in self._collector_workers:
-            worker.cancel()
-        wake_collectors(self._collector_workers.values())
+        """Stop the collector threads, waiting a few seconds for them to close their sources."""
+        for name in self.threads.stop_all():
+            self.state.notices.append(f"the {name} collector did not stop; abandoned at exit")
 
-    def _collector_work(self, collector: Collector[Any]) -> Callable[[], None]:
-        def work() -> None:
-            run_collector(collector, self._emit, get_current_worker().cancelled_event)
-
-        return work
+    def thread_crashed(self, source: str, error: BaseException) -> None:
+        """Runs on the dying thread: record the bug, then show it on the UI thread."""
+        if self.record is not None and source != "record:close":
+            self.record.recording.crashed(source, error)
+        if not self.post_message(CollectorCrashed(source, error)):
+            # The app has stopped: the line is printed on stderr after the dashboard.
+            self.state.notices.append(f"the {source} collector stopped: {error!r}")
 
     def _emit(self, event: CollectorEvent) -> None:
         """Runs on the collector thread: wrap the event and hand it to the UI thread."""
@@ -226,20 +219,13 @@ class GpuherdApp(App[int]):
             self.record.closed(message.result)
             self._refresh_view()
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A collector worker that died of a bug: mark its panel and show the traceback."""
-        worker = event.worker
-        if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
-            self._collector_workers.pop(worker, None)
-        if event.state != WorkerState.ERROR or worker.group not in ("collectors", "record"):
-            return
-        error = worker.error
-        if self.record is not None and error is not None and worker.group == "collectors":
-            self.record.recording.crashed(worker.name, error)
-        self.state.mark_crashed(worker.name, f"crashed: {error!r}")
-        self.tasks.failed(worker.name, f"crashed: {error!r}")
-        details = "".join(traceback.format_exception(error)) if error else "no traceback"
-        self.push_screen(ErrorScreen(f"The {worker.name} collector stopped: {error!r}", details))
+    def on_collector_crashed(self, message: CollectorCrashed) -> None:
+        """A collector that died of a bug: mark its panel and show the traceback."""
+        source, error = message.source, message.error
+        self.state.mark_crashed(source, f"crashed: {error!r}")
+        self.tasks.failed(source, f"crashed: {error!r}")
+        details = "".join(traceback.format_exception(error))
+        self.push_screen(ErrorScreen(f"The {source} collector stopped: {error!r}", details))
         self._refresh_view()
 
     def _refresh_view(self, sample: object = None) -> None:
@@ -285,7 +271,7 @@ def make_app(
     """Build the dashboard over `collectors` (live, replayed, or fakes in tests).
 
     Args:
-        collectors: Sources to poll, one thread worker each.
+        collectors: Sources to poll, one thread each.
         title: Terminal title.
         pid_watch: Updated with every GPU pid after each tick, so a host collector reading it
             fetches those processes' details.

@@ -1,4 +1,4 @@
-"""Messages that carry collector events from worker threads to the UI thread."""
+"""Messages that carry collector events from collector threads to the UI thread."""
 
 from __future__ import annotations
 
@@ -35,6 +35,17 @@ class CollectorFailed(Message):
 
     source: str
     error: CollectorError
+
+
+@dataclass
+class CollectorCrashed(Message):
+    """A thread of the dashboard died of an unexpected exception (a bug); it has stopped.
+
+    `source` is the collector's name, or `record:close` for the thread closing a recording.
+    """
+
+    source: str
+    error: BaseException
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from gpuherd.record.dashboard import DashboardRecording, RecordingEnded, RecordResult
@@ -12,9 +13,11 @@ if TYPE_CHECKING:
 
 
 class RecordLink:
-    """Tells the person what the recording does; closes it on a worker, never on the UI thread.
+    """Tells the person what the recording does; closes it on a thread, never on the UI thread.
 
-    Closing drains the logs (up to a few seconds) and summarizes the session with pandas.
+    Closing drains the logs (up to a few seconds) and summarizes the session with pandas. Its
+    thread is a plain one, not a thread worker in asyncio's shared executor, where it once
+    waited forever behind the long-lived collectors.
     """
 
     def __init__(self, app: GpuherdApp, recording: DashboardRecording) -> None:
@@ -41,12 +44,11 @@ class RecordLink:
         self.close()
 
     def close(self) -> None:
-        """Close the session on a thread worker (once)."""
+        """Close the session on a thread of its own (once)."""
         if self.closing:
             return
         self.closing = True
-        self.app.run_worker(self._close, name="record:close", group="record",
-                            description="close the recording", exit_on_error=False, thread=True)
+        threading.Thread(target=self._close, name="record:close", daemon=True).start()
 
     def quit_requested(self) -> bool:
         """`q`: True when the app may exit now; otherwise closing starts, then the app exits.
@@ -65,7 +67,12 @@ class RecordLink:
         return False
 
     def _close(self) -> None:
-        self.app.post_message(RecordingClosed(self.recording.finish()))
+        try:
+            result = self.recording.finish()
+        except BaseException as error:  # a bug: shown like a crashed collector
+            self.app.thread_crashed("record:close", error)
+            return
+        self.app.post_message(RecordingClosed(result))
 
     def closed(self, result: RecordResult) -> None:
         """Say where the session is, or why it could not be closed."""

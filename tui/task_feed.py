@@ -13,10 +13,9 @@ from tui.state import MonitorState
 from tui.tasks import task_rows
 
 if TYPE_CHECKING:
-    from textual.worker import Worker
-
     from gpuherd.monitor_logs import TaskHint
     from tui.app import GpuherdApp
+    from tui.collector_threads import CollectorThread
     from tui.screens.main import MainScreen
 
 REDRAW_S = 0.25
@@ -38,7 +37,7 @@ class TaskFeed:
         self._app, self._main, self.state = app, main, state
         self._tail = tail
         self._hints = {hint.task_id: hint for hint in hints}
-        self._tails: dict[str, tuple[Worker[Any], Collector[LogBatch]]] = {}
+        self._tails: dict[str, CollectorThread] = {}
         self._followed: set[str] = set()
         self._redraw_pending = False
 
@@ -54,20 +53,16 @@ class TaskFeed:
             for log in found.logs:
                 if log.task_id not in self._followed:
                     self._followed.add(log.task_id)
-                    collector = self._tail(log.task_id)
-                    self._tails[log.task_id] = (self._app.start_collector(collector), collector)
+                    self._tails[log.task_id] = self._app.start_collector(self._tail(log.task_id))
         for task_id in found.removed:
             self._stop(task_id)
         self.schedule_redraw()
 
     def _stop(self, task_id: str) -> None:
         self._followed.discard(task_id)
-        worker, collector = self._tails.pop(task_id, (None, None))
-        if worker is not None:
-            worker.cancel()
-            wake = getattr(collector, "wake", None)
-            if wake is not None:
-                wake()  # a tail waits up to its poll interval: end that wait now
+        handle = self._tails.pop(task_id, None)
+        if handle is not None:
+            self._app.threads.stop(handle)  # also ends the wait of a tail for its file
         self.state.tasks.remove(task_id)
         self.state.status.pop(TAIL_PREFIX + task_id, None)
 

@@ -8,11 +8,11 @@ import time
 from collections.abc import Callable
 
 from textual.pilot import Pilot
-from textual.worker import get_current_worker
 
 from collectors.base import SourceExhausted
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
 from tests.fakes import FakeCollector
+from tui.app import GpuherdApp
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -80,7 +80,7 @@ class ScriptedCollector:
 
     `sample()` waits for the next pushed item (an exception is raised), so the test decides
     exactly when the dashboard sees a failure or a recovery. `finish()` ends the source, and so
-    does the app cancelling the worker on exit.
+    does the app stopping its thread on exit (`wake()`).
     """
 
     def __init__(self, name: str = "nvml") -> None:
@@ -88,6 +88,7 @@ class ScriptedCollector:
         self.interval_s = 0.0
         self._items: queue.Queue[object] = queue.Queue()
         self._done = threading.Event()
+        self._woken = threading.Event()
 
     def push(self, *items: object) -> None:
         for item in items:
@@ -95,6 +96,10 @@ class ScriptedCollector:
 
     def finish(self) -> None:
         self._done.set()
+
+    def wake(self) -> None:
+        """Called by whoever stops this collector's thread: end the source."""
+        self._woken.set()
 
     def open(self) -> None:
         pass
@@ -108,7 +113,7 @@ class ScriptedCollector:
                 item = self._items.get(timeout=0.02)
             except queue.Empty:
                 if (self._done.is_set() or time.monotonic() > deadline
-                        or get_current_worker().is_cancelled):
+                        or self._woken.is_set()):
                     raise SourceExhausted(f"{self.name}: finished") from None
                 continue
             if isinstance(item, BaseException):
@@ -117,6 +122,12 @@ class ScriptedCollector:
 
     def close(self) -> None:
         self._done.set()
+
+
+async def collectors_done(pilot: Pilot[object], app: GpuherdApp, timeout_s: float = 10) -> None:
+    """Wait for every collector thread of `app` to end (finite fakes), then for its messages."""
+    await until(pilot, lambda: not app.threads.alive(), timeout_s)
+    await pilot.pause()
 
 
 async def until(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float = 10) -> None:

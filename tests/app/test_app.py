@@ -17,6 +17,7 @@ from tests.app.helpers import (
     GiB,
     MiB,
     ScriptedCollector,
+    collectors_done,
     gpu,
     gpu_source,
     host,
@@ -70,7 +71,7 @@ async def test_samples_flow_from_collectors_into_the_panels() -> None:
     app = make_app([gpu_source(tick(gpu(0), gpu(1))), host_source(host())],
                    clock=lambda: T0, hostname="box-1")
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         received = [m for m in messages if isinstance(m, SampleReceived)]
         assert {m.source for m in received} == {"nvml", "host"}
@@ -93,7 +94,7 @@ async def test_gpu_pids_go_to_the_pid_watch() -> None:
                gpu(1, processes=(GpuProcess(22, None), GpuProcess(33, 5 * MiB))))
     app = make_app([gpu_source(tick(*devices))], pid_watch=watch, clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
     assert watch.get() == {11, 22, 33}
 
@@ -101,7 +102,7 @@ async def test_gpu_pids_go_to_the_pid_watch() -> None:
 async def test_process_rows_are_keyed_by_gpu_and_pid_and_joined_with_host_details() -> None:
     app = make_app([gpu_source(tick(gpu(0))), host_source(host())], clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         table = app.screen.query_one(ProcessTable)
         assert visible_keys(table) == [f"{UUID0}/4242", f"{UUID0}/5151"]
@@ -113,7 +114,7 @@ async def test_process_rows_are_keyed_by_gpu_and_pid_and_joined_with_host_detail
 async def test_sort_key_cycles_and_keeps_the_cursor_on_its_process() -> None:
     app = make_app([gpu_source(tick(gpu(0))), host_source(host())], clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         table = app.screen.query_one(ProcessTable)
         await pilot.press("down")
@@ -139,7 +140,7 @@ async def test_sort_by_pid_reorders_table_rows() -> None:
     devices = (gpu(0, processes=(GpuProcess(100, 1 * MiB), GpuProcess(900, 9 * MiB))),)
     app = make_app([gpu_source(tick(*devices))], clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         table = app.screen.query_one(ProcessTable)
         assert visible_keys(table) == [f"{UUID0}/900", f"{UUID0}/100"]  # most memory first
@@ -152,7 +153,7 @@ async def test_sort_by_pid_reorders_table_rows() -> None:
 async def test_filter_by_user_then_escape_clears_it() -> None:
     app = make_app([gpu_source(tick(gpu(0))), host_source(host())], clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         table = app.screen.query_one(ProcessTable)
         await pilot.press("slash")
@@ -170,7 +171,7 @@ async def test_filter_by_user_then_escape_clears_it() -> None:
 async def test_filter_matches_pid_and_command() -> None:
     app = make_app([gpu_source(tick(gpu(0))), host_source(host())], clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         table = app.screen.query_one(ProcessTable)
         await pilot.press("slash", "4", "2", "4")
@@ -202,7 +203,7 @@ async def test_collector_failure_marks_the_panel_until_recovery() -> None:
         await until(pilot, lambda: not panel.has_class("-error"))
         assert panel.border_subtitle is None
         source.finish()
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
     kinds = [type(m) for m in messages if isinstance(m, (CollectorFailed, CollectorRecovered))]
     assert kinds == [CollectorFailed, CollectorFailed, CollectorRecovered]
 
@@ -227,7 +228,7 @@ async def test_lost_gpu_shows_an_error_row_while_the_other_keeps_updating() -> N
         await until(pilot, lambda: UUID1 not in app.state.gpu_errors)
         assert "ERROR" not in rendered(app.screen.query_one(GpuPanel))
         source.finish()
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
 
 
 async def test_no_driver_shows_the_banner_and_the_host_panel_keeps_working() -> None:
@@ -237,7 +238,7 @@ async def test_no_driver_shows_the_banner_and_the_host_panel_keeps_working() -> 
     app = make_app([FakeCollector(name="nvml", unavailable=no_driver), host_source(host())],
                    clock=lambda: T0)
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         assert any(isinstance(m, SourceUnavailable) for m in messages)
         banner = app.screen.query_one(Banner)
@@ -260,7 +261,7 @@ async def test_replay_mode_has_no_demo_hint_and_says_when_it_finished() -> None:
     app = make_app([gpu_source(tick(gpu(0)), name="replay:gpu")], clock=lambda: 0.0,
                    replay_label="REPLAY runs/a x2")
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         header = rendered(app.screen.query_one(HeaderBar))
         assert "REPLAY runs/a x2" in header and "replay finished" in header
@@ -272,7 +273,7 @@ async def test_memory_in_use_by_invisible_processes_is_stated() -> None:
     unlisted = gpu(1, processes=None)
     app = make_app([gpu_source(tick(idle, unlisted))], clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         note = str(app.screen.query_one("#gap-note").render())
         assert "0.6 GiB on GPU 0 in use by processes not visible here" in note
@@ -284,7 +285,7 @@ async def test_fully_attributed_memory_has_no_gap_line() -> None:
     exact = gpu(0, memory_used_bytes=10 * MiB, processes=(GpuProcess(7, 10 * MiB),))
     app = make_app([gpu_source(tick(exact))], clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         assert str(app.screen.query_one("#gap-note").render()).strip() == ""
 
@@ -294,7 +295,7 @@ async def test_unknown_fields_show_na() -> None:
                gpu_util_pct=None, memory_used_bytes=None)
     app = make_app([gpu_source(tick(bare))], clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         text = rendered(app.screen.query_one(GpuPanel))
         assert "N/A  N/A  SM N/A" in text
@@ -345,13 +346,13 @@ async def test_history_feeds_the_chart_and_g_selects_the_next_gpu() -> None:
         await pilot.press("G")
         assert app.state.selected_uuid == UUID0
         source.finish()
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
 
 
 async def test_shrinking_to_60x20_hides_the_chart_and_extra_columns() -> None:
     app = make_app([gpu_source(tick(gpu(0), gpu(1))), host_source(host())], clock=lambda: T0)
     async with app.run_test(size=(160, 50)) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         table = app.screen.query_one(ProcessTable)
         assert "rss" in table.columns and app.screen.query_one("#chart").display

@@ -15,7 +15,16 @@ from collectors.replay import SessionReplay
 from collectors.samples import GpuProcess, LogBatch
 from gpuherd.monitor_logs import TaskHint
 from parsers.model import LogFinding, LogMetric
-from tests.app.helpers import T0, UUID0, ScriptedCollector, gpu, gpu_source, tick, until
+from tests.app.helpers import (
+    T0,
+    UUID0,
+    ScriptedCollector,
+    collectors_done,
+    gpu,
+    gpu_source,
+    tick,
+    until,
+)
 from tests.fakes import FakeCollector
 from tui.app import GpuherdApp, make_app
 from tui.messages import LogBatchReceived
@@ -60,7 +69,7 @@ def has_row(app: GpuherdApp, task_id: str) -> bool:
 async def test_no_tasks_keeps_the_panel_and_its_key_hidden() -> None:
     app = make_app([gpu_source(tick())], clock=lambda: T0, hostname="box")
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await pilot.pause()
         assert not app.screen.query_one("#tasks").display
         assert app.screen.check_action("focus_tasks", ()) is False
@@ -78,7 +87,7 @@ async def test_batches_become_a_row_with_metrics_and_a_nan_badge() -> None:
     log = FakeCollector(batches, name=f"log:{LOG}")
     app = make_app([log], clock=lambda: T0, hostname="box")
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await until(pilot, lambda: has_row(app, LOG) and "NaN" in cell(app, LOG, "health"))
         # Each batch arrived as its own message: none was replaced by a later one.
         assert len([m for m in messages if isinstance(m, LogBatchReceived)]) == 3
@@ -149,7 +158,7 @@ async def test_replayed_metrics_drive_the_tasks_panel() -> None:
     app = make_app(replay.collectors(), clock=lambda: T0, hostname="box",
                    replay_label="REPLAY test x1e6", task_hints=replay_hints(replay.session))
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         detr = "/runs/detr/train.log"
         await until(pilot, lambda: has_row(app, "command") and has_row(app, detr)
                     and cell(app, "command", "val") == "acc 0.7731")
@@ -209,8 +218,7 @@ async def test_a_run_that_disappears_loses_its_row_and_its_tail(tmp_path: Path) 
         os.remove(csv)
         os.rmdir(run)
         await until(pilot, lambda: not has_row(app, str(csv)))
-        await until(pilot, lambda: not any(w.name == f"log:{csv}" and w.is_running
-                                           for w in app.workers))
+        await until(pilot, lambda: f"log:{csv}" not in app.threads.alive())
         assert not app.screen.query_one("#tasks").display
 
 
@@ -248,7 +256,7 @@ async def test_a_bad_metrics_line_met_while_replaying_is_named_on_the_tasks_pane
     app = make_app(replay.collectors(), clock=lambda: T0, hostname="box",
                    replay_label="REPLAY test")
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await until(pilot, lambda: app.screen.query_one("#tasks").has_class("-error"))
         subtitle = str(app.screen.query_one("#tasks").border_subtitle)
         assert "metrics.csv, line 41" in subtitle and "garbage" in subtitle
@@ -296,7 +304,7 @@ async def test_a_log_source_that_cannot_start_says_why_on_its_row() -> None:
                         unavailable=CollectorUnavailable("inotify is not available here"))
     app = make_app([log], clock=lambda: T0, hostname="box")
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await collectors_done(pilot, app)
         await until(pilot, lambda: has_row(app, LOG))
         assert cell(app, LOG, "status") == "error"
         assert "inotify is not available" in cell(app, LOG, "health")

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from pathlib import Path
+
+import pytest
 
 from collectors.base import Sampled
 from collectors.discovery import DiscoveredLog, DiscoveredLogs
 from collectors.logtail import LogTailCollector
 from collectors.samples import GpuProcess
 from collectors.session_reader import SessionReader
-from gpuherd.monitor_logs import TaskHint
+from gpuherd.monitor_logs import TaskHint, log_sources
 from gpuherd.record.dashboard import DashboardRecording, record_options
 from tests.app.helpers import T0, ScriptedCollector, gpu, tick, until
+from tests.fakes import FakeCollector
 from tui.app import GpuherdApp, make_app
+from tui.screens.error import ErrorScreen
 from tui.widgets.tasks_panel import TasksPanel
 
 SIZE = (140, 40)
@@ -144,6 +149,74 @@ async def test_without_a_command_quit_closes_the_session(tmp_path: Path) -> None
     assert meta["ended_at"] is not None and "exit_code" not in meta
     assert len(read_csv_rows(directory / "gpu.csv")) == 4
     assert session.exit_status(session.finish()) == 0
+
+
+async def test_eight_logs_and_the_command_are_all_recorded_and_the_session_closes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Asyncio's default executor sized as on the 2-core host where thread workers filled it
+    # (min(32, cpu_count + 4) = 6 threads), whatever machine runs the test.
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    logs = [tmp_path / "runs" / f"run{d}" / f"rank{i}.log" for d in range(4) for i in range(2)]
+    for n, log in enumerate(logs):
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("".join(f"step={s} loss={n + 1 / s:.4f}\n" for s in range(1, 6)))
+    go = tmp_path / "go"
+    pattern = str(tmp_path / "runs" / "*" / "*.log")
+    options = record_options([pattern], [], [sys.executable, "-c", SCRIPT, str(go)], 1.0, 0.0)
+    session = DashboardRecording(tmp_path / "session", options)
+    session.start()
+    sources = log_sources([pattern], [], exclude=[str(session.directory)], interval_s=0.5)
+    task = session.command_task
+    assert task is not None
+    gpus = ScriptedCollector("nvml")
+    app = make_app([gpus, *sources.collectors, sources.tail(task)],  # as monitor_record builds
+                   clock=lambda: T0, hostname="box", tail=sources.tail, tap=session.tap,
+                   recording=session,
+                   task_hints=[TaskHint(task, label="command", owns_pid=session.owns_pid)])
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: all(cell(app, str(log), "progress") == "step 5"
+                                           for log in logs), timeout_s=30)
+            await until(pilot, lambda: cell(app, task, "progress") == "step 80")
+            go.touch()  # the command exits: the recording closes by itself
+            await until(pilot, lambda: app.record is not None and app.record.result is not None,
+                        timeout_s=30)
+            assert any("recording saved in" in line and "exit code 3" in line
+                       for line in app.state.notices)
+            gpus.finish()
+    finally:
+        sources.close()
+    rows = read_csv_rows(tmp_path / "session" / "metrics.csv")
+    by_task: dict[str, list[tuple[str, str]]] = {}
+    for row in rows:
+        if row["metric"] == "loss" or row["metric"] == "train/loss":
+            by_task.setdefault(row["task"], []).append((row["step"], row["value"]))
+    assert set(by_task) == {"command", *(str(log) for log in logs)}
+    for n, log in enumerate(logs):
+        assert by_task[str(log)] == [(str(s), repr(round(n + 1 / s, 4))) for s in range(1, 6)]
+    assert len(by_task["command"]) == 8
+    meta = json.loads((tmp_path / "session" / "meta.json").read_text())
+    assert meta["exit_code"] == 3 and meta["ended_at"] is not None
+    SessionReader(tmp_path / "session").check()
+
+
+async def test_a_collector_bug_is_shown_and_recorded(tmp_path: Path) -> None:
+    session = DashboardRecording(tmp_path / "s", record_options([], [], [], 1.0, 0.0))
+    session.start()
+    gpus = ScriptedCollector("nvml")
+    broken = FakeCollector([RuntimeError("boom in sample")], name="host")
+    app = make_app([gpus, broken], clock=lambda: T0, hostname="box",  # type: ignore[list-item]
+                   tap=session.tap, recording=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, ErrorScreen))
+        assert "boom in sample" in str(app.screen.query_one("#error-details").render())
+        assert app.state.status["host"].reason == "crashed: RuntimeError('boom in sample')"
+        gpus.finish()
+    assert session.finish().error is None
+    events = [json.loads(line) for line in (tmp_path / "s" / "events.jsonl").read_text()
+              .splitlines()]
+    bugs = [(e["source"], e["msg"]) for e in events if e["kind"] == "recorder_bug"]
+    assert len(bugs) == 1 and bugs[0][0] == "host" and "boom in sample" in bugs[0][1]
 
 
 def test_logs_found_after_the_first_scan_are_recorded_as_log_found(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import shlex
 import shutil
@@ -79,3 +80,38 @@ def test_tui_record_records_the_command_and_returns_its_exit_code(pane: Pane,
     assert meta["exit_code"] == 4 and meta["ended_at"] is not None
     assert (session / "summary.json").is_file()
     assert "train/loss" in (session / "metrics.csv").read_text()
+
+
+def test_tui_record_follows_eight_logs_written_at_100_lines_per_second(pane: Pane,
+                                                                       tmp_path: Path) -> None:
+    # Eight logs in four directories, written while their tails start: with collectors run as
+    # thread workers only four logs showed on 2 cores and the session never closed; placing
+    # watches while events arrived could freeze the dashboard.
+    logs = [tmp_path / "runs" / f"run{d}" / f"rank{i}.log" for d in range(4) for i in range(2)]
+    for log in logs:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("step=0 loss=1.0\n")
+    script = (
+        "import sys, time\n"
+        "files = [open(p, 'a') for p in sys.argv[1:]]\n"
+        "start = time.monotonic()\n"
+        "for n in range(1, 201):\n"
+        "    for f in files:\n"
+        "        f.write(f'step={n} loss={1 / n:.5f}\\n'); f.flush()\n"
+        "    time.sleep(max(0, start + n / 100 - time.monotonic()))\n"
+        "print('step=1 loss=0.5', flush=True)\n"
+    )
+    session = tmp_path / "session"
+    start(pane, "--tui", "--record", str(session), "--log", str(tmp_path / "runs" / "*" / "*.log"),
+          "--", sys.executable, "-c", script, *map(str, logs))
+    screen = pane.wait_for(lambda s: "recording saved in" in s, timeout_s=60)
+    assert "Tasks (9)" in screen
+    pane.keys("q")
+    screen = pane.wait_for(lambda s: "GPUHERD_EXIT=" in s, timeout_s=30)
+    assert "GPUHERD_EXIT=0" in screen and "Traceback" not in screen
+    with (session / "metrics.csv").open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["metric"] in ("loss", "train/loss")]
+    steps: dict[str, set[int]] = {}
+    for row in rows:
+        steps.setdefault(row["task"], set()).add(int(row["step"]))
+    assert steps == {"command": {1}, **{str(log): set(range(201)) for log in logs}}
