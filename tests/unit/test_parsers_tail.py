@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 from collectors.logtail import LogTailCollector
+from collectors.replay import SessionReplay
 from collectors.samples import LogBatch
+
+REPO = Path(__file__).resolve().parents[2]
 
 BIG = b"1" + b"0" * 400  # an integer beyond a float's range
 
@@ -88,3 +94,27 @@ def test_csv_bad_cells_through_the_tail(tmp_path: Path) -> None:
         (2, 10, {"train/loss": 0.5, "lr": 0.1}), (3, 20, {"lr": 0.1}), (4, 30, {"lr": 0.1}),
         (5, 40, {"train/loss": 0.25}), (6, 50, {"train/loss": 0.125, "lr": 0.01})]
     assert sum(b.unparsed_lines for b in batches) == 2
+
+
+def test_a_recorded_pandas_csv_replays(tmp_path: Path) -> None:
+    # `to_csv()` gave a metric with an empty name, recorded as such, and `--replay` then
+    # refused the session the recorder itself wrote
+    log = tmp_path / "history.csv"
+    log.write_text(",epoch,step,train_loss,lr\n"
+                   "0,0,10,0.5,0.1\n"
+                   "1,1,20,tensor(1.2),0.1\n"
+                   "2,2,30,0.25,0.05\n")
+    session = tmp_path / "session"
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "--record", str(session), "--duration", "2s",
+         "--log", str(log)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split(",")[2:] for line in
+            (session / "metrics.csv").read_text().splitlines()[1:]]
+    assert rows == [["2", "train/loss", "0.5", "10", "0.0"], ["2", "lr", "0.1", "10", "0.0"],
+                    ["3", "lr", "0.1", "20", "1.0"], ["4", "train/loss", "0.25", "30", "2.0"],
+                    ["4", "lr", "0.05", "30", "2.0"]]
+    replay = SessionReplay(session, check_all=True)  # raised SessionFormatError before
+    assert replay.has_metrics
+    tasks = json.loads((session / "meta.json").read_text())["tasks"]
+    assert [(t["unparsed_lines"], t["metric_rows"]) for t in tasks] == [(1, 5)]
