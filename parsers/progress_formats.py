@@ -37,7 +37,7 @@ class KerasParser:
         if line.startswith("Epoch "):
             match = _KERAS_EPOCH.match(line)
             if match is not None:
-                self.epoch = None
+                self.epoch = None  # stays unknown if the new epoch is no count
                 self.epoch = to_epoch(float(match[1]))
             return None
         if "/step" not in line:
@@ -119,7 +119,7 @@ class RichBarParser:
         self.is_eval = desc.lower().startswith(("val", "test", "sanity", "predict"))
         epoch = _RICH_EPOCH.match(desc)
         if not self.is_eval:
-            self.epoch = None
+            self.epoch = None  # stays unknown if the new epoch is no count
             self.epoch = to_epoch(float(epoch[1])) if epoch else None
         values: list[tuple[str, float]] = []
         if head["rate"]:
@@ -197,7 +197,7 @@ class UltralyticsParser:
         cells = table.split()
         if len(cells) != len(self.train_columns) or "/" not in cells[0]:
             return None
-        self.epoch = None
+        self.epoch = None  # stays unknown if the new epoch is no count
         self.epoch = to_epoch(float(cells[0].split("/")[0]))
         values: list[tuple[str, float]] = []
         for column, cell in zip(self.train_columns[1:], cells[1:], strict=False):
