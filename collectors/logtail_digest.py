@@ -169,6 +169,7 @@ class LineDigest:
             return
         if metric is None:
             return
+        self._unparsed += metric.unparsed_values > 0 and not update  # e.g. a bad CSV cell
         if self.format == "generic":
             self._generic_metrics = True
         if metric.taken_at is None:

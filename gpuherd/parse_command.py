@@ -12,7 +12,7 @@ from typing import IO, Any
 
 from parsers import health
 from parsers.findings import findings_from_metric, scan_line
-from parsers.hf_trainer import parse_trainer_state
+from parsers.hf_trainer import read_trainer_state
 from parsers.model import LogFinding, LogMetric
 from parsers.registry import (
     DOCUMENT_FORMATS,
@@ -56,9 +56,10 @@ def run(args: argparse.Namespace) -> int:
             status = 1
             continue
         if report.unparsed:
+            what = "log_history entr(y/ies)" if report.format in DOCUMENT_FORMATS else "line(s)"
             print(
-                f"gpuherd parse: {path}: {report.unparsed} unparsed line(s) as {report.format}; "
-                f"first at line {report.first_unparsed_line}: {report.first_error}",
+                f"gpuherd parse: {path}: {report.unparsed} unparsed {what} as {report.format}; "
+                f"first at {report.first_unparsed_line}: {report.first_error}",
                 file=sys.stderr,
             )
     sys.stdout.flush()
@@ -73,14 +74,15 @@ class FileReport:
         self.lines = 0
         self.metrics = 0
         self.unparsed = 0
-        self.first_unparsed_line: int | None = None
+        self.first_unparsed_line: str | None = None
+        """Where the first unparsed line is: `line N`, or `entry N` of a document."""
         self.first_error = ""
 
-    def count_error(self, line_number: int, error: ValueError) -> None:
-        """Count one unparsed line, remembering the first."""
+    def count_error(self, line_number: int, error: ValueError | str, where: str = "line") -> None:
+        """Count one unparsed line (or one with values left out), remembering the first."""
         self.unparsed += 1
         if self.first_unparsed_line is None:
-            self.first_unparsed_line = line_number
+            self.first_unparsed_line = f"{where} {line_number}"
             self.first_error = str(error)[:200]
 
 
@@ -129,10 +131,17 @@ def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
         if finding is not None:
             emit(_finding_record(path, number, finding))
         if metric is not None:
+            if metric.unparsed_values:
+                report.count_error(number, _left_out(metric))
             _record_metric(path, number, log_format, metric, emit, report, history)
     for number, finding in history.findings():
         emit(_finding_record(path, number, finding))
     return report
+
+
+def _left_out(metric: LogMetric) -> str:
+    return (f"{metric.unparsed_values} value(s) left out (not a number, a step or epoch that "
+            "is no count, or infinite where only a loss may be); the others kept")
 
 
 def _late_blocks(numbered: Iterable[tuple[int, str]], path: str,
@@ -196,7 +205,12 @@ def _parse_document(
     report = FileReport(log_format)
     history = _History()
     # a document has no log lines: `line` counts its records (log_history entries)
-    for number, metric in enumerate(parse_trainer_state(data.decode("utf-8", "replace")), 1):
+    metrics, unparsed = read_trainer_state(data.decode("utf-8", "replace"))
+    for entry, reason in unparsed:
+        report.count_error(entry, reason, "entry")
+    for number, metric in enumerate(metrics, 1):
+        if metric.unparsed_values:
+            report.count_error(number, _left_out(metric), "record")
         _record_metric(path, number, log_format, metric, emit, report, history)
     for number, finding in history.findings():
         emit(_finding_record(path, number, finding))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import re
 
+from parsers import safe_json
 from parsers.keyvalue import ITER_TIME_KEYS, SKIP_KEYS, record_to_metric
 from parsers.model import LogMetric
 from parsers.text import (
@@ -97,7 +97,7 @@ class MmengineJsonParser:
         line = normalise_line(line).strip()
         if not line.startswith("{"):
             return None
-        record = json.loads(line)
+        record = safe_json.loads(line)
         if not isinstance(record, dict) or "env_info" in record:
             return None
         mode = record.pop("mode", None)
@@ -188,5 +188,5 @@ def parse_detectron2_json_line(line: str) -> LogMetric | None:
     line = normalise_line(line).strip()
     if not line.startswith("{"):
         return None
-    record = json.loads(line)
+    record = safe_json.loads(line)
     return record_to_metric(record, iter_time=True) if isinstance(record, dict) else None

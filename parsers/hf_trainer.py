@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import re
 
+from parsers import safe_json
 from parsers.keyvalue import pairs_to_metric, record_to_metric
 from parsers.model import LogMetric
 from parsers.text import normalise_line
 from parsers.tqdm_bar import parse_tqdm_line
+from parsers.values import check_metric
 
 # transformers 5 quotes every value ('loss': '6.193'); 4.x printed bare numbers and nan
 _ITEM = re.compile(r"'([^']+)': '?([^',}]*)'?")
@@ -34,18 +35,40 @@ def parse_trainer_state(text: str) -> list[LogMetric]:
     """Parse a whole `trainer_state.json` document into one metric per `log_history` entry.
 
     The Trainer rewrites this file at every save, so it is parsed as a document, not as lines.
+    Entries that `read_trainer_state` counts as unparsed are left out.
 
     Raises:
         ValueError: the text is not JSON or has no `log_history` list.
     """
-    state = json.loads(text)
+    return read_trainer_state(text)[0]
+
+
+def read_trainer_state(text: str) -> tuple[list[LogMetric], list[tuple[int, str]]]:
+    """The metrics of a `trainer_state.json` document, and its unparsed entries.
+
+    Returns:
+        The metrics, oldest first, and (1-based index in `log_history`, reason) per unparsed
+        entry.
+
+    An entry is unparsed when its step or epoch is no count or none of its values is usable
+    (see `parsers.values.check_metric`); an entry without numbers is no metric, not unparsed.
+
+    Raises:
+        ValueError: the text is not JSON (or nests deeper than `safe_json.MAX_DEPTH`) or has
+            no `log_history` list.
+    """
+    state = safe_json.loads(text)
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise ValueError("trainer_state.json without a log_history list")
     metrics = []
-    for entry in history:
+    unparsed = []
+    for number, entry in enumerate(history, 1):
         if isinstance(entry, dict):
-            metric = record_to_metric(entry)
-            if metric is not None:
-                metrics.append(metric)
-    return metrics
+            try:
+                metric = record_to_metric(entry)
+                if metric is not None:
+                    metrics.append(check_metric(metric))
+            except ValueError as error:
+                unparsed.append((number, str(error)))
+    return metrics, unparsed

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable
 
+from parsers import safe_json
 from parsers.model import LogMetric
 from parsers.text import (
     STANDARD_NAMES,
@@ -16,6 +16,7 @@ from parsers.text import (
     parse_duration,
     parse_number,
 )
+from parsers.values import to_epoch, to_step
 
 # Cases spelled out rather than re.IGNORECASE, which makes every position slower to try.
 _NUM = (r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
@@ -79,6 +80,10 @@ def parse_generic_line(line: str) -> LogMetric | None:
     # a pair ends within a few characters of its separator: skip a long tail with none
     end = max(body.rfind("="), body.rfind(":")) + 64
     matches = list(_PAIR.finditer(body, 0, end))
+    if matches and matches[-1].end() == end < len(body):
+        # a value running past the window (`lr=1000...0`) would be read cut short
+        whole = _PAIR.match(body, matches[-1].start())
+        matches[-1:] = [whole] if whole is not None else []
     if not matches or _not_metrics(body, end):
         return None
     pairs = [(m[1], m[2]) for m in matches if not _is_config_key(m[1])]
@@ -88,7 +93,8 @@ def parse_generic_line(line: str) -> LogMetric | None:
     if metric is not None and metric.epoch is None and "poch" in line:
         epoch = _EPOCH_WORD.search(line)  # `Epoch 3 | loss: ...`
         if epoch is not None:
-            return LogMetric(metric.values, metric.step, float(epoch[1]), metric.taken_at)
+            return LogMetric(metric.values, metric.step, to_epoch(float(epoch[1])),
+                             metric.taken_at)
     return metric
 
 
@@ -131,7 +137,7 @@ def pairs_to_metric(
     """Build a metric from (key, text) pairs, lifting step/epoch/ETA counters out of the values.
 
     Raises:
-        ValueError: a value that is not a number.
+        ValueError: a value that is not a number, or a step or epoch that is no count.
     """
     values: list[tuple[str, float]] = []
     step: int | None = None
@@ -145,9 +151,9 @@ def pairs_to_metric(
             if counter == "eta":
                 values.append(("eta_s", parse_duration(text)))
         elif counter == "step":
-            step = int(parse_number(text))
+            step = to_step(parse_number(text))
         elif counter == "epoch":
-            epoch = parse_number(text)
+            epoch = to_epoch(parse_number(text))
         else:
             values.append((metric_name(key, split), parse_number(text)))
     if not values:
@@ -169,12 +175,13 @@ def parse_jsonl_line(line: str) -> LogMetric | None:
     """Parse one JSON object per line; numeric (or numeric-string) fields become metrics.
 
     Raises:
-        ValueError: the line starts like an object but is not valid JSON.
+        ValueError: the line starts like an object but is not valid JSON (or nests deeper
+            than `safe_json.MAX_DEPTH`), or its step or epoch is no count.
     """
     line = normalise_line(line).strip()
     if not line.startswith("{"):
         return None
-    record = json.loads(line)  # json.JSONDecodeError is a ValueError
+    record = safe_json.loads(line)
     if not isinstance(record, dict):
         return None
     return record_to_metric(record)
@@ -190,6 +197,12 @@ def record_to_metric(
         split: the split bare keys such as `loss` belong to.
         iter_time: the record's `time` is seconds per iteration (mmengine, detectron2), so it
             becomes `throughput/it_s`; timing bookkeeping such as `data_time` is dropped.
+
+    An integer too large for a float is infinite, as `float("1e400")` is. A `time` or
+    `timestamp` in Unix seconds or milliseconds becomes `taken_at`.
+
+    Raises:
+        ValueError: a step or epoch that is no count (see `parsers.values.to_step`).
     """
     values: list[tuple[str, float]] = []
     step: int | None = None
@@ -200,7 +213,7 @@ def record_to_metric(
         if type(raw) is float:  # the common case first: exact type checks, no bool trap
             number = raw
         elif type(raw) is int:
-            number = float(raw)
+            number = _int_to_float(raw)
         else:
             number = _as_number(raw)
         if number is None:
@@ -210,11 +223,11 @@ def record_to_metric(
         if special is None:
             values.append((metric_name(key, split), number))
         elif special == "step":
-            step = int(number) if math.isfinite(number) else None
+            step = to_step(number)
         elif special == "epoch":
-            epoch = number
-        elif low in _STAMP_KEYS and number > 1e9:
-            taken_at = number
+            epoch = to_epoch(number)
+        elif low in _STAMP_KEYS and 1e9 < number < 1e14:
+            taken_at = number if number < 1e11 else number / 1000.0  # seconds or milliseconds
         elif iter_time and low in ITER_TIME_KEYS:
             if number > 0:
                 values.append(("throughput/it_s", 1.0 / number))
@@ -243,11 +256,20 @@ def _flatten(record: dict, prefix: str = "") -> list[tuple[str, object]]:
     return items
 
 
+def _int_to_float(raw: int) -> float:
+    try:
+        return float(raw)
+    except OverflowError:  # beyond 1.8e308
+        return math.inf if raw > 0 else -math.inf
+
+
 def _as_number(raw: object) -> float | None:
     if isinstance(raw, bool):
         return None
-    if isinstance(raw, (int, float)):
-        return float(raw)
+    if isinstance(raw, int):
+        return _int_to_float(raw)
+    if isinstance(raw, float):
+        return raw
     if isinstance(raw, str):
         try:
             return parse_number(raw)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from parsers.model import LogMetric
+from parsers.values import check_metric
 
 LineFunction = Callable[[str], "LogMetric | None"]
 
@@ -39,3 +40,43 @@ class StatelessParser:
 
     def reset(self) -> None:
         """Nothing to forget."""
+
+
+BAD_INPUT_ERRORS = (ArithmeticError, LookupError, RecursionError)
+"""What a parser may still raise on input nobody foresaw (an overflow, an index past a split,
+nesting too deep), besides ValueError; `CheckedParser` turns them into ValueError."""
+
+
+class CheckedParser:
+    """A `LineParser` whose `feed` raises nothing but ValueError and returns checked metrics.
+
+    The one boundary between the format parsers and their callers (`make_parser` returns
+    one): a failure on a line becomes a `ValueError`, which callers count as an unparsed line
+    and go on with the next line, and every metric passes `parsers.values.check_metric`.
+    """
+
+    __slots__ = ("_feed", "parser")
+
+    def __init__(self, parser: LineParser) -> None:
+        self.parser = parser
+        """The wrapped format parser."""
+        self._feed = parser.feed
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Parse one line with the wrapped parser.
+
+        Raises:
+            ValueError: the line matched but does not parse, or its metric breaks the rules
+                of `check_metric` (the original error is the `__cause__`).
+        """
+        try:
+            metric = self._feed(line)
+        except BAD_INPUT_ERRORS as error:
+            raise ValueError(f"{type(error).__name__}: {error}"[:200]) from error
+        if metric is None:
+            return None
+        return check_metric(metric)
+
+    def reset(self) -> None:
+        """Reset the wrapped parser."""
+        self.parser.reset()

@@ -10,7 +10,8 @@ class LogMetric:
     """The metrics one log line (or one CSV/JSON row) reports.
 
     Names are normalised (`train/loss`, `val/acc`, `throughput/it_s`, `eta_s`, ...); keys a parser
-    does not know keep their own name. NaN and Inf are values, not failures.
+    does not know keep their own name. NaN, and Inf of a loss, are values, not failures; the
+    rules every parser's output obeys are in `parsers.values.check_metric`.
     """
 
     values: tuple[tuple[str, float], ...]
@@ -19,6 +20,9 @@ class LogMetric:
     epoch: float | None = None
     taken_at: float | None = None
     """Unix seconds, only when the line itself carries a timestamp."""
+    unparsed_values: int = 0
+    """Values of the line that were left out: a CSV cell that is not a number, an infinite
+    learning rate, a stamp that is no date. The line counts as an unparsed line too."""
 
     def as_dict(self) -> dict[str, float]:
         """The values as a dict (a later duplicate name wins)."""

@@ -6,6 +6,7 @@ import re
 
 from parsers.model import LogMetric
 from parsers.text import metric_name, normalise_line, parse_duration, parse_number
+from parsers.values import to_epoch
 
 _KERAS_EPOCH = re.compile(r"Epoch (\d+)/(\d+)\s*$")
 _KERAS_STEP = re.compile(
@@ -26,19 +27,26 @@ class KerasParser:
         self.epoch: float | None = None
 
     def feed(self, line: str) -> LogMetric | None:
-        """Parse one line; `Epoch N/M` lines set the epoch and return None."""
+        """Parse one line; `Epoch N/M` lines set the epoch and return None.
+
+        Raises:
+            ValueError: a value that is not a number, or an epoch that is no count (the
+                epoch is then unknown until the next `Epoch N/M` line).
+        """
         line = normalise_line(line)
         if line.startswith("Epoch "):
             match = _KERAS_EPOCH.match(line)
             if match is not None:
-                self.epoch = float(match[1])
+                self.epoch = None  # stays unknown if the new epoch is no count
+                self.epoch = to_epoch(float(match[1]))
             return None
         if "/step" not in line:
             return None
         match = _KERAS_STEP.match(line)
         if match is None:
             return None
-        values = [("throughput/it_s", 1.0 / (float(match[4]) * _STEP_SCALE[match[5]]))]
+        step_s = float(match[4]) * _STEP_SCALE[match[5]]
+        values = [("throughput/it_s", 1.0 / step_s)] if step_s > 0 else []
         if match[1] != match[2]:  # mid-epoch the time column is the ETA
             values.append(("eta_s", parse_duration(match[3])))
         for key, text in _KERAS_PAIR.findall(match[6]):
@@ -111,13 +119,16 @@ class RichBarParser:
         self.is_eval = desc.lower().startswith(("val", "test", "sanity", "predict"))
         epoch = _RICH_EPOCH.match(desc)
         if not self.is_eval:
-            self.epoch = float(epoch[1]) if epoch else None
+            self.epoch = None  # stays unknown if the new epoch is no count
+            self.epoch = to_epoch(float(epoch[1])) if epoch else None
         values: list[tuple[str, float]] = []
         if head["rate"]:
             rate = float(head["rate"])
             if head["unit"] == "s/it":
-                rate = 1.0 / rate if rate else float("inf")
-            values.append(("eval/throughput/it_s" if self.is_eval else "throughput/it_s", rate))
+                rate = 1.0 / rate if rate else -1.0  # `0.00s/it`: too fast to show, no rate
+            if rate >= 0:
+                name = "eval/throughput/it_s" if self.is_eval else "throughput/it_s"
+                values.append((name, rate))
         remaining = head["remaining"]
         self.eta_wrapped = remaining is None and not self.is_eval
         if not self.is_eval and remaining is not None and remaining[0].isdigit():
@@ -186,7 +197,8 @@ class UltralyticsParser:
         cells = table.split()
         if len(cells) != len(self.train_columns) or "/" not in cells[0]:
             return None
-        self.epoch = float(cells[0].split("/")[0])
+        self.epoch = None  # stays unknown if the new epoch is no count
+        self.epoch = to_epoch(float(cells[0].split("/")[0]))
         values: list[tuple[str, float]] = []
         for column, cell in zip(self.train_columns[1:], cells[1:], strict=False):
             if column == "GPU_mem":
@@ -196,7 +208,8 @@ class UltralyticsParser:
         rate = _YOLO_RATE.search(progress)
         if rate is not None:
             speed = float(rate[1])
-            values.append(("throughput/it_s", speed if rate[2] == "it/s" else 1.0 / speed))
+            if rate[2] == "it/s" or speed > 0:  # `0.00s/it` is too fast to show: no rate
+                values.append(("throughput/it_s", speed if rate[2] == "it/s" else 1.0 / speed))
         eta = _YOLO_ETA.search(progress)
         if eta is not None:
             values.append(("eta_s", parse_duration(eta[1] if ":" in eta[1] else eta[1] + "s")))
@@ -219,7 +232,7 @@ def _val_columns(words: list[str]) -> list[str]:
             group = "" if group == "Box" else group.lower() + "_"
         low = word.rstrip(")").lower()
         if low in _YOLO_VAL_NAMES:
-            names.append(f"val/{group}{_YOLO_VAL_NAMES[low]}")
+            names.append(metric_name(f"val/{group}{_YOLO_VAL_NAMES[low]}", "val"))
         else:
             names.append(metric_name(low, "val"))
     return names

@@ -14,7 +14,7 @@ from parsers.framework_formats import (
 )
 from parsers.hf_trainer import parse_hf_trainer_line
 from parsers.keyvalue import parse_generic_line, parse_jsonl_line
-from parsers.line_parser import LineParser, StatelessParser
+from parsers.line_parser import CheckedParser, LineParser, StatelessParser
 from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
 from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line
 from parsers.table_formats import CsvParser
@@ -32,7 +32,7 @@ def _any_line(pattern: str) -> Detect:
 
 def _csv_header(*columns: str) -> Detect:
     def detect(lines: Sequence[str], name: str) -> bool:
-        head = next((line for line in lines if line.strip()), "").split(",")
+        head = next((line for line in lines if line.strip()), "").lstrip("\ufeff").split(",")
         return (not name or name.endswith(".csv")) and all(c in head for c in columns)
 
     return detect
@@ -158,7 +158,10 @@ def detect_late_format(lines: Sequence[str], path: str | None = None) -> str | N
 
 
 def make_parser(name: str) -> LineParser:
-    """A fresh parser for the named line format.
+    """A fresh parser for the named line format, behind the `CheckedParser` boundary.
+
+    Its `feed` returns `None` or a metric that obeys `parsers.values.check_metric`, and
+    raises nothing but `ValueError` (count the line as unparsed and go on).
 
     Raises:
         ValueError: an unknown name, or a document format (see `DOCUMENT_FORMATS`).
@@ -168,4 +171,4 @@ def make_parser(name: str) -> LineParser:
     factory = _FACTORIES.get(name)
     if factory is None:
         raise ValueError(f"unknown log format {name!r}; known: {', '.join(FORMAT_NAMES)}")
-    return factory()
+    return CheckedParser(factory())

@@ -159,7 +159,7 @@ def parse_duration(text: str) -> float:
     days = 0.0
     if "day" in text:
         head, _, text = text.partition(",")
-        days = float(head.split()[0])
+        days = float(head.split(maxsplit=1)[0] if head.strip() else head)
         text = text.strip()
     if ":" in text:
         total = 0.0
@@ -263,6 +263,13 @@ def metric_name(key: str, split: str = "train") -> str:
 
 
 def _normalise_name(key: str, split: str) -> str:
+    if not key.isprintable():
+        # control characters and lone surrogates (a JSON `"\\udc80"` key) cannot be written
+        # to a terminal or a UTF-8 file
+        key = "".join(char if char.isprintable() else " " if char.isspace() else "?"
+                      for char in key)
+    if not key.strip():
+        return ""  # `check_metric` leaves unnamed values out
     low = key.strip().lower()
     plain = _PLAIN.get(low)
     if plain is not None:

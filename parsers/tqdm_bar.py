@@ -6,6 +6,7 @@ import re
 
 from parsers.model import LogMetric
 from parsers.text import metric_name, normalise_line, parse_duration, parse_number
+from parsers.values import to_epoch, to_step
 
 _TAIL = re.compile(
     r"(?:(?P<pct>\d{1,3})%\|[^|]*\| ?)?(?P<n>[\d.]+[kMGT]?)(?:/(?P<total>[\d.?]+[kMGT]?))?"
@@ -73,7 +74,9 @@ def parse_tqdm_line(line: str) -> LogMetric | None:
     values: list[tuple[str, float]] = []
     rate = match["rate"]
     if rate and rate != "?" and "?" not in rate:
-        values.append(_throughput(_scaled(rate), unit, is_eval))
+        throughput = _throughput(_scaled(rate), unit, is_eval)
+        if throughput[1] != _NO_RATE:
+            values.append(throughput)
     remaining = match["remaining"]
     if remaining and "?" not in remaining and not is_eval:
         values.append(("eta_s", parse_duration(remaining)))
@@ -82,8 +85,8 @@ def parse_tqdm_line(line: str) -> LogMetric | None:
     if not values:
         return None
     epoch_match = _EPOCH.search(low_desc) if "epoch" in low_desc else None
-    epoch = float(epoch_match.group(1)) if epoch_match else None
-    step = None if epoch is not None or is_eval else int(_scaled(match["n"]))
+    epoch = to_epoch(float(epoch_match.group(1))) if epoch_match else None
+    step = None if epoch is not None or is_eval else to_step(_scaled(match["n"]))
     return LogMetric(values=tuple(values), step=step, epoch=epoch)
 
 
@@ -100,7 +103,7 @@ def _postfix(text: str, split: str) -> list[tuple[str, float]]:
 
 def _throughput(rate: float, unit: str, is_eval: bool) -> tuple[str, float]:
     if unit.startswith("s/"):
-        thing, rate = unit[2:], (1.0 / rate if rate else float("inf"))
+        thing, rate = unit[2:], (1.0 / rate if rate else _NO_RATE)
     else:
         thing = unit[:-2] if unit.endswith("/s") else unit
     if thing in _SAMPLE_UNITS:
@@ -112,6 +115,8 @@ def _throughput(rate: float, unit: str, is_eval: bool) -> tuple[str, float]:
     return ("eval/" + name if is_eval else name), rate
 
 
+_NO_RATE = float("inf")
+"""The rate of a `0.00s/it` bar: too fast to show, so no rate is reported."""
 _SCALES = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 

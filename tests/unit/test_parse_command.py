@@ -183,3 +183,103 @@ def test_a_progress_bar_after_many_banner_lines_is_parsed_as_one(
     assert main(["parse", "--json", "--format", "generic", str(log)]) == 0
     forced = _json_lines(capsys.readouterr().out)
     assert {r["format"] for r in forced} == {"generic"}
+
+
+REPO = Path(__file__).resolve().parents[2]
+BIG = "1" + "0" * 400  # an integer beyond a float's range
+
+
+def _parse(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpuherd", "parse", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _values(stdout: str) -> list[tuple]:
+    return [(r["line"], r.get("step"), r["metric"], r["value"]) if "metric" in r
+            else (r["line"], "!", r["finding"]) for r in _json_lines(stdout)]
+
+
+def test_odd_lines_are_counted_and_the_lines_after_them_parsed(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_bytes(b"\n".join([
+        b"step=1 loss=0.5",
+        b"step=inf loss=1",  # 2: unparsed (used to end in OverflowError)
+        b"step=1e309 loss=1",  # 3: unparsed
+        b"epoch=nan loss=1",  # 4: unparsed
+        b"lr=inf",  # 5: unparsed, no value left
+        b"step=2 loss=1e308",
+        b"step=3 loss=1e-310",
+        b"step=4 loss=inf lr=inf",  # 8: the infinite loss stays, with its finding; lr left out
+        b"step=5 loss=0.25 " + b"x" * (10 << 20),  # 9: 10 MB
+        b"step=6 loss=0.125\x00 \xff\xfe",
+        b"step=7 loss=0.0625\n",
+    ]))
+    done = _parse("--json", str(log))
+    assert done.returncode == 0
+    assert _values(done.stdout) == [
+        (1, 1, "train/loss", 0.5), (6, 2, "train/loss", 1e308), (7, 3, "train/loss", 1e-310),
+        (8, 4, "train/loss", "inf"), (8, "!", "inf"), (9, 5, "train/loss", 0.25),
+        (10, 6, "train/loss", 0.125), (11, 7, "train/loss", 0.0625)]
+    assert done.stderr == (
+        f"gpuherd parse: {log}: 5 unparsed line(s) as generic; first at line 2: "
+        "step inf is not a count from 0 to 2**53\n")
+
+
+def test_json_lines_that_crashed_parse_are_unparsed(tmp_path: Path) -> None:
+    log = tmp_path / "train.jsonl"
+    log.write_text("\n".join([
+        '{"step": 1, "loss": 0.5}',
+        '{"step": 2, "loss": ' + BIG + "}",  # OverflowError once; now an infinite loss
+        '{"step": ' + BIG + ', "loss": 1}',  # 3: unparsed
+        '{"x": ' + "[" * 100_000 + "]" * 100_000 + ', "step": 9, "loss": 1}',  # 4: unparsed
+        '{"step": 5, "loss": 0.25}',
+    ]) + "\n")
+    done = _parse("--json", str(log))
+    assert done.returncode == 0
+    assert _values(done.stdout) == [
+        (1, 1, "train/loss", 0.5), (2, 2, "train/loss", "inf"), (2, "!", "inf"),
+        (5, 5, "train/loss", 0.25)]
+    assert done.stderr == (
+        f"gpuherd parse: {log}: 2 unparsed line(s) as jsonl; first at line 3: "
+        "step inf is not a count from 0 to 2**53\n")
+    table = _parse(str(log))  # the table too, without a traceback
+    assert table.returncode == 0 and "Traceback" not in table.stderr
+    assert [row.split() for row in table.stdout.splitlines()[1:]] == [
+        [f"{log}:1", "1", "train/loss", "0.5"], [f"{log}:2", "2", "train/loss", "inf"],
+        [f"{log}:2", "!", "inf:", "train/loss", "=", "inf", "at", "step", "2"],
+        [f"{log}:5", "5", "train/loss", "0.25"]]
+
+
+def test_a_deeply_nested_trainer_state_is_one_error_line(tmp_path: Path) -> None:
+    state = tmp_path / "trainer_state.json"
+    state.write_text('{"log_history": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    done = _parse(str(state))
+    assert done.returncode == 1
+    assert done.stderr == f"gpuherd parse: {state}: JSON nested deeper than 64 levels\n"
+    state.write_text('{"log_history": [{"step": 1, "loss": 2.0}, {"step": -1, "loss": 1.5}, '
+                     '{"step": 3, "loss": 1.0, "learning_rate": Infinity}]}')
+    done = _parse("--json", str(state))
+    assert done.returncode == 0
+    assert _values(done.stdout) == [(1, 1, "train/loss", 2), (2, 3, "train/loss", 1)]
+    assert done.stderr == (
+        f"gpuherd parse: {state}: 2 unparsed log_history entr(y/ies) as hf_trainer_state; "
+        "first at entry 2: step -1.0 is not a count from 0 to 2**53\n")
+
+
+def test_csv_bad_cells_and_a_pandas_index_column(tmp_path: Path) -> None:
+    log = tmp_path / "history.csv"
+    log.write_text(",epoch,step,train_loss,lr\n"
+                   "0,0,10,0.5,0.1\n"
+                   "1,1,20,None,0.1\n"  # a missing value: skipped
+                   "2,2,30,tensor(1.2),0.1\n"  # an unparsed cell: counted, lr kept
+                   "3,3,40,0.25,0.05\n")
+    done = _parse("--json", str(log))
+    assert done.returncode == 0
+    records = _json_lines(done.stdout)
+    assert [(r["line"], r["epoch"], r["step"], r["metric"], r["value"]) for r in records] == [
+        (2, 0, 10, "train/loss", 0.5), (2, 0, 10, "lr", 0.1), (3, 1, 20, "lr", 0.1),
+        (4, 2, 30, "lr", 0.1), (5, 3, 40, "train/loss", 0.25), (5, 3, 40, "lr", 0.05)]
+    assert done.stderr == (
+        f"gpuherd parse: {log}: 1 unparsed line(s) as lightning_csv; first at line 4: 1 value(s) "
+        "left out (not a number, a step or epoch that is no count, or infinite where only a "
+        "loss may be); the others kept\n")

@@ -235,7 +235,14 @@ def test_csv_parser_needs_the_header_again_after_reset() -> None:
     assert parser.feed("epoch,step,train_loss") is None
     assert parser.feed("0,9,0.5") == LogMetric(values=(("train/loss", 0.5),), step=9, epoch=0.0)
     parser.reset()
-    assert parser.feed("0,10,0.4") is None
+    # after a reset the next line is the header again: a line of numbers names no column, so
+    # it and every later row are unparsed, never metrics under names such as "0"
+    for row in ("0,10,0.4", "loss,acc", "1,11,0.3"):
+        with pytest.raises(ValueError, match="no header"):
+            parser.feed(row)
+    parser.reset()
+    assert parser.feed("epoch,step,train_loss") is None
+    assert parser.feed("1,12,0.2") == LogMetric(values=(("train/loss", 0.2),), step=12, epoch=1.0)
     csv = CsvParser()
     csv.feed("epoch,loss")
     with pytest.raises(ValueError):
