@@ -29,7 +29,16 @@ POLL_S = 0.5
 
 
 def _say(message: str) -> None:
-    print(f"gpuherd: {message}", file=sys.stderr, flush=True)
+    _say_plain(f"gpuherd: {message}")
+
+
+def _say_plain(text: str) -> None:
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        # The terminal is gone (a closed tmux pane): there is nobody to tell, and the
+        # recording must go on; everything said here is also in events.jsonl or the summary.
+        pass
 
 
 class _Signals:
@@ -85,6 +94,12 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
     waiter.start()
 
     def forward(signum: int) -> None:
+        if signum == signal.SIGHUP:
+            # Our terminal hung up (a closed pane, a dropped SSH session). The command runs in
+            # a session of its own and never saw it; recording goes on until it ends.
+            recording.event("signal", signal="SIGHUP", forwarded=None,
+                            note="terminal hung up; the command keeps running")
+            return
         sent = child.forward(signum)
         recording.event("signal", signal=signal.Signals(signum).name,
                         forwarded=signal.Signals(sent).name if sent else None)
@@ -167,7 +182,7 @@ def finish(recording: Recording, code: int | None, signals: _Signals | None = No
     except (GpuherdError, OSError) as failure:
         _say(f"could not write the summary: {failure}")
         return None
-    print(render_short(summary), file=sys.stderr, flush=True)
+    _say_plain(render_short(summary))
     return None
 
 
