@@ -148,6 +148,11 @@ class LogSink:
                  "findings": s.findings, "findings_dropped": s.findings_dropped}
                 for path, s in self._tasks.items()]
 
+    def label(self, path: str) -> str:
+        """The task name of a followed path."""
+        state = self._tasks.get(path)
+        return state.label if state is not None else self._labels.get(path, path)
+
     def _state(self, path: str) -> _TaskState:
         state = self._tasks.get(path)
         if state is None:
