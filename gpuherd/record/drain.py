@@ -50,9 +50,12 @@ class LogDrain:
     `unread()` says how much of which log was left.
     """
 
-    def __init__(self, offsets: Mapping[str, int], *, stall_s: float = STALL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, offsets: Mapping[str, int],
+                 seen: Mapping[str, tuple[int, int]] | None = None, *,
+                 stall_s: float = STALL_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.offsets = offsets
+        self.seen: Mapping[str, tuple[int, int]] = seen if seen is not None else {}
+        """Per path, the generation a tail reads and its size at the last look (`LogSink`)."""
         self.stall_s = stall_s
         self.cancel = threading.Event()
         """Set (from a signal handler or another thread) to stop waiting at once."""
@@ -60,11 +63,12 @@ class LogDrain:
         """Why the last `run` stopped early; `None` when every log was read to its end."""
         self._clock = clock
         self._targets: dict[str, int] = {}
+        self._reading: dict[str, tuple[int, int]] = {}
 
     def run(self, paths: Iterable[str], *, wake: Callable[[], None] | None = None,
             failed: Callable[[], bool] = lambda: False,
             notice: Callable[[str], None] | None = None) -> None:
-        """Wait for `paths` to be recorded to their current size (a missing file is skipped).
+        """Wait for `paths` to be recorded up to the size they (and the files read) have now.
 
         Args:
             paths: the followed logs (task ids).
@@ -76,7 +80,9 @@ class LogDrain:
             try:
                 self._targets[path] = os.path.getsize(path)
             except OSError:
-                continue  # a log that does not exist (yet) has nothing to read
+                self._targets[path] = 0  # gone: only what the tail had open is left
+            if path in self.seen:
+                self._reading[path] = self.seen[path]
         started = last_progress = self._clock()
         seen, announced = -1, notice is None
         while True:
@@ -124,13 +130,19 @@ class LogDrain:
         return out
 
     def _left(self, path: str, target: int) -> int:
-        # A log rotated or truncated meanwhile is smaller now: its old file was read to its
-        # end before the tail moved on, so the new one only has to be read to its own end.
+        # A log rotated or truncated meanwhile is smaller now: the new file only has to be
+        # read to its own end. The file the tail is on may be the old one, renamed or deleted
+        # (read through its open descriptor): what it saw there has to be read too.
+        offset = self.offsets.get(path, 0)
+        generation, size = self._reading.get(path, (0, 0))
+        # Until the tail moves on, the file it was on when the drain began is read to the size
+        # it had then (the tail ends a generation only once it is read to its end).
+        reading = size - offset if self.seen.get(path, (0, 0))[0] == generation else 0
         try:
             target = min(target, os.path.getsize(path))
         except OSError:
-            return 0  # deleted: the tail reads what it had through its open file, or nothing
-        return max(0, target - self.offsets.get(path, 0))
+            target = 0
+        return max(0, target - offset, reading)
 
 
 def dropped_event(task: str, unread: Unread, stall_s: float = STALL_S) -> dict[str, Any]:

@@ -77,11 +77,15 @@ class LogSink:
         self._quote = _Quoter()
         self.offsets: dict[str, int] = {}
         """Bytes read so far per followed path (written on the writer thread, read anywhere)."""
+        self.seen: dict[str, tuple[int, int]] = {}
+        """Per followed path, the file generation being read and its size when the tail last
+        looked (a renamed file is read to its end after the path names another one)."""
 
     def __call__(self, writer: SessionWriter, batch: LogBatch) -> None:
         """Write one batch: metric rows to `metrics.csv`, findings to `events.jsonl`."""
         state = self._state(batch.path)
         self.offsets[batch.path] = batch.offset_bytes
+        self.seen[batch.path] = (batch.generation, batch.size_bytes or 0)
         state.format = batch.format or state.format
         state.lines += batch.lines_read
         state.unparsed += batch.unparsed_lines

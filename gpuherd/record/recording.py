@@ -15,6 +15,7 @@ from collectors.base import Collector, CollectorEvent, Sampled
 from collectors.discovery import DiscoveredLog, DiscoveredLogs, DiscoveryCollector, LogDiscovery
 from collectors.host import HostCollector, PidWatch
 from collectors.logtail import LogTailCollector
+from collectors.logtail_waker import TailWaker
 from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
 from collectors.samples import LogBatch
 from gpuherd.record.drain import LogDrain, dropped_event, findings_dropped_event
@@ -92,7 +93,7 @@ class Recording:
         self.command_log = self.directory / COMMAND_LOG
         labels = {str(self.command_log): COMMAND_TASK} if options.command else {}
         self.log_sink = LogSink(labels)
-        self.drain = LogDrain(self.log_sink.offsets)
+        self.drain = LogDrain(self.log_sink.offsets, self.log_sink.seen)
         """Reads the logs to their end at `stop`; `cancel_drain` cuts it short."""
         self.drain_notice: Callable[[str], None] | None = None
         """Told when reading the logs to their end at `stop` takes a while (for stderr)."""
@@ -101,6 +102,7 @@ class Recording:
         self.recorder: Recorder | None = None
         self.sampler: PeakSampler | None = None
         self._tails: list[LogTailCollector] = []
+        self._waker: TailWaker | None = None
         self._followed: set[str] = set()
         self._follow_lock = threading.Lock()
         self._discovery = LogDiscovery(options.logs, options.watch,
@@ -146,9 +148,15 @@ class Recording:
             if path in self._followed:
                 return None
             self._followed.add(path)
-        # Headless, a log read once a second is soon enough, and polling costs a fifth of
-        # waking on every written line (0.1 % against 0.5 % of a core at 10 lines/s).
-        return LogTailCollector(path, poll=True, poll_interval_s=LOG_POLL_S)
+        # Headless, new lines read once a second are soon enough, and waking on every write
+        # would cost 1 to 3 % of a core in watchdog alone: the tails poll. But they are woken
+        # by rotations (a file created, moved or closed after writing, as copytruncate does),
+        # and the new file is opened as it appears, so fast rotation loses no line.
+        with self._follow_lock:
+            if self._waker is None:
+                self._waker = TailWaker(every_write=False)
+            waker = self._waker
+        return LogTailCollector(path, waker=waker, poll_interval_s=LOG_POLL_S)
 
     def _follow(self, logs: Sequence[DiscoveredLog]) -> list[DiscoveredLog]:
         """Start a tail for each log not followed yet; the logs that got one."""
@@ -279,7 +287,10 @@ class Recording:
         self._final_scan()
         if self.options.own_collectors:  # a dashboard drains its own tails before `stop`
             self.drain_logs()
-        if not self.recorder.shutdown():  # sets stop_event: no tail starts from here on
+        stopped = self.recorder.shutdown()  # sets stop_event: no tail starts from here on
+        if self._waker is not None:
+            self._waker.close()
+        if not stopped:
             # The writer thread is stuck (an fsync on a hung network filesystem): using the
             # writer from here would race it. What it flushed before is on disk.
             return SessionWriteError(f"recording stopped: writing to {self.directory} hangs; "

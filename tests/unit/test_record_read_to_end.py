@@ -168,3 +168,18 @@ def test_findings_over_the_per_read_cap_are_counted_and_reported(tmp_path: Path)
     [task] = json.loads((root / "meta.json").read_text())["tasks"]
     assert (task["findings"], task["findings_dropped"]) == (len(found), dropped["findings"])
     assert steps(root) == list(range(1000))
+
+
+def test_a_log_renamed_away_as_the_recording_stops_is_still_read_to_its_end(tmp_path: Path):
+    log, root = tmp_path / "train.log", tmp_path / "s"
+    write_log(log, 300_000)
+    recording = Recording(root, RecordingOptions(logs=[str(log)], peak_interval_s=0))
+    recording.start()
+    deadline = time.monotonic() + 30
+    while not recording.log_sink.offsets.get(str(log)):  # the tail has the file open
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    log.rename(tmp_path / "train.log.1")  # rotated, no new file yet: the tail keeps reading
+    assert recording.stop() is None
+    assert steps(root) == list(range(300_000))
+    assert not [e for e in events(root) if e["kind"] == "log_dropped"]
