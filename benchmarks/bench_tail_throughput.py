@@ -136,8 +136,8 @@ def run_recorder(path: Path, work: Path, lines: int) -> None:
     done = time.perf_counter()
     with open(session / "metrics.csv", newline="", encoding="utf-8") as f:
         steps = {int(row["step"]) for row in csv.DictReader(f)}
-    print(f"recorder, --log of the kv file, stopped at once: {lines / (done - started):,.0f} "
-          f"lines/s wall ({done - stopping:.2f} s in stop(), {len(steps):,} of {lines:,} steps "
+    print(f"recorder, --log of the kv file, stopped at once: {len(steps) / (done - started):,.0f}"
+          f" lines/s wall ({done - stopping:.2f} s in stop(), {len(steps):,} of {lines:,} steps "
           f"in metrics.csv{'' if error is None else f', error: {error}'})")
 
 
