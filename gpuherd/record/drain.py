@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.logtail_digest import MAX_FINDINGS_PER_BATCH
+from gpuherd.record.logsink import LogSink
 
 STALL_S = 10.0
 """No byte read for this long (a hung filesystem, a log that cannot be read any more): stop
@@ -170,3 +171,13 @@ def findings_dropped_event(task: Mapping[str, Any]) -> dict[str, Any]:
             "path": task["path"], "findings": count,
             "msg": f"{count:,} findings of {task['path']} not recorded (more than "
                    f"{MAX_FINDINGS_PER_BATCH} in one read of the log)"}
+
+
+def unread_events(drain: LogDrain, sink: LogSink) -> list[dict[str, Any]]:
+    """`log_dropped` events for what of the logs was not recorded (once writing has ended)."""
+    tasks = sink.tasks_meta()
+    rates = {path: task["lines"] / offset for task in tasks
+             if (path := task["path"]) and (offset := sink.offsets.get(path))}
+    events = [dropped_event(sink.label(unread.path), unread, drain.stall_s)
+              for unread in drain.unread(rates)]
+    return events + [findings_dropped_event(task) for task in tasks if task["findings_dropped"]]

@@ -18,7 +18,7 @@ from collectors.logtail import LogTailCollector
 from collectors.logtail_waker import TailWaker
 from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
 from collectors.samples import LogBatch
-from gpuherd.record.drain import LogDrain, dropped_event, findings_dropped_event
+from gpuherd.record.drain import LogDrain, unread_events
 from gpuherd.record.logsink import LogSink
 from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTracker
 from gpuherd.record.recorder import Crashed, Recorder
@@ -259,20 +259,6 @@ class Recording:
         """Stop reading the logs to their end (a second interrupt); safe from a signal handler."""
         self.drain.cancel.set()
 
-    def _unread_events(self) -> list[dict[str, Any]]:
-        """`log_dropped` events for what of the logs was not recorded (call after shutdown).
-
-        Each event's message also goes to `warnings`, for stderr.
-        """
-        tasks = self.log_sink.tasks_meta()
-        rates = {path: task["lines"] / offset for task in tasks
-                 if (path := task["path"]) and (offset := self.log_sink.offsets.get(path))}
-        events = [dropped_event(self.log_sink.label(unread.path), unread, self.drain.stall_s)
-                  for unread in self.drain.unread(rates)]
-        events += [findings_dropped_event(task) for task in tasks if task["findings_dropped"]]
-        self.warnings += [event["msg"] for event in events]
-        return events
-
     def stop(self, **meta_updates: Any) -> SessionWriteError | None:
         """Stop every thread, write what is pending, close the session with `meta_updates`.
 
@@ -298,7 +284,8 @@ class Recording:
                                      "missing)")
         error = self.recorder.error
         final = self.tracker.final_tick()
-        dropped = self._unread_events()
+        dropped = unread_events(self.drain, self.log_sink)
+        self.warnings += [event["msg"] for event in dropped]
         try:  # the writer thread has ended: this thread may use the writer now
             if error is None and final is not None:
                 self.writer.write_gpu_tick(final, self.tracker.take(final))

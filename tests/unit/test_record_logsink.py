@@ -87,7 +87,8 @@ def test_nan_and_inf_are_written_as_values(tmp_path: Path) -> None:
     assert [r["value"] for r in rows(tmp_path / "s")] == ["nan", "inf"]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     label=st.text(min_size=1, max_size=12),
     lines=st.lists(
