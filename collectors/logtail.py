@@ -23,6 +23,8 @@ memory stays bounded by one batch however large the file is."""
 SETTLE_S = 0.05
 """Shortest time between two reads: a writer flushing every line is read in small batches,
 not one wake-up per line."""
+DETACHED_POLL_S = 0.2
+"""How often a renamed file that may still grow is looked at (no file event names it)."""
 DOCUMENT_RETRIES = 3
 """Reads of an unchanged document that fails to parse before it is reported as an error (a
 half-written file parses on the next try)."""
@@ -97,7 +99,8 @@ class LogTailCollector:
         if not self.polling:
             if self._waker is None:
                 self._waker, self._own_waker = TailWaker(), True
-            self._sub = self._waker.subscribe(self.path, self._wake)
+            created = self._follower.file_created if self._follower is not None else None
+            self._sub = self._waker.subscribe(self.path, self._wake, on_created=created)
 
     def sample(self) -> LogBatch:
         """Wait for a change (or `poll_interval_s`), then read what is new.
@@ -138,7 +141,9 @@ class LogTailCollector:
             self._more = False
             self._wake.clear()
             return
-        self._wake.wait(self.poll_interval_s)
+        detached = self._follower is not None and self._follower.detached
+        self._wake.wait(min(self.poll_interval_s, DETACHED_POLL_S) if detached
+                        else self.poll_interval_s)
         self._wake.clear()
         since = time.monotonic() - self._last_read
         if since < self._settle_s:

@@ -79,7 +79,12 @@ class LineDigest:
 
     def add(self, lines: Iterable[tuple[int, str]], received_at: float) -> None:
         """Digest complete lines `(line_no, text)`."""
-        for line_no, text in lines:
+        rest = iter(lines)
+        while self._sampling or self._holding():
+            item = next(rest, None)
+            if item is None:
+                return
+            line_no, text = item
             self._scan(line_no, text)
             if self._sampling and len(self._first_lines) < DETECT_LINES:
                 self._first_lines.append(text)
@@ -87,6 +92,9 @@ class LineDigest:
                 self._hold(line_no, text, received_at, False)
             else:
                 self._parse(line_no, text, received_at, False)
+        # Detection has settled, and nothing makes lines wait again before `restart`: the
+        # checks above are skipped for the rest, the hot path of a log written fast.
+        self._parse_lines(rest, received_at, False, scan=True)
 
     def add_update(self, line_no: int, text: str, received_at: float) -> None:
         r"""Digest the newest state of a `\r`-updated line still being written."""
@@ -159,24 +167,39 @@ class LineDigest:
             self.detect_if_due()
 
     def _parse(self, line_no: int, text: str, received_at: float, update: bool) -> None:
+        self._parse_lines(((line_no, text),), received_at, update)
+
+    def _parse_lines(self, lines: Iterable[tuple[int, str]], received_at: float,
+                     update: bool, scan: bool = False) -> None:
+        """Parse lines with the format's parser; `scan` runs the findings scan on each first."""
         assert self._parser is not None
-        try:
-            metric = self._parser.feed(text)
-        except ValueError:
-            # An update is parsed again when its line completes; count the line only then.
-            if not update:
-                self._unparsed += 1
-            return
-        if metric is None:
-            return
-        self._unparsed += metric.unparsed_values > 0 and not update  # e.g. a bad CSV cell
-        if self.format == "generic":
-            self._generic_metrics = True
-        if metric.taken_at is None:
-            metric = LogMetric(metric.values, metric.step, metric.epoch, received_at)
-        self._metrics.append((line_no, metric))
-        for finding in self._formats.findings_from_metric(metric):
-            self._add_finding(line_no, finding)
+        feed = self._parser.feed
+        scan_line = self._formats.scan_line if scan else None
+        from_metric = self._formats.findings_from_metric
+        keep = self._metrics.append
+        generic = self.format == "generic"
+        for line_no, text in lines:
+            if scan_line is not None:
+                finding = scan_line(text)
+                if finding is not None:
+                    self._add_finding(line_no, finding)
+            try:
+                metric = feed(text)
+            except ValueError:
+                # An update is parsed again when its line completes; count the line only then.
+                if not update:
+                    self._unparsed += 1
+                continue
+            if metric is None:
+                continue
+            self._unparsed += metric.unparsed_values > 0 and not update  # e.g. a bad CSV cell
+            if generic:
+                self._generic_metrics = True
+            if metric.taken_at is None:
+                metric = LogMetric(metric.values, metric.step, metric.epoch, received_at)
+            keep((line_no, metric))
+            for finding in from_metric(metric):
+                self._add_finding(line_no, finding)
 
     def _scan(self, line_no: int, text: str) -> None:
         finding = self._formats.scan_line(text)

@@ -8,6 +8,7 @@ import stat
 from dataclasses import dataclass
 
 from collectors.base import CollectorError
+from collectors.logtail_rotation import FileId, NextFiles, find_copy
 
 HEAD_BYTES = 256
 """Bytes at the start of a file remembered to notice a rewrite that outgrew the old offset."""
@@ -47,11 +48,16 @@ def open_regular_file(path: str) -> tuple[int, os.stat_result] | None:
 class FileFollower:
     """Reads new bytes of one path from a saved offset, one file generation at a time.
 
-    A generation is one stretch of one file: it ends when the path names another file (rename
-    and create), when the path disappears, or when the file is cut below the offset or
-    rewritten from the start (copytruncate, `> log`). A generation that ended because of a rename
-    or a deletion is read to its end first, through the descriptor still open, so lines written
-    just before the rotation are not lost.
+    A generation is one stretch of one file: it ends when the writer has moved on to another
+    file at the path (rename and create), when the file is deleted, or when it is cut below the
+    offset or rewritten from the start (copytruncate, `> log`). A generation is read to its
+    end before the next begins: a renamed or deleted file through the descriptor still open,
+    a copytruncated one from the copy, when it can be found (`find_copy`).
+
+    A renamed file is read on for as long as no newer file at the path holds a line: a writer
+    often writes into the renamed file until it reopens its log (logrotate `create` and a
+    signal). Files that appear at the path are opened at once when the watchdog observer calls
+    `file_created`, so rotations faster than the tail looks lose no file.
     """
 
     def __init__(self, path: str, chunk_bytes: int = 64 * 1024) -> None:
@@ -65,16 +71,35 @@ class FileFollower:
         self.size: int | None = None
         self.ending: str | None = None
         """Set once the current generation is over: `rotated`, `deleted` or `truncated`."""
+        self.detached = False
+        """The file being read is no longer at the path (renamed) but may still grow: file
+        events for the path say nothing about it, so it has to be looked at more often."""
         self._fd: int | None = None
-        self._id: tuple[int, int] | None = None
+        self._id: FileId | None = None
+        self._rest_fd: int | None = None  # the copy a copytruncated generation ends in
         self._head = b""
+        self._recent = b""  # the last bytes read, to recognise a copytruncate copy
         self._checked_size = -1
         self._next_start: str | None = None
+        self._next = NextFiles()
 
     @property
     def is_open(self) -> bool:
         """Whether a file is open (a generation is being read)."""
         return self._fd is not None
+
+    def file_created(self) -> None:
+        """A file was just created at the path or moved onto it: open it now.
+
+        Called on the watchdog observer's thread; the file waits in order until the tail
+        reaches it. Errors are left to the tail's own next look.
+        """
+        try:
+            opened = open_regular_file(self.path)
+        except CollectorError:
+            return
+        if opened is not None:
+            self._next.add(*opened, current=self._id)
 
     def check(self) -> bool:
         """Look at the path once: open it, or notice that the current generation ended.
@@ -86,38 +111,49 @@ class FileFollower:
             CollectorError: the path cannot be followed (directory, permission, ...).
         """
         if self._fd is None:
-            return self._open()
-        if self.ending is not None:
+            if not self._open():
+                return False
+            # and look on: a file opened ahead may have been replaced already
+        elif self.ending is not None:
             return True
+        assert self._fd is not None
+        newer = self._next.largest(self._id)  # None: no newer file; 0: none has a line yet
         try:
-            info = os.stat(self.path)
+            info: os.stat_result | None = os.stat(self.path)
         except FileNotFoundError:
-            self.ending = "deleted"
-            return True
+            info = None
         except OSError as error:
             raise _error(self.path, f"cannot stat: {error.strerror or error}") from error
-        if (info.st_dev, info.st_ino) != self._id:
-            self.ending = "rotated"
+        if info is not None and (info.st_dev, info.st_ino) != self._id:
+            newer = max(newer or 0, info.st_size)
+        self.detached = False
+        if newer is None and info is not None:
+            self._check_truncation()
             return True
-        size = os.fstat(self._fd).st_size
-        self.size = size
-        if size < self.offset or (size != self._checked_size and self._head_changed()):
-            self.ending = "truncated"
-        self._checked_size = size
+        own = os.fstat(self._fd)
+        self.size = own.st_size
+        if own.st_nlink == 0:  # deleted: nobody can open it any more
+            self.ending = "deleted" if newer is None else "rotated"
+        elif newer:  # renamed, and the writer has moved on to the newer file
+            self.ending = "rotated"
+        else:
+            self.detached = True
         return True
 
     def read_chunk(self) -> bytes:
         """The next bytes of the current generation; empty when none are there (yet)."""
-        if self._fd is None or self.ending == "truncated":
+        fd = self._rest_fd if self.ending == "truncated" else self._fd
+        if fd is None:
             return b""
         try:
-            data = os.pread(self._fd, self.chunk_bytes, self.offset)
+            data = os.pread(fd, self.chunk_bytes, self.offset)
         except OSError as error:
             if error.errno == errno.EISDIR:
                 raise _error(self.path, "is a directory, not a log file") from error
             raise _error(self.path, f"read failed: {error.strerror or error}") from error
         if self.offset < HEAD_BYTES:
             self._head += data[: HEAD_BYTES - self.offset]
+        self._recent = (self._recent + data[-HEAD_BYTES:])[-HEAD_BYTES:]
         self.offset += len(data)
         if self.size is not None and self.offset > self.size:
             self.size = self.offset
@@ -131,35 +167,57 @@ class FileFollower:
         """
         reason = self.ending or "deleted"
         self.ending = None
-        self._head = b""
+        self._head = self._recent = b""
         self._checked_size = -1
+        if self._rest_fd is not None:
+            os.close(self._rest_fd)
+            self._rest_fd = None
         if reason == "truncated":
             self.offset = 0
             self.generation += 1
             self.started = "truncated"
             return reason
-        self.close()
+        self._next.discard(self._id)  # opened as it appeared, but read already
+        self._close_current()
+        self.detached = False
         self._next_start = "rotated" if reason == "rotated" else "recreated"
         return reason
 
     def close(self) -> None:
-        """Close the open file, if any."""
+        """Close the open file and every file opened ahead, if any."""
+        self._next.close()
+        self._close_current()
+        if self._rest_fd is not None:
+            os.close(self._rest_fd)
+            self._rest_fd = None
+
+    def _close_current(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
     def _open(self) -> bool:
-        opened = open_regular_file(self.path)
+        opened = self._next.pop() or open_regular_file(self.path)
         if opened is None:
             self.size = None
             return False
         self._fd, info = opened
         self._id = (info.st_dev, info.st_ino)
-        self.size = info.st_size
+        self.size = os.fstat(self._fd).st_size
         self.offset = 0
         self.generation += 1
         self.started = self._next_start
         return True
+
+    def _check_truncation(self) -> None:
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
+        self.size = size
+        if size < self.offset or (size != self._checked_size and self._head_changed()):
+            self.ending = "truncated"
+            # Lines written before the copy but not read yet are in the copy, not lost.
+            self._rest_fd = find_copy(self.path, self._head, self._recent, self.offset)
+        self._checked_size = size
 
     def _head_changed(self) -> bool:
         if not self._head or self._fd is None:

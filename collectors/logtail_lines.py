@@ -46,22 +46,39 @@ class LineAssembler:
         are numbered but not returned.
         """
         out: list[tuple[int, str]] = []
-        pieces = data.split(b"\n")
-        cap = self.max_line_bytes
-        for piece in pieces[:-1]:
-            if self._partial or self._overflow or self._segment or self._shown:
-                self._finish(piece, out)
-            elif b"\r" in piece or len(piece) > cap:
-                self._finish(piece, out)
+        end = data.rfind(b"\n")
+        if end < 0:
+            self._extend(data)
+            return out
+        start = 0
+        if self._partial or self._overflow or self._segment or self._shown:
+            start = data.find(b"\n") + 1
+            self._finish(data[:start - 1], out)
+        if start <= end:
+            body = data[start:end]
+            if len(body) <= self.max_line_bytes and b"\r" not in body and b"\0" not in body:
+                # The common case: whole lines only. One decode and one split for all of them
+                # (`\n` never occurs inside a UTF-8 sequence, so this equals line by line).
+                first = self.line_no + 1
+                texts = _decode(body).split("\n")
+                self.line_no += len(texts)
+                out += [(n, text) for n, text in enumerate(texts, first) if text]
             else:
-                # Fast path: a whole line inside one read, the common case.
-                self.line_no += 1
-                if piece[:1] == b"\0":
-                    piece = piece.lstrip(b"\0")
-                if piece:
-                    out.append((self.line_no, _decode(piece)))
-        self._extend(pieces[-1])
+                for piece in body.split(b"\n"):
+                    self._complete(piece, out)
+        self._extend(data[end + 1:])
         return out
+
+    def _complete(self, piece: bytes, out: list[tuple[int, str]]) -> None:
+        """A whole line read in one piece, with no line in progress before it."""
+        if b"\r" in piece or len(piece) > self.max_line_bytes:
+            self._finish(piece, out)
+            return
+        self.line_no += 1
+        if piece[:1] == b"\0":
+            piece = piece.lstrip(b"\0")
+        if piece:
+            out.append((self.line_no, _decode(piece)))
 
     def take_update(self) -> tuple[int, str] | None:
         r"""The newest complete `\r` segment of the unfinished line, once; else `None`."""

@@ -71,10 +71,12 @@ def _plan(args: argparse.Namespace, session: DashboardRecording, argv: list[str]
 
 @contextmanager
 def exit_on_signals(app: Any, session: DashboardRecording) -> Iterator[None]:
-    """SIGTERM and SIGHUP close the dashboard, so the recording is closed as after `q`.
+    """SIGTERM and SIGHUP act like `q`: the first closes the recording, then the dashboard.
 
-    The handler runs on the main thread, inside the app's event loop; it only schedules the
-    exit there (`call_soon_threadsafe` is the call that is safe from a signal handler).
+    The tails go on reading while the recording closes, so the logs are recorded to their
+    end; a second signal (or `q`) quits at once. The handler runs on the main thread, inside
+    the app's event loop; it only schedules the quit there (`call_soon_threadsafe` is the call
+    that is safe from a signal handler).
     """
     def handle(signum: int, frame: FrameType | None) -> None:
         session.recording.event("signal", signal=signal.Signals(signum).name,
@@ -83,7 +85,7 @@ def exit_on_signals(app: Any, session: DashboardRecording) -> Iterator[None]:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             raise KeyboardInterrupt from None  # not inside the app (yet): stop right here
-        loop.call_soon_threadsafe(app.exit)
+        loop.call_soon_threadsafe(lambda: loop.create_task(app.action_quit()))
 
     previous: dict[int, Callable[..., Any] | int | None] = {}
     for signum in STOP_SIGNALS:
@@ -97,6 +99,9 @@ def exit_on_signals(app: Any, session: DashboardRecording) -> Iterator[None]:
 
 def close(session: DashboardRecording) -> int:
     """After the dashboard: stop the command if it runs, close the session, print the summary."""
+    # The dashboard's tails have stopped with it: nothing reads the logs any more, so closing
+    # must not wait for them (what was left unread is reported).
+    session.cancel_drain()
     child = session.child
     if child is not None and child.poll() is None:
         _say("stopping the recorded command (SIGTERM; SIGKILL after 10 s)")

@@ -201,6 +201,27 @@ class SessionWriter:
                  [cell(v) for v in r] for r in rows]
         self._append(file_name, columns, cells, None)
 
+    def append_csv_lines(self, file_name: str, columns: Sequence[str], text: str) -> None:
+        r"""Append CSV lines the caller formatted: the hot path of `metrics.csv`.
+
+        Args:
+            file_name: as for `append_rows`.
+            columns: as for `append_rows`; the header written when the file is new.
+            text: whole lines, each ending in `\n`, quoted as the `csv` module quotes.
+        """
+        if (os.sep in file_name or not file_name.endswith(".csv")
+                or file_name in (GPU_FILE, PROCESSES_FILE, HOST_FILE)):
+            raise ValueError(f"append_csv_lines cannot write {file_name!r}")
+        self._check()
+        table = self._table(file_name, columns)
+        if table.columns != tuple(columns):
+            raise ValueError(f"{file_name} was started with columns {table.columns}")
+        try:
+            table.file.write(text)
+        except OSError as error:
+            raise self._fail(error, table.path) from None
+        self.flush_if_due()
+
     def write_event(self, event: Mapping[str, Any]) -> None:
         """Append one object to `events.jsonl`; `t` (now) is added when missing."""
         self._check()

@@ -53,10 +53,12 @@ class RecordLink:
     def quit_requested(self) -> bool:
         """`q`: True when the app may exit now; otherwise closing starts, then the app exits.
 
-        The tails keep reading while the command stops, so its last lines are recorded. A
-        second `q` exits at once (the session is still closed, after the dashboard).
+        The tails keep reading while the command stops, so its last lines are recorded, to the
+        end of each log however long that takes. A second `q` exits at once (the session is
+        still closed, after the dashboard, and says how much of the logs was not read).
         """
         if self.result is not None or self._quit_asked:
+            self.recording.cancel_drain()  # the tails stop with the app: stop waiting for them
             return True
         self._quit_asked = True
         child = self.recording.child

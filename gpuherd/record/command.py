@@ -45,8 +45,9 @@ class _Signals:
     """SIGINT, SIGTERM and SIGHUP from the start of a recording to the end of closing it.
 
     What a signal does depends on the phase: `on_signal` is swapped as the recording goes on
-    (forward to the command, stop recording, or only note it while the session is closed), so
-    a Ctrl-C can never leave a half-closed session behind. The default handlers come back for
+    (forward to the command, stop recording, or, while the session is closed, stop reading the
+    logs to their end and close it with what was read), so a Ctrl-C can never leave a
+    half-closed session behind. The default handlers come back for
     the summary, which an interrupt may cut short (it leaves no partial file).
     """
 
@@ -168,7 +169,12 @@ def finish(recording: Recording, code: int | None, signals: _Signals | None = No
     if code is not None:
         updates["exit_code"] = code
     if signals is not None:
-        signals.on_signal = signals.note
+        def interrupt(signum: int) -> None:  # a stop signal while closing: stop reading logs
+            signals.note(signum)
+            recording.cancel_drain()
+
+        signals.on_signal = interrupt
+    recording.drain_notice = _say
     error = recording.stop(**updates)
     if signals is not None:
         signals.__exit__()

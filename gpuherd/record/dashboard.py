@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import threading
@@ -19,8 +20,6 @@ from gpuherd.record.recorder import Crashed
 from gpuherd.record.recording import Recording, RecordingOptions
 
 POLL_S = 0.2
-DRAIN_LOGS_S = 3.0
-"""At the end, how long the tails get to catch up with what the logs hold."""
 KILL_GRACE_S = 10.0
 """After SIGTERM (quit, --duration), the command gets this long before SIGKILL."""
 
@@ -135,7 +134,8 @@ class DashboardRecording:
         first, self._scanned = not self._scanned, True
         for log in found.logs:
             if log.task_id not in self._announced:
-                self._announced.add(log.task_id)
+                with self._lock_logs:  # `_drain` reads the set from another thread
+                    self._announced.add(log.task_id)
                 if not first:
                     self.recording.event("log_found", task=log.task_id, source=log.source)
 
@@ -202,7 +202,7 @@ class DashboardRecording:
     def _finish(self) -> RecordResult:
         self.stop_command()
         code = self._command_ended()
-        self._drain(DRAIN_LOGS_S)
+        self._drain()
         updates = {} if not self.argv else {"exit_code": code}
         error = self.recording.stop(**updates)
         result = RecordResult(self.directory, warnings=list(self.recording.warnings))
@@ -218,23 +218,26 @@ class DashboardRecording:
             result.warnings.append(f"could not write the summary: {failure}")
         return result
 
-    def _drain(self, timeout_s: float) -> None:
-        """Give the dashboard's tails time to read what the logs hold now.
+    def _drain(self) -> None:
+        """Wait until the dashboard's tails have recorded what the logs hold now.
 
         The command writes its last lines (an OOM, the final metrics) as it exits, and the
-        tails read them only while the dashboard still runs them.
+        tails read them only while the dashboard still runs them: the dashboard calls
+        `cancel_drain` when it quits without waiting (a second `q`), and what was left unread
+        is then reported (`Recording.stop`).
         """
-        deadline = time.monotonic() + timeout_s
         with self._lock_logs:
-            paths = list(self._logs)
-        for path in paths:
-            try:
-                size = os.path.getsize(path)
-            except OSError:
-                continue
-            while (self.recording.log_sink.offsets.get(path, 0) < size
-                   and time.monotonic() < deadline and self.recording.error is None):
-                time.sleep(0.02)
+            paths = set(self._logs) | set(self._announced)
+        # Logs known from the start count even before their tail's first batch arrives.
+        paths.update(os.path.abspath(os.path.expanduser(p)) for p in self.recording.options.logs
+                     if not glob.has_magic(p))
+        if self.command_task is not None:
+            paths.add(self.command_task)
+        self.recording.drain_logs(sorted(paths))
+
+    def cancel_drain(self) -> None:
+        """Stop waiting for the tails (they are stopping); safe from any thread."""
+        self.recording.cancel_drain()
 
     def exit_status(self, result: RecordResult) -> int:
         """The command's exit status; else 1 when recording failed, 0 when it went well."""

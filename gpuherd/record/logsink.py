@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,61 +21,125 @@ PROGRESS_ROW_INTERVAL_S = 1.0
 always its last state)."""
 
 
+NAME_CACHE_SIZE = 10_000
+"""Distinct metric names whose quoted form is kept (a log has a few dozen)."""
+
+
+class _Quoted(dict[str, str]):
+    """A string to its `metrics.csv` cell, quoted exactly as the `csv` module quotes it.
+
+    A dict, so a name seen before costs one lookup in C (`quoted[name]`), no call.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._buffer = io.StringIO()
+        # The terminator the session's writer uses: it decides whether `\n` needs quotes.
+        self._writer = csv.writer(self._buffer, lineterminator="\n")
+
+    def __missing__(self, text: str) -> str:
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        self._writer.writerow((text, None))  # a second cell: a lone "" is quoted alone
+        quoted = self._buffer.getvalue()[:-2]  # less the empty cell and the terminator
+        if len(self) >= NAME_CACHE_SIZE:
+            self.clear()
+        self[text] = quoted
+        return quoted
+
+
 @dataclass
 class _TaskState:
     label: str
     line: int | None = None
     written_t: float = float("-inf")
-    pending: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
     format: str | None = None
     lines: int = 0
     unparsed: int = 0
     metric_rows: int = 0
     findings: int = 0
-
-
-def metric_rows(task: str, line: int, metric: Any, t: float) -> list[dict[str, Any]]:
-    """The `metrics.csv` rows of one parsed line: one per (metric name, value)."""
-    when = metric.taken_at if metric.taken_at is not None else t
-    return [{"t": when, "task": task, "line": line, "metric": name, "value": value,
-             "step": metric.step, "epoch": metric.epoch} for name, value in metric.values]
+    findings_dropped: int = 0
+    quoted_label: str = ""
 
 
 class LogSink:
     """A recorder handler for `LogBatch` samples (runs on the recorder's writer thread).
 
     Each followed log is a task, named by `labels` (the command's own `command.log` is
-    `command`) or by its path.
+    `command`) or by its path. Rows are plain tuples written in one `append_cells` call per
+    batch: at 100,000 lines a second, a dict and a cell conversion per value cost more than
+    parsing the line.
     """
 
     def __init__(self, labels: Mapping[str, str] | None = None) -> None:
         self._labels = dict(labels or {})
         self._tasks: dict[str, _TaskState] = {}
+        self._quoted = _Quoted()
         self.offsets: dict[str, int] = {}
         """Bytes read so far per followed path (written on the writer thread, read anywhere)."""
+        self.seen: dict[str, tuple[int, int]] = {}
+        """Per followed path, the file generation being read and its size when the tail last
+        looked (a renamed file is read to its end after the path names another one)."""
 
     def __call__(self, writer: SessionWriter, batch: LogBatch) -> None:
         """Write one batch: metric rows to `metrics.csv`, findings to `events.jsonl`."""
         state = self._state(batch.path)
         self.offsets[batch.path] = batch.offset_bytes
+        self.seen[batch.path] = (batch.generation, batch.size_bytes or 0)
         state.format = batch.format or state.format
         state.lines += batch.lines_read
         state.unparsed += batch.unparsed_lines
+        state.findings_dropped += batch.findings_dropped
         if batch.starts_generation:
             how = "rotated" if batch.rotated else "truncated" if batch.truncated else "recreated"
             self._flush(writer, state)
             state.line = None
             writer.write_event({"kind": "log_restarted", "task": state.label, "how": how})
-        rows: list[dict[str, Any]] = []
-        for line, metric in batch.metrics:
-            rows += self._progress(state, line, metric_rows(state.label, line, metric,
-                                                            batch.taken_at))
-        self._write(writer, state, rows)
+        if batch.metrics:
+            self._write(writer, state, self._rows(state, batch))
         for line, finding in batch.findings:
             state.findings += 1
             writer.write_event({"t": batch.taken_at, "kind": "finding", "task": state.label,
                                 "line": line, "finding": finding.kind,
                                 "evidence": finding.evidence})
+
+    def _rows(self, state: _TaskState, batch: LogBatch) -> list[str]:
+        """The `metrics.csv` lines to write now, one per (metric name, value) of each line.
+
+        A progress bar rewrites one line many times a second: a rewrite of the same line
+        within `PROGRESS_ROW_INTERVAL_S` is held back (`state.pending`), and only its last
+        state is written when the log moves on. Cells are written as `csv` writes them:
+        floats by `repr`, `None` as the empty cell.
+        """
+        quoted, label, batch_t = self._quoted, state.quoted_label, batch.taken_at
+        batch_t_text = repr(batch_t)
+        out: list[str] = []
+        for line, metric in batch.metrics:
+            if not metric.values:
+                continue
+            t = metric.taken_at
+            if t is None:
+                t, t_text = batch_t, batch_t_text
+            else:
+                t_text = repr(t)
+            step, epoch = metric.step, metric.epoch
+            head = f"{t_text},{label},{line},"
+            tail = (f",{'' if step is None else step}"
+                    f",{'' if epoch is None else repr(epoch)}\n")
+            rows = [f"{head}{quoted[name]},{value!r}{tail}" for name, value in metric.values]
+            if line != state.line:
+                if state.pending:
+                    out += state.pending
+                    state.pending = []
+                state.line, state.written_t = line, t
+                out += rows
+            elif t - state.written_t >= PROGRESS_ROW_INTERVAL_S:
+                state.pending, state.written_t = [], t
+                out += rows
+            else:
+                state.pending = rows
+        return out
 
     def flush(self, writer: SessionWriter) -> None:
         """Write the last state of every progress line held back (at the end of recording)."""
@@ -84,36 +150,26 @@ class LogSink:
         """Per task: label, path, format and line counts, for `meta.json`."""
         return [{"task": s.label, "path": path, "format": s.format, "lines": s.lines,
                  "unparsed_lines": s.unparsed, "metric_rows": s.metric_rows,
-                 "findings": s.findings} for path, s in self._tasks.items()]
+                 "findings": s.findings, "findings_dropped": s.findings_dropped}
+                for path, s in self._tasks.items()]
+
+    def label(self, path: str) -> str:
+        """The task name of a followed path."""
+        state = self._tasks.get(path)
+        return state.label if state is not None else self._labels.get(path, path)
 
     def _state(self, path: str) -> _TaskState:
         state = self._tasks.get(path)
         if state is None:
-            state = self._tasks[path] = _TaskState(self._labels.get(path, path))
+            label = self._labels.get(path, path)
+            state = self._tasks[path] = _TaskState(label, quoted_label=self._quoted[label])
         return state
-
-    def _progress(self, state: _TaskState, line: int,
-                  rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Rows to write now; a rewrite of the same line within a second is held back."""
-        if not rows:
-            return []
-        t = rows[0]["t"]
-        if line != state.line:
-            held, state.pending = state.pending, []
-            state.line, state.written_t = line, t
-            return held + rows
-        if t - state.written_t >= PROGRESS_ROW_INTERVAL_S:
-            state.pending, state.written_t = [], t
-            return rows
-        state.pending = rows
-        return []
 
     def _flush(self, writer: SessionWriter, state: _TaskState) -> None:
         held, state.pending = state.pending, []
         self._write(writer, state, held)
 
-    def _write(self, writer: SessionWriter, state: _TaskState,
-               rows: list[dict[str, Any]]) -> None:
+    def _write(self, writer: SessionWriter, state: _TaskState, rows: list[str]) -> None:
         if rows:
             state.metric_rows += len(rows)
-            writer.append_rows(METRICS_FILE, METRICS_COLUMNS, rows)
+            writer.append_csv_lines(METRICS_FILE, METRICS_COLUMNS, "".join(rows))

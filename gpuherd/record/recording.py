@@ -6,7 +6,7 @@ import glob
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,8 +15,10 @@ from collectors.base import Collector, CollectorEvent, Sampled
 from collectors.discovery import DiscoveredLog, DiscoveredLogs, DiscoveryCollector, LogDiscovery
 from collectors.host import HostCollector, PidWatch
 from collectors.logtail import LogTailCollector
+from collectors.logtail_waker import TailWaker
 from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
 from collectors.samples import LogBatch
+from gpuherd.record.drain import LogDrain, unread_events
 from gpuherd.record.logsink import LogSink
 from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTracker
 from gpuherd.record.recorder import Crashed, Recorder
@@ -30,8 +32,6 @@ LOG_POLL_S = 1.0
 DISCOVERY_INTERVAL_S = 2.0
 """While recording, `--log` globs and `--watch` directories are scanned again this often (a
 Lightning `version_N/metrics.csv` appears once the run is under way)."""
-DRAIN_LOGS_S = 3.0
-"""At the end, how long the log tails get to read what the command wrote last."""
 FIRST_READING_WAIT_S = 2.0
 TRACE_ENV = "GPUHERD_PEAK_TRACE"
 """When set (to anything but empty or 0), every fast reading is also written to
@@ -96,11 +96,16 @@ class Recording:
         self.command_exit = self.directory / COMMAND_EXIT
         labels = {str(self.command_log): COMMAND_TASK} if options.command else {}
         self.log_sink = LogSink(labels)
+        self.drain = LogDrain(self.log_sink.offsets, self.log_sink.seen)
+        """Reads the logs to their end at `stop`; `cancel_drain` cuts it short."""
+        self.drain_notice: Callable[[str], None] | None = None
+        """Told when reading the logs to their end at `stop` takes a while (for stderr)."""
         self.pid_watch = PidWatch()
         self.writer: SessionWriter | None = None
         self.recorder: Recorder | None = None
         self.sampler: PeakSampler | None = None
         self._tails: list[LogTailCollector] = []
+        self._waker: TailWaker | None = None
         self._followed: set[str] = set()
         self._follow_lock = threading.Lock()
         self._discovery = LogDiscovery(options.logs, options.watch,
@@ -146,9 +151,15 @@ class Recording:
             if path in self._followed:
                 return None
             self._followed.add(path)
-        # Headless, a log read once a second is soon enough, and polling costs a fifth of
-        # waking on every written line (0.1 % against 0.5 % of a core at 10 lines/s).
-        return LogTailCollector(path, poll=True, poll_interval_s=LOG_POLL_S)
+        # Headless, new lines read once a second are soon enough, and waking on every write
+        # would cost 1 to 3 % of a core in watchdog alone: the tails poll. But they are woken
+        # by rotations (a file created, moved or closed after writing, as copytruncate does),
+        # and the new file is opened as it appears, so fast rotation loses no line.
+        with self._follow_lock:
+            if self._waker is None:
+                self._waker = TailWaker(every_write=False)
+            waker = self._waker
+        return LogTailCollector(path, waker=waker, poll_interval_s=LOG_POLL_S)
 
     def _follow(self, logs: Sequence[DiscoveredLog]) -> list[DiscoveredLog]:
         """Start a tail for each log not followed yet; the logs that got one."""
@@ -224,25 +235,32 @@ class Recording:
         self.tracker.start_run(pid)
         self.event("start", pid=pid, command=list(self.options.command))
 
-    def _drain_logs(self, timeout_s: float) -> None:
-        """Let each tail read up to the file's current end, so the last lines are recorded.
+    def drain_logs(self, paths: Sequence[str] | None = None) -> None:
+        """Wait until every followed log is recorded up to its size now, however long it takes.
 
-        The command's final lines (an OOM message, the last metrics) are often written just
-        before it exits, after the tail's last read.
+        The command's final lines (an OOM message, the last metrics, a flood of them) are often
+        written just before it exits, after the tail's last read. Only `cancel_drain` (a second
+        interrupt), a failed write or a tail that makes no progress at all (a hung filesystem)
+        end the wait early; `stop` then reports what was left unread.
+
+        Args:
+            paths: the logs to wait for; default: the ones this recording's own tails follow.
         """
-        deadline = time.monotonic() + timeout_s
         with self._follow_lock:
             tails = list(self._tails)
-        for tail in tails:
-            try:
-                size = os.path.getsize(tail.path)
-            except OSError:
-                continue  # a log that does not exist (yet) has nothing to drain
-            tail.wake()
-            while (self.log_sink.offsets.get(tail.path, 0) < size
-                   and time.monotonic() < deadline and self.error is None):
+        if paths is None:
+            paths = [tail.path for tail in tails]
+
+        def wake() -> None:
+            for tail in tails:
                 tail.wake()
-                time.sleep(0.02)
+
+        self.drain.run(paths, wake=wake, failed=lambda: self.error is not None,
+                       notice=self.drain_notice)
+
+    def cancel_drain(self) -> None:
+        """Stop reading the logs to their end (a second interrupt); safe from a signal handler."""
+        self.drain.cancel.set()
 
     def stop(self, **meta_updates: Any) -> SessionWriteError | None:
         """Stop every thread, write what is pending, close the session with `meta_updates`.
@@ -256,8 +274,12 @@ class Recording:
         if self.sampler is not None:
             self.sampler.stop()
         self._final_scan()
-        self._drain_logs(DRAIN_LOGS_S)
-        if not self.recorder.shutdown():  # sets stop_event: no tail starts from here on
+        if self.options.own_collectors:  # a dashboard drains its own tails before `stop`
+            self.drain_logs()
+        stopped = self.recorder.shutdown()  # sets stop_event: no tail starts from here on
+        if self._waker is not None:
+            self._waker.close()
+        if not stopped:
             # The writer thread is stuck (an fsync on a hung network filesystem): using the
             # writer from here would race it. What it flushed before is on disk.
             return SessionWriteError(f"recording stopped: writing to {self.directory} hangs; "
@@ -265,14 +287,21 @@ class Recording:
                                      "missing)")
         error = self.recorder.error
         final = self.tracker.final_tick()
-        if error is None and final is not None:
-            try:  # the writer thread has ended: this thread may use the writer now
+        dropped = unread_events(self.drain, self.log_sink)
+        self.warnings += [event["msg"] for event in dropped]
+        try:  # the writer thread has ended: this thread may use the writer now
+            if error is None and final is not None:
                 self.writer.write_gpu_tick(final, self.tracker.take(final))
-            except SessionWriteError as failure:
-                error = failure
+            for event in dropped if error is None else ():
+                self.writer.write_event(event)
+        except SessionWriteError as failure:
+            error = failure
         meta = dict(meta_updates)
         meta["run_peaks"] = [p.as_dict() for p in self.tracker.run_peaks()]
         meta["tasks"] = self.log_sink.tasks_meta()
+        unread = {e["path"]: e["unread_bytes"] for e in dropped if "unread_bytes" in e}
+        for task in meta["tasks"]:
+            task["unread_bytes"] = unread.get(task["path"], 0)
         if self.sampler is not None and self.sampler.unavailable:
             meta["peak_sampler"] = f"unavailable: {self.sampler.unavailable}"
         try:
@@ -296,3 +325,4 @@ class Recording:
                 for index, used in enumerate(readings):
                     if used is not None:
                         f.write(f"{t!r},{index},{used}\n")
+

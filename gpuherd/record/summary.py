@@ -237,7 +237,7 @@ def lifecycle_summary(frames: SessionFrames) -> dict[str, Any]:
             continue
         counts[kind] = counts.get(kind, 0) + 1
         if kind in ("collector_failed", "collector_unavailable", "disk_full", "signal",
-                    "write_failed"):
+                    "write_failed", "log_dropped"):
             notable.append({k: v for k, v in event.items() if k != "t"} | {"t": event.get("t")})
     return {"counts": counts, "notable": notable[:MAX_LISTED_FINDINGS]}
 

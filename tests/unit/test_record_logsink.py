@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from collectors.rows import cell
 from collectors.samples import LogBatch
 from gpuherd.record.logsink import LogSink
 from gpuherd.session import SessionWriter
@@ -80,3 +85,37 @@ def test_nan_and_inf_are_written_as_values(tmp_path: Path) -> None:
                                            ("grad_norm", float("inf")))))))
     writer.close()
     assert [r["value"] for r in rows(tmp_path / "s")] == ["nan", "inf"]
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    label=st.text(min_size=1, max_size=12),
+    lines=st.lists(
+        st.tuples(
+            st.lists(st.tuples(st.text(max_size=10), st.floats()), min_size=1, max_size=4),
+            st.none() | st.integers(-10**12, 10**12),
+            st.none() | st.floats(),
+            st.none() | st.floats(allow_nan=False, allow_infinity=False),
+        ),
+        min_size=1, max_size=6),
+)
+def test_rows_are_written_exactly_as_the_csv_module_writes_them(tmp_path_factory, label, lines):
+    # The sink formats rows itself for speed; the bytes must equal what csv.writer makes of the
+    # cells (`collectors.rows.cell`), whatever the names (commas, quotes, newlines) and values.
+    root = tmp_path_factory.mktemp("s")
+    writer = SessionWriter(root / "s")
+    sink = LogSink({"train.log": label})
+    items = tuple((n, LogMetric(tuple(values), step, epoch, t))
+                  for n, (values, step, epoch, t) in enumerate(lines, 1))
+    sink(writer, batch(1795673266.125, *items))
+    writer.close()
+    expected = io.StringIO()
+    out = csv.writer(expected, lineterminator="\n")
+    out.writerow(("t", "task", "line", "metric", "value", "step", "epoch"))
+    for n, (values, step, epoch, t) in enumerate(lines, 1):
+        for name, value in values:
+            out.writerow([cell(v) for v in (1795673266.125 if t is None else t, label, n, name,
+                                            value, step, epoch)])
+    assert (root / "s" / "metrics.csv").read_bytes() == expected.getvalue().encode(
+        "utf-8", "backslashreplace")
