@@ -2,37 +2,46 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from collectors import cells as c
 from collectors.base import GpuherdError
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
 
 GPU_FILE = "gpu.csv"
 PROCESSES_FILE = "processes.csv"
 HOST_FILE = "host.csv"
+METRICS_FILE = "metrics.csv"
 
-GPU_REQUIRED = (
+GPU_WRITTEN = (
     "t", "gpu", "uuid", "name", "mem_used_bytes", "mem_total_bytes",
     "util_gpu_pct", "util_mem_pct", "temp_c", "power_w",
 )
-GPU_COLUMNS = GPU_REQUIRED + (
+"""Columns every recorder writes; a file without one of them reads it as empty (`N/A`)."""
+GPU_COLUMNS = GPU_WRITTEN + (
     "mem_reserved_bytes", "power_limit_w", "sm_clock_mhz", "mem_clock_mhz", "fan_pct", "pstate",
     "ecc_corrected", "ecc_uncorrected", "mig_mode", "mem_peak_bytes", "process_count", "error",
 )
-PROCESS_REQUIRED = ("t", "gpu", "pid", "used_bytes")
-PROCESS_COLUMNS = PROCESS_REQUIRED + (
+PROCESS_WRITTEN = ("t", "gpu", "pid", "used_bytes")
+PROCESS_COLUMNS = PROCESS_WRITTEN + (
     "kind", "user", "command", "container", "cpu_pct", "rss_bytes", "started_at",
 )
-HOST_REQUIRED = ("t", "cpu_pct", "mem_used_bytes", "mem_total_bytes")
-HOST_COLUMNS = HOST_REQUIRED + (
+HOST_WRITTEN = ("t", "cpu_pct", "mem_used_bytes", "mem_total_bytes")
+HOST_COLUMNS = HOST_WRITTEN + (
     "cpu_count", "swap_used_bytes", "swap_total_bytes", "load_1m", "load_5m", "load_15m",
     "disk_read_bytes_s", "disk_write_bytes_s", "net_rx_bytes_s", "net_tx_bytes_s",
 )
+METRICS_COLUMNS = ("t", "task", "line", "metric", "value", "step", "epoch")
 REQUIRED_COLUMNS = {
-    GPU_FILE: GPU_REQUIRED, PROCESSES_FILE: PROCESS_REQUIRED, HOST_FILE: HOST_REQUIRED,
+    GPU_FILE: ("t", "gpu"), PROCESSES_FILE: ("t", "gpu", "pid"), HOST_FILE: ("t",),
+    METRICS_FILE: ("t", "task", "metric", "value"),
+}
+"""Without these a row means nothing: a file that lacks one is refused."""
+WRITTEN_COLUMNS = {
+    GPU_FILE: GPU_WRITTEN, PROCESSES_FILE: PROCESS_WRITTEN, HOST_FILE: HOST_WRITTEN,
+    METRICS_FILE: ("t", "task", "metric", "value"),
 }
 
 
@@ -44,10 +53,21 @@ class SessionFormatError(SessionError):
     """A file of a session directory is malformed; the message names the file and line."""
 
     def __init__(self, msg: str, path: str, line: int | None = None) -> None:
-        where = path if line is None else f"{path}, line {line}"
+        where = path if line is None else f"{path}:{line}"
         super().__init__(f"{where}: {msg}", title="Session format")
         self.path = path
         self.line = line
+
+
+class RowError(ValueError):
+    """A row that cannot be placed (no valid time, GPU index or pid): it is skipped."""
+
+
+class CellTally(Protocol):
+    """Where a decoder reports a bad cell (it reads as `None`)."""
+
+    def bad_cell(self, line: int, column: str, why: str) -> None:
+        """Count one bad cell of `column` on `line`."""
 
 
 def cell(value: object) -> str:
@@ -61,75 +81,55 @@ def cell(value: object) -> str:
     return str(value)
 
 
-def parse_float(text: str) -> float | None:
-    """Read a float cell; empty is `None`. Raises `ValueError` on anything else."""
-    return float(text) if text else None
+Kind = c.CellRule | str
+"""A `CellRule` for numbers, `"bool"`, `"text"` (kept as written) or `"text?"` (empty is None)."""
 
-
-def parse_int(text: str) -> int | None:
-    """Read an integer cell, accepting `12.0` as written by spreadsheets and pandas."""
-    if not text:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        value = float(text)
-        if not math.isfinite(value) or not value.is_integer():
-            raise ValueError(f"{text!r} is not a whole number") from None
-        return int(value)
-
-
-def parse_bool(text: str) -> bool | None:
-    """Read a `1`/`0` (or `true`/`false`) cell."""
-    if not text:
-        return None
-    low = text.strip().lower()
-    if low in ("1", "true", "yes"):
-        return True
-    if low in ("0", "false", "no"):
-        return False
-    raise ValueError(f"{text!r} is not 1 or 0")
-
-
-def parse_str(text: str) -> str | None:
-    """Read a text cell; empty is `None`."""
-    return text or None
-
-
-Parser = Callable[[str], Any]
-
-# column -> (GpuSample field, parser)
-_GPU_FIELDS: dict[str, tuple[str, Parser]] = {
-    "gpu": ("index", parse_int), "uuid": ("uuid", str), "name": ("name", str),
-    "mem_used_bytes": ("memory_used_bytes", parse_int),
-    "mem_total_bytes": ("memory_total_bytes", parse_int),
-    "mem_reserved_bytes": ("memory_reserved_bytes", parse_int),
-    "util_gpu_pct": ("gpu_util_pct", parse_float), "util_mem_pct": ("mem_util_pct", parse_float),
-    "temp_c": ("temperature_c", parse_float), "power_w": ("power_w", parse_float),
-    "power_limit_w": ("power_limit_w", parse_float), "sm_clock_mhz": ("sm_clock_mhz", parse_int),
-    "mem_clock_mhz": ("mem_clock_mhz", parse_int), "fan_pct": ("fan_pct", parse_float),
-    "pstate": ("pstate", parse_int), "ecc_corrected": ("ecc_errors_corrected", parse_int),
-    "ecc_uncorrected": ("ecc_errors_uncorrected", parse_int), "mig_mode": ("mig_mode", parse_bool),
-    "error": ("error", parse_str),
+# column -> (sample field, kind); the key columns (t, gpu, pid) are read apart
+GPU_CELLS: dict[str, tuple[str, Kind]] = {
+    "uuid": ("uuid", "text"), "name": ("name", "text"),
+    "mem_used_bytes": ("memory_used_bytes", c.BYTES),
+    "mem_total_bytes": ("memory_total_bytes", c.BYTES),
+    "mem_reserved_bytes": ("memory_reserved_bytes", c.BYTES),
+    "util_gpu_pct": ("gpu_util_pct", c.PERCENT), "util_mem_pct": ("mem_util_pct", c.PERCENT),
+    "temp_c": ("temperature_c", c.CELSIUS), "power_w": ("power_w", c.WATTS),
+    "power_limit_w": ("power_limit_w", c.WATTS), "sm_clock_mhz": ("sm_clock_mhz", c.MHZ),
+    "mem_clock_mhz": ("mem_clock_mhz", c.MHZ), "fan_pct": ("fan_pct", c.FAN_PERCENT),
+    "pstate": ("pstate", c.PSTATE), "ecc_corrected": ("ecc_errors_corrected", c.COUNT),
+    "ecc_uncorrected": ("ecc_errors_uncorrected", c.COUNT), "mig_mode": ("mig_mode", "bool"),
+    "mem_peak_bytes": ("mem_peak_bytes", c.BYTES), "process_count": ("process_count", c.COUNT),
+    "error": ("error", "text?"),
 }
-_HOST_FIELDS: dict[str, tuple[str, Parser]] = {
-    "cpu_pct": ("cpu_pct", parse_float), "cpu_count": ("cpu_count", parse_int),
-    "mem_used_bytes": ("mem_used_bytes", parse_int),
-    "mem_total_bytes": ("mem_total_bytes", parse_int),
-    "swap_used_bytes": ("swap_used_bytes", parse_int),
-    "swap_total_bytes": ("swap_total_bytes", parse_int),
-    "load_1m": ("load_1m", parse_float), "load_5m": ("load_5m", parse_float),
-    "load_15m": ("load_15m", parse_float),
-    "disk_read_bytes_s": ("disk_read_bytes_s", parse_float),
-    "disk_write_bytes_s": ("disk_write_bytes_s", parse_float),
-    "net_rx_bytes_s": ("net_rx_bytes_s", parse_float),
-    "net_tx_bytes_s": ("net_tx_bytes_s", parse_float),
+HOST_CELLS: dict[str, tuple[str, Kind]] = {
+    "cpu_pct": ("cpu_pct", c.PERCENT), "cpu_count": ("cpu_count", c.CPU_COUNT),
+    "mem_used_bytes": ("mem_used_bytes", c.BYTES),
+    "mem_total_bytes": ("mem_total_bytes", c.BYTES),
+    "swap_used_bytes": ("swap_used_bytes", c.BYTES),
+    "swap_total_bytes": ("swap_total_bytes", c.BYTES),
+    "load_1m": ("load_1m", c.LOAD), "load_5m": ("load_5m", c.LOAD),
+    "load_15m": ("load_15m", c.LOAD),
+    "disk_read_bytes_s": ("disk_read_bytes_s", c.RATE),
+    "disk_write_bytes_s": ("disk_write_bytes_s", c.RATE),
+    "net_rx_bytes_s": ("net_rx_bytes_s", c.RATE),
+    "net_tx_bytes_s": ("net_tx_bytes_s", c.RATE),
 }
-_DETAIL_FIELDS: dict[str, tuple[str, Parser]] = {
-    "user": ("user", parse_str), "command": ("command", parse_str),
-    "container": ("container", parse_str), "cpu_pct": ("cpu_pct", parse_float),
-    "rss_bytes": ("rss_bytes", parse_int), "started_at": ("started_at", parse_float),
+PROCESS_CELLS: dict[str, tuple[str, Kind]] = {
+    "used_bytes": ("used_memory_bytes", c.BYTES), "kind": ("kind", "text?"),
+    "user": ("user", "text?"), "command": ("command", "text?"),
+    "container": ("container", "text?"), "cpu_pct": ("cpu_pct", c.PROCESS_PERCENT),
+    "rss_bytes": ("rss_bytes", c.BYTES), "started_at": ("started_at", c.TIME),
 }
+METRICS_CELLS: dict[str, tuple[str, Kind]] = {
+    "line": ("line", c.LINE), "step": ("step", c.STEP), "epoch": ("epoch", c.EPOCH),
+}
+CELLS = {GPU_FILE: GPU_CELLS, HOST_FILE: HOST_CELLS, PROCESSES_FILE: PROCESS_CELLS,
+         METRICS_FILE: METRICS_CELLS}
+KEYS: dict[str, dict[str, c.CellRule]] = {
+    GPU_FILE: {"t": c.TIME, "gpu": c.GPU_INDEX},
+    PROCESSES_FILE: {"t": c.TIME, "gpu": c.GPU_INDEX, "pid": c.PID},
+    HOST_FILE: {"t": c.TIME},
+    METRICS_FILE: {"t": c.TIME},
+}
+"""Per file, the cells a row cannot do without: when one is not valid the row is skipped."""
 
 
 def gpu_rows(tick: GpuTick, peaks_by_uuid: Mapping[str, int] | None = None) -> list[list[str]]:
@@ -180,41 +180,117 @@ def host_row(sample: HostSample) -> list[str]:
 
 
 def check_header(header: Sequence[str], file_name: str, where: str | None = None) -> None:
-    """Raise `SessionFormatError` when a required column of `file_name` is missing.
+    """Raise `SessionFormatError` when a column `file_name` cannot do without is missing.
 
     Args:
         header: the column names of the file's first line.
         file_name: the bare file name (`gpu.csv`), which decides the required columns.
         where: the path to name in the message; `file_name` when not given.
     """
-    missing = [c for c in REQUIRED_COLUMNS.get(file_name, ()) if c not in header]
+    missing = [col for col in REQUIRED_COLUMNS.get(file_name, ()) if col not in header]
     if missing:
         raise SessionFormatError(
             f"missing required column(s): {', '.join(missing)}", where or file_name, 1
         )
 
 
+def missing_written(header: Sequence[str], file_name: str) -> list[str]:
+    """Columns every recorder writes that this header lacks (they read as empty)."""
+    return [col for col in WRITTEN_COLUMNS.get(file_name, ()) if col not in header]
+
+
+def column_index(header: Sequence[str]) -> dict[str, int]:
+    """Column name -> position; a name given twice is read from its first column."""
+    where: dict[str, int] = {}
+    for i, name in enumerate(header):
+        where.setdefault(name, i)
+    return where
+
+
+def read_key(cells: Sequence[str], at: int, name: str, rule: c.CellRule) -> Any:
+    """A key cell's value; `RowError` (the row is skipped) when it is empty or not valid."""
+    text = cells[at]
+    value, _ = rule.read(text)
+    if value is None:
+        raise RowError(f"{name}: {rule.why(text) if text else 'empty'}")
+    return value
+
+
+def _text(text: str) -> tuple[str, bool]:
+    return text, False
+
+
+def _text_or_none(text: str) -> tuple[str | None, bool]:
+    return (text or None), False
+
+
+Reader = Callable[[str], tuple[Any, bool]]
+READERS: dict[str, Reader] = {"bool": c.read_bool, "text": _text, "text?": _text_or_none}
+
+
+def reader_of(kind: Kind) -> Reader:
+    """The cell reader of a kind: `(value, bad)` from the cell's text."""
+    return kind.read if isinstance(kind, c.CellRule) else READERS[kind]
+
+
 @dataclass(frozen=True)
 class _Plan:
     """Where each known field sits in a file's rows (unknown columns are skipped)."""
 
-    t: int
-    fields: tuple[tuple[int, str, Parser], ...]
+    fields: tuple[tuple[int, str, str, Kind, Reader], ...]
+    absent: tuple[str, ...]
 
     @classmethod
-    def build(cls, header: Sequence[str], table: Mapping[str, tuple[str, Parser]]) -> _Plan:
-        where = {name: i for i, name in enumerate(header)}
-        fields = tuple((where[c], f, p) for c, (f, p) in table.items() if c in where)
-        return cls(where["t"], fields)
+    def build(cls, header: Sequence[str], table: Mapping[str, tuple[str, Kind]]) -> _Plan:
+        where = column_index(header)
+        fields = tuple((where[col], col, f, kind, reader_of(kind))
+                       for col, (f, kind) in table.items() if col in where)
+        absent = tuple(f for col, (f, _) in table.items() if col not in where)
+        return cls(fields, absent)
 
-    def values(self, cells: Sequence[str]) -> dict[str, Any]:
-        out = {}
-        for i, field, parse in self.fields:
-            try:
-                out[field] = parse(cells[i])
-            except ValueError as error:
-                raise ValueError(f"bad value {cells[i]!r} for {field}: {error}") from None
+    def values(self, cells: Sequence[str], line: int, tally: CellTally | None) -> dict[str, Any]:
+        out: dict[str, Any] = dict.fromkeys(self.absent)
+        for i, column, field, kind, read in self.fields:
+            value, bad = read(cells[i])
+            if bad and tally is not None:
+                why = kind.why(cells[i]) if isinstance(kind, c.CellRule) else "not 1 or 0"
+                tally.bad_cell(line, column, why)
+            out[field] = value
         return out
+
+
+class RowCells:
+    """The known cells of one file's rows, by column: a row's key check and its values.
+
+    Streaming readers build samples from rows; the columnar reader of summaries uses this
+    directly, so both skip the same rows and count the same bad cells.
+    """
+
+    def __init__(self, header: Sequence[str], file_name: str) -> None:
+        check_header(header, file_name)
+        self.file_name = file_name
+        where = column_index(header)
+        keys = sorted(KEYS[file_name].items(), key=lambda item: item[0] == "t")
+        self._keys = tuple((where[col], col, rule) for col, rule in keys)
+        table = CELLS[file_name]
+        self._plan = _Plan.build(header, table)
+        self.field_of = {col: field for col, (field, _) in table.items()}
+
+    def keys(self, cells: Sequence[str]) -> dict[str, Any]:
+        """The row's key cells (time, GPU, pid); `RowError` when one is not valid.
+
+        Keys are checked in a fixed order (`gpu` and `pid` before `t`), so every reader names
+        the same reason for a skipped row.
+        """
+        return {column: read_key(cells, at, column, rule) for at, column, rule in self._keys}
+
+    def key(self, cells: Sequence[str]) -> float:
+        """The row's time, after checking every key cell; `RowError` when one is not valid."""
+        return float(self.keys(cells)["t"])
+
+    def values(self, cells: Sequence[str], line: int, tally: CellTally | None) -> dict[str, Any]:
+        """The row's known cells by sample field; bad cells are `None` and go to `tally`."""
+        return self._plan.values(cells, line, tally)
 
 
 class GpuRowDecoder:
@@ -222,35 +298,35 @@ class GpuRowDecoder:
 
     def __init__(self, header: Sequence[str]) -> None:
         check_header(header, GPU_FILE)
-        self._plan = _Plan.build(header, _GPU_FIELDS)
-        self._gpu = list(header).index("gpu")
-        self._count = header.index("process_count") if "process_count" in header else None
-        self._peak = header.index("mem_peak_bytes") if "mem_peak_bytes" in header else None
+        where = column_index(header)
+        self._t, self._gpu = where["t"], where["gpu"]
+        self._count = where.get("process_count")
+        self._plan = _Plan.build(header, GPU_CELLS)
 
     def t(self, cells: Sequence[str]) -> float:
-        """The row's time; raises `ValueError` when it is not a number."""
-        return float(cells[self._plan.t])
+        """The row's time; `RowError` when it is not a valid time."""
+        return float(read_key(cells, self._t, "t", c.TIME))
 
     def index(self, cells: Sequence[str]) -> int:
-        """The row's GPU index."""
-        return int(cells[self._gpu])
+        """The row's GPU index; `RowError` when it is not a valid index."""
+        return int(read_key(cells, self._gpu, "gpu", c.GPU_INDEX))
+
+    def sample(self, cells: Sequence[str], processes: tuple[GpuProcess, ...] | None,
+               line: int = 0, tally: CellTally | None = None) -> GpuSample:
+        """Build the GPU sample of one row; bad cells read as `None` and go to `tally`.
+
+        A file without `uuid` names the GPU `GPU-<index>`, so GPUs stay apart.
+        """
+        index = self.index(cells)
+        values = self._plan.values(cells, line, tally)
+        del values["process_count"], values["mem_peak_bytes"]  # checked, not sample fields
+        values["uuid"] = values["uuid"] or f"GPU-{index}"
+        values["name"] = values["name"] or ""
+        return GpuSample(index=index, processes=processes, **values)
 
     def lists_processes(self, cells: Sequence[str]) -> bool | None:
         """Whether the row says the driver listed processes; `None` when the file cannot tell."""
-        if self._count is None:
-            return None
-        return cells[self._count] != ""
-
-    def peak_bytes(self, cells: Sequence[str]) -> int | None:
-        """The row's `mem_peak_bytes`, when the file has that column."""
-        return None if self._peak is None else parse_int(cells[self._peak])
-
-    def sample(self, cells: Sequence[str], processes: tuple[GpuProcess, ...] | None) -> GpuSample:
-        """Build the GPU sample of one row; raises `ValueError` on a bad cell."""
-        values = self._plan.values(cells)
-        if values["index"] is None:
-            raise ValueError("empty gpu index")
-        return GpuSample(processes=processes, **values)
+        return None if self._count is None else cells[self._count] != ""
 
 
 class ProcessRowDecoder:
@@ -258,30 +334,38 @@ class ProcessRowDecoder:
 
     def __init__(self, header: Sequence[str]) -> None:
         check_header(header, PROCESSES_FILE)
-        where = {name: i for i, name in enumerate(header)}
-        self._t, self._gpu, self._pid, self._used = (where[c] for c in PROCESS_REQUIRED)
-        self._kind = where.get("kind")
-        self._details = _Plan.build(header, _DETAIL_FIELDS)
+        where = column_index(header)
+        self._t, self._gpu, self._pid = where["t"], where["gpu"], where["pid"]
+        self._driver = _Plan.build(header, {k: PROCESS_CELLS[k] for k in ("used_bytes", "kind")})
+        self._details = _Plan.build(header, {k: v for k, v in PROCESS_CELLS.items()
+                                             if k not in ("used_bytes", "kind")})
 
     def t(self, cells: Sequence[str]) -> float:
-        """The row's time."""
-        return float(cells[self._t])
+        """The row's time; `RowError` when it is not a valid time."""
+        return float(read_key(cells, self._t, "t", c.TIME))
 
     def gpu(self, cells: Sequence[str]) -> int:
-        """The row's GPU index."""
-        return int(cells[self._gpu])
+        """The row's GPU index; `RowError` when it is not valid."""
+        return int(read_key(cells, self._gpu, "gpu", c.GPU_INDEX))
 
-    def process(self, cells: Sequence[str]) -> GpuProcess:
+    def pid(self, cells: Sequence[str]) -> int:
+        """The row's pid; `RowError` when it is not valid."""
+        return int(read_key(cells, self._pid, "pid", c.PID))
+
+    def process(self, cells: Sequence[str], line: int = 0,
+                tally: CellTally | None = None) -> GpuProcess:
         """The driver's view: pid, used memory and kind."""
-        kind = cells[self._kind] if self._kind is not None and cells[self._kind] else "compute"
-        return GpuProcess(int(cells[self._pid]), parse_int(cells[self._used]), kind)
+        values = self._driver.values(cells, line, tally)
+        return GpuProcess(self.pid(cells), values["used_memory_bytes"],
+                          values["kind"] or "compute")
 
-    def info(self, cells: Sequence[str]) -> ProcessInfo | None:
+    def info(self, cells: Sequence[str], line: int = 0,
+             tally: CellTally | None = None) -> ProcessInfo | None:
         """The host's view of the process, or `None` when the row carries no host details."""
-        values = self._details.values(cells)
+        values = self._details.values(cells, line, tally)
         if all(v is None for v in values.values()):
             return None
-        return ProcessInfo(pid=int(cells[self._pid]), **values)
+        return ProcessInfo(pid=self.pid(cells), **values)
 
 
 class HostRowDecoder:
@@ -289,12 +373,15 @@ class HostRowDecoder:
 
     def __init__(self, header: Sequence[str]) -> None:
         check_header(header, HOST_FILE)
-        self._plan = _Plan.build(header, _HOST_FIELDS)
+        self._t = column_index(header)["t"]
+        self._plan = _Plan.build(header, HOST_CELLS)
 
     def t(self, cells: Sequence[str]) -> float:
-        """The row's time."""
-        return float(cells[self._plan.t])
+        """The row's time; `RowError` when it is not a valid time."""
+        return float(read_key(cells, self._t, "t", c.TIME))
 
-    def sample(self, cells: Sequence[str], processes: tuple[ProcessInfo, ...] = ()) -> HostSample:
-        """Build the host sample of one row; raises `ValueError` on a bad cell."""
-        return HostSample(taken_at=self.t(cells), processes=processes, **self._plan.values(cells))
+    def sample(self, cells: Sequence[str], processes: tuple[ProcessInfo, ...] = (),
+               line: int = 0, tally: CellTally | None = None) -> HostSample:
+        """Build the host sample of one row; bad cells read as `None` and go to `tally`."""
+        return HostSample(taken_at=self.t(cells), processes=processes,
+                          **self._plan.values(cells, line, tally))
