@@ -49,13 +49,15 @@ class CellRule:
             value = float(text)
         except ValueError:
             return f"{_shown(text)} is not a number"
+        if not math.isfinite(value):
+            return f"{_shown(text)} is not a finite number"
         if self.whole and not value.is_integer():
             return f"{_shown(text)} is not a whole number"
         return f"{_shown(text)} is outside {_fmt(self.lo)} to {_fmt(self.hi)}"
 
 
 def _fmt(value: float) -> str:
-    return f"{value:g}" if not float(value).is_integer() or abs(value) >= 1e7 else str(int(value))
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _shown(text: str) -> str:

@@ -91,7 +91,7 @@ def test_bad_metric_row_is_skipped_and_counted_with_file_and_line(tmp_path: Path
         f"{session}/metrics.csv: skipped 1 line that could not be read (first: line 6: value: "
         "'not-a-number' is not a number)",
         f"{session}/metrics.csv: 1 bad cell read as N/A (first: line 7, step: '-7' is outside "
-        "0 to 9.0072e+15)"]
+        "0 to 9007199254740991)"]
     assert SessionReplay(session, check_all=True).warnings == reader.warnings
 
 
