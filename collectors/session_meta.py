@@ -151,7 +151,7 @@ def _short(value: Any) -> str:
 
 
 def _interval(value: Any) -> bool:
-    return is_number(value) and 0 <= value <= 86400
+    return is_number(value) and 0 <= value <= 1e6
 
 
 def _positive_interval(value: Any) -> bool:
@@ -191,8 +191,8 @@ _TIME_OR_NONE = _maybe(is_time)
 
 KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "ended_at": (_TIME_OR_NONE, "must be Unix seconds or null"),
-    "interval_s": (_positive_interval, "must be seconds, above 0 and at most 86400"),
-    "peak_interval_s": (_interval, "must be seconds, 0 to 86400"),
+    "interval_s": (_positive_interval, "must be seconds, above 0 and at most 1e6"),
+    "peak_interval_s": (_maybe(_interval), "must be seconds (0 to 1e6) or null"),
     "tool": (_text, "must be a string"),
     "nvml_version": (_TEXT_OR_NONE, "must be a string"),
     "cuda_driver_version": (_maybe(lambda v: _text(v) or _whole(0, 2**31)(v)),

@@ -1,9 +1,10 @@
-"""Points that plotext can draw: finite, within about 1e150, and inside fixed axis limits.
+"""Points that plotext can draw: finite, within +-1e15, and inside fixed axis limits.
 
 plotext 5 fails on values it cannot scale: a line up to 1e308 or down to 1e-310 raises
 OverflowError while it computes ticks, and a point far outside fixed limits makes it draw every
-cell of the line on the way there (1e7 against 0..100 used gigabytes). A training log can print
-`loss=1e308`, and a corrupt session can say a GPU is -5 % busy; a chart must still draw.
+cell of the line on the way there (1e7 against 0..100 used gigabytes). Its tick labels also
+grow with the magnitude: beyond about 1e30 they leave no room for the chart. A training log can
+print `loss=1e308`, and a corrupt session can say a GPU is -5 % busy; a chart must still draw.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-LIMIT = 1e150
-"""Larger magnitudes are drawn at +-LIMIT (the edge of the chart)."""
-TINY = 1e-150
+LIMIT = 1e15
+"""Larger magnitudes are drawn at +-LIMIT, the edge of a readable chart (labels of 16 digits)."""
+TINY = 1e-15
 """Smaller non-zero magnitudes are drawn as 0."""
 
 

@@ -119,7 +119,7 @@ CASES: dict[str, tuple[Callable[[Path], None], Accept | Refuse]] = {
     "meta_interval_nan": (
         lambda d: meta_text(d, '"interval_s": 1.0', '"interval_s": NaN'),
         Accept(notes=["{d}/meta.json: ignored 'interval_s': must be seconds, above 0 and at "
-                      "most 86400, not 'nan'"])),
+                      "most 1e6, not 'nan'"])),
     "meta_run_peaks_a_string": (
         lambda d: meta_text(d, '"run_peaks": [', '"run_peaks": "lots", "old_peaks": ['),
         Accept(notes=["{d}/meta.json: ignored 'run_peaks': must be a list of objects, not "
@@ -331,3 +331,11 @@ def test_bad_cells_read_as_na_in_both_readers(tmp_path: Path) -> None:
     assert replayed[1][1] is None and replayed[2][2] is None  # -5 %, -1 bytes
     assert replayed[3][1] is None and replayed[4][3] is None  # nan, NaN
     assert replayed[0][1:] == (40.0, 85520809984, 61.0)
+
+
+def test_replay_speed_too_slow_to_show_anything_is_one_line_and_exit_2(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO())
+    assert main(["--replay", str(TASKS), "--speed", "1e-300"]) == 2
+    assert capsys.readouterr().err == (
+        "gpuherd: Replay: --speed 1e-300 is too slow to show anything; use 1e-06 or more\n")
