@@ -34,7 +34,7 @@ def render(lines: Sequence[Line], title: str, xlabel: str, width: int = 78,
     """Draw `lines` as uncoloured text; an empty string when there is nothing to draw.
 
     A value plotext cannot scale (a log's `loss=1e308` or `1e-310`) is drawn at the chart's
-    edge (1e150) or as 0, instead of failing the whole summary.
+    edge (+-1e15) or as 0, instead of failing the whole summary.
     """
     drawn = [(line, fit(line.xs, line.ys)) for line in lines]
     drawn = [(line, points) for line, points in drawn if points[0]]
