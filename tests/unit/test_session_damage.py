@@ -29,6 +29,7 @@ from gpuherd.record.frames import load_frames
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "tests" / "data" / "sessions" / "tasks"
+EXAMPLE = REPO / "tests" / "data" / "examples" / "llama_lora.yaml"
 GPU_ROWS, HOST_ROWS, METRIC_ROWS, EVENTS = 40, 40, 86, 2
 
 
@@ -259,6 +260,12 @@ def summarize_cli(directory: Path) -> subprocess.CompletedProcess[str]:
                           stdin=subprocess.DEVNULL)
 
 
+def note_cli(directory: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["note", str(directory), "--example", str(EXAMPLE), "--dry-run"])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
 def replay_cli(directory: Path, capsys: pytest.CaptureFixture[str],
                monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
     monkeypatch.setattr(sys, "stdin", io.StringIO())  # never a terminal: no dashboard
@@ -276,11 +283,13 @@ def test_summarize_and_replay_agree_on_a_damaged_session(
     damage(d)
     summary = summarize_cli(d)
     code, replay_err = replay_cli(d, capsys, monkeypatch)
-    assert "Traceback" not in summary.stderr + replay_err
+    note_code, note_out, note_err = note_cli(d, capsys)
+    assert "Traceback" not in summary.stderr + replay_err + note_err
     if isinstance(expected, Refuse):
         message = expected.message.format(d=d)
         assert (summary.returncode, summary.stderr) == (2, f"gpuherd: {message}\n")
         assert (code, replay_err) == (2, f"gpuherd: Session format: {message}\n")
+        assert (note_code, note_out, note_err) == (2, "", f"gpuherd: {message}\n")
         for read in (load_frames, SessionReplay):
             with pytest.raises(SessionFormatError) as refused:
                 read(d)
@@ -289,6 +298,7 @@ def test_summarize_and_replay_agree_on_a_damaged_session(
     assert summary.returncode == 0, summary.stderr
     assert summary.stderr == "" and (d / "summary.md").is_file()
     assert code == 2 and replay_err.startswith("gpuherd: the dashboard needs a terminal")
+    assert (note_code, note_err) == (0, "") and "+  last_verification_note: " in note_out
     frames = load_frames(d)
     notes = [n.format(d=d) for n in expected.notes]
     summarized = (len(frames.gpu), 0 if frames.host is None else len(frames.host),
