@@ -37,11 +37,13 @@ class CellRule:
             value = float(text)
         except ValueError:
             return None, True
-        if not math.isfinite(value):
-            return None, False
-        if not self.lo <= value <= self.hi or (self.whole and not value.is_integer()):
+        if self.lo <= value <= self.hi:  # false for NaN: the common case costs one test
+            if not self.whole:
+                return value, False
+            if value.is_integer():
+                return int(value), False
             return None, True
-        return (int(value) if self.whole else value), False
+        return None, math.isfinite(value)  # NaN and infinities are "not available"
 
     def why(self, text: str) -> str:
         """Why `text` is a bad cell, in words."""
@@ -88,7 +90,8 @@ LINE = CellRule(1, MAX_WHOLE, whole=True)
 STEP = CellRule(0, MAX_WHOLE, whole=True)
 EPOCH = CellRule(0.0, 1e9)
 VALUE = CellRule(-math.inf, math.inf)
-"""A training metric: any number; `nan` and infinities are values too (see `read_value`)."""
+"""A training metric: any number; `nan` and infinities are values too. Read with `read_value`,
+not `CellRule.read`."""
 
 
 def read_value(text: str) -> float:

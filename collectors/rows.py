@@ -312,12 +312,15 @@ class GpuRowDecoder:
         return int(read_key(cells, self._gpu, "gpu", c.GPU_INDEX))
 
     def sample(self, cells: Sequence[str], processes: tuple[GpuProcess, ...] | None,
-               line: int = 0, tally: CellTally | None = None) -> GpuSample:
+               line: int = 0, tally: CellTally | None = None,
+               index: int | None = None) -> GpuSample:
         """Build the GPU sample of one row; bad cells read as `None` and go to `tally`.
 
-        A file without `uuid` names the GPU `GPU-<index>`, so GPUs stay apart.
+        `index` is the row's GPU index when the caller has read it already. A file without
+        `uuid` names the GPU `GPU-<index>`, so GPUs stay apart.
         """
-        index = self.index(cells)
+        if index is None:
+            index = self.index(cells)
         values = self._plan.values(cells, line, tally)
         del values["process_count"], values["mem_peak_bytes"]  # checked, not sample fields
         values["uuid"] = values["uuid"] or f"GPU-{index}"
@@ -352,12 +355,19 @@ class ProcessRowDecoder:
         """The row's pid; `RowError` when it is not valid."""
         return int(read_key(cells, self._pid, "pid", c.PID))
 
-    def process(self, cells: Sequence[str], line: int = 0,
-                tally: CellTally | None = None) -> GpuProcess:
-        """The driver's view: pid, used memory and kind."""
+    def process(self, cells: Sequence[str], line: int = 0, tally: CellTally | None = None,
+                pid: int | None = None) -> GpuProcess:
+        """The driver's view: pid (when not read already), used memory and kind."""
         values = self._driver.values(cells, line, tally)
-        return GpuProcess(self.pid(cells), values["used_memory_bytes"],
+        return GpuProcess(self.pid(cells) if pid is None else pid, values["used_memory_bytes"],
                           values["kind"] or "compute")
+
+    def check_details(self, cells: Sequence[str], line: int, tally: CellTally) -> None:
+        """Count the bad cells among the row's host details, without building them."""
+        for i, column, _, kind, read in self._details.fields:
+            if read(cells[i])[1]:
+                why = kind.why(cells[i]) if isinstance(kind, c.CellRule) else "not 1 or 0"
+                tally.bad_cell(line, column, why)
 
     def info(self, cells: Sequence[str], line: int = 0,
              tally: CellTally | None = None) -> ProcessInfo | None:

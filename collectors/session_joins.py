@@ -22,7 +22,7 @@ T = TypeVar("T")
 
 
 def keyed(stream: CsvStream, key: Callable[[list[str]], T]) -> Iterator[tuple[T, Row]]:
-    """`(key, row)` for each row whose key cells are valid; the others are skipped, counted."""
+    """`(keys, row)` for each row whose key cells are valid; the others are skipped, counted."""
     for row in stream:
         try:
             yield key(row[1]), row
@@ -31,41 +31,43 @@ def keyed(stream: CsvStream, key: Callable[[list[str]], T]) -> Iterator[tuple[T,
 
 
 class _Processes:
-    """Process rows with their time and GPU, one row of look-ahead."""
+    """Process rows with their time and key cells, one row of look-ahead."""
 
     def __init__(self, stream: CsvStream) -> None:
         self.decoder = ProcessRowDecoder(stream.header)
         self.tally: FileTally = stream.tally
-        self._rows = keyed(stream, RowCells(stream.header, PROCESSES_FILE).key)
-        self._next: tuple[float, Row] | None = None
+        self._rows = keyed(stream, RowCells(stream.header, PROCESSES_FILE).keys)
+        self._next: tuple[dict[str, Any], Row] | None = None
         self._done = False
 
-    def peek(self) -> tuple[float, Row] | None:
+    def peek(self) -> tuple[dict[str, Any], Row] | None:
+        """The next row and its keys (`t`, `gpu`, `pid`), without consuming it."""
         if self._next is None and not self._done:
             self._next = next(self._rows, None)
             self._done = self._next is None
         return self._next
 
-    def take_at(self, t: float) -> list[Row]:
+    def take_at(self, t: float) -> list[tuple[dict[str, Any], Row]]:
         """Consume and return the rows recorded at `t`, skipping older ones."""
         out = []
-        while (head := self.peek()) is not None and head[0] <= t:
-            if head[0] == t:
-                out.append(head[1])
+        while (head := self.peek()) is not None and head[0]["t"] <= t:
+            if head[0]["t"] == t:
+                out.append(head)
             self._next = None
         return out
 
-    def listing_between(self, start: float, end: float | None) -> list[Row]:
+    def listing_between(self, start: float, end: float | None
+                        ) -> list[tuple[dict[str, Any], Row]]:
         """Consume and return the first listing with `start <= t < end`; skip older rows.
 
         The recorder writes each host sample's process details into the GPU listings that
         follow it, until the next host sample: that listing is this host sample's view.
         """
-        while (head := self.peek()) is not None and head[0] < start:
+        while (head := self.peek()) is not None and head[0]["t"] < start:
             self._next = None
-        if head is None or (end is not None and head[0] >= end):
+        if head is None or (end is not None and head[0]["t"] >= end):
             return []
-        return self.take_at(head[0])
+        return self.take_at(head[0]["t"])
 
 
 def ticks(gpu: CsvStream, procs: CsvStream | None,
@@ -76,34 +78,35 @@ def ticks(gpu: CsvStream, procs: CsvStream | None,
     cuda = meta.get("cuda_driver_version")
     versions = (meta.get("driver"), meta.get("nvml_version"), None if cuda is None else str(cuda))
 
-    group: list[Row] = []
+    group: list[tuple[int, Row]] = []
     group_t = 0.0
-    for t, row in keyed(gpu, RowCells(gpu.header, GPU_FILE).key):
+    for keys, row in keyed(gpu, RowCells(gpu.header, GPU_FILE).keys):
+        t = keys["t"]
         if group and t != group_t:
             yield GpuTick(group_t, _devices(decoder, gpu.tally, group_t, group, joined),
                           *versions)
             group = []
         group_t = t
-        group.append(row)
+        group.append((keys["gpu"], row))
     if group:
         yield GpuTick(group_t, _devices(decoder, gpu.tally, group_t, group, joined), *versions)
 
 
-def _devices(decoder: GpuRowDecoder, tally: FileTally, t: float, group: list[Row],
-             procs: _Processes | None) -> tuple[GpuSample, ...]:
+def _devices(decoder: GpuRowDecoder, tally: FileTally, t: float,
+             group: list[tuple[int, Row]], procs: _Processes | None) -> tuple[GpuSample, ...]:
     by_gpu: dict[int, list[GpuProcess]] = {}
     if procs is not None:
-        for line, cells in procs.take_at(t):
-            by_gpu.setdefault(procs.decoder.gpu(cells), []).append(
-                procs.decoder.process(cells, line, procs.tally))
-            procs.decoder.info(cells, line, procs.tally)  # counts its bad cells once
+        for keys, (line, cells) in procs.take_at(t):
+            by_gpu.setdefault(keys["gpu"], []).append(
+                procs.decoder.process(cells, line, procs.tally, keys["pid"]))
+            procs.decoder.check_details(cells, line, procs.tally)  # counted here, once
     devices = []
-    for line, cells in group:
+    for index, (line, cells) in group:
         listed = decoder.lists_processes(cells)
         processes: tuple[GpuProcess, ...] | None = None
         if listed or (listed is None and procs is not None):
-            processes = tuple(by_gpu.get(decoder.index(cells), ()))
-        devices.append(decoder.sample(cells, processes, line, tally))
+            processes = tuple(by_gpu.get(index, ()))
+        devices.append(decoder.sample(cells, processes, line, tally, index))
     return tuple(devices)
 
 
@@ -124,9 +127,10 @@ def hosts(host: CsvStream, procs: CsvStream | None) -> Generator[HostSample, Non
         item = after
 
 
-def _details(procs: _Processes, listing: list[Row]) -> tuple[ProcessInfo, ...]:
+def _details(procs: _Processes, listing: list[tuple[dict[str, Any], Row]]
+             ) -> tuple[ProcessInfo, ...]:
     seen: dict[int, ProcessInfo] = {}
-    for line, cells in listing:
+    for _, (line, cells) in listing:
         # The GPU tick that joined this listing has counted its bad cells already.
         info = procs.decoder.info(cells, line, None)
         if info is not None and info.pid not in seen:
