@@ -7,14 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors import cells as cells_mod
-from collectors.rows import (
-    METRICS_FILE,
-    CellTally,
-    RowError,
-    check_header,
-    column_index,
-    read_key,
-)
+from collectors.row_decoders import read_key
+from collectors.rows import METRICS_FILE, CellTally, RowError, check_header, column_index
 from collectors.samples import LogBatch
 from collectors.session_csv import CsvStream
 from collectors.session_reader import SessionReader

@@ -23,7 +23,8 @@ import pandas as pd
 
 from collectors import cells
 from collectors.replay_metrics import MetricRowDecoder
-from collectors.rows import CELLS, KEYS, METRICS_FILE, RowCells, RowError, column_index
+from collectors.row_decoders import CELLS, KEYS, RowCells
+from collectors.rows import METRICS_FILE, RowError, column_index
 from collectors.session_csv import CsvStream
 from collectors.session_reader import SessionReader
 

@@ -5,16 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, TypeVar
 
-from collectors.rows import (
-    GPU_FILE,
-    HOST_FILE,
-    PROCESSES_FILE,
-    GpuRowDecoder,
-    HostRowDecoder,
-    ProcessRowDecoder,
-    RowCells,
-    RowError,
-)
+from collectors.row_decoders import GpuRowDecoder, HostRowDecoder, ProcessRowDecoder, RowCells
+from collectors.rows import GPU_FILE, HOST_FILE, PROCESSES_FILE, RowError
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
 from collectors.session_csv import CsvStream, FileTally, Row
 

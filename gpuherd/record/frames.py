@@ -51,7 +51,7 @@ def _gpu_names(reader: SessionReader) -> dict[int, tuple[str, str]]:
     names: dict[int, tuple[str, str]] = {}
     for gpu in reader.meta.get("gpus") or ():
         names[gpu["index"]] = (str(gpu.get("uuid") or ""), str(gpu.get("name") or ""))
-    from collectors.rows import GpuRowDecoder  # the replay's decoding of a row
+    from collectors.row_decoders import GpuRowDecoder  # the replay's decoding of a row
 
     with closing(reader.open_csv(GPU_FILE)) as stream:
         decoder = GpuRowDecoder(stream.header)

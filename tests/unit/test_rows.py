@@ -1,17 +1,15 @@
-"""Pure conversions between samples and session CSV rows (collectors/rows.py)."""
+"""Pure conversions between samples and session CSV rows (collectors/rows.py, row_decoders.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from collectors import cells
+from collectors.row_decoders import GpuRowDecoder, HostRowDecoder, ProcessRowDecoder
 from collectors.rows import (
     GPU_COLUMNS,
     HOST_COLUMNS,
     PROCESS_COLUMNS,
-    GpuRowDecoder,
-    HostRowDecoder,
-    ProcessRowDecoder,
     RowError,
     SessionFormatError,
     cell,
