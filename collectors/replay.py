@@ -9,14 +9,22 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
-from collectors.base import CollectorError, CollectorUnavailable, SourceExhausted
-from collectors.replay_metrics import MetricsSource, check_metrics, open_metrics
-from collectors.rows import HOST_FILE, SessionError, SessionFormatError
+from collectors.base import CollectorError, CollectorUnavailable, GpuherdError, SourceExhausted
+from collectors.replay_metrics import MetricsSource
+from collectors.rows import (
+    GPU_FILE,
+    HOST_FILE,
+    METRICS_FILE,
+    PROCESSES_FILE,
+    SessionError,
+    SessionFormatError,
+)
 from collectors.samples import GpuTick, HostSample, LogBatch
 from collectors.session_reader import EVENTS_FILE, SessionReader
 
 __all__ = [
     "ReplayCollector",
+    "ReplayError",
     "SessionError",
     "SessionFormatError",
     "SessionReader",
@@ -24,6 +32,20 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+MIN_SPEED = 1e-6
+"""Slower than this a replay would not show its second sample in a lifetime."""
+MAX_WAIT_S = 86400.0
+"""No wait between two samples is longer than this (a recorded gap of years, or a slow speed)."""
+OWNERS = {GPU_FILE: "replay:gpu", PROCESSES_FILE: "replay:gpu", HOST_FILE: "replay:host",
+          METRICS_FILE: "replay:metrics", EVENTS_FILE: "replay:metrics"}
+"""Which collector tells of a problem met in each file."""
+
+
+class ReplayError(GpuherdError):
+    """The replay cannot run as asked (for example a speed too slow to show anything)."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg, title="Replay")
 
 
 class _Timeline:
@@ -49,8 +71,10 @@ class ReplayCollector(Generic[T]):
     `sample()` returns the next recorded sample (its `taken_at` is the recorded time, moved on by
     one session length per completed lap when looping) and sets `interval_s` to the wait until
     the one after it is due, so `run_collector` keeps the recorded timing. At the end it raises
-    `SourceExhausted`, or starts again when looping. A bad line met mid-way is reported once as a
-    `CollectorError` naming the file and line, and the replay ends there (or starts its next lap).
+    `SourceExhausted`, or starts again when looping. The first line the reader skips (or the
+    first bad cell) in each of its files is reported once as a `CollectorError` naming the file
+    and line, and the replay goes on with the next sample. A file that cannot be read any more
+    (deleted while replaying) ends the replay of this collector (or its lap), said the same way.
     """
 
     def __init__(self, name: str, rows: Callable[[], Iterator[T]], timeline: _Timeline,
@@ -61,7 +85,9 @@ class ReplayCollector(Generic[T]):
         self._it: Iterator[T] | None = None
         self._lap = 0
         self._pending: tuple[T, int] | None = None
-        self._broken: SessionFormatError | None = None
+        self._broken: GpuherdError | None = None
+        self.notices: list[str] = []
+        """Problems met in this collector's files, to report before the next sample."""
 
     def open(self) -> None:
         """Start reading from the first recorded sample."""
@@ -77,6 +103,10 @@ class ReplayCollector(Generic[T]):
         first sample is handed out when asked; every later one when it is due.
         """
         now = self._timeline.clock()
+        if self.notices:
+            notice = self.notices.pop(0)
+            self.interval_s = 0.0  # the sample it held back comes next
+            raise CollectorError(notice, title="Replay")
         if self._broken is not None:
             error, self._broken = self._broken, None
             self.interval_s = self._wait(self._pending, now)  # until the next lap, if looping
@@ -92,7 +122,8 @@ class ReplayCollector(Generic[T]):
     def _wait(self, pending: tuple[T, int] | None, now: float) -> float:
         if pending is None:
             return 0.0
-        return max(0.0, self._timeline.due(_taken_at(pending[0]), pending[1]) - now)
+        wait = self._timeline.due(_taken_at(pending[0]), pending[1]) - now
+        return min(MAX_WAIT_S, max(0.0, wait))
 
     def close(self) -> None:
         """Close the files being read."""
@@ -108,6 +139,9 @@ class ReplayCollector(Generic[T]):
                 item = next(self._it, None)
             except SessionFormatError as error:
                 self._broken, item = error, None
+            except OSError as error:
+                self._broken, item = CollectorError(f"{self.name}: cannot read the session any "
+                                                    f"more: {error.strerror or error}"), None
             if item is not None:
                 return item, self._lap
             if not self._loop or attempt:
@@ -139,20 +173,23 @@ class SessionReplay:
     def __init__(self, directory: str | os.PathLike[str], speed: float = 1.0, loop: bool = False,
                  *, check_all: bool = False,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        if speed <= 0:
-            raise ValueError("speed must be positive")
-        self.session = SessionReader(directory)
-        metrics = open_metrics(self.session)  # its header is checked now, like the others'
-        self.has_metrics = metrics is not None
-        if metrics is not None:
-            metrics.close()
+        if not speed >= MIN_SPEED:
+            raise ReplayError(f"--speed {speed:g} is too slow to show anything; use "
+                              f"{MIN_SPEED:g} or more")
+        self._collectors: dict[str, ReplayCollector[Any]] = {}
+        self.session = SessionReader(directory, on_problem=self._problem)
+        self.has_metrics = METRICS_FILE in self.session.headers
         if check_all:
-            self.session.check()
-            check_metrics(self.session)
+            self.session.check(strict=False)  # the counts go to `warnings`, shown at the start
         first, last = self.session.time_span()
         step = self.session.meta.get("interval_s") or 1.0
         self._timeline = _Timeline(first, last - first + step, speed, clock)
         self._loop = loop
+
+    def _problem(self, name: str, text: str) -> None:
+        collector = self._collectors.get(OWNERS.get(name, ""))
+        if collector is not None:
+            collector.notices.append(text)
 
     @property
     def warnings(self) -> list[str]:
@@ -161,14 +198,19 @@ class SessionReplay:
 
     def gpu_collector(self) -> ReplayCollector[GpuTick]:
         """A collector of the recorded `GpuTick`s."""
-        return ReplayCollector("replay:gpu", self.session.gpu_ticks, self._timeline, self._loop)
+        return self._keep(ReplayCollector("replay:gpu", self.session.gpu_ticks, self._timeline,
+                                          self._loop))
+
+    def _keep(self, collector: ReplayCollector[T]) -> ReplayCollector[T]:
+        self._collectors[collector.name] = collector
+        return collector
 
     def host_collector(self) -> ReplayCollector[HostSample] | None:
         """A collector of the recorded `HostSample`s; `None` when there is no `host.csv`."""
         if HOST_FILE not in self.session.headers:
             return None
-        return ReplayCollector("replay:host", self.session.host_samples, self._timeline,
-                               self._loop)
+        return self._keep(ReplayCollector("replay:host", self.session.host_samples,
+                                          self._timeline, self._loop))
 
     def metrics_collector(self) -> ReplayCollector[LogBatch] | None:
         """A collector of the recorded training metrics and findings, as `LogBatch`es.
@@ -178,8 +220,8 @@ class SessionReplay:
         """
         if not self.has_metrics and not self.session.has(EVENTS_FILE):
             return None
-        return ReplayCollector("replay:metrics", MetricsSource(self.session), self._timeline,
-                               self._loop)
+        return self._keep(ReplayCollector("replay:metrics", MetricsSource(self.session),
+                                          self._timeline, self._loop))
 
     def collectors(self) -> list[ReplayCollector[Any]]:
         """Every collector this session can drive: GPU, and host and metrics when recorded."""

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.rows import SessionFormatError, parse_float, parse_int
+from collectors import cells as cells_mod
+from collectors.row_decoders import read_key
+from collectors.rows import METRICS_FILE, CellTally, RowError, check_header, column_index
 from collectors.samples import LogBatch
-from collectors.session_reader import CsvStream, SessionReader
+from collectors.session_csv import CsvStream
+from collectors.session_reader import SessionReader
 from parsers.model import LogFinding, LogMetric
 
-METRICS_FILE = "metrics.csv"
-METRICS_REQUIRED = ("t", "task", "metric", "value")
 RESTART_FLAGS = {"rotated": "rotated", "truncated": "truncated", "recreated": "truncated"}
 """How a recorded `log_restarted` event is replayed. A re-creation becomes a truncation, which a
 `TaskTracker` treats the same way; `recreated` is kept to mark the start of a new replay lap."""
@@ -31,54 +31,56 @@ class _Row:
 
 
 class MetricRowDecoder:
-    """Reads `metrics.csv` records by column name; unknown columns are skipped."""
+    """Reads `metrics.csv` records by column name; unknown columns are skipped.
+
+    A row without a valid time, task, metric or value is skipped (`RowError`); a bad `line`,
+    `step` or `epoch` reads as `None` and is counted.
+    """
 
     def __init__(self, header: list[str], where: str) -> None:
-        missing = [c for c in METRICS_REQUIRED if c not in header]
-        if missing:
-            raise SessionFormatError(f"missing required column(s): {', '.join(missing)}",
-                                     where, 1)
-        self._where = where
-        self._at = {name: header.index(name) for name in header}
+        check_header(header, METRICS_FILE, where)
+        self._at = column_index(header)
+        self._get = {name: self._at.get(name) for name in ("line", "step", "epoch")}
 
-    def row(self, line: int, cells: list[str]) -> _Row:
-        """Decode one record; `SessionFormatError` names the file and line of a bad cell."""
-        at, get = self._at, self._cell
+    def key(self, cells: list[str]) -> float:
+        """The row's time after checking its task, metric and value; `RowError` if not valid."""
+        at = self._at
+        if not cells[at["task"]] or not cells[at["metric"]]:
+            raise RowError("empty task or metric")
         try:
-            t = float(cells[at["t"]])
-            value = float(cells[at["value"]])
-            task, metric = cells[at["task"]], cells[at["metric"]]
-            if not task or not metric or not math.isfinite(t):
-                raise ValueError("empty task or metric, or a time that is not a number")
-            return _Row(t, task, parse_int(get(cells, "line")), metric, value,
-                        parse_int(get(cells, "step")), parse_float(get(cells, "epoch")))
-        except ValueError as error:
-            raise SessionFormatError(str(error), self._where, line) from None
+            cells_mod.read_value(cells[at["value"]])
+        except ValueError:
+            raise RowError(f"value: {cells_mod.VALUE.why(cells[at['value']])}") from None
+        return float(read_key(cells, at["t"], "t", cells_mod.TIME))
 
-    def _cell(self, cells: list[str], name: str) -> str:
-        index = self._at.get(name)
-        return cells[index] if index is not None else ""
+    def row(self, line: int, cells: list[str], tally: CellTally | None = None) -> _Row:
+        """Decode one record; `RowError` when it cannot be placed."""
+        t = self.key(cells)
+        at = self._at
+        extra = {}
+        for name, rule in (("line", cells_mod.LINE), ("step", cells_mod.STEP),
+                           ("epoch", cells_mod.EPOCH)):
+            index = self._get[name]
+            text = cells[index] if index is not None else ""
+            value, bad = rule.read(text)
+            if bad and tally is not None:
+                tally.bad_cell(line, name, rule.why(text))
+            extra[name] = value
+        line_no, step = extra["line"], extra["step"]
+        return _Row(t, cells[at["task"]], None if line_no is None else int(line_no),
+                    cells[at["metric"]], cells_mod.read_value(cells[at["value"]]),
+                    None if step is None else int(step), extra["epoch"])
 
 
 def open_metrics(reader: SessionReader) -> CsvStream | None:
     """`metrics.csv` of the session, header checked; `None` when absent or empty (a warning)."""
-    path = reader.directory / METRICS_FILE
-    if not path.is_file():
+    if METRICS_FILE not in reader.headers:
         return None
-    if path.stat().st_size == 0:
-        reader.warnings.add(f"{path}: empty, ignored")
-        return None
-    stream = reader.open_csv(METRICS_FILE)
-    try:
-        MetricRowDecoder(stream.header, str(path))
-    except SessionFormatError:
-        stream.close()
-        raise
-    return stream
+    return reader.open_csv(METRICS_FILE)
 
 
 def check_metrics(reader: SessionReader) -> None:
-    """Read every `metrics.csv` row once; `SessionFormatError` at the first bad one."""
+    """Read every `metrics.csv` row once, counting the bad ones in the reader's warnings."""
     for _ in metric_batches(reader):
         pass
 
@@ -136,17 +138,12 @@ def metric_batches(reader: SessionReader, *, new_lap: bool = False,
 def _row_groups(stream: CsvStream) -> Iterator[list[_Row]]:
     decoder = MetricRowDecoder(stream.header, str(stream.path))
     group: list[_Row] = []
-    records = iter(stream)
-    while True:
+    for line, cells in stream:
         try:
-            record = next(records, None)
-            if record is None:
-                break
-            row = decoder.row(*record)
-        except SessionFormatError:
-            if group:
-                yield group  # the rows before a bad line are shown; the error comes next
-            raise
+            row = decoder.row(line, cells, stream.tally)
+        except RowError as error:
+            stream.tally.skip(line, str(error))
+            continue
         if group and (row.task != group[0].task or row.t != group[0].t):
             yield group
             group = []
@@ -160,9 +157,7 @@ def _log_events(reader: SessionReader) -> Iterator[tuple[float, dict[str, Any]]]
     for event in reader.events():
         if event.get("kind") not in ("finding", "log_restarted") or not event.get("task"):
             continue
-        t = event.get("t")
-        if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t):
-            yield float(t), event
+        yield float(event["t"]), event  # the reader checked it
 
 
 def _formats(meta: dict[str, Any]) -> dict[str, str]:

@@ -2,37 +2,44 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from collectors.base import GpuherdError
-from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
+from collectors.samples import GpuTick, HostSample, ProcessInfo
 
 GPU_FILE = "gpu.csv"
 PROCESSES_FILE = "processes.csv"
 HOST_FILE = "host.csv"
+METRICS_FILE = "metrics.csv"
 
-GPU_REQUIRED = (
+GPU_WRITTEN = (
     "t", "gpu", "uuid", "name", "mem_used_bytes", "mem_total_bytes",
     "util_gpu_pct", "util_mem_pct", "temp_c", "power_w",
 )
-GPU_COLUMNS = GPU_REQUIRED + (
+"""Columns every recorder writes; a file without one of them reads it as empty (`N/A`)."""
+GPU_COLUMNS = GPU_WRITTEN + (
     "mem_reserved_bytes", "power_limit_w", "sm_clock_mhz", "mem_clock_mhz", "fan_pct", "pstate",
     "ecc_corrected", "ecc_uncorrected", "mig_mode", "mem_peak_bytes", "process_count", "error",
 )
-PROCESS_REQUIRED = ("t", "gpu", "pid", "used_bytes")
-PROCESS_COLUMNS = PROCESS_REQUIRED + (
+PROCESS_WRITTEN = ("t", "gpu", "pid", "used_bytes")
+PROCESS_COLUMNS = PROCESS_WRITTEN + (
     "kind", "user", "command", "container", "cpu_pct", "rss_bytes", "started_at",
 )
-HOST_REQUIRED = ("t", "cpu_pct", "mem_used_bytes", "mem_total_bytes")
-HOST_COLUMNS = HOST_REQUIRED + (
+HOST_WRITTEN = ("t", "cpu_pct", "mem_used_bytes", "mem_total_bytes")
+HOST_COLUMNS = HOST_WRITTEN + (
     "cpu_count", "swap_used_bytes", "swap_total_bytes", "load_1m", "load_5m", "load_15m",
     "disk_read_bytes_s", "disk_write_bytes_s", "net_rx_bytes_s", "net_tx_bytes_s",
 )
+METRICS_COLUMNS = ("t", "task", "line", "metric", "value", "step", "epoch")
 REQUIRED_COLUMNS = {
-    GPU_FILE: GPU_REQUIRED, PROCESSES_FILE: PROCESS_REQUIRED, HOST_FILE: HOST_REQUIRED,
+    GPU_FILE: ("t", "gpu"), PROCESSES_FILE: ("t", "gpu", "pid"), HOST_FILE: ("t",),
+    METRICS_FILE: ("t", "task", "metric", "value"),
+}
+"""Without these a row means nothing: a file that lacks one is refused."""
+WRITTEN_COLUMNS = {
+    GPU_FILE: GPU_WRITTEN, PROCESSES_FILE: PROCESS_WRITTEN, HOST_FILE: HOST_WRITTEN,
+    METRICS_FILE: ("t", "task", "metric", "value"),
 }
 
 
@@ -44,10 +51,21 @@ class SessionFormatError(SessionError):
     """A file of a session directory is malformed; the message names the file and line."""
 
     def __init__(self, msg: str, path: str, line: int | None = None) -> None:
-        where = path if line is None else f"{path}, line {line}"
+        where = path if line is None else f"{path}:{line}"
         super().__init__(f"{where}: {msg}", title="Session format")
         self.path = path
         self.line = line
+
+
+class RowError(ValueError):
+    """A row that cannot be placed (no valid time, GPU index or pid): it is skipped."""
+
+
+class CellTally(Protocol):
+    """Where a decoder reports a bad cell (it reads as `None`)."""
+
+    def bad_cell(self, line: int, column: str, why: str) -> None:
+        """Count one bad cell of `column` on `line`."""
 
 
 def cell(value: object) -> str:
@@ -59,77 +77,6 @@ def cell(value: object) -> str:
     if isinstance(value, float):
         return repr(value)
     return str(value)
-
-
-def parse_float(text: str) -> float | None:
-    """Read a float cell; empty is `None`. Raises `ValueError` on anything else."""
-    return float(text) if text else None
-
-
-def parse_int(text: str) -> int | None:
-    """Read an integer cell, accepting `12.0` as written by spreadsheets and pandas."""
-    if not text:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        value = float(text)
-        if not math.isfinite(value) or not value.is_integer():
-            raise ValueError(f"{text!r} is not a whole number") from None
-        return int(value)
-
-
-def parse_bool(text: str) -> bool | None:
-    """Read a `1`/`0` (or `true`/`false`) cell."""
-    if not text:
-        return None
-    low = text.strip().lower()
-    if low in ("1", "true", "yes"):
-        return True
-    if low in ("0", "false", "no"):
-        return False
-    raise ValueError(f"{text!r} is not 1 or 0")
-
-
-def parse_str(text: str) -> str | None:
-    """Read a text cell; empty is `None`."""
-    return text or None
-
-
-Parser = Callable[[str], Any]
-
-# column -> (GpuSample field, parser)
-_GPU_FIELDS: dict[str, tuple[str, Parser]] = {
-    "gpu": ("index", parse_int), "uuid": ("uuid", str), "name": ("name", str),
-    "mem_used_bytes": ("memory_used_bytes", parse_int),
-    "mem_total_bytes": ("memory_total_bytes", parse_int),
-    "mem_reserved_bytes": ("memory_reserved_bytes", parse_int),
-    "util_gpu_pct": ("gpu_util_pct", parse_float), "util_mem_pct": ("mem_util_pct", parse_float),
-    "temp_c": ("temperature_c", parse_float), "power_w": ("power_w", parse_float),
-    "power_limit_w": ("power_limit_w", parse_float), "sm_clock_mhz": ("sm_clock_mhz", parse_int),
-    "mem_clock_mhz": ("mem_clock_mhz", parse_int), "fan_pct": ("fan_pct", parse_float),
-    "pstate": ("pstate", parse_int), "ecc_corrected": ("ecc_errors_corrected", parse_int),
-    "ecc_uncorrected": ("ecc_errors_uncorrected", parse_int), "mig_mode": ("mig_mode", parse_bool),
-    "error": ("error", parse_str),
-}
-_HOST_FIELDS: dict[str, tuple[str, Parser]] = {
-    "cpu_pct": ("cpu_pct", parse_float), "cpu_count": ("cpu_count", parse_int),
-    "mem_used_bytes": ("mem_used_bytes", parse_int),
-    "mem_total_bytes": ("mem_total_bytes", parse_int),
-    "swap_used_bytes": ("swap_used_bytes", parse_int),
-    "swap_total_bytes": ("swap_total_bytes", parse_int),
-    "load_1m": ("load_1m", parse_float), "load_5m": ("load_5m", parse_float),
-    "load_15m": ("load_15m", parse_float),
-    "disk_read_bytes_s": ("disk_read_bytes_s", parse_float),
-    "disk_write_bytes_s": ("disk_write_bytes_s", parse_float),
-    "net_rx_bytes_s": ("net_rx_bytes_s", parse_float),
-    "net_tx_bytes_s": ("net_tx_bytes_s", parse_float),
-}
-_DETAIL_FIELDS: dict[str, tuple[str, Parser]] = {
-    "user": ("user", parse_str), "command": ("command", parse_str),
-    "container": ("container", parse_str), "cpu_pct": ("cpu_pct", parse_float),
-    "rss_bytes": ("rss_bytes", parse_int), "started_at": ("started_at", parse_float),
-}
 
 
 def gpu_rows(tick: GpuTick, peaks_by_uuid: Mapping[str, int] | None = None) -> list[list[str]]:
@@ -180,121 +127,28 @@ def host_row(sample: HostSample) -> list[str]:
 
 
 def check_header(header: Sequence[str], file_name: str, where: str | None = None) -> None:
-    """Raise `SessionFormatError` when a required column of `file_name` is missing.
+    """Raise `SessionFormatError` when a column `file_name` cannot do without is missing.
 
     Args:
         header: the column names of the file's first line.
         file_name: the bare file name (`gpu.csv`), which decides the required columns.
         where: the path to name in the message; `file_name` when not given.
     """
-    missing = [c for c in REQUIRED_COLUMNS.get(file_name, ()) if c not in header]
+    missing = [col for col in REQUIRED_COLUMNS.get(file_name, ()) if col not in header]
     if missing:
         raise SessionFormatError(
             f"missing required column(s): {', '.join(missing)}", where or file_name, 1
         )
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """Where each known field sits in a file's rows (unknown columns are skipped)."""
-
-    t: int
-    fields: tuple[tuple[int, str, Parser], ...]
-
-    @classmethod
-    def build(cls, header: Sequence[str], table: Mapping[str, tuple[str, Parser]]) -> _Plan:
-        where = {name: i for i, name in enumerate(header)}
-        fields = tuple((where[c], f, p) for c, (f, p) in table.items() if c in where)
-        return cls(where["t"], fields)
-
-    def values(self, cells: Sequence[str]) -> dict[str, Any]:
-        out = {}
-        for i, field, parse in self.fields:
-            try:
-                out[field] = parse(cells[i])
-            except ValueError as error:
-                raise ValueError(f"bad value {cells[i]!r} for {field}: {error}") from None
-        return out
+def missing_written(header: Sequence[str], file_name: str) -> list[str]:
+    """Columns every recorder writes that this header lacks (they read as empty)."""
+    return [col for col in WRITTEN_COLUMNS.get(file_name, ()) if col not in header]
 
 
-class GpuRowDecoder:
-    """Turns `gpu.csv` rows (lists of cells under `header`) into `GpuSample`s."""
-
-    def __init__(self, header: Sequence[str]) -> None:
-        check_header(header, GPU_FILE)
-        self._plan = _Plan.build(header, _GPU_FIELDS)
-        self._gpu = list(header).index("gpu")
-        self._count = header.index("process_count") if "process_count" in header else None
-        self._peak = header.index("mem_peak_bytes") if "mem_peak_bytes" in header else None
-
-    def t(self, cells: Sequence[str]) -> float:
-        """The row's time; raises `ValueError` when it is not a number."""
-        return float(cells[self._plan.t])
-
-    def index(self, cells: Sequence[str]) -> int:
-        """The row's GPU index."""
-        return int(cells[self._gpu])
-
-    def lists_processes(self, cells: Sequence[str]) -> bool | None:
-        """Whether the row says the driver listed processes; `None` when the file cannot tell."""
-        if self._count is None:
-            return None
-        return cells[self._count] != ""
-
-    def peak_bytes(self, cells: Sequence[str]) -> int | None:
-        """The row's `mem_peak_bytes`, when the file has that column."""
-        return None if self._peak is None else parse_int(cells[self._peak])
-
-    def sample(self, cells: Sequence[str], processes: tuple[GpuProcess, ...] | None) -> GpuSample:
-        """Build the GPU sample of one row; raises `ValueError` on a bad cell."""
-        values = self._plan.values(cells)
-        if values["index"] is None:
-            raise ValueError("empty gpu index")
-        return GpuSample(processes=processes, **values)
-
-
-class ProcessRowDecoder:
-    """Turns `processes.csv` rows into `GpuProcess` and `ProcessInfo` objects."""
-
-    def __init__(self, header: Sequence[str]) -> None:
-        check_header(header, PROCESSES_FILE)
-        where = {name: i for i, name in enumerate(header)}
-        self._t, self._gpu, self._pid, self._used = (where[c] for c in PROCESS_REQUIRED)
-        self._kind = where.get("kind")
-        self._details = _Plan.build(header, _DETAIL_FIELDS)
-
-    def t(self, cells: Sequence[str]) -> float:
-        """The row's time."""
-        return float(cells[self._t])
-
-    def gpu(self, cells: Sequence[str]) -> int:
-        """The row's GPU index."""
-        return int(cells[self._gpu])
-
-    def process(self, cells: Sequence[str]) -> GpuProcess:
-        """The driver's view: pid, used memory and kind."""
-        kind = cells[self._kind] if self._kind is not None and cells[self._kind] else "compute"
-        return GpuProcess(int(cells[self._pid]), parse_int(cells[self._used]), kind)
-
-    def info(self, cells: Sequence[str]) -> ProcessInfo | None:
-        """The host's view of the process, or `None` when the row carries no host details."""
-        values = self._details.values(cells)
-        if all(v is None for v in values.values()):
-            return None
-        return ProcessInfo(pid=int(cells[self._pid]), **values)
-
-
-class HostRowDecoder:
-    """Turns `host.csv` rows into `HostSample`s."""
-
-    def __init__(self, header: Sequence[str]) -> None:
-        check_header(header, HOST_FILE)
-        self._plan = _Plan.build(header, _HOST_FIELDS)
-
-    def t(self, cells: Sequence[str]) -> float:
-        """The row's time."""
-        return float(cells[self._plan.t])
-
-    def sample(self, cells: Sequence[str], processes: tuple[ProcessInfo, ...] = ()) -> HostSample:
-        """Build the host sample of one row; raises `ValueError` on a bad cell."""
-        return HostSample(taken_at=self.t(cells), processes=processes, **self._plan.values(cells))
+def column_index(header: Sequence[str]) -> dict[str, int]:
+    """Column name -> position; a name given twice is read from its first column."""
+    where: dict[str, int] = {}
+    for i, name in enumerate(header):
+        where.setdefault(name, i)
+    return where

@@ -9,6 +9,7 @@ import numpy as np
 import plotext
 from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinned in pyproject
 
+from gpuherd.chart_values import drawable as fit
 from gpuherd.record.frames import SessionFrames
 
 GIB = float(1 << 30)
@@ -30,16 +31,20 @@ class Line:
 
 def render(lines: Sequence[Line], title: str, xlabel: str, width: int = 78,
            height: int = 18) -> str:
-    """Draw `lines` as uncoloured text; an empty string when there is nothing to draw."""
-    drawable = [line for line in lines if line.xs]
-    if not drawable:
+    """Draw `lines` as uncoloured text; an empty string when there is nothing to draw.
+
+    A value plotext cannot scale (a log's `loss=1e308` or `1e-310`) is drawn at the chart's
+    edge (+-1e15) or as 0, instead of failing the whole summary.
+    """
+    drawn = [(line, fit(line.xs, line.ys)) for line in lines]
+    drawn = [(line, points) for line, points in drawn if points[0]]
+    if not drawn:
         return ""
     figure = PlotextFigure()
     figure.theme("clear")
     figure.plotsize(width, height)
-    for number, line in enumerate(drawable):
-        figure.plot(list(line.xs), list(line.ys), label=line.label,
-                    marker=MARKERS[number % len(MARKERS)])
+    for number, (line, (xs, ys)) in enumerate(drawn):
+        figure.plot(xs, ys, label=line.label, marker=MARKERS[number % len(MARKERS)])
     figure.title(title)
     figure.xlabel(xlabel)
     text = plotext.uncolorize(figure.build())

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import difflib
-import os
 import re
-import stat
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from gpuherd.record.summary import GIB, Summary, write_atomic
-from gpuherd.record.yaml_edit import YamlEditError, set_block
+from gpuherd.record.summary import GIB, Summary
+from gpuherd.record.yaml_edit import YamlEditError
 
 BLOCK = "verification"
 MARKETED_GB = {"NVIDIA H200": 141, "NVIDIA H100 NVL": 94, "NVIDIA H20": 96}
@@ -177,45 +173,3 @@ def compose(summary: Summary) -> Note:
         sentences.append("Known limitations: " + "; ".join(limits))
     date = dt.datetime.fromtimestamp(started).date()
     return Note(date, ". ".join(sentences) + ".")
-
-
-def _read(path: Path) -> tuple[bytes, str]:
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise NoteError(f"{path}: cannot read: {error.strerror}") from None
-    try:
-        return raw, raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise NoteError(f"{path}: not UTF-8 text (byte {error.start})") from None
-
-
-def updated_text(path: Path, note: Note) -> tuple[str, str]:
-    """The file's current text and its text with the note set; raises `NoteError`."""
-    _, text = _read(path)
-    try:
-        return text, set_block(text, BLOCK, note.values())
-    except YamlEditError as error:
-        raise NoteError(f"{path}: {error.msg}") from None
-
-
-def diff(path: Path, old: str, new: str) -> str:
-    """A unified diff between the two texts of `path`."""
-    name = str(path).lstrip("/")
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True),
-                                        new.splitlines(keepends=True),
-                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
-
-
-def write_note(path: Path, note: Note) -> bool:
-    """Write the note into `path` atomically, keeping its mode; False when nothing changed."""
-    target = Path(os.path.realpath(path))
-    old, new = updated_text(target, note)
-    if new == old:
-        return False
-    mode = stat.S_IMODE(target.stat().st_mode)
-    try:
-        write_atomic(target, new, newline="", mode=mode)
-    except OSError as error:
-        raise NoteError(f"{path}: cannot write: {error.strerror}") from None
-    return True

@@ -7,17 +7,20 @@ import sys
 from pathlib import Path
 
 from collectors.base import GpuherdError
-from gpuherd.record.note import compose, diff, updated_text, write_note
+from gpuherd.record.note import compose
+from gpuherd.record.note_file import NoteWriteError, diff, updated_text, write_note
 from gpuherd.record.summary import summarize
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def run(args: argparse.Namespace) -> int:
     """Compose the note from the session in DIR and set it in the example's `verification:`.
 
-    With `--dry-run`, print the unified diff and change nothing. Any error leaves the example
-    file as it was and exits with 1.
+    With `--dry-run`, print the unified diff and change nothing. Bad input (a session that
+    cannot be read, an example that is not YAML, too large, or read-only) is one line on stderr
+    and exit status 2, the file untouched; a write that fails part way (a full disk) is exit
+    status 1, with what was kept.
     """
     example = Path(args.example)
     try:
@@ -27,9 +30,12 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(diff(example, old, new) or f"{example}: already up to date\n")
             return EXIT_OK
         changed = write_note(example, note)
-    except GpuherdError as error:
-        print(f"gpuherd note: {error.msg}", file=sys.stderr)
+    except NoteWriteError as error:
+        print(f"gpuherd: {error.msg}", file=sys.stderr)
         return EXIT_FAILED
+    except GpuherdError as error:
+        print(f"gpuherd: {error.msg}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     state = "updated" if changed else "already up to date"
     print(f"{example}: {state}\n  last_verified: {note.last_verified.isoformat()}\n"
           f"  last_verification_note: {note.text}")

@@ -44,9 +44,13 @@ def in_window(frame: pd.DataFrame, window: dict[str, Any]) -> pd.DataFrame:
 
 
 def _round(value: Any, digits: int) -> Any:
+    """A statistic for JSON: NaN is `None`, an infinity (a sum past 1e308) the string."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
-    value = round(float(value), digits)
+    value = float(value)
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    value = round(value, digits)
     return int(value) if value.is_integer() and abs(value) < 2**53 else value
 
 

@@ -17,29 +17,31 @@ from gpuherd.record.report import (
 )
 from gpuherd.record.summary import summarize_frames, write_atomic
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
 def run(args: argparse.Namespace) -> int:
     """Write `summary.json` and `summary.md` into DIR and print the summary.
 
     Prints the short text form, or with `--json` / `--md` the file's content. A directory that
-    cannot be written to (a read-only copy) still gets its summary printed, with a warning.
+    cannot be written to (a read-only copy) still gets its summary printed, with a warning. A
+    session that cannot be read at all is one line on stderr and exit status 2 (bad input);
+    lines the reader skipped are listed in the summary's notes.
     """
     root = Path(args.session_dir)
     try:
         frames = load_frames(root)
         summary = summarize_frames(frames)
     except GpuherdError as error:
-        print(f"gpuherd summarize: {error.msg}", file=sys.stderr)
-        return EXIT_FAILED
+        print(f"gpuherd: {error.msg}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     as_json = render_json(summary)
     as_md = render_markdown(summary, frames)
     try:
         write_atomic(root / SUMMARY_JSON, as_json)
         write_atomic(root / SUMMARY_MD, as_md)
     except OSError as error:
-        print(f"gpuherd summarize: could not write the summary files into {root}: "
+        print(f"gpuherd: could not write the summary files into {root}: "
               f"{error.strerror or error}", file=sys.stderr)
     if getattr(args, "json", False):
         sys.stdout.write(as_json)

@@ -269,6 +269,13 @@ def summarize(directory: str | os.PathLike[str]) -> Summary:
 
 def summarize_frames(frames: SessionFrames) -> Summary:
     """Summarize already-loaded frames (the benchmark times loading and summarizing apart)."""
+    # A log's 1e308 losses add up past the largest float: the mean is then "inf", as it
+    # should read, without numpy's warning on stderr.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _summarize(frames)
+
+
+def _summarize(frames: SessionFrames) -> Summary:
     window = _window(frames)
     stats = stats_frame(frames, _gpu_frame(frames), window)
     data = {

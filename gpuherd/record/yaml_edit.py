@@ -4,6 +4,11 @@ A full ruamel.yaml load-and-dump keeps comments and key order but may still re-i
 re-wrap long strings or respace flow lists. Instead, ruamel.yaml parses the text, the parser's
 marks say exactly where each key and value sits, and only those spans are replaced or inserted;
 the result is parsed again and compared with what was intended before anything is written.
+
+The text is bounded before any of that: at most `MAX_TEXT_CHARS` characters, nesting at most
+`MAX_DEPTH` deep, and at most `MAX_NODES` nodes with every alias expanded, counted in one pass
+over the parser's events. A 474-byte "billion laughs" file (aliases of aliases of lists of
+aliases) would otherwise make the comparison walk a billion nodes.
 """
 
 from __future__ import annotations
@@ -21,6 +26,11 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScala
 from collectors.base import GpuherdError
 
 NULL_TEXTS = ("", "~", "null", "Null", "NULL")
+MAX_TEXT_CHARS = 1 << 20
+"""Example files are a few KB; ruamel.yaml needs seconds and hundreds of MB per few MB."""
+MAX_DEPTH = 100
+MAX_NODES = 100_000
+"""Nodes of the document with every alias expanded (a real example file has hundreds)."""
 
 
 class YamlEditError(GpuherdError):
@@ -63,6 +73,57 @@ def _read_node(stream: Iterator[Any], first: Any) -> _Node:
     raise YamlEditError(f"unexpected YAML event {type(first).__name__}")
 
 
+def _problem(error: YAMLError) -> YamlEditError:
+    """One line for a YAML error: what is wrong and where."""
+    if isinstance(error, MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        return YamlEditError(f"not valid YAML: {error.problem or error.context}{where}")
+    return YamlEditError(f"not valid YAML: {error}")
+
+
+def check_size(text: str) -> None:
+    """Refuse a text too large, too deep or with aliases expanding to too many nodes.
+
+    One pass over the parser's events (no document is built): each anchored node's expanded
+    size is remembered, and an alias adds the size of what it names.
+    """
+    if len(text) > MAX_TEXT_CHARS:
+        raise YamlEditError(f"{len(text):,} characters; gpuherd edits YAML files of up to "
+                            f"{MAX_TEXT_CHARS:,} (1 MiB)")
+    sizes: dict[str, int] = {}
+    open_nodes: list[list[Any]] = []  # [anchor, expanded size so far] per open collection
+    total = 0
+    try:
+        for event in YAML(typ="rt").parse(text):
+            if isinstance(event, (ev.MappingStartEvent, ev.SequenceStartEvent)):
+                if len(open_nodes) >= MAX_DEPTH:
+                    raise YamlEditError(f"nested deeper than {MAX_DEPTH} levels")
+                open_nodes.append([event.anchor, 1])
+                continue
+            if isinstance(event, (ev.MappingEndEvent, ev.SequenceEndEvent)):
+                anchor, size = open_nodes.pop()
+            elif isinstance(event, ev.ScalarEvent):
+                anchor, size = event.anchor, 1
+            elif isinstance(event, ev.AliasEvent):
+                anchor, size = None, sizes.get(event.anchor, 1)
+            else:
+                continue
+            if anchor is not None:
+                sizes[anchor] = size
+            if open_nodes:
+                open_nodes[-1][1] += size
+            else:
+                total += size
+            if size > MAX_NODES or total > MAX_NODES:
+                raise YamlEditError(f"its aliases expand to more than {MAX_NODES:,} nodes; "
+                                    "gpuherd does not edit such files")
+    except YAMLError as error:
+        raise _problem(error) from None
+    except RecursionError:
+        raise YamlEditError(f"nested deeper than {MAX_DEPTH} levels") from None
+
+
 def _root(text: str) -> _Node:
     documents: list[_Node] = []
     stream = iter(YAML(typ="rt").parse(text))
@@ -85,12 +146,10 @@ def load(text: str) -> Any:
     """Parse `text` (round-trip types); raises `YamlEditError` with the line on bad YAML."""
     try:
         return YAML(typ="rt").load(text)
-    except MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise YamlEditError(f"not valid YAML: {error.problem or error.context}{where}") from None
     except YAMLError as error:
-        raise YamlEditError(f"not valid YAML: {error}") from None
+        raise _problem(error) from None
+    except RecursionError:
+        raise YamlEditError(f"nested deeper than {MAX_DEPTH} levels") from None
 
 
 def scalar_text(value: Any, quote: str | None = '"') -> str:
@@ -218,8 +277,10 @@ def set_block(text: str, block: str, values: Mapping[str, Any]) -> str:
     """Return `text` with `block:` in the top-level mapping holding `values`.
 
     Other keys of the block and every other byte of the file are kept. Raises `YamlEditError`
-    when the text is not YAML, the top level is not a mapping, or `block:` is not a mapping.
+    when the text is not YAML, too large or deep (`check_size`), the top level is not a
+    mapping, or `block:` is not a mapping.
     """
+    check_size(text)
     before = load(text)
     if before is None:
         raise YamlEditError("no mapping at the top: the file is empty or holds only comments")

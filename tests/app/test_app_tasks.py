@@ -242,27 +242,32 @@ async def test_a_task_hint_maps_the_commands_pid_to_its_gpu(owner: bool) -> None
         log.finish()
 
 
-async def test_a_bad_metrics_line_met_while_replaying_is_named_on_the_tasks_panel(
+async def test_a_bad_metrics_line_met_while_replaying_is_named_and_skipped(
         tmp_path: Path) -> None:
     import shutil
 
+    from tui.messages import CollectorFailed
+
     session = shutil.copytree(TASKS_SESSION, tmp_path / "s")
     lines = (session / "metrics.csv").read_text().splitlines(keepends=True)
-    before = [line.split(",") for line in lines[1:40]]
-    last_step = max(int(cells[5]) for cells in before if cells[1] == "command")
+    last_step = max(int(line.split(",")[5]) for line in lines[1:] if ",command," in line)
     lines[40] = "1764130020.00,command,21,train/loss,garbage,200,1\n"
     (session / "metrics.csv").write_text("".join(lines))
     replay = SessionReplay(session, speed=1e6)  # streamed: the bad line is met while replaying
     app = make_app(replay.collectors(), clock=lambda: T0, hostname="box",
                    replay_label="REPLAY test")
-    async with app.run_test(size=SIZE) as pilot:
+    messages: list[object] = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await collectors_done(pilot, app)
-        await until(pilot, lambda: app.screen.query_one("#tasks").has_class("-error"))
-        subtitle = str(app.screen.query_one("#tasks").border_subtitle)
-        assert "metrics.csv, line 41" in subtitle and "garbage" in subtitle
+        await until(pilot, lambda: any(isinstance(m, CollectorFailed) for m in messages))
+        failed = [m for m in messages if isinstance(m, CollectorFailed)]
+        assert [f.error.msg for f in failed] == [
+            f"{session}/metrics.csv:41: skipped: value: 'garbage' is not a number"]
         await until(pilot, lambda: has_row(app, "command"))
-        # What came before the bad line was shown; the replay of the metrics ended there.
-        assert cell(app, "command", "progress").startswith(f"step {last_step} ")
+        # The rows after the skipped one are shown too: the replay went on to the end.
+        await until(pilot, lambda: cell(app, "command", "progress").startswith(
+            f"step {last_step} "))
+        assert not app.screen.query_one("#tasks").has_class("-error")
 
 
 async def test_a_looping_replay_starts_its_tasks_over_on_each_lap() -> None:

@@ -90,16 +90,16 @@ def test_replay_with_garbled_meta_exits_2_naming_the_file(tmp_path: Path) -> Non
     assert "Traceback" not in out.stderr
 
 
-def test_replay_with_a_bad_line_exits_2_naming_file_and_line(tmp_path: Path) -> None:
+def test_replay_of_a_gpu_csv_without_its_gpu_column_exits_2_naming_file_and_line(
+        tmp_path: Path) -> None:
+    # A bad cell or row is read as N/A or skipped and counted; a file whose rows cannot be
+    # placed at all is refused before the dashboard starts.
     session = copy_session(tmp_path)
-    lines = (session / "gpu.csv").read_text(encoding="utf-8").splitlines(keepends=True)
-    cells = lines[6].split(",")
-    cells[4] = "lots"  # mem_used_bytes
-    lines[6] = ",".join(cells)
-    (session / "gpu.csv").write_text("".join(lines), encoding="utf-8")
+    text = (session / "gpu.csv").read_text(encoding="utf-8")
+    (session / "gpu.csv").write_text(text.replace("t,gpu,", "t,index,", 1), encoding="utf-8")
     out = gpuherd("--replay", str(session))
     assert out.returncode == 2
-    assert "gpu.csv, line 7" in out.stderr
+    assert f"{session}/gpu.csv:1: missing required column(s): gpu" in out.stderr
     assert "Traceback" not in out.stderr
 
 

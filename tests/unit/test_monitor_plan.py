@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from collectors.discovery import DiscoveryCollector
-from collectors.replay import SessionFormatError
 from gpuherd import monitor
 from gpuherd.cli import parse_args
 
@@ -60,10 +59,14 @@ def broken_session(tmp_path: Path) -> Path:
     return session
 
 
-def test_a_small_session_is_read_whole_before_the_dashboard(tmp_path: Path) -> None:
+SKIPPED = ("metrics.csv: skipped 1 line that could not be read (first: line 85: value: "
+           "'not-a-number' is not a number)")
+
+
+def test_a_small_session_is_read_whole_and_its_notes_are_on_the_banner(tmp_path: Path) -> None:
     session = broken_session(tmp_path)
-    with pytest.raises(SessionFormatError, match=r"metrics\.csv, line \d+"):
-        monitor.build_plan(args("--replay", str(session)))
+    plan = monitor.build_plan(args("--replay", str(session)))
+    assert plan.notices == [f"{session}/{SKIPPED}"]
 
 
 def test_a_large_session_is_checked_while_it_streams(tmp_path: Path,
@@ -72,6 +75,7 @@ def test_a_large_session_is_checked_while_it_streams(tmp_path: Path,
     monkeypatch.setattr(monitor, "CHECK_ALL_MAX_BYTES", 1000)  # the fixture counts as large
     plan = monitor.build_plan(args("--replay", str(session)))
     assert [c.name for c in plan.collectors][-1] == "replay:metrics"
+    assert plan.notices == []  # the metrics collector tells it when it gets there
 
 
 def test_tui_record_refuses_a_replay_and_a_missing_terminal(tmp_path: Path,

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from gpuherd.record.note import Note, NoteError, card_size_gb, compose, write_note
+from gpuherd.record.note import Note, NoteError, card_size_gb, compose
+from gpuherd.record.note_file import write_note
 from gpuherd.record.summary import summarize
 from gpuherd.record.yaml_edit import YamlEditError, set_block
 from tests.unit.test_summary import GIB, H200_TOTAL, T0, gpu_row, write_session
@@ -174,7 +175,7 @@ def test_mode_and_symlink_are_kept(example, tmp_path: Path) -> None:
     assert link.is_symlink()
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert "last_verified: 2025-10-25" in path.read_text()
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.yaml", "llama_lora.yaml"]
 
 
 @pytest.mark.parametrize(("name", "total", "expected"), [
@@ -264,13 +265,14 @@ def test_cli_malformed_example_is_an_error(tmp_path: Path, example) -> None:
     path = example("broken.yaml")
     before = path.read_bytes()
     out = run_cli("note", str(session), "--example", str(path))
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "not valid YAML" in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.splitlines()) == 1 and "(line " in out.stderr
     assert path.read_bytes() == before
 
 
 def test_cli_missing_session_is_an_error(tmp_path: Path, example) -> None:
     path = example("llama_lora.yaml")
     out = run_cli("note", str(tmp_path / "nope"), "--example", str(path))
-    assert out.returncode == 1
-    assert "gpuherd note:" in out.stderr and "Traceback" not in out.stderr
+    assert (out.returncode, out.stderr) == (
+        2, f"gpuherd: {tmp_path / 'nope'}: no such directory, so not a gpuherd session\n")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.base import CollectorError, Failed, Finished, Sampled, SourceExhausted
+from collectors.base import Finished, Sampled, SourceExhausted
 from collectors.loop import run_collector
-from collectors.replay import SessionFormatError, SessionReplay
+from collectors.replay import ReplayError, SessionFormatError, SessionReplay
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample
 from gpuherd.session import SessionWriter
 
@@ -118,67 +118,70 @@ def test_real_threads_deliver_everything_then_finish(tmp_path):
     assert isinstance(gpu[-1], Finished) and isinstance(host[-1], Finished)
 
 
-def test_bad_line_mid_way_is_reported_with_its_line_then_the_replay_ends(tmp_path):
+def test_a_bad_cell_mid_way_is_told_once_with_its_line_and_the_replay_goes_on(tmp_path):
     path = write_session(tmp_path / "s", [1000.0 + n for n in range(4)])
     lines = (path / "gpu.csv").read_text().splitlines(keepends=True)
-    lines[4] = lines[4].replace("NVIDIA H100", "NVIDIA H100", 1).replace(",40.0,", ",hot,", 1)
+    lines[4] = lines[4].replace(",40.0,", ",hot,", 1)
     (path / "gpu.csv").write_text("".join(lines))
     replay = SessionReplay(path, speed=1e6)  # head and tail are fine: accepted
     events: list = []
     run_collector(replay.gpu_collector(), events.append, threading.Event())
-    assert [type(e) for e in events] == [Sampled, Failed, Finished]
-    assert "gpu.csv, line 5: bad value 'hot' for temperature_c" in events[1].error.msg
-    with pytest.raises(SessionFormatError, match="line 5"):
-        SessionReplay(path, check_all=True)
+    assert [type(e).__name__ for e in events] == [
+        "Sampled", "Failed", "Recovered", "Sampled", "Sampled", "Sampled", "Finished"]
+    assert events[1].error.msg == (f"{path}/gpu.csv:5: temp_c: 'hot' is not a number; "
+                                   "read as N/A")
+    shown = [e.sample for e in events if isinstance(e, Sampled)]
+    assert [t.taken_at for t in shown] == [1000.0, 1001.0, 1002.0, 1003.0]
+    assert shown[1].devices[1].temperature_c is None and shown[1].devices[0].temperature_c == 40
+    assert SessionReplay(path, check_all=True).warnings == [
+        f"{path}/gpu.csv: 1 bad cell read as N/A (first: line 5, temp_c: 'hot' is not a "
+        "number)"]
 
 
-def test_bad_line_in_a_looping_replay_goes_on_with_the_next_lap(tmp_path):
-    path = write_session(tmp_path / "s", [1000.0, 1001.0, 1002.0], gpus=1)
+def test_a_skipped_row_is_told_once_however_often_a_replay_loops(tmp_path):
+    path = write_session(tmp_path / "s", [1000.0, 1001.0, 1002.0, 1003.0], gpus=1)
     lines = (path / "gpu.csv").read_text().splitlines(keepends=True)
-    lines[2] = lines[2].replace(",40.0,", ",hot,", 1)
+    lines[3] = lines[3].replace("1002.0,", "inf,", 1)
     (path / "gpu.csv").write_text("".join(lines))
     replay = SessionReplay(path, speed=1e6, loop=True)
+    assert replay.warnings == []  # met while replaying, not before
     events: list = []
     stop = threading.Event()
 
     def emit(event):
         events.append(event)
-        if len(events) >= 5:
+        if len(events) >= 8:
             stop.set()
 
     run_collector(replay.gpu_collector(), emit, stop)
     assert [type(e).__name__ for e in events] == [
-        "Sampled", "Failed", "Recovered", "Sampled", "Failed"]
-    assert events[0].sample.taken_at == 1000.0 and events[3].sample.taken_at == 1003.0
+        "Sampled", "Failed", "Recovered", "Sampled", "Sampled", "Sampled", "Sampled", "Sampled"]
+    assert events[1].error.msg == f"{path}/gpu.csv:4: skipped: t: 'inf' is not a finite number"
+    # laps are 4 s long (first to last t, plus one interval): the second starts at 1004
+    assert [e.sample.taken_at for e in events if isinstance(e, Sampled)] == [
+        1000.0, 1001.0, 1003.0, 1004.0, 1005.0, 1007.0]
 
 
-def test_after_a_bad_line_a_looping_replay_waits_for_the_next_lap(tmp_path):
-    path = write_session(tmp_path / "s", [1000.0, 1001.0, 1002.0, 1003.0], gpus=1)
-    lines = (path / "gpu.csv").read_text().splitlines(keepends=True)
-    lines[3] = lines[3].replace(",40.0,", ",hot,", 1)
-    (path / "gpu.csv").write_text("".join(lines))
+@pytest.mark.parametrize("speed", [1e-300, 1e-7, 0.0, -1.0, float("nan")])
+def test_a_speed_too_slow_to_show_anything_is_refused(speed):
+    with pytest.raises(ReplayError, match="too slow to show anything; use 1e-06 or more"):
+        SessionReplay(SESSIONS / "handmade", speed=speed)
+
+
+def test_the_slowest_speed_waits_at_most_a_day_between_samples():
     clock = FakeClock()
-    collector = SessionReplay(path, loop=True, clock=clock).gpu_collector()
+    collector = SessionReplay(SESSIONS / "handmade", speed=1e-6, clock=clock).gpu_collector()
     collector.open()
-    assert collector.sample().taken_at == 1000.0 and collector.interval_s == 1.0
-    clock.now = 1.0
-    assert collector.sample().taken_at == 1001.0
-    clock.now = 2.0
-    with pytest.raises(CollectorError, match="line 4"):
-        collector.sample()
-    assert collector.interval_s == 2.0  # the lap is 4 s long; the next starts at 4.0
-    clock.now = 4.0
-    assert collector.sample().taken_at == 1004.0
+    assert collector.sample().taken_at == 1764130000.0
+    assert collector.interval_s == 86400.0  # 1 s recorded / 1e-6 would be 11.6 days
     collector.close()
 
 
 def test_unusable_directory_fails_before_any_collector_runs():
     with pytest.raises(SessionFormatError, match=r"meta\.json: missing"):
         SessionReplay(SESSIONS / "no_meta")
-    with pytest.raises(SessionFormatError, match=r"gpu\.csv, line 1: missing required"):
-        SessionReplay(SESSIONS / "missing_column")
-    with pytest.raises(ValueError):
-        SessionReplay(SESSIONS / "handmade", speed=0)
+    with pytest.raises(SessionFormatError, match=r"meta\.json:2: not valid JSON"):
+        SessionReplay(SESSIONS / "bad_meta")
 
 
 def test_truncated_session_warns_at_once_and_replays_up_to_the_cut():

@@ -7,11 +7,9 @@ import shutil
 import threading
 from pathlib import Path
 
-import pytest
-
 from collectors.base import Finished, Sampled
 from collectors.loop import run_collector
-from collectors.replay import SessionFormatError, SessionReplay
+from collectors.replay import SessionReplay
 from collectors.replay_metrics import metric_batches
 from collectors.samples import LogBatch
 from collectors.session_reader import SessionReader
@@ -77,23 +75,35 @@ def test_log_restart_event_starts_a_new_generation(tmp_path: Path) -> None:
     assert all(b.generation == 1 for b in found if b.taken_at < 1764130010.75)
 
 
-def test_bad_metric_row_names_file_and_line(tmp_path: Path) -> None:
+def test_bad_metric_row_is_skipped_and_counted_with_file_and_line(tmp_path: Path) -> None:
     session = shutil.copytree(TASKS, tmp_path / "s")
     lines = (session / "metrics.csv").read_text().splitlines(keepends=True)
     lines[5] = "1764130003.00,command,3,train/loss,not-a-number,30,0\n"
+    lines[6] = lines[6].split(",")
+    lines[6][5] = "-7"  # a negative step reads as N/A, the row is kept
+    lines[6] = ",".join(lines[6])
     (session / "metrics.csv").write_text("".join(lines))
-    SessionReplay(session)  # head and header are fine: accepted without the full read
-    with pytest.raises(SessionFormatError, match=r"metrics\.csv, line 6"):
-        SessionReplay(session, check_all=True)
+    reader = SessionReader(session)
+    found = list(metric_batches(reader))
+    rows = sum(len(m.values) for b in found for _, m in b.metrics)
+    assert rows == len(lines) - 2  # the header and the skipped row
+    assert reader.warnings == [
+        f"{session}/metrics.csv: skipped 1 line that could not be read (first: line 6: value: "
+        "'not-a-number' is not a number)",
+        f"{session}/metrics.csv: 1 bad cell read as N/A (first: line 7, step: '-7' is outside "
+        "0 to 9007199254740991)"]
+    assert SessionReplay(session, check_all=True).warnings == reader.warnings
 
 
-def test_missing_required_column_is_refused_before_the_replay(tmp_path: Path) -> None:
+def test_metrics_without_a_required_column_are_ignored_with_a_warning(tmp_path: Path) -> None:
     session = shutil.copytree(TASKS, tmp_path / "s")
     text = (session / "metrics.csv").read_text().replace("t,task,line,metric,value",
                                                          "t,task,line,name,value", 1)
     (session / "metrics.csv").write_text(text)
-    with pytest.raises(SessionFormatError, match="missing required column.*metric"):
-        SessionReplay(session)
+    replay = SessionReplay(session)
+    assert replay.warnings == [f"{session}/metrics.csv:1: missing required column(s): metric; "
+                               "the file is ignored"]
+    assert not replay.has_metrics
 
 
 def test_empty_metrics_file_is_ignored_with_a_warning(tmp_path: Path) -> None:

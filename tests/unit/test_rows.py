@@ -1,23 +1,20 @@
-"""Pure conversions between samples and session CSV rows (collectors/rows.py)."""
+"""Pure conversions between samples and session CSV rows (collectors/rows.py, row_decoders.py)."""
 
 from __future__ import annotations
 
 import pytest
 
+from collectors import cells
+from collectors.row_decoders import GpuRowDecoder, HostRowDecoder, ProcessRowDecoder
 from collectors.rows import (
     GPU_COLUMNS,
-    GPU_REQUIRED,
     HOST_COLUMNS,
     PROCESS_COLUMNS,
-    GpuRowDecoder,
-    HostRowDecoder,
-    ProcessRowDecoder,
+    RowError,
     SessionFormatError,
     cell,
     gpu_rows,
     host_row,
-    parse_bool,
-    parse_int,
     process_rows,
 )
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
@@ -86,7 +83,6 @@ def test_decoders_ignore_unknown_columns_and_accept_any_order():
     assert got == GpuSample(0, "GPU-x", "A100", memory_used_bytes=5, memory_total_bytes=10,
                             gpu_util_pct=None, mem_util_pct=1.0, temperature_c=30.0, power_w=70.5)
     assert decoder.lists_processes(["x"] * len(header)) is None
-    assert decoder.peak_bytes(["x"] * len(header)) is None
 
 
 def test_process_decoder_without_details_gives_no_host_info():
@@ -97,34 +93,57 @@ def test_process_decoder_without_details_gives_no_host_info():
 
 
 @pytest.mark.parametrize(
-    ("text", "value"), [("", None), ("12", 12), ("12.0", 12), ("1e3", 1000), ("-3", -3)]
+    ("text", "value"), [("", None), ("12", 12), ("12.0", 12), ("1e3", 1000), (" 7 ", 7),
+                        ("nan", None), ("inf", None)]
 )
-def test_parse_int_accepts_whole_floats(text, value):
-    assert parse_int(text) == value
+def test_counts_accept_whole_floats_and_read_not_available_as_none(text, value):
+    assert cells.BYTES.read(text) == (value, False)
 
 
-@pytest.mark.parametrize("text", ["12.5", "abc", "nan", "inf"])
-def test_parse_int_rejects_non_whole_numbers(text):
-    with pytest.raises(ValueError):
-        parse_int(text)
+@pytest.mark.parametrize("text", ["12.5", "abc", "-3", "1e300", str(2**53)])
+def test_counts_refuse_fractions_text_negatives_and_values_past_2_53(text):
+    assert cells.BYTES.read(text) == (None, True)
 
 
-def test_parse_bool_and_cell():
-    assert parse_bool("1") is True and parse_bool("False") is False and parse_bool("") is None
-    with pytest.raises(ValueError):
-        parse_bool("maybe")
+def test_bool_cells_and_cell_formatting():
+    assert cells.read_bool("1") == (True, False) and cells.read_bool("False") == (False, False)
+    assert cells.read_bool("") == (None, False) and cells.read_bool("1.0") == (True, False)
+    assert cells.read_bool("maybe") == (None, True)
     assert [cell(None), cell(True), cell(0.1), cell(7)] == ["", "1", "0.1", "7"]
 
 
-def test_bad_value_names_the_field():
+class Tally:
+    def __init__(self):
+        self.bad = []
+
+    def bad_cell(self, line, column, why):
+        self.bad.append((line, column, why))
+
+
+def test_a_bad_value_reads_as_none_and_is_counted_with_its_column():
     row = gpu_rows(TICK)[0]
     row[GPU_COLUMNS.index("temp_c")] = "hot"
-    with pytest.raises(ValueError, match="temperature_c"):
+    row[GPU_COLUMNS.index("util_gpu_pct")] = "-5"
+    tally = Tally()
+    sample = GpuRowDecoder(GPU_COLUMNS).sample(row, None, 7, tally)
+    assert sample.temperature_c is None and sample.gpu_util_pct is None
+    assert sample.memory_used_bytes == FULL.memory_used_bytes
+    assert tally.bad == [(7, "util_gpu_pct", "'-5' is outside 0 to 100"),
+                         (7, "temp_c", "'hot' is not a number")]
+
+
+@pytest.mark.parametrize("index", ["inf", "-1", "1.5", "", "x", "65536"])
+def test_a_row_without_a_valid_gpu_index_cannot_be_placed(index):
+    row = gpu_rows(TICK)[0]
+    row[GPU_COLUMNS.index("gpu")] = index
+    with pytest.raises(RowError, match="gpu"):
         GpuRowDecoder(GPU_COLUMNS).sample(row, None)
 
 
-def test_missing_required_column_is_a_format_error():
-    header = [c for c in GPU_REQUIRED if c != "uuid"]
-    with pytest.raises(SessionFormatError, match="uuid") as info:
-        GpuRowDecoder(header)
+def test_only_the_key_columns_are_required_the_rest_read_as_none():
+    decoder = GpuRowDecoder(["t", "gpu", "mem_used_bytes"])
+    assert decoder.sample(["1.0", "2", "5"], None) == GpuSample(2, "GPU-2", "",
+                                                                memory_used_bytes=5)
+    with pytest.raises(SessionFormatError, match="gpu") as info:
+        GpuRowDecoder(["t", "uuid", "name"])
     assert info.value.line == 1 and info.value.title == "Session format"

@@ -11,6 +11,8 @@ from textual.app import RenderResult
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gpuherd.chart_values import drawable
+
 
 @dataclass(frozen=True, slots=True)
 class Series:
@@ -57,17 +59,20 @@ class Plot(Widget):
     def render(self) -> RenderResult:
         """Draw the series at the widget's current size."""
         width, height = self.size.width, self.size.height
-        drawable = [s for s in self.series if s.xs]
-        if not drawable or width < 20 or height < 5:
+        # Values plotext cannot scale (a corrupt session's -5 % or 1e308) would raise inside
+        # render, which Textual turns into a crash; they are drawn at the edge instead.
+        lines = [(s, drawable(s.xs, s.ys, self.x_range, self.y_range)) for s in self.series]
+        lines = [(s, points) for s, points in lines if points[0]]
+        if not lines or width < 20 or height < 5:
             return Text(self.placeholder, style="dim")
         figure = self._figure
         # clear_data, not clear_figure: the latter re-creates the figure and re-reads the
         # terminal size, undoing the size limit set in __init__.
         figure.clear_data()
         figure.plotsize(width, height)
-        for line in drawable:
+        for line, (line_xs, line_ys) in lines:
             # One point per two cells: lines between points still fill the braille dots.
-            xs, ys = decimate(line.xs, line.ys, max(10, (width - 8) // 2))
+            xs, ys = decimate(line_xs, line_ys, max(10, (width - 8) // 2))
             figure.plot(xs, ys, label=line.label, color=line.color, marker="braille")
         if self.x_range is not None:
             figure.xlim(*self.x_range)

@@ -1,0 +1,250 @@
+"""The JSON of a session: `meta.json` (checked, its optional keys cleaned) and `events.jsonl` lines.
+
+JSON has no NaN or infinity, but Python's parser reads `NaN`, `Infinity` and numbers beyond
+1e308; here they become the strings `"nan"`, `"inf"` and `"-inf"`, as the writer spells them,
+so no non-finite float reaches a summary. Nesting deeper than `MAX_DEPTH` is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from collectors import cells
+from collectors.rows import SessionFormatError
+
+SCHEMA = 1
+"""The `meta.json` schema number this version writes and reads."""
+META_FILE = "meta.json"
+EVENTS_FILE = "events.jsonl"
+MAX_DEPTH = 32
+"""Deepest nesting of lists and objects a session's JSON may have."""
+MAX_META_BYTES = 16 << 20
+MAX_EVENT_BYTES = 1 << 20
+"""A longer `events.jsonl` line is skipped."""
+
+
+class JsonProblem(ValueError):
+    """A JSON text that a session reader does not accept; the message says why."""
+
+
+def _constant(name: str) -> str:
+    return {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[name]
+
+
+def _float(text: str) -> float | str:
+    value = float(text)
+    if math.isfinite(value):
+        return value
+    return "inf" if value > 0 else "-inf"
+
+
+def loads(text: str) -> Any:
+    """Parse JSON the session way; `JsonProblem` with the reason (and column) otherwise."""
+    try:
+        value = json.loads(text, parse_constant=_constant, parse_float=_float)
+    except json.JSONDecodeError as error:
+        raise JsonProblem(f"not valid JSON ({error.msg}, column {error.colno})") from None
+    except RecursionError:
+        raise JsonProblem(f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as error:  # an integer with more digits than Python converts
+        raise JsonProblem(f"not valid JSON ({error})") from None
+    if _depth(value) > MAX_DEPTH:
+        raise JsonProblem(f"nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _depth(value: Any) -> int:
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth <= MAX_DEPTH:
+                todo.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict)
+                                                     else item))
+    return deepest
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number (not a boolean); after `loads` it is always finite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_time(value: Any) -> bool:
+    """Unix seconds within the range a session may hold."""
+    return is_number(value) and 0 <= value <= cells.MAX_T_S
+
+
+def read_meta(directory: Path, warn: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Read and check `meta.json`; `SessionFormatError` naming the file when it is unusable.
+
+    Optional keys gpuherd reads that hold the wrong kind of value are dropped, each with a
+    warning passed to `warn`.
+    """
+    path = directory / META_FILE
+    if not directory.is_dir():
+        what = "no such directory" if not directory.exists() else "not a directory"
+        raise SessionFormatError(f"{what}, so not a gpuherd session", str(directory))
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_META_BYTES + 1)
+    except FileNotFoundError:
+        raise SessionFormatError(
+            "missing: this is not a gpuherd session directory", str(path)) from None
+    except OSError as error:
+        raise SessionFormatError(f"cannot read: {error.strerror}", str(path)) from None
+    if len(raw) > MAX_META_BYTES:
+        raise SessionFormatError(f"larger than {MAX_META_BYTES >> 20} MiB", str(path))
+    text = raw.decode("utf-8", "replace").removeprefix("\ufeff")
+    try:
+        meta = loads(text)
+    except JsonProblem as problem:
+        raise SessionFormatError(str(problem), str(path), _line_of(text, problem)) from None
+    found = meta_problem(meta)
+    if found:
+        raise SessionFormatError(found, str(path))
+    for key, why in clean_meta(meta):
+        if warn is not None:
+            warn(f"{path}: ignored {key!r}: {why}")
+    return meta
+
+
+def _line_of(text: str, problem: JsonProblem) -> int | None:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        return error.lineno
+    except (RecursionError, ValueError):
+        return None
+    return None
+
+
+def meta_problem(meta: object) -> str | None:
+    """What makes a `meta.json` object unusable, in words; `None` when it can be read."""
+    if not isinstance(meta, dict):
+        return "must hold a JSON object"
+    missing = [k for k in ("schema", "host", "driver", "started_at") if k not in meta]
+    if missing:
+        return f"missing required key(s): {', '.join(missing)}"
+    schema = meta["schema"]
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+        return f"'schema' must be a positive integer, not {_short(schema)}"
+    if schema > SCHEMA:
+        return f"schema {schema} is newer than this gpuherd reads ({SCHEMA}); upgrade gpuherd"
+    if not isinstance(meta["host"], str):
+        return "'host' must be a string"
+    if meta["driver"] is not None and not isinstance(meta["driver"], str):
+        return "'driver' must be a string or null"
+    if not is_time(meta["started_at"]):
+        return (f"'started_at' must be a number of Unix seconds (0 to {cells.MAX_T_S:g}), not "
+                f"{_short(meta['started_at'])}")
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _interval(value: Any) -> bool:
+    return is_number(value) and 0 <= value <= 1e6
+
+
+def _positive_interval(value: Any) -> bool:
+    return _interval(value) and value > 0
+
+
+def _whole(lo: int, hi: int) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+
+    return check
+
+
+def _maybe(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    def either(value: Any) -> bool:
+        return value is None or check(value)
+
+    return either
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _command(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(map(_text, value)))
+
+
+def _flag(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+_BYTES = _whole(0, 2**53 - 1)
+_GPU = _whole(0, 65535)
+_TEXT_OR_NONE = _maybe(_text)
+_TIME_OR_NONE = _maybe(is_time)
+
+KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "ended_at": (_TIME_OR_NONE, "must be Unix seconds or null"),
+    "interval_s": (_positive_interval, "must be seconds, above 0 and at most 1e6"),
+    "peak_interval_s": (_maybe(_interval), "must be seconds (0 to 1e6) or null"),
+    "tool": (_text, "must be a string"),
+    "nvml_version": (_TEXT_OR_NONE, "must be a string"),
+    "cuda_driver_version": (_maybe(lambda v: _text(v) or _whole(0, 2**31)(v)),
+                            "must be a string or a whole number"),
+    "command": (_command, "must be a list of strings"),
+    "exit_code": (_maybe(_whole(-(2**31), 2**31)), "must be a whole number"),
+    "peak_sampler": (_TEXT_OR_NONE, "must be a string"),
+    "write_error": (_TEXT_OR_NONE, "must be a string"),
+    "synthetic": (_flag, "must be true or false"),
+}
+"""Optional keys gpuherd reads: (check, what a valid value is)."""
+ENTRIES: dict[str, dict[str, Callable[[Any], bool]]] = {
+    "gpus": {"index": _GPU, "uuid": _TEXT_OR_NONE, "name": _TEXT_OR_NONE,
+             "mem_total_bytes": _maybe(_BYTES)},
+    "run_peaks": {"gpu": _GPU, "uuid": _TEXT_OR_NONE, "peak_bytes": _BYTES,
+                  "at": _TIME_OR_NONE, "method": _TEXT_OR_NONE,
+                  "baseline_bytes": _maybe(_BYTES)},
+    "tasks": {"task": _text, "path": _TEXT_OR_NONE, "format": _TEXT_OR_NONE},
+}
+"""Optional keys that hold a list of objects: per entry key, its check. Entries that fail are
+dropped, the rest kept."""
+
+
+def clean_meta(meta: dict[str, Any]) -> list[tuple[str, str]]:
+    """Drop optional keys (and list entries) that hold the wrong kind of value; `(key, why)`."""
+    dropped = []
+    for key, (check, why) in KEYS.items():
+        if key in meta and not check(meta[key]):
+            dropped.append((key, f"{why}, not {_short(meta.pop(key))}"))
+    for key, fields in ENTRIES.items():
+        if key not in meta or meta[key] is None:
+            continue
+        value = meta[key]
+        if not isinstance(value, list):
+            dropped.append((key, f"must be a list of objects, not {_short(meta.pop(key))}"))
+            continue
+        kept = [e for e in value if isinstance(e, dict) and all(
+            check(e.get(name)) for name, check in fields.items())]
+        if len(kept) < len(value):
+            dropped.append((key, f"{len(value) - len(kept)} of {len(value)} entries are not "
+                                 f"objects with valid {', '.join(fields)}"))
+        meta[key] = kept
+    return dropped
+
+
+def read_event(line: str) -> dict[str, Any]:
+    """One `events.jsonl` line as an object with a valid `t` and `kind`; `JsonProblem` if not."""
+    value = loads(line)
+    if not isinstance(value, dict):
+        raise JsonProblem("each line must be a JSON object")
+    if not is_time(value.get("t")):
+        raise JsonProblem(f"'t' must be Unix seconds, not {_short(value.get('t'))}")
+    if not isinstance(value.get("kind"), str):
+        raise JsonProblem(f"'kind' must be a string, not {_short(value.get('kind'))}")
+    return value

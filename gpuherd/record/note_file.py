@@ -1,0 +1,181 @@
+"""The example file side of the note: reading it, setting the note, rewriting it in place."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+from pathlib import Path
+
+from gpuherd.record.note import BLOCK, Note, NoteError
+from gpuherd.record.yaml_edit import MAX_TEXT_CHARS, YamlEditError, set_block
+
+MAX_EXAMPLE_BYTES = MAX_TEXT_CHARS
+"""Example files are a few KB; a larger one is refused before it is parsed."""
+BACKUP_SUFFIX = ".gpuherd-backup"
+
+
+class NoteWriteError(NoteError):
+    """Writing failed part way (a full disk); the message says what was kept."""
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    if len(raw) > MAX_EXAMPLE_BYTES:
+        raise NoteError(f"{path}: larger than {MAX_EXAMPLE_BYTES >> 20} MiB; gpuherd note edits "
+                        "example files up to that size")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise NoteError(f"{path}: not UTF-8 text (byte {error.start})") from None
+
+
+def _read(path: Path) -> tuple[bytes, str]:
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_EXAMPLE_BYTES + 1)
+    except OSError as error:
+        raise NoteError(f"{path}: cannot read: {error.strerror}") from None
+    return raw, _decode(path, raw)
+
+
+def _edit(path: Path, text: str, note: Note) -> str:
+    try:
+        return set_block(text, BLOCK, note.values())
+    except YamlEditError as error:
+        raise NoteError(f"{path}: {error.msg}") from None
+
+
+def updated_text(path: Path, note: Note) -> tuple[str, str]:
+    """The file's current text and its text with the note set; raises `NoteError`."""
+    _, text = _read(path)
+    return text, _edit(path, text, note)
+
+
+def diff(path: Path, old: str, new: str) -> str:
+    """A unified diff between the two texts of `path`."""
+    name = str(path).lstrip("/")
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True),
+                                        new.splitlines(keepends=True),
+                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
+
+
+def backup_path(target: Path) -> Path:
+    """Where the file's old content is kept while it is being rewritten."""
+    return target.with_name(f"{target.name}{BACKUP_SUFFIX}")
+
+
+def writable_problem(path: Path, info: os.stat_result) -> str | None:
+    """Why `path` must not be written, or `None`.
+
+    The mode bits are checked first: as root, `os.access` and the kernel let any file be
+    written, but a file with no write bit (0444) was made read-only on purpose.
+    """
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    mode = stat.S_IMODE(info.st_mode)
+    if not mode & 0o222:
+        return (f"read-only (mode {mode:04o}); make it writable (chmod u+w) to let gpuherd "
+                "write the note")
+    if not os.access(path, os.W_OK):
+        return "not writable by this user (permission denied)"
+    return None
+
+
+def write_note(path: Path, note: Note) -> bool:
+    """Write the note into `path` in place; False when nothing changed.
+
+    The file is rewritten through its own inode (open, write, truncate, fsync), so its owner,
+    group, mode, hard links and extended attributes stay as they were. Before that, its old
+    content is written and synced to `<name>.gpuherd-backup` beside it, and removed once the
+    new content is on disk: a crash in between leaves either the old file, or a half-written
+    one next to a complete copy of the old. A backup left over from such a crash makes the
+    next run stop and say so, rather than overwrite the only good copy. Keeping the old content
+    (not the new) is the choice because the new one can always be made again from the session.
+    """
+    target = Path(os.path.realpath(path))
+    backup = backup_path(target)
+    if os.path.lexists(backup):
+        raise NoteError(f"{backup} exists: an earlier `gpuherd note` stopped while rewriting "
+                        f"{target}, and this is the file as it was before. Compare the two, keep "
+                        "the right one, delete the backup, then run again")
+    try:
+        info = target.stat()
+    except OSError as error:
+        raise NoteError(f"{path}: cannot read: {error.strerror}") from None
+    problem = writable_problem(target, info)
+    if problem is not None:
+        raise NoteError(f"{path}: {problem}")
+    try:
+        fd = os.open(target, os.O_RDWR)
+    except OSError as error:
+        raise NoteError(f"{path}: cannot open for writing: {error.strerror}") from None
+    try:
+        raw = _read_fd(fd, MAX_EXAMPLE_BYTES + 1)
+        old = _decode(path, raw)
+        new = _edit(path, old, note)
+        if new == old:
+            return False
+        _keep(backup, raw, info)
+        _rewrite(fd, target, backup, raw, new.encode("utf-8"))
+    finally:
+        os.close(fd)
+    return True
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    parts = []
+    while limit > 0 and (part := os.read(fd, min(limit, 1 << 16))):
+        parts.append(part)
+        limit -= len(part)
+    return b"".join(parts)
+
+
+def _keep(backup: Path, raw: bytes, info: os.stat_result) -> None:
+    """Write the old content to the backup, synced, readable by the file's owner."""
+    try:
+        fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IMODE(info.st_mode))
+        with os.fdopen(fd, "wb") as out:
+            out.write(raw)
+            out.flush()
+            os.fsync(out.fileno())
+        if os.geteuid() == 0:
+            os.chown(backup, info.st_uid, info.st_gid)  # the owner can read and delete it
+        _sync_directory(backup.parent)
+    except OSError as error:
+        backup.unlink(missing_ok=True)
+        raise NoteError(f"{backup}: cannot write the backup copy: {error.strerror}; the file "
+                        "is left untouched") from None
+
+
+def _rewrite(fd: int, target: Path, backup: Path, old: bytes, new: bytes) -> None:
+    try:
+        _overwrite(fd, new)
+    except OSError as error:
+        try:
+            _overwrite(fd, old)
+        except OSError:
+            raise NoteWriteError(f"{target}: cannot write: {error.strerror}; the file may be "
+                                 f"half-written, and {backup} holds it as it was") from None
+        backup.unlink(missing_ok=True)
+        raise NoteWriteError(f"{target}: cannot write: {error.strerror}; the file is as it "
+                             "was") from None
+    backup.unlink()
+    _sync_directory(backup.parent)
+
+
+def _overwrite(fd: int, data: bytes) -> None:
+    """Write `data` over the file from its start (unbuffered), cut the rest, sync."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.ftruncate(fd, len(data))
+    os.fsync(fd)
+
+
+def _sync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
