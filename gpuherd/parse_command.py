@@ -6,11 +6,11 @@ import argparse
 import json
 import math
 import sys
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
-from parsers import health
+from gpuherd.tasks.health import judge, wants
+from gpuherd.tasks.series import MetricSeries
 from parsers.findings import findings_from_metric, scan_line
 from parsers.hf_trainer import read_trainer_state
 from parsers.model import LogFinding, LogMetric
@@ -29,9 +29,6 @@ READ_CHUNK = 1 << 20
 """Bytes read at a time; a longer line keeps only its first chunk (or, for `\\r` progress
 redraws, its last), so a 50 MB line never sits in memory whole."""
 MAX_DOCUMENT_BYTES = 256 << 20
-HISTORY_POINTS = 10_000
-"""Points kept per metric for the windowed health rules."""
-_HISTORY_NAMES = ("train/loss", "train/acc", "val/acc", "val/map", "val/miou")
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -248,51 +245,26 @@ def json_number(value: float) -> float | int | str:
 
 
 class _History:
-    """Bounded per-metric histories for the windowed health rules."""
+    """Recent points of the metrics `judge` reads, kept as the dashboard keeps them."""
 
     def __init__(self) -> None:
-        self.points: dict[str, deque[tuple[float, float]]] = {
-            name: deque(maxlen=HISTORY_POINTS) for name in _HISTORY_NAMES
-        }
+        self.series: dict[str, MetricSeries] = {}
         self.last_line: dict[str, int] = {}
-        self.count = 0
 
     def add(self, number: int, metric: LogMetric) -> None:
-        self.count += 1
-        x = float(metric.step if metric.step is not None else self.count)
-        parts = 0.0
-        has_total = False
         for name, value in metric.values:
-            points = self.points.get(name)
-            if points is not None:
-                points.append((x, value))
-                self.last_line[name] = number
-                has_total = has_total or name == "train/loss"
-            elif name.startswith("train/") and name.endswith("loss"):
-                parts += value
-        if parts and not has_total:  # YOLO logs box/cls/dfl losses and no total
-            self.points["train/loss"].append((x, parts))
-            self.last_line["train/loss"] = number
+            series = self.series.get(name)
+            if series is None:
+                if not wants(name):
+                    continue
+                # the chart is not drawn here: keep it at its smallest
+                series = self.series[name] = MetricSeries(max_points=4)
+            series.add(value, metric.step, metric.epoch)
+            self.last_line[name] = number
 
     def findings(self) -> list[tuple[int, LogFinding]]:
-        p = self.points
-        checks = (
-            ("train/loss", health.stalled(list(p["train/loss"]), window=50)),
-            ("val/acc", health.overfitting(list(p["train/acc"]), list(p["val/acc"]))),
-            (
-                "val/map",
-                health.zero_metric_while_loss_falls(
-                    list(p["val/map"]), list(p["train/loss"]), "val/map"
-                ),
-            ),
-            (
-                "val/miou",
-                health.zero_metric_while_loss_falls(
-                    list(p["val/miou"]), list(p["train/loss"]), "val/miou"
-                ),
-            ),
-        )
-        return [(self.last_line[name], found) for name, found in checks if found is not None]
+        windows = {name: series.window for name, series in self.series.items()}
+        return [(self.last_line[name], found) for name, found in judge(windows)]
 
 
 def _json_emitter(out: IO[str]) -> Emit:

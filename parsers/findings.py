@@ -7,6 +7,7 @@ import re
 
 from parsers.model import LogFinding, LogMetric
 from parsers.text import normalise_line
+from parsers.vocabulary import is_loss
 
 # Case-sensitive on purpose: IGNORECASE makes the regex engine try every position slowly.
 _KINDS = (
@@ -27,7 +28,6 @@ _EVIDENCE_CHARS = 300
 _RAW_SCAN_CHARS = 512
 _SCAN_CHARS = 2000
 """Error messages open their line; the rest of a very long line is not searched."""
-_LOSS_NAMES = ("train/loss", "val/loss")
 
 
 def scan_line(line: str) -> LogFinding | None:
@@ -62,7 +62,7 @@ def findings_from_metric(metric: LogMetric) -> list[LogFinding]:
     """`nan` / `inf` findings for a metric whose loss (any `*loss*` value) is not finite."""
     found: list[LogFinding] = []
     for name, value in metric.values:
-        if not math.isfinite(value) and (name in _LOSS_NAMES or "loss" in name):
+        if not math.isfinite(value) and is_loss(name):
             kind = "nan" if math.isnan(value) else "inf"
             where = f" at step {metric.step}" if metric.step is not None else ""
             if metric.epoch is not None:

@@ -12,6 +12,7 @@ from collectors.samples import GpuSample, GpuTick
 from gpuherd.format import fmt_duration, fmt_pct
 from gpuherd.tasks import TaskView
 from gpuherd.tasks.health import Finding
+from parsers.vocabulary import LOSS_CHART, LOSS_NAMES, UNITS, VAL_LOSS, VALIDATION_NAMES
 from tui.widgets.plot import Series
 
 BADGES = {
@@ -24,14 +25,10 @@ BADGES = {
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 STATUS_STYLE = {"running": "green", "waiting": "dim", "idle": "dim", "failed": "bold red",
                 "error": "bold red"}
-LOSS_NAMES = ("train/loss", "loss")
-VAL_NAMES = ("val/acc", "val/map", "val/miou", "val/acc_top5", "val/map_50", "val/pixel_acc",
-             "val/loss")
-"""The validation metric a row shows: the first of these the task reports."""
 VAL_SHORT = {"val/acc": "acc", "val/map": "mAP", "val/miou": "mIoU", "val/acc_top5": "top5",
              "val/map_50": "mAP50", "val/pixel_acc": "pix", "val/loss": "loss"}
-THROUGHPUT_UNITS = {"throughput/it_s": "it/s", "throughput/samples_s": "samples/s",
-                    "throughput/tokens_s": "tok/s", "steps_s": "steps/s"}
+THROUGHPUT_UNITS = {**UNITS, "throughput/tokens_s": "tok/s", "steps_s": "steps/s"}
+"""Units as a row shows them: `tok/s` is short for the column; `steps_s` is the tracker's own."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +65,7 @@ def loss_of(view: TaskView) -> tuple[str, float] | None:
 def val_of(view: TaskView) -> tuple[str, float] | None:
     """The validation metric the row shows, with its name."""
     values = dict(view.latest)
-    return next(((n, values[n]) for n in VAL_NAMES if n in values), None)
+    return next(((n, values[n]) for n in VALIDATION_NAMES if n in values), None)
 
 
 def progress_text(view: TaskView) -> str:
@@ -179,14 +176,13 @@ def finding_lines(findings: Sequence[Finding]) -> Text:
     return text
 
 
-LOSS_CHART = ("train/loss", "loss", "val/loss")
 COLORS = ("cyan", "orange", "green", "magenta", "yellow", "blue", "red")
 
 
 def chart_names(names: Sequence[str]) -> tuple[list[str], list[str]]:
     """Which metrics go on the loss chart and which on the validation chart."""
     loss = [n for n in LOSS_CHART if n in names]
-    val = [n for n in names if n.startswith("val/") and n != "val/loss"]
+    val = [n for n in names if n.startswith("val/") and n != VAL_LOSS]
     return loss, val
 
 

@@ -11,13 +11,13 @@ from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinne
 
 from gpuherd.chart_values import drawable as fit
 from gpuherd.record.frames import SessionFrames
+from parsers.vocabulary import LOSS_CHART
 
 GIB = float(1 << 30)
 MARKERS = ("•", "x", "+", "o", "*", "#", "@", "%")
 """One marker per line: the Markdown copy has no colours to tell lines apart."""
 MAX_POINTS = 400
 """Lines are reduced to this many points; VRAM keeps each bucket's maximum so peaks survive."""
-LOSS_METRICS = ("train/loss", "val/loss", "loss")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ def loss_chart(frames: SessionFrames, width: int = 78, height: int = 18) -> str:
     metrics = frames.metrics
     if metrics is None or metrics.empty:
         return ""
-    wanted = metrics[metrics["metric"].astype(str).isin(LOSS_METRICS)]
+    wanted = metrics[metrics["metric"].astype(str).isin(LOSS_CHART)]
     wanted = wanted[np.isfinite(wanted["value"])]
     if wanted.empty:
         return ""

@@ -9,12 +9,11 @@ from typing import Any
 
 from gpuherd.record.summary import GIB, Summary
 from gpuherd.record.yaml_edit import YamlEditError
+from parsers.vocabulary import LOSS_NAMES, SUMMARY_METRICS
 
 BLOCK = "verification"
 MARKETED_GB = {"NVIDIA H200": 141, "NVIDIA H100 NVL": 94, "NVIDIA H20": 96}
 """Cards whose name does not carry their size and whose usable memory reads far from it."""
-TREND_METRICS = ("train/loss", "loss", "val/loss", "val/acc", "val/acc_top5", "val/map",
-                 "val/map_50", "val/miou", "val/pixel_acc", "train/acc")
 MAX_TREND = 4
 FINDING_TEXT = {"oom": "CUDA out of memory", "nan": "NaN loss", "inf": "Inf loss",
                 "traceback": "a traceback in the log", "stalled": "loss not falling",
@@ -120,8 +119,8 @@ def _extent(task: dict[str, Any]) -> str:
 
 def _trend(task: dict[str, Any]) -> str:
     metrics = task["metrics"]
-    names = [n for n in TREND_METRICS if n in metrics][:MAX_TREND]
-    losses = [n for n in names if n in ("train/loss", "loss")]
+    names = [n for n in SUMMARY_METRICS if n in metrics][:MAX_TREND]
+    losses = [n for n in names if n in LOSS_NAMES]
     out = []
     for name in names:
         label = "loss" if name in losses and len(losses) == 1 else name

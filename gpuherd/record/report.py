@@ -11,11 +11,10 @@ from typing import Any
 from gpuherd.record import charts
 from gpuherd.record.frames import SessionFrames, load_frames
 from gpuherd.record.summary import Summary, summarize_frames, write_atomic
+from parsers.vocabulary import SUMMARY_METRICS
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
-KEY_METRICS = ("train/loss", "loss", "val/loss", "val/acc", "val/acc_top5", "val/map",
-               "val/map_50", "val/miou", "train/acc")
 
 
 def fmt_num(value: Any, digits: int = 4) -> str:
@@ -191,7 +190,7 @@ def render_short(summary: Summary) -> str:
                      f" ({peak.get('method')})")
     for task in data["tasks"]:
         trend = [f"{name} {fmt_num(m['first'])} -> {fmt_num(m['last'])}"
-                 for name, m in task["metrics"].items() if name in KEY_METRICS]
+                 for name, m in task["metrics"].items() if name in SUMMARY_METRICS]
         lines.append(f"  task {task['task']}: " + ("; ".join(trend) or
                                                    f"{len(task['metrics'])} metrics"))
     if data["findings"]["total"]:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from gpuherd.record.frames import SessionFrames
+from parsers.vocabulary import UNITS
 
 GIB = float(1 << 30)
 STAT_COLUMNS = ("count", "mean", "min", "max", "p95", "unit")
@@ -26,8 +27,6 @@ HOST_STATS = (
     ("cpu_pct", "cpu", "%", 1.0),
     ("mem_used_bytes", "mem_used", "GiB", 1 / GIB),
 )
-METRIC_UNITS = {"throughput/it_s": "it/s", "throughput/samples_s": "samples/s",
-                "throughput/tokens_s": "tokens/s", "eta_s": "s"}
 
 
 def stat_key(scope: str, metric: str, unit: str) -> str:
@@ -99,7 +98,7 @@ def _metric_stats(metrics: pd.DataFrame) -> pd.DataFrame:
     grouped = finite.groupby(["task", "metric"], observed=True)["value"]
     table = grouped.agg(["count", "mean", "min", "max"])
     table["p95"] = grouped.quantile(0.95)
-    units = [METRIC_UNITS.get(str(m), "") for _, m in table.index]
+    units = [UNITS.get(str(m), "") for _, m in table.index]
     table["unit"] = units
     pairs = zip(table.index, units, strict=True)
     table.index = [stat_key(str(t), str(m), u) for (t, m), u in pairs]

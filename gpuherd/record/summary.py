@@ -19,6 +19,7 @@ from gpuherd.record.stats import (
     stats_frame,
     stats_records,
 )
+from parsers.vocabulary import direction
 
 __all__ = ["STAT_COLUMNS", "Summary", "direction", "stat_key", "summarize", "summarize_frames"]
 
@@ -26,10 +27,6 @@ GIB = float(1 << 30)
 SUMMARY_SCHEMA = 1
 MAX_LISTED_FINDINGS = 50
 
-LOWER_IS_BETTER = ("loss", "perplexity", "ppl", "error", "err", "wer", "cer", "mae", "mse",
-                   "rmse", "nll")
-HIGHER_IS_BETTER = ("acc", "map", "miou", "iou", "f1", "precision", "recall", "auc", "bleu",
-                    "rouge", "dice", "top1", "top5", "score")
 
 
 @dataclass(frozen=True)
@@ -40,16 +37,6 @@ class Summary:
     stats: pd.DataFrame
     """One row per (scope, metric), index `'<scope>/<metric> (<unit>)'`, columns
     `count, mean, min, max, p95, unit`."""
-
-
-def direction(metric: str) -> str | None:
-    """`min` for loss-like metrics, `max` for accuracy-like ones, `None` when neither."""
-    leaf = metric.lower().rsplit("/", 1)[-1]
-    if any(word in leaf for word in LOWER_IS_BETTER):
-        return "min"
-    if any(word in leaf for word in HIGHER_IS_BETTER):
-        return "max"
-    return None
 
 
 def _num(value: Any) -> Any:

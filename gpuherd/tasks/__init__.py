@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from gpuherd.tasks.health import Finding
 from gpuherd.tasks.tracker import TaskTracker
-from gpuherd.tasks.view import KEY_METRICS, TaskView
+from gpuherd.tasks.view import TaskView
 
-__all__ = ["KEY_METRICS", "Finding", "TaskTracker", "TaskView"]
+__all__ = ["Finding", "TaskTracker", "TaskView"]

@@ -1,4 +1,10 @@
-"""Health of a task over time: the windowed rules of `parsers.health` plus GPU-usage rules."""
+"""Health of a task over time: which metric histories go to which rule, plus GPU-usage rules.
+
+`judge` is the one entry point for the windowed rules: `gpuherd parse`, the dashboard's
+`TaskTracker` and anything else that holds metric histories call it, so they cannot judge the
+same log differently. The rules themselves are pure functions in `parsers.health`; which names
+count as a loss or a validation score comes from `parsers.vocabulary`.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +12,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gpuherd.tasks.series import MetricSeries
-from parsers import health
+from parsers import health, vocabulary
 from parsers.model import LogFinding
 
 ERROR_KINDS = frozenset({"oom", "traceback", "nan", "inf", "nccl", "cuda_error", "killed"})
 """Findings that mean the run is broken or about to be."""
-LOSS_NAMES = ("train/loss", "loss")
-ZERO_METRICS = ("val/map", "val/map_50", "val/miou")
 STALL_WINDOW = 50
+WINDOW_POINTS = 256
+"""Most recent points of each metric the windowed rules see, in the dashboard and in `parse`."""
 GPU_MIN_SAMPLES = 30
 GPU_LOW_PCT = 30.0
 
@@ -47,27 +52,47 @@ def severity_of(kind: str, rerun: bool) -> str:
     return "warning"
 
 
-def windowed_findings(series: Mapping[str, MetricSeries],
-                      num_classes: int | None = None) -> list[LogFinding]:
-    """Findings that need a metric history.
+Series = Sequence[tuple[float, float]]
+"""(x, value) points of one metric, oldest first: x is the step, epoch or index."""
+
+
+def judge(series: Mapping[str, Series],
+          num_classes: int | None = None) -> list[tuple[str, LogFinding]]:
+    """Findings that need a metric history, each with the metric whose history shows it.
 
     Stalled loss, validation accuracy near chance while training improves, mAP/mIoU exactly 0
-    while the loss falls, train accuracy far above validation accuracy.
+    while the loss falls, train accuracy far above validation accuracy. Pass the last
+    `WINDOW_POINTS` points of each metric that `wants` names; more change what the rules see.
+
+    Args:
+        series: recent points per metric name.
+        num_classes: the class count of a classifier, when known (chance is 1/num_classes).
     """
-    loss = _window(series, *LOSS_NAMES)
-    train_acc = _window(series, "train/acc")
-    val_acc = _window(series, "val/acc")
-    found: list[LogFinding | None] = [health.stalled(loss, window=STALL_WINDOW)] if loss else []
-    if val_acc:
-        found.append(_chance(val_acc, train_acc, loss, num_classes))
-        if train_acc:
-            found.append(health.overfitting(train_acc, val_acc))
+    loss_name, loss = _loss(series)
+    train_acc = _window(series, vocabulary.TRAIN_ACC)
+    val_acc = _window(series, vocabulary.VAL_ACC)
+    found: list[tuple[str, LogFinding | None]] = []
     if loss:
-        for name in ZERO_METRICS:
+        found.append((loss_name, health.stalled(loss, window=STALL_WINDOW)))
+    if val_acc:
+        found.append((vocabulary.VAL_ACC, _chance(val_acc, train_acc, loss, num_classes)))
+        if train_acc:
+            found.append((vocabulary.VAL_ACC, health.overfitting(train_acc, val_acc)))
+    if loss:
+        for name in vocabulary.ZERO_METRICS:
             metric = _window(series, name)
             if metric:
-                found.append(health.zero_metric_while_loss_falls(metric, loss, name=name))
-    return [f for f in found if f is not None]
+                found.append((name, health.zero_metric_while_loss_falls(metric, loss, name=name)))
+    return [(name, f) for name, f in found if f is not None]
+
+
+def wants(name: str) -> bool:
+    """Whether `judge` reads the history of metric `name`."""
+    return name in _JUDGED or vocabulary.is_loss_part(name)
+
+
+_JUDGED = frozenset({*vocabulary.LOSS_NAMES, vocabulary.TRAIN_ACC, vocabulary.VAL_ACC,
+                     *vocabulary.ZERO_METRICS})
 
 
 def gpu_findings(utils: Sequence[float]) -> list[LogFinding]:
@@ -91,12 +116,25 @@ def gpu_findings(utils: Sequence[float]) -> list[LogFinding]:
     return []
 
 
-def _window(series: Mapping[str, MetricSeries], *names: str) -> list[tuple[float, float]]:
-    for name in names:
-        found = series.get(name)
-        if found is not None and found.window:
-            return list(found.window)
-    return []
+def _window(series: Mapping[str, Series], name: str) -> list[tuple[float, float]]:
+    found = series.get(name)
+    return list(found) if found else []
+
+
+def _loss(series: Mapping[str, Series]) -> tuple[str, list[tuple[float, float]]]:
+    """The training loss, or the sum of its terms where a log gives no total (YOLO)."""
+    for name in vocabulary.LOSS_NAMES:
+        found = _window(series, name)
+        if found:
+            return name, found
+    parts = [(name, points) for name, points in series.items()
+             if points and vocabulary.is_loss_part(name)]
+    if not parts:
+        return vocabulary.TRAIN_LOSS, []
+    # The terms are logged together, one of each per row: align them from the newest point.
+    rows = zip(*(reversed(points) for _, points in parts), strict=False)
+    summed = [(row[0][0], sum(v for _, v in row)) for row in rows]
+    return parts[-1][0], summed[::-1]
 
 
 def _chance(val_acc: list[tuple[float, float]], train_acc: list[tuple[float, float]],

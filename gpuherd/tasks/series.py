@@ -5,9 +5,11 @@ from __future__ import annotations
 from array import array
 from collections import deque
 
+from gpuherd.tasks.health import WINDOW_POINTS
+
 DEFAULT_CHART_POINTS = 2000
 """Most points a chart series keeps, spread evenly over the whole run."""
-DEFAULT_WINDOW_POINTS = 256
+DEFAULT_WINDOW_POINTS = WINDOW_POINTS
 """Most recent points kept at full resolution for the health rules."""
 
 

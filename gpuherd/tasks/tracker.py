@@ -8,13 +8,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from collectors.samples import GpuTick, LogBatch
-from gpuherd.tasks.health import Finding, gpu_findings, severity_of, windowed_findings
+from gpuherd.tasks.health import Finding, gpu_findings, judge, severity_of
 from gpuherd.tasks.series import DEFAULT_CHART_POINTS, DEFAULT_WINDOW_POINTS, MetricSeries, StepRate
 from gpuherd.tasks.view import TaskView, label_of, sort_findings
 from parsers.model import LogFinding, LogMetric
+from parsers.vocabulary import IT_S, THROUGHPUT_NAMES, TOTAL_STEP_NAMES
 
-LOG_THROUGHPUT = ("throughput/samples_s", "throughput/tokens_s", "throughput/it_s")
-TOTAL_STEP_NAMES = ("total_steps", "max_steps")
 REPLAY_PROBE = 8
 """First metrics of a file generation remembered to tell a rewrite from a new run."""
 
@@ -277,8 +276,9 @@ class TaskTracker:
     def _view(self, task: _Task) -> TaskView:
         if task.health_dirty:
             task.health_dirty = False
-            task.window_findings = [self._finding(f, None) for f in
-                                    windowed_findings(task.run.series, task.num_classes)]
+            windows = {name: series.window for name, series in task.run.series.items()}
+            task.window_findings = [self._finding(f, None)
+                                    for _, f in judge(windows, task.num_classes)]
         run = task.run
         throughput, throughput_name = self._throughput(run)
         findings = [*run.log_findings.values(), *task.window_findings, *task.gpu_findings]
@@ -290,7 +290,7 @@ class TaskTracker:
             task.gpu_util, task.last_progress_at, task.offset, task.size, task.error)
 
     def _throughput(self, run: _Run) -> tuple[float | None, str | None]:
-        for name in LOG_THROUGHPUT:
+        for name in THROUGHPUT_NAMES:
             if name in run.latest and self._fresh(run, name):
                 return run.latest[name], name
         rate = run.rate.rate()
@@ -303,8 +303,8 @@ class TaskTracker:
         total = task.total_steps or next((int(run.latest[n]) for n in TOTAL_STEP_NAMES
                                           if n in run.latest), None)
         rate = run.rate.rate()
-        if rate is None and "throughput/it_s" in run.latest and self._fresh(run, "throughput/it_s"):
-            rate = run.latest["throughput/it_s"]
+        if rate is None and IT_S in run.latest and self._fresh(run, IT_S):
+            rate = run.latest[IT_S]
         if total is None or run.step is None or not rate or rate <= 0:
             return None
         return max(0.0, (total - run.step) / rate)

@@ -6,10 +6,8 @@ import os
 from dataclasses import dataclass
 
 from gpuherd.tasks.health import Finding
+from parsers.vocabulary import KEY_METRICS
 
-KEY_METRICS = ("train/loss", "val/loss", "train/acc", "val/acc", "val/acc_top5", "val/map",
-               "val/map_50", "val/miou", "val/pixel_acc", "lr")
-"""Metrics a one-row summary shows, in this order, when the task has them."""
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 

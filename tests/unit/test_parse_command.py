@@ -164,8 +164,10 @@ def test_zero_map_while_the_summed_losses_fall(
     log.write_text("\n".join([header, *rows]) + "\n")
     assert main(["parse", "--json", str(log)]) == 0
     findings = [r for r in _json_lines(capsys.readouterr().out) if "finding" in r]
-    assert [(f["line"], f["finding"]) for f in findings] == [(9, "zero_metric")]
+    # mAP50-95 and mAP50 both stay 0, each a finding, as on the dashboard
+    assert [(f["line"], f["finding"]) for f in findings] == [(9, "zero_metric")] * 2
     assert findings[0]["evidence"].startswith("val/map = 0 at all 8 evaluations")
+    assert findings[1]["evidence"].startswith("val/map_50 = 0 at all 8 evaluations")
 
 
 def test_a_progress_bar_after_many_banner_lines_is_parsed_as_one(

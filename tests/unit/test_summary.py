@@ -307,3 +307,14 @@ def test_unknown_steps_and_epochs_are_left_out(tmp_path: Path, step: str, epoch:
     assert "nan" not in report.render_short(summary)
     note = compose(summary).values()["last_verification_note"]
     assert "nan" not in note and ("steps" in note) == bool(step)
+
+
+def test_the_short_summary_and_the_note_show_the_same_metrics(tmp_path: Path) -> None:
+    # a segmentation run reports pixel accuracy; both outputs name it from one vocabulary
+    rows = [gpu_row(T0 + i, 0, 2 * GIB, 50) for i in range(3)]
+    metrics = [f"{T0 + 1},seg,1,val/pixel_acc,0.5,100,0",
+               f"{T0 + 2},seg,2,val/pixel_acc,0.75,200,1",
+               f"{T0 + 1},seg,1,grad_norm,3,100,0", f"{T0 + 2},seg,2,grad_norm,2,200,1"]
+    summary = summarize(write_session(tmp_path / "seg", gpu_rows=rows, metrics=metrics))
+    assert "  task seg: val/pixel_acc 0.5 -> 0.75" in report.render_short(summary).splitlines()
+    assert "val/pixel_acc 0.5 -> 0.75" in compose(summary).text
