@@ -91,4 +91,17 @@ class Finished:
     source: str
 
 
-CollectorEvent = Union[Sampled, Failed, Recovered, Unavailable, Finished]  # noqa: UP007 (3.10 runtime alias)
+@dataclass(frozen=True, slots=True)
+class Crashed:
+    """The thread running a collector died of an unexpected exception (a bug); it has stopped.
+
+    Sent by whoever runs the loop, never by `run_collector` itself. `source` is the collector's
+    name, or the name of another thread of the sink (`record:close` in the dashboard).
+    """
+
+    source: str
+    error: BaseException
+
+
+CollectorEvent = Union[Sampled, Failed, Recovered, Unavailable, Finished, Crashed]  # noqa: UP007 (3.10 runtime alias)
+"""Every event a sink of collectors gets; each sink dispatches on the type in one table."""

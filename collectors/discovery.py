@@ -181,6 +181,7 @@ class DiscoveryCollector:
                  clock: Callable[[], float] = time.time, *, max_busy: float = 0.01,
                  timer: Callable[[], float] = time.thread_time) -> None:
         self.name = "discovery"
+        self.role = "discovery"  # `collectors.roles.DISCOVERY`; that module imports this one
         self.interval_s = interval_s
         self.base_interval_s = interval_s
         self.max_busy = max_busy

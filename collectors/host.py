@@ -13,6 +13,7 @@ from typing import Any
 
 import psutil
 
+from collectors.roles import HOST
 from collectors.samples import GpuTick, HostSample, ProcessInfo
 
 VIRTUAL_NIC_PREFIXES = ("lo", "veth", "docker", "br-", "ifb", "virbr", "cni", "flannel", "cali",
@@ -208,6 +209,7 @@ class HostCollector:
     """
 
     name = "host"
+    role = HOST
 
     def __init__(
         self,

@@ -14,6 +14,7 @@ from collectors.logtail_files import DocumentFollower, FileFollower
 from collectors.logtail_formats import LogFormats, RegistryFormats
 from collectors.logtail_lines import DEFAULT_MAX_LINE_BYTES, LineAssembler
 from collectors.logtail_waker import TailWaker, WakeSubscription, needs_polling
+from collectors.roles import LOG
 from collectors.samples import LogBatch
 from parsers.model import LogMetric
 
@@ -56,7 +57,10 @@ class LogTailCollector:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.name = f"log:{path}"
+        self.role = LOG
         self.path = path
+        self.task_id = path
+        """The task this tail feeds: one task per followed log."""
         self.interval_s = 0.0
         self.poll_interval_s = poll_interval_s
         self.force_poll = poll

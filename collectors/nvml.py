@@ -10,6 +10,7 @@ from typing import Any, Protocol, TypeVar
 import pynvml  # noqa: TID251 - this module is the one NVML seam
 
 from collectors.base import CollectorError, CollectorUnavailable
+from collectors.roles import GPU
 from collectors.samples import GpuProcess, GpuSample, GpuTick
 
 T = TypeVar("T")
@@ -446,13 +447,16 @@ class NvmlCollector:
     """
 
     name = "nvml"
+    role = GPU
 
     def __init__(
         self,
         backend: NvmlBackend | None = None,
         interval_s: float = 1.0,
         clock: Callable[[], float] = time.time,
+        name: str = "nvml",
     ) -> None:
+        self.name = name
         self.interval_s = interval_s
         self._session = NvmlSession(backend)
         self._clock = clock
@@ -509,6 +513,8 @@ class NvmlMemoryProbe:
     """
 
     name = "nvml-memory"
+    role = None
+    """Peaks for the recorder, not a source any panel shows."""
 
     def __init__(self, backend: NvmlBackend | None = None, interval_s: float = 0.02) -> None:
         self.interval_s = interval_s

@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 from collectors.base import CollectorError, CollectorUnavailable, GpuherdError, SourceExhausted
 from collectors.replay_metrics import MetricsSource
+from collectors.roles import GPU, HOST, LOG
 from collectors.rows import (
     GPU_FILE,
     HOST_FILE,
@@ -78,8 +79,9 @@ class ReplayCollector(Generic[T]):
     """
 
     def __init__(self, name: str, rows: Callable[[], Iterator[T]], timeline: _Timeline,
-                 loop: bool) -> None:
+                 loop: bool, *, role: str) -> None:
         self.name = name
+        self.role = role
         self.interval_s = 0.0
         self._rows, self._timeline, self._loop = rows, timeline, loop
         self._it: Iterator[T] | None = None
@@ -199,7 +201,7 @@ class SessionReplay:
     def gpu_collector(self) -> ReplayCollector[GpuTick]:
         """A collector of the recorded `GpuTick`s."""
         return self._keep(ReplayCollector("replay:gpu", self.session.gpu_ticks, self._timeline,
-                                          self._loop))
+                                          self._loop, role=GPU))
 
     def _keep(self, collector: ReplayCollector[T]) -> ReplayCollector[T]:
         self._collectors[collector.name] = collector
@@ -210,7 +212,7 @@ class SessionReplay:
         if HOST_FILE not in self.session.headers:
             return None
         return self._keep(ReplayCollector("replay:host", self.session.host_samples,
-                                          self._timeline, self._loop))
+                                          self._timeline, self._loop, role=HOST))
 
     def metrics_collector(self) -> ReplayCollector[LogBatch] | None:
         """A collector of the recorded training metrics and findings, as `LogBatch`es.
@@ -221,7 +223,7 @@ class SessionReplay:
         if not self.has_metrics and not self.session.has(EVENTS_FILE):
             return None
         return self._keep(ReplayCollector("replay:metrics", MetricsSource(self.session),
-                                          self._timeline, self._loop))
+                                          self._timeline, self._loop, role=LOG))
 
     def collectors(self) -> list[ReplayCollector[Any]]:
         """Every collector this session can drive: GPU, and host and metrics when recorded."""

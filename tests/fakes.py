@@ -184,6 +184,7 @@ class FakeCollector:
     """A collector that yields the given samples (raising any exception among them) in order.
 
     After the last item it raises `SourceExhausted`. With `unavailable`, `open()` raises it.
+    `role` and `task_id` are declared as a real collector declares them (`collectors.roles`).
     """
 
     def __init__(
@@ -192,8 +193,12 @@ class FakeCollector:
         name: str = "fake",
         interval_s: float = 0.0,
         unavailable: CollectorUnavailable | None = None,
+        role: str | None = None,
+        task_id: str | None = None,
     ) -> None:
         self.name = name
+        self.role = role
+        self.task_id = task_id
         self.interval_s = interval_s
         self._items = list(samples)
         self._unavailable = unavailable

@@ -14,31 +14,21 @@ from textual.binding import Binding
 from collectors.base import (
     Collector,
     CollectorEvent,
+    Crashed,
     Failed,
     Finished,
     Recovered,
     Sampled,
     Unavailable,
 )
-from collectors.samples import GpuTick, HostSample, LogBatch
+from collectors.roles import DISCOVERY, GPU, LOG, role_of, sample_role
+from collectors.samples import GpuTick, LogBatch
 from tui.collector_threads import CollectorThread, CollectorThreads
-from tui.messages import (
-    CollectorCrashed,
-    CollectorFailed,
-    CollectorRecovered,
-    LogBatchReceived,
-    LogsDiscovered,
-    RecordingClosed,
-    RecordingEnding,
-    SampleReceived,
-    SourceFinished,
-    SourceUnavailable,
-    sample_message,
-)
+from tui.messages import CollectorEventReceived, RecordingClosed, RecordingEnding
 from tui.screens.error import ErrorScreen
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
-from tui.state import MonitorState, Role
+from tui.state import MonitorState
 from tui.task_feed import TaskFeed
 
 if TYPE_CHECKING:
@@ -102,6 +92,16 @@ class GpuherdApp(App[int]):
             self.record = RecordLink(self, recording)
         self.threads = CollectorThreads(self._emit, self.thread_crashed)
         """One thread per long-lived collector (`tui/collector_threads.py` says why)."""
+        self._event_handlers: dict[type, Callable[[Any], None]] = {
+            Sampled: self._sampled, Failed: self._failed, Recovered: self._recovered,
+            Unavailable: self._unavailable, Finished: self._finished, Crashed: self._crashed,
+        }
+        """The one place a collector event is routed by its type."""
+        self._feeds: dict[str | None, Callable[[str, Any], None]] = {
+            LOG: self.tasks.batch,
+            DISCOVERY: lambda _source, found: self.tasks.discovered(found),
+        }
+        """Roles whose samples go to the task feed instead of the state's latest samples."""
 
     def get_default_screen(self) -> MainScreen:
         """The dashboard is the base screen."""
@@ -118,7 +118,7 @@ class GpuherdApp(App[int]):
 
     def start_collector(self, collector: Collector[Any]) -> CollectorThread:
         """Run `collector` on a thread of its own (also for logs found later)."""
-        self.state.status_of(collector.name)
+        self.state.add_source(collector.name, role_of(collector))
         return self.threads.start(collector)
 
     def on_unmount(self) -> None:
@@ -130,34 +130,35 @@ class GpuherdApp(App[int]):
         """Runs on the dying thread: record the bug, then show it on the UI thread."""
         if self.record is not None and source != "record:close":
             self.record.recording.crashed(source, error)
-        if not self.post_message(CollectorCrashed(source, error)):
+        if not self.post_message(CollectorEventReceived(Crashed(source, error))):
             # The app has stopped: the line is printed on stderr after the dashboard.
             self.state.notices.append(f"the {source} collector stopped: {error!r}")
 
     def _emit(self, event: CollectorEvent) -> None:
-        """Runs on the collector thread: wrap the event and hand it to the UI thread."""
+        """Runs on the collector thread: hand the event to the UI thread."""
         if self.tap is not None:
             self.tap(event)
-        message: Any
-        if isinstance(event, Sampled):
-            message = sample_message(event.source, event.sample)
-        elif isinstance(event, Failed):
-            message = CollectorFailed(event.source, event.error)
-        elif isinstance(event, Recovered):
-            message = CollectorRecovered(event.source)
-        elif isinstance(event, Unavailable):
-            message = SourceUnavailable(event.source, event.error)
-        elif isinstance(event, Finished):
-            message = SourceFinished(event.source)
-        else:
-            raise TypeError(f"unknown collector event {event!r}")
-        self.post_message(message)
+        self.post_message(CollectorEventReceived(event))
 
-    def on_sample_received(self, message: SampleReceived) -> None:
-        """Store the sample; a GPU tick also tells the host collector which pids to detail."""
-        changes = self.state.apply_sample(message.source, message.sample)
-        if isinstance(message.sample, GpuTick):
-            self.tasks.gpu_tick(message.sample)
+    def on_collector_event_received(self, message: CollectorEventReceived) -> None:
+        """Route a collector event to its handler by the event's type."""
+        self._event_handlers[type(message.event)](message.event)
+
+    def _sampled(self, event: Sampled[Any]) -> None:
+        """Hand the sample to whoever subscribes to its source's role.
+
+        Log batches and scans go to the task feed; everything else is stored in the state
+        (per source and host) for the panels, and a GPU tick also feeds the tasks and tells
+        the host collector which pids to detail.
+        """
+        role = self.state.role(event.source) or sample_role(event.sample)
+        feed = self._feeds.get(role)
+        if feed is not None:
+            feed(event.source, event.sample)
+            return
+        changes = self.state.apply_sample(event.source, event.sample)
+        if role == GPU and self.state.gpu_tick is not None:
+            self.tasks.gpu_tick(self.state.gpu_tick)
             if self.pid_watch is not None:
                 self.pid_watch.set(self.state.gpu_pids())
             for gpu in changes.lost:
@@ -165,47 +166,48 @@ class GpuherdApp(App[int]):
                             title="GPU error", severity="error")
             for gpu in changes.back:
                 self.notify(f"GPU {gpu.index} reads again", title="GPU recovered")
-        self._refresh_view(message.sample)
+        self._refresh_view(role, event.sample)
 
-    def on_collector_failed(self, message: CollectorFailed) -> None:
+    def _failed(self, event: Failed) -> None:
         """Mark the source's panel; notify once per outage."""
-        error = message.error
-        if self.state.mark_failed(message.source, error.msg):
-            self.notify(error.msg, title=f"{error.title} ({message.source})", severity="error")
-        self.tasks.failed(message.source, error.msg)
+        error = event.error
+        if self.state.mark_failed(event.source, error.msg):
+            self.notify(error.msg, title=f"{error.title} ({event.source})", severity="error")
+        self.tasks.failed(event.source, error.msg)
         self._refresh_view()
 
-    def on_collector_recovered(self, message: CollectorRecovered) -> None:
+    def _recovered(self, event: Recovered) -> None:
         """Clear the error mark."""
-        if self.state.mark_recovered(message.source):
-            self.notify(f"{message.source} is reading again", title="Recovered")
-        self.tasks.recovered(message.source)
+        if self.state.mark_recovered(event.source):
+            self.notify(f"{event.source} is reading again", title="Recovered")
+        self.tasks.recovered(event.source)
         self._refresh_view()
 
-    def on_source_unavailable(self, message: SourceUnavailable) -> None:
+    def _unavailable(self, event: Unavailable) -> None:
         """Explain on the banner why the source cannot run here."""
-        line = message.error.msg
-        gpu_role = self.state.role(message.source) == "gpu"
+        line = event.error.msg
+        gpu_role = self.state.role(event.source) == GPU
         if gpu_role and self.replay_label is None and "--demo" not in line:
             line = f"{line} — {DEMO_HINT}"
-        self.state.mark_unavailable(message.source, message.error.msg, notice=line)
-        self.tasks.failed(message.source, message.error.msg)  # a log's row says why, too
+        self.state.mark_unavailable(event.source, event.error.msg, notice=line)
+        self.tasks.failed(event.source, event.error.msg)  # a log's row says why, too
         self._refresh_view()
 
-    def on_source_finished(self, message: SourceFinished) -> None:
+    def _finished(self, event: Finished) -> None:
         """A replay ended: say so in the header and once as a notification."""
-        self.state.mark_finished(message.source)
-        if self.replay_label and self.state.role(message.source) == "gpu":
+        self.state.mark_finished(event.source)
+        if self.replay_label and self.state.role(event.source) == GPU:
             self.notify("replay finished; q quits", title="Replay")
         self._refresh_view()
 
-    def on_log_batch_received(self, message: LogBatchReceived) -> None:
-        """Metrics and findings of a training log go to its task."""
-        self.tasks.batch(message.source, message.batch)
-
-    def on_logs_discovered(self, message: LogsDiscovered) -> None:
-        """Follow the logs a scan found."""
-        self.tasks.discovered(message.found)
+    def _crashed(self, event: Crashed) -> None:
+        """A collector that died of a bug: mark its panel and show the traceback."""
+        source, error = event.source, event.error
+        self.state.mark_crashed(source, f"crashed: {error!r}")
+        self.tasks.failed(source, f"crashed: {error!r}")
+        details = "".join(traceback.format_exception(error))
+        self.push_screen(ErrorScreen(f"The {source} collector stopped: {error!r}", details))
+        self._refresh_view()
 
     def on_recording_ending(self, message: RecordingEnding) -> None:
         """The recorded command exited (or --duration ran out): close the session."""
@@ -219,28 +221,15 @@ class GpuherdApp(App[int]):
             self.record.closed(message.result)
             self._refresh_view()
 
-    def on_collector_crashed(self, message: CollectorCrashed) -> None:
-        """A collector that died of a bug: mark its panel and show the traceback."""
-        source, error = message.source, message.error
-        self.state.mark_crashed(source, f"crashed: {error!r}")
-        self.tasks.failed(source, f"crashed: {error!r}")
-        details = "".join(traceback.format_exception(error))
-        self.push_screen(ErrorScreen(f"The {source} collector stopped: {error!r}", details))
-        self._refresh_view()
-
-    def _refresh_view(self, sample: object = None) -> None:
+    def _refresh_view(self, changed: str | None = None, sample: object = None) -> None:
+        """Push state into the screen; `changed` is the role of the sample that just came."""
         if self.replay_label is None:
             self.state.now = self.clock()
-        elif isinstance(sample, GpuTick):
+        elif changed == GPU and isinstance(sample, GpuTick):
             self.state.now = sample.taken_at
         # Collector threads keep posting while the app shuts down and prunes the screen's
         # widgets; a late message must not query half-removed panels.
         if self.is_running and self._main.is_mounted:
-            changed: Role | None = None
-            if isinstance(sample, GpuTick):
-                changed = "gpu"
-            elif isinstance(sample, HostSample):
-                changed = "host"
             self._main.show(changed)
 
     async def action_quit(self) -> None:

@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from collectors.roles import GPU, HOST, sample_role
 from collectors.samples import GpuSample, GpuTick, HostSample
 from gpuherd.tasks import TaskTracker
 
 HISTORY_LEN = 600
 """Points kept per GPU: ten minutes at the default 1 Hz."""
 
-Role = Literal["gpu", "host", "log", "other"]
 Health = Literal["waiting", "ok", "failing", "unavailable", "finished", "crashed"]
 
 
 @dataclass
 class SourceStatus:
-    """Health of one collector as the dashboard last heard it."""
+    """Health and role of one collector as the dashboard last heard it."""
 
     health: Health = "waiting"
     reason: str | None = None
     """Why the source is failing, unavailable or crashed, in words a person can act on."""
+    role: str | None = None
+    """What its samples are for (`collectors.roles`); `None` until declared or first sampled."""
 
 
 @dataclass
@@ -51,31 +54,28 @@ class GpuChanges:
     back: tuple[GpuSample, ...] = ()
 
 
-def guess_role(source: str) -> Role:
-    """Role of a source from its name, until its first sample says for sure.
+LOCAL_HOST = ""
+"""The host key of samples that do not name one: the machine the dashboard reads."""
 
-    Live collectors are named `nvml` and `host`; replayed ones carry `gpu` or `host` in their
-    names; log tails are `log:<path>` (whatever the path holds) and the replayed metrics
-    `replay:metrics`. The role decides which panel shows the source's errors.
-    """
-    if source.startswith("log:") or source == "replay:metrics":
-        return "log"
-    lowered = source.lower()
-    if "nvml" in lowered or "gpu" in lowered:
-        return "gpu"
-    if "host" in lowered:
-        return "host"
-    return "other"
+
+def host_of(sample: Any) -> str:
+    """The host a sample describes: its `host` field, or `LOCAL_HOST` when it has none."""
+    return getattr(sample, "host", None) or LOCAL_HOST
 
 
 class MonitorState:
-    """Everything the widgets render from; changed only by message handlers on the UI thread."""
+    """Everything the widgets render from; changed only by message handlers on the UI thread.
+
+    Samples are kept per source and host, and found by role: panels ask for "every source of
+    role R" (`samples`), never for "the first sample of type T", so two GPU sources (or two
+    hosts) stay two.
+    """
 
     def __init__(self) -> None:
-        self.latest: dict[str, Any] = {}
-        """Newest sample per source name; later sources (log tasks) add their own entries."""
+        self.latest: dict[tuple[str, str], Any] = {}
+        """Newest sample per (source name, host), in the order first heard."""
         self.status: dict[str, SourceStatus] = {}
-        self.roles: dict[str, Role] = {}
+        """Health and role per source name, in the order first heard."""
         self.history: dict[str, GpuHistory] = {}
         """Per GPU UUID."""
         self.gpu_errors: dict[str, str] = {}
@@ -88,47 +88,61 @@ class MonitorState:
         """Time for the header: the wall clock live, the newest recorded time in a replay."""
         self.tasks = TaskTracker()
         """One task per followed (or replayed) training log, fed by `tui.task_feed`."""
+        self._gpu_tick: GpuTick | None = None
 
-    def role(self, source: str) -> Role:
-        """The panel family a source belongs to."""
-        return self.roles.get(source) or guess_role(source)
+    def add_source(self, source: str, role: str | None) -> SourceStatus:
+        """Note a source before it sends anything, with the role it declares (if any)."""
+        status = self.status_of(source)
+        if role is not None:
+            status.role = role
+        return status
+
+    def role(self, source: str) -> str | None:
+        """The role a source declared or its first known sample showed; `None` if neither."""
+        status = self.status.get(source)
+        return status.role if status is not None else None
 
     def status_of(self, source: str) -> SourceStatus:
         """Health of `source`, creating a `waiting` entry on first use."""
         return self.status.setdefault(source, SourceStatus())
 
-    def sources(self, role: Role) -> list[str]:
+    def sources(self, role: str | None) -> list[str]:
         """Known sources with that role, in the order they were first heard of."""
-        return [name for name in self.status if self.role(name) == role]
+        return [name for name, status in self.status.items() if status.role == role]
+
+    def samples(self, role: str) -> list[Any]:
+        """The newest sample of every source and host of `role`, in the order first heard."""
+        return [sample for (source, _), sample in self.latest.items()
+                if self.role(source) == role]
 
     @property
     def gpu_tick(self) -> GpuTick | None:
-        """The newest NVML (or replayed) tick, if any source sent one."""
-        return self._latest_of(GpuTick)
+        """Every GPU of every GPU source as one tick (the very tick when there is one source)."""
+        return self._gpu_tick
 
     @property
     def host_sample(self) -> HostSample | None:
-        """The newest host sample, if any."""
-        return self._latest_of(HostSample)
-
-    def _latest_of(self, kind: type) -> Any:
-        for sample in self.latest.values():
-            if isinstance(sample, kind):
-                return sample
-        return None
+        """The newest sample of the first host source, preferring this machine's."""
+        hosts = [s for s in self.samples(HOST) if isinstance(s, HostSample)]
+        local = [s for s in hosts if host_of(s) == LOCAL_HOST]
+        return next(iter(local or hosts), None)
 
     def apply_sample(self, source: str, sample: Any) -> GpuChanges:
-        """Store a sample; for a GPU tick also extend history and track lost GPUs."""
-        self.latest[source] = sample
+        """Store a sample; for a GPU tick also extend history and track lost GPUs.
+
+        A source that declared no role takes the role of its sample's type
+        (`collectors.roles.ROLE_OF_SAMPLE`).
+        """
+        self.latest[(source, host_of(sample))] = sample
         status = self.status_of(source)
+        if status.role is None:
+            status.role = sample_role(sample)
         if status.health == "waiting":
-            # Failing sources clear on `CollectorRecovered`, which the loop sends first.
+            # Failing sources clear on `Recovered`, which the loop sends first.
             status.health = "ok"
-        if isinstance(sample, GpuTick):
-            self.roles[source] = "gpu"
+        if status.role == GPU and isinstance(sample, GpuTick):
+            self._gpu_tick = merged_tick([t for t in self.samples(GPU) if isinstance(t, GpuTick)])
             return self._apply_tick(sample)
-        if isinstance(sample, HostSample):
-            self.roles[source] = "host"
         return GpuChanges()
 
     def _apply_tick(self, tick: GpuTick) -> GpuChanges:
@@ -143,7 +157,7 @@ class MonitorState:
             if self.gpu_errors.pop(gpu.uuid, None) is not None:
                 back.append(gpu)
             self.history.setdefault(gpu.uuid, GpuHistory()).append(tick.taken_at, gpu)
-        uuids = [gpu.uuid for gpu in tick.devices]
+        uuids = [gpu.uuid for gpu in self._gpu_tick.devices] if self._gpu_tick else []
         if self.selected_uuid not in uuids:
             self.selected_uuid = uuids[0] if uuids else None
         return GpuChanges(tuple(lost), tuple(back))
@@ -175,38 +189,35 @@ class MonitorState:
             status.reason = None
         status.health = "finished"
 
-    def finished(self, role: Role) -> bool:
+    def finished(self, role: str) -> bool:
         """True when a source of `role` has finished (a replay reached its end)."""
-        return any(s.health == "finished" for n, s in self.status.items() if self.role(n) == role)
+        return any(s.health == "finished" for s in self.status.values() if s.role == role)
 
     def mark_crashed(self, source: str, reason: str) -> None:
         """The worker running the source died of a bug."""
         status = self.status_of(source)
         status.health, status.reason = "crashed", reason
 
-    def problems(self, role: Role) -> list[str]:
+    def problems(self, role: str) -> list[str]:
         """Reasons why sources of `role` are failing, crashed, or ended on a failure."""
-        return [
-            status.reason or status.health
-            for name, status in self.status.items()
-            if self.role(name) == role
-            and (status.health in ("failing", "crashed")
-                 or (status.health == "finished" and status.reason))
-        ]
+        return [status.reason or status.health for status in self.status.values()
+                if status.role == role and _troubled(status)]
 
-    def unavailable(self, role: Role) -> list[str]:
+    def problems_outside(self, roles: Collection[str]) -> list[str]:
+        """`source: reason` for troubled sources whose role is not in `roles` (or who have none)."""
+        return [f"{name}: {status.reason or status.health}" for name, status in self.status.items()
+                if status.role not in roles and _troubled(status)]
+
+    def unavailable(self, role: str) -> list[str]:
         """Reasons why sources of `role` cannot run here."""
-        return [
-            status.reason or "unavailable"
-            for name, status in self.status.items()
-            if self.role(name) == role and status.health == "unavailable"
-        ]
+        return [status.reason or "unavailable" for status in self.status.values()
+                if status.role == role and status.health == "unavailable"]
 
     def gpu_streaming(self) -> bool:
         """True while a GPU source has sent a tick and is still polling."""
         return self.gpu_tick is not None and any(
-            self.role(name) == "gpu" and status.health in ("ok", "failing")
-            for name, status in self.status.items()
+            status.role == GPU and status.health in ("ok", "failing")
+            for status in self.status.values()
         )
 
     def gpu_pids(self) -> set[int]:
@@ -224,6 +235,26 @@ class MonitorState:
         uuids = [gpu.uuid for gpu in tick.devices]
         current = uuids.index(self.selected_uuid) if self.selected_uuid in uuids else 0
         self.selected_uuid = uuids[(current + step) % len(uuids)]
+
+
+def merged_tick(ticks: Sequence[GpuTick]) -> GpuTick | None:
+    """One tick holding every GPU of `ticks`, in source order; the only tick itself if one.
+
+    Versions are those of the first source; the time is the newest, so the header and the
+    process ages follow the freshest reading.
+    """
+    if len(ticks) <= 1:
+        return ticks[0] if ticks else None
+    first = ticks[0]
+    return GpuTick(taken_at=max(t.taken_at for t in ticks),
+                   devices=tuple(gpu for t in ticks for gpu in t.devices),
+                   driver_version=first.driver_version, nvml_version=first.nvml_version,
+                   cuda_driver_version=first.cuda_driver_version)
+
+
+def _troubled(status: SourceStatus) -> bool:
+    return status.health in ("failing", "crashed") or (
+        status.health == "finished" and bool(status.reason))
 
 
 def _mem_pct(gpu: GpuSample) -> float | None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector
 from collectors.discovery import DiscoveredLogs
+from collectors.roles import LOG, role_of
 from collectors.samples import GpuTick, LogBatch
 from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 REDRAW_S = 0.25
 """Batches arriving within this time share one redraw of the tasks panel."""
-TAIL_PREFIX = "log:"
 
 
 class TaskFeed:
@@ -39,13 +39,17 @@ class TaskFeed:
         self._hints = {hint.task_id: hint for hint in hints}
         self._tails: dict[str, CollectorThread] = {}
         self._followed: set[str] = set()
+        self._task_of: dict[str, str] = {}
+        """Source name -> task id, for every tail (one log, one task) started or adopted."""
         self._redraw_pending = False
 
     def adopt(self, collectors: Sequence[Collector[Any]]) -> None:
         """Note the tails the app was started with, so a scan does not start them twice."""
         for collector in collectors:
-            if collector.name.startswith(TAIL_PREFIX):
-                self._followed.add(collector.name[len(TAIL_PREFIX):])
+            task_id = getattr(collector, "task_id", None)
+            if role_of(collector) == LOG and isinstance(task_id, str):
+                self._followed.add(task_id)
+                self._task_of[collector.name] = task_id
 
     def discovered(self, found: DiscoveredLogs) -> None:
         """Start a tail for every log not followed yet; stop those whose run is gone."""
@@ -53,7 +57,9 @@ class TaskFeed:
             for log in found.logs:
                 if log.task_id not in self._followed:
                     self._followed.add(log.task_id)
-                    self._tails[log.task_id] = self._app.start_collector(self._tail(log.task_id))
+                    handle = self._app.start_collector(self._tail(log.task_id))
+                    self._tails[log.task_id] = handle
+                    self._task_of[handle.collector.name] = log.task_id
         for task_id in found.removed:
             self._stop(task_id)
         self.schedule_redraw()
@@ -64,7 +70,8 @@ class TaskFeed:
         if handle is not None:
             self._app.threads.stop(handle)  # also ends the wait of a tail for its file
         self.state.tasks.remove(task_id)
-        self.state.status.pop(TAIL_PREFIX + task_id, None)
+        for source in [s for s, t in self._task_of.items() if t == task_id]:
+            self.state.status.pop(source, None)
 
     def batch(self, source: str, batch: LogBatch) -> None:
         """Fold a batch into its task."""
@@ -74,7 +81,7 @@ class TaskFeed:
         status = self.state.status_of(source)
         if status.health == "waiting":
             status.health = "ok"
-        if batch.recreated and not source.startswith(TAIL_PREFIX):
+        if batch.recreated and source not in self._task_of:
             tracker.remove(batch.path)  # a looping replay starts its next lap: a fresh task
         new = batch.path not in tracker.task_ids
         tracker.add_batch(batch)
@@ -101,21 +108,22 @@ class TaskFeed:
 
     def failed(self, source: str, reason: str) -> None:
         """A tail cannot read its log: say why on the task's row."""
-        if source.startswith(TAIL_PREFIX) and not self._dropped(source):
-            self.state.tasks.collector_failed(source[len(TAIL_PREFIX):], reason)
+        task_id = self._task_of.get(source)
+        if task_id is not None and not self._dropped(source):
+            self.state.tasks.collector_failed(task_id, reason)
             self.schedule_redraw()
 
     def recovered(self, source: str) -> None:
         """The tail reads again."""
-        task_id = source[len(TAIL_PREFIX):]
-        if source.startswith(TAIL_PREFIX) and task_id in self.state.tasks.task_ids:
+        task_id = self._task_of.get(source)
+        if task_id is not None and task_id in self.state.tasks.task_ids:
             self.state.tasks.collector_recovered(task_id)
             self.schedule_redraw()
 
     def _dropped(self, source: str) -> bool:
         """A tail stopped after its run vanished may still post what it read last: ignore it."""
-        return (self._tail is not None and source.startswith(TAIL_PREFIX)
-                and source[len(TAIL_PREFIX):] not in self._followed)
+        task_id = self._task_of.get(source)
+        return self._tail is not None and task_id is not None and task_id not in self._followed
 
     def schedule_redraw(self) -> None:
         """Redraw the tasks soon, once for everything that arrives meanwhile."""

@@ -11,12 +11,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collectors.base import CollectorEvent, GpuherdError, Sampled
+from collectors.base import CollectorEvent, Crashed, GpuherdError, Sampled
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import LogBatch
 from gpuherd.record.child import ChildCommand, CommandStartError
 from gpuherd.record.peaks import ProcessTree
-from gpuherd.record.recorder import Crashed
 from gpuherd.record.recording import Recording, RecordingOptions
 
 POLL_S = 0.2

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 
 import psutil
 
-from collectors.base import Collector, CollectorEvent, Sampled, Unavailable
+from collectors.base import Collector, CollectorEvent, Crashed, Sampled, Unavailable
 from collectors.loop import run_collector
 from collectors.samples import GpuSample, GpuTick
-from gpuherd.record.recorder import Crashed
 
 TRACE_READINGS = 1_000_000
 """Readings a trace keeps (about 5.5 hours at 50 Hz)."""
@@ -278,7 +277,7 @@ class PeakSampler:
     """
 
     def __init__(self, probe: Collector[Sequence[int | None]], tracker: PeakTracker,
-                 on_event: Callable[[CollectorEvent | Crashed], None]) -> None:
+                 on_event: Callable[[CollectorEvent], None]) -> None:
         self.probe = probe
         self.tracker = tracker
         self._on_event = on_event

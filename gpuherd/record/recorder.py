@@ -6,12 +6,13 @@ import queue
 import threading
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from collectors.base import (
     Collector,
     CollectorEvent,
+    Crashed,
     Failed,
     Finished,
     Recovered,
@@ -31,14 +32,6 @@ class PidSink(Protocol):
 
     def set(self, pids: Iterable[int]) -> None:
         """Replace the watched pids."""
-
-
-@dataclass(frozen=True, slots=True)
-class Crashed:
-    """A collector thread died of an unexpected exception (a bug); its loop has ended."""
-
-    source: str
-    error: BaseException
 
 
 _STOP = object()
@@ -71,7 +64,17 @@ class Recorder:
         self.problems: list[str] = []
         """Bugs met while recording (a collector or handler raised); also in `events.jsonl`."""
         self._pid_watch, self._peaks = pid_watch, peaks
-        self._handlers = dict(handlers or {})
+        self._sample_writers: dict[type, Callable[[Any], None]] = {
+            GpuTick: self._write_tick,
+            HostSample: writer.write_host,
+            **{kind: partial(handler, writer) for kind, handler in (handlers or {}).items()},
+        }
+        """How each sample type is written; a type not listed is noted once in the events."""
+        self._event_writers: dict[type, Callable[[Any], None]] = {
+            Sampled: self._write_sampled, Failed: self._write_failed,
+            Recovered: self._write_recovered, Unavailable: self._write_unavailable,
+            Finished: self._write_finished, Crashed: self._write_crashed,
+        }
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._failing: dict[str, str] = {}
         self._unknown: set[type] = set()
@@ -108,7 +111,7 @@ class Recorder:
         self._threads.append(thread)
         thread.start()
 
-    def emit(self, event: CollectorEvent | Crashed) -> None:
+    def emit(self, event: CollectorEvent) -> None:
         """The sink of every collector loop: safe to call from any thread."""
         if self._pid_watch is not None and isinstance(event, Sampled):
             if isinstance(event.sample, GpuTick):
@@ -172,33 +175,37 @@ class Recorder:
                 return
 
     def _write(self, event: object) -> None:
-        if isinstance(event, Sampled):
-            self._write_sample(event.source, event.sample)
-        elif isinstance(event, Failed):
-            if self._failing.get(event.source) != event.error.msg:  # once per outage
-                self._failing[event.source] = event.error.msg
-                self._event("collector_failed", event.source, event.error.msg, event.error.title)
-        elif isinstance(event, Recovered):
-            self._failing.pop(event.source, None)
-            self._event("collector_recovered", event.source)
-        elif isinstance(event, Unavailable):
-            self._event("collector_unavailable", event.source, event.error.msg, event.error.title)
-        elif isinstance(event, Finished):
-            self._event("collector_finished", event.source)
-        elif isinstance(event, Crashed):
-            self._problem(event.source, event.error)
+        self._event_writers[type(event)](event)
 
-    def _write_sample(self, source: str, sample: object) -> None:
-        if isinstance(sample, GpuTick):
-            peaks = self._peaks(sample) if self._peaks is not None else None
-            self.writer.write_gpu_tick(sample, peaks)
-        elif isinstance(sample, HostSample):
-            self.writer.write_host(sample)
-        elif type(sample) in self._handlers:
-            self._handlers[type(sample)](self.writer, sample)
-        elif type(sample) not in self._unknown:
-            self._unknown.add(type(sample))
-            self._event("sample_not_recorded", source, f"no handler for {type(sample).__name__}")
+    def _write_sampled(self, event: Sampled[Any]) -> None:
+        kind = type(event.sample)
+        writer = self._sample_writers.get(kind)
+        if writer is not None:
+            writer(event.sample)
+        elif kind not in self._unknown:
+            self._unknown.add(kind)
+            self._event("sample_not_recorded", event.source, f"no handler for {kind.__name__}")
+
+    def _write_tick(self, tick: GpuTick) -> None:
+        self.writer.write_gpu_tick(tick, self._peaks(tick) if self._peaks is not None else None)
+
+    def _write_failed(self, event: Failed) -> None:
+        if self._failing.get(event.source) != event.error.msg:  # once per outage
+            self._failing[event.source] = event.error.msg
+            self._event("collector_failed", event.source, event.error.msg, event.error.title)
+
+    def _write_recovered(self, event: Recovered) -> None:
+        self._failing.pop(event.source, None)
+        self._event("collector_recovered", event.source)
+
+    def _write_unavailable(self, event: Unavailable) -> None:
+        self._event("collector_unavailable", event.source, event.error.msg, event.error.title)
+
+    def _write_finished(self, event: Finished) -> None:
+        self._event("collector_finished", event.source)
+
+    def _write_crashed(self, event: Crashed) -> None:
+        self._problem(event.source, event.error)
 
     def _event(self, kind: str, source: str, msg: str | None = None,
                title: str | None = None) -> None:

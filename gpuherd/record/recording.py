@@ -21,7 +21,7 @@ from collectors.samples import LogBatch
 from gpuherd.record.drain import LogDrain, unread_events
 from gpuherd.record.logsink import LogSink
 from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTracker
-from gpuherd.record.recorder import Crashed, Recorder
+from gpuherd.record.recorder import Recorder
 from gpuherd.session import SessionWriteError, SessionWriter
 
 COMMAND_LOG = "command.log"
@@ -221,7 +221,7 @@ class Recording:
             self.sampler.start()
             self.sampler.wait_first(FIRST_READING_WAIT_S)
 
-    def emit(self, event: CollectorEvent | Crashed) -> None:
+    def emit(self, event: CollectorEvent) -> None:
         """Feed one collector event (thread-safe); the dashboard's collectors call this."""
         if self.recorder is not None and not self._stopped:
             self.recorder.emit(event)

@@ -5,14 +5,19 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from textual.pilot import Pilot
 
 from collectors.base import SourceExhausted
+from collectors.roles import GPU, HOST, LOG
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
 from tests.fakes import FakeCollector
 from tui.app import GpuherdApp
+from tui.messages import CollectorEventReceived
+
+E = TypeVar("E")
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -68,11 +73,16 @@ def host(t: float = T0, processes: tuple[ProcessInfo, ...] | None = None) -> Hos
 
 
 def gpu_source(*samples: object, name: str = "nvml") -> FakeCollector:
-    return FakeCollector(samples=list(samples), name=name, interval_s=0)
+    return FakeCollector(samples=list(samples), name=name, interval_s=0, role=GPU)
 
 
 def host_source(*samples: object) -> FakeCollector:
-    return FakeCollector(samples=list(samples), name="host", interval_s=0)
+    return FakeCollector(samples=list(samples), name="host", interval_s=0, role=HOST)
+
+
+def scripted_log(path: str) -> ScriptedCollector:
+    """A tail of `path` driven by the test: role `log`, one task."""
+    return ScriptedCollector(f"log:{path}", role=LOG, task_id=path)
 
 
 class ScriptedCollector:
@@ -83,8 +93,11 @@ class ScriptedCollector:
     does the app stopping its thread on exit (`wake()`).
     """
 
-    def __init__(self, name: str = "nvml") -> None:
+    def __init__(self, name: str = "nvml", role: str | None = GPU,
+                 task_id: str | None = None) -> None:
         self.name = name
+        self.role = role
+        self.task_id = task_id
         self.interval_s = 0.0
         self._items: queue.Queue[object] = queue.Queue()
         self._done = threading.Event()
@@ -122,6 +135,12 @@ class ScriptedCollector:
 
     def close(self) -> None:
         self._done.set()
+
+
+def events(messages: Iterable[object], kind: type[E]) -> list[E]:
+    """The collector events of type `kind` that reached the app, in order."""
+    return [m.event for m in messages
+            if isinstance(m, CollectorEventReceived) and isinstance(m.event, kind)]
 
 
 async def collectors_done(pilot: Pilot[object], app: GpuherdApp, timeout_s: float = 10) -> None:

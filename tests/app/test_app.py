@@ -7,9 +7,19 @@ from typing import Any
 import pytest
 from textual.message import Message
 
-from collectors.base import CollectorError, CollectorUnavailable
+from collectors.base import (
+    CollectorError,
+    CollectorUnavailable,
+    Failed,
+    Finished,
+    Recovered,
+    Sampled,
+    Unavailable,
+)
+from collectors.discovery import DiscoveredLogs
 from collectors.host import PidWatch
-from collectors.samples import GpuProcess, GpuTick
+from collectors.roles import GPU
+from collectors.samples import GpuProcess, GpuTick, LogBatch
 from tests.app.helpers import (
     T0,
     UUID0,
@@ -18,6 +28,7 @@ from tests.app.helpers import (
     MiB,
     ScriptedCollector,
     collectors_done,
+    events,
     gpu,
     gpu_source,
     host,
@@ -27,13 +38,7 @@ from tests.app.helpers import (
 )
 from tests.fakes import FakeCollector
 from tui.app import GpuherdApp, make_app
-from tui.messages import (
-    CollectorFailed,
-    CollectorRecovered,
-    SampleReceived,
-    SourceFinished,
-    SourceUnavailable,
-)
+from tui.messages import CollectorEventReceived
 from tui.screens.error import ErrorScreen
 from tui.screens.help import HelpScreen
 from tui.widgets.banner import Banner
@@ -73,9 +78,9 @@ async def test_samples_flow_from_collectors_into_the_panels() -> None:
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await collectors_done(pilot, app)
         await pilot.pause()
-        received = [m for m in messages if isinstance(m, SampleReceived)]
+        received = events(messages, Sampled)
         assert {m.source for m in received} == {"nvml", "host"}
-        assert {m.source for m in messages if isinstance(m, SourceFinished)} == {"nvml", "host"}
+        assert {m.source for m in events(messages, Finished)} == {"nvml", "host"}
         panel = app.screen.query_one(GpuPanel)
         assert panel.tick is not None and [g.uuid for g in panel.tick.devices] == [UUID0, UUID1]
         assert panel.selected_uuid == UUID0
@@ -204,8 +209,8 @@ async def test_collector_failure_marks_the_panel_until_recovery() -> None:
         assert panel.border_subtitle is None
         source.finish()
         await collectors_done(pilot, app)
-    kinds = [type(m) for m in messages if isinstance(m, (CollectorFailed, CollectorRecovered))]
-    assert kinds == [CollectorFailed, CollectorFailed, CollectorRecovered]
+    kinds = [type(e) for e in events(messages, (Failed, Recovered))]  # type: ignore[arg-type]
+    assert kinds == [Failed, Failed, Recovered]
 
 
 async def test_lost_gpu_shows_an_error_row_while_the_other_keeps_updating() -> None:
@@ -235,12 +240,12 @@ async def test_no_driver_shows_the_banner_and_the_host_panel_keeps_working() -> 
     no_driver = CollectorUnavailable("NVIDIA driver not found: libnvidia-ml.so.1 missing",
                                      title="NVML")
     messages: list[Message] = []
-    app = make_app([FakeCollector(name="nvml", unavailable=no_driver), host_source(host())],
-                   clock=lambda: T0)
+    app = make_app([FakeCollector(name="nvml", unavailable=no_driver, role=GPU),
+                    host_source(host())], clock=lambda: T0)
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await collectors_done(pilot, app)
         await pilot.pause()
-        assert any(isinstance(m, SourceUnavailable) for m in messages)
+        assert events(messages, Unavailable)
         banner = app.screen.query_one(Banner)
         assert banner.display
         text = rendered(banner)
@@ -305,7 +310,7 @@ async def test_unknown_fields_show_na() -> None:
 
 
 async def test_worker_bug_opens_the_error_screen_and_marks_the_panel() -> None:
-    app = make_app([gpu_source(RuntimeError("boom in sample"), name="host")], clock=lambda: T0)
+    app = make_app([host_source(RuntimeError("boom in sample"))], clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: isinstance(app.screen, ErrorScreen))
         assert "boom in sample" in str(app.screen.query_one("#error-details").render())
@@ -368,10 +373,21 @@ async def test_shrinking_to_60x20_hides_the_chart_and_extra_columns() -> None:
 
 
 def test_newer_sample_replaces_a_pending_one_of_the_same_source_only() -> None:
-    first = SampleReceived("nvml", 1)
-    assert first.can_replace(SampleReceived("nvml", 2))
-    assert not first.can_replace(SampleReceived("host", 2))
-    assert not first.can_replace(CollectorRecovered("nvml"))
+    def sampled(source: str, sample: object) -> CollectorEventReceived:
+        return CollectorEventReceived(Sampled(source, sample))
+
+    newer = sampled("nvml", tick(gpu(0), t=T0 + 1))
+    assert newer.can_replace(sampled("nvml", tick(gpu(0))))
+    assert not newer.can_replace(sampled("nvml-b", tick(gpu(0))))
+    assert not newer.can_replace(CollectorEventReceived(Recovered("nvml")))
+    assert sampled("host", host(T0 + 1)).can_replace(sampled("host", host()))
+    # A log batch, a scan, or any event but a sample carries news: never dropped.
+    batch = LogBatch(path="/r/train.log", taken_at=T0)
+    assert not sampled("log:/r/train.log", batch).can_replace(sampled("log:/r/train.log", batch))
+    scan = DiscoveredLogs((), ())
+    assert not sampled("discovery", scan).can_replace(sampled("discovery", scan))
+    failed = CollectorEventReceived(Failed("nvml", CollectorError("gone")))
+    assert not failed.can_replace(CollectorEventReceived(Failed("nvml", CollectorError("gone"))))
 
 
 async def test_process_values_refresh_every_two_seconds_but_new_processes_show_at_once() -> None:

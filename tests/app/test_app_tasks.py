@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from collectors.base import CollectorError
+from collectors.base import CollectorError, Failed, Sampled
 from collectors.discovery import DiscoveryCollector, LogDiscovery
 from collectors.logtail import LogTailCollector
 from collectors.replay import SessionReplay
@@ -20,14 +20,15 @@ from tests.app.helpers import (
     UUID0,
     ScriptedCollector,
     collectors_done,
+    events,
     gpu,
     gpu_source,
+    scripted_log,
     tick,
     until,
 )
 from tests.fakes import FakeCollector
 from tui.app import GpuherdApp, make_app
-from tui.messages import LogBatchReceived
 from tui.screens.task_detail import TaskDetailScreen
 from tui.widgets.plot import Plot
 from tui.widgets.tasks_panel import TasksPanel
@@ -84,13 +85,13 @@ async def test_batches_become_a_row_with_metrics_and_a_nan_badge() -> None:
         batch(T0 + 2, metric(30, **{"train/loss": float("nan")}), first_line=4,
               findings=[(4, LogFinding("nan", "train/loss = nan at step 30"))]),
     ]
-    log = FakeCollector(batches, name=f"log:{LOG}")
+    log = FakeCollector(batches, name=f"log:{LOG}", role="log", task_id=LOG)
     app = make_app([log], clock=lambda: T0, hostname="box")
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await collectors_done(pilot, app)
         await until(pilot, lambda: has_row(app, LOG) and "NaN" in cell(app, LOG, "health"))
         # Each batch arrived as its own message: none was replaced by a later one.
-        assert len([m for m in messages if isinstance(m, LogBatchReceived)]) == 3
+        assert len([e for e in events(messages, Sampled) if isinstance(e.sample, LogBatch)]) == 3
         assert app.screen.query_one("#tasks").display
         assert cell(app, LOG, "task") == "exp1/train.log"
         assert cell(app, LOG, "progress") == "step 30"
@@ -107,7 +108,7 @@ async def test_enter_on_a_row_opens_the_detail_screen_with_charts() -> None:
     steps.append(batch(T0 + 12, metric(120, **{"val/loss": 0.4, "val/acc": 0.81}),
                        first_line=13, findings=[(13, LogFinding("oom", "CUDA out of memory"))]))
     gpus = ScriptedCollector("nvml")
-    log = FakeCollector(steps, name=f"log:{LOG}")
+    log = FakeCollector(steps, name=f"log:{LOG}", role="log", task_id=LOG)
     app = make_app([gpus, log], clock=lambda: T0, hostname="box",
                    task_hints=[TaskHint(LOG, gpu_uuids=(UUID0,))])
     async with app.run_test(size=SIZE) as pilot:
@@ -136,7 +137,7 @@ async def test_enter_on_a_row_opens_the_detail_screen_with_charts() -> None:
 
 
 async def test_a_failing_log_shows_its_error_on_its_row_and_recovers() -> None:
-    log = ScriptedCollector(f"log:{LOG}")
+    log = scripted_log(LOG)
     app = make_app([log], clock=lambda: T0, hostname="box")
     async with app.run_test(size=SIZE) as pilot:
         log.push(CollectorError(f"{LOG}: permission denied", title="log"))
@@ -225,7 +226,7 @@ async def test_a_run_that_disappears_loses_its_row_and_its_tail(tmp_path: Path) 
 @pytest.mark.parametrize("owner", [True, False])
 async def test_a_task_hint_maps_the_commands_pid_to_its_gpu(owner: bool) -> None:
     gpus = ScriptedCollector("nvml")
-    log = ScriptedCollector("log:/s/command.log")
+    log = scripted_log("/s/command.log")
     hint = TaskHint("/s/command.log", label="command", owns_pid=lambda pid: owner and pid == 777)
     app = make_app([gpus, log], clock=lambda: T0, hostname="box", task_hints=[hint])
     async with app.run_test(size=SIZE) as pilot:
@@ -246,8 +247,6 @@ async def test_a_bad_metrics_line_met_while_replaying_is_named_and_skipped(
         tmp_path: Path) -> None:
     import shutil
 
-    from tui.messages import CollectorFailed
-
     session = shutil.copytree(TASKS_SESSION, tmp_path / "s")
     lines = (session / "metrics.csv").read_text().splitlines(keepends=True)
     last_step = max(int(line.split(",")[5]) for line in lines[1:] if ",command," in line)
@@ -259,8 +258,8 @@ async def test_a_bad_metrics_line_met_while_replaying_is_named_and_skipped(
     messages: list[object] = []
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await collectors_done(pilot, app)
-        await until(pilot, lambda: any(isinstance(m, CollectorFailed) for m in messages))
-        failed = [m for m in messages if isinstance(m, CollectorFailed)]
+        await until(pilot, lambda: bool(events(messages, Failed)))
+        failed = events(messages, Failed)
         assert [f.error.msg for f in failed] == [
             f"{session}/metrics.csv:41: skipped: value: 'garbage' is not a number"]
         await until(pilot, lambda: has_row(app, "command"))
@@ -305,7 +304,7 @@ def test_columns_give_way_to_the_health_column_on_narrow_terminals() -> None:
 async def test_a_log_source_that_cannot_start_says_why_on_its_row() -> None:
     from collectors.base import CollectorUnavailable
 
-    log = FakeCollector(name=f"log:{LOG}",
+    log = FakeCollector(name=f"log:{LOG}", role="log", task_id=LOG,
                         unavailable=CollectorUnavailable("inotify is not available here"))
     app = make_app([log], clock=lambda: T0, hostname="box")
     async with app.run_test(size=SIZE) as pilot:

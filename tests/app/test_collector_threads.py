@@ -6,7 +6,7 @@ import threading
 import time
 
 from collectors.base import Finished, Sampled
-from tests.app.helpers import ScriptedCollector
+from tests.app.helpers import ScriptedCollector, scripted_log
 from tests.fakes import FakeCollector
 from tui.collector_threads import CollectorThreads
 
@@ -46,7 +46,7 @@ class Stuck:
 def test_each_collector_runs_on_a_daemon_thread_named_after_it_until_stopped() -> None:
     seen = Recorder()
     threads = CollectorThreads(seen.emit, seen.crashed)
-    sources = [ScriptedCollector(f"log:/runs/{i}.log") for i in range(40)]
+    sources = [scripted_log(f"/runs/{i}.log") for i in range(40)]
     handles = [threads.start(source) for source in sources]
     assert all(h.thread.daemon and h.thread.name == h.collector.name for h in handles)
     sources[7].push("a sample")

@@ -204,7 +204,7 @@ async def test_a_collector_bug_is_shown_and_recorded(tmp_path: Path) -> None:
     session = DashboardRecording(tmp_path / "s", record_options([], [], [], 1.0, 0.0))
     session.start()
     gpus = ScriptedCollector("nvml")
-    broken = FakeCollector([RuntimeError("boom in sample")], name="host")
+    broken = FakeCollector([RuntimeError("boom in sample")], name="host", role="host")
     app = make_app([gpus, broken], clock=lambda: T0, hostname="box",  # type: ignore[list-item]
                    tap=session.tap, recording=session)
     async with app.run_test(size=SIZE) as pilot:

@@ -9,6 +9,7 @@ import pytest
 from textual.pilot import Pilot
 
 from collectors.base import CollectorError
+from collectors.roles import HOST
 from collectors.samples import GpuProcess, GpuSample, GpuTick
 from tests.app.helpers import (
     T0,
@@ -46,7 +47,7 @@ def scripted_app(
     items: Sequence[object], *, replay_label: str | None = None
 ) -> tuple[GpuherdApp, Callable[[Pilot[object]], Awaitable[None]]]:
     """An app fed `items` one message at a time (so no tick is merged away), plus a host sample."""
-    gpus, hosts = ScriptedCollector("nvml"), ScriptedCollector("host")
+    gpus, hosts = ScriptedCollector("nvml"), ScriptedCollector("host", role=HOST)
     app = make_app([gpus, hosts], clock=lambda: T0 + HISTORY, hostname="gpu-box-3",
                    replay_label=replay_label)
 

@@ -8,10 +8,11 @@ from collections.abc import Awaitable, Callable
 from textual.pilot import Pilot
 
 from collectors.base import CollectorError
+from collectors.roles import HOST
 from collectors.samples import LogBatch
 from gpuherd.monitor_logs import TaskHint
 from parsers.model import LogFinding, LogMetric
-from tests.app.helpers import T0, UUID0, ScriptedCollector, host, until
+from tests.app.helpers import T0, UUID0, ScriptedCollector, host, scripted_log, until
 from tests.app.test_snapshots import HISTORY, busy_ticks
 from tui.app import GpuherdApp, make_app
 from tui.screens.task_detail import TaskDetailScreen
@@ -43,9 +44,9 @@ def training(path: str, steps: int, nan_at: int | None = None) -> list[LogBatch]
 
 
 def tasks_app() -> tuple[GpuherdApp, Callable[[Pilot[object]], Awaitable[None]]]:
-    gpus, hosts = ScriptedCollector("nvml"), ScriptedCollector("host")
-    train, detr = ScriptedCollector(f"log:{TRAIN}"), ScriptedCollector(f"log:{DETR}")
-    broken = ScriptedCollector(f"log:{BROKEN}")
+    gpus, hosts = ScriptedCollector("nvml"), ScriptedCollector("host", role=HOST)
+    train, detr = scripted_log(TRAIN), scripted_log(DETR)
+    broken = scripted_log(BROKEN)
     app = make_app([gpus, hosts, train, detr, broken], clock=lambda: T0 + HISTORY,
                    hostname="gpu-box-3", task_hints=[TaskHint(TRAIN, gpu_uuids=(UUID0,))])
 

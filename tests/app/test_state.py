@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
-from collectors.samples import GpuProcess, ProcessInfo
+from collectors.roles import GPU, HOST, LOG
+from collectors.samples import GpuProcess, GpuTick, ProcessInfo
 from tests.app.helpers import T0, UUID0, UUID1, MiB, gpu, host, tick
 from tui.processes import (
     SORT_KEYS,
@@ -14,7 +17,7 @@ from tui.processes import (
     next_sort_key,
     sort_rows,
 )
-from tui.state import HISTORY_LEN, MonitorState, guess_role
+from tui.state import HISTORY_LEN, LOCAL_HOST, MonitorState
 from tui.widgets.plot import decimate
 
 
@@ -31,6 +34,7 @@ def test_history_is_bounded_and_keeps_gaps_as_none() -> None:
 
 def test_outage_is_new_once_and_recovery_clears_it() -> None:
     state = MonitorState()
+    state.add_source("nvml", GPU)
     assert state.mark_failed("nvml", "timeout") is True
     assert state.mark_failed("nvml", "timeout again") is False
     assert state.problems("gpu") == ["timeout again"]
@@ -40,6 +44,7 @@ def test_outage_is_new_once_and_recovery_clears_it() -> None:
 
 def test_a_source_that_ends_on_a_failure_keeps_showing_it() -> None:
     state = MonitorState()
+    state.add_source("replay:gpu", GPU)
     state.mark_failed("replay:gpu", "gpu.csv, line 7: bad value")
     state.mark_finished("replay:gpu")
     assert state.problems("gpu") == ["gpu.csv, line 7: bad value"]
@@ -55,13 +60,66 @@ def test_lost_and_recovered_gpus_are_reported_once() -> None:
     assert [g.uuid for g in back.back] == [UUID1] and UUID1 not in state.gpu_errors
 
 
-def test_roles_come_from_names_until_a_sample_says_otherwise() -> None:
-    assert guess_role("nvml") == "gpu" and guess_role("replay:gpu") == "gpu"
-    assert guess_role("host") == "host" and guess_role("replay:host") == "host"
-    assert guess_role("docker") == "other"
+def test_roles_are_declared_or_taken_from_the_sample_type_never_from_the_name() -> None:
     state = MonitorState()
-    state.apply_sample("mystery", host())
-    assert state.role("mystery") == "host"
+    state.add_source("gpu-something-host", LOG)
+    state.mark_failed("gpu-something-host", "cannot read the log")
+    assert state.problems(LOG) == ["cannot read the log"]
+    assert state.problems(GPU) == [] and state.problems(HOST) == []
+    state.apply_sample("gpu-nvml-host", host())  # declares nothing: its sample's type decides
+    assert state.role("gpu-nvml-host") == HOST and state.host_sample == host()
+    state.add_source("replay:gpu", None)
+    assert state.role("replay:gpu") is None and state.sources(GPU) == []
+
+
+def test_failures_of_a_source_without_a_panel_role_are_listed_with_its_name() -> None:
+    state = MonitorState()
+    state.add_source("nvml", GPU)
+    state.mark_failed("nvml", "timeout")
+    state.mark_failed("docker", "socket gone")
+    state.add_source("discovery", "discovery")
+    state.mark_crashed("discovery", "crashed: OSError()")
+    outside = state.problems_outside({GPU, HOST, LOG})
+    assert outside == ["docker: socket gone", "discovery: crashed: OSError()"]
+    state.mark_recovered("docker")
+    assert state.problems_outside({GPU, HOST, LOG}) == ["discovery: crashed: OSError()"]
+
+
+def test_two_gpu_sources_are_kept_apart_and_shown_together() -> None:
+    state = MonitorState()
+    state.add_source("nvml-a", GPU)
+    state.add_source("nvml-b", GPU)
+    a = tick(gpu(0), t=T0)
+    state.apply_sample("nvml-a", a)
+    assert state.gpu_tick is a  # one source: its very tick
+    state.apply_sample("nvml-b", tick(gpu(1), t=T0 + 0.5))
+    state.apply_sample("nvml-a", tick(gpu(0, gpu_util_pct=70.0), t=T0 + 1))
+    merged = state.gpu_tick
+    assert merged is not None and merged.taken_at == T0 + 1
+    assert [(g.uuid, g.gpu_util_pct) for g in merged.devices] == [(UUID0, 70.0), (UUID1, 87.0)]
+    assert [t.taken_at for t in state.samples(GPU)] == [T0 + 1, T0 + 0.5]
+    assert set(state.history) == {UUID0, UUID1} and len(state.history[UUID0]) == 2
+    assert state.gpu_pids() == {4242, 5151}
+    state.select_next_gpu()
+    assert state.selected_uuid == UUID1
+
+
+@dataclass(frozen=True)
+class RemoteTick:
+    host: str
+    tick: GpuTick
+
+
+def test_samples_are_kept_per_host_and_default_to_the_local_one() -> None:
+    state = MonitorState()
+    state.add_source("remote", "remote-gpu")
+    state.apply_sample("remote", RemoteTick("box-a", tick(gpu(0))))
+    state.apply_sample("remote", RemoteTick("box-b", tick(gpu(1))))
+    state.apply_sample("remote", RemoteTick("box-a", tick(gpu(0), t=T0 + 1)))
+    assert [(s.host, s.tick.taken_at) for s in state.samples("remote-gpu")] == [
+        ("box-a", T0 + 1), ("box-b", T0)]
+    state.apply_sample("host", host())
+    assert state.latest[("host", LOCAL_HOST)] == host()
 
 
 def test_selection_follows_the_gpus_present() -> None:

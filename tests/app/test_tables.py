@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import operator
+from dataclasses import dataclass
+from typing import Any
+
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.widgets import DataTable
 
 from tui.tasks import TaskRow
 from tui.text import same_text
+from tui.widgets.keyed_table import update_rows
 from tui.widgets.tasks_panel import TasksPanel
 
 
@@ -37,3 +43,97 @@ async def test_a_label_that_turns_red_is_redrawn_red() -> None:
         panel.task_rows = (row("bold red"),)
         await pilot.pause()
         assert panel.get_cell("/runs/a/train.log", "task").style == "bold red"
+
+
+@dataclass(frozen=True)
+class Item:
+    key: str
+    name: str
+    value: str
+
+
+def item_cells(item: Item) -> list[tuple[str, Text]]:
+    return [("name", Text(item.name)), ("value", Text(item.value))]
+
+
+class CountingTable(DataTable[Text]):
+    """A real DataTable that also notes every cell update and row removal."""
+
+    def __init__(self) -> None:
+        super().__init__(cursor_type="row")
+        self.updates: list[tuple[str, str, str]] = []
+        self.removed: list[str] = []
+
+    def update_cell(self, row_key: Any, column_key: Any, value: Any, **kwargs: Any) -> None:
+        self.updates.append((str(row_key), str(column_key), value.plain))
+        super().update_cell(row_key, column_key, value, **kwargs)
+
+    def remove_row(self, row_key: Any) -> None:
+        self.removed.append(str(row_key))
+        super().remove_row(row_key)
+
+
+class TableApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield CountingTable()
+
+    def on_mount(self) -> None:
+        table = self.query_one(CountingTable)
+        table.add_column("NAME", key="name")
+        table.add_column("VALUE", key="value")
+
+
+def plain_rows(table: DataTable[Text]) -> list[list[str]]:
+    return [[cell.plain for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_keyed_rows_add_remove_and_update_only_the_changed_cells() -> None:
+    app = TableApp()
+    async with app.run_test(size=(80, 10)) as pilot:
+        table = app.query_one(CountingTable)
+        shown: dict[str, Item] = {}
+        update_rows(table, shown, [Item("a", "alpha", "1"), Item("b", "beta", "2"),
+                                   Item("c", "gamma", "3")], item_cells)
+        await pilot.pause()
+        table.move_cursor(row=2)
+        assert plain_rows(table) == [["alpha", "1"], ["beta", "2"], ["gamma", "3"]]
+        assert table.updates == [] and table.removed == []
+        update_rows(table, shown, [Item("a", "alpha", "10"), Item("c", "gamma", "3"),
+                                   Item("d", "delta", "4")], item_cells)
+        await pilot.pause()
+        assert table.removed == ["b"]
+        assert table.updates == [("a", "value", "10")]  # `c` unchanged: not touched
+        assert plain_rows(table) == [["alpha", "10"], ["gamma", "3"], ["delta", "4"]]
+        assert list(shown) == ["a", "c", "d"] and shown["a"].value == "10"
+        assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == "c"
+
+
+async def test_a_row_equal_to_the_shown_one_builds_no_cells_at_all() -> None:
+    built: list[str] = []
+
+    def cells(item: Item) -> list[tuple[str, Text]]:
+        built.append(item.key)
+        return item_cells(item)
+
+    app = TableApp()
+    async with app.run_test(size=(80, 10)):
+        table = app.query_one(CountingTable)
+        shown: dict[str, Item] = {}
+        rows = [Item("a", "alpha", "1"), Item("b", "beta", "2")]
+        update_rows(table, shown, rows, cells, same_row=operator.eq)
+        built.clear()
+        update_rows(table, shown, [rows[0], Item("b", "beta", "3")], cells, same_row=operator.eq)
+        assert built == ["b", "b"] and table.updates == [("b", "value", "3")]
+        built.clear()
+        update_rows(table, shown, [rows[0], Item("b", "beta", "3")], cells)  # no same_row
+        assert built == ["a", "a", "b", "b"] and table.updates == [("b", "value", "3")]
+
+
+def test_both_tables_share_the_one_keyed_update() -> None:
+    import inspect
+
+    from tui.widgets import process_table, tasks_panel
+
+    for module in (process_table, tasks_panel):
+        source = inspect.getsource(module)
+        assert "update_rows(" in source and "remove_row(" not in source

@@ -11,9 +11,10 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from collectors.roles import GPU, HOST, LOG
 from tui.processes import SORT_KEYS, SortKey, build_rows, filter_rows, next_sort_key, sort_rows
 from tui.screens.task_detail import TaskDetailScreen
-from tui.state import MonitorState, Role
+from tui.state import MonitorState
 from tui.tasks import TaskRow
 from tui.views import chart_series, chart_title, gap_note, process_subtitle
 from tui.widgets.banner import Banner
@@ -35,8 +36,10 @@ stay on it (htop's default delay is 1.5 s). Any update of a DataTable cell re-re
 visible row, so on a busy 8-GPU box the table costs more than the rest of the frame; a
 process that starts or ends, a new sort or filter, and fresh user details show at once."""
 
-PANEL_FOR_ROLE: dict[Role, str] = {"gpu": "#gpus", "host": "#host", "log": "#tasks"}
-"""Which bordered panel shows a source's failures."""
+PANEL_FOR_ROLE: dict[str, str] = {GPU: "#gpus", HOST: "#host", LOG: "#tasks"}
+"""The bordered panel that subscribes to each role: it shows the role's samples (`show`) and
+marks the failures of its sources. A source of any other role, or of none, has its failures on
+the banner as `source: reason` until it recovers."""
 
 
 class MainScreen(Screen[None]):
@@ -104,10 +107,10 @@ class MainScreen(Screen[None]):
         self.query_one(ProcessTable).focus()
         self.show()
 
-    def show(self, changed: Role | None = None) -> None:
+    def show(self, changed: str | None = None) -> None:
         """Push state into the widgets after a message.
 
-        `changed` names the only kind of source whose data moved ("gpu" or "host"); `None`
+        `changed` names the only role whose data moved (`GPU` or `HOST`); anything else
         refreshes everything. While GPU ticks flow, a host sample waits for the next tick so
         the screen is redrawn once a second, not twice: Textual repaints the bounding box of
         everything that changed, so a second frame costs nearly as much as the first. The
@@ -115,12 +118,12 @@ class MainScreen(Screen[None]):
         just started, or the dashboard just did): its user and command go up at once.
         """
         state = self.state
-        fresh = changed == "host" and self._details_new()
-        if changed == "host" and state.gpu_streaming() and not fresh:
+        fresh = changed == HOST and self._details_new()
+        if changed == HOST and state.gpu_streaming() and not fresh:
             return
         if fresh:
             self._show_processes()
-        if changed in (None, "gpu"):
+        if changed != HOST:
             gpus = self.query_one(GpuPanel)
             gpus.tick = state.gpu_tick
             gpus.selected_uuid = state.selected_uuid
@@ -137,8 +140,8 @@ class MainScreen(Screen[None]):
         header.driver = tick.driver_version if tick else None
         header.cuda = tick.cuda_driver_version if tick else None
         header.now = state.now
-        header.finished = state.finished("gpu")
-        self.query_one(Banner).lines = tuple(state.notices)
+        header.finished = state.finished(GPU)
+        self.query_one(Banner).lines = (*state.notices, *state.problems_outside(PANEL_FOR_ROLE))
 
     def _show_chart(self, force: bool = False) -> None:
         plot = self.query_one(Plot)
@@ -203,8 +206,8 @@ class MainScreen(Screen[None]):
             problems = state.problems(role)
             self.query_one(selector).set_class(bool(problems), "-error")
             self._set_subtitle(selector, "; ".join(problems) if problems else None)
-        no_gpu = bool(state.unavailable("gpu")) and state.gpu_tick is None
-        no_host = bool(state.unavailable("host")) and state.host_sample is None
+        no_gpu = bool(state.unavailable(GPU)) and state.gpu_tick is None
+        no_host = bool(state.unavailable(HOST)) and state.host_sample is None
         self.set_class(no_gpu, "-no-gpu")
         self.set_class(no_host, "-no-host")
 

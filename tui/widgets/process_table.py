@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ from textual.widgets.data_table import CellDoesNotExist, RowKey
 
 from gpuherd.format import fmt_bytes, fmt_duration, fmt_pct, fmt_text
 from tui.processes import ProcessRow
-from tui.text import same_text
+from tui.widgets.keyed_table import update_rows
 
 WIDE_FROM = 100
 """From this width the table also shows RSS and elapsed time."""
@@ -79,37 +80,20 @@ class ProcessTable(DataTable[Text]):
         if self._layout is None:
             return
         cursor_key = self._cursor_key()
-        wanted = {row.key: row for row in rows}
-        for key in [k for k in self._shown if k not in wanted]:
-            self.remove_row(key)
-            del self._shown[key]
-        for row in rows:
-            old = self._shown.get(row.key)
-            if old is None:
-                self.add_row(*self._cells(row), key=row.key)
-            elif old != row:
-                self._update_cells(old, row)
-            self._shown[row.key] = row
+        update_rows(self, self._shown, rows, self._cells, same_row=operator.eq)
         order = [row.key for row in rows]
         if order != self._order:
             self._reorder(order)
-        if cursor_key in wanted:
+        if cursor_key in self._shown:
             self.move_cursor(row=self.get_row_index(cursor_key))
 
     def _columns(self) -> list[Column]:
         wide = self._layout is not None and self._layout[0]
         return [c for c in COLUMNS if wide or c.key not in WIDE_ONLY]
 
-    def _cells(self, row: ProcessRow) -> list[Text]:
-        return [column.cell(row) for column in self._columns()] + [_command(row)]
-
-    def _update_cells(self, old: ProcessRow, new: ProcessRow) -> None:
-        for column in self._columns():
-            cell = column.cell(new)
-            if not same_text(cell, column.cell(old)):
-                self.update_cell(new.key, column.key, cell)
-        if not same_text(_command(new), _command(old)):
-            self.update_cell(new.key, "command", _command(new))
+    def _cells(self, row: ProcessRow) -> list[tuple[str, Text]]:
+        return [(column.key, column.cell(row)) for column in self._columns()] + [
+            ("command", _command(row))]
 
     def _reorder(self, order: list[str]) -> None:
         # DataTable.sort hands the key function cell values, not row keys; GPU and PID cells

@@ -12,7 +12,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
 from tui.tasks import TaskRow
-from tui.text import same_text
+from tui.widgets.keyed_table import update_rows
 
 MIN_HEALTH = 22
 """The health column keeps at least this width; optional columns go first."""
@@ -91,21 +91,9 @@ class TasksPanel(DataTable[Text]):
         """Remove gone rows, add new ones, update the cells that changed."""
         if self._layout is None:
             return
-        wanted = {row.key: row for row in rows}
-        for key in [k for k in self._shown if k not in wanted]:
-            self.remove_row(key)
-            del self._shown[key]
         keys = self._keys()
-        for row in rows:
-            old = self._shown.get(row.key)
-            if old is None:
-                self.add_row(*(row.cell(k) for k in keys), key=row.key)
-            else:  # not `old != row`: Text equality misses a change of base style
-                for key in keys:
-                    cell = row.cell(key)
-                    if not same_text(cell, old.cell(key)):
-                        self.update_cell(row.key, key, cell)
-            self._shown[row.key] = row
+        # No `same_row`: Text equality misses a change of base style (a label turning red).
+        update_rows(self, self._shown, rows, lambda row: [(k, row.cell(k)) for k in keys])
 
     def _keys(self) -> list[str]:
         shown = self._layout[0] if self._layout is not None else ()
