@@ -20,6 +20,7 @@ from collectors.base import (
 )
 from collectors.loop import run_collector, wake_collectors
 from collectors.samples import GpuTick, HostSample
+from collectors.session_format import EVENT
 from gpuherd.session import SessionWriteError, SessionWriter
 
 Handler = Callable[[SessionWriter, Any], None]
@@ -177,14 +178,16 @@ class Recorder:
         elif isinstance(event, Failed):
             if self._failing.get(event.source) != event.error.msg:  # once per outage
                 self._failing[event.source] = event.error.msg
-                self._event("collector_failed", event.source, event.error.msg, event.error.title)
+                self._event(EVENT.collector_failed, event.source, event.error.msg,
+                            event.error.title)
         elif isinstance(event, Recovered):
             self._failing.pop(event.source, None)
-            self._event("collector_recovered", event.source)
+            self._event(EVENT.collector_recovered, event.source)
         elif isinstance(event, Unavailable):
-            self._event("collector_unavailable", event.source, event.error.msg, event.error.title)
+            self._event(EVENT.collector_unavailable, event.source, event.error.msg,
+                        event.error.title)
         elif isinstance(event, Finished):
-            self._event("collector_finished", event.source)
+            self._event(EVENT.collector_finished, event.source)
         elif isinstance(event, Crashed):
             self._problem(event.source, event.error)
 
@@ -198,7 +201,8 @@ class Recorder:
             self._handlers[type(sample)](self.writer, sample)
         elif type(sample) not in self._unknown:
             self._unknown.add(type(sample))
-            self._event("sample_not_recorded", source, f"no handler for {type(sample).__name__}")
+            self._event(EVENT.sample_not_recorded, source,
+                        f"no handler for {type(sample).__name__}")
 
     def _event(self, kind: str, source: str, msg: str | None = None,
                title: str | None = None) -> None:
@@ -213,5 +217,5 @@ class Recorder:
         text = f"{source}: {type(error).__name__}: {error}"
         self.problems.append(text)
         trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-        self.writer.write_event({"kind": "recorder_bug", "source": source, "msg": text,
+        self.writer.write_event({"kind": EVENT.recorder_bug, "source": source, "msg": text,
                                  "traceback": trace})
