@@ -30,7 +30,7 @@ def table(text: str) -> list[dict[str, str]]:
     assert len(lines) >= 3, "no table"
     split = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines]
     header = split[0]
-    return [dict(zip(header, cells)) for cells in split[2:]]
+    return [dict(zip(header, cells, strict=True)) for cells in split[2:]]
 
 
 def names(cell: str) -> list[str]:
