@@ -12,16 +12,17 @@ from typing import Any, Generic, TypeVar
 from collectors.base import CollectorError, CollectorUnavailable, GpuherdError, SourceExhausted
 from collectors.replay_metrics import MetricsSource
 from collectors.roles import GPU, HOST, LOG
-from collectors.rows import (
+from collectors.rows import SessionError, SessionFormatError
+from collectors.samples import GpuTick, HostSample, LogBatch
+from collectors.session_format import (
+    EVENTS_FILE,
     GPU_FILE,
     HOST_FILE,
+    META,
     METRICS_FILE,
     PROCESSES_FILE,
-    SessionError,
-    SessionFormatError,
 )
-from collectors.samples import GpuTick, HostSample, LogBatch
-from collectors.session_reader import EVENTS_FILE, SessionReader
+from collectors.session_reader import SessionReader
 
 __all__ = [
     "ReplayCollector",
@@ -184,7 +185,7 @@ class SessionReplay:
         if check_all:
             self.session.check(strict=False)  # the counts go to `warnings`, shown at the start
         first, last = self.session.time_span()
-        step = self.session.meta.get("interval_s") or 1.0
+        step = self.session.meta.get(META.interval_s) or 1.0
         self._timeline = _Timeline(first, last - first + step, speed, clock)
         self._loop = loop
 

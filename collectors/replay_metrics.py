@@ -8,9 +8,10 @@ from typing import Any
 
 from collectors import cells as cells_mod
 from collectors.row_decoders import read_key
-from collectors.rows import METRICS_FILE, CellTally, RowError, check_header, column_index
+from collectors.rows import CellTally, RowError, check_header, column_index
 from collectors.samples import LogBatch
 from collectors.session_csv import CsvStream
+from collectors.session_format import EVENT, META, METRICS_FILE
 from collectors.session_reader import SessionReader
 from parsers.model import LogFinding, LogMetric
 
@@ -155,13 +156,13 @@ def _row_groups(stream: CsvStream) -> Iterator[list[_Row]]:
 def _log_events(reader: SessionReader) -> Iterator[tuple[float, dict[str, Any]]]:
     """`(t, event)` of the findings and log restarts in `events.jsonl`, in file order."""
     for event in reader.events():
-        if event.get("kind") not in ("finding", "log_restarted") or not event.get("task"):
+        if event.get("kind") not in (EVENT.finding, EVENT.log_restarted) or not event.get("task"):
             continue
         yield float(event["t"]), event  # the reader checked it
 
 
 def _formats(meta: dict[str, Any]) -> dict[str, str]:
-    tasks = meta.get("tasks")
+    tasks = meta.get(META.tasks)
     if not isinstance(tasks, list):
         return {}
     return {str(t["task"]): str(t["format"]) for t in tasks
@@ -210,7 +211,7 @@ class _Generations:
     def event(self, item: tuple[float, dict[str, Any]]) -> LogBatch | None:
         t, event = item
         task = str(event["task"])
-        if event["kind"] == "log_restarted":
+        if event["kind"] == EVENT.log_restarted:
             self._restart[task] = RESTART_FLAGS.get(str(event.get("how")), "truncated")
             return None
         line = event.get("line")

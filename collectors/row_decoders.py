@@ -7,17 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors import cells as c
-from collectors.rows import (
-    GPU_FILE,
-    HOST_FILE,
-    METRICS_FILE,
-    PROCESSES_FILE,
-    CellTally,
-    RowError,
-    check_header,
-    column_index,
-)
+from collectors.rows import CellTally, RowError, check_header, column_index
 from collectors.samples import GpuProcess, GpuSample, HostSample, ProcessInfo
+from collectors.session_format import GPU_FILE, HOST_FILE, METRICS_FILE, PROCESSES_FILE
 
 Kind = c.CellRule | str
 """A `CellRule` for numbers, `"bool"`, `"text"` (kept as written) or `"text?"` (empty is None)."""

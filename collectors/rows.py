@@ -1,4 +1,4 @@
-"""Session-directory columns and the pure conversions between samples and CSV rows."""
+"""Samples into session CSV rows (columns in `collectors.session_format`), and session errors."""
 
 from __future__ import annotations
 
@@ -7,40 +7,7 @@ from typing import Protocol
 
 from collectors.base import GpuherdError
 from collectors.samples import GpuTick, HostSample, ProcessInfo
-
-GPU_FILE = "gpu.csv"
-PROCESSES_FILE = "processes.csv"
-HOST_FILE = "host.csv"
-METRICS_FILE = "metrics.csv"
-
-GPU_WRITTEN = (
-    "t", "gpu", "uuid", "name", "mem_used_bytes", "mem_total_bytes",
-    "util_gpu_pct", "util_mem_pct", "temp_c", "power_w",
-)
-"""Columns every recorder writes; a file without one of them reads it as empty (`N/A`)."""
-GPU_COLUMNS = GPU_WRITTEN + (
-    "mem_reserved_bytes", "power_limit_w", "sm_clock_mhz", "mem_clock_mhz", "fan_pct", "pstate",
-    "ecc_corrected", "ecc_uncorrected", "mig_mode", "mem_peak_bytes", "process_count", "error",
-)
-PROCESS_WRITTEN = ("t", "gpu", "pid", "used_bytes")
-PROCESS_COLUMNS = PROCESS_WRITTEN + (
-    "kind", "user", "command", "container", "cpu_pct", "rss_bytes", "started_at",
-)
-HOST_WRITTEN = ("t", "cpu_pct", "mem_used_bytes", "mem_total_bytes")
-HOST_COLUMNS = HOST_WRITTEN + (
-    "cpu_count", "swap_used_bytes", "swap_total_bytes", "load_1m", "load_5m", "load_15m",
-    "disk_read_bytes_s", "disk_write_bytes_s", "net_rx_bytes_s", "net_tx_bytes_s",
-)
-METRICS_COLUMNS = ("t", "task", "line", "metric", "value", "step", "epoch")
-REQUIRED_COLUMNS = {
-    GPU_FILE: ("t", "gpu"), PROCESSES_FILE: ("t", "gpu", "pid"), HOST_FILE: ("t",),
-    METRICS_FILE: ("t", "task", "metric", "value"),
-}
-"""Without these a row means nothing: a file that lacks one is refused."""
-WRITTEN_COLUMNS = {
-    GPU_FILE: GPU_WRITTEN, PROCESSES_FILE: PROCESS_WRITTEN, HOST_FILE: HOST_WRITTEN,
-    METRICS_FILE: ("t", "task", "metric", "value"),
-}
+from collectors.session_format import REQUIRED_COLUMNS, WRITTEN_COLUMNS
 
 
 class SessionError(GpuherdError):

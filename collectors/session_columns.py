@@ -24,8 +24,9 @@ import pandas as pd
 from collectors import cells
 from collectors.replay_metrics import MetricRowDecoder
 from collectors.row_decoders import CELLS, KEYS, RowCells
-from collectors.rows import METRICS_FILE, RowError, column_index
+from collectors.rows import RowError, column_index
 from collectors.session_csv import CsvStream
+from collectors.session_format import METRICS_FILE
 from collectors.session_reader import SessionReader
 
 CHUNK_BYTES = 4 << 20

@@ -6,9 +6,10 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any, TypeVar
 
 from collectors.row_decoders import GpuRowDecoder, HostRowDecoder, ProcessRowDecoder, RowCells
-from collectors.rows import GPU_FILE, HOST_FILE, PROCESSES_FILE, RowError
+from collectors.rows import RowError
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
 from collectors.session_csv import CsvStream, FileTally, Row
+from collectors.session_format import GPU_FILE, HOST_FILE, META, PROCESSES_FILE
 
 T = TypeVar("T")
 
@@ -67,8 +68,9 @@ def ticks(gpu: CsvStream, procs: CsvStream | None,
     """The GPU ticks of `gpu.csv` (rows with one `t`), processes joined from `procs`."""
     decoder = GpuRowDecoder(gpu.header)
     joined = _Processes(procs) if procs is not None else None
-    cuda = meta.get("cuda_driver_version")
-    versions = (meta.get("driver"), meta.get("nvml_version"), None if cuda is None else str(cuda))
+    cuda = meta.get(META.cuda_driver_version)
+    versions = (meta.get(META.driver), meta.get(META.nvml_version),
+                None if cuda is None else str(cuda))
 
     group: list[tuple[int, Row]] = []
     group_t = 0.0

@@ -15,11 +15,8 @@ from typing import Any
 
 from collectors import cells
 from collectors.rows import SessionFormatError
+from collectors.session_format import META, META_FILE, REQUIRED_META, SCHEMA_VERSION
 
-SCHEMA = 1
-"""The `meta.json` schema number this version writes and reads."""
-META_FILE = "meta.json"
-EVENTS_FILE = "events.jsonl"
 MAX_DEPTH = 32
 """Deepest nesting of lists and objects a session's JSON may have."""
 MAX_META_BYTES = 16 << 20
@@ -127,21 +124,22 @@ def meta_problem(meta: object) -> str | None:
     """What makes a `meta.json` object unusable, in words; `None` when it can be read."""
     if not isinstance(meta, dict):
         return "must hold a JSON object"
-    missing = [k for k in ("schema", "host", "driver", "started_at") if k not in meta]
+    missing = [k for k in REQUIRED_META if k not in meta]
     if missing:
         return f"missing required key(s): {', '.join(missing)}"
-    schema = meta["schema"]
+    schema = meta[META.schema]
     if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
         return f"'schema' must be a positive integer, not {_short(schema)}"
-    if schema > SCHEMA:
-        return f"schema {schema} is newer than this gpuherd reads ({SCHEMA}); upgrade gpuherd"
-    if not isinstance(meta["host"], str):
+    if schema > SCHEMA_VERSION:
+        return (f"schema {schema} is newer than this gpuherd reads ({SCHEMA_VERSION}); "
+                "upgrade gpuherd")
+    if not isinstance(meta[META.host], str):
         return "'host' must be a string"
-    if meta["driver"] is not None and not isinstance(meta["driver"], str):
+    if meta[META.driver] is not None and not isinstance(meta[META.driver], str):
         return "'driver' must be a string or null"
-    if not is_time(meta["started_at"]):
+    if not is_time(meta[META.started_at]):
         return (f"'started_at' must be a number of Unix seconds (0 to {cells.MAX_T_S:g}), not "
-                f"{_short(meta['started_at'])}")
+                f"{_short(meta[META.started_at])}")
     return None
 
 
@@ -190,27 +188,27 @@ _TEXT_OR_NONE = _maybe(_text)
 _TIME_OR_NONE = _maybe(is_time)
 
 KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "ended_at": (_TIME_OR_NONE, "must be Unix seconds or null"),
-    "interval_s": (_positive_interval, "must be seconds, above 0 and at most 1e6"),
-    "peak_interval_s": (_maybe(_interval), "must be seconds (0 to 1e6) or null"),
-    "tool": (_text, "must be a string"),
-    "nvml_version": (_TEXT_OR_NONE, "must be a string"),
-    "cuda_driver_version": (_maybe(lambda v: _text(v) or _whole(0, 2**31)(v)),
-                            "must be a string or a whole number"),
-    "command": (_command, "must be a list of strings"),
-    "exit_code": (_maybe(_whole(-(2**31), 2**31)), "must be a whole number"),
-    "peak_sampler": (_TEXT_OR_NONE, "must be a string"),
-    "write_error": (_TEXT_OR_NONE, "must be a string"),
-    "synthetic": (_flag, "must be true or false"),
+    META.ended_at: (_TIME_OR_NONE, "must be Unix seconds or null"),
+    META.interval_s: (_positive_interval, "must be seconds, above 0 and at most 1e6"),
+    META.peak_interval_s: (_maybe(_interval), "must be seconds (0 to 1e6) or null"),
+    META.tool: (_text, "must be a string"),
+    META.nvml_version: (_TEXT_OR_NONE, "must be a string"),
+    META.cuda_driver_version: (_maybe(lambda v: _text(v) or _whole(0, 2**31)(v)),
+                                 "must be a string or a whole number"),
+    META.command: (_command, "must be a list of strings"),
+    META.exit_code: (_maybe(_whole(-(2**31), 2**31)), "must be a whole number"),
+    META.peak_sampler: (_TEXT_OR_NONE, "must be a string"),
+    META.write_error: (_TEXT_OR_NONE, "must be a string"),
+    META.synthetic: (_flag, "must be true or false"),
 }
 """Optional keys gpuherd reads: (check, what a valid value is)."""
 ENTRIES: dict[str, dict[str, Callable[[Any], bool]]] = {
-    "gpus": {"index": _GPU, "uuid": _TEXT_OR_NONE, "name": _TEXT_OR_NONE,
+    META.gpus: {"index": _GPU, "uuid": _TEXT_OR_NONE, "name": _TEXT_OR_NONE,
              "mem_total_bytes": _maybe(_BYTES)},
-    "run_peaks": {"gpu": _GPU, "uuid": _TEXT_OR_NONE, "peak_bytes": _BYTES,
+    META.run_peaks: {"gpu": _GPU, "uuid": _TEXT_OR_NONE, "peak_bytes": _BYTES,
                   "at": _TIME_OR_NONE, "method": _TEXT_OR_NONE,
                   "baseline_bytes": _maybe(_BYTES)},
-    "tasks": {"task": _text, "path": _TEXT_OR_NONE, "format": _TEXT_OR_NONE},
+    META.tasks: {"task": _text, "path": _TEXT_OR_NONE, "format": _TEXT_OR_NONE},
 }
 """Optional keys that hold a list of objects: per entry key, its check. Entries that fail are
 dropped, the rest kept."""

@@ -20,10 +20,6 @@ from typing import Any
 
 from collectors import cells
 from collectors.rows import (
-    GPU_FILE,
-    HOST_FILE,
-    METRICS_FILE,
-    PROCESSES_FILE,
     RowError,
     SessionError,
     SessionFormatError,
@@ -32,12 +28,18 @@ from collectors.rows import (
 )
 from collectors.samples import GpuTick, HostSample
 from collectors.session_csv import CsvStream, FileTally, Row
+from collectors.session_format import (
+    CSV_FILES,
+    EVENTS_FILE,
+    GPU_FILE,
+    HOST_FILE,
+    META,
+    METRICS_FILE,
+    PROCESSES_FILE,
+)
 from collectors.session_joins import hosts, ticks
 from collectors.session_meta import (
-    EVENTS_FILE,
     MAX_EVENT_BYTES,
-    META_FILE,
-    SCHEMA,
     JsonProblem,
     meta_problem,
     read_event,
@@ -45,9 +47,6 @@ from collectors.session_meta import (
 )
 
 __all__ = [
-    "EVENTS_FILE",
-    "META_FILE",
-    "SCHEMA",
     "CsvStream",
     "SessionError",
     "SessionFormatError",
@@ -56,8 +55,6 @@ __all__ = [
     "read_meta",
 ]
 
-CSV_FILES = (GPU_FILE, PROCESSES_FILE, HOST_FILE, METRICS_FILE)
-"""The CSV files a session may hold, in the order their warnings are listed."""
 Notice = Callable[[str, str], None]
 """Told `(file name, message)` the first time a file has a skipped line or a bad cell."""
 
@@ -248,7 +245,7 @@ class SessionReader:
                     firsts.append(head.taken_at)
         lasts = [t for n, t in self.last_t.items()
                  if n in (GPU_FILE, HOST_FILE) and t is not None]
-        first = min(firsts, default=float(self.meta["started_at"]))
+        first = min(firsts, default=float(self.meta[META.started_at]))
         return first, max(lasts + [first])
 
 

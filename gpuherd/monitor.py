@@ -25,6 +25,7 @@ from collectors.base import Collector, GpuherdError
 from collectors.host import HostCollector, PidWatch, in_host_pid_namespace
 from collectors.nvml import NvmlCollector
 from collectors.samples import LogBatch
+from collectors.session_format import META_FILE
 from gpuherd.monitor_logs import LogSources, TaskHint, log_sources, replay_hints
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ def _demo_directory(args: argparse.Namespace) -> Iterator[Path | None]:
     import importlib.resources  # 15 ms that live mode's start-up does without
 
     resource = importlib.resources.files(DEMO_PACKAGE).joinpath(DEMO_DIR)
-    if not resource.joinpath("meta.json").is_file():
+    if not resource.joinpath(META_FILE).is_file():
         raise DemoMissing(
             "no demo session is bundled with this build of gpuherd (gpuherd/data/demo/ is "
             "missing); replay a recorded session with `gpuherd --replay DIR` instead",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector
 from collectors.samples import LogBatch
+from collectors.session_format import EVENT, META
 
 if TYPE_CHECKING:
     from collectors.logtail_waker import TailWaker
@@ -75,11 +76,11 @@ def replay_hints(session: SessionReader) -> list[TaskHint]:
     The GPUs are those `run_peaks` attributes to the command by its own processes; the pid
     matches the command's rows in `processes.csv` as the replay goes.
     """
-    if not session.meta.get("command"):
+    if not session.meta.get(META.command):
         return []
-    uuids = tuple(str(p["uuid"]) for p in session.meta.get("run_peaks") or ()
+    uuids = tuple(str(p["uuid"]) for p in session.meta.get(META.run_peaks) or ()
                   if isinstance(p, dict) and p.get("uuid") and p.get("method") == "per-process"
                   and p.get("peak_bytes"))
-    pid = next((e.get("pid") for e in session.events() if e.get("kind") == "start"), None)
+    pid = next((e.get("pid") for e in session.events() if e.get("kind") == EVENT.start), None)
     owns = (lambda p, root=pid: p == root) if isinstance(pid, int) else None
     return [TaskHint(COMMAND_TASK, gpu_uuids=uuids, owns_pid=owns)]

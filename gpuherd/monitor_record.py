@@ -12,6 +12,7 @@ from types import FrameType
 from typing import Any
 
 from collectors.base import GpuherdError
+from collectors.session_format import EVENT
 from gpuherd import monitor
 from gpuherd.monitor_logs import COMMAND_TASK, TaskHint, log_sources
 from gpuherd.record.command import parse_duration
@@ -79,7 +80,7 @@ def exit_on_signals(app: Any, session: DashboardRecording) -> Iterator[None]:
     that is safe from a signal handler).
     """
     def handle(signum: int, frame: FrameType | None) -> None:
-        session.recording.event("signal", signal=signal.Signals(signum).name,
+        session.recording.event(EVENT.signal, signal=signal.Signals(signum).name,
                                 forwarded="SIGTERM" if session.child is not None else None)
         try:
             loop = asyncio.get_running_loop()

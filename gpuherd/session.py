@@ -15,12 +15,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from collectors.rows import (
-    GPU_COLUMNS,
-    GPU_FILE,
-    HOST_COLUMNS,
-    HOST_FILE,
-    PROCESS_COLUMNS,
-    PROCESSES_FILE,
     SessionError,
     SessionFormatError,
     cell,
@@ -29,20 +23,25 @@ from collectors.rows import (
     process_rows,
 )
 from collectors.samples import GpuTick, HostSample, ProcessInfo
-from collectors.session_reader import (
+from collectors.session_format import (
+    EVENT,
     EVENTS_FILE,
+    GPU_COLUMNS,
+    GPU_FILE,
+    HOST_COLUMNS,
+    HOST_FILE,
+    META,
     META_FILE,
-    SCHEMA,
-    SessionReader,
-    meta_problem,
-    read_meta,
+    PROCESS_COLUMNS,
+    PROCESSES_FILE,
+    RECORDED_FILES,
+    SCHEMA_VERSION,
 )
+from collectors.session_reader import SessionReader, meta_problem, read_meta
 from gpuherd import __version__
-from gpuherd.session_lock import LOCK_FILE, SessionLock, SessionLockedError
+from gpuherd.session_lock import SessionLock, SessionLockedError
 
 __all__ = [
-    "LOCK_FILE",
-    "SCHEMA",
     "SessionError",
     "SessionExistsError",
     "SessionFormatError",
@@ -53,9 +52,6 @@ __all__ = [
     "load_session",
     "read_meta",
 ]
-
-_CORE_FILES = (META_FILE, GPU_FILE, PROCESSES_FILE, HOST_FILE, EVENTS_FILE)
-
 
 class SessionWriteError(SessionError):
     """Recording cannot go on (directory unwritable, disk full); the message says what was kept."""
@@ -143,7 +139,7 @@ class SessionWriter:
             raise
         if took_over:
             self.warnings.append(took_over)
-            self.write_event({"kind": "lock_taken_over", "msg": took_over})
+            self.write_event({"kind": EVENT.lock_taken_over, "msg": took_over})
 
     def write_gpu_tick(self, tick: GpuTick, peaks_by_uuid: Mapping[str, int] | None = None) -> None:
         """Append one tick to `gpu.csv`, and its processes (with host details) to `processes.csv`.
@@ -162,17 +158,18 @@ class SessionWriter:
     def _note_devices(self, tick: GpuTick) -> None:
         """Keep driver versions and the GPU list in `meta.json`, rewritten only on a change."""
         updates: dict[str, Any] = {}
-        for key, value in (("driver", tick.driver_version), ("nvml_version", tick.nvml_version),
-                           ("cuda_driver_version", tick.cuda_driver_version)):
+        for key, value in ((META.driver, tick.driver_version),
+                           (META.nvml_version, tick.nvml_version),
+                           (META.cuda_driver_version, tick.cuda_driver_version)):
             if value is not None and self.meta.get(key) != value:
                 updates[key] = value
-        known = {g.get("uuid"): g for g in self.meta.get("gpus") or () if isinstance(g, dict)}
+        known = {g.get("uuid"): g for g in self.meta.get(META.gpus) or () if isinstance(g, dict)}
         fresh = [d for d in tick.devices if d.error is None and d.uuid not in known]
         for d in fresh:
             known[d.uuid] = {"index": d.index, "uuid": d.uuid, "name": d.name,
                              "mem_total_bytes": d.memory_total_bytes}
         if fresh:
-            updates["gpus"] = sorted(known.values(), key=lambda g: g.get("index", 0))
+            updates[META.gpus] = sorted(known.values(), key=lambda g: g.get("index", 0))
         if updates:
             self.update_meta(**updates)
 
@@ -274,7 +271,7 @@ class SessionWriter:
         try:
             if self._failed is None:
                 self.flush()
-                self.meta.update({"ended_at": time.time(), **meta_updates})
+                self.meta.update({META.ended_at: time.time(), **meta_updates})
                 self._write_meta()
         except SessionWriteError as failure:
             error = failure
@@ -327,7 +324,7 @@ class SessionWriter:
             kept = "nothing beyond the start of the session was safely written"
         else:
             stamp = datetime.fromtimestamp(self._synced_t, timezone.utc).strftime("%H:%M:%S UTC")
-            started = float(self.meta["started_at"])
+            started = float(self.meta[META.started_at])
             kept = (f"everything up to {stamp} ({self._synced_t - started:.0f} s after the start) "
                     "is kept, only the last seconds before the failure are lost")
         self._failed = SessionWriteError(
@@ -336,7 +333,7 @@ class SessionWriter:
 
     def _note_failure(self, meta_updates: Mapping[str, Any]) -> None:
         # `ended_at` stays null: the session is incomplete, and readers tell it by that.
-        meta = {**self.meta, **meta_updates, "write_error": str(self._failed)}
+        meta = {**self.meta, **meta_updates, META.write_error: str(self._failed)}
         try:
             _write_json_atomically(self.directory / META_FILE, meta)
         except OSError:
@@ -357,8 +354,9 @@ class SessionWriter:
 
 def _initial_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "schema": SCHEMA, "tool": f"gpuherd {__version__}", "host": socket.gethostname(),
-        "driver": None, "started_at": time.time(), "ended_at": None,
+        META.schema: SCHEMA_VERSION, META.tool: f"gpuherd {__version__}",
+        META.host: socket.gethostname(), META.driver: None, META.started_at: time.time(),
+        META.ended_at: None,
     }
     out.update(meta)
     problem = meta_problem(out)
@@ -381,7 +379,7 @@ def _make_directory(directory: Path) -> None:
 
 
 def _refuse_existing(directory: Path) -> None:
-    for name in _CORE_FILES:
+    for name in RECORDED_FILES:
         path = directory / name
         if path.is_file() and path.stat().st_size > 0:
             raise SessionExistsError(

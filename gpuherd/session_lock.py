@@ -8,8 +8,7 @@ import socket
 from pathlib import Path
 
 from collectors.rows import SessionError
-
-LOCK_FILE = ".lock"
+from collectors.session_format import LOCK_FILE
 
 
 class SessionLockedError(SessionError):

@@ -9,6 +9,7 @@ import numpy as np
 import plotext
 from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinned in pyproject
 
+from collectors.session_format import META
 from gpuherd.chart_values import drawable as fit
 from gpuherd.record.frames import SessionFrames
 from parsers.vocabulary import LOSS_CHART
@@ -69,7 +70,7 @@ def vram_chart(frames: SessionFrames, width: int = 78, height: int = 18) -> str:
     gpu = frames.gpu
     if gpu.empty:
         return ""
-    start = frames.meta.get("started_at")
+    start = frames.meta.get(META.started_at)
     t0 = float(start) if isinstance(start, (int, float)) else float(gpu["t"].min())
     best = np.fmax(gpu["mem_peak_bytes"].to_numpy(), gpu["mem_used_bytes"].to_numpy()) / GIB
     minutes = (gpu["t"].to_numpy() - t0) / 60.0

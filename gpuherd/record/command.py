@@ -15,9 +15,10 @@ from types import FrameType
 from typing import Any
 
 from collectors.base import GpuherdError
+from collectors.session_format import COMMAND_LOG_FILE, EVENT
 from gpuherd.argcheck import parse_duration
 from gpuherd.record.child import ChildCommand, CommandStartError
-from gpuherd.record.recording import COMMAND_LOG, Recording, RecordingOptions
+from gpuherd.record.recording import Recording, RecordingOptions
 from gpuherd.record.report import render_short, write_summary
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -81,13 +82,13 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
     signals = signals or _Signals()
     child = ChildCommand(argv, recording.command_log, exit_path=recording.command_exit,
                          on_log_error=lambda error: recording.event(
-                             "disk_full" if error.errno == errno.ENOSPC else "write_failed",
-                             file=COMMAND_LOG, msg=str(error)))
+                             EVENT.disk_full if error.errno == errno.ENOSPC else EVENT.write_failed,
+                             file=COMMAND_LOG_FILE, msg=str(error)))
     try:
         child.start()
     except CommandStartError as error:
         _say(error.msg)
-        recording.event("exit", exit_code=error.exit_code, error=error.msg)
+        recording.event(EVENT.exit, exit_code=error.exit_code, error=error.msg)
         return error.exit_code
     recording.command_started(child.pid)
     done = threading.Event()
@@ -98,11 +99,11 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
         if signum == signal.SIGHUP:
             # Our terminal hung up (a closed pane, a dropped SSH session). The command runs in
             # a session of its own and never saw it; recording goes on until it ends.
-            recording.event("signal", signal="SIGHUP", forwarded=None,
+            recording.event(EVENT.signal, signal="SIGHUP", forwarded=None,
                             note="terminal hung up; the command keeps running")
             return
         sent = child.forward(signum)
-        recording.event("signal", signal=signal.Signals(signum).name,
+        recording.event(EVENT.signal, signal=signal.Signals(signum).name,
                         forwarded=signal.Signals(sent).name if sent else None)
 
     signals.on_signal = forward
@@ -117,9 +118,10 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
         _say(warning)
     dropped = child.log_dropped_bytes
     if dropped:
-        _say(f"{COMMAND_LOG} misses {dropped} bytes of the command's output (they could not be "
-             "written); they went to the terminal only")
-    recording.event("exit", exit_code=code, **({"log_dropped_bytes": dropped} if dropped else {}))
+        _say(f"{COMMAND_LOG_FILE} misses {dropped} bytes of the command's output (they could not "
+             "be written); they went to the terminal only")
+    recording.event(EVENT.exit, exit_code=code,
+                    **({"log_dropped_bytes": dropped} if dropped else {}))
     return code
 
 
@@ -148,7 +150,7 @@ def record_until_stopped(recording: Recording, deadline: float | None,
     stop = threading.Event()
 
     def on_signal(signum: int) -> None:
-        recording.event("signal", signal=signal.Signals(signum).name, forwarded=None)
+        recording.event(EVENT.signal, signal=signal.Signals(signum).name, forwarded=None)
         stop.set()
 
     signals.on_signal = on_signal

@@ -14,6 +14,7 @@ from pathlib import Path
 from collectors.base import CollectorEvent, Crashed, GpuherdError, Sampled
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import LogBatch
+from collectors.session_format import COMMAND_LOG_FILE, EVENT
 from gpuherd.record.child import ChildCommand, CommandStartError
 from gpuherd.record.peaks import ProcessTree
 from gpuherd.record.recording import Recording, RecordingOptions
@@ -98,15 +99,15 @@ class DashboardRecording:
             child.start()
         except CommandStartError as error:
             self.exit_code = error.exit_code
-            self.recording.event("exit", exit_code=error.exit_code, error=error.msg)
+            self.recording.event(EVENT.exit, exit_code=error.exit_code, error=error.msg)
             return
         self.child = child
         self._tree = ProcessTree(child.pid)
         self.recording.command_started(child.pid)
 
     def _log_error(self, error: OSError) -> None:
-        self.recording.event("disk_full" if error.errno == 28 else "write_failed",
-                             file="command.log", msg=str(error))
+        self.recording.event(EVENT.disk_full if error.errno == 28 else EVENT.write_failed,
+                             file=COMMAND_LOG_FILE, msg=str(error))
 
     def tap(self, event: CollectorEvent) -> None:
         """Record one collector event of the dashboard (thread-safe).
@@ -136,7 +137,7 @@ class DashboardRecording:
                 with self._lock_logs:  # `_drain` reads the set from another thread
                     self._announced.add(log.task_id)
                 if not first:
-                    self.recording.event("log_found", task=log.task_id, source=log.source)
+                    self.recording.event(EVENT.log_found, task=log.task_id, source=log.source)
 
     def owns_pid(self, pid: int) -> bool:
         """Whether `pid` is the command or one of its descendants (for its task's GPU)."""
@@ -188,7 +189,7 @@ class DashboardRecording:
             code = self.child.wait()
             self.child.finish()
             self.exit_code = code
-            self.recording.event("exit", exit_code=code)
+            self.recording.event(EVENT.exit, exit_code=code)
             return code
 
     def finish(self) -> RecordResult:

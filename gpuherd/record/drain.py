@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.logtail_digest import MAX_FINDINGS_PER_BATCH
+from collectors.session_format import EVENT
 from gpuherd.record.logsink import LogSink
 
 STALL_S = 10.0
@@ -155,7 +156,7 @@ def dropped_event(task: str, unread: Unread, stall_s: float = STALL_S) -> dict[s
            STALLED: f"the log could not be read any further (no progress for {stall_s:g} s)",
            }.get(unread.reason, unread.reason)
     event: dict[str, Any] = {
-        "kind": "log_dropped", "source": task, "task": task, "path": unread.path,
+        "kind": EVENT.log_dropped, "source": task, "task": task, "path": unread.path,
         "unread_bytes": unread.unread_bytes, "reason": unread.reason,
         "msg": f"{mib(unread.unread_bytes)}{lines} at the end of {unread.path} not recorded: "
                f"{why}"}
@@ -167,7 +168,7 @@ def dropped_event(task: str, unread: Unread, stall_s: float = STALL_S) -> dict[s
 def findings_dropped_event(task: Mapping[str, Any]) -> dict[str, Any]:
     """The `log_dropped` event of findings over the per-read cap (`LogSink.tasks_meta` row)."""
     count = task["findings_dropped"]
-    return {"kind": "log_dropped", "source": task["task"], "task": task["task"],
+    return {"kind": EVENT.log_dropped, "source": task["task"], "task": task["task"],
             "path": task["path"], "findings": count,
             "msg": f"{count:,} findings of {task['path']} not recorded (more than "
                    f"{MAX_FINDINGS_PER_BATCH} in one read of the log)"}

@@ -16,11 +16,12 @@ from typing import Any
 
 import pandas as pd
 
-from collectors.rows import GPU_FILE, HOST_FILE, METRICS_COLUMNS, METRICS_FILE, RowError
+from collectors.rows import RowError
 from collectors.session_columns import read_columns
+from collectors.session_format import GPU_FILE, HOST_FILE, META, METRICS_FILE
 from collectors.session_reader import SessionReader
 
-__all__ = ["METRICS_COLUMNS", "SessionFrames", "load_frames"]
+__all__ = ["SessionFrames", "load_frames"]
 
 GPU_NUMERIC = ("t", "gpu", "mem_used_bytes", "mem_total_bytes", "util_gpu_pct", "util_mem_pct",
                "temp_c", "power_w", "mem_peak_bytes")
@@ -49,7 +50,7 @@ class SessionFrames:
 
 def _gpu_names(reader: SessionReader) -> dict[int, tuple[str, str]]:
     names: dict[int, tuple[str, str]] = {}
-    for gpu in reader.meta.get("gpus") or ():
+    for gpu in reader.meta.get(META.gpus) or ():
         names[gpu["index"]] = (str(gpu.get("uuid") or ""), str(gpu.get("name") or ""))
     from collectors.row_decoders import GpuRowDecoder  # the replay's decoding of a row
 

@@ -9,13 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.samples import LogBatch
+from collectors.session_format import METRICS_COLUMNS, METRICS_FILE
 from gpuherd.session import SessionWriter
 
-# metrics.csv columns (docs/session-format.md). Kept here, not beside the pandas readers, so
-# recording (and the dashboard that can record) never pays for importing pandas.
-METRICS_COLUMNS = ("t", "task", "line", "metric", "value", "step", "epoch")
-
-METRICS_FILE = "metrics.csv"
 PROGRESS_ROW_INTERVAL_S = 1.0
 """A progress bar rewrites one line many times a second; keep one row per second of it (and
 always its last state)."""

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from collectors.session_format import EVENT
 from gpuherd.record.summary import GIB, Summary
 from gpuherd.record.yaml_edit import YamlEditError
 from parsers.vocabulary import LOSS_NAMES, SUMMARY_METRICS
@@ -139,9 +140,9 @@ def _limitations(data: dict[str, Any]) -> list[str]:
     if isinstance(code, int) and code != 0:
         out.append(f"the command exited with code {code}")
     for event in data["events"]["notable"]:
-        if event.get("kind") == "collector_unavailable":
+        if event.get("kind") == EVENT.collector_unavailable:
             out.append(f"no {event.get('source', 'collector')} data")
-        elif event.get("kind") == "disk_full":
+        elif event.get("kind") == EVENT.disk_full:
             out.append("the recording stopped early: disk full")
     if not session["complete"]:
         out.append("the recording did not end cleanly")

@@ -21,6 +21,7 @@ from collectors.base import (
 )
 from collectors.loop import run_collector, wake_collectors
 from collectors.samples import GpuTick, HostSample
+from collectors.session_format import EVENT
 from gpuherd.session import SessionWriteError, SessionWriter
 
 Handler = Callable[[SessionWriter, Any], None]
@@ -184,7 +185,7 @@ class Recorder:
             writer(event.sample)
         elif kind not in self._unknown:
             self._unknown.add(kind)
-            self._event("sample_not_recorded", event.source, f"no handler for {kind.__name__}")
+            self._event(EVENT.sample_not_recorded, event.source, f"no handler for {kind.__name__}")
 
     def _write_tick(self, tick: GpuTick) -> None:
         self.writer.write_gpu_tick(tick, self._peaks(tick) if self._peaks is not None else None)
@@ -192,17 +193,17 @@ class Recorder:
     def _write_failed(self, event: Failed) -> None:
         if self._failing.get(event.source) != event.error.msg:  # once per outage
             self._failing[event.source] = event.error.msg
-            self._event("collector_failed", event.source, event.error.msg, event.error.title)
+            self._event(EVENT.collector_failed, event.source, event.error.msg, event.error.title)
 
     def _write_recovered(self, event: Recovered) -> None:
         self._failing.pop(event.source, None)
-        self._event("collector_recovered", event.source)
+        self._event(EVENT.collector_recovered, event.source)
 
     def _write_unavailable(self, event: Unavailable) -> None:
-        self._event("collector_unavailable", event.source, event.error.msg, event.error.title)
+        self._event(EVENT.collector_unavailable, event.source, event.error.msg, event.error.title)
 
     def _write_finished(self, event: Finished) -> None:
-        self._event("collector_finished", event.source)
+        self._event(EVENT.collector_finished, event.source)
 
     def _write_crashed(self, event: Crashed) -> None:
         self._problem(event.source, event.error)
@@ -220,5 +221,5 @@ class Recorder:
         text = f"{source}: {type(error).__name__}: {error}"
         self.problems.append(text)
         trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-        self.writer.write_event({"kind": "recorder_bug", "source": source, "msg": text,
+        self.writer.write_event({"kind": EVENT.recorder_bug, "source": source, "msg": text,
                                  "traceback": trace})

@@ -18,26 +18,30 @@ from collectors.logtail import LogTailCollector
 from collectors.logtail_waker import TailWaker
 from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
 from collectors.samples import LogBatch
+from collectors.session_format import (
+    COMMAND_EXIT_FILE,
+    COMMAND_LOG_FILE,
+    EVENT,
+    META,
+    PEAK_TRACE_COLUMNS,
+    PEAK_TRACE_FILE,
+)
 from gpuherd.record.drain import LogDrain, unread_events
 from gpuherd.record.logsink import LogSink
 from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTracker
 from gpuherd.record.recorder import Recorder
 from gpuherd.session import SessionWriteError, SessionWriter
 
-COMMAND_LOG = "command.log"
-COMMAND_EXIT = "command.exit.json"
-"""Written by the command's supervisor when the command ends, even if gpuherd is gone."""
 COMMAND_TASK = "command"
 LOG_POLL_S = 1.0
 DISCOVERY_INTERVAL_S = 2.0
 """While recording, `--log` globs and `--watch` directories are scanned again this often (a
 Lightning `version_N/metrics.csv` appears once the run is under way)."""
 FIRST_READING_WAIT_S = 2.0
+"""How long `start` waits for the first fast reading, so the command's baseline is known."""
 TRACE_ENV = "GPUHERD_PEAK_TRACE"
 """When set (to anything but empty or 0), every fast reading is also written to
 `peak_trace.csv` at the end, so a benchmark can check each reading against a known workload."""
-TRACE_FILE = "peak_trace.csv"
-"""How long `start` waits for the first fast reading, so the command's baseline is known."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +96,8 @@ class Recording:
         self.directory = Path(directory)
         self.options = options
         self.tracker = PeakTracker(trace=os.environ.get(TRACE_ENV, "") not in ("", "0"))
-        self.command_log = self.directory / COMMAND_LOG
-        self.command_exit = self.directory / COMMAND_EXIT
+        self.command_log = self.directory / COMMAND_LOG_FILE
+        self.command_exit = self.directory / COMMAND_EXIT_FILE
         labels = {str(self.command_log): COMMAND_TASK} if options.command else {}
         self.log_sink = LogSink(labels)
         self.drain = LogDrain(self.log_sink.offsets, self.log_sink.seen)
@@ -181,7 +185,7 @@ class Recording:
         if not self._rescans():
             return
         for log in self._follow(found.added):
-            writer.write_event({"t": found.taken_at, "kind": "log_found", "task": log.task_id,
+            writer.write_event({"t": found.taken_at, "kind": EVENT.log_found, "task": log.task_id,
                                 "source": log.source})
 
     def _final_scan(self) -> None:
@@ -194,17 +198,17 @@ class Recording:
             return
         for log in self._follow(self._discovery.scan()):
             self.recorder.emit(Sampled("record", RecordEvent(
-                {"t": time.time(), "kind": "log_found", "task": log.task_id,
+                {"t": time.time(), "kind": EVENT.log_found, "task": log.task_id,
                  "source": log.source})))
 
     def start(self) -> None:
         """Open the session directory and start every thread."""
         o = self.options
-        meta = {"interval_s": o.interval_s,
-                "peak_interval_s": o.peak_interval_s if o.peak_interval_s > 0 else None,
+        meta = {META.interval_s: o.interval_s,
+                META.peak_interval_s: o.peak_interval_s if o.peak_interval_s > 0 else None,
                 **o.extra_meta}
         if o.command:
-            meta["command"] = list(o.command)
+            meta[META.command] = list(o.command)
         self.writer = SessionWriter(self.directory, meta)
         if o.command:
             self.command_log.touch()
@@ -233,7 +237,7 @@ class Recording:
     def command_started(self, pid: int) -> None:
         """The recorded command runs as `pid`: fix the baseline, write the `start` event."""
         self.tracker.start_run(pid)
-        self.event("start", pid=pid, command=list(self.options.command))
+        self.event(EVENT.start, pid=pid, command=list(self.options.command))
 
     def drain_logs(self, paths: Sequence[str] | None = None) -> None:
         """Wait until every followed log is recorded up to its size now, however long it takes.
@@ -297,13 +301,13 @@ class Recording:
         except SessionWriteError as failure:
             error = failure
         meta = dict(meta_updates)
-        meta["run_peaks"] = [p.as_dict() for p in self.tracker.run_peaks()]
-        meta["tasks"] = self.log_sink.tasks_meta()
+        meta[META.run_peaks] = [p.as_dict() for p in self.tracker.run_peaks()]
+        meta[META.tasks] = self.log_sink.tasks_meta()
         unread = {e["path"]: e["unread_bytes"] for e in dropped if "unread_bytes" in e}
-        for task in meta["tasks"]:
+        for task in meta[META.tasks]:
             task["unread_bytes"] = unread.get(task["path"], 0)
         if self.sampler is not None and self.sampler.unavailable:
-            meta["peak_sampler"] = f"unavailable: {self.sampler.unavailable}"
+            meta[META.peak_sampler] = f"unavailable: {self.sampler.unavailable}"
         try:
             if error is None:
                 self.log_sink.flush(self.writer)
@@ -314,13 +318,13 @@ class Recording:
             try:
                 self._write_trace()
             except OSError as failure:
-                self.warnings.append(f"could not write {TRACE_FILE}: {failure.strerror}")
+                self.warnings.append(f"could not write {PEAK_TRACE_FILE}: {failure.strerror}")
         return error
 
     def _write_trace(self) -> None:
         assert self.tracker.trace is not None
-        with open(self.directory / TRACE_FILE, "w", encoding="utf-8") as f:
-            f.write("t,gpu,used_bytes\n")
+        with open(self.directory / PEAK_TRACE_FILE, "w", encoding="utf-8") as f:
+            f.write(",".join(PEAK_TRACE_COLUMNS) + "\n")
             for t, readings in self.tracker.trace:
                 for index, used in enumerate(readings):
                     if used is not None:

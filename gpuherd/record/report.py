@@ -8,13 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
 from gpuherd.record import charts
 from gpuherd.record.frames import SessionFrames, load_frames
 from gpuherd.record.summary import Summary, summarize_frames, write_atomic
 from parsers.vocabulary import SUMMARY_METRICS
-
-SUMMARY_JSON = "summary.json"
-SUMMARY_MD = "summary.md"
 
 
 def fmt_num(value: Any, digits: int = 4) -> str:
@@ -206,6 +204,6 @@ def write_summary(directory: str | os.PathLike[str]) -> Summary:
     frames = load_frames(directory)
     summary = summarize_frames(frames)
     root = Path(directory)
-    write_atomic(root / SUMMARY_JSON, render_json(summary))
-    write_atomic(root / SUMMARY_MD, render_markdown(summary, frames))
+    write_atomic(root / SUMMARY_JSON_FILE, render_json(summary))
+    write_atomic(root / SUMMARY_MD_FILE, render_markdown(summary, frames))
     return summary

@@ -7,14 +7,9 @@ import sys
 from pathlib import Path
 
 from collectors.base import GpuherdError
+from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
 from gpuherd.record.frames import load_frames
-from gpuherd.record.report import (
-    SUMMARY_JSON,
-    SUMMARY_MD,
-    render_json,
-    render_markdown,
-    render_short,
-)
+from gpuherd.record.report import render_json, render_markdown, render_short
 from gpuherd.record.summary import summarize_frames, write_atomic
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -38,8 +33,8 @@ def run(args: argparse.Namespace) -> int:
     as_json = render_json(summary)
     as_md = render_markdown(summary, frames)
     try:
-        write_atomic(root / SUMMARY_JSON, as_json)
-        write_atomic(root / SUMMARY_MD, as_md)
+        write_atomic(root / SUMMARY_JSON_FILE, as_json)
+        write_atomic(root / SUMMARY_MD_FILE, as_md)
     except OSError as error:
         print(f"gpuherd: could not write the summary files into {root}: "
               f"{error.strerror or error}", file=sys.stderr)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from collectors.session_format import EVENT, META, SUMMARY_SCHEMA_VERSION
 from gpuherd.record.frames import SessionFrames, load_frames
 from gpuherd.record.stats import (
     STAT_COLUMNS,
@@ -24,7 +25,6 @@ from parsers.vocabulary import direction
 __all__ = ["STAT_COLUMNS", "Summary", "direction", "stat_key", "summarize", "summarize_frames"]
 
 GIB = float(1 << 30)
-SUMMARY_SCHEMA = 1
 MAX_LISTED_FINDINGS = 50
 
 
@@ -53,12 +53,12 @@ def _num(value: Any) -> Any:
 
 def _window(frames: SessionFrames) -> dict[str, Any]:
     """When the task ran: between the `start` and `exit` events, else the whole session."""
-    starts = [e["t"] for e in frames.events if e.get("kind") == "start" and _is_num(e.get("t"))]
-    exits = [e["t"] for e in frames.events if e.get("kind") == "exit" and _is_num(e.get("t"))]
+    starts = [e["t"] for e in frames.events if e.get("kind") == EVENT.start and _is_num(e.get("t"))]
+    exits = [e["t"] for e in frames.events if e.get("kind") == EVENT.exit and _is_num(e.get("t"))]
     t = frames.gpu["t"]
-    first = float(t.min()) if len(t) else _meta_num(frames.meta, "started_at")
-    last = float(t.max()) if len(t) else _meta_num(frames.meta, "ended_at")
-    if starts and frames.meta.get("command"):
+    first = float(t.min()) if len(t) else _meta_num(frames.meta, META.started_at)
+    last = float(t.max()) if len(t) else _meta_num(frames.meta, META.ended_at)
+    if starts and frames.meta.get(META.command):
         return {"start": min(starts), "end": max(exits) if exits else last, "source": "command"}
     return {"start": first, "end": last, "source": "session"}
 
@@ -90,7 +90,7 @@ def gpu_summary(frames: SessionFrames, window: dict[str, Any]) -> list[dict[str,
     peak_rows = valid.loc[valid.groupby("gpu")["mem_best"].idxmax()].set_index("gpu")
     busy = in_window(gpu, window).groupby("gpu")["util_gpu_pct"]
     mean, p95 = busy.mean(), busy.quantile(0.95)
-    started = frames.meta.get("started_at")
+    started = frames.meta.get(META.started_at)
     out = []
     for index in sorted(by.groups):
         uuid, name = frames.gpu_names.get(int(index), ("", ""))
@@ -200,7 +200,7 @@ def _nan_none(value: Any) -> Any:
 
 def findings_summary(frames: SessionFrames) -> dict[str, Any]:
     """Health findings from `events.jsonl`: counts per (task, kind) and the first ones listed."""
-    found = [e for e in frames.events if e.get("kind") == "finding"]
+    found = [e for e in frames.events if e.get("kind") == EVENT.finding]
     counts: dict[tuple[str, str], dict[str, Any]] = {}
     for event in found:
         key = (str(event.get("task", "")), str(event.get("finding", "")))
@@ -220,32 +220,33 @@ def lifecycle_summary(frames: SessionFrames) -> dict[str, Any]:
     notable = []
     for event in frames.events:
         kind = str(event.get("kind", ""))
-        if kind == "finding":
+        if kind == EVENT.finding:
             continue
         counts[kind] = counts.get(kind, 0) + 1
-        if kind in ("collector_failed", "collector_unavailable", "disk_full", "signal",
-                    "write_failed", "log_dropped"):
+        if kind in (EVENT.collector_failed, EVENT.collector_unavailable, EVENT.disk_full,
+                    EVENT.signal, EVENT.write_failed, EVENT.log_dropped):
             notable.append({k: v for k, v in event.items() if k != "t"} | {"t": event.get("t")})
     return {"counts": counts, "notable": notable[:MAX_LISTED_FINDINGS]}
 
 
 def _session(frames: SessionFrames, window: dict[str, Any]) -> dict[str, Any]:
     meta = frames.meta
-    started, ended = _meta_num(meta, "started_at"), _meta_num(meta, "ended_at")
+    started, ended = _meta_num(meta, META.started_at), _meta_num(meta, META.ended_at)
     last_t = window["end"]
     end = ended if ended is not None else last_t
-    exits = [e for e in frames.events if e.get("kind") == "exit"]
-    exit_code = meta.get("exit_code")
+    exits = [e for e in frames.events if e.get("kind") == EVENT.exit]
+    exit_code = meta.get(META.exit_code)
     if exit_code is None and exits:
         exit_code = exits[-1].get("exit_code")
     return {
-        "directory": str(frames.directory), "host": meta.get("host"), "tool": meta.get("tool"),
-        "driver": meta.get("driver"), "started_at": started, "ended_at": ended,
+        "directory": str(frames.directory), "host": meta.get(META.host),
+        "tool": meta.get(META.tool), "driver": meta.get(META.driver), "started_at": started,
+        "ended_at": ended,
         "complete": ended is not None,
         "duration_s": None if started is None or end is None else round(end - started, 3),
-        "interval_s": meta.get("interval_s"), "peak_interval_s": meta.get("peak_interval_s"),
-        "command": meta.get("command"), "exit_code": exit_code,
-        "run_peaks": meta.get("run_peaks") or [],
+        "interval_s": meta.get(META.interval_s), "peak_interval_s": meta.get(META.peak_interval_s),
+        "command": meta.get(META.command), "exit_code": exit_code,
+        "run_peaks": meta.get(META.run_peaks) or [],
     }
 
 
@@ -266,7 +267,7 @@ def _summarize(frames: SessionFrames) -> Summary:
     window = _window(frames)
     stats = stats_frame(frames, _gpu_frame(frames), window)
     data = {
-        "schema": SUMMARY_SCHEMA,
+        "schema": SUMMARY_SCHEMA_VERSION,
         "session": _session(frames, window),
         "window": window,
         "gpus": gpu_summary(frames, window),

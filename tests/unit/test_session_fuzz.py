@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from collectors.replay_metrics import metric_batches
 from collectors.rows import SessionFormatError
+from collectors.session_format import METRICS_COLUMNS, METRICS_FILE
 from collectors.session_reader import SessionReader
 from gpuherd.record import report
 from gpuherd.record.frames import load_frames
@@ -204,10 +205,10 @@ def test_arbitrary_cells_in_metrics_csv(edits: list[tuple[int, str, str]]) -> No
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=30))
 def test_any_loss_values_summarize_and_chart(values: list[float]) -> None:
     with session() as d:
-        rows = ["t,task,line,metric,value,step,epoch"] + [
+        rows = [",".join(METRICS_COLUMNS)] + [
             f"{1764130001 + i},command,{i + 1},train/loss,{v!r},{i},0"
             for i, v in enumerate(values)]
-        (d / "metrics.csv").write_text("\n".join(rows) + "\n")
+        (d / METRICS_FILE).write_text("\n".join(rows) + "\n")
         assert both_agree(d) is None
         frames = load_frames(d)
         loss = summarize_frames(frames).data["tasks"][0]["metrics"]["train/loss"]

@@ -12,6 +12,17 @@ import pandas as pd
 import pytest
 
 from collectors.rows import SessionFormatError
+from collectors.session_format import (
+    EVENTS_FILE,
+    GPU_FILE,
+    GPU_WRITTEN,
+    HOST_FILE,
+    HOST_WRITTEN,
+    META_FILE,
+    METRICS_COLUMNS,
+    METRICS_FILE,
+    SCHEMA_VERSION,
+)
 from gpuherd.record import report
 from gpuherd.record.frames import load_frames
 from gpuherd.record.note import compose
@@ -20,30 +31,28 @@ from gpuherd.record.summary import STAT_COLUMNS, direction, stat_key, summarize
 GIB = 1 << 30
 T0 = 1_764_130_000.0
 H200_TOTAL = 150_754_820_096
-GPU_HEADER = ("t,gpu,uuid,name,mem_used_bytes,mem_total_bytes,util_gpu_pct,util_mem_pct,temp_c,"
-              "power_w,mem_peak_bytes")
+GPU_HEADER = ",".join((*GPU_WRITTEN, "mem_peak_bytes"))
 
 
 def write_session(root: Path, *, gpu_rows: list[str], metrics: list[str] | None = None,
                   events: list[dict] | None = None, meta: dict | None = None,
                   host_rows: list[str] | None = None, tail: dict[str, str] | None = None) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    base = {"schema": 1, "host": "box-7", "driver": "580.159.04", "started_at": T0,
+    base = {"schema": SCHEMA_VERSION, "host": "box-7", "driver": "580.159.04", "started_at": T0,
             "ended_at": T0 + 20, "interval_s": 1.0,
             "gpus": [{"index": 0, "uuid": "GPU-aaaa", "name": "NVIDIA H200",
                       "mem_total_bytes": H200_TOTAL}]}
-    (root / "meta.json").write_text(json.dumps({**base, **(meta or {})}))
+    (root / META_FILE).write_text(json.dumps({**base, **(meta or {})}))
     tail = tail or {}
-    (root / "gpu.csv").write_text("\n".join([GPU_HEADER, *gpu_rows]) + "\n" + tail.get("gpu", ""))
+    (root / GPU_FILE).write_text("\n".join([GPU_HEADER, *gpu_rows]) + "\n" + tail.get("gpu", ""))
     if metrics is not None:
-        (root / "metrics.csv").write_text("\n".join(["t,task,line,metric,value,step,epoch",
-                                                     *metrics]) + "\n" + tail.get("metrics", ""))
+        (root / METRICS_FILE).write_text("\n".join([",".join(METRICS_COLUMNS), *metrics]) + "\n"
+                                         + tail.get("metrics", ""))
     if events is not None:
-        (root / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events)
+        (root / EVENTS_FILE).write_text("".join(json.dumps(e) + "\n" for e in events)
                                            + tail.get("events", ""))
     if host_rows is not None:
-        (root / "host.csv").write_text("\n".join(["t,cpu_pct,mem_used_bytes,mem_total_bytes",
-                                                  *host_rows]) + "\n")
+        (root / HOST_FILE).write_text("\n".join([",".join(HOST_WRITTEN), *host_rows]) + "\n")
     return root
 
 

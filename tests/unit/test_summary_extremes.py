@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from collectors.session_format import METRICS_COLUMNS, METRICS_FILE
 from gpuherd.chart_values import LIMIT, drawable
 from gpuherd.record import charts, report
 from gpuherd.record.frames import load_frames
@@ -24,10 +25,10 @@ EXTREMES = ["1e308", "1e-310", "inf", "nan", "-1e308", "5e-324", "1.797693134862
 
 def losses(root: Path, values: list[str]) -> Path:
     shutil.copytree(TASKS, root)
-    rows = ["t,task,line,metric,value,step,epoch"] + [
+    rows = [",".join(METRICS_COLUMNS)] + [
         f"{1764130001 + i},command,{i + 1},train/loss,{v},{10 * (i + 1)},0"
         for i, v in enumerate(values)]
-    (root / "metrics.csv").write_text("\n".join(rows) + "\n")
+    (root / METRICS_FILE).write_text("\n".join(rows) + "\n")
     return root
 
 
