@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 from collectors.base import GpuherdError
+from gpuherd import exit_codes
 from gpuherd.record.note import compose, diff, updated_text, write_note
 from gpuherd.record.summary import summarize
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED = exit_codes.OK, exit_codes.FAILED
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from collectors.base import GpuherdError
+from gpuherd import exit_codes
 from gpuherd.record.frames import load_frames
 from gpuherd.record.report import (
     SUMMARY_JSON,
@@ -17,7 +18,7 @@ from gpuherd.record.report import (
 )
 from gpuherd.record.summary import summarize_frames, write_atomic
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED = exit_codes.OK, exit_codes.FAILED
 
 
 def run(args: argparse.Namespace) -> int:
