@@ -150,7 +150,7 @@ NOT_WITH_REPLAY = ("gpuherd: error: --record records this machine; it cannot be 
     (["--duration", "2s", "--interval", "inf"], "argument --interval: not a finite number: 'inf'"),
     (["--duration", "2s", "--peak-interval", "nan"],
      "argument --peak-interval: not a finite number: 'nan'"),
-    (["--duration", "2s", "--speed", "nan"], "argument --speed: not a finite number: 'nan'"),
+    (["--duration", "2s", "--speed", "nan"], "unrecognized arguments: --speed nan"),
     (["--duration", "nan"], f"--duration 'nan': {EXPECTED_TIME}"),
     (["--duration", "1e999s"], f"--duration '1e999s': {EXPECTED_TIME}"),
     (["--duration", "9" * 400 + "s"], f"--duration '{'9' * 400}s': too long"),
