@@ -62,7 +62,8 @@ def rewrite_aliases(argv: Sequence[str]) -> list[str]:
     while i < len(head):
         flag, _, value = head[i].partition("=")
         if flag in ALIASES:
-            if flag in _ALIAS_TAKES_VALUE and not value and i + 1 < len(head):
+            if (flag in _ALIAS_TAKES_VALUE and not value and i + 1 < len(head)
+                    and not head[i + 1].startswith("-")):
                 value = head[i + 1]
                 i += 1
             modes.append((ALIASES[flag], [value] if value else []))
@@ -75,8 +76,8 @@ def rewrite_aliases(argv: Sequence[str]) -> list[str]:
                          MIXED_MODES if "record" in names else "give one of --replay and --demo")
     if not modes:
         return [DEFAULT_COMMAND, *head, *tail]
-    name, value = modes[0]
-    return [name, *value, *rest, *tail]
+    name, directory = modes[0]
+    return [name, *directory, *rest, *tail]
 
 
 def build_parser() -> argparse.ArgumentParser:

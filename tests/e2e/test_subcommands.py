@@ -38,6 +38,7 @@ def gpuherd(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     (["--demo", "--speed", "2"], ["demo", "--speed", "2"]),
     (["--record", "D", "--tui", "snapshot"], ["record", "D", "--tui", "snapshot"]),
     (["--record"], ["record"]),  # the record parser says DIR is missing
+    (["--record", "--log", "a"], ["record", "--log", "a"]),  # likewise
     (["--", "ls"], ["monitor", "--", "ls"]),
     # A subcommand, the root's own flags, or a misspelt command: left as they are.
     (["snapshot", "--record", "X"], ["snapshot", "--record", "X"]),
