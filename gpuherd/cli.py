@@ -1,139 +1,146 @@
-"""The `gpuherd` command line: argument parsing and dispatch.
+"""The `gpuherd` command line: a table of subcommands, the old spellings, and dispatch.
 
-Each command lives in its own module, imported only when that command runs, so headless commands
-(`snapshot`, `parse`, `--record`, `summarize`, `note`) never import Textual.
+Each subcommand is one module in `gpuherd.commands` with its own flags (`add_arguments`), an
+optional `check(args)` of their values, and `run(args) -> int`. Those modules are light (all of
+them are imported to build the parser); the module that does the work is imported inside `run`,
+so headless commands never import Textual. A new command is a new module there and a row in
+`COMMANDS`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from gpuherd import __version__
-from gpuherd.argcheck import (
-    check_interval,
-    check_peak_interval,
-    check_speed,
-    finite_float,
-    parse_duration,
-)
+from gpuherd import __version__, exit_codes
+from gpuherd.commands import demo, note, parse, record, replay, snapshot, summarize
+from gpuherd.commands import monitor as monitor_command
 
-# command name -> module whose `run(args) -> int` carries it out
-COMMANDS = {
-    "monitor": "gpuherd.monitor",
-    "record": "gpuherd.record.command",
-    "snapshot": "gpuherd.snapshot",
-    "parse": "gpuherd.parse_command",
-    "summarize": "gpuherd.record.summarize_command",
-    "note": "gpuherd.record.note_command",
+COMMANDS: dict[str, ModuleType] = {
+    "monitor": monitor_command,
+    "replay": replay,
+    "demo": demo,
+    "record": record,
+    "snapshot": snapshot,
+    "parse": parse,
+    "summarize": summarize,
+    "note": note,
 }
+"""Subcommand name -> the module that owns its flags and runs it."""
+DEFAULT_COMMAND = "monitor"
+ALIASES = {"--record": "record", "--replay": "replay", "--demo": "demo"}
+"""Spellings from before the subcommands: the flag picks the command (the value, if any, is its
+DIR). `--tui --record DIR` is `record --tui DIR`."""
+_ALIAS_TAKES_VALUE = {"--record", "--replay"}
+ROOT_FLAGS = {"-h", "--help", "--version"}
+MIXED_MODES = "--record records this machine; it cannot be combined with --replay or --demo"
+NO_RECORD = "a command after `--` needs --record DIR"
+
+
+class UsageError(ValueError):
+    """The command line cannot be read; the message is argparse's one line."""
+
+
+def rewrite_aliases(argv: Sequence[str]) -> list[str]:
+    """`argv` with the old spellings turned into subcommands, and `monitor` made explicit.
+
+    Only a command line that does not start with a subcommand is rewritten; the first alias
+    flag (`--record DIR`, `--replay DIR`, `--demo`) becomes the subcommand and the other
+    arguments follow it, to be checked by that command's parser. Anything after a bare `--`
+    is left as it is. Raises `UsageError` when two modes are asked for at once.
+    """
+    argv = list(argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    head, tail = argv[:cut], argv[cut:]
+    if head and (head[0] in COMMANDS or head[0] in ROOT_FLAGS or not head[0].startswith("-")):
+        return argv  # a subcommand, the root's own flags, or a misspelt command for argparse
+    modes: list[tuple[str, list[str]]] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(head):
+        flag, _, value = head[i].partition("=")
+        if flag in ALIASES:
+            if (flag in _ALIAS_TAKES_VALUE and not value and i + 1 < len(head)
+                    and not head[i + 1].startswith("-")):
+                value = head[i + 1]
+                i += 1
+            modes.append((ALIASES[flag], [value] if value else []))
+        else:
+            rest.append(head[i])
+        i += 1
+    names = [name for name, _ in modes]
+    if len(names) > 1:
+        raise UsageError(f"--{names[0]} is given twice" if len(set(names)) == 1 else
+                         MIXED_MODES if "record" in names else "give one of --replay and --demo")
+    if not modes:
+        return [DEFAULT_COMMAND, *head, *tail]
+    name, directory = modes[0]
+    return [name, *directory, *rest, *tail]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser; subcommands are optional, the monitor is the default."""
+    """The root parser with one subparser per command."""
+    return _build()[0]
+
+
+def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     parser = argparse.ArgumentParser(
         prog="gpuherd",
         description="Terminal monitor for shared GPU hosts.",
-        epilog="Run `gpuherd --demo` to see it on a machine without an NVIDIA GPU.",
+        epilog="Without a command, gpuherd runs `monitor`. The old spellings still work: "
+        "`gpuherd --record DIR ...` is `gpuherd record DIR ...`, `--tui --record DIR` is "
+        "`record --tui DIR`, `--replay DIR` is `replay DIR`, `--demo` is `demo`. Run "
+        "`gpuherd demo` to see it on a machine without an NVIDIA GPU; `gpuherd COMMAND --help` "
+        "for a command's flags.",
     )
     parser.add_argument("--version", action="version", version=f"gpuherd {__version__}")
-    _add_monitor_arguments(parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    snap = sub.add_parser("snapshot", help="print one sample of everything and exit")
-    snap.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parse = sub.add_parser("parse", help="print the metrics and findings found in log files")
-    parse.add_argument("files", nargs="+", metavar="FILE")
-    parse.add_argument("--format", dest="log_format", default=None, help="force a log format")
-    parse.add_argument("--json", action="store_true", help="one JSON object per line")
-    summ = sub.add_parser("summarize", help="summarize a recorded session directory")
-    summ.add_argument("session_dir", metavar="DIR")
-    fmt = summ.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print summary.json")
-    fmt.add_argument("--md", action="store_true", help="print summary.md")
-    note = sub.add_parser("note", help="write the verification note into an example.yaml")
-    note.add_argument("session_dir", metavar="DIR")
-    note.add_argument("--example", required=True, metavar="PATH", help="the example.yaml")
-    note.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
-    return parser
-
-
-def _add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--replay", metavar="DIR", help="replay a recorded session directory")
-    source.add_argument("--demo", action="store_true", help="replay the bundled demo session")
-    parser.add_argument("--speed", type=finite_float, default=1.0, help="replay speed factor")
-    parser.add_argument("--interval", type=finite_float, default=1.0, metavar="S",
-                        help="seconds between samples (default 1, at least 0.05)")
-    parser.add_argument("--log", action="append", default=[], metavar="PATH",
-                        help="follow a training log (repeatable, globs allowed)")
-    parser.add_argument("--watch", action="append", default=[], metavar="DIR",
-                        help="discover training logs under DIR")
-    parser.add_argument("--record", metavar="DIR", help="record a session directory, headless")
-    parser.add_argument("--duration", metavar="TIME", help="stop recording after e.g. 90s, 10m, 2h")
-    parser.add_argument("--tui", action="store_true", help="with --record: also show the dashboard")
-    parser.add_argument("--peak-interval", type=finite_float, default=0.02, metavar="S",
-                        help="with --record: seconds between fast memory readings for peaks "
-                        "(default 0.02, at least 0.005; 0 turns the fast sampler off)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    children = {}
+    for name, module in COMMANDS.items():
+        child = sub.add_parser(name, help=module.HELP, description=module.HELP,
+                               epilog=module.EPILOG,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(child)
+        children[name] = child
+    return parser, children
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    """Parse `argv`; everything after a bare `--` is the command to record."""
-    argv = list(argv)
+    """Parse `argv` (aliases included); everything after a bare `--` is the command to record.
+
+    Exits with status 2 and argparse's one-line message on any usage error.
+    """
+    parser, children = _build()
+    try:
+        argv = rewrite_aliases(argv)
+    except UsageError as error:
+        parser.error(str(error))
     child: list[str] | None = None
     if "--" in argv:
         cut = argv.index("--")
         argv, child = argv[:cut], argv[cut + 1 :]
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.child_command = child or []
-    if args.command is None:
-        args.command = "record" if args.record else "monitor"
-    problem = command_problem(args, child) or number_problem(args)
+    args, extra = parser.parse_known_args(argv)
+    module, own_parser = COMMANDS[args.command], children[args.command]
+    if extra:  # named by the command that refuses them, not by the root
+        own_parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if child is not None and not getattr(module, "ACCEPTS_COMMAND", False):
+        own_parser.error(NO_RECORD)
+    args.child_command = child
+    check = getattr(module, "check", None)
+    problem = check(args) if check is not None else None
     if problem is not None:
-        parser.error(problem)
+        own_parser.error(problem)
+    args.child_command = child or []
     return args
-
-
-def command_problem(args: argparse.Namespace, child: list[str] | None) -> str | None:
-    """What is wrong with `--record`, `--duration` and the command after `--`, if anything.
-
-    Each of these once started a recording that never ended (no command, an empty duration,
-    a replay that `--record` ignored).
-    """
-    if child is not None and args.command != "record":
-        return "a command after `--` needs --record DIR"
-    if child == []:
-        return "nothing after `--`: give the command to record (--record DIR -- CMD ARGS...)"
-    if args.record and (args.replay or args.demo):
-        return "--record records this machine; it cannot be combined with --replay or --demo"
-    if args.duration is not None:
-        try:
-            parse_duration(args.duration)
-        except ValueError as error:
-            return str(error)
-    return None
-
-
-def number_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with `--speed`, `--interval` and `--peak-interval`, if anything."""
-    checks = ((check_speed, args.speed), (check_interval, args.interval),
-              (check_peak_interval, args.peak_interval))
-    for check, value in checks:
-        try:
-            check(value)
-        except ValueError as error:
-            return str(error)
-    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `gpuherd` console script; returns the process exit code."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    module = importlib.import_module(COMMANDS[args.command])
     try:
-        return int(module.run(args))
+        return int(COMMANDS[args.command].run(args))
     except KeyboardInterrupt:
         print("gpuherd: interrupted", file=sys.stderr)
-        return 130
+        return exit_codes.INTERRUPTED

@@ -1,11 +1,11 @@
-"""`gpuherd` (the default command): the live dashboard, or a replay of a recorded session.
+"""`gpuherd monitor`, `replay` and `demo`: the live dashboard, or a replay of a recorded session.
 
 Sources are built and checked here, before the terminal is taken over, so a corrupt session
-directory is a message on stderr and exit status 2, never a traceback inside the TUI. Textual is
-imported only once everything is ready to show.
+directory is a message on stderr and exit status 2 (usage), never a traceback inside the TUI.
+Textual is imported only once everything is ready to show.
 
 Without an NVIDIA driver, live mode still starts: the NVML collector reports itself unavailable,
-the dashboard shows "NVIDIA driver not found: ..." with a pointer to `gpuherd --demo` on a
+the dashboard shows "NVIDIA driver not found: ..." with a pointer to `gpuherd demo` on a
 banner, hides the GPU panels and keeps the host panel running; the same line is printed on
 stderr when the dashboard exits.
 """
@@ -16,7 +16,7 @@ import argparse
 import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,12 +26,12 @@ from collectors.host import HostCollector, PidWatch, in_host_pid_namespace
 from collectors.nvml import NvmlCollector
 from collectors.samples import LogBatch
 from collectors.session_format import META_FILE
+from gpuherd import exit_codes
 from gpuherd.monitor_logs import LogSources, TaskHint, log_sources, replay_hints
 
 if TYPE_CHECKING:
     from gpuherd.record.dashboard import DashboardRecording
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
 DEMO_PACKAGE, DEMO_DIR = "gpuherd", "data/demo"
 CHECK_ALL_MAX_BYTES = 16 << 20
 """Sessions up to this size (CSV bytes) are read through once before the replay starts."""
@@ -55,7 +55,7 @@ class Plan:
     """Training logs to follow (`--log`, `--watch`); closed when the dashboard exits."""
     task_hints: list[TaskHint] = field(default_factory=list)
     recording: DashboardRecording | None = None
-    """`--tui --record`: started before the dashboard, closed after it."""
+    """`record --tui`: started before the dashboard, closed after it (gpuherd.monitor_record)."""
 
     @property
     def tail(self) -> Callable[[str], Collector[LogBatch]] | None:
@@ -64,36 +64,26 @@ class Plan:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the dashboard until `q`; returns the exit status."""
-    if getattr(args, "record", None):
-        from gpuherd import monitor_record  # `--tui --record`
-
-        return monitor_record.run(args)
+    """Run the dashboard (live, `args.replay` or `args.demo`) until `q`; the exit status."""
     try:
         with _demo_directory(args) as demo:
             plan = build_plan(args, demo)
             return show(plan)
     except GpuherdError as error:
         print(f"gpuherd: {error.title}: {error.msg}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.USAGE
 
 
 def build_plan(args: argparse.Namespace, demo: Path | None = None) -> Plan:
-    """Collectors and labels for live mode, `--replay DIR` or `--demo` (given its directory)."""
+    """Collectors and labels for live mode, `replay DIR` or `demo` (given its directory)."""
     if demo is not None:
-        plan = _replay_plan(demo, args.speed, loop=True, label_prefix="DEMO")
-    elif args.replay:
-        plan = _replay_plan(Path(args.replay), args.speed, loop=False, label_prefix="REPLAY")
-    else:
-        plan = live_plan(args.interval)
-    logs, watch = getattr(args, "log", None) or [], getattr(args, "watch", None) or []
-    if logs or watch:
-        if plan.replay_label is not None:
-            plan.notices.append("--log/--watch are not followed in a replay: it shows the "
-                                "logs the session recorded")
-        else:
-            plan.logs = log_sources(logs, watch)
-            plan.collectors = [*plan.collectors, *plan.logs.collectors]
+        return _replay_plan(demo, args.speed, loop=True, label_prefix="DEMO")
+    if getattr(args, "replay", None):
+        return _replay_plan(Path(args.replay), args.speed, loop=False, label_prefix="REPLAY")
+    plan = live_plan(args.interval)
+    if args.log or args.watch:
+        plan.logs = log_sources(args.log, args.watch)
+        plan.collectors = [*plan.collectors, *plan.logs.collectors]
     return plan
 
 
@@ -149,7 +139,7 @@ def _demo_directory(args: argparse.Namespace) -> Iterator[Path | None]:
     if not resource.joinpath(META_FILE).is_file():
         raise DemoMissing(
             "no demo session is bundled with this build of gpuherd (gpuherd/data/demo/ is "
-            "missing); replay a recorded session with `gpuherd --replay DIR` instead",
+            "missing); replay a recorded session with `gpuherd replay DIR` instead",
             title="Demo",
         )
     with importlib.resources.as_file(resource) as path:
@@ -172,8 +162,21 @@ def show(plan: Plan) -> int:
     problem = terminal_problem()
     if problem is not None:
         print(f"gpuherd: {problem}; for scripts use `gpuherd snapshot --json`, or `gpuherd "
-              "--record DIR` to record headless", file=sys.stderr)
-        return EXIT_BAD_INPUT
+              "record DIR` to record headless", file=sys.stderr)
+        return exit_codes.USAGE
+    app = run_app(plan)
+    return exit_codes.OK if app.return_code in (None, 0) else int(app.return_code)
+
+
+Guard = Callable[[Any], AbstractContextManager[Any]]
+"""Wraps the running app (given the app), e.g. to turn SIGTERM into `q`."""
+
+
+def run_app(plan: Plan, guard: Guard | None = None) -> Any:
+    """Run the dashboard over `plan` until it quits; the finished app.
+
+    The caller has checked for a terminal. Textual is imported here and nowhere else on the way.
+    """
     from tui.app import make_app  # the interactive path is the only one that loads Textual
 
     app = make_app(
@@ -188,7 +191,7 @@ def show(plan: Plan) -> int:
         recording=plan.recording,
     )
     try:
-        with _signals(app, plan.recording):
+        with guard(app) if guard is not None else nullcontext():
             app.run()
     finally:
         if plan.logs is not None:
@@ -196,16 +199,4 @@ def show(plan: Plan) -> int:
     # The alternate screen is gone now; repeat why a source could not run so it stays visible.
     for line in app.state.notices:
         print(f"gpuherd: {line}", file=sys.stderr)
-    if plan.recording is not None:
-        from gpuherd import monitor_record
-
-        return monitor_record.close(plan.recording)
-    return EXIT_OK if app.return_code in (None, 0) else int(app.return_code)
-
-
-def _signals(app: Any, recording: DashboardRecording | None) -> Any:
-    if recording is None:
-        return nullcontext()
-    from gpuherd import monitor_record
-
-    return monitor_record.exit_on_signals(app, recording)
+    return app

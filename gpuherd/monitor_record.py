@@ -1,4 +1,7 @@
-"""`gpuherd --tui --record DIR [--log ...] [-- CMD]`: the live dashboard, recording as it shows."""
+"""`gpuherd record --tui DIR [--log ...] [-- CMD]`: the live dashboard, recording as it shows.
+
+Builds on gpuherd.monitor (the plan and the app); monitor never imports this module back.
+"""
 
 from __future__ import annotations
 
@@ -13,29 +16,25 @@ from typing import Any
 
 from collectors.base import GpuherdError
 from collectors.session_format import EVENT
-from gpuherd import monitor
+from gpuherd import exit_codes, monitor
+from gpuherd.argcheck import parse_duration
 from gpuherd.monitor_logs import COMMAND_TASK, TaskHint, log_sources
-from gpuherd.record.command import parse_duration
 from gpuherd.record.dashboard import DashboardRecording, RecordResult, record_options
 
-EXIT_FAILED = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def run(args: argparse.Namespace) -> int:
     """Record into `args.record` while the dashboard runs; the command's exit status, or 0/1/2."""
-    if args.replay or getattr(args, "demo", False):
-        _say("--record records this machine; it cannot be combined with --replay or --demo")
-        return monitor.EXIT_BAD_INPUT
     problem = monitor.terminal_problem()
     if problem is not None:
         _say(f"{problem}; drop --tui to record headless")
-        return monitor.EXIT_BAD_INPUT
+        return exit_codes.USAGE
     try:
         duration_s = parse_duration(args.duration) if args.duration else None
     except ValueError as error:
         _say(str(error))
-        return monitor.EXIT_BAD_INPUT
+        return exit_codes.USAGE
     argv = list(getattr(args, "child_command", []) or [])
     session = DashboardRecording(args.record, record_options(
         args.log or [], args.watch or [], argv, args.interval, args.peak_interval), duration_s)
@@ -43,13 +42,14 @@ def run(args: argparse.Namespace) -> int:
         session.start()
     except GpuherdError as error:
         _say(error.msg)
-        return EXIT_FAILED
+        return exit_codes.FAILED
     try:
         plan = _plan(args, session, argv, duration_s)
     except BaseException:
         _report(session.finish())
         raise
-    return monitor.show(plan)
+    monitor.run_app(plan, guard=lambda app: exit_on_signals(app, session))
+    return close(session)
 
 
 def _plan(args: argparse.Namespace, session: DashboardRecording, argv: list[str],

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
+from gpuherd import exit_codes
 from gpuherd.tasks.health import judge, wants
 from gpuherd.tasks.series import MetricSeries
 from parsers.findings import findings_from_metric, scan_line
@@ -34,23 +35,23 @@ Emit = Callable[[dict[str, Any]], None]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse every file in `args.files`; returns 0, or 1 if any file could not be read."""
+    """Parse every file in `args.files`; 0, 1 if any file could not be read, 2 on a bad --format."""
     if args.log_format is not None and args.log_format not in FORMAT_NAMES:
         names = ", ".join(FORMAT_NAMES)
         print(f"gpuherd parse: unknown format {args.log_format!r}; known: {names}", file=sys.stderr)
-        return 2
+        return exit_codes.USAGE
     emit = _json_emitter(sys.stdout) if args.json else _TableEmitter(sys.stdout)
-    status = 0
+    status = exit_codes.OK
     for path in args.files:
         try:
             report = parse_file(path, args.log_format, emit)
         except OSError as error:
             print(f"gpuherd parse: {path}: {_reason(error)}", file=sys.stderr)
-            status = 1
+            status = exit_codes.FAILED
             continue
         except ValueError as error:  # a document that is not valid JSON
             print(f"gpuherd parse: {path}: {error}", file=sys.stderr)
-            status = 1
+            status = exit_codes.FAILED
             continue
         if report.unparsed:
             what = "log_history entr(y/ies)" if report.format in DOCUMENT_FORMATS else "line(s)"

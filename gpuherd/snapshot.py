@@ -15,7 +15,7 @@ from collectors.base import CollectorError, CollectorUnavailable
 from collectors.host import HostCollector, PidWatch, gpu_pids
 from collectors.nvml import NvmlBackend, NvmlCollector
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
-from gpuherd import __version__
+from gpuherd import __version__, exit_codes
 from gpuherd import format as fmt
 
 SCHEMA = 1
@@ -24,7 +24,6 @@ SCHEMA = 1
 WINDOW_S = 0.25
 """Host CPU percent and disk/network rates are measured over this window."""
 
-EXIT_OK, EXIT_GPU_ERROR, EXIT_NO_DRIVER = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +41,12 @@ class Snapshot:
 
     @property
     def exit_code(self) -> int:
-        """0 all read; 1 NVML works but a GPU (or all) failed; 2 no driver or no GPU."""
+        """0 all read; 1 NVML works but a GPU (or all) failed; 3 no driver or no GPU."""
         if self.driver_missing:
-            return EXIT_NO_DRIVER
+            return exit_codes.NO_SOURCE
         if self.tick is None or any(d.error for d in self.tick.devices):
-            return EXIT_GPU_ERROR
-        return EXIT_OK
+            return exit_codes.FAILED
+        return exit_codes.OK
 
 
 def take_snapshot(

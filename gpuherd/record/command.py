@@ -1,10 +1,12 @@
-"""`gpuherd --record DIR [--duration T] [--log PATH ...] [-- CMD ARGS...]`, headless."""
+"""`gpuherd record DIR [--duration T] [--log PATH ...] [-- CMD ARGS...]`, headless.
+
+`record --tui` is gpuherd.monitor_record; the router (gpuherd.commands.record) picks one.
+"""
 
 from __future__ import annotations
 
 import argparse
 import errno
-import importlib
 import signal
 import sys
 import threading
@@ -16,13 +18,12 @@ from typing import Any
 
 from collectors.base import GpuherdError
 from collectors.session_format import COMMAND_LOG_FILE, EVENT
+from gpuherd import exit_codes
 from gpuherd.argcheck import parse_duration
 from gpuherd.record.child import ChildCommand, CommandStartError
 from gpuherd.record.recording import Recording, RecordingOptions
 from gpuherd.record.report import render_short, write_summary
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-"""1: the recording could not start or stopped early (disk full); 2: bad arguments."""
 KILL_GRACE_S = 10.0
 """After --duration runs out, the command gets SIGTERM, then SIGKILL this much later."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -184,7 +185,7 @@ def finish(recording: Recording, code: int | None, signals: _Signals | None = No
         _say(warning)
     if error is not None:
         _say(error.msg)
-        return EXIT_FAILED
+        return exit_codes.FAILED
     try:
         summary = write_summary(recording.directory)
     except (GpuherdError, OSError) as failure:
@@ -196,14 +197,11 @@ def finish(recording: Recording, code: int | None, signals: _Signals | None = No
 
 def run(args: argparse.Namespace) -> int:
     """Record into `args.record`; the recorded command's exit status, or 0/1/2."""
-    if getattr(args, "tui", False):
-        # The dashboard records through `Recording` itself; it lives outside the headless path.
-        return int(importlib.import_module("gpuherd.monitor").run(args))
     try:
         deadline_s = None if args.duration is None else parse_duration(args.duration)
     except ValueError as error:
         _say(str(error))
-        return EXIT_USAGE
+        return exit_codes.USAGE
     argv = list(getattr(args, "child_command", []) or [])
     options = RecordingOptions(logs=list(args.log or []), watch=list(args.watch or []),
                                command=argv,
@@ -215,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
             recording.start()
         except GpuherdError as error:
             _say(error.msg)
-            return EXIT_FAILED
+            return exit_codes.FAILED
         try:
             _announce(recording, argv, args.duration if deadline_s else None)
             deadline = None if deadline_s is None else time.monotonic() + deadline_s
@@ -225,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
                 return code if code != 0 or status is None else status
             failed = record_until_stopped(recording, deadline, signals)
             status = finish(recording, None, signals)
-            return EXIT_FAILED if failed else (status or EXIT_OK)
+            return exit_codes.FAILED if failed else (status or exit_codes.OK)
         finally:
             recording.stop()  # after an unexpected error: still close the session
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from collectors.discovery import DiscoveryCollector
-from gpuherd import monitor
+from gpuherd import exit_codes, monitor
 from gpuherd.cli import parse_args
 
 SESSIONS = Path(__file__).resolve().parents[1] / "data" / "sessions"
@@ -40,10 +40,9 @@ def test_without_logs_nothing_is_followed() -> None:
     assert not any(isinstance(c, DiscoveryCollector) for c in plan.collectors)
 
 
-def test_a_replay_ignores_log_arguments_and_knows_the_commands_task() -> None:
-    plan = monitor.build_plan(args("--replay", str(SESSIONS / "tasks"), "--log", "x.log"))
+def test_a_replay_knows_the_commands_task() -> None:
+    plan = monitor.build_plan(args("--replay", str(SESSIONS / "tasks")))
     assert plan.logs is None
-    assert any("not followed in a replay" in line for line in plan.notices)
     assert [c.name for c in plan.collectors] == ["replay:gpu", "replay:host", "replay:metrics"]
     (hint,) = plan.task_hints
     assert hint.task_id == "command"
@@ -89,6 +88,6 @@ def test_tui_record_refuses_a_replay_and_a_missing_terminal(tmp_path: Path,
     assert refused.value.code == 2 and "--replay" in capsys.readouterr().err
     # Under pytest stdin is not a terminal: nothing is recorded, nothing is left behind.
     code = monitor_record.run(args("--tui", "--record", str(session), "--", "true"))
-    assert code == monitor.EXIT_BAD_INPUT
+    assert code == exit_codes.USAGE == 2
     assert "needs a terminal" in capsys.readouterr().err
     assert not session.exists()

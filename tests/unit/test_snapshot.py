@@ -50,12 +50,12 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
 
 
-def test_cli_json_without_driver_prints_host_and_exits_2():
+def test_cli_json_without_driver_prints_host_and_exits_3():
     out = run_cli("--json")
     data = json.loads(out.stdout)
     if data["gpu_error"] is None:
         pytest.skip("an NVIDIA driver is present; tests/gpu covers this machine")
-    assert out.returncode == 2
+    assert out.returncode == 3  # no source: 2 is kept for usage errors
     assert out.stderr.startswith("gpuherd: NVIDIA driver not found: ")
     assert "gpuherd --demo" in out.stderr
     assert data["gpus"] == [] and data["driver_version"] is None
@@ -65,7 +65,7 @@ def test_cli_json_without_driver_prints_host_and_exits_2():
 
 def test_cli_table_without_driver():
     out = run_cli()
-    if out.returncode != 2:
+    if out.returncode != 3:
         pytest.skip("an NVIDIA driver is present; tests/gpu covers this machine")
     assert "NVIDIA driver not found" in out.stderr
     assert "GPUs: N/A" in out.stdout
@@ -183,6 +183,6 @@ def test_run_without_driver_writes_stderr(capsys):
     fake.gpus.clear()
     code = run(argparse.Namespace(json=False), backend=fake)
     captured = capsys.readouterr()
-    assert code == 2
+    assert code == 3
     assert captured.err.startswith("gpuherd: no NVIDIA GPU found")
     assert "CPU" in captured.out and "GPUs: N/A" in captured.out

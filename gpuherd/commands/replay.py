@@ -1,0 +1,31 @@
+"""`gpuherd replay DIR [--speed N]`: the dashboard driven by a recorded session directory."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuherd.argcheck import check_speed
+from gpuherd.commands.flags import add_speed, first_problem
+
+HELP = "drive the dashboard from a recorded session directory"
+EPILOG = ("DIR is a session directory written by `gpuherd record` (docs/session-format.md); it "
+          "is checked before the dashboard starts. Tasks come from its metrics.csv and "
+          "events.jsonl. `gpuherd --replay DIR` is the same command.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The replay's flags."""
+    parser.add_argument("replay", metavar="DIR", help="the session directory to replay")
+    add_speed(parser)
+
+
+def check(args: argparse.Namespace) -> str | None:
+    """What is wrong with the values, if anything."""
+    return first_problem((check_speed, args.speed))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay DIR once on the dashboard."""
+    from gpuherd import monitor
+
+    return monitor.run(args)

@@ -1,0 +1,21 @@
+"""The exit codes of every gpuherd command, in one table (README.md "Exit codes" shows it)."""
+
+from __future__ import annotations
+
+OK = 0
+"""Everything asked for was done."""
+FAILED = 1
+"""The command ran and reported a failure on stderr: a GPU could not be read, the recording could
+not start or stopped early (disk full), a log file could not be read (`parse`), the example file
+could not be written (`note`)."""
+USAGE = 2
+"""Refused before anything ran: an unknown or misplaced flag, a bad value, an unknown `--format`,
+a session directory that is missing or unusable (`replay`, `summarize`, `note`), an example file
+`note` must not or cannot edit, the dashboard without a terminal."""
+NO_SOURCE = 3
+"""No usable source: `snapshot` found no NVIDIA driver or no GPU (the host part is printed)."""
+INTERRUPTED = 130
+"""Stopped by Ctrl-C (128 + SIGINT), as a shell reports it."""
+
+# `record -- CMD` ends with the recorded command's own exit status instead; 126 and 127 (the
+# command is not executable / does not exist) come from gpuherd.record.child.
