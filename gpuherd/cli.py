@@ -26,8 +26,8 @@ COMMANDS = {
     "record": "gpuherd.record.command",
     "snapshot": "gpuherd.snapshot",
     "parse": "gpuherd.parse_command",
-    "summarize": "gpuherd.record.summarize_command",
-    "note": "gpuherd.record.note_command",
+    "summarize": "gpuherd.summary.summarize_command",
+    "note": "gpuherd.note.note_command",
 }
 
 

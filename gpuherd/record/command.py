@@ -16,9 +16,9 @@ from typing import Any
 
 from collectors.base import GpuherdError
 from gpuherd.argcheck import parse_duration
-from gpuherd.record.child import ChildCommand, CommandStartError
+from gpuherd.proc.child import ChildCommand, CommandStartError
 from gpuherd.record.recording import COMMAND_LOG, Recording, RecordingOptions
-from gpuherd.record.report import render_short, write_summary
+from gpuherd.summary.report import render_short, write_summary
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 """1: the recording could not start or stopped early (disk full); 2: bad arguments."""

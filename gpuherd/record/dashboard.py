@@ -14,8 +14,8 @@ from pathlib import Path
 from collectors.base import CollectorEvent, GpuherdError, Sampled
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import LogBatch
-from gpuherd.record.child import ChildCommand, CommandStartError
-from gpuherd.record.peaks import ProcessTree
+from gpuherd.proc.child import ChildCommand, CommandStartError
+from gpuherd.proc.tree import ProcessTree
 from gpuherd.record.recorder import Crashed
 from gpuherd.record.recording import Recording, RecordingOptions
 
@@ -211,7 +211,7 @@ class DashboardRecording:
             return result
         try:
             # pandas is imported only now, so the dashboard starts without it
-            from gpuherd.record.report import render_short, write_summary
+            from gpuherd.summary.report import render_short, write_summary
 
             result.summary = render_short(write_summary(self.directory))
         except (GpuherdError, OSError) as failure:

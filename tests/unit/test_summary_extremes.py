@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from gpuherd.chart_values import LIMIT, drawable
-from gpuherd.record import charts, report
-from gpuherd.record.frames import load_frames
-from gpuherd.record.summary import summarize_frames
+from gpuherd.summary import charts, report
+from gpuherd.summary.frames import load_frames
+from gpuherd.summary.summary import summarize_frames
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "tests" / "data" / "sessions" / "tasks"

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from collectors.base import GpuherdError
-from gpuherd.record.note import compose
-from gpuherd.record.note_file import NoteWriteError, diff, updated_text, write_note
-from gpuherd.record.summary import summarize
+from gpuherd.note.note import compose
+from gpuherd.note.note_file import NoteWriteError, diff, updated_text, write_note
+from gpuherd.summary.summary import summarize
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 

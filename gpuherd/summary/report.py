@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuherd.record import charts
-from gpuherd.record.frames import SessionFrames, load_frames
-from gpuherd.record.summary import Summary, summarize_frames, write_atomic
+from gpuherd.summary import charts
+from gpuherd.summary.frames import SessionFrames, load_frames
+from gpuherd.summary.summary import Summary, summarize_frames, write_atomic
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"

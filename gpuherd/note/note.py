@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gpuherd.record.summary import GIB, Summary
-from gpuherd.record.yaml_edit import YamlEditError
+from gpuherd.note.yaml_edit import YamlEditError
+from gpuherd.summary.summary import GIB, Summary
 
 BLOCK = "verification"
 MARKETED_GB = {"NVIDIA H200": 141, "NVIDIA H100 NVL": 94, "NVIDIA H20": 96}

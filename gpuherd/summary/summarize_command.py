@@ -7,15 +7,15 @@ import sys
 from pathlib import Path
 
 from collectors.base import GpuherdError
-from gpuherd.record.frames import load_frames
-from gpuherd.record.report import (
+from gpuherd.summary.frames import load_frames
+from gpuherd.summary.report import (
     SUMMARY_JSON,
     SUMMARY_MD,
     render_json,
     render_markdown,
     render_short,
 )
-from gpuherd.record.summary import summarize_frames, write_atomic
+from gpuherd.summary.summary import summarize_frames, write_atomic
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 

@@ -10,7 +10,7 @@ import plotext
 from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinned in pyproject
 
 from gpuherd.chart_values import drawable as fit
-from gpuherd.record.frames import SessionFrames
+from gpuherd.summary.frames import SessionFrames
 
 GIB = float(1 << 30)
 MARKERS = ("•", "x", "+", "o", "*", "#", "@", "%")

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpuherd.record.frames import SessionFrames, load_frames
-from gpuherd.record.stats import (
+from gpuherd.summary.frames import SessionFrames, load_frames
+from gpuherd.summary.stats import (
     STAT_COLUMNS,
     in_window,
     stat_key,
