@@ -23,6 +23,7 @@ HEADLESS_MODULES = [
     "gpuherd.proc.tree",
     "gpuherd.monitor_record",
     "gpuherd.monitor_logs",
+    "gpuherd.sources",
     "collectors.replay_metrics",
 ]
 
