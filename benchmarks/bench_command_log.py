@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuherd.record.child import ChildCommand  # noqa: E402
+from gpuherd.proc.child import ChildCommand  # noqa: E402
 
 LONG_LINE = ("import sys\nout = sys.stdout.buffer\nchunk = b'x' * 65536\n"
              "for _ in range({n} // 65536):\n    out.write(chunk)\nout.flush()\n")

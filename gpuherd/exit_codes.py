@@ -18,4 +18,4 @@ INTERRUPTED = 130
 """Stopped by Ctrl-C (128 + SIGINT), as a shell reports it."""
 
 # `record -- CMD` ends with the recorded command's own exit status instead; 126 and 127 (the
-# command is not executable / does not exist) come from gpuherd.record.child.
+# command is not executable / does not exist) come from gpuherd.proc.child.

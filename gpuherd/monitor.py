@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector, GpuherdError
-from collectors.host import HostCollector, PidWatch, in_host_pid_namespace
-from collectors.nvml import NvmlCollector
-from collectors.samples import LogBatch
+from collectors.host import PidWatch, in_host_pid_namespace
 from collectors.session_format import META_FILE
 from gpuherd import exit_codes
-from gpuherd.monitor_logs import LogSources, TaskHint, log_sources, replay_hints
+from gpuherd.monitor_logs import TaskHint, replay_hints
+from gpuherd.sources import LiveSources, LogSources, SourceOptions, TailSupervisor, log_sources
 
 if TYPE_CHECKING:
     from gpuherd.record.dashboard import DashboardRecording
@@ -58,9 +57,9 @@ class Plan:
     """`record --tui`: started before the dashboard, closed after it (gpuherd.monitor_record)."""
 
     @property
-    def tail(self) -> Callable[[str], Collector[LogBatch]] | None:
-        """Makes the tail of each log the discovery collector finds."""
-        return self.logs.tail if self.logs is not None else None
+    def tail(self) -> TailSupervisor | None:
+        """Starts a tail for each log the discovery collector finds."""
+        return self.logs.tails if self.logs is not None else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,12 +87,12 @@ def build_plan(args: argparse.Namespace, demo: Path | None = None) -> Plan:
 
 
 def live_plan(interval_s: float) -> Plan:
-    """NVML and host collectors of this machine."""
-    watch = PidWatch()
+    """NVML and host collectors of this machine (`gpuherd.sources` builds them)."""
+    sources = LiveSources(SourceOptions(interval_s=interval_s))
     plan = Plan(
-        collectors=[NvmlCollector(interval_s=interval_s), HostCollector(watch, interval_s)],
+        collectors=sources.machine(),
         hostname=socket.gethostname(),
-        pid_watch=watch,
+        pid_watch=sources.pid_watch,
     )
     if not in_host_pid_namespace(Path("/proc")):
         plan.notices.append("gpuherd runs in its own PID namespace (a container?): GPU "

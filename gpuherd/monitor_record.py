@@ -18,8 +18,9 @@ from collectors.base import GpuherdError
 from collectors.session_format import EVENT
 from gpuherd import exit_codes, monitor
 from gpuherd.argcheck import parse_duration
-from gpuherd.monitor_logs import COMMAND_TASK, TaskHint, log_sources
+from gpuherd.monitor_logs import COMMAND_TASK, TaskHint
 from gpuherd.record.dashboard import DashboardRecording, RecordResult, record_options
+from gpuherd.sources import log_sources
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -58,7 +59,10 @@ def _plan(args: argparse.Namespace, session: DashboardRecording, argv: list[str]
     # The session directory is never scanned: its `command.log` is the command's task already,
     # and following its `events.jsonl` would feed the recording into itself.
     plan.logs = log_sources(args.log or [], args.watch or [], exclude=[str(session.directory)])
-    tails = [plan.logs.tail(session.command_task)] if session.command_task else []
+    tails = []
+    if session.command_task:
+        plan.logs.tails.adopt(session.command_task)  # followed from the start, never twice
+        tails.append(plan.logs.tail(session.command_task))
     plan.collectors = [*plan.collectors, *plan.logs.collectors, *tails]
     if session.command_task:
         plan.task_hints.append(TaskHint(session.command_task, label=COMMAND_TASK,

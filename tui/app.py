@@ -34,6 +34,7 @@ from tui.task_feed import TaskFeed
 if TYPE_CHECKING:
     from gpuherd.monitor_logs import TaskHint
     from gpuherd.record.dashboard import DashboardRecording
+    from gpuherd.sources import TailSupervisor
     from tui.record_link import RecordLink
 
 DEMO_HINT = "try `gpuherd --demo`"
@@ -68,7 +69,7 @@ class GpuherdApp(App[int]):
         hostname: str,
         replay_label: str | None,
         notices: Sequence[str] = (),
-        tail: Callable[[str], Collector[LogBatch]] | None = None,
+        tail: TailSupervisor | Callable[[str], Collector[LogBatch]] | None = None,
         task_hints: Sequence[TaskHint] = (),
         tap: Callable[[CollectorEvent], None] | None = None,
         recording: DashboardRecording | None = None,
@@ -252,7 +253,7 @@ def make_app(
     hostname: str | None = None,
     replay_label: str | None = None,
     notices: Sequence[str] = (),
-    tail: Callable[[str], Collector[LogBatch]] | None = None,
+    tail: TailSupervisor | Callable[[str], Collector[LogBatch]] | None = None,
     task_hints: Sequence[TaskHint] = (),
     tap: Callable[[CollectorEvent], None] | None = None,
     recording: DashboardRecording | None = None,
@@ -269,8 +270,9 @@ def make_app(
         replay_label: `REPLAY <dir> x<speed>`; set in replay mode, where the header shows the
             recorded time instead of the wall clock.
         notices: Banner lines from the start (replay warnings, a private PID namespace).
-        tail: Makes the collector that follows one training log; called for every log a
-            `DiscoveryCollector` among `collectors` finds. `None`: logs are not followed.
+        tail: The supervisor that decides which logs a `DiscoveryCollector` among
+            `collectors` finds get a tail (`gpuherd.sources`), or a maker of tails for a
+            supervisor of the app's own. `None`: logs are not followed.
         task_hints: What is known about tasks beyond their logs (a recorded command's pid).
         tap: Also called with every collector event, on the collector's thread (a
             `Recording.emit` when recording from the dashboard).

@@ -9,6 +9,7 @@ from collectors.base import Collector
 from collectors.discovery import DiscoveredLogs
 from collectors.roles import LOG, role_of
 from collectors.samples import GpuTick, LogBatch
+from gpuherd.sources import TailSupervisor
 from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState
 from tui.tasks import task_rows
@@ -27,18 +28,20 @@ class TaskFeed:
     """Owns the log tails the dashboard starts, and keeps the tasks panel in step.
 
     Every handler runs on the UI thread: the tracker in `state.tasks` is never touched from a
-    collector thread. A tail is started for each log a discovery scan lists and stopped when
-    its run disappears; a log that cannot be read stays on its row with the reason.
+    collector thread. Which logs get a tail is the supervisor's rule (`gpuherd.sources`): one
+    for each log a discovery scan lists, stopped when its run disappears. This feed runs them
+    on the app's collector threads; a log that cannot be read stays on its row with the reason.
     """
 
     def __init__(self, app: GpuherdApp, main: MainScreen, state: MonitorState,
-                 tail: Callable[[str], Collector[LogBatch]] | None,
+                 tail: TailSupervisor | Callable[[str], Collector[LogBatch]] | None,
                  hints: Sequence[TaskHint] = ()) -> None:
         self._app, self._main, self.state = app, main, state
-        self._tail = tail
+        self._tails = (tail if isinstance(tail, TailSupervisor) or tail is None
+                       else TailSupervisor(tail))
+        if self._tails is not None:
+            self._tails.attach(self._start_thread, self._stop_thread)
         self._hints = {hint.task_id: hint for hint in hints}
-        self._tails: dict[str, CollectorThread] = {}
-        self._followed: set[str] = set()
         self._task_of: dict[str, str] = {}
         """Source name -> task id, for every tail (one log, one task) started or adopted."""
         self._redraw_pending = False
@@ -48,30 +51,28 @@ class TaskFeed:
         for collector in collectors:
             task_id = getattr(collector, "task_id", None)
             if role_of(collector) == LOG and isinstance(task_id, str):
-                self._followed.add(task_id)
                 self._task_of[collector.name] = task_id
+                if self._tails is not None:
+                    self._tails.adopt(task_id)
 
     def discovered(self, found: DiscoveredLogs) -> None:
-        """Start a tail for every log not followed yet; stop those whose run is gone."""
-        if self._tail is not None:
-            for log in found.logs:
-                if log.task_id not in self._followed:
-                    self._followed.add(log.task_id)
-                    handle = self._app.start_collector(self._tail(log.task_id))
-                    self._tails[log.task_id] = handle
-                    self._task_of[handle.collector.name] = log.task_id
-        for task_id in found.removed:
-            self._stop(task_id)
+        """Let the supervisor start and stop tails; drop the tasks of vanished runs."""
+        if self._tails is not None:
+            for task_id in self._tails.discovered(found).stopped:
+                self.state.tasks.remove(task_id)
+                for source in [s for s, t in self._task_of.items() if t == task_id]:
+                    self.state.status.pop(source, None)
         self.schedule_redraw()
 
-    def _stop(self, task_id: str) -> None:
-        self._followed.discard(task_id)
-        handle = self._tails.pop(task_id, None)
-        if handle is not None:
-            self._app.threads.stop(handle)  # also ends the wait of a tail for its file
-        self.state.tasks.remove(task_id)
-        for source in [s for s, t in self._task_of.items() if t == task_id]:
-            self.state.status.pop(source, None)
+    def _start_thread(self, collector: Collector[LogBatch]) -> CollectorThread:
+        handle = self._app.start_collector(collector)
+        task_id = getattr(collector, "task_id", None)
+        if isinstance(task_id, str):
+            self._task_of[collector.name] = task_id
+        return handle
+
+    def _stop_thread(self, handle: CollectorThread) -> None:
+        self._app.threads.stop(handle)  # also ends the wait of a tail for its file
 
     def batch(self, source: str, batch: LogBatch) -> None:
         """Fold a batch into its task."""
@@ -123,7 +124,8 @@ class TaskFeed:
     def _dropped(self, source: str) -> bool:
         """A tail stopped after its run vanished may still post what it read last: ignore it."""
         task_id = self._task_of.get(source)
-        return self._tail is not None and task_id is not None and task_id not in self._followed
+        return (self._tails is not None and task_id is not None
+                and not self._tails.is_followed(task_id))
 
     def schedule_redraw(self) -> None:
         """Redraw the tasks soon, once for everything that arrives meanwhile."""

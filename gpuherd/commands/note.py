@@ -18,6 +18,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write (or show) the note."""
-    from gpuherd.record import note_command
+    from gpuherd.note import note_command
 
     return note_command.run(args)

@@ -19,6 +19,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Summarize DIR."""
-    from gpuherd.record import summarize_command
+    from gpuherd.summary import summarize_command
 
     return summarize_command.run(args)

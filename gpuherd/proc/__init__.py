@@ -1,1 +1,1 @@
-"""Process tools: the supervisor that runs a recorded command independently of gpuherd."""
+"""Process tools: the supervisor, the supervised child command and process-tree membership."""

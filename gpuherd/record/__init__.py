@@ -1,3 +1,3 @@
-"""Headless recording: the recorder, fast peak capture, summaries and the verification note."""
+"""Headless capture: the recorder, fast peak capture, the log drain and the `record` command."""
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ from collectors.base import GpuherdError
 from collectors.session_format import COMMAND_LOG_FILE, EVENT
 from gpuherd import exit_codes
 from gpuherd.argcheck import parse_duration
-from gpuherd.record.child import ChildCommand, CommandStartError
+from gpuherd.proc.child import ChildCommand, CommandStartError
 from gpuherd.record.recording import Recording, RecordingOptions
-from gpuherd.record.report import render_short, write_summary
+from gpuherd.summary.report import render_short, write_summary
 
 KILL_GRACE_S = 10.0
 """After --duration runs out, the command gets SIGTERM, then SIGKILL this much later."""

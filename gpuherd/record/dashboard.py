@@ -15,9 +15,10 @@ from collectors.base import CollectorEvent, Crashed, GpuherdError, Sampled
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import LogBatch
 from collectors.session_format import COMMAND_LOG_FILE, EVENT
-from gpuherd.record.child import ChildCommand, CommandStartError
-from gpuherd.record.peaks import ProcessTree
+from gpuherd.proc.child import ChildCommand, CommandStartError
+from gpuherd.proc.tree import ProcessTree
 from gpuherd.record.recording import Recording, RecordingOptions
+from gpuherd.sources import TailSupervisor
 
 POLL_S = 0.2
 KILL_GRACE_S = 10.0
@@ -63,8 +64,8 @@ class DashboardRecording:
         self.child: ChildCommand | None = None
         self.exit_code: int | None = None
         self._tree: ProcessTree | None = None
-        self._announced: set[str] = set()
-        self._scanned = False
+        self._seen = TailSupervisor()
+        """Sees the dashboard's scans: the same rule tells which logs its tails now follow."""
         self._logs: set[str] = set()
         self._lock_logs = threading.Lock()
         self._lock = threading.Lock()
@@ -131,13 +132,10 @@ class DashboardRecording:
     def _discovered(self, found: DiscoveredLogs) -> None:
         # Called on the discovery collector's one thread. What the first scan finds was
         # there at the start; `--record` writes `log_found` only for what came later.
-        first, self._scanned = not self._scanned, True
-        for log in found.logs:
-            if log.task_id not in self._announced:
-                with self._lock_logs:  # `_drain` reads the set from another thread
-                    self._announced.add(log.task_id)
-                if not first:
-                    self.recording.event(EVENT.log_found, task=log.task_id, source=log.source)
+        with self._lock_logs:  # `_drain` reads what is followed from another thread
+            changed = self._seen.discovered(found)
+        for log in changed.started if not changed.first_scan else ():
+            self.recording.event(EVENT.log_found, task=log.task_id, source=log.source)
 
     def owns_pid(self, pid: int) -> bool:
         """Whether `pid` is the command or one of its descendants (for its task's GPU)."""
@@ -211,7 +209,7 @@ class DashboardRecording:
             return result
         try:
             # pandas is imported only now, so the dashboard starts without it
-            from gpuherd.record.report import render_short, write_summary
+            from gpuherd.summary.report import render_short, write_summary
 
             result.summary = render_short(write_summary(self.directory))
         except (GpuherdError, OSError) as failure:
@@ -227,7 +225,7 @@ class DashboardRecording:
         is then reported (`Recording.stop`).
         """
         with self._lock_logs:
-            paths = set(self._logs) | set(self._announced)
+            paths = set(self._logs) | self._seen.followed
         # Logs known from the start count even before their tail's first batch arrives.
         paths.update(os.path.abspath(os.path.expanduser(p)) for p in self.recording.options.logs
                      if not glob.has_magic(p))

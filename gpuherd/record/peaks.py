@@ -8,11 +8,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import psutil
-
 from collectors.base import Collector, CollectorEvent, Crashed, Sampled, Unavailable
 from collectors.loop import run_collector
 from collectors.samples import GpuSample, GpuTick
+from gpuherd.proc.tree import ProcessTree
 
 TRACE_READINGS = 1_000_000
 """Readings a trace keeps (about 5.5 hours at 50 Hz)."""
@@ -45,43 +44,6 @@ class RunPeak:
         """JSON-ready form, as stored in `meta.json` under `run_peaks`."""
         return {"gpu": self.index, "uuid": self.uuid, "peak_bytes": self.peak_bytes,
                 "at": self.at, "method": self.method, "baseline_bytes": self.baseline_bytes}
-
-
-class ProcessTree:
-    """Answers "is this pid the recorded command or one of its descendants?" cheaply.
-
-    Only pids the driver lists are asked about, so this walks a few parent chains per tick
-    instead of scanning every process on the host. A pid is identified with its start time, so a
-    recycled pid is asked about again.
-    """
-
-    def __init__(self, root_pid: int) -> None:
-        self.root_pid = root_pid
-        self._known: dict[tuple[int, float], bool] = {}
-
-    def contains(self, pid: int) -> bool:
-        """Whether `pid` is the root or descends from it (False when it cannot be seen)."""
-        try:
-            proc = psutil.Process(pid)
-            key = (pid, proc.create_time())
-        except (psutil.Error, OSError):
-            return False
-        if key not in self._known:
-            self._known[key] = self._walk(proc)
-        return self._known[key]
-
-    def _walk(self, proc: psutil.Process) -> bool:
-        try:
-            for _ in range(64):
-                if proc.pid == self.root_pid:
-                    return True
-                parent = proc.parent()
-                if parent is None or parent.pid <= 1:
-                    return False
-                proc = parent
-        except (psutil.Error, OSError):
-            return False
-        return False
 
 
 @dataclass

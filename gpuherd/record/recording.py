@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import threading
 import time
@@ -12,11 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from collectors.base import Collector, CollectorEvent, Sampled
-from collectors.discovery import DiscoveredLog, DiscoveredLogs, DiscoveryCollector, LogDiscovery
-from collectors.host import HostCollector, PidWatch
+from collectors.discovery import DiscoveredLogs
 from collectors.logtail import LogTailCollector
-from collectors.logtail_waker import TailWaker
-from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
+from collectors.nvml import NvmlBackend, NvmlMemoryProbe
 from collectors.samples import LogBatch
 from collectors.session_format import (
     COMMAND_EXIT_FILE,
@@ -31,12 +28,9 @@ from gpuherd.record.logsink import LogSink
 from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTracker
 from gpuherd.record.recorder import Recorder
 from gpuherd.session import SessionWriteError, SessionWriter
+from gpuherd.sources import DISCOVERY_INTERVAL_S, LiveSources, SourceOptions
 
 COMMAND_TASK = "command"
-LOG_POLL_S = 1.0
-DISCOVERY_INTERVAL_S = 2.0
-"""While recording, `--log` globs and `--watch` directories are scanned again this often (a
-Lightning `version_N/metrics.csv` appears once the run is under way)."""
 FIRST_READING_WAIT_S = 2.0
 """How long `start` waits for the first fast reading, so the command's baseline is known."""
 TRACE_ENV = "GPUHERD_PEAK_TRACE"
@@ -104,16 +98,17 @@ class Recording:
         """Reads the logs to their end at `stop`; `cancel_drain` cuts it short."""
         self.drain_notice: Callable[[str], None] | None = None
         """Told when reading the logs to their end at `stop` takes a while (for stderr)."""
-        self.pid_watch = PidWatch()
+        self.sources = LiveSources(SourceOptions(
+            interval_s=options.interval_s, logs=options.logs, watch=options.watch,
+            exclude=[str(self.directory)], discovery_interval_s=options.discovery_interval_s,
+            headless=True, nvml_backend=options.nvml_backend))
+        """The live sources (`gpuherd.sources`); their tail supervisor decides what is followed."""
+        self.pid_watch = self.sources.pid_watch
         self.writer: SessionWriter | None = None
         self.recorder: Recorder | None = None
         self.sampler: PeakSampler | None = None
         self._tails: list[LogTailCollector] = []
-        self._waker: TailWaker | None = None
-        self._followed: set[str] = set()
         self._follow_lock = threading.Lock()
-        self._discovery = LogDiscovery(options.logs, options.watch,
-                                       exclude=[str(self.directory)])
         self.warnings: list[str] = []
         """Things worth telling the person after `stop` (nothing is lost because of them)."""
         self._stopped = False
@@ -131,51 +126,29 @@ class Recording:
         return None if self.recorder is None else self.recorder.error
 
     def _collectors(self) -> list[Collector[Any]]:
-        o = self.options
-        if not o.own_collectors:
+        if not self.options.own_collectors:
             return []
-        paths = [log.task_id for log in self._discovery.scan()]
-        paths += [str(self.command_log)] if o.command else []
-        tails = [tail for tail in map(self._new_tail, paths) if tail is not None]
-        self._tails = list(tails)
-        collectors: list[Collector[Any]] = [NvmlCollector(o.nvml_backend, o.interval_s),
-                                            HostCollector(self.pid_watch, o.interval_s), *tails]
+        sources = self.sources
+        paths = [log.task_id for log in sources.discovery.scan()] if sources.has_logs else []
+        paths += [str(self.command_log)] if self.options.command else []
+        self._tails = [sources.tail(path) for path in paths if sources.tails.claim(path)]
+        collectors = [*sources.machine(), *self._tails]
         if self._rescans():
-            collectors.append(DiscoveryCollector(self._discovery, o.discovery_interval_s))
+            collectors.append(sources.discovery_collector())
         return collectors
 
     def _rescans(self) -> bool:
         """Whether anything can appear later: a `--log` glob or a `--watch` directory."""
-        o = self.options
-        return o.own_collectors and bool(o.watch or any(glob.has_magic(p) for p in o.logs))
+        return self.options.own_collectors and self.sources.rescans()
 
-    def _new_tail(self, path: str) -> LogTailCollector | None:
-        """A tail for `path`, or `None` when one was made for it before."""
+    def _run_tail(self, tail: Collector[LogBatch]) -> bool:
+        """Run a tail the supervisor started; False once the recording is stopping."""
+        assert self.recorder is not None and isinstance(tail, LogTailCollector)
+        if not self.recorder.add_collector(tail):
+            return False
         with self._follow_lock:
-            if path in self._followed:
-                return None
-            self._followed.add(path)
-        # Headless, new lines read once a second are soon enough, and waking on every write
-        # would cost 1 to 3 % of a core in watchdog alone: the tails poll. But they are woken
-        # by rotations (a file created, moved or closed after writing, as copytruncate does),
-        # and the new file is opened as it appears, so fast rotation loses no line.
-        with self._follow_lock:
-            if self._waker is None:
-                self._waker = TailWaker(every_write=False)
-            waker = self._waker
-        return LogTailCollector(path, waker=waker, poll_interval_s=LOG_POLL_S)
-
-    def _follow(self, logs: Sequence[DiscoveredLog]) -> list[DiscoveredLog]:
-        """Start a tail for each log not followed yet; the logs that got one."""
-        assert self.recorder is not None
-        started = []
-        for log in logs:
-            tail = self._new_tail(log.task_id)
-            if tail is not None and self.recorder.add_collector(tail):
-                with self._follow_lock:
-                    self._tails.append(tail)
-                started.append(log)
-        return started
+            self._tails.append(tail)
+        return True
 
     def _on_discovered(self, writer: SessionWriter, found: DiscoveredLogs) -> None:
         """A discovery scan while recording (on the writer thread): follow what is new.
@@ -184,7 +157,7 @@ class Recording:
         """
         if not self._rescans():
             return
-        for log in self._follow(found.added):
+        for log in self.sources.tails.discovered(found).started:
             writer.write_event({"t": found.taken_at, "kind": EVENT.log_found, "task": log.task_id,
                                 "source": log.source})
 
@@ -196,10 +169,11 @@ class Recording:
         assert self.recorder is not None
         if not self._rescans():
             return
-        for log in self._follow(self._discovery.scan()):
+        now = time.time()
+        found = DiscoveredLogs(now, self.sources.discovery.scan())
+        for log in self.sources.tails.discovered(found).started:
             self.recorder.emit(Sampled("record", RecordEvent(
-                {"t": time.time(), "kind": EVENT.log_found, "task": log.task_id,
-                 "source": log.source})))
+                {"t": now, "kind": EVENT.log_found, "task": log.task_id, "source": log.source})))
 
     def start(self) -> None:
         """Open the session directory and start every thread."""
@@ -217,6 +191,7 @@ class Recording:
             handlers={LogBatch: self.log_sink, RecordEvent: _write_record_event,
                       DiscoveredLogs: self._on_discovered},
         )
+        self.sources.tails.attach(self._run_tail)  # a recording keeps tails of vanished runs
         if o.peak_interval_s > 0:
             probe = NvmlMemoryProbe(o.nvml_backend, o.peak_interval_s)
             self.sampler = PeakSampler(probe, self.tracker, self.recorder.emit)
@@ -281,8 +256,7 @@ class Recording:
         if self.options.own_collectors:  # a dashboard drains its own tails before `stop`
             self.drain_logs()
         stopped = self.recorder.shutdown()  # sets stop_event: no tail starts from here on
-        if self._waker is not None:
-            self._waker.close()
+        self.sources.close()
         if not stopped:
             # The writer thread is stuck (an fsync on a hung network filesystem): using the
             # writer from here would race it. What it flushed before is on disk.

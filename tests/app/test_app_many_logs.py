@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from gpuherd.monitor_logs import log_sources
+from gpuherd.sources import log_sources
 from tests.app.helpers import T0, until
 from tests.stacks import thread_stacks
 from tui.app import GpuherdApp, make_app

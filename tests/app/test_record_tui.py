@@ -15,8 +15,9 @@ from collectors.discovery import DiscoveredLog, DiscoveredLogs
 from collectors.logtail import LogTailCollector
 from collectors.samples import GpuProcess
 from collectors.session_reader import SessionReader
-from gpuherd.monitor_logs import TaskHint, log_sources
+from gpuherd.monitor_logs import TaskHint
 from gpuherd.record.dashboard import DashboardRecording, record_options
+from gpuherd.sources import log_sources
 from tests.app.helpers import T0, ScriptedCollector, gpu, tick, until
 from tests.fakes import FakeCollector
 from tui.app import GpuherdApp, make_app

@@ -25,11 +25,14 @@ HEADLESS_MODULES = [
     "gpuherd.commands.note",
     "gpuherd.record.command",
     "gpuherd.record.recording",
-    "gpuherd.record.summarize_command",
-    "gpuherd.record.note_command",
+    "gpuherd.summary.summarize_command",
+    "gpuherd.note.note_command",
     "gpuherd.record.dashboard",
+    "gpuherd.proc.child",
+    "gpuherd.proc.tree",
     "gpuherd.monitor_record",
     "gpuherd.monitor_logs",
+    "gpuherd.sources",
     "collectors.replay_metrics",
 ]
 

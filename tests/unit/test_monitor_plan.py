@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ def args(*argv: str) -> argparse.Namespace:
     return parse_args(list(argv))
 
 
-def test_log_and_watch_add_a_discovery_collector_and_a_tail_maker(tmp_path: Path) -> None:
+def test_log_and_watch_add_a_discovery_collector_and_a_tail_supervisor(tmp_path: Path) -> None:
     plan = monitor.build_plan(args("--log", str(tmp_path / "a.log"), "--watch", str(tmp_path)))
     try:
         assert plan.logs is not None and plan.tail is not None
@@ -27,8 +28,13 @@ def test_log_and_watch_add_a_discovery_collector_and_a_tail_maker(tmp_path: Path
         assert len(discovery) == 1
         found = discovery[0].sample()
         assert [log.task_id for log in found.added] == [str(tmp_path / "a.log")]
-        tail = plan.tail(str(tmp_path / "a.log"))
-        assert tail.name == f"log:{tmp_path / 'a.log'}"
+        started: list[Any] = []
+        plan.tail.attach(started.append)
+        assert [log.task_id for log in plan.tail.discovered(found).started] == [
+            str(tmp_path / "a.log")]
+        assert [tail.name for tail in started] == [f"log:{tmp_path / 'a.log'}"]
+        assert plan.tail.discovered(found).started == ()  # one tail per log, never two
+        assert len(started) == 1
     finally:
         if plan.logs is not None:
             plan.logs.close()

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from gpuherd.record.note import Note, NoteError, card_size_gb, compose
-from gpuherd.record.note_file import write_note
-from gpuherd.record.summary import summarize
-from gpuherd.record.yaml_edit import YamlEditError, set_block
+from gpuherd.note.note import Note, NoteError, card_size_gb, compose
+from gpuherd.note.note_file import write_note
+from gpuherd.note.yaml_edit import YamlEditError, set_block
+from gpuherd.summary.summary import summarize
 from tests.unit.test_summary import GIB, H200_TOTAL, T0, gpu_row, write_session
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"

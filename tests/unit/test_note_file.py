@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuherd.record.note_file import BACKUP_SUFFIX
-from gpuherd.record.yaml_edit import YamlEditError, set_block
+from gpuherd.note.note_file import BACKUP_SUFFIX
+from gpuherd.note.yaml_edit import YamlEditError, set_block
 from tests.unit.test_note import EXAMPLES, NOTE, training_session
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuherd.record.child import ChildCommand, CommandStartError, exit_status
+from gpuherd.proc.child import ChildCommand, CommandStartError, exit_status
 
 PY = sys.executable
 

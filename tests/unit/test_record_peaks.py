@@ -10,12 +10,12 @@ import time
 from collectors.base import Failed, Recovered, Unavailable
 from collectors.nvml import NvmlMemoryProbe, ProcessEntry
 from collectors.samples import GpuProcess, GpuSample, GpuTick
+from gpuherd.proc.tree import ProcessTree
 from gpuherd.record.peaks import (
     BASELINE,
     PER_PROCESS,
     PeakSampler,
     PeakTracker,
-    ProcessTree,
 )
 from tests.fakes import FakeGpu, FakeNvml, GpuIsLost, LibraryNotFound, MiB, Uninitialized
 from tests.fakes import GiB as GIB

@@ -25,7 +25,7 @@ from collectors.loop import run_collector
 from collectors.replay import SessionReplay
 from collectors.rows import SessionFormatError
 from gpuherd.cli import main
-from gpuherd.record.frames import load_frames
+from gpuherd.summary.frames import load_frames
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "tests" / "data" / "sessions" / "tasks"

@@ -23,9 +23,9 @@ from collectors.replay_metrics import metric_batches
 from collectors.rows import SessionFormatError
 from collectors.session_format import METRICS_COLUMNS, METRICS_FILE
 from collectors.session_reader import SessionReader
-from gpuherd.record import report
-from gpuherd.record.frames import load_frames
-from gpuherd.record.summary import summarize_frames
+from gpuherd.summary import report
+from gpuherd.summary.frames import load_frames
+from gpuherd.summary.summary import summarize_frames
 
 TASKS = Path(__file__).resolve().parents[1] / "data" / "sessions" / "tasks"
 SETTINGS = settings(max_examples=200, deadline=None,

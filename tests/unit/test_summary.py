@@ -23,10 +23,10 @@ from collectors.session_format import (
     METRICS_FILE,
     SCHEMA_VERSION,
 )
-from gpuherd.record import report
-from gpuherd.record.frames import load_frames
-from gpuherd.record.note import compose
-from gpuherd.record.summary import STAT_COLUMNS, direction, stat_key, summarize
+from gpuherd.note.note import compose
+from gpuherd.summary import report
+from gpuherd.summary.frames import load_frames
+from gpuherd.summary.summary import STAT_COLUMNS, direction, stat_key, summarize
 
 GIB = 1 << 30
 T0 = 1_764_130_000.0
@@ -248,7 +248,7 @@ def test_summary_json_is_strict_json(run_dir: Path) -> None:
 
 def test_markdown_has_tables_and_text_charts(run_dir: Path) -> None:
     frames = load_frames(run_dir)
-    from gpuherd.record.summary import summarize_frames
+    from gpuherd.summary.summary import summarize_frames
     md = report.render_markdown(summarize_frames(frames), frames)
     assert "| 0 | NVIDIA H200 | 30.0 GiB |" in md
     assert "### VRAM" in md and "### Loss" in md

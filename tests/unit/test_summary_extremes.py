@@ -14,9 +14,9 @@ import pytest
 
 from collectors.session_format import METRICS_COLUMNS, METRICS_FILE
 from gpuherd.chart_values import LIMIT, drawable
-from gpuherd.record import charts, report
-from gpuherd.record.frames import load_frames
-from gpuherd.record.summary import summarize_frames
+from gpuherd.summary import charts, report
+from gpuherd.summary.frames import load_frames
+from gpuherd.summary.summary import summarize_frames
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "tests" / "data" / "sessions" / "tasks"

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.session_format import EVENT
-from gpuherd.record.summary import GIB, Summary
-from gpuherd.record.yaml_edit import YamlEditError
+from gpuherd.note.yaml_edit import YamlEditError
+from gpuherd.summary.summary import GIB, Summary
 from parsers.vocabulary import LOSS_NAMES, SUMMARY_METRICS
 
 BLOCK = "verification"

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
-from gpuherd.record import charts
-from gpuherd.record.frames import SessionFrames, load_frames
-from gpuherd.record.summary import Summary, summarize_frames, write_atomic
+from gpuherd.summary import charts
+from gpuherd.summary.frames import SessionFrames, load_frames
+from gpuherd.summary.summary import Summary, summarize_frames, write_atomic
 from parsers.vocabulary import SUMMARY_METRICS
 
 

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from collectors.session_format import EVENT, META, SUMMARY_SCHEMA_VERSION
-from gpuherd.record.frames import SessionFrames, load_frames
-from gpuherd.record.stats import (
+from gpuherd.summary.frames import SessionFrames, load_frames
+from gpuherd.summary.stats import (
     STAT_COLUMNS,
     in_window,
     stat_key,

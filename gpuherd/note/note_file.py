@@ -7,8 +7,8 @@ import os
 import stat
 from pathlib import Path
 
-from gpuherd.record.note import BLOCK, Note, NoteError
-from gpuherd.record.yaml_edit import MAX_TEXT_CHARS, YamlEditError, set_block
+from gpuherd.note.note import BLOCK, Note, NoteError
+from gpuherd.note.yaml_edit import MAX_TEXT_CHARS, YamlEditError, set_block
 
 MAX_EXAMPLE_BYTES = MAX_TEXT_CHARS
 """Example files are a few KB; a larger one is refused before it is parsed."""

@@ -11,7 +11,7 @@ from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinne
 
 from collectors.session_format import META
 from gpuherd.chart_values import drawable as fit
-from gpuherd.record.frames import SessionFrames
+from gpuherd.summary.frames import SessionFrames
 from parsers.vocabulary import LOSS_CHART
 
 GIB = float(1 << 30)

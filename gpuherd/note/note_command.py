@@ -8,9 +8,9 @@ from pathlib import Path
 
 from collectors.base import GpuherdError
 from gpuherd import exit_codes
-from gpuherd.record.note import compose
-from gpuherd.record.note_file import NoteWriteError, diff, updated_text, write_note
-from gpuherd.record.summary import summarize
+from gpuherd.note.note import compose
+from gpuherd.note.note_file import NoteWriteError, diff, updated_text, write_note
+from gpuherd.summary.summary import summarize
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = exit_codes.OK, exit_codes.FAILED, exit_codes.USAGE
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from collectors.base import GpuherdError
 from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
 from gpuherd import exit_codes
-from gpuherd.record.frames import load_frames
-from gpuherd.record.report import render_json, render_markdown, render_short
-from gpuherd.record.summary import summarize_frames, write_atomic
+from gpuherd.summary.frames import load_frames
+from gpuherd.summary.report import render_json, render_markdown, render_short
+from gpuherd.summary.summary import summarize_frames, write_atomic
 
 EXIT_OK, EXIT_BAD_INPUT = exit_codes.OK, exit_codes.USAGE
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpuherd.record.frames import SessionFrames
+from gpuherd.summary.frames import SessionFrames
 from parsers.vocabulary import UNITS
 
 GIB = float(1 << 30)

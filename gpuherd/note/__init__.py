@@ -1,0 +1,1 @@
+"""The verification note: composed from a session summary and written into an example.yaml."""

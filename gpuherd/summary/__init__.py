@@ -1,0 +1,1 @@
+"""Session summaries: the session frames, statistics, charts, summary files and `summarize`."""
