@@ -93,7 +93,12 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
         return error.exit_code
     recording.command_started(child.pid)
     done = threading.Event()
-    waiter = threading.Thread(target=lambda: (child.wait(), done.set()), daemon=True)
+
+    def wait_for_child() -> None:
+        child.wait()
+        done.set()
+
+    waiter = threading.Thread(target=wait_for_child, daemon=True)
     waiter.start()
 
     def forward(signum: int) -> None:

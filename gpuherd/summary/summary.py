@@ -6,7 +6,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -63,7 +63,7 @@ def _window(frames: SessionFrames) -> dict[str, Any]:
     return {"start": first, "end": last, "source": "session"}
 
 
-def _is_num(value: Any) -> bool:
+def _is_num(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
