@@ -15,7 +15,13 @@ from typing import Any
 
 from collectors import cells
 from collectors.rows import SessionFormatError
-from collectors.session_format import META, META_FILE, REQUIRED_META, SCHEMA_VERSION
+from collectors.session_format import (
+    COMMAND_EXIT_FILE,
+    META,
+    META_FILE,
+    REQUIRED_META,
+    SCHEMA_VERSION,
+)
 
 MAX_DEPTH = 32
 """Deepest nesting of lists and objects a session's JSON may have."""
@@ -107,7 +113,39 @@ def read_meta(directory: Path, warn: Callable[[str], None] | None = None) -> dic
     for key, why in clean_meta(meta):
         if warn is not None:
             warn(f"{path}: ignored {key!r}: {why}")
+    _adopt_exit_record(directory, meta, warn)
     return meta
+
+
+def _adopt_exit_record(directory: Path, meta: dict[str, Any],
+                       warn: Callable[[str], None] | None) -> None:
+    """Take the command's exit code from `command.exit.json` when the recorder never closed.
+
+    The command runs under a supervisor that outlives a killed recorder and writes how the
+    command ended there; without this, a session whose recorder was killed (`kill -9`, the OOM
+    killer) would read as if the command had never ended.
+    """
+    if meta.get(META.ended_at) is not None or meta.get(META.exit_code) is not None:
+        return
+    path = directory / COMMAND_EXIT_FILE
+    try:
+        with path.open("rb") as f:
+            record = loads(f.read(MAX_EVENT_BYTES).decode("utf-8", "replace"))
+    except FileNotFoundError:
+        return
+    except (OSError, JsonProblem) as error:
+        if warn is not None:
+            warn(f"{path}: ignored: {error}")
+        return
+    code = record.get("exit_code") if isinstance(record, dict) else None
+    if not (isinstance(code, int) and not isinstance(code, bool) and 0 <= code <= 255):
+        if warn is not None:
+            warn(f"{path}: ignored: no exit_code from 0 to 255")
+        return
+    meta[META.exit_code] = code
+    if warn is not None:
+        warn(f"{directory}: the recorder stopped before the command ended (killed?); the "
+             f"command's exit code {code} comes from {COMMAND_EXIT_FILE}")
 
 
 def _line_of(text: str, problem: JsonProblem) -> int | None:

@@ -301,6 +301,12 @@ def test_kill_9_of_gpuherd_leaves_the_command_running_and_logged(tmp_path: Path)
     expected = [f"pid {pid}", *(f"step={i} loss={1 / (i + 1):.4f}" for i in range(80))]
     wait_for(lambda: log.read_text().splitlines() == expected)  # the last lines come soon
     assert (tmp_path / "out").read_text().splitlines() == expected  # echoed all along
+    # The session was never closed, yet its summary knows how the command ended.
+    out = run("summarize", str(root), "--json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["session"]["exit_code"] == 3
+    assert any("command.exit.json" in w for w in summary["warnings"])
 
 
 BACKGROUND = """
