@@ -20,8 +20,12 @@ from parsers.values import to_epoch, to_step
 # Cases spelled out rather than re.IGNORECASE, which makes every position slower to try.
 _NUM = (r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
         r"|[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)")
+# A key starts after a character that cannot be part of one. The lookbehind comes after the
+# key's first letter, so the regex opens with a character class, which the engine finds by a
+# fast scan instead of trying every position; a key (and the spaces after it) never gives back
+# characters to the separator, which none of them can start (`*+`).
 _PAIR = re.compile(
-    r"(?<![\w/@.()-])([A-Za-z_][\w/@.()-]*)(?:\s*=\s*|\s*:\s+)"
+    r"([A-Za-z_](?<![\w/@.()-].)[\w/@.()-]*+)\s*+(?:=\s*|:\s+)"
     rf"('?{_NUM}'?%?|\d+:\d\d(?::\d\d)?)(?![\w.:/])"
 )
 _EPOCH_WORD = re.compile(r"\b[Ee]poch:?\s+\[?(\d+)\b(?!\s*[:=])")
