@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import re
 
 from parsers.json_records import EPOCH_KEYS, STEP_KEYS
@@ -78,13 +79,12 @@ def parse_generic_line(line: str) -> LogMetric | None:
     parts = _PAIR.split(body) if end >= len(body) else _split_window(body, end)
     if len(parts) == 1 or _not_metrics(body[:end]):
         return None
-    keys = parts[1::3]
-    infos = [_KEY_INFO.get(key) or _key_info(key) for key in keys]
-    pairs = known = 0
-    for info in infos:
-        pairs += not info[0]
-        known = known or info[1]
-    allowed = MAX_PROSE_WORDS if known else 1 if pairs > 1 else 0  # `INFO foo=1 bar=2`
+    infos = list(map(_KEY_INFO.__getitem__, parts[1::3]))  # a loop in C for keys seen before
+    pairs = len(infos) - sum(map(_IS_CONFIG, infos))
+    if any(map(_IS_KNOWN, infos)):
+        allowed = MAX_PROSE_WORDS
+    else:
+        allowed = 1 if pairs > 1 else 0  # `INFO foo=1 bar=2`, not `Total FLOPs: 0`
     if not pairs or _too_wordy(parts[0::3], allowed):
         return None
     taken_at = _timestamp(line)
@@ -96,7 +96,11 @@ def parse_generic_line(line: str) -> LogMetric | None:
             continue
         if counter is None:
             if ":" not in text:  # `12:30` is a time of day or a duration, not a value
-                values.append((name, parse_number(text)))
+                try:
+                    number = float(text)  # what `parse_number` tries first, without a call
+                except ValueError:
+                    number = parse_number(text)
+                values.append((name, number))
         elif ":" in text:
             if counter == "eta":
                 values.append(("eta_s", parse_duration(text)))
@@ -142,20 +146,29 @@ def _not_metrics(head: str) -> bool:
 _KeyInfo = tuple[bool, bool, "str | None", str]
 """(a config key such as `LOCAL_RANK`, a known metric or counter, the counter it is (`step`,
 `epoch`, `eta`) or None, the normalised metric name)."""
-_KEY_INFO: dict[str, _KeyInfo] = {}
+_IS_CONFIG = operator.itemgetter(0)
+_IS_KNOWN = operator.itemgetter(1)
 _KEY_INFO_SIZE = 4096
 
 
-def _key_info(key: str) -> _KeyInfo:
-    """What a key is, worked out once per distinct key (a log repeats a handful of them)."""
-    counter = _COUNTERS.get(key.lower())
-    name = metric_name(key)
-    known = counter is not None or name in STANDARD_NAMES
-    config = key[:1].isupper() and _CONFIG_KEY.fullmatch(key) is not None and not known
-    if len(_KEY_INFO) >= _KEY_INFO_SIZE:  # keys come from logs: keep the cache bounded
-        _KEY_INFO.clear()
-    info = _KEY_INFO[key] = (config, known, counter, name)
-    return info
+class _KeyInfos(dict[str, _KeyInfo]):
+    """What each key is, worked out once per distinct key (a log repeats a handful of them).
+
+    A dict, so a key seen before costs one lookup in C (`infos[key]`), no call.
+    """
+
+    def __missing__(self, key: str) -> _KeyInfo:
+        counter = _COUNTERS.get(key.lower())
+        name = metric_name(key)
+        known = counter is not None or name in STANDARD_NAMES
+        config = key[:1].isupper() and _CONFIG_KEY.fullmatch(key) is not None and not known
+        if len(self) >= _KEY_INFO_SIZE:  # keys come from logs: keep the cache bounded
+            self.clear()
+        info = self[key] = (config, known, counter, name)
+        return info
+
+
+_KEY_INFO = _KeyInfos()
 
 
 def _too_wordy(pieces: list[str], allowed: int) -> bool:
