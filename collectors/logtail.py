@@ -18,9 +18,12 @@ from collectors.roles import LOG
 from collectors.samples import LogBatch
 from parsers.model import LogMetric
 
-READ_BUDGET_BYTES = 1024 * 1024
+READ_BUDGET_BYTES = 64 * 1024
 """Most bytes read per sample; a big backlog is read over several samples without waiting, so
-memory stays bounded by one batch however large the file is."""
+memory stays bounded by one batch however large the file is. One read chunk: the metrics of a
+batch live until the batch is written, and the fewer of them are alive at once, the less the
+garbage collector has to walk (a 1 MiB batch of short lines cost about 1 us a line in
+collections, 64 KiB half of that)."""
 SETTLE_S = 0.05
 """Shortest time between two reads: a writer flushing every line is read in small batches,
 not one wake-up per line."""

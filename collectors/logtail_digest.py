@@ -177,29 +177,35 @@ class LineDigest:
         scan_line = self._formats.scan_line if scan else None
         from_metric = self._formats.findings_from_metric
         keep = self._metrics.append
-        generic = self.format == "generic"
-        for line_no, text in lines:
-            if scan_line is not None:
-                finding = scan_line(text)
-                if finding is not None:
-                    self._add_finding(line_no, finding)
-            try:
-                metric = feed(text)
-            except ValueError:
-                # An update is parsed again when its line completes; count the line only then.
-                if not update:
-                    self._unparsed += 1
-                continue
-            if metric is None:
-                continue
-            self._unparsed += metric.unparsed_values > 0 and not update  # e.g. a bad CSV cell
-            if generic:
+        # Counted in locals and stored once: this loop runs for every line of a fast log.
+        unparsed = 0
+        metrics_before = len(self._metrics)
+        try:
+            for line_no, text in lines:
+                if scan_line is not None:
+                    finding = scan_line(text)
+                    if finding is not None:
+                        self._add_finding(line_no, finding)
+                try:
+                    metric = feed(text)
+                except ValueError:
+                    unparsed += 1
+                    continue
+                if metric is None:
+                    continue
+                unparsed += metric.unparsed_values > 0  # e.g. a bad CSV cell
+                if metric.taken_at is None:
+                    metric = LogMetric(metric.values, metric.step, metric.epoch, received_at)
+                keep((line_no, metric))
+                findings = from_metric(metric)
+                if findings:
+                    for finding in findings:
+                        self._add_finding(line_no, finding)
+        finally:
+            if not update:  # an update is parsed again when its line completes: count it then
+                self._unparsed += unparsed
+            if self.format == "generic" and len(self._metrics) > metrics_before:
                 self._generic_metrics = True
-            if metric.taken_at is None:
-                metric = LogMetric(metric.values, metric.step, metric.epoch, received_at)
-            keep((line_no, metric))
-            for finding in from_metric(metric):
-                self._add_finding(line_no, finding)
 
     def _scan(self, line_no: int, text: str) -> None:
         finding = self._formats.scan_line(text)

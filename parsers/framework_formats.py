@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from parsers import safe_json
-from parsers.keyvalue import ITER_TIME_KEYS, SKIP_KEYS, record_to_metric
+from parsers.json_records import ITER_TIME_KEYS, SKIP_KEYS, record_to_metric
 from parsers.model import LogMetric
 from parsers.text import (
     local_timestamp,

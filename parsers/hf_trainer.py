@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from parsers import safe_json
-from parsers.keyvalue import pairs_to_metric, record_to_metric
+from parsers.json_records import record_to_metric
+from parsers.keyvalue import pairs_to_metric
 from parsers.model import LogMetric
 from parsers.text import normalise_line
 from parsers.tqdm_bar import parse_tqdm_line

@@ -1,12 +1,12 @@
-"""Generic `key: value` / `key=value` lines and JSON lines, the fallback formats."""
+"""Generic `key: value` / `key=value` lines, the fallback format (JSON lines: `json_records`)."""
 
 from __future__ import annotations
 
-import math
+import operator
 import re
-from collections.abc import Iterable
 
-from parsers import safe_json
+from parsers.json_records import EPOCH_KEYS, STEP_KEYS
+from parsers.json_records import parse_jsonl_line as parse_jsonl_line  # its former home
 from parsers.model import LogMetric
 from parsers.text import (
     STANDARD_NAMES,
@@ -21,31 +21,26 @@ from parsers.values import to_epoch, to_step
 # Cases spelled out rather than re.IGNORECASE, which makes every position slower to try.
 _NUM = (r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
         r"|[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)")
+# A key starts after a character that cannot be part of one. The lookbehind comes after the
+# key's first letter, so the regex opens with a character class, which the engine finds by a
+# fast scan instead of trying every position; a key (and the spaces after it) never gives back
+# characters to the separator, which none of them can start (`*+`).
 _PAIR = re.compile(
-    r"(?<![\w/@.()-])([A-Za-z_][\w/@.()-]*)(?:\s*=\s*|\s*:\s+)"
+    r"([A-Za-z_](?<![\w/@.()-].)[\w/@.()-]*+)\s*+(?:=\s*|:\s+)"
     rf"('?{_NUM}'?%?|\d+:\d\d(?::\d\d)?)(?![\w.:/])"
 )
 _EPOCH_WORD = re.compile(r"\b[Ee]poch:?\s+\[?(\d+)\b(?!\s*[:=])")
 _ISO_TS = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?")
+_STAMP_STARTS = frozenset("0123456789[")
 _RULE_CHARS = " \t=-*#~"
 _RULE_STARTS = frozenset("=-*#~")
 _LEADING_RULE = re.compile(r"[ \t=\-*#~]*")
-_STEP_KEYS = frozenset({"step", "global_step", "iter", "iteration", "it", "batch", "steps"})
-_EPOCH_KEYS = frozenset({"epoch", "ep"})
 _ETA_KEYS = frozenset({"eta", "eta_s", "remaining"})
-_COUNTERS = {**dict.fromkeys(_STEP_KEYS, "step"), **dict.fromkeys(_EPOCH_KEYS, "epoch"),
+_COUNTERS = {**dict.fromkeys(STEP_KEYS, "step"), **dict.fromkeys(EPOCH_KEYS, "epoch"),
              **dict.fromkeys(_ETA_KEYS, "eta")}
-_STAMP_KEYS = frozenset({"time", "timestamp", "taken_at"})
-ITER_TIME_KEYS = frozenset({"time", "iter_time", "batch_time"})
-"""Seconds per iteration, reported as `throughput/it_s` by the formats that log them."""
-SKIP_KEYS = frozenset({"data_time", "last_time", "last_data_time", "data", "v_num"})
-_RECORD_KEYS = {**dict.fromkeys(_STAMP_KEYS | ITER_TIME_KEYS | SKIP_KEYS, "other"),
-                **dict.fromkeys(_STEP_KEYS, "step"), **dict.fromkeys(_EPOCH_KEYS, "epoch")}
-"""Keys a JSON record gives that may not be plain metric values."""
 # Lines that are never metrics whatever pairs they hold: code in backticks, Python warnings
 # (`file.py:12: UserWarning: ...`, Lightning's `rank_zero_warn`), warning levels and tips.
 _NOT_METRICS = re.compile(r"`|\.py:\d+: |Warning\b|\bWARN(?:ING)?\b|\bwarning\b|\bTip:")
-_NOT_METRICS_MARKERS = ("`", ".py:", "Warn", "WARN", "warn", "Tip:")
 # A whitespace-separated token with two letters in a row: a word of prose (`Trainable`,
 # `cores`, `INFO`), as opposed to numbers, units and punctuation. Linear on long tokens.
 _WORD = re.compile(r"(?<!\S)(?=\S*?[A-Za-z]{2})\S+")
@@ -79,56 +74,115 @@ def parse_generic_line(line: str) -> LogMetric | None:
         body = line.strip(_RULE_CHARS)
     # a pair ends within a few characters of its separator: skip a long tail with none
     end = max(body.rfind("="), body.rfind(":")) + 64
+    # `split` hands back [text, key, value, text, key, value, ..., rest] in one call, without
+    # a match object per pair: a third of the cost of `finditer` on a short line.
+    parts = _PAIR.split(body) if end >= len(body) else _split_window(body, end)
+    if len(parts) == 1 or _not_metrics(body[:end]):
+        return None
+    infos = list(map(_KEY_INFO.__getitem__, parts[1::3]))  # a loop in C for keys seen before
+    pairs = len(infos) - sum(map(_IS_CONFIG, infos))
+    if any(map(_IS_KNOWN, infos)):
+        allowed = MAX_PROSE_WORDS
+    else:
+        allowed = 1 if pairs > 1 else 0  # `INFO foo=1 bar=2`, not `Total FLOPs: 0`
+    if not pairs or _too_wordy(parts[0::3], allowed):
+        return None
+    taken_at = _timestamp(line)
+    values: list[tuple[str, float]] = []
+    step: int | None = None
+    epoch: float | None = None
+    for (config, _, counter, name), text in zip(infos, parts[2::3], strict=True):
+        if config:
+            continue
+        if counter is None:
+            if ":" not in text:  # `12:30` is a time of day or a duration, not a value
+                try:
+                    number = float(text)  # what `parse_number` tries first, without a call
+                except ValueError:
+                    number = parse_number(text)
+                values.append((name, number))
+        elif ":" in text:
+            if counter == "eta":
+                values.append(("eta_s", parse_duration(text)))
+        elif counter == "step":
+            step = to_step(parse_number(text))
+        elif counter == "epoch":
+            epoch = to_epoch(parse_number(text))
+        else:
+            values.append((name, parse_number(text)))
+    if not values:
+        return None
+    if epoch is None and "poch" in line:
+        word = _EPOCH_WORD.search(line)  # `Epoch 3 | loss: ...`
+        if word is not None:
+            epoch = to_epoch(float(word[1]))
+    return LogMetric(tuple(values), step, epoch, taken_at)
+
+
+def _split_window(body: str, end: int) -> list[str]:
+    """`_PAIR.split(body)` for the pairs that start before `end`, the rest left as text."""
     matches = list(_PAIR.finditer(body, 0, end))
-    if matches and matches[-1].end() == end < len(body):
+    if matches and matches[-1].end() == end:
         # a value running past the window (`lr=1000...0`) would be read cut short
         whole = _PAIR.match(body, matches[-1].start())
         matches[-1:] = [whole] if whole is not None else []
-    if not matches or _not_metrics(body, end):
-        return None
-    pairs = [(m[1], m[2]) for m in matches if not _is_config_key(m[1])]
-    if not pairs or _prose_words(body, matches) > _allowed_words(pairs):
-        return None
-    metric = pairs_to_metric(pairs, taken_at=_timestamp(line))
-    if metric is not None and metric.epoch is None and "poch" in line:
-        epoch = _EPOCH_WORD.search(line)  # `Epoch 3 | loss: ...`
-        if epoch is not None:
-            return LogMetric(metric.values, metric.step, to_epoch(float(epoch[1])),
-                             metric.taken_at)
-    return metric
+    parts: list[str] = []
+    start = 0
+    for match in matches:
+        parts += (body[start:match.start()], match[1], match[2])
+        start = match.end()
+    parts.append(body[start:])
+    return parts
 
 
-def _not_metrics(body: str, end: int) -> bool:
+def _not_metrics(head: str) -> bool:
     # substrings first: the regex alone costs more than parsing the rest of the line
-    head = body[:end]
-    if not any(marker in head for marker in _NOT_METRICS_MARKERS):
+    if not ("`" in head or ".py:" in head or "Warn" in head or "WARN" in head
+            or "warn" in head or "Tip:" in head):
         return False
     return _NOT_METRICS.search(head) is not None
 
 
-def _is_known(key: str) -> bool:
-    return key.lower() in _COUNTERS or metric_name(key) in STANDARD_NAMES
+_KeyInfo = tuple[bool, bool, "str | None", str]
+"""(a config key such as `LOCAL_RANK`, a known metric or counter, the counter it is (`step`,
+`epoch`, `eta`) or None, the normalised metric name)."""
+_IS_CONFIG = operator.itemgetter(0)
+_IS_KNOWN = operator.itemgetter(1)
+_KEY_INFO_SIZE = 4096
 
 
-def _is_config_key(key: str) -> bool:
-    return key[:1].isupper() and _CONFIG_KEY.fullmatch(key) is not None and not _is_known(key)
+class _KeyInfos(dict[str, _KeyInfo]):
+    """What each key is, worked out once per distinct key (a log repeats a handful of them).
+
+    A dict, so a key seen before costs one lookup in C (`infos[key]`), no call.
+    """
+
+    def __missing__(self, key: str) -> _KeyInfo:
+        counter = _COUNTERS.get(key.lower())
+        name = metric_name(key)
+        known = counter is not None or name in STANDARD_NAMES
+        config = key[:1].isupper() and _CONFIG_KEY.fullmatch(key) is not None and not known
+        if len(self) >= _KEY_INFO_SIZE:  # keys come from logs: keep the cache bounded
+            self.clear()
+        info = self[key] = (config, known, counter, name)
+        return info
 
 
-def _allowed_words(pairs: list[tuple[str, str]]) -> int:
-    if any(_is_known(key) for key, _ in pairs):
-        return MAX_PROSE_WORDS
-    return 1 if len(pairs) > 1 else 0  # `INFO foo=1 bar=2`, not `Total FLOPs: 0`
+_KEY_INFO = _KeyInfos()
 
 
-def _prose_words(body: str, matches: list[re.Match[str]]) -> int:
-    """Words in `body` outside the pairs (a long tail counts by its first 256 characters)."""
-    pieces = []
-    start = 0
-    for match in matches:
-        pieces.append(body[start:match.start()])
-        start = match.end()
-    pieces.append(body[start:start + 256])
-    return len(_WORD.findall(" ".join(pieces)))
+def _too_wordy(pieces: list[str], allowed: int) -> bool:
+    """Whether the text outside the pairs holds more than `allowed` words.
+
+    The last piece counts by its first 256 characters (a long tail).
+    """
+    pieces[-1] = pieces[-1][:256]
+    text = " ".join(pieces)
+    # Every word is a whitespace-separated token: few tokens settle it without the regex
+    # (`2026-11-26 06:07:46,953 INFO step=...` has three).
+    if len(text.split()) <= allowed:
+        return False
+    return len(_WORD.findall(text)) > allowed
 
 
 def pairs_to_metric(
@@ -162,117 +216,13 @@ def pairs_to_metric(
 
 
 def _timestamp(line: str) -> float | None:
+    if line[:1] not in _STAMP_STARTS:  # most lines start with no date: skip the regex
+        return None
     match = _ISO_TS.match(line)
     if match is None:
         return None
-    seconds = local_timestamp(match[1], match[2])
+    date, clock, fraction = match.groups()
+    seconds = local_timestamp(date, clock)
     if seconds is None:
         return None
-    return seconds + float("0." + match[3]) if match[3] else seconds
-
-
-def parse_jsonl_line(line: str) -> LogMetric | None:
-    """Parse one JSON object per line; numeric (or numeric-string) fields become metrics.
-
-    Raises:
-        ValueError: the line starts like an object but is not valid JSON (or nests deeper
-            than `safe_json.MAX_DEPTH`), or its step or epoch is no count.
-    """
-    line = normalise_line(line).strip()
-    if not line.startswith("{"):
-        return None
-    record = safe_json.loads(line)
-    if not isinstance(record, dict):
-        return None
-    return record_to_metric(record)
-
-
-def record_to_metric(
-    record: dict, split: str = "train", iter_time: bool = False
-) -> LogMetric | None:
-    """Build a metric from a decoded JSON record (nested dicts are flattened with `/`).
-
-    Args:
-        record: the decoded object.
-        split: the split bare keys such as `loss` belong to.
-        iter_time: the record's `time` is seconds per iteration (mmengine, detectron2), so it
-            becomes `throughput/it_s`; timing bookkeeping such as `data_time` is dropped.
-
-    An integer too large for a float is infinite, as `float("1e400")` is. A `time` or
-    `timestamp` in Unix seconds or milliseconds becomes `taken_at`.
-
-    Raises:
-        ValueError: a step or epoch that is no count (see `parsers.values.to_step`).
-    """
-    values: list[tuple[str, float]] = []
-    step: int | None = None
-    epoch: float | None = None
-    taken_at: float | None = None
-    for key, raw in _items(record):
-        number: float | None
-        if type(raw) is float:  # the common case first: exact type checks, no bool trap
-            number = raw
-        elif type(raw) is int:
-            number = _int_to_float(raw)
-        else:
-            number = _as_number(raw)
-        if number is None:
-            continue
-        low = key.lower()
-        special = _RECORD_KEYS.get(low)
-        if special is None:
-            values.append((metric_name(key, split), number))
-        elif special == "step":
-            step = to_step(number)
-        elif special == "epoch":
-            epoch = to_epoch(number)
-        elif low in _STAMP_KEYS and 1e9 < number < 1e14:
-            taken_at = number if number < 1e11 else number / 1000.0  # seconds or milliseconds
-        elif iter_time and low in ITER_TIME_KEYS:
-            if number > 0:
-                values.append(("throughput/it_s", 1.0 / number))
-        elif not (iter_time and low in SKIP_KEYS):
-            values.append((metric_name(key, split), number))
-    if not values:
-        return None
-    return LogMetric(values=tuple(values), step=step, epoch=epoch, taken_at=taken_at)
-
-
-def _items(record: dict) -> Iterable[tuple[str, object]]:
-    """The record's (key, value) pairs, nested objects flattened (rare: checked first)."""
-    for value in record.values():
-        if type(value) is dict:
-            return _flatten(record)
-    return record.items()
-
-
-def _flatten(record: dict, prefix: str = "") -> list[tuple[str, object]]:
-    items: list[tuple[str, object]] = []
-    for key, value in record.items():
-        if isinstance(value, dict):
-            items.extend(_flatten(value, f"{prefix}{key}/"))
-        else:
-            items.append((f"{prefix}{key}", value))
-    return items
-
-
-def _int_to_float(raw: int) -> float:
-    try:
-        return float(raw)
-    except OverflowError:  # beyond 1.8e308
-        return math.inf if raw > 0 else -math.inf
-
-
-def _as_number(raw: object) -> float | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return _int_to_float(raw)
-    if isinstance(raw, float):
-        return raw
-    if isinstance(raw, str):
-        try:
-            return parse_number(raw)
-        except ValueError:
-            return None
-    return None
+    return seconds + float("0." + fraction) if fraction else seconds

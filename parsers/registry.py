@@ -13,7 +13,8 @@ from parsers.framework_formats import (
     parse_mmengine_line,
 )
 from parsers.hf_trainer import parse_hf_trainer_line
-from parsers.keyvalue import parse_generic_line, parse_jsonl_line
+from parsers.json_records import parse_jsonl_line
+from parsers.keyvalue import parse_generic_line
 from parsers.line_parser import CheckedParser, LineParser, StatelessParser
 from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
 from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line

@@ -111,8 +111,12 @@ class LogSink:
         quoted, label, batch_t = self._quoted, state.quoted_label, batch.taken_at
         batch_t_text = repr(batch_t)
         out: list[str] = []
+        append = out.append
+        # The task's progress state in locals, stored back once: this loop runs per line.
+        last_line, written_t, pending = state.line, state.written_t, state.pending
         for line, metric in batch.metrics:
-            if not metric.values:
+            values = metric.values
+            if not values:
                 continue
             t = metric.taken_at
             if t is None:
@@ -123,18 +127,21 @@ class LogSink:
             head = f"{t_text},{label},{line},"
             tail = (f",{'' if step is None else step}"
                     f",{'' if epoch is None else repr(epoch)}\n")
-            rows = [f"{head}{quoted[name]},{value!r}{tail}" for name, value in metric.values]
-            if line != state.line:
-                if state.pending:
-                    out += state.pending
-                    state.pending = []
-                state.line, state.written_t = line, t
-                out += rows
-            elif t - state.written_t >= PROGRESS_ROW_INTERVAL_S:
-                state.pending, state.written_t = [], t
+            if line != last_line:  # a new line: the common case, its rows go straight out
+                if pending:
+                    out += pending
+                    pending = []
+                last_line, written_t = line, t
+                for name, value in values:
+                    append(f"{head}{quoted[name]},{value!r}{tail}")
+                continue
+            rows = [f"{head}{quoted[name]},{value!r}{tail}" for name, value in values]
+            if t - written_t >= PROGRESS_ROW_INTERVAL_S:
+                pending, written_t = [], t
                 out += rows
             else:
-                state.pending = rows
+                pending = rows
+        state.line, state.written_t, state.pending = last_line, written_t, pending
         return out
 
     def flush(self, writer: SessionWriter) -> None:
