@@ -3,7 +3,6 @@ reported."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -13,6 +12,7 @@ from collectors.logtail import LogTailCollector
 from gpuherd.monitor_record import close, exit_on_signals
 from gpuherd.record.dashboard import DashboardRecording, record_options
 from tests.app.helpers import ScriptedCollector, until
+from tests.recorded import loss_steps as steps
 from tui.app import make_app
 
 SIZE = (140, 40)
@@ -23,11 +23,6 @@ def write_log(path: Path, lines: int) -> None:
         for first in range(0, lines, 50_000):
             f.write("".join(f"step={i} loss={1 / (i + 1):.6f}\n"
                             for i in range(first, min(lines, first + 50_000))))
-
-
-def steps(root: Path) -> list[int]:
-    with open(root / "metrics.csv", newline="") as f:
-        return [int(r["step"]) for r in csv.DictReader(f) if r["metric"] == "train/loss"]
 
 
 def dashboard(session: DashboardRecording, log: Path):

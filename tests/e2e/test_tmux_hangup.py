@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.tmux_pane import REPO, Pane
+from tests.recorded import loss_steps, wait_until
 
 pytestmark = pytest.mark.tmux
 
@@ -21,14 +20,6 @@ TRAIN = ("import time\n"
          "raise SystemExit(3)\n")
 
 
-def _wait(predicate, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.05)
-
-
 def test_closing_the_pane_leaves_the_command_running_and_the_session_closed(
         pane: Pane, tmp_path: Path) -> None:
     root = tmp_path / "s"
@@ -37,20 +28,19 @@ def test_closing_the_pane_leaves_the_command_running_and_the_session_closed(
     pane.start(f"cd {REPO} && {sys.executable} -m gpuherd --record {root} --peak-interval 0 "
                f"-- {sys.executable} {script}", 100, 20)
     log = root / "command.log"
-    _wait(lambda: log.exists() and "step=5 " in log.read_text())
+    wait_until(lambda: log.exists() and "step=5 " in log.read_text(), timeout_s=30.0)
     pane.tmux("kill-server")  # SIGHUP to everything in the pane, as closing the window does
     # The command outlives the pane and ends by itself with its own exit status.
-    _wait(lambda: (root / "command.exit.json").exists())
+    wait_until(lambda: (root / "command.exit.json").exists(), timeout_s=30.0)
     assert json.loads((root / "command.exit.json").read_text())["exit_code"] == 3
     lines = log.read_text().splitlines()
     assert lines == [f"step={i} loss={1.0 / (i + 1):.4f}" for i in range(40)]
     # gpuherd saw the hang-up, kept recording, and closed the session with the exit status.
-    _wait(lambda: json.loads((root / "meta.json").read_text()).get("ended_at") is not None)
+    wait_until(lambda: json.loads((root / "meta.json").read_text()).get("ended_at") is not None,
+               timeout_s=30.0)
     meta = json.loads((root / "meta.json").read_text())
     assert meta["exit_code"] == 3
     events = [json.loads(e) for e in (root / "events.jsonl").read_text().splitlines()]
     hangups = [e for e in events if e["kind"] == "signal"]
     assert [(e["signal"], e["forwarded"]) for e in hangups] == [("SIGHUP", None)]
-    with open(root / "metrics.csv", newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["metric"].endswith("loss")]
-    assert sorted({int(r["step"]) for r in rows}) == list(range(40))
+    assert sorted(set(loss_steps(root))) == list(range(40))

@@ -7,10 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.recorded import wait_until
 
 pytestmark = pytest.mark.gpu
 
@@ -33,14 +34,6 @@ print("done", flush=True)
 """
 
 
-def _wait(predicate, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.05)
-
-
 def test_kill_9_of_the_recorder_leaves_the_gpu_training_running(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     session = tmp_path / "s"
@@ -50,10 +43,10 @@ def test_kill_9_of_the_recorder_leaves_the_gpu_training_running(tmp_path: Path) 
                                  sys.executable, "-c", TRAIN], cwd=ROOT, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     log = session / "command.log"
-    _wait(lambda: log.exists() and "step=10 " in log.read_text())
+    wait_until(lambda: log.exists() and "step=10 " in log.read_text(), timeout_s=120.0)
     recorder.send_signal(signal.SIGKILL)
     recorder.wait(timeout=10)
-    _wait(lambda: (session / "command.exit.json").exists())
+    wait_until(lambda: (session / "command.exit.json").exists(), timeout_s=120.0)
     assert json.loads((session / "command.exit.json").read_text())["exit_code"] == 0
     lines = log.read_text().splitlines()
     assert [line.split()[0] for line in lines[:-1]] == [f"step={i}" for i in range(STEPS)]

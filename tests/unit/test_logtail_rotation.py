@@ -7,7 +7,6 @@ appends numbered lines to at a steady rate.
 
 from __future__ import annotations
 
-import csv
 import os
 import shutil
 import signal
@@ -22,6 +21,7 @@ import pytest
 from collectors.logtail import LogTailCollector
 from collectors.logtail_waker import TailWaker
 from gpuherd.record.recording import Recording, RecordingOptions
+from tests.recorded import loss_steps
 from tests.unit.test_logtail_harness import TailHarness
 
 WRITER = r"""
@@ -210,8 +210,7 @@ def test_the_recorder_keeps_every_line_of_a_log_rotated_twice_a_second(tmp_path)
     rotate.join(10)
     time.sleep(0.5)
     assert recording.stop() is None
-    with open(root / "metrics.csv", newline="") as f:
-        got = sorted(int(r["step"]) for r in csv.DictReader(f) if r["metric"] == "train/loss")
+    got = sorted(loss_steps(root))
     assert got == list(range(count)), f"{len(got)} of {count}"
 
 
@@ -225,8 +224,7 @@ def test_the_recorder_keeps_every_line_across_copytruncate(tmp_path):
     assert proc.wait(60) == 0
     time.sleep(0.5)
     assert recording.stop() is None
-    with open(root / "metrics.csv", newline="") as f:
-        got = sorted(int(r["step"]) for r in csv.DictReader(f) if r["metric"] == "train/loss")
+    got = sorted(loss_steps(root))
     assert got == list(range(count)), f"{len(got)} of {count}"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -17,6 +16,7 @@ from collectors.loop import run_collector
 from gpuherd.record.dashboard import DashboardRecording, record_options
 from gpuherd.record.drain import STALLED, LogDrain
 from gpuherd.record.recording import Recording, RecordingOptions
+from tests.recorded import loss_steps as steps
 
 PY = sys.executable
 
@@ -26,12 +26,6 @@ def write_log(path: Path, lines: int, start: int = 0) -> None:
         for first in range(start, start + lines, 50_000):
             last = min(start + lines, first + 50_000)
             f.write("".join(f"step={i} loss={1 / (i + 1):.6f}\n" for i in range(first, last)))
-
-
-def steps(root: Path, task: str | None = None) -> list[int]:
-    with open(root / "metrics.csv", newline="") as f:
-        return [int(r["step"]) for r in csv.DictReader(f)
-                if r["metric"] == "train/loss" and (task is None or r["task"] == task)]
 
 
 def events(root: Path) -> list[dict]:

@@ -1,0 +1,24 @@
+"""Helpers for tests that run a real recorder: wait for a condition, read what it recorded."""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def wait_until(predicate: Callable[[], object], timeout_s: float = 20.0) -> None:
+    """Poll `predicate` until it is true; `AssertionError` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.05)
+
+
+def loss_steps(root: Path, task: str | None = None) -> list[int]:
+    """The step of every `train/loss` row of `metrics.csv` in `root` (of one task if given)."""
+    with open(root / "metrics.csv", newline="") as f:
+        return [int(r["step"]) for r in csv.DictReader(f)
+                if r["metric"] == "train/loss" and (task is None or r["task"] == task)]
