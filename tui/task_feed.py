@@ -136,7 +136,13 @@ class TaskFeed:
     def redraw(self) -> None:
         """Push the tasks into the panel, and into the detail screen when it is open."""
         self._redraw_pending = False
-        if not (self._app.is_running and self._main.is_mounted):
+        if not self._app.is_running:
+            return
+        if not self._main.is_mounted:
+            # A source that fails at once (a log that cannot be followed) reports before the
+            # dashboard's first screen is mounted on a slow machine; dropping this redraw
+            # would leave its row unshown until some later batch, which may never come.
+            self.schedule_redraw()
             return
         rows = task_rows(self.state.tasks.views(), self.state.gpu_tick)
         self._main.show_tasks(rows)
