@@ -1,9 +1,9 @@
 """The composition root: builds this machine's live sources and decides which log tails run.
 
-The dashboard, the recorder (and later an exporter) are sinks of the one source set built
-here: the NVML collector, the host collector with its `PidWatch`, log discovery and one tail
-per log it finds. The rule "when discovery finds a log, start a tail" lives in
-`TailSupervisor`, whichever sink runs the tails.
+The dashboard, the recorder, the queue runner (and later an exporter) are sinks of the one
+source set built here: the NVML collector, the host collector with its `PidWatch`, log
+discovery and one tail per log it finds. The rule "when discovery finds a log, start a
+tail" lives in `TailSupervisor`, whichever sink runs the tails.
 """
 
 from __future__ import annotations
@@ -171,9 +171,11 @@ class LiveSources:
 
     def machine(self) -> list[Collector[Any]]:
         """The NVML and host collectors."""
-        o = self.options
-        return [NvmlCollector(o.nvml_backend, o.interval_s),
-                HostCollector(self.pid_watch, o.interval_s)]
+        return [self.gpus(), HostCollector(self.pid_watch, self.options.interval_s)]
+
+    def gpus(self) -> NvmlCollector:
+        """The NVML collector."""
+        return NvmlCollector(self.options.nvml_backend, self.options.interval_s)
 
     @property
     def has_logs(self) -> bool:
@@ -225,6 +227,12 @@ class LiveSources:
             waker, self._waker = self._waker, None
         if waker is not None:
             waker.close()
+
+
+def gpu_source(interval_s: float = 1.0, nvml_backend: NvmlBackend | None = None
+               ) -> NvmlCollector:
+    """The GPUs alone, for a sink that needs no host figures or logs (the queue runner)."""
+    return LiveSources(SourceOptions(interval_s=interval_s, nvml_backend=nvml_backend)).gpus()
 
 
 @dataclass

@@ -1,0 +1,57 @@
+"""`gpuherd queue run`: the headless queue runner's flags (the `queue` command routes here)."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuherd.argcheck import check_interval, finite_float
+
+RUN_HELP = "run the queue: launch waiting jobs when their GPUs have room (headless)"
+RUN_EPILOG = """\
+One runner per user: a second `queue run` with the same state directory refuses (exit 2).
+Ctrl-C, SIGTERM or a closed terminal stop the runner; jobs it started keep running, and the
+next runner adopts them. Run it in tmux, under nohup, or as a systemd user service
+(docs/queue.md, "Running the queue").
+State: $GPUHERD_STATE_DIR (else $XDG_STATE_HOME/gpuherd, else ~/.local/state/gpuherd).
+Ledger shared by every user: $GPUHERD_LEDGER_DIR (else /tmp/gpuherd-ledger)."""
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The runner's flags."""
+    parser.add_argument("--settle", type=finite_float, default=10.0, metavar="S",
+                        help="seconds a GPU must keep room for a job before it starts "
+                        "(default 10)")
+    parser.add_argument("--margin", default="1GiB", metavar="SIZE",
+                        help="memory kept free on top of each job's need (default 1GiB)")
+    parser.add_argument("--grace", type=finite_float, default=120.0, metavar="S",
+                        help="seconds a started job's reservation is held at most while it has "
+                        "not allocated its need yet (default 120)")
+    parser.add_argument("--interval", type=finite_float, default=1.0, metavar="S",
+                        help="seconds between GPU readings (default 1, at least 0.05)")
+
+
+def check_run(args: argparse.Namespace) -> str | None:
+    """What is wrong with the runner's values, if anything."""
+    from gpuherd.queue.sizes import parse_size
+
+    try:
+        check_interval(args.interval)
+        args.margin_bytes = parse_size(args.margin)
+    except ValueError as error:
+        return f"--margin: {error}" if "interval" not in str(error) else str(error)
+    if not args.settle >= 0:
+        return "--settle must be 0 or more seconds"
+    if not args.grace > 0:
+        return "--grace must be more than 0 seconds"
+    return None
+
+
+def run_queue_run(args: argparse.Namespace) -> int:
+    """Run the queue until stopped; 2 when another runner holds the state directory."""
+    from gpuherd.queue.ledger import default_ledger_dir
+    from gpuherd.queue.runner import run_headless
+    from gpuherd.queue.store import default_state_dir
+
+    return run_headless(default_state_dir(), default_ledger_dir(), settle_s=args.settle,
+                        margin_bytes=args.margin_bytes, grace_s=args.grace,
+                        interval_s=args.interval)

@@ -1,0 +1,76 @@
+"""What a restarted runner takes over: half-launched jobs and running jobs' reservations."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from collectors.session_format import LOCK_FILE
+from gpuherd.queue.jobs import JobState
+from gpuherd.queue.liveness import process_start_time
+
+if TYPE_CHECKING:
+    from gpuherd.queue.runner import QueueRunner
+
+STOPPED_WHILE_LAUNCHING = "the runner stopped while launching; the command was not started"
+
+
+def recorder_pid(session_dir: Path) -> int | None:
+    """The pid of the live recorder holding `session_dir`'s lock, or None."""
+    try:
+        fd = os.open(session_dir / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        parts = os.pread(fd, 256, 0).decode("utf-8", "replace").split()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = True  # the recorder holds it for its whole life; the kernel drops it on death
+        else:
+            held = False
+    finally:
+        os.close(fd)
+    if not held or len(parts) < 2 or not parts[0].isdigit() or parts[1] != socket.gethostname():
+        return None
+    return int(parts[0])
+
+
+def adopt(runner: QueueRunner, now: float) -> None:
+    """Take over after a runner that stopped (even by kill -9); never starts anything.
+
+    A `launching` job without a pid is adopted when its session directory shows a live
+    recorder, else marked failed: its process (if any) waits at the launch gate and gives up,
+    because the job was never committed as running. A running job still inside the grace
+    period gets its reservation back under its own pid, in case the old runner had it under
+    the runner's pid (which died with it).
+    """
+    store = runner.store
+    for job in store.jobs([JobState.LAUNCHING]):
+        if job.pid is not None:
+            continue
+        pid = recorder_pid(Path(job.session_dir)) if job.session_dir else None
+        started = process_start_time(pid) if pid is not None else None
+        if pid is not None and started is not None and store.mark_running(job.id, pid,
+                                                                             started, now):
+            runner.say(f"adopted job {job.id}: its recording runs (pid {pid})")
+        elif store.mark_ended(job.id, JobState.FAILED, None, now, None):
+            store.set_wait_reason(job.id, STOPPED_WHILE_LAUNCHING)
+            runner.say(f"job {job.id} failed: {STOPPED_WHILE_LAUNCHING}")
+    running = [j for j in store.jobs([JobState.RUNNING])
+               if j.pid is not None and j.pid_start_time is not None
+               and j.started_at is not None and j.started_at + runner.grace_s > now]
+    if not running:
+        return
+    with runner.ledger.locked() as view:
+        held = {r.job for r in view.live()}
+        for job in running:
+            assert job.pid is not None and job.pid_start_time is not None
+            assert job.started_at is not None
+            for key, uuid in zip(runner.keys(job), job.gpu_uuids, strict=False):
+                if key not in held:
+                    view.reserve(uuid, job.spec.vram_bytes, key, job.pid, job.pid_start_time,
+                                 job.started_at + runner.grace_s)

@@ -1,0 +1,248 @@
+"""The queue runner: a sink of GPU ticks that settles, adopts, reserves and launches jobs.
+
+One `step` is idempotent and safe after a kill -9 of a previous runner: everything it knows
+comes from the queue database, the shared ledger and the processes on the host. The order
+for one launch is: under the ledger's lock, re-decide with every user's live reservations,
+`mark_launching` (a compare-and-set), reserve; then start the job's process held at its gate,
+`mark_running`, and open the gate (see `gpuherd.queue.launch`). A job is never started twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from collectors.samples import GpuTick
+from gpuherd.proc.tree import ProcessTree
+from gpuherd.queue import adopt
+from gpuherd.queue.headroom import HeadroomWindow, Launch, decide
+from gpuherd.queue.jobs import Job, JobState
+from gpuherd.queue.launch import Started, session_dir_for, start
+from gpuherd.queue.ledger import Ledger, LedgerView
+from gpuherd.queue.liveness import process_start_time, read_job_end, settle_ended
+from gpuherd.queue.sizes import format_size
+from gpuherd.queue.store import QueueError, QueueStore, default_state_dir
+
+GiB = 1 << 30
+OOM_FACTOR = 1.5
+OOM_MIN_EXTRA_BYTES = 2 * GiB
+WAIT_REASON_EVERY_S = 2.0
+"""A changed wait reason is written at most this often (free memory moves every tick)."""
+PAUSED = "the queue is paused (gpuherd queue resume)"
+
+Say = Callable[[str], None]
+
+
+def _stderr(text: str) -> None:
+    print(f"gpuherd: queue: {text}", file=sys.stderr, flush=True)
+
+
+def oom_retry_need(need_bytes: int) -> int:
+    """The need of an OOM retry: 1.5 times the old one, and at least 2 GiB more."""
+    return max(int(need_bytes * OOM_FACTOR), need_bytes + OOM_MIN_EXTRA_BYTES)
+
+
+@dataclass
+class _Planned:
+    job: Job
+    launch: Launch
+    session_dir: Path
+    keys: tuple[str, ...]
+    expires_at: float
+
+
+class QueueRunner:
+    """Launches waiting jobs when their GPUs have held room for the settle period.
+
+    No threads and no NVML of its own: the caller feeds it ticks (`on_gpu_tick`) and calls
+    `step`, both from the thread that opened `store`.
+    """
+
+    def __init__(self, store: QueueStore, ledger: Ledger, *, settle_s: float = 10.0,
+                 margin_bytes: int = 1 << 30, grace_s: float = 120.0,
+                 clock: Callable[[], float] = time.time, state_dir: Path | None = None,
+                 say: Say = _stderr) -> None:
+        self.store, self.ledger, self.say = store, ledger, say
+        self.settle_s, self.margin_bytes, self.grace_s = settle_s, margin_bytes, grace_s
+        self.clock = clock
+        self.state_dir = state_dir if state_dir is not None else default_state_dir()
+        self.window = HeadroomWindow(settle_s)
+        digest = hashlib.sha1(str(self.state_dir.resolve()).encode()).hexdigest()[:10]
+        self.tag = f"q{os.getuid()}-{digest}"
+        """Prefix of this queue's ledger entries (`<tag>:<job>:<attempt>:<k>`): opaque ids."""
+        self._tick: GpuTick | None = None
+        self._children: dict[int, Started] = {}
+        self._trees: dict[int, ProcessTree] = {}
+        self._released: set[str] = set()
+        self._reasons: dict[int, tuple[str | None, float]] = {}
+        self._adopted = False
+        self._pid, self._pid_start = os.getpid(), process_start_time(os.getpid()) or 0.0
+
+    def key(self, job_id: int, attempt: int, k: int) -> str:
+        """The ledger id of a job's reservation on its k-th GPU."""
+        return f"{self.tag}:{job_id}:{attempt}:{k}"
+
+    def keys(self, job: Job, attempt: int | None = None) -> tuple[str, ...]:
+        """Every ledger id of one launch of `job`."""
+        n = attempt if attempt is not None else job.attempts
+        return tuple(self.key(job.id, n, k) for k in range(max(1, job.spec.gpus)))
+
+    def on_gpu_tick(self, tick: GpuTick) -> None:
+        """Keep the tick's readings for the headroom rule and for measuring running jobs."""
+        self.window.add(HeadroomWindow.readings_from_tick(tick))
+        self._tick = tick
+
+    def step(self) -> None:
+        """Settle ended jobs, adopt after a restart, release, decide and launch."""
+        now = self.clock()
+        for pid in [pid for pid, s in self._children.items() if s.process.poll() is not None]:
+            del self._children[pid]  # reaped: a zombie would still look alive
+        ended = settle_ended(self.store, now)
+        if not self._adopted:
+            self._adopted = True
+            adopt.adopt(self, now)
+        reached = self._usage_reached()
+        planned = self._reserve(now, reached)
+        for plan in planned:
+            self._launch(plan)
+        for job in ended:
+            self._retry_oom(job)
+
+    # --- bookkeeping under the ledger lock -------------------------------------------------
+
+    def _reserve(self, now: float, reached: set[str]) -> list[_Planned]:
+        jobs = self.store.jobs()
+        active = {j.id: j for j in jobs if j.state in (JobState.LAUNCHING, JobState.RUNNING)}
+        paused = self.store.paused()
+        planned: list[_Planned] = []
+        with self.ledger.locked() as view:
+            live = []
+            for reservation in view.live():
+                if self._stale(reservation.job, active, reached):
+                    view.release(reservation.job)
+                    self._released.add(reservation.job)
+                else:
+                    live.append(reservation)
+            waiting = [j for j in jobs if j.state is JobState.WAITING]
+            if not waiting:
+                return planned
+            if paused:
+                for job in waiting:
+                    self._wait_reason(job.id, PAUSED, now)
+                return planned
+            decision = decide(self.window, jobs, live, now, margin_bytes=self.margin_bytes,
+                              settle_s=self.settle_s)
+            for job_id, why in decision.waiting.items():
+                self._wait_reason(job_id, why, now)
+            by_id = {j.id: j for j in jobs}
+            for launch in decision.launches:
+                plan = self._claim(view, by_id[launch.job_id], launch, now)
+                if plan is not None:
+                    planned.append(plan)
+        return planned
+
+    def _stale(self, key: str, active: dict[int, Job], reached: set[str]) -> bool:
+        """Whether one of this queue's ledger entries should go (other users' never do)."""
+        parts = key.split(":")
+        if parts[0] != self.tag or len(parts) != 4:
+            return False
+        job = active.get(int(parts[1])) if parts[1].isdigit() else None
+        return job is None or str(job.attempts) != parts[2] or key in reached
+
+    def _claim(self, view: LedgerView, job: Job, launch: Launch, now: float) -> _Planned | None:
+        attempt = job.attempts + 1
+        session = session_dir_for(self.state_dir, job, attempt)
+        if not self.store.mark_launching(job.id, launch.gpu_uuids, launch.gpu_indices,
+                                         str(session)):
+            return None  # changed meanwhile (cancelled, removed): nothing was reserved
+        keys = self.keys(job, attempt)
+        expires_at = now + self.grace_s
+        for key, uuid in zip(keys, launch.gpu_uuids, strict=False):
+            view.reserve(uuid, job.spec.vram_bytes, key, self._pid, self._pid_start, expires_at)
+        self._reasons.pop(job.id, None)
+        return _Planned(job, launch, session, keys, expires_at)
+
+    def _launch(self, plan: _Planned) -> None:
+        job = plan.job
+        try:
+            started = start(job, plan.session_dir, plan.launch.gpu_uuids, self.state_dir)
+        except QueueError as error:
+            self.store.mark_ended(job.id, JobState.FAILED, None, self.clock(), None)
+            self.store.set_wait_reason(job.id, f"could not start: {error.msg}")
+            self._release(plan.keys)
+            self.say(f"job {job.id} failed to start: {error.msg}")
+            return
+        committed = self.store.mark_running(job.id, started.pid, started.start_time,
+                                            self.clock())
+        started.open_gate()
+        if not committed:  # someone ended it meanwhile: the gated process gives up by itself
+            self._release(plan.keys)
+            return
+        self._children[started.pid] = started
+        with self.ledger.locked() as view:  # the reservation now lives as long as the job
+            for key, uuid in zip(plan.keys, plan.launch.gpu_uuids, strict=False):
+                view.release(key)
+                view.reserve(uuid, job.spec.vram_bytes, key, started.pid, started.start_time,
+                             plan.expires_at)
+        gpus = ", ".join(str(i) for i in plan.launch.gpu_indices)
+        self.say(f"started job {job.id} on GPU {gpus} (pid {started.pid}, session "
+                 f"{plan.session_dir})")
+
+    def _release(self, keys: tuple[str, ...]) -> None:
+        with self.ledger.locked() as view:
+            for key in keys:
+                view.release(key)
+
+    # --- measuring, reasons, retries ------------------------------------------------------
+
+    def _usage_reached(self) -> set[str]:
+        """Ledger ids of running jobs whose measured memory reached their reservation."""
+        tick, out = self._tick, set()
+        if tick is None:
+            return out
+        devices = {d.uuid: d for d in tick.devices}
+        for job in self.store.jobs([JobState.RUNNING]):
+            if job.pid is None or job.spec.vram_bytes <= 0:
+                continue
+            tree = self._trees.setdefault(job.pid, ProcessTree(job.pid))
+            for k, uuid in enumerate(job.gpu_uuids):
+                key = self.key(job.id, job.attempts, k)
+                device = devices.get(uuid)
+                if key in self._released or device is None or not device.processes:
+                    continue
+                used = sum(p.used_memory_bytes or 0 for p in device.processes
+                           if tree.contains(p.pid))
+                if used >= job.spec.vram_bytes:
+                    out.add(key)
+        return out
+
+    def _wait_reason(self, job_id: int, reason: str | None, now: float) -> None:
+        last, at = self._reasons.get(job_id, (None, 0.0))
+        if reason == last or (last is not None and now - at < WAIT_REASON_EVERY_S):
+            return
+        self.store.set_wait_reason(job_id, reason)
+        self._reasons[job_id] = (reason, now)
+
+    def _retry_oom(self, job: Job) -> None:
+        """Requeue once, with a larger need, a `--retry-oom` job that died of CUDA OOM."""
+        if job.state is not JobState.FAILED or not job.spec.retry_oom or job.attempts != 1:
+            return
+        end = read_job_end(Path(job.session_dir)) if job.session_dir else None
+        if end is None or not end.oom:
+            return
+        need = oom_retry_need(job.spec.vram_bytes)
+        self.store.requeue(job.id, need)
+        self.say(f"job {job.id} ran out of GPU memory: queued again needing "
+                 f"{format_size(need)}")
+
+
+def run_headless(state_dir: Path, ledger_dir: Path, **options: object) -> int:
+    """`gpuherd queue run`: see `gpuherd.queue.headless.run` for the options."""
+    from gpuherd.queue.headless import run
+
+    return run(state_dir, ledger_dir, **options)  # type: ignore[arg-type]
