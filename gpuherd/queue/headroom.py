@@ -78,7 +78,7 @@ class Decision:
 
 
 def _streak(kept: Sequence[GpuReading], ok: object, now: float) -> float:
-    """Seconds the readings have qualified without a break, up to `now`."""
+    """Seconds the readings have qualified without a break, up to `now`; -1 if the last fails."""
     start = None
     for reading in reversed(kept):
         if reading.taken_at > now:
@@ -86,7 +86,7 @@ def _streak(kept: Sequence[GpuReading], ok: object, now: float) -> float:
         if not ok(reading):  # type: ignore[operator]
             break
         start = reading.taken_at
-    return 0.0 if start is None else now - start
+    return -1.0 if start is None else now - start
 
 
 def decide(window: HeadroomWindow, jobs: Sequence[Job], reservations: Sequence[Reservation],
@@ -129,7 +129,7 @@ def decide(window: HeadroomWindow, jobs: Sequence[Job], reservations: Sequence[R
                       f"{job.spec.max_util_pct:.0f} % needed)"
             else:
                 why = (f"GPU {last.index}: {format_size(max(0, last.free_bytes - held))} free "
-                       f"for {streak:.0f} s of {settle_s:.0f} s; needs {format_size(need)} + "
+                       f"for {max(0.0, streak):.0f} s of {settle_s:.0f} s; needs {format_size(need)} + "
                        f"{format_size(margin_bytes)} margin")
             reasons.append((streak + (last.free_bytes - held) / 1e18, why))
         if len(fits) >= job.spec.gpus:
