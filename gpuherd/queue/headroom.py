@@ -128,8 +128,9 @@ def decide(window: HeadroomWindow, jobs: Sequence[Job], reservations: Sequence[R
                 why = f"GPU {last.index}: {last.util_pct:.0f} % busy (under " \
                       f"{job.spec.max_util_pct:.0f} % needed)"
             else:
-                why = (f"GPU {last.index}: {format_size(max(0, last.free_bytes - held))} free "
-                       f"for {max(0.0, streak):.0f} s of {settle_s:.0f} s; needs {format_size(need)} + "
+                free = format_size(max(0, last.free_bytes - held))
+                why = (f"GPU {last.index}: {free} free for {max(0.0, streak):.0f} s of "
+                       f"{settle_s:.0f} s; needs {format_size(need)} + "
                        f"{format_size(margin_bytes)} margin")
             reasons.append((streak + (last.free_bytes - held) / 1e18, why))
         if len(fits) >= job.spec.gpus:
