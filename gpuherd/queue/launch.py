@@ -161,6 +161,8 @@ def _committed(state_dir: Path, job_id: int) -> str | None:
         store.close()
     if job.state is not JobState.RUNNING or job.pid != os.getpid():
         return f"job {job_id} is {job.state.value} with pid {job.pid}, not this process"
+    if job.cancel_requested:
+        return f"job {job_id} was cancelled while it was being launched"
     return None
 
 
@@ -176,8 +178,7 @@ def gate_main(argv: Sequence[str]) -> int:
         os.close(fd)
         why = _committed(Path(options["--state"]), int(options["--job"]))
         if why is not None:
-            print(f"gpuherd: not started: the queue runner stopped before committing the "
-                  f"launch ({why})", file=sys.stderr, flush=True)
+            print(f"gpuherd: the command was not started: {why}", file=sys.stderr, flush=True)
             return NOT_COMMITTED
     from gpuherd.cli import main
 
