@@ -34,6 +34,8 @@ OOM_MIN_EXTRA_BYTES = 2 * GiB
 WAIT_REASON_EVERY_S = 2.0
 """A changed wait reason is written at most this often (free memory moves every tick)."""
 PAUSED = "the queue is paused (gpuherd queue resume)"
+MAX_LAUNCHES_PER_STEP = 16
+"""Launches in one step at most; the rest follow at the next tick."""
 
 Say = Callable[[str], None]
 
@@ -98,28 +100,37 @@ class QueueRunner:
         self._tick = tick
 
     def step(self) -> None:
-        """Settle ended jobs, adopt after a restart, release, decide and launch."""
+        """Adopt after a restart, settle ended jobs, release, decide and launch."""
         now = self.clock()
         for pid in [pid for pid, s in self._children.items() if s.process.poll() is not None]:
             del self._children[pid]  # reaped: a zombie would still look alive
-        ended = settle_ended(self.store, now)
         if not self._adopted:
+            # First, so a job a killed runner left launching is judged here, with its reason,
+            # not by the generic timeout of settle_ended.
             self._adopted = True
             adopt.adopt(self, now)
+        ended = settle_ended(self.store, now)
         reached = self._usage_reached()
-        planned = self._reserve(now, reached)
-        for plan in planned:
+        plan = self._next_launch(now, reached)
+        for _ in range(MAX_LAUNCHES_PER_STEP):
+            if plan is None:
+                break
             self._launch(plan)
+            plan = self._next_launch(self.clock(), set())
         for job in ended:
             self._retry_oom(job)
 
     # --- bookkeeping under the ledger lock -------------------------------------------------
 
-    def _reserve(self, now: float, reached: set[str]) -> list[_Planned]:
+    def _next_launch(self, now: float, reached: set[str]) -> _Planned | None:
+        """Under the ledger lock: drop stale entries, decide, claim and reserve one launch.
+
+        One launch at a time, each decided again with the reservation of the one before, so
+        at most one job is ever `launching` (a runner killed then costs at most that one).
+        """
         jobs = self.store.jobs()
         active = {j.id: j for j in jobs if j.state in (JobState.LAUNCHING, JobState.RUNNING)}
-        paused = self.store.paused()
-        planned: list[_Planned] = []
+        waiting = [j for j in jobs if j.state is JobState.WAITING]
         with self.ledger.locked() as view:
             live = []
             for reservation in view.live():
@@ -128,13 +139,12 @@ class QueueRunner:
                     self._released.add(reservation.job)
                 else:
                     live.append(reservation)
-            waiting = [j for j in jobs if j.state is JobState.WAITING]
             if not waiting:
-                return planned
-            if paused:
+                return None
+            if self.store.paused():
                 for job in waiting:
                     self._wait_reason(job.id, PAUSED, now)
-                return planned
+                return None
             decision = decide(self.window, jobs, live, now, margin_bytes=self.margin_bytes,
                               settle_s=self.settle_s)
             for job_id, why in decision.waiting.items():
@@ -143,8 +153,8 @@ class QueueRunner:
             for launch in decision.launches:
                 plan = self._claim(view, by_id[launch.job_id], launch, now)
                 if plan is not None:
-                    planned.append(plan)
-        return planned
+                    return plan
+        return None
 
     def _stale(self, key: str, active: dict[int, Job], reached: set[str]) -> bool:
         """Whether one of this queue's ledger entries should go (other users' never do)."""

@@ -1,0 +1,76 @@
+"""`gpuherd queue run` as a process: one runner per user, and stopping it leaves jobs running."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuherd.queue.jobs import JobSpec, JobState
+from gpuherd.queue.liveness import same_process
+from gpuherd.queue.store import QueueStore
+from tests.queue_helpers import ROOT, GiB, Gpu, fake_runner, ledger_dir, ran, write_script
+from tests.recorded import wait_until
+
+HOLD_JOB = "while [ -e hold ]; do sleep 0.05; done; echo held >> ran.txt"
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
+    script, work = tmp_path / "gpus.json", tmp_path / "work"
+    work.mkdir()
+    write_script(script, [Gpu("GPU-a", total=80 * GiB)])
+    return script, tmp_path / "state", ledger_dir(tmp_path), work
+
+
+def _stop(runner: subprocess.Popen[str], signum: int = signal.SIGTERM) -> tuple[int, str]:
+    runner.send_signal(signum)
+    out, _ = runner.communicate(timeout=30)
+    return runner.returncode, out
+
+
+def test_a_second_runner_of_the_same_user_refuses(tmp_path: Path) -> None:
+    script, state, ledger, _ = _setup(tmp_path)
+    first = fake_runner(script, state, ledger, "--interval", "0.1")
+    try:
+        wait_until(lambda: (state / "runner.lock").exists()
+                   and (state / "runner.lock").read_text().strip() == str(first.pid))
+        env = {**os.environ, "GPUHERD_STATE_DIR": str(state), "GPUHERD_LEDGER_DIR": str(ledger)}
+        second = subprocess.run([sys.executable, "-m", "gpuherd", "queue", "run"], cwd=ROOT,
+                                env=env, capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2
+        assert second.stderr == (f"gpuherd: queue: another `gpuherd queue run` (pid {first.pid}) "
+                                 f"already runs the queue in {state}; stop it first (one runner "
+                                 "per user)\n")
+        assert first.poll() is None
+    finally:
+        code, out = _stop(first)
+    assert code == 0 and "runner stopped; 0 running job(s) keep running" in out
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_the_runner_leaves_the_job_running_and_the_next_runner_adopts_it(
+        tmp_path: Path, signum: int) -> None:
+    script, state, ledger, work = _setup(tmp_path)
+    (work / "hold").touch()
+    store = QueueStore.open(state)
+    job = store.add(JobSpec(argv=("sh", "-c", HOLD_JOB), cwd=str(work), vram_bytes=GiB))
+    runner = fake_runner(script, state, ledger, "--settle", "0", "--interval", "0.1")
+    wait_until(lambda: store.get(job.id).state is JobState.RUNNING)
+    code, out = _stop(runner, signum)
+    assert code == 0 and "runner stopped; 1 running job(s) keep running" in out
+    running = store.get(job.id)
+    assert running.state is JobState.RUNNING
+    assert running.pid is not None and running.pid_start_time is not None
+    assert same_process(running.pid, running.pid_start_time)
+    again = fake_runner(script, state, ledger, "--settle", "0", "--interval", "0.1")
+    try:
+        (work / "hold").unlink()
+        wait_until(lambda: store.get(job.id).state is JobState.DONE, timeout_s=60)
+    finally:
+        code, out = _stop(again)
+    assert code == 0 and "started job" not in out  # adopted, never started a second time
+    assert ran(work) == ["held"] and store.get(job.id).attempts == 1
