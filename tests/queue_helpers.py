@@ -124,12 +124,42 @@ class Queue:
             time.sleep(pause_s)
 
 
+def _everyone_can_run(path: str) -> bool:
+    real = Path(os.path.realpath(path))
+    dirs_ok = all(os.stat(d).st_mode & 0o001 for d in real.parents)
+    return dirs_ok and bool(os.stat(real).st_mode & 0o001)
+
+
+def python_for_everyone() -> tuple[str, dict[str, str]] | None:
+    """A Python another uid can start, with the environment that gives it our packages.
+
+    A virtual environment made from a Python under /root (mode 0700) starts for root only.
+    Then the system's Python of the same version is used with our site-packages on PYTHONPATH
+    (the runner starts its jobs with its own `sys.executable`, so they use it too).
+    """
+    if _everyone_can_run(sys.executable):
+        return sys.executable, {}
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = os.path.join(folder, version)
+        if os.path.isfile(candidate) and _everyone_can_run(candidate):
+            paths = [p for p in sys.path if p.endswith("site-packages")]
+            return candidate, {"PYTHONPATH": os.pathsep.join([str(ROOT), *paths])}
+    return None
+
+
 def fake_runner(script: Path, state: Path, ledger: Path, *flags: str,
                 user: tuple[int, int] | None = None) -> subprocess.Popen[str]:
     """`gpuherd queue run` with FakeNvml scripted from `script`, in a process of its own."""
     env = {**os.environ, "GPUHERD_STATE_DIR": str(state), "GPUHERD_LEDGER_DIR": str(ledger),
            "PYTHONUNBUFFERED": "1"}
-    argv = [sys.executable, str(FAKE_RUNNER), str(script), *flags]
+    python = sys.executable
+    if user is not None:
+        found = python_for_everyone()
+        assert found is not None, "no Python that another uid can start"
+        python, more = found
+        env.update(more)
+    argv = [python, str(FAKE_RUNNER), str(script), *flags]
     if user is not None:
         argv = ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups", *argv]
         env["HOME"] = str(state.parent)
