@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -64,7 +65,7 @@ def test_reservation_moves_to_the_job_and_is_released_when_its_usage_reaches_it(
     # 70 GiB free minus the 40 GiB held: no room for 40 + 1 GiB, though the card looks empty.
     q.step()
     assert q.state_of(second.id) is JobState.WAITING
-    assert "30.0 GiB free" in (q.job(second.id).wait_reason or "")
+    assert re.search(r"^GPU 0: 30(\.0)? GiB free", q.job(second.id).wait_reason or "")
     # The job allocates 39 GiB: not yet all it asked for, the reservation stays.
     gpu.used, gpu.processes = 49 * GiB, [(running.pid or 0, 39 * GiB)]
     q.step()
