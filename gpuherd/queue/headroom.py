@@ -8,7 +8,7 @@ The rules are written out for users in docs/queue.md, "How a GPU is chosen".
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from gpuherd.queue.jobs import Job, JobState
@@ -64,6 +64,8 @@ class _Gpu:
     """The run covers the settle period with usable readings and no gap."""
     min_free: int
     max_util: float | None
+    position: int = 0
+    """Place in the decision's GPU list (by index)."""
 
 
 def reserved_by_gpu(reservations: Iterable[Reservation]) -> dict[str, int]:
@@ -100,6 +102,9 @@ def decide(window: HeadroomWindow, jobs: Sequence[Job], reservations: Sequence[R
     launches: list[Launch] = []
     reasons: dict[int, str] = {}
     holder: Job | None = None
+    # Jobs asking the same get the same answer until a launch changes the reservations; a
+    # queue of many alike jobs is then placed and explained once.
+    misses: dict[tuple[int, int, float], str] = {}
     for job in waiting:
         blocked = _after_reason(job, by_id)
         if blocked is None and holder is not None:
@@ -108,16 +113,21 @@ def decide(window: HeadroomWindow, jobs: Sequence[Job], reservations: Sequence[R
         if blocked is not None:
             reasons[job.id] = blocked
             continue
-        picked = _place(job, gpus, reserved, margin_bytes)
-        if picked:
-            launches.append(Launch(job.id, tuple(g.latest.uuid for g in picked),
-                                   tuple(g.latest.index for g in picked)))
-            for gpu in picked:  # later jobs in this decision see this one's memory as taken
-                uuid = gpu.latest.uuid
-                reserved[uuid] = reserved.get(uuid, 0) + job.spec.vram_bytes
-            continue
-        reasons[job.id] = _why(job, gpus, reserved, margin_bytes, now, settle_s,
-                               window.max_gap_s)
+        asks = (job.spec.vram_bytes, job.spec.gpus, job.spec.max_util_pct)
+        reason = misses.get(asks)
+        if reason is None:
+            picked = _place(job, gpus, reserved, margin_bytes)
+            if picked:
+                launches.append(Launch(job.id, tuple(g.latest.uuid for g in picked),
+                                       tuple(g.latest.index for g in picked)))
+                for gpu in picked:  # later jobs in this decision see its memory as taken
+                    uuid = gpu.latest.uuid
+                    reserved[uuid] = reserved.get(uuid, 0) + job.spec.vram_bytes
+                misses.clear()
+                continue
+            reason = misses[asks] = _why(job, gpus, reserved, margin_bytes, now, settle_s,
+                                         window.max_gap_s)
+        reasons[job.id] = reason
         if now - job.created_at >= starve_after_s and _could_fit(job, gpus, margin_bytes):
             holder = job
     return Decision(tuple(launches), reasons)
@@ -144,7 +154,7 @@ def _gpus(window: HeadroomWindow, now: float, settle_s: float) -> list[_Gpu]:
         out.append(_Gpu(run[-1], run, covered, min(r.free_bytes for r in run),
                         max(utils) if utils else None))
     out.sort(key=lambda g: g.latest.index)
-    return out
+    return [replace(g, position=i) for i, g in enumerate(out)]
 
 
 def _place(job: Job, gpus: list[_Gpu], reserved: dict[str, int],
@@ -206,10 +216,16 @@ def _why(job: Job, gpus: list[_Gpu], reserved: dict[str, int], margin_bytes: int
     statuses = []
     for gpu in gpus:
         status = _status(gpu, job, reserved.get(gpu.latest.uuid, 0), margin_bytes, now,
-                         settle_s, max_gap_s)
-        if status is not None:
+                         max_gap_s)
+        if status[0] > 1 or status[4] + _EPS_S < settle_s:  # else it qualifies
             statuses.append(status)
-    closest = min(statuses)[2] if statuses else "no GPU qualifies"
+    if not statuses:
+        closest = "no GPU qualifies"
+    else:
+        rank, _, index, low, held_s = min(statuses)
+        gpu = gpus[index]
+        closest = _words(rank, gpu, low, held_s, reserved.get(gpu.latest.uuid, 0), needs,
+                         job.spec.max_util_pct, settle_s)
     if count == 1:
         return closest
     qualify = len(gpus) - len(statuses)
@@ -218,38 +234,54 @@ def _why(job: Job, gpus: list[_Gpu], reserved: dict[str, int], margin_bytes: int
 
 
 def _status(gpu: _Gpu, job: Job, reserved: int, margin_bytes: int, now: float,
-            settle_s: float, max_gap_s: float) -> tuple[int, float, str] | None:
-    """(rank, distance, words) for a GPU that does not qualify; `None` when it does."""
+            max_gap_s: float) -> tuple[int, float, int, int, float]:
+    """How far a GPU is from qualifying: (rank, distance, position, lowest free, held s).
+
+    Ranks, nearest first: 1 usable but not for long enough, 2 too busy, 3 short of memory,
+    4 silent, 5 lost. Words are made only for the nearest GPU (formatting is most of the cost).
+    """
     latest = gpu.latest
-    name = f"GPU {latest.index}"
-    need = job.spec.vram_bytes
+    need = job.spec.vram_bytes + margin_bytes
     limit = job.spec.max_util_pct
-    needs = f"needs {_size(need)} + {_size(margin_bytes)} margin"
     if latest.problem is not None:
-        return (5, latest.index, f"{name}: {latest.problem}")
+        return (5, latest.index, gpu.position, 0, 0.0)
     silent_s = now - latest.taken_at
     if silent_s > max_gap_s:
-        return (4, silent_s, f"{name}: no reading for {int(silent_s)} s")
-    short = need + margin_bytes - (latest.free_bytes - reserved)
+        return (4, silent_s, gpu.position, 0, silent_s)
+    short = need - (latest.free_bytes - reserved)
     if short > 0:
-        return (3, short, f"{name}: {_free(latest.free_bytes, reserved)}; {needs}")
+        return (3, short, gpu.position, latest.free_bytes, 0.0)
     if latest.util_pct is not None and latest.util_pct >= limit:
-        return (2, latest.util_pct,
-                f"{name}: {latest.util_pct:.0f} % busy (limit {limit:g} %)")
+        return (2, latest.util_pct, gpu.position, latest.free_bytes, 0.0)
     # Usable now: how long it has been so without a break.
     start = latest
     low = latest.free_bytes
-    for before, after in reversed(list(pairwise(gpu.run))):
-        if (before.problem is not None or after.taken_at - before.taken_at > max_gap_s
-                or before.free_bytes - reserved < need + margin_bytes
+    run = gpu.run
+    for k in range(len(run) - 2, -1, -1):
+        before = run[k]
+        if (before.problem is not None or run[k + 1].taken_at - before.taken_at > max_gap_s
+                or before.free_bytes - reserved < need
                 or (before.util_pct is not None and before.util_pct >= limit)):
             break
         start, low = before, min(low, before.free_bytes)
     held_s = now - start.taken_at
-    if held_s + _EPS_S >= settle_s:
-        return None
-    return (1, -held_s, f"{name}: {_free(low, reserved)} for {int(held_s)} s of "
-                        f"{settle_s:g} s; {needs}")
+    return (1, -held_s, gpu.position, low, held_s)
+
+
+def _words(rank: int, gpu: _Gpu, low: int, held_s: float, reserved: int, needs: str,
+           limit: float, settle_s: float) -> str:
+    """One GPU's state, from `_status`, in words."""
+    latest = gpu.latest
+    name = f"GPU {latest.index}"
+    if rank == 5:
+        return f"{name}: {latest.problem}"
+    if rank == 4:
+        return f"{name}: no reading for {int(held_s)} s"
+    if rank == 3:
+        return f"{name}: {_free(low, reserved)}; needs {needs}"
+    if rank == 2:
+        return f"{name}: {latest.util_pct:.0f} % busy (limit {limit:g} %)"
+    return f"{name}: {_free(low, reserved)} for {int(held_s)} s of {settle_s:g} s; needs {needs}"
 
 
 def _free(free_bytes: int, reserved: int) -> str:

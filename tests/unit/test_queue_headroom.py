@@ -271,6 +271,23 @@ def test_launches_in_one_decision_reserve_for_the_next_jobs() -> None:
     assert waiting == {3: "GPU 0: 5 GiB free after 40 GiB reserved; needs 20 GiB + 1 GiB margin"}
 
 
+def test_a_reason_given_before_a_launch_is_given_again_after_it() -> None:
+    window = steady(range(11), g0={"free": 45 * GIB})
+    jobs = [job(1, 50 * GIB), job(2, 20 * GIB), job(3, 50 * GIB)]
+    launches, waiting = one(window, jobs, 10)
+    assert launches == (Launch(2, (uuid(0),), (0,)),)
+    assert waiting == {1: "GPU 0: 45 GiB free; needs 50 GiB + 1 GiB margin",
+                       3: "GPU 0: 25 GiB free after 20 GiB reserved; needs 50 GiB + 1 GiB margin"}
+
+
+def test_alike_jobs_get_the_same_reason() -> None:
+    window = steady(range(4, 11), g0={"free": 45 * GIB})
+    waiting = one(window, [job(i, 20 * GIB) for i in range(1, 5)], 10)[1]
+    assert set(waiting.values()) == {
+        "GPU 0: 45 GiB free for 6 s of 10 s; needs 20 GiB + 1 GiB margin"}
+    assert sorted(waiting) == [1, 2, 3, 4]
+
+
 def test_reserved_by_gpu_sums_per_uuid() -> None:
     assert reserved_by_gpu([Reservation("a", 1, "x"), Reservation("b", 2, "y"),
                             Reservation("a", 3, "z")]) == {"a": 4, "b": 2}
