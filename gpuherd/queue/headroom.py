@@ -192,9 +192,10 @@ def _after_reason(job: Job, by_id: dict[int, Job]) -> str | None:
 
 
 def _could_fit(job: Job, gpus: list[_Gpu], margin_bytes: int) -> bool:
-    """Whether enough GPUs are large enough for the job at all."""
+    """Whether enough GPUs are large enough for the job at all (an unknown size may be)."""
     need = job.spec.vram_bytes + margin_bytes
-    return sum(g.latest.total_bytes >= need for g in gpus) >= max(1, job.spec.gpus)
+    large = sum(g.latest.total_bytes >= need or not g.latest.total_bytes for g in gpus)
+    return large >= max(1, job.spec.gpus)
 
 
 def _why(job: Job, gpus: list[_Gpu], reserved: dict[str, int], margin_bytes: int,

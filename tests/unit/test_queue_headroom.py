@@ -172,6 +172,13 @@ def test_a_lost_gpu_does_not_qualify_and_missing_from_a_round_counts_as_lost() -
     assert waiting == {1: "GPU 0: GPU is lost"}
 
 
+def test_a_gpu_lost_before_its_size_was_known_is_not_called_too_small() -> None:
+    window = HeadroomWindow()
+    tick = GpuTick(T0, (GpuSample(0, "unknown-0", "unknown", error="Unknown Error"),))
+    window.add(HeadroomWindow.readings_from_tick(tick))
+    assert one(window, [job(1, 20 * GIB)], 0)[1] == {1: "GPU 0: Unknown Error"}
+
+
 def test_readings_from_tick_free_is_total_minus_used() -> None:
     tick = GpuTick(T0, (
         GpuSample(0, uuid(0), "H100", memory_used_bytes=5 * GIB,
