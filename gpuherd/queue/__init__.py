@@ -1,1 +1,1 @@
-"""The GPU-headroom job queue: jobs wait for room on a shared card, then run as recordings."""
+"""The GPU-headroom job queue: jobs, the shared reservation ledger, the decision and the runner."""

@@ -1,4 +1,4 @@
-"""The queue's shared types: a job's spec, its state and its record."""
+"""The queue's shared types: a job's spec, its state and the job as stored."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 
 class JobState(str, enum.Enum):
-    """Where a job is in its life."""
+    """Where a job is in its life; the value is what `queue ls` shows."""
 
     WAITING = "waiting"
     LAUNCHING = "launching"
@@ -18,11 +18,12 @@ class JobState(str, enum.Enum):
 
 
 ENDED = frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED})
+"""States a job never leaves (but for an OOM retry, which requeues a failed job)."""
 
 
 @dataclass(frozen=True, slots=True)
 class JobSpec:
-    """What `queue add` asked for."""
+    """What the user asked for with `queue add`."""
 
     argv: tuple[str, ...]
     cwd: str
@@ -39,7 +40,7 @@ class JobSpec:
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One job as the queue database holds it."""
+    """One queued job as stored, with what the runner learnt about it."""
 
     id: int
     position: int
