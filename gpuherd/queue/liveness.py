@@ -61,8 +61,9 @@ def read_job_end(session_dir: Path) -> JobEnd | None:
         return None
     code = record.get("exit_code", meta.get("exit_code"))
     ended = record.get("ended_at", meta.get("ended_at"))
-    peaks = [p.get("peak_bytes") for p in meta.get("run_peaks") or []  # type: ignore[union-attr]
-             if isinstance(p, dict) and isinstance(p.get("peak_bytes"), int)]
+    listed = meta.get("run_peaks")
+    peaks: list[int] = [p["peak_bytes"] for p in (listed if isinstance(listed, list) else [])
+                        if isinstance(p, dict) and isinstance(p.get("peak_bytes"), int)]
     oom = False
     try:
         with (session_dir / EVENTS_FILE).open(encoding="utf-8", errors="replace") as f:
