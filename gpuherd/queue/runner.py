@@ -212,7 +212,7 @@ class QueueRunner:
 
     def _usage_reached(self) -> set[str]:
         """Ledger ids of running jobs whose measured memory reached their reservation."""
-        tick, out = self._tick, set()
+        tick, out = self._tick, set[str]()
         if tick is None:
             return out
         devices = {d.uuid: d for d in tick.devices}
