@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collectors.samples import GpuTick
+from collectors.session_format import COMMAND_EXIT_FILE
 from gpuherd.proc.tree import ProcessTree
 from gpuherd.queue import adopt
 from gpuherd.queue.headroom import HeadroomWindow, Launch, decide
@@ -211,20 +212,32 @@ class QueueRunner:
     # --- measuring, reasons, retries ------------------------------------------------------
 
     def _usage_reached(self) -> set[str]:
-        """Ledger ids of running jobs whose measured memory reached their reservation."""
+        """Ledger ids of running jobs done with their reservation.
+
+        Either the job's processes (the recorder's tree) hold at least the reserved memory on
+        that GPU now, or its command has ended (its exit record is written): it will not
+        allocate any more, though its recorder may still be closing the session.
+        """
         tick, out = self._tick, set[str]()
-        if tick is None:
-            return out
-        devices = {d.uuid: d for d in tick.devices}
-        for job in self.store.jobs([JobState.RUNNING]):
-            if job.pid is None or job.spec.vram_bytes <= 0:
+        devices = {d.uuid: d for d in tick.devices} if tick is not None else {}
+        running = self.store.jobs([JobState.RUNNING])
+        alive = {job.pid for job in running}
+        self._trees = {pid: tree for pid, tree in self._trees.items() if pid in alive}
+        for job in running:
+            if job.pid is None:
+                continue
+            held = [(k, uuid) for k, uuid in zip(self.keys(job), job.gpu_uuids, strict=False)
+                    if k not in self._released]
+            if not held:
+                continue
+            if job.session_dir and (Path(job.session_dir) / COMMAND_EXIT_FILE).exists():
+                out.update(k for k, _ in held)
                 continue
             tree = self._trees.setdefault(job.pid, ProcessTree(job.pid))
-            for k, uuid in enumerate(job.gpu_uuids):
-                key = self.key(job.id, job.attempts, k)
+            for key, uuid in held:
                 device = devices.get(uuid)
-                if key in self._released or device is None or not device.processes:
-                    continue
+                if device is None or not device.processes:
+                    continue  # not listed (another PID namespace): the grace period ends it
                 used = sum(p.used_memory_bytes or 0 for p in device.processes
                            if tree.contains(p.pid))
                 if used >= job.spec.vram_bytes:

@@ -76,10 +76,25 @@ def test_reservation_moves_to_the_job_and_is_released_when_its_usage_reaches_it(
     assert q.entries() == [] and q.state_of(second.id) is JobState.WAITING
     hold.unlink()
     gpu.used, gpu.processes = 10 * GiB, []
-    q.step_until(lambda: q.state_of(second.id) in ENDED)
+    q.step_until(lambda: q.state_of(second.id) in ENDED and q.state_of(first.id) in ENDED)
     assert q.state_of(first.id) is JobState.DONE and q.state_of(second.id) is JobState.DONE
     assert ran(q.cwd) == ["second"]
     assert q.entries() == []
+
+
+def test_reservation_ends_when_the_command_ends_before_its_recorder(tmp_path: Path) -> None:
+    q = Queue(tmp_path, [Gpu("GPU-a", total=80 * GiB)], grace_s=600.0)
+    job = q.add(JobSpec(argv=("sleep", "30"), cwd=str(q.cwd), vram_bytes=50 * GiB))
+    q.step()
+    q.step()
+    running = q.job(job.id)
+    assert running.state is JobState.RUNNING and len(q.entries()) == 1
+    # The command's supervisor wrote how it ended; the recorder is still closing the session.
+    (Path(running.session_dir or "") / "command.exit.json").write_text('{"exit_code": 0}')
+    q.step()
+    assert q.entries() == [] and q.state_of(job.id) is JobState.RUNNING
+    os.killpg(running.pid or 0, 15)
+    q.step_until(lambda: q.state_of(job.id) in ENDED)
 
 
 def test_reservation_ends_with_the_grace_period(tmp_path: Path) -> None:
