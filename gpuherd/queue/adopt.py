@@ -5,15 +5,14 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from collectors.session_format import LOCK_FILE
-from gpuherd.queue.jobs import JobState
+from gpuherd.queue.jobs import Job, JobState
+from gpuherd.queue.ledger import Ledger
 from gpuherd.queue.liveness import process_start_time
-
-if TYPE_CHECKING:
-    from gpuherd.queue.runner import QueueRunner
+from gpuherd.queue.store import QueueStore
 
 STOPPED_WHILE_LAUNCHING = "the runner stopped while launching; the command was not started"
 
@@ -39,7 +38,8 @@ def recorder_pid(session_dir: Path) -> int | None:
     return int(parts[0])
 
 
-def adopt(runner: QueueRunner, now: float) -> None:
+def adopt(store: QueueStore, ledger: Ledger, *, keys: Callable[[Job], tuple[str, ...]],
+          grace_s: float, say: Callable[[str], None], now: float) -> None:
     """Take over after a runner that stopped (even by kill -9); never starts anything.
 
     A `launching` job without a pid is adopted when its session directory shows a live
@@ -48,7 +48,6 @@ def adopt(runner: QueueRunner, now: float) -> None:
     period gets its reservation back under its own pid, in case the old runner had it under
     the runner's pid (which died with it).
     """
-    store = runner.store
     for job in store.jobs([JobState.LAUNCHING]):
         if job.pid is not None:
             continue
@@ -56,21 +55,21 @@ def adopt(runner: QueueRunner, now: float) -> None:
         started = process_start_time(pid) if pid is not None else None
         if pid is not None and started is not None and store.mark_running(job.id, pid,
                                                                              started, now):
-            runner.say(f"adopted job {job.id}: its recording runs (pid {pid})")
+            say(f"adopted job {job.id}: its recording runs (pid {pid})")
         elif store.mark_ended(job.id, JobState.FAILED, None, now, None):
             store.set_wait_reason(job.id, STOPPED_WHILE_LAUNCHING)
-            runner.say(f"job {job.id} failed: {STOPPED_WHILE_LAUNCHING}")
+            say(f"job {job.id} failed: {STOPPED_WHILE_LAUNCHING}")
     running = [j for j in store.jobs([JobState.RUNNING])
                if j.pid is not None and j.pid_start_time is not None
-               and j.started_at is not None and j.started_at + runner.grace_s > now]
+               and j.started_at is not None and j.started_at + grace_s > now]
     if not running:
         return
-    with runner.ledger.locked() as view:
+    with ledger.locked() as view:
         held = {r.job for r in view.live()}
         for job in running:
             assert job.pid is not None and job.pid_start_time is not None
             assert job.started_at is not None
-            for key, uuid in zip(runner.keys(job), job.gpu_uuids, strict=False):
+            for key, uuid in zip(keys(job), job.gpu_uuids, strict=False):
                 if key not in held:
                     view.reserve(uuid, job.spec.vram_bytes, key, job.pid, job.pid_start_time,
-                                 job.started_at + runner.grace_s)
+                                 job.started_at + grace_s)

@@ -1,15 +1,17 @@
-"""`gpuherd queue run`: one runner per user, fed by the NVML collector's loop, no Textual."""
+"""The queue runner's process plumbing: its lock, its signals, and the sink of its GPU loop."""
 
 from __future__ import annotations
 
 import fcntl
 import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 from collectors.base import (
     CollectorEvent,
@@ -19,15 +21,25 @@ from collectors.base import (
     Sampled,
     Unavailable,
 )
-from collectors.loop import run_collector
-from collectors.nvml import NvmlBackend
 from collectors.samples import GpuTick
-from gpuherd import exit_codes
-from gpuherd.queue.jobs import JobState
-from gpuherd.queue.ledger import Ledger
-from gpuherd.queue.runner import QueueRunner, Say, _stderr
-from gpuherd.queue.store import QueueStore
-from gpuherd.sources import gpu_source
+
+Say = Callable[[str], None]
+
+
+def say_stderr(text: str) -> None:
+    """One line for the person running the queue."""
+    print(f"gpuherd: queue: {text}", file=sys.stderr, flush=True)
+
+
+class TickSink(Protocol):
+    """What the loop feeds: the queue runner."""
+
+    def on_gpu_tick(self, tick: GpuTick) -> None:
+        """Take one GPU reading."""
+
+    def step(self) -> None:
+        """Do one round of work."""
+
 
 RUNNER_LOCK = "runner.lock"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -59,7 +71,8 @@ def runner_lock(state_dir: Path) -> Iterator[None]:
 
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP set `stop` (on the main thread; elsewhere nothing changes)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -75,10 +88,10 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-class _Feed:
+class Feed:
     """The collector loop's sink: each tick feeds the runner, then one `step`."""
 
-    def __init__(self, runner: QueueRunner, stop: threading.Event, say: Say) -> None:
+    def __init__(self, runner: TickSink, stop: threading.Event, say: Say) -> None:
         self.runner, self.stop, self.say = runner, stop, say
         self.unavailable: str | None = None
         self.banner: str | None = None
@@ -86,6 +99,7 @@ class _Feed:
         self._problem: str | None = None
 
     def __call__(self, event: CollectorEvent) -> None:
+        """Take one event of the GPU loop: a tick feeds the runner; every event steps it."""
         if isinstance(event, Unavailable):
             self.unavailable = event.error.msg
             self.stop.set()
@@ -103,6 +117,7 @@ class _Feed:
         self.step()
 
     def step(self) -> None:
+        """One runner step; an error of the ledger or the queue is said once, then retried."""
         try:
             self.runner.step()
         except GpuherdError as error:  # a ledger made unusable meanwhile, a full disk
@@ -111,35 +126,3 @@ class _Feed:
             self._problem = error.msg
         else:
             self._problem = None
-
-
-def run(state_dir: Path, ledger_dir: Path, *, settle_s: float = 10.0,
-        margin_bytes: int = 1 << 30, grace_s: float = 120.0, interval_s: float = 1.0,
-        nvml_backend: NvmlBackend | None = None, stop: threading.Event | None = None,
-        say: Say = _stderr) -> int:
-    """Run the queue until SIGINT/SIGTERM/SIGHUP (or `stop`); jobs keep running after it."""
-    stop = stop if stop is not None else threading.Event()
-    try:
-        with runner_lock(state_dir):
-            store = QueueStore.open(state_dir)
-            try:
-                ledger = Ledger(ledger_dir)
-                runner = QueueRunner(store, ledger, settle_s=settle_s, margin_bytes=margin_bytes,
-                                     grace_s=grace_s, state_dir=state_dir, say=say)
-                feed = _Feed(runner, stop, say)
-                with _stop_on_signals(stop):
-                    runner.step()  # adopt what a previous runner left before the first tick
-                    feed.banner = (f"running the queue in {state_dir} (settle {settle_s:g} s, "
-                                   f"ledger {ledger_dir}); Ctrl-C stops the runner, not the jobs")
-                    run_collector(gpu_source(interval_s, nvml_backend), feed, stop)
-                left = len(store.jobs([JobState.RUNNING, JobState.LAUNCHING]))
-            finally:
-                store.close()
-    except GpuherdError as error:
-        say(error.msg)
-        return exit_codes.USAGE
-    if feed.unavailable is not None:
-        say(feed.unavailable)
-        return exit_codes.NO_SOURCE
-    say(f"runner stopped; {left} running job(s) keep running")
-    return exit_codes.OK

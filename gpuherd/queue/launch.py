@@ -35,11 +35,10 @@ NOT_COMMITTED = 3
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 # The job's cwd must not decide which gpuherd (or which `json.py`) the recorder imports: drop the
 # script directory Python puts first and pin this very gpuherd, as the supervisor is pinned.
-_BOOT = ("import sys\n"
-         "sys.path[:1] = []\n"
-         f"sys.path.insert(0, {_PACKAGE_ROOT!r})\n"
-         "from gpuherd.queue.launch import gate_main\n"
-         "sys.exit(gate_main(sys.argv[1:]))\n")
+_PIN = f"import sys\nsys.path[:1] = []\nsys.path.insert(0, {_PACKAGE_ROOT!r})\n"
+_BOOT = _PIN + "from gpuherd.queue.launch import gate_main\nsys.exit(gate_main(sys.argv[1:]))\n"
+_RECORD = _PIN + "from gpuherd.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+"""The recorder the gate turns into (`os.execv` keeps the pid and its start time)."""
 
 
 @dataclass
@@ -180,6 +179,5 @@ def gate_main(argv: Sequence[str]) -> int:
         if why is not None:
             print(f"gpuherd: the command was not started: {why}", file=sys.stderr, flush=True)
             return NOT_COMMITTED
-    from gpuherd.cli import main
-
-    return main(rest)
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, "-c", _RECORD, *rest])

@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from collectors.base import GpuherdError
+from collectors.loop import run_collector
+from collectors.nvml import NvmlBackend
 from collectors.samples import GpuTick
 from collectors.session_format import COMMAND_EXIT_FILE
+from gpuherd import exit_codes
 from gpuherd.proc.tree import ProcessTree
-from gpuherd.queue import adopt
+from gpuherd.queue.adopt import adopt
+from gpuherd.queue.headless import Feed, Say, runner_lock, say_stderr, stop_on_signals
 from gpuherd.queue.headroom import HeadroomWindow, Launch, decide
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.launch import Started, session_dir_for, start
@@ -28,6 +33,7 @@ from gpuherd.queue.ledger import Ledger, LedgerView
 from gpuherd.queue.liveness import process_start_time, read_job_end, settle_ended
 from gpuherd.queue.sizes import format_size
 from gpuherd.queue.store import QueueError, QueueStore, default_state_dir
+from gpuherd.sources import gpu_source
 
 GiB = 1 << 30
 OOM_FACTOR = 1.5
@@ -37,12 +43,6 @@ WAIT_REASON_EVERY_S = 2.0
 PAUSED = "the queue is paused (gpuherd queue resume)"
 MAX_LAUNCHES_PER_STEP = 16
 """Launches in one step at most; the rest follow at the next tick."""
-
-Say = Callable[[str], None]
-
-
-def _stderr(text: str) -> None:
-    print(f"gpuherd: queue: {text}", file=sys.stderr, flush=True)
 
 
 def oom_retry_need(need_bytes: int) -> int:
@@ -69,7 +69,7 @@ class QueueRunner:
     def __init__(self, store: QueueStore, ledger: Ledger, *, settle_s: float = 10.0,
                  margin_bytes: int = 1 << 30, grace_s: float = 120.0,
                  clock: Callable[[], float] = time.time, state_dir: Path | None = None,
-                 say: Say = _stderr) -> None:
+                 say: Say = say_stderr) -> None:
         self.store, self.ledger, self.say = store, ledger, say
         self.settle_s, self.margin_bytes, self.grace_s = settle_s, margin_bytes, grace_s
         self.clock = clock
@@ -109,7 +109,8 @@ class QueueRunner:
             # First, so a job a killed runner left launching is judged here, with its reason,
             # not by the generic timeout of settle_ended.
             self._adopted = True
-            adopt.adopt(self, now)
+            adopt(self.store, self.ledger, keys=self.keys, grace_s=self.grace_s, say=self.say,
+                  now=now)
         ended = settle_ended(self.store, now)
         reached = self._usage_reached()
         plan = self._next_launch(now, reached)
@@ -264,8 +265,39 @@ class QueueRunner:
                  f"{format_size(need)}")
 
 
-def run_headless(state_dir: Path, ledger_dir: Path, **options: object) -> int:
-    """`gpuherd queue run`: see `gpuherd.queue.headless.run` for the options."""
-    from gpuherd.queue.headless import run
 
-    return run(state_dir, ledger_dir, **options)  # type: ignore[arg-type]
+def run_headless(state_dir: Path, ledger_dir: Path, *, settle_s: float = 10.0,
+        margin_bytes: int = 1 << 30, grace_s: float = 120.0, interval_s: float = 1.0,
+        nvml_backend: NvmlBackend | None = None, stop: threading.Event | None = None,
+        say: Say = say_stderr) -> int:
+    """`gpuherd queue run`: run the queue until SIGINT/SIGTERM/SIGHUP (or `stop`).
+
+    Takes the runner lock, builds the GPU source through the composition root and runs its
+    loop on this thread, feeding every tick to a `QueueRunner`. Jobs keep running after it.
+    Returns 0, 2 (another runner, an unusable state directory or ledger) or 3 (no GPU).
+    """
+    stop = stop if stop is not None else threading.Event()
+    try:
+        with runner_lock(state_dir):
+            store = QueueStore.open(state_dir)
+            try:
+                ledger = Ledger(ledger_dir)
+                runner = QueueRunner(store, ledger, settle_s=settle_s, margin_bytes=margin_bytes,
+                                     grace_s=grace_s, state_dir=state_dir, say=say)
+                feed = Feed(runner, stop, say)
+                with stop_on_signals(stop):
+                    runner.step()  # adopt what a previous runner left before the first tick
+                    feed.banner = (f"running the queue in {state_dir} (settle {settle_s:g} s, "
+                                   f"ledger {ledger_dir}); Ctrl-C stops the runner, not the jobs")
+                    run_collector(gpu_source(interval_s, nvml_backend), feed, stop)
+                left = len(store.jobs([JobState.RUNNING, JobState.LAUNCHING]))
+            finally:
+                store.close()
+    except GpuherdError as error:
+        say(error.msg)
+        return exit_codes.USAGE
+    if feed.unavailable is not None:
+        say(feed.unavailable)
+        return exit_codes.NO_SOURCE
+    say(f"runner stopped; {left} running job(s) keep running")
+    return exit_codes.OK

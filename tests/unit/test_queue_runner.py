@@ -98,16 +98,19 @@ def test_reservation_ends_when_the_command_ends_before_its_recorder(tmp_path: Pa
 
 
 def test_reservation_ends_with_the_grace_period(tmp_path: Path) -> None:
-    q = Queue(tmp_path, [Gpu("GPU-a", total=80 * GiB)], grace_s=1.5)
+    q = Queue(tmp_path, [Gpu("GPU-a", total=80 * GiB)], grace_s=3.0)
     first = q.add(JobSpec(argv=("sleep", "30"), cwd=str(q.cwd), vram_bytes=50 * GiB))
     second = q.add(mark_spec("second", q.cwd, 50))
+    decided = time.time()
     q.step()
     assert q.state_of(first.id) is JobState.RUNNING and q.state_of(second.id) is JobState.WAITING
+    (entry,) = q.entries()
+    assert decided <= float(entry["expires_at"]) - 3.0 <= time.time()  # type: ignore[arg-type]
     q.step()
-    assert q.state_of(second.id) is JobState.WAITING
+    assert q.state_of(second.id) is JobState.WAITING or time.time() > entry["expires_at"]
     # The first never allocates anything: after the grace its memory is the card's again.
     q.step_until(lambda: q.state_of(second.id) is not JobState.WAITING)
-    assert time.time() >= (q.job(first.id).started_at or 0) + 1.5
+    assert (q.job(second.id).started_at or 0) >= entry["expires_at"]
     os.killpg(q.job(first.id).pid or 0, 15)
     q.step_until(lambda: q.state_of(second.id) is JobState.DONE and
                  q.state_of(first.id) in ENDED)
