@@ -7,7 +7,7 @@ from decimal import Decimal, InvalidOperation
 
 _BINARY = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15}
-_SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?)(b?)", re.IGNORECASE)
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+) ?([kmgtp]?)(i?)(b?)", re.IGNORECASE)
 MAX_BYTES = 1 << 60
 """Larger than any GPU will be for a long time; keeps every size a 64-bit SQLite integer."""
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
