@@ -158,9 +158,9 @@ def command_process(session_dir: Path, not_before: float) -> tuple[int, float] |
     pid = None
     try:
         with (session_dir / EVENTS_FILE).open("rb") as f:
-            for raw in f:
-                if b'"start"' not in raw or len(raw) > MAX_EVENT_BYTES:
-                    continue
+            while raw := f.readline(MAX_EVENT_BYTES + 1):
+                if b'"start"' not in raw or not raw.endswith(b"\n"):
+                    continue  # another kind, or a line too long (or cut short) to be an event
                 try:
                     event = read_event(raw.decode("utf-8", "replace"))
                 except JsonProblem:
