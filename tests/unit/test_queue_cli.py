@@ -285,3 +285,30 @@ def test_usage_errors(state: Path, argv: list[str], last_line: str) -> None:
     assert out.returncode == 2
     assert out.stderr.splitlines()[-1] == last_line
     assert not state.exists(), "nothing was created"
+
+
+def test_after_a_failed_job_is_refused_and_after_a_done_one_accepted(state: Path) -> None:
+    ok(queue(state, "add", "--", "true"))
+    ok(queue(state, "add", "--", "true"))
+    store = QueueStore.open(state)
+    for job_id, end in ((1, JobState.FAILED), (2, JobState.DONE)):
+        store.mark_launching(job_id, ["GPU-a"], [0], f"/s/{job_id}")
+        store.mark_ended(job_id, end, 1 if end is JobState.FAILED else 0, 10.0, None)
+    store.close()
+    out = queue(state, "add", "--after", "1", "--", "true")
+    assert (out.returncode, out.stderr) == (
+        2, "gpuherd queue add: --after 1: job 1 already failed, so this job could never start\n")
+    assert ok(queue(state, "add", "--after", "2", "--", "true")) == (
+        "queued job 3 (true) at place 1 in line: needs 0 B (no --vram) on 1 GPU, after job 2")
+
+
+def test_a_current_directory_that_vanished_is_refused(state: Path, tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    out = subprocess.run(
+        ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "$0" -m gpuherd queue add -- true',
+         sys.executable], capture_output=True, text=True, timeout=120,
+        env=os.environ | {"GPUHERD_STATE_DIR": str(state), "PYTHONPATH": str(REPO)})
+    assert (out.returncode, out.stderr) == (
+        2, "gpuherd queue add: the current directory no longer exists: give --cwd DIR\n")
+    assert listed(state) == []
