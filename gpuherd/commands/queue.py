@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpuherd.commands import queue_run
+
 HELP = "queue jobs that start when a GPU has room for them (add, ls, show, rm, cancel, ...)"
 EPILOG = """\
 gpuherd queue add [--name N] [--gpus K] [--vram SIZE|auto] [--max-util PCT] [--cwd DIR]
@@ -70,12 +72,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _job(move)
     move.add_argument("--to", metavar="N", type=int, required=True,
                       help="the new place: 1 is first; past the end is last")
-    add_run_arguments(sub.add_parser("run", help="run the queue: launch jobs when GPUs have "
-                                     "room (headless; Ctrl-C leaves jobs running)"))
+    # `queue run` (the runner) owns its flags in gpuherd.commands.queue_run.
+    run_parser = sub.add_parser("run", help=queue_run.RUN_HELP, description=queue_run.RUN_HELP,
+                                epilog=queue_run.RUN_EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    queue_run.add_run_arguments(run_parser)
 
 
 def check(args: argparse.Namespace) -> str | None:
     """A command after `--` belongs to `queue add`, and `queue add` needs one."""
+    if args.queue_command == "run" and args.child_command is None:
+        return queue_run.check_run(args)
     if args.queue_command == "add":
         return NEEDS_COMMAND if not args.child_command else None
     return NO_COMMAND_HERE if args.child_command is not None else None
@@ -84,30 +91,7 @@ def check(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     """Run one queue action."""
     if args.queue_command == "run":
-        return run_runner(args)
+        return queue_run.run_queue_run(args)
     from gpuherd.queue import queue_command
 
     return queue_command.run(args)
-
-
-# `queue run`: the runner's flags and entry (gpuherd.queue.runner), kept apart from the rest.
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of `gpuherd queue run`."""
-
-
-def run_runner(args: argparse.Namespace) -> int:
-    """`gpuherd queue run`: the headless runner (`gpuherd.queue.runner.run_headless`)."""
-    import importlib
-    import sys
-
-    from gpuherd.queue.store import default_state_dir
-
-    try:  # by name: the runner and the ledger are their own modules, loaded only here
-        runner = importlib.import_module("gpuherd.queue.runner")
-        ledger = importlib.import_module("gpuherd.queue.ledger")
-    except ModuleNotFoundError as error:
-        if not (error.name or "").startswith("gpuherd.queue"):
-            raise
-        print("gpuherd queue run: the runner is not part of this build", file=sys.stderr)
-        return 1
-    return int(runner.run_headless(default_state_dir(), ledger.default_ledger_dir()))

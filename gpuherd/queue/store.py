@@ -279,10 +279,12 @@ class QueueStore:
             return self._row(db, job_id)
 
     def set_wait_reason(self, job_id: int, reason: str | None) -> None:
-        """Why a waiting job waits, in words (`None` clears it); other states are left alone."""
+        """Why a job waits, or why it ended when its exit code does not say (`None` clears it).
+
+        A job that no longer exists is left alone (it was removed meanwhile).
+        """
         with self._tx() as db:
-            db.execute("UPDATE jobs SET wait_reason = ? WHERE id = ? AND state = 'waiting'",
-                       (reason, job_id))
+            db.execute("UPDATE jobs SET wait_reason = ? WHERE id = ?", (reason, job_id))
 
 
 class _Corrupt(Exception):

@@ -180,16 +180,18 @@ def test_requeue_keeps_id_place_and_attempts_with_a_new_need(store: QueueStore) 
         store.requeue(1, 8 * GIB)
 
 
-def test_wait_reason_is_set_on_waiting_jobs_only(store: QueueStore) -> None:
+def test_wait_reason_says_why_a_job_waits_or_why_it_ended(store: QueueStore) -> None:
     store.add(spec(1))
     store.add(spec(2))
-    run_job(store, 2)
     store.set_wait_reason(1, "GPU 0: 3 GiB free")
-    store.set_wait_reason(2, "nonsense")
-    assert store.get(1).wait_reason == "GPU 0: 3 GiB free"
-    assert store.get(2).wait_reason is None
+    assert (store.get(1).wait_reason, store.get(2).wait_reason) == ("GPU 0: 3 GiB free", None)
     assert store.mark_launching(1, ["GPU-a"], [0], "/s/1")
     assert store.get(1).wait_reason is None, "launching clears why it waited"
+    assert store.mark_ended(1, JobState.FAILED, None, 5.0, None)
+    store.set_wait_reason(1, "could not start: no such command: x")
+    assert store.get(1).wait_reason == "could not start: no such command: x"
+    store.set_wait_reason(9, "gone")  # removed meanwhile: nothing to do, no error
+    assert ids(store.jobs()) == [2, 1]
 
 
 def test_pause_survives_reopening(tmp_path: Path) -> None:
