@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
 
 
@@ -75,24 +74,3 @@ class Job:
     """For a waiting job, why it waits, in words; for a failed one, why it failed when the
     exit code alone does not say (it never started, the runner stopped while launching)."""
     owner_uid: int = 0
-
-
-_SLUG_CHARS = re.compile(r"[^a-z0-9._-]+")
-MAX_SLUG_CHARS = 40
-
-
-def job_slug(job: Job) -> str:
-    """A short file-name-safe word for the job: its name, else its program's name."""
-    text = job.spec.name or (job.spec.argv[0].rsplit("/", 1)[-1] if job.spec.argv else "")
-    slug = _SLUG_CHARS.sub("-", text.lower()).strip("-.")[:MAX_SLUG_CHARS].strip("-.")
-    return slug or "job"
-
-
-def session_dir_name(job: Job) -> str:
-    """The name of the session directory of the job's next launch, under `<state>/jobs/`.
-
-    `3-train` for the first launch, `3-train-2` for an OOM retry: each attempt is a session of
-    its own, and a recording never goes into a directory that holds one already.
-    """
-    base = f"{job.id}-{job_slug(job)}"
-    return base if job.attempts == 0 else f"{base}-{job.attempts + 1}"

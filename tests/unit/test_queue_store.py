@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuherd.queue.jobs import Job, JobSpec, JobState, session_dir_name
+from gpuherd.queue.jobs import Job, JobSpec, JobState
 from gpuherd.queue.store import QueueError, QueueStore
 
 GIB = 1 << 30
@@ -53,8 +53,6 @@ def test_a_job_reads_back_as_it_was_added(store: QueueStore) -> None:
     assert second.spec == given
     assert second.state is JobState.WAITING and second.attempts == 0
     assert second.owner_uid == os.getuid() and second.gpu_uuids == () and second.pid is None
-    assert session_dir_name(second) == "2-big"
-    assert session_dir_name(first) == "1-python"
 
 
 def test_jobs_list_waiting_in_line_then_the_rest_by_id(store: QueueStore) -> None:
@@ -174,7 +172,6 @@ def test_requeue_keeps_id_place_and_attempts_with_a_new_need(store: QueueStore) 
     assert (again.pid, again.session_dir, again.exit_code, again.gpu_uuids) == (None, None,
                                                                                  None, ())
     assert waiting_order(store) == [1, 2]
-    assert session_dir_name(again) == "1-python-2"
     with pytest.raises(QueueError, match=r"^job 1 is waiting: only a failed job can be "
                                          r"requeued$"):
         store.requeue(1, 8 * GIB)
