@@ -40,6 +40,7 @@ OOM_FINDING = "oom"
 """The `finding` the parsers give a CUDA out-of-memory line (`parsers.findings`)."""
 LOST_WHILE_LAUNCHING = "the runner stopped while launching"
 NO_END_RECORDED = "its supervisor ended without recording how the command ended"
+CANCELLED_BEFORE_START = "cancelled before its command started"
 
 
 def process_start_time(pid: int) -> float | None:
@@ -199,7 +200,9 @@ def settle_job(store: QueueStore, job: Job, now: float) -> Job | None:
             return None  # it runs: the runner adopts it
     end = read_job_end(session) if session is not None else None
     reason = None
-    if end is None:
+    if end is None and job.cancel_requested:
+        reason = CANCELLED_BEFORE_START
+    elif end is None:
         reason = LOST_WHILE_LAUNCHING if job.pid is None else NO_END_RECORDED
     elif end.error:
         reason = end.error

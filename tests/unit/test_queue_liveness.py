@@ -15,6 +15,7 @@ import pytest
 
 from gpuherd.queue.jobs import JobSpec, JobState
 from gpuherd.queue.liveness import (
+    CANCELLED_BEFORE_START,
     LAUNCH_TIMEOUT_S,
     LOST_WHILE_LAUNCHING,
     NO_END_RECORDED,
@@ -178,6 +179,20 @@ def test_a_supervisor_gone_without_a_record_fails_the_job(store: QueueStore,
     [settled] = settle_ended(store, now)
     assert (settled.state, settled.exit_code, settled.ended_at, settled.wait_reason) == (
         JobState.FAILED, None, now, NO_END_RECORDED)
+
+
+def test_a_job_cancelled_before_its_command_started_says_so(store: QueueStore,
+                                                            tmp_path: Path) -> None:
+    store.add(JobSpec(argv=("true",), cwd="/"))
+    store.add(JobSpec(argv=("true",), cwd="/"))
+    for job_id in (1, 2):
+        store.mark_launching(job_id, ["GPU-a"], [0], str(tmp_path / f"never-{job_id}"))
+        store.mark_running(job_id, os.getpid(), 12.0, 1.0)
+    store.request_cancel(2)
+    settled = {job.id: job for job in settle_ended(store, time.time())}
+    assert (settled[2].state, settled[2].exit_code, settled[2].wait_reason) == (
+        JobState.CANCELLED, None, CANCELLED_BEFORE_START)
+    assert (settled[1].state, settled[1].wait_reason) == (JobState.FAILED, NO_END_RECORDED)
 
 
 def test_a_launch_left_behind_fails_after_the_timeout_but_never_a_live_one(
