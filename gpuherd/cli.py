@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from gpuherd import __version__, exit_codes
-from gpuherd.commands import demo, note, parse, record, replay, snapshot, summarize
+from gpuherd.commands import demo, note, parse, queue, record, replay, snapshot, summarize
 from gpuherd.commands import monitor as monitor_command
 
 COMMANDS: dict[str, ModuleType] = {
@@ -27,6 +27,7 @@ COMMANDS: dict[str, ModuleType] = {
     "parse": parse,
     "summarize": summarize,
     "note": note,
+    "queue": queue,
 }
 """Subcommand name -> the module that owns its flags and runs it."""
 DEFAULT_COMMAND = "monitor"
