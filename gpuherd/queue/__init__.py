@@ -1,1 +1,1 @@
-"""The GPU-headroom job queue: jobs, the shared reservation ledger, the decision and the runner."""
+"""The GPU-headroom job queue: jobs, their store, the headroom rule, the ledger and the runner."""
