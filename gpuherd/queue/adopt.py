@@ -2,40 +2,15 @@
 
 from __future__ import annotations
 
-import fcntl
-import os
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
-from collectors.session_format import LOCK_FILE
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.ledger import Ledger
-from gpuherd.queue.liveness import process_start_time
+from gpuherd.queue.liveness import process_start_time, recording_pid
 from gpuherd.queue.store import QueueStore
 
 STOPPED_WHILE_LAUNCHING = "the runner stopped while launching; the command was not started"
-
-
-def recorder_pid(session_dir: Path) -> int | None:
-    """The pid of the live recorder holding `session_dir`'s lock, or None."""
-    try:
-        fd = os.open(session_dir / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        parts = os.pread(fd, 256, 0).decode("utf-8", "replace").split()
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            held = True  # the recorder holds it for its whole life; the kernel drops it on death
-        else:
-            held = False
-    finally:
-        os.close(fd)
-    if not held or len(parts) < 2 or not parts[0].isdigit() or parts[1] != socket.gethostname():
-        return None
-    return int(parts[0])
 
 
 def adopt(store: QueueStore, ledger: Ledger, *, keys: Callable[[Job], tuple[str, ...]],
@@ -51,13 +26,13 @@ def adopt(store: QueueStore, ledger: Ledger, *, keys: Callable[[Job], tuple[str,
     for job in store.jobs([JobState.LAUNCHING]):
         if job.pid is not None:
             continue
-        pid = recorder_pid(Path(job.session_dir)) if job.session_dir else None
+        pid = recording_pid(Path(job.session_dir)) if job.session_dir else None
         started = process_start_time(pid) if pid is not None else None
         if pid is not None and started is not None and store.mark_running(job.id, pid,
                                                                              started, now):
             say(f"adopted job {job.id}: its recording runs (pid {pid})")
-        elif store.mark_ended(job.id, JobState.FAILED, None, now, None):
-            store.set_wait_reason(job.id, STOPPED_WHILE_LAUNCHING)
+        elif store.mark_ended(job.id, JobState.FAILED, None, now, None,
+                              reason=STOPPED_WHILE_LAUNCHING):
             say(f"job {job.id} failed: {STOPPED_WHILE_LAUNCHING}")
     running = [j for j in store.jobs([JobState.RUNNING])
                if j.pid is not None and j.pid_start_time is not None

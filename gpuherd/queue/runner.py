@@ -184,8 +184,8 @@ class QueueRunner:
         try:
             started = start(job, plan.session_dir, plan.launch.gpu_uuids, self.state_dir)
         except QueueError as error:
-            self.store.mark_ended(job.id, JobState.FAILED, None, self.clock(), None)
-            self.store.set_wait_reason(job.id, f"could not start: {error.msg}")
+            self.store.mark_ended(job.id, JobState.FAILED, None, self.clock(), None,
+                                  reason=f"could not start: {error.msg}")
             self._release(plan.keys)
             self.say(f"job {job.id} failed to start: {error.msg}")
             return
