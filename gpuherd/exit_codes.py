@@ -11,9 +11,11 @@ could not be written (`note`)."""
 USAGE = 2
 """Refused before anything ran: an unknown or misplaced flag, a bad value, an unknown `--format`,
 a session directory that is missing or unusable (`replay`, `summarize`, `note`), an example file
-`note` must not or cannot edit, the dashboard without a terminal."""
+`note` must not or cannot edit, the dashboard without a terminal, a refused `queue` action (a
+second `queue run` of the same user included)."""
 NO_SOURCE = 3
-"""No usable source: `snapshot` found no NVIDIA driver or no GPU (the host part is printed)."""
+"""No usable source: `snapshot` or `queue run` found no NVIDIA driver or no GPU (`snapshot` still
+prints the host part)."""
 INTERRUPTED = 130
 """Stopped by Ctrl-C (128 + SIGINT), as a shell reports it."""
 
