@@ -113,12 +113,13 @@ class QueueRunner:
                   now=now)
         ended = settle_ended(self.store, now)
         reached = self._usage_reached()
-        plan = self._next_launch(now, reached)
-        for _ in range(MAX_LAUNCHES_PER_STEP):
-            if plan is None:
-                break
+        plan, launched = self._next_launch(now, reached), 0
+        while plan is not None:
             self._launch(plan)
-            plan = self._next_launch(self.clock(), set())
+            launched += 1
+            # Never claim one more than is launched: a claimed job would stay `launching`.
+            plan = (self._next_launch(self.clock(), set())
+                    if launched < MAX_LAUNCHES_PER_STEP else None)
         for job in ended:
             self._retry_oom(job)
 

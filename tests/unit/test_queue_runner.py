@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuherd.queue import runner as runner_module
 from gpuherd.queue.adopt import STOPPED_WHILE_LAUNCHING
 from gpuherd.queue.jobs import JobSpec, JobState
 from gpuherd.queue.launch import RUNNER_OUT
@@ -232,3 +233,16 @@ def test_restart_gives_a_running_job_its_reservation_back(tmp_path: Path) -> Non
     os.killpg(running.pid or 0, 15)
     q.step_until(lambda: q.state_of(job.id) in ENDED)
     assert q.entries() == []
+
+
+def test_launches_per_step_are_capped_without_leaving_a_job_launching(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner_module, "MAX_LAUNCHES_PER_STEP", 2)
+    q = Queue(tmp_path, [Gpu("GPU-a")])
+    ids = [q.add(mark_spec(m, q.cwd, 1)).id for m in "abc"]
+    q.step()
+    assert [q.state_of(i) for i in ids] == [JobState.RUNNING, JobState.RUNNING,
+                                            JobState.WAITING]
+    assert len(q.entries()) == 2
+    q.step_until(lambda: all(q.state_of(i) is JobState.DONE for i in ids))
+    assert sorted(ran(q.cwd)) == ["a", "b", "c"]
