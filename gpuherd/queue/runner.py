@@ -266,11 +266,10 @@ class QueueRunner:
                  f"{format_size(need)}")
 
 
-
 def run_headless(state_dir: Path, ledger_dir: Path, *, settle_s: float = 10.0,
-        margin_bytes: int = 1 << 30, grace_s: float = 120.0, interval_s: float = 1.0,
-        nvml_backend: NvmlBackend | None = None, stop: threading.Event | None = None,
-        say: Say = say_stderr) -> int:
+                 margin_bytes: int = 1 << 30, grace_s: float = 120.0, interval_s: float = 1.0,
+                 nvml_backend: NvmlBackend | None = None, stop: threading.Event | None = None,
+                 say: Say = say_stderr) -> int:
     """`gpuherd queue run`: run the queue until SIGINT/SIGTERM/SIGHUP (or `stop`).
 
     Takes the runner lock, builds the GPU source through the composition root and runs its
