@@ -74,3 +74,19 @@ def test_stopping_the_runner_leaves_the_job_running_and_the_next_runner_adopts_i
         code, out = _stop(again)
     assert code == 0 and "started job" not in out  # adopted, never started a second time
     assert ran(work) == ["held"] and store.get(job.id).attempts == 1
+
+
+@pytest.mark.parametrize(("flags", "why"), [
+    (["--margin", "20XB"], "--margin: '20XB' is not a size"),
+    (["--settle", "-1"], "--settle must be 0 or more seconds"),
+    (["--grace", "0"], "--grace must be more than 0 seconds"),
+    (["--interval", "0.01"], "--interval must be at least 0.05 s (got 0.01)"),
+])
+def test_bad_runner_flags_are_one_line_and_exit_2(tmp_path: Path, flags: list[str],
+                                                  why: str) -> None:
+    env = {**os.environ, "GPUHERD_STATE_DIR": str(tmp_path / "state")}
+    out = subprocess.run([sys.executable, "-m", "gpuherd", "queue", "run", *flags], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.splitlines()[-1].startswith(f"gpuherd queue: error: {why}")
+    assert not (tmp_path / "state").exists()  # refused before anything was made
