@@ -90,3 +90,16 @@ def test_bad_runner_flags_are_one_line_and_exit_2(tmp_path: Path, flags: list[st
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.splitlines()[-1].startswith(f"gpuherd queue: error: {why}")
     assert not (tmp_path / "state").exists()  # refused before anything was made
+
+
+def test_an_unsafe_ledger_is_refused_with_one_line(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger"
+    ledger.mkdir()
+    ledger.chmod(0o777)  # writable by everyone and not sticky: anyone could delete entries
+    env = {**os.environ, "GPUHERD_STATE_DIR": str(tmp_path / "state"),
+           "GPUHERD_LEDGER_DIR": str(ledger)}
+    out = subprocess.run([sys.executable, "-m", "gpuherd", "queue", "run"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    (line,) = out.stderr.splitlines()
+    assert line.startswith("gpuherd: queue: ") and str(ledger) in line and "sticky" in line
