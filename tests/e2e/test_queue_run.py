@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,16 +52,25 @@ def test_a_second_runner_of_the_same_user_refuses(tmp_path: Path) -> None:
     assert code == 0 and "runner stopped; 0 running job(s) keep running" in out
 
 
+@pytest.fixture
+def hold(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "work" / "hold"
+    yield path
+    path.unlink(missing_ok=True)  # a failed test leaves no job waiting for it to go
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_stopping_the_runner_leaves_the_job_running_and_the_next_runner_adopts_it(
-        tmp_path: Path, signum: int) -> None:
+        tmp_path: Path, signum: int, hold: Path) -> None:
     script, state, ledger, work = _setup(tmp_path)
-    (work / "hold").touch()
+    hold.touch()
     store = QueueStore.open(state)
     job = store.add(JobSpec(argv=("sh", "-c", HOLD_JOB), cwd=str(work), vram_bytes=GiB))
     runner = fake_runner(script, state, ledger, "--settle", "0", "--interval", "0.1")
-    wait_until(lambda: store.get(job.id).state is JobState.RUNNING)
-    code, out = _stop(runner, signum)
+    try:
+        wait_until(lambda: store.get(job.id).state is JobState.RUNNING)
+    finally:
+        code, out = _stop(runner, signum)
     assert code == 0 and "runner stopped; 1 running job(s) keep running" in out
     running = store.get(job.id)
     assert running.state is JobState.RUNNING
@@ -68,7 +78,7 @@ def test_stopping_the_runner_leaves_the_job_running_and_the_next_runner_adopts_i
     assert same_process(running.pid, running.pid_start_time)
     again = fake_runner(script, state, ledger, "--settle", "0", "--interval", "0.1")
     try:
-        (work / "hold").unlink()
+        hold.unlink()
         wait_until(lambda: store.get(job.id).state is JobState.DONE, timeout_s=60)
     finally:
         code, out = _stop(again)

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,13 @@ from tests.recorded import wait_until
 
 ENDED = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
 OOM_LINE = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+
+
+@pytest.fixture(autouse=True)
+def _release_held_jobs(tmp_path: Path) -> Iterator[None]:
+    yield
+    # A failed test must not leave a job waiting for its `hold` file to go, forever.
+    (tmp_path / "work" / "hold").unlink(missing_ok=True)
 
 
 def test_job_starts_only_after_the_settle_period_on_the_best_fitting_gpu(tmp_path: Path) -> None:
