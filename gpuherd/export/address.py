@@ -42,6 +42,9 @@ def parse_listen(text: str) -> ListenAddress:
     what = f"--serve-metrics {text!r}"
     if not text or text != text.strip():
         raise ValueError(f"{what}: expected [HOST:]PORT, e.g. 9400 or 127.0.0.1:9400")
+    if "/" in text:
+        raise ValueError(f"{what}: expected [HOST:]PORT, not a URL (the path is always "
+                         f"{METRICS_PATH})")
     host, port_text = DEFAULT_HOST, text
     if text.startswith("["):
         close = text.find("]")

@@ -54,6 +54,17 @@ GPU_GAUGES: tuple[tuple[str, str, Callable[[GpuSample], float | None]], ...] = (
 """Name, help and value of each per-GPU gauge; a `None` value (not reported) is left out."""
 
 
+OWN_SERIES_MAX = 7
+"""The exporter's own series: its info, scrape errors of five parts, failing sources."""
+
+
+def max_series(gpus: int) -> int:
+    """The most series one scrape shows on a host with `gpus` GPUs (the queue's aside)."""
+    per_gpu = len(GPU_GAUGES) + 3  # info, ok, peak
+    per_task = 5 + len(STATUSES) + len(FINDING_KINDS) + gpus
+    return gpus * per_gpu + MAX_PROCESSES + 1 + MAX_TASKS * per_task + 1 + OWN_SERIES_MAX
+
+
 def cut(value: str | None) -> str:
     """A label value: empty when unknown, at most `MAX_LABEL_CHARS` characters."""
     return (value or "")[:MAX_LABEL_CHARS]

@@ -9,6 +9,7 @@ client that never finishes its handshake holds only that thread.
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 import sys
@@ -36,12 +37,13 @@ class ExporterError(GpuherdError):
 
 def tls_context(cert: str, key: str) -> ssl.SSLContext:
     """A server context for `--metrics-cert`/`--metrics-key`; `ExporterError` if they don't fit."""
+    for flag, path in (("--metrics-cert", cert), ("--metrics-key", key)):
+        if not os.path.isfile(path):
+            raise ExporterError(f"{flag} {path}: no such file")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
         context.load_cert_chain(cert, key)
-    except FileNotFoundError as error:
-        raise ExporterError(f"{error.filename}: no such file") from None
     except ssl.SSLError as error:
         if "KEY_VALUES_MISMATCH" in str(error) or "key values mismatch" in str(error):
             raise ExporterError(f"--metrics-cert {cert} does not match --metrics-key {key}") \
@@ -55,9 +57,11 @@ def tls_context(cert: str, key: str) -> ssl.SSLContext:
 
 class _Handler(BaseHTTPRequestHandler):
     server: MetricsServer
-    server_version = "gpuherd"
-    sys_version = ""  # no Python version in the Server header
     timeout = REQUEST_TIMEOUT_S
+
+    def version_string(self) -> str:
+        """The Server header: no Python version for a scanner to match."""
+        return "gpuherd"
 
     def do_GET(self) -> None:  # noqa: N802 (the name http.server calls)
         path = self.path.split("?", 1)[0]

@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         exporter = _metrics(args, options)
     except GpuherdError as error:
-        _say(error.msg)
+        _say(f"{error.title}: {error.msg}")
         return exit_codes.USAGE
     recording = Recording(Path(args.record), options)
     with _Signals() as signals, exporter if exporter is not None else nullcontext():
