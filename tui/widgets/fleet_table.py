@@ -83,6 +83,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("user", "TOP USER", 18, _user),
 )
 
+WIDE_FROM = 150
+"""Narrower than this, the model column gives its room to the tasks."""
+WIDE_ONLY = frozenset({"model"})
+
 
 class FleetTable(DataTable[Text]):
     """Shows the rows in the order given; touches only the cells that changed."""
@@ -93,6 +97,7 @@ class FleetTable(DataTable[Text]):
         self._order: list[str] = []
         self._rows: Sequence[FleetRow] = ()
         self._width: int | None = None
+        self._columns = list(COLUMNS)
 
     def on_resize(self, event: events.Resize) -> None:
         """The tasks column takes what the others leave."""
@@ -100,11 +105,12 @@ class FleetTable(DataTable[Text]):
         if width == self._width:
             return
         self._width = width
+        self._columns = [c for c in COLUMNS if width >= WIDE_FROM or c.key not in WIDE_ONLY]
         self.clear(columns=True)
-        for column in COLUMNS:
+        for column in self._columns:
             self.add_column(column.label, key=column.key, width=column.width)
-        fixed = sum(c.width + 2 for c in COLUMNS)
-        self.add_column("TASKS", key="tasks", width=max(10, width - fixed - 3))
+        fixed = sum(c.width + 2 for c in self._columns)
+        self.add_column("TASKS", key="tasks", width=max(16, width - fixed - 3))
         self._shown, self._order = {}, []
         self.show(self._rows)
 
@@ -121,7 +127,7 @@ class FleetTable(DataTable[Text]):
             self._order = order
 
     def _cells(self, row: FleetRow) -> list[tuple[str, Text]]:
-        cells = [(column.key, column.cell(row)) for column in COLUMNS]
+        cells = [(column.key, column.cell(row)) for column in self._columns]
         if row.stale:
             for _, text in cells:
                 text.stylize("dim")
