@@ -39,6 +39,25 @@ def prometheus_binary() -> str:
     return found
 
 
+def promtool_binary() -> str:
+    """The `promtool` binary of the same package; fails under CI=true, skips elsewhere."""
+    prometheus_binary()
+    found = shutil.which("promtool")
+    if found is None:
+        (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)(
+            "promtool is not installed (it comes with Debian's prometheus package)")
+    assert found is not None
+    return found
+
+
+def fleet_doc_block(language: str, index: int = 0) -> str:
+    """The `index`-th fenced block of `language` in docs/fleet.md."""
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "fleet.md").read_text()
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)[index]
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now."""
     with socket.socket() as s:
@@ -69,12 +88,15 @@ def wait_for(check, timeout_s: float = 30.0, what: str = "condition"):  # type: 
         time.sleep(0.1)
 
 
-def scrape_config(targets: Sequence[str], interval_s: float = 1.0, job: str = "gpuherd") -> str:
+def scrape_config(targets: Sequence[str], interval_s: float = 1.0, job: str = "gpuherd",
+                  rule_files: Sequence[str] = ()) -> str:
     """A minimal prometheus.yml scraping `targets` (host:port) every `interval_s`."""
     listed = ", ".join(f"'{t}'" for t in targets)
+    rules = "".join(f"  - '{path}'\n" for path in rule_files)
     return (f"global:\n  scrape_interval: {interval_s:g}s\n  evaluation_interval: "
             f"{interval_s:g}s\nscrape_configs:\n  - job_name: {job}\n    scrape_timeout: "
-            f"{interval_s:g}s\n    static_configs:\n      - targets: [{listed}]\n")
+            f"{interval_s:g}s\n    static_configs:\n      - targets: [{listed}]\n"
+            + (f"rule_files:\n{rules}" if rules else ""))
 
 
 class Prometheus:
@@ -101,13 +123,17 @@ class Prometheus:
 
 
 @contextmanager
-def running_prometheus(tmp: Path, targets: Sequence[str],
-                       interval_s: float = 1.0) -> Iterator[Prometheus]:
-    """A Prometheus on a free loopback port scraping `targets`; killed on exit."""
+def running_prometheus(tmp: Path, targets: Sequence[str], interval_s: float = 1.0,
+                       rules: str | None = None) -> Iterator[Prometheus]:
+    """A Prometheus on a free loopback port scraping `targets` (with `rules`); killed on exit."""
     binary = prometheus_binary()
     tmp.mkdir(parents=True, exist_ok=True)
     config = tmp / "prometheus.yml"
-    config.write_text(scrape_config(targets, interval_s))
+    rule_files = []
+    if rules is not None:
+        (tmp / "rules.yml").write_text(rules)
+        rule_files.append(str(tmp / "rules.yml"))
+    config.write_text(scrape_config(targets, interval_s, rule_files=rule_files))
     port = free_port()
     log = tmp / "prometheus.log"
     with open(log, "wb") as out:
