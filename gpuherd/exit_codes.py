@@ -11,7 +11,9 @@ could not be written (`note`)."""
 USAGE = 2
 """Refused before anything ran: an unknown or misplaced flag, a bad value, an unknown `--format`,
 a session directory that is missing or unusable (`replay`, `summarize`, `note`), an example file
-`note` must not or cannot edit, the dashboard without a terminal."""
+`note` must not or cannot edit, the dashboard without a terminal, a `--serve-metrics` port in use
+or certificate that does not match its key, a Prometheus that cannot be reached or holds no GPU
+series (`fleet`)."""
 NO_SOURCE = 3
 """No usable source: `snapshot` found no NVIDIA driver or no GPU (the host part is printed)."""
 INTERRUPTED = 130
