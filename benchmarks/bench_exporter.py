@@ -6,7 +6,8 @@ Goal: <= 10 ms of CPU per scrape. Measured three ways, in one run:
   health judged again because every task got a new line since the previous scrape, the families,
   the text); thread CPU time per scrape;
 - `gpuherd over HTTP`: a real `GET /metrics` on loopback against the exporter's own server, CPU
-  of the whole process (server thread included) per scrape;
+  of the whole process per scrape (server thread, and the urllib client, which runs in the same
+  process: an upper bound);
 - `bare prometheus-client`: the same series (same names, labels and values) as plain `Gauge`s in
   a registry, rendered by `generate_latest`: the floor the library itself sets;
 - `node_exporter` (Debian's `prometheus-node-exporter`, when installed): CPU of its process per
@@ -193,7 +194,7 @@ def main() -> None:
     print(json.dumps(result))
     print(f"{'exporter':34} {'series':>7} {'CPU ms / scrape':>16}")
     print(f"{'gpuherd (generate_latest)':34} {series:>7} {own_ms:>16.2f}")
-    print(f"{'gpuherd (GET /metrics, process)':34} {series:>7} {over_http_ms:>16.2f}")
+    print(f"{'gpuherd (GET /metrics, + client)':34} {series:>7} {over_http_ms:>16.2f}")
     print(f"{'bare prometheus-client, same':34} {series:>7} {bare_ms:>16.2f}")
     if node is not None:
         print(f"{'node_exporter (GET /metrics)':34} {node[1]:>7} {node[0]:>16.2f}")
