@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from gpuherd import __version__, exit_codes
-from gpuherd.commands import demo, note, parse, record, replay, snapshot, summarize
+from gpuherd.commands import demo, note, parse, queue, record, replay, snapshot, summarize
 from gpuherd.commands import fleet as fleet_command
 from gpuherd.commands import monitor as monitor_command
 from gpuherd.commands import serve_metrics as serve_metrics_command
@@ -29,6 +29,7 @@ COMMANDS: dict[str, ModuleType] = {
     "parse": parse,
     "summarize": summarize,
     "note": note,
+    "queue": queue,
     "serve-metrics": serve_metrics_command,
     "fleet": fleet_command,
 }

@@ -82,7 +82,8 @@ def test_two_modes_at_once_are_refused(argv: list[str], message: str) -> None:
      "gpuherd parse: error: a command after `--` needs --record DIR"),
     (["record"], "gpuherd record: error: the following arguments are required: DIR"),
     (["snapshots"], "gpuherd: error: argument COMMAND: invalid choice: 'snapshots' (choose from "
-     "'monitor', 'replay', 'demo', 'record', 'snapshot', 'parse', 'summarize', 'note')"),
+     "'monitor', 'replay', 'demo', 'record', 'snapshot', 'parse', 'summarize', 'note', "
+     "'queue')"),
     (["--record", "D", "--replay", "S"], "gpuherd: error: --record records this machine; it "
      "cannot be combined with --replay or --demo"),
 ])
@@ -104,6 +105,7 @@ FLAGS = {
     "parse": ["FILE", "--format", "--json"],
     "summarize": ["DIR", "--json", "--md"],
     "note": ["DIR", "--example", "--dry-run"],
+    "queue": ["add", "ls", "show", "rm", "cancel", "pause", "resume", "move", "run"],
 }
 
 

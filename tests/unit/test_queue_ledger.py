@@ -1,0 +1,440 @@
+"""The shared reservation ledger with real files, real processes and, as root, two real uids."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gpuherd.queue.headroom import Reservation, reserved_by_gpu
+from gpuherd.queue.ledger import Ledger, LedgerError, default_ledger_dir
+
+GIB = 1 << 30
+GPU_A = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
+GPU_B = "GPU-bbbbbbbb-0000-0000-0000-000000000000"
+OTHER_UID = 12345
+SETPRIV = shutil.which("setpriv")
+AS_ROOT = os.geteuid() == 0
+
+
+def needs_two_uids() -> None:
+    if not AS_ROOT:
+        pytest.skip("switching to a second uid needs root (CI runs as root)")
+    if SETPRIV is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+
+
+def as_uid(uid: int, argv: list[str]) -> list[str]:
+    return [str(SETPRIV), "--reuid", str(uid), "--regid", str(uid), "--clear-groups", *argv]
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A parent every uid can traverse (pytest's tmp_path is 0700), holding no ledger yet."""
+    parent = Path(tempfile.mkdtemp(prefix="gpuherd-ledger-test-"))
+    parent.chmod(0o755)
+    yield parent
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+@pytest.fixture
+def warnings() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def ledger(shared: Path, warnings: list[str]) -> Ledger:
+    return Ledger(shared / "ledger", on_warning=warnings.append)
+
+
+@pytest.fixture
+def sleeper() -> Iterator[psutil.Process]:
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    yield psutil.Process(proc.pid)
+    proc.kill()
+    proc.wait()
+
+
+def me() -> tuple[int, float]:
+    return os.getpid(), psutil.Process().create_time()
+
+
+FAR = time.time() + 3600
+
+
+def entry_files(ledger: Ledger) -> list[str]:
+    return sorted(p.name for p in ledger.directory.iterdir() if p.name != "ledger.lock")
+
+
+# --- the directory and the lock ---------------------------------------------------------------
+
+def test_default_dir_is_tmp_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GPUHERD_LEDGER_DIR", raising=False)
+    assert default_ledger_dir() == Path("/tmp/gpuherd-ledger")
+    monkeypatch.setenv("GPUHERD_LEDGER_DIR", "/srv/ledger")
+    assert default_ledger_dir() == Path("/srv/ledger")
+
+
+def test_a_new_ledger_dir_is_sticky_and_world_writable_with_a_0644_lock(ledger: Ledger) -> None:
+    info = ledger.directory.lstat()
+    assert stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o1777
+    lock = (ledger.directory / "ledger.lock").lstat()
+    assert stat.S_ISREG(lock.st_mode) and stat.S_IMODE(lock.st_mode) == 0o644
+    assert entry_files(ledger) == []
+
+
+def test_entries_are_0644_json_files_of_their_owner_and_no_temp_is_left(ledger: Ledger) -> None:
+    pid, start = me()
+    with ledger.locked() as view:
+        view.reserve(GPU_A, 20 * GIB, "alice/1", pid, start, FAR)
+    [name] = entry_files(ledger)
+    assert name.startswith(f"res-{os.geteuid()}-") and name.endswith(".json")
+    info = (ledger.directory / name).lstat()
+    assert stat.S_IMODE(info.st_mode) == 0o644 and info.st_uid == os.geteuid()
+    assert json.loads((ledger.directory / name).read_text()) == {
+        "gpu_uuid": GPU_A, "bytes": 20 * GIB, "uid": os.geteuid(), "pid": pid,
+        "pid_start_time": start, "expires_at": FAR, "job": "alice/1"}
+
+
+# --- what counts ------------------------------------------------------------------------------
+
+def test_exact_reserved_totals_per_gpu_on_two_gpus(ledger: Ledger) -> None:
+    pid, start = me()
+    with ledger.locked() as view:
+        view.reserve(GPU_A, 20 * GIB, "j1", pid, start, FAR)
+        view.reserve(GPU_A, 3 * GIB + 7, "j2", pid, start, FAR)
+        view.reserve(GPU_B, 5 * GIB, "j2", pid, start, FAR)
+    with ledger.locked() as view:
+        live = view.live()
+    assert reserved_by_gpu(live) == {GPU_A: 23 * GIB + 7, GPU_B: 5 * GIB}
+    assert sorted(live, key=lambda r: (r.gpu_uuid, r.bytes)) == [
+        Reservation(GPU_A, 3 * GIB + 7, "j2"), Reservation(GPU_A, 20 * GIB, "j1"),
+        Reservation(GPU_B, 5 * GIB, "j2")]
+
+
+def test_a_dead_process_entry_is_ignored_and_deleted_by_its_owner(ledger: Ledger,
+                                                                  sleeper: psutil.Process) -> None:
+    pid, start = me()
+    with ledger.locked() as view:
+        view.reserve(GPU_A, 10 * GIB, "mine", pid, start, FAR)
+        view.reserve(GPU_A, 7 * GIB, "theirs", sleeper.pid, sleeper.create_time(), FAR)
+        assert reserved_by_gpu(view.live()) == {GPU_A: 17 * GIB}
+    sleeper.kill()
+    sleeper.wait(10)
+    with ledger.locked() as view:
+        assert view.live() == [Reservation(GPU_A, 10 * GIB, "mine")]
+    assert len(entry_files(ledger)) == 1
+
+
+def test_a_zombie_counts_as_dead(ledger: Ledger) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    start = psutil.Process(proc.pid).create_time()
+    with ledger.locked() as view:
+        view.reserve(GPU_A, GIB, "z", proc.pid, start, FAR)
+    deadline = time.monotonic() + 30
+    while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the child did not exit"
+        time.sleep(0.01)
+    with ledger.locked() as view:
+        assert view.live() == []
+    proc.wait()
+
+
+def test_a_reused_pid_with_another_start_time_is_ignored(ledger: Ledger) -> None:
+    pid, start = me()
+    with ledger.locked() as view:
+        view.reserve(GPU_A, 1 * GIB, "same", pid, start + 0.009, FAR)
+        view.reserve(GPU_A, 2 * GIB, "reused", pid, start + 0.02, FAR)
+        view.reserve(GPU_A, 4 * GIB, "older", pid, start - 3600, FAR)
+        assert [r.job for r in view.live()] == ["same"]
+
+
+def test_expiry_boundary(ledger: Ledger) -> None:
+    pid, start = me()
+    expires = time.time() + 100
+    with ledger.locked() as view:
+        view.reserve(GPU_A, GIB, "j", pid, start, expires)
+        assert view.live(now=expires - 0.001) == [Reservation(GPU_A, GIB, "j")]
+        assert len(entry_files(ledger)) == 1
+        assert view.live(now=expires) == []
+        assert entry_files(ledger) == []  # own expired entry deleted
+
+
+def test_release_drops_only_that_jobs_entries(ledger: Ledger) -> None:
+    pid, start = me()
+    with ledger.locked() as view:
+        view.reserve(GPU_A, GIB, "a", pid, start, FAR)
+        view.reserve(GPU_B, GIB, "a", pid, start, FAR)
+        view.reserve(GPU_A, 2 * GIB, "b", pid, start, FAR)
+        assert view.release("a") == 2
+        assert view.release("a") == 0
+        assert view.live() == [Reservation(GPU_A, 2 * GIB, "b")]
+
+
+def test_reserve_refuses_bad_values(ledger: Ledger) -> None:
+    pid, start = me()
+    with ledger.locked() as view:
+        for args, words in (((GPU_A, 0, "j"), "bytes and pid must be positive"),
+                            ((GPU_A, True, "j"), "bytes is not an int"),
+                            ((GPU_A, GIB, ""), "job is empty or longer than 256"),
+                            ((GPU_A, GIB, "x" * 257), "job is empty or longer than 256")):
+            with pytest.raises(ValueError, match=words):
+                view.reserve(*args, pid, start, FAR)
+    assert entry_files(ledger) == []
+
+
+def test_a_view_cannot_be_used_after_the_lock_is_released(ledger: Ledger) -> None:
+    with ledger.locked() as view:
+        pass
+    with pytest.raises(RuntimeError, match="after its lock was released"):
+        view.live()
+
+
+def test_own_leftover_temp_files_are_cleaned(ledger: Ledger) -> None:
+    (ledger.directory / f".tmp-{os.geteuid()}-deadbeef").write_text("{")
+    with ledger.locked() as view:
+        assert view.live() == []
+    assert entry_files(ledger) == []
+
+
+# --- entries that are not regular files: skipped with a warning -------------------------------
+
+def test_bad_entries_are_skipped_with_one_warning_each(ledger: Ledger, warnings: list[str],
+                                                       shared: Path) -> None:
+    pid, start = me()
+    d = ledger.directory
+    with ledger.locked() as view:
+        view.reserve(GPU_A, 3 * GIB, "good", pid, start, FAR)
+    good = json.loads((d / entry_files(ledger)[0]).read_text())
+    (shared / "elsewhere.json").write_text(json.dumps(good | {"bytes": 50 * GIB}))
+    (d / "res-0-link.json").symlink_to(shared / "elsewhere.json")
+    os.mkfifo(d / "res-0-fifo.json")
+    (d / "res-0-dir.json").mkdir()
+    (d / "res-0-junk.json").write_text("not json")
+    (d / "res-0-keys.json").write_text(json.dumps({"bytes": 1}))
+    (d / "res-0-big.json").write_text(" " * 5000)
+    (d / "res-0-forged.json").write_text(json.dumps(good | {"uid": OTHER_UID}))
+    (d / "README").write_text("hello")
+    for _ in range(2):
+        with ledger.locked() as view:
+            assert view.live() == [Reservation(GPU_A, 3 * GIB, "good")]
+    assert sorted(warnings) == sorted([
+        f"{d}/README: not a ledger entry, ignored",
+        f"{d}/res-0-big.json: larger than 4096 bytes, ignored",
+        f"{d}/res-0-dir.json: not a regular file, ignored",
+        f"{d}/res-0-fifo.json: not a regular file, ignored",
+        f"{d}/res-0-forged.json: says uid {OTHER_UID} but belongs to uid {os.geteuid()}, "
+        "ignored",
+        f"{d}/res-0-junk.json: not JSON, ignored",
+        f"{d}/res-0-keys.json: not an entry (it needs exactly the keys bytes, expires_at, "
+        "gpu_uuid, job, pid, pid_start_time, uid), ignored",
+        f"{d}/res-0-link.json: a symbolic link, ignored",
+    ])
+
+
+# --- refusals ---------------------------------------------------------------------------------
+
+def test_a_symlinked_ledger_dir_is_refused(shared: Path) -> None:
+    (shared / "real").mkdir(mode=0o700)
+    (shared / "real").chmod(0o1777)
+    (shared / "ledger").symlink_to(shared / "real")
+    with pytest.raises(LedgerError, match=r"ledger is a symbolic link; refusing to follow it"):
+        Ledger(shared / "ledger")
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o757])
+def test_writable_by_others_without_the_sticky_bit_is_refused(shared: Path, mode: int) -> None:
+    (shared / "ledger").mkdir()
+    (shared / "ledger").chmod(mode)
+    with pytest.raises(LedgerError) as caught:
+        Ledger(shared / "ledger")
+    assert caught.value.msg == (
+        f"the ledger directory {shared}/ledger is writable by other users but has no sticky "
+        f"bit (mode {mode:04o}), so anyone could delete reservations; run: chmod 1777 "
+        f"{shared}/ledger")
+
+
+def test_a_file_in_place_of_the_dir_is_refused(shared: Path) -> None:
+    (shared / "ledger").write_text("")
+    with pytest.raises(LedgerError, match="ledger is not a directory"):
+        Ledger(shared / "ledger")
+
+
+def test_a_private_dir_of_ones_own_is_accepted(shared: Path) -> None:
+    (shared / "ledger").mkdir(mode=0o700)
+    Ledger(shared / "ledger")
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "dir"])
+def test_a_lock_that_is_not_a_regular_file_is_refused(shared: Path, kind: str) -> None:
+    d = shared / "ledger"
+    d.mkdir()
+    d.chmod(0o1777)
+    if kind == "symlink":
+        (shared / "target").write_text("")
+        (d / "ledger.lock").symlink_to(shared / "target")
+    elif kind == "fifo":
+        os.mkfifo(d / "ledger.lock")
+    else:
+        (d / "ledger.lock").mkdir()
+    what = "is a symbolic link" if kind == "symlink" else "is not a regular file"
+    with pytest.raises(LedgerError, match=f"ledger.lock {what}; refusing to use this ledger"):
+        Ledger(d)
+
+
+def test_a_lock_held_too_long_is_a_clear_error(ledger: Ledger) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import fcntl, os, sys, time
+            fd = os.open({str(ledger.directory / "ledger.lock")!r}, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            print("held", flush=True)
+            time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        slow = Ledger(ledger.directory, lock_timeout_s=0.2)
+        with pytest.raises(LedgerError, match=r"ledger.lock has been held by another process "
+                                              r"for 0.2 s; is a gpuherd hung\?"):
+            with slow.locked():
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with ledger.locked() as view:  # released with its holder
+        assert view.live() == []
+
+
+PROBE = textwrap.dedent("""
+    import sys
+    from gpuherd.queue.ledger import Ledger, LedgerError
+    try:
+        Ledger(sys.argv[1])
+    except LedgerError as error:
+        print(error)
+        sys.exit(2)
+    print("accepted")
+""")
+
+
+def test_another_users_dir_with_the_wrong_mode_is_refused(shared: Path) -> None:
+    needs_two_uids()
+    d = shared / "ledger"
+    d.mkdir(mode=0o755)
+    os.chown(d, OTHER_UID, OTHER_UID)
+    out = subprocess.run(as_uid(OTHER_UID + 1, [sys.executable, "-c", PROBE, str(d)]),
+                         capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout) == (2, (
+        f"the ledger directory {d} belongs to uid {OTHER_UID} with mode 0755, so this user "
+        f"cannot add reservations; it must be mode 1777 (its owner or root can run: "
+        f"chmod 1777 {d})\n")), out.stderr
+    d.chmod(0o1777)  # the same directory shared like /tmp is fine
+    out = subprocess.run(as_uid(OTHER_UID + 1, [sys.executable, "-c", PROBE, str(d)]),
+                         capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout) == (0, "accepted\n"), out.stderr
+
+
+def test_another_users_entries_count_but_only_their_owner_deletes_them(
+        ledger: Ledger, sleeper: psutil.Process) -> None:
+    needs_two_uids()
+    write = textwrap.dedent("""
+        import sys
+        from gpuherd.queue.ledger import Ledger
+        pid, start, expires = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+        with Ledger(sys.argv[1]).locked() as view:
+            view.reserve(sys.argv[5], 6 << 30, "bob/1", pid, start, expires)
+            print(len(view.live()))
+    """)
+    out = subprocess.run(as_uid(OTHER_UID, [sys.executable, "-c", write, str(ledger.directory),
+                                            str(sleeper.pid), repr(sleeper.create_time()),
+                                            repr(FAR), GPU_B]),
+                         capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout) == (0, "1\n"), out.stderr
+    [name] = entry_files(ledger)
+    assert (ledger.directory / name).lstat().st_uid == OTHER_UID
+    with ledger.locked() as view:
+        assert view.live() == [Reservation(GPU_B, 6 * GIB, "bob/1")]
+        assert view.release("bob/1") == 0  # not ours
+    sleeper.kill()
+    sleeper.wait(10)
+    with ledger.locked() as view:
+        assert view.live() == []
+    assert entry_files(ledger) == [name]  # stale, ignored, but left to its owner
+
+
+# --- the race ---------------------------------------------------------------------------------
+
+WORKER = textwrap.dedent("""
+    import sys
+    import time
+    from gpuherd.queue.ledger import Ledger
+    directory, gpu, need, cap, job, pid, start, expires = sys.argv[1:9]
+    need, cap = int(need), int(cap)
+    ledger = Ledger(directory)
+    print("ready", flush=True)
+    sys.stdin.readline()  # all workers start together
+    with ledger.locked() as view:
+        taken = sum(r.bytes for r in view.live() if r.gpu_uuid == gpu)
+        # A decision takes time; without the lock every worker would read the same total here
+        # and all would reserve. With it the sleep only serializes.
+        time.sleep(0.05)
+        if taken + need <= cap:
+            view.reserve(gpu, need, job, int(pid), float(start), float(expires))
+            print("reserved", taken, flush=True)
+        else:
+            print("full", taken, flush=True)
+""")
+
+
+def race(ledger: Ledger, uids: list[int | None]) -> list[str]:
+    pid, start = me()
+    cap, need = 80 * GIB, 10 * GIB
+    workers = []
+    for i, uid in enumerate(uids):
+        argv = [sys.executable, "-c", WORKER, str(ledger.directory), GPU_A, str(need),
+                str(cap), f"job-{i}", str(pid), repr(start), repr(FAR)]
+        workers.append(subprocess.Popen(argv if uid is None else as_uid(uid, argv),
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True))
+    try:
+        for w in workers:
+            assert w.stdout is not None and w.stdout.readline() == "ready\n"
+        for w in workers:
+            assert w.stdin is not None
+            w.stdin.write("go\n")
+            w.stdin.flush()
+        results = [w.communicate(timeout=120)[0].split()[0] for w in workers]
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.send_signal(signal.SIGKILL)
+                w.wait()
+    with ledger.locked() as view:
+        live = view.live()
+    assert sum(r.bytes for r in live) == cap  # never more, and every slot was taken
+    assert len(live) == cap // need == results.count("reserved")
+    assert results.count("full") == len(uids) - cap // need
+    return results
+
+
+def test_concurrent_reservations_never_exceed_the_cap(ledger: Ledger) -> None:
+    race(ledger, [None] * 14)
+
+
+def test_concurrent_reservations_of_two_uids_never_exceed_the_cap(ledger: Ledger) -> None:
+    needs_two_uids()
+    race(ledger, [None, OTHER_UID] * 7)
+    owners = {(ledger.directory / n).lstat().st_uid for n in entry_files(ledger)}
+    assert owners <= {0, OTHER_UID}
