@@ -82,7 +82,8 @@ def _metrics(args: argparse.Namespace, plan: Plan) -> AbstractContextManager[Any
         return nullcontext()
     from gpuherd.export.exporter import beside  # prometheus-client loads only when asked
 
-    return beside(args, plan.hostname, plan.task_hints, plan.taps, plan.notices)
+    return beside(args, plan.hostname, plan.task_hints, plan.taps, plan.notices,
+                  live=plan.replay_label is None)
 
 
 def build_plan(args: argparse.Namespace, demo: Path | None = None) -> Plan:

@@ -64,6 +64,7 @@ class Exporter:
         self.registry.register(self.collector)
         self.server = MetricsServer(listen, self.registry, tls, report)
         self.url = ListenAddress(listen.host, self.server.port).url(tls is not None)
+        self.queue = queue
 
     def emit(self, event: CollectorEvent) -> None:
         """A collector event (thread-safe): the sink every source set feeds."""
@@ -78,8 +79,11 @@ class Exporter:
         self.server.start()
 
     def close(self) -> None:
-        """Stop serving."""
+        """Stop serving (and close what the queue provider holds open)."""
         self.server.stop()
+        close = getattr(self.queue, "close", None)
+        if callable(close):
+            close()
 
     def __enter__(self) -> Exporter:
         return self
@@ -91,13 +95,14 @@ class Exporter:
 @contextmanager
 def beside(args: argparse.Namespace, host: str, hints: Sequence[TaskHint],
            taps: list[Callable[[CollectorEvent], None]],
-           notices: list[str] | None = None) -> Iterator[Exporter | None]:
+           notices: list[str] | None = None, live: bool = True) -> Iterator[Exporter | None]:
     """Serve `--serve-metrics` (if given) while the body runs, fed by one more tap.
 
     The dashboard, a replay and a recording call this before they start anything: an
-    `ExporterError` raised here is their usage error (exit status 2).
+    `ExporterError` raised here is their usage error (exit status 2). `live`: this machine's
+    sources (not a replay), so this machine's job queue is exported too.
     """
-    exporter = from_args(args, host, hints)
+    exporter = from_args(args, host, hints, queue=live_queue() if live else None)
     if exporter is None:
         yield None
         return
@@ -118,14 +123,22 @@ def for_recording(args: argparse.Namespace, options: Any) -> Exporter | None:
     task `command` as the dashboard does. Not serving yet: call `start`.
     """
     hints = [TaskHint(str(Path(args.record) / COMMAND_LOG_FILE), label=COMMAND_TASK)]
-    exporter = from_args(args, socket.gethostname(), hints)
+    exporter = from_args(args, socket.gethostname(), hints, queue=live_queue())
     if exporter is not None:
         options.tap, options.on_peaks = exporter.emit, exporter.add_peaks
     return exporter
 
 
+def live_queue() -> QueueProvider:
+    """This machine's job queue, read at each scrape (`gpuherd.export.queue_source`)."""
+    from gpuherd.export.queue_source import QueueReader  # sqlite3 only for live exporters
+
+    return QueueReader(warn=lambda text: say(f"metrics: queue: {text}"))
+
+
 def from_args(args: argparse.Namespace, host: str, hints: Sequence[TaskHint] = (),
-              listen: str | None = None) -> Exporter | None:
+              listen: str | None = None,
+              queue: QueueProvider | None = None) -> Exporter | None:
     """The exporter `--serve-metrics` asks for (bound, not yet serving), or `None` without it.
 
     Raises:
@@ -139,4 +152,4 @@ def from_args(args: argparse.Namespace, host: str, hints: Sequence[TaskHint] = (
     except ValueError as error:
         raise ExporterError(str(error)) from None
     return Exporter(address, host, hints=hints, cert=getattr(args, "metrics_cert", None),
-                    key=getattr(args, "metrics_key", None))
+                    key=getattr(args, "metrics_key", None), queue=queue)

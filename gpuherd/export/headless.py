@@ -33,7 +33,7 @@ from collectors.host import PidWatch
 from collectors.loop import run_collector, wake_collectors
 from collectors.samples import GpuTick
 from gpuherd import exit_codes
-from gpuherd.export.exporter import Exporter, from_args, say
+from gpuherd.export.exporter import Exporter, from_args, live_queue, say
 from gpuherd.monitor_logs import TaskHint, replay_hints
 from gpuherd.sources import LiveSources, SourceOptions
 
@@ -151,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
     """Export until SIGINT or SIGTERM; exit status 2 when it cannot start."""
     try:
         feed = build_feed(args)
-        exporter = from_args(args, feed.host, feed.hints, listen=args.listen)
+        exporter = from_args(args, feed.host, feed.hints, listen=args.listen,
+                             queue=live_queue() if feed.sources is not None else None)
     except GpuherdError as error:
         say(f"{error.title}: {error.msg}")
         return exit_codes.USAGE

@@ -58,7 +58,8 @@ class ScrapeCollector:
         if snap is not None:
             parts += [(name, partial(build, snap)) for name, build in PARTS]
         if self.queue is not None:
-            parts.append(("queue", partial(queue_families, host, self.queue)))
+            index_of = {d.uuid: str(d.index) for d in snap.gpus} if snap is not None else {}
+            parts.append(("queue", partial(queue_families, host, self.queue, index_of)))
         for name, build in parts:
             try:
                 families = list(build())  # whole, or not at all

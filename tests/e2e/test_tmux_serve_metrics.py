@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -13,6 +14,13 @@ from tests.e2e.tmux_pane import REPO, Pane
 from tests.prometheus import free_port, get, wait_for
 
 SESSION = REPO / "tests" / "data" / "sessions" / "e2e"
+
+
+@pytest.fixture(autouse=True)
+def _no_real_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Live exporters read this machine's job queue: never the person's own in a test.
+    monkeypatch.setenv("GPUHERD_STATE_DIR", str(tmp_path / "queue-state"))
+    monkeypatch.setenv("GPUHERD_LEDGER_DIR", str(tmp_path / "queue-ledger"))
 
 pytestmark = [
     pytest.mark.tmux,

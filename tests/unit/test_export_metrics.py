@@ -230,7 +230,7 @@ def test_a_part_that_raises_is_left_out_and_counted_and_the_next_scrape_is_whole
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("queue database is locked")
-        return QueueState({"queued": 3, "running": 1}, {"0": 20 * GiB})
+        return QueueState({"waiting": 3, "running": 1}, {UUID0: 20 * GiB, "GPU-gone": GiB})
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ScrapeCollector(state, queue, said.append))
@@ -241,8 +241,9 @@ def test_a_part_that_raises_is_left_out_and_counted_and_the_next_scrape_is_whole
     assert said == ["metrics: the queue part of a scrape failed: RuntimeError: queue database "
                     "is locked"]
     scrape_twice = parse(generate_latest(registry).decode())
-    assert one(scrape_twice, "gpuherd_queue_jobs", state="queued") == 3
-    assert one(scrape_twice, "gpuherd_queue_reserved_bytes", gpu="0") == 20 * GiB
+    assert one(scrape_twice, "gpuherd_queue_jobs", state="waiting") == 3
+    assert one(scrape_twice, "gpuherd_queue_reserved_bytes", gpu="0", uuid=UUID0) == 20 * GiB
+    assert one(scrape_twice, "gpuherd_queue_reserved_bytes", gpu="", uuid="GPU-gone") == GiB
     assert one(scrape_twice, "gpuherd_exporter_scrape_errors_total", part="queue") == 1
 
 

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.samples import GpuSample, GpuTick
@@ -20,6 +21,13 @@ from tests.fakes import FakeCollector, FakeGpu, FakeNvml, GiB
 from tests.prometheus import free_port, get, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _no_real_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Live exporters read this machine's job queue: never the person's own in a test.
+    monkeypatch.setenv("GPUHERD_STATE_DIR", str(tmp_path / "queue-state"))
+    monkeypatch.setenv("GPUHERD_LEDGER_DIR", str(tmp_path / "queue-ledger"))
 
 
 def values(port: int, name: str, **labels: str) -> list[float]:

@@ -47,7 +47,7 @@ def every_series_name() -> set[str]:
         calls.append(1)
         if len(calls) == 1:
             raise RuntimeError("first scrape fails, so the error counter has a series")
-        return QueueState({"queued": 1}, {"0": 1})
+        return QueueState({"waiting": 1}, {"GPU-a": 1})
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ScrapeCollector(state, queue, lambda line: None))
