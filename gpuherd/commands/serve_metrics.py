@@ -19,7 +19,8 @@ EPILOG = """\
 [HOST:]PORT is where to listen: 9400 is 127.0.0.1:9400 (this machine only; reach it over an
 SSH tunnel), 0.0.0.0:9400 every interface, [::1]:9400 IPv6. Only GET /metrics is answered.
 With --replay DIR the metrics come from a recorded session at its recorded pace (--speed),
-and the last values stay served after its end. Runs until Ctrl-C or SIGTERM.
+and the last values stay served after its end; without it, this user's job queue is served
+too. Runs until Ctrl-C or SIGTERM.
 The dashboard, `replay` and `record` take --serve-metrics [HOST:]PORT to export beside what
 they do. Metric names, a scrape config and a Grafana dashboard: docs/fleet.md."""
 
