@@ -6,7 +6,7 @@ import time
 import traceback
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.widgets import Footer, Static
 
@@ -67,6 +67,8 @@ class FleetApp(App[int]):
 
     def on_collector_event_received(self, message: CollectorEventReceived) -> None:
         """A refresh, a failure, a recovery or a crash of the refresh thread."""
+        if not self._shown():
+            return  # a late event while the app shuts down and its widgets are gone
         event = message.event
         if isinstance(event, Sampled) and isinstance(event.sample, FleetSnapshot):
             self.problem = None
@@ -79,6 +81,12 @@ class FleetApp(App[int]):
             self.problem = f"the refresh stopped: {event.error!r}"
             self.log.error("".join(traceback.format_exception(event.error)))
         self._title()
+
+    def _shown(self) -> bool:
+        try:
+            return self.is_running and bool(self.screen.query("#fleet-title"))
+        except ScreenStackError:
+            return False
 
     def _show(self, snap: FleetSnapshot) -> None:
         started = time.perf_counter() - snap.query_s
