@@ -220,3 +220,11 @@ def test_a_certificate_that_does_not_match_its_key_is_one_line_and_exit_2(tmp_pa
     assert missing.returncode == 2
     assert one_line(missing.stderr) == (f"gpuherd: metrics: --metrics-cert "
                                         f"{tmp_path / 'nope.crt'}: no such file")
+
+
+def test_a_session_that_cannot_be_replayed_is_one_line_and_exit_2() -> None:
+    bad = REPO / "tests" / "data" / "sessions" / "no_meta"
+    done = gpuherd("serve-metrics", str(free_port()), "--replay", str(bad))
+    assert done.returncode == 2
+    assert one_line(done.stderr) == (f"gpuherd: Session format: {bad}/meta.json: missing: this "
+                                     "is not a gpuherd session directory")
