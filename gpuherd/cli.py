@@ -16,7 +16,9 @@ from types import ModuleType
 
 from gpuherd import __version__, exit_codes
 from gpuherd.commands import demo, note, parse, queue, record, replay, snapshot, summarize
+from gpuherd.commands import fleet as fleet_command
 from gpuherd.commands import monitor as monitor_command
+from gpuherd.commands import serve_metrics as serve_metrics_command
 
 COMMANDS: dict[str, ModuleType] = {
     "monitor": monitor_command,
@@ -28,6 +30,8 @@ COMMANDS: dict[str, ModuleType] = {
     "summarize": summarize,
     "note": note,
     "queue": queue,
+    "serve-metrics": serve_metrics_command,
+    "fleet": fleet_command,
 }
 """Subcommand name -> the module that owns its flags and runs it."""
 DEFAULT_COMMAND = "monitor"

@@ -12,7 +12,9 @@ USAGE = 2
 """Refused before anything ran: an unknown or misplaced flag, a bad value, an unknown `--format`,
 a session directory that is missing or unusable (`replay`, `summarize`, `note`), an example file
 `note` must not or cannot edit, the dashboard without a terminal, a refused `queue` action (a
-second `queue run` of the same user included)."""
+second `queue run` of the same user included), a `--serve-metrics` port in use or certificate
+that does not match its key, a Prometheus that cannot be reached or holds no GPU series
+(`fleet`)."""
 NO_SOURCE = 3
 """No usable source: `snapshot` or `queue run` found no NVIDIA driver or no GPU (`snapshot` still
 prints the host part)."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collectors.base import Collector, GpuherdError
+from collectors.base import Collector, CollectorEvent, GpuherdError
 from collectors.host import PidWatch, in_host_pid_namespace
 from collectors.session_format import META_FILE
 from gpuherd import exit_codes
@@ -55,6 +55,8 @@ class Plan:
     task_hints: list[TaskHint] = field(default_factory=list)
     recording: DashboardRecording | None = None
     """`record --tui`: started before the dashboard, closed after it (gpuherd.monitor_record)."""
+    taps: list[Callable[[CollectorEvent], None]] = field(default_factory=list)
+    """Also get every collector event, on the collector's thread (the metrics exporter)."""
 
     @property
     def tail(self) -> TailSupervisor | None:
@@ -67,10 +69,21 @@ def run(args: argparse.Namespace) -> int:
     try:
         with _demo_directory(args) as demo:
             plan = build_plan(args, demo)
-            return show(plan)
+            with _metrics(args, plan):
+                return show(plan)
     except GpuherdError as error:
         print(f"gpuherd: {error.title}: {error.msg}", file=sys.stderr)
         return exit_codes.USAGE
+
+
+def _metrics(args: argparse.Namespace, plan: Plan) -> AbstractContextManager[Any]:
+    """`--serve-metrics`: the exporter, fed by the dashboard's tap (docs/fleet.md)."""
+    if getattr(args, "serve_metrics", None) is None:
+        return nullcontext()
+    from gpuherd.export.exporter import beside  # prometheus-client loads only when asked
+
+    return beside(args, plan.hostname, plan.task_hints, plan.taps, plan.notices,
+                  live=plan.replay_label is None)
 
 
 def build_plan(args: argparse.Namespace, demo: Path | None = None) -> Plan:
@@ -167,6 +180,18 @@ def show(plan: Plan) -> int:
     return exit_codes.OK if app.return_code in (None, 0) else int(app.return_code)
 
 
+def _tap(plan: Plan) -> Callable[[CollectorEvent], None] | None:
+    taps = [*([plan.recording.tap] if plan.recording is not None else []), *plan.taps]
+    if len(taps) < 2:
+        return taps[0] if taps else None
+
+    def tap(event: CollectorEvent) -> None:
+        for each in taps:
+            each(event)
+
+    return tap
+
+
 Guard = Callable[[Any], AbstractContextManager[Any]]
 """Wraps the running app (given the app), e.g. to turn SIGTERM into `q`."""
 
@@ -186,7 +211,7 @@ def run_app(plan: Plan, guard: Guard | None = None) -> Any:
         notices=plan.notices,
         tail=plan.tail,
         task_hints=plan.task_hints,
-        tap=plan.recording.tap if plan.recording is not None else None,
+        tap=_tap(plan),
         recording=plan.recording,
     )
     try:

@@ -10,7 +10,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from types import FrameType
 from typing import Any
 
@@ -20,6 +20,7 @@ from gpuherd import exit_codes, monitor
 from gpuherd.argcheck import parse_duration
 from gpuherd.monitor_logs import COMMAND_TASK, TaskHint
 from gpuherd.record.dashboard import DashboardRecording, RecordResult, record_options
+from gpuherd.record.recording import RecordingOptions
 from gpuherd.sources import log_sources
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -37,8 +38,32 @@ def run(args: argparse.Namespace) -> int:
         _say(str(error))
         return exit_codes.USAGE
     argv = list(getattr(args, "child_command", []) or [])
-    session = DashboardRecording(args.record, record_options(
-        args.log or [], args.watch or [], argv, args.interval, args.peak_interval), duration_s)
+    options = record_options(args.log or [], args.watch or [], argv, args.interval,
+                             args.peak_interval)
+    try:
+        exporter = _metrics(args, options)
+    except GpuherdError as error:
+        _say(f"{error.title}: {error.msg}")
+        return exit_codes.USAGE
+    with exporter if exporter is not None else nullcontext():
+        return _record(args, DashboardRecording(args.record, options, duration_s), argv,
+                       duration_s, exporter)
+
+
+def _metrics(args: argparse.Namespace, options: RecordingOptions) -> Any:
+    """`--serve-metrics`: the exporter, fed through the recording (the dashboard's tap)."""
+    if getattr(args, "serve_metrics", None) is None:
+        return None
+    from gpuherd.export.exporter import for_recording  # prometheus-client only when asked
+
+    exporter = for_recording(args, options)
+    if exporter is not None:
+        exporter.start()
+    return exporter
+
+
+def _record(args: argparse.Namespace, session: DashboardRecording, argv: list[str],
+            duration_s: float | None, exporter: Any) -> int:
     try:
         session.start()
     except GpuherdError as error:
@@ -49,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         _report(session.finish())
         raise
+    if exporter is not None:
+        exporter.state.add_hints(plan.task_hints)  # the command's pids: its task's GPUs
+        plan.notices.append(f"serving metrics on {exporter.url}")
     monitor.run_app(plan, guard=lambda app: exit_on_signals(app, session))
     return close(session)
 

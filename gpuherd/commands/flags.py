@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 
 from gpuherd.argcheck import finite_float
+from gpuherd.export.address import parse_listen  # standard library only
 
 
 def add_logs(parser: argparse.ArgumentParser) -> None:
@@ -36,4 +37,35 @@ def first_problem(*checks: tuple[Callable[[float], float], float]) -> str | None
             check(value)
         except ValueError as error:
             return str(error)
+    return None
+
+
+def add_serve_metrics(parser: argparse.ArgumentParser) -> None:
+    """`--serve-metrics [HOST:]PORT` and its TLS pair (docs/fleet.md)."""
+    parser.add_argument("--serve-metrics", metavar="[HOST:]PORT",
+                        help="also export Prometheus metrics at http://HOST:PORT/metrics "
+                        "(HOST defaults to 127.0.0.1; docs/fleet.md)")
+    add_metrics_tls(parser)
+
+
+def add_metrics_tls(parser: argparse.ArgumentParser) -> None:
+    """`--metrics-cert PEM` and `--metrics-key PEM`: serve the metrics over HTTPS."""
+    parser.add_argument("--metrics-cert", metavar="PEM",
+                        help="serve the metrics over HTTPS with this certificate (with "
+                        "--metrics-key)")
+    parser.add_argument("--metrics-key", metavar="PEM",
+                        help="the private key of --metrics-cert")
+
+
+def metrics_problem(args: argparse.Namespace, listen: str | None) -> str | None:
+    """What is wrong with `--serve-metrics` (given as `listen`) and its TLS flags, if anything."""
+    cert, key = args.metrics_cert, args.metrics_key
+    if (cert is None) != (key is None):
+        return "give --metrics-cert and --metrics-key together"
+    if listen is None:
+        return "--metrics-cert needs --serve-metrics" if cert is not None else None
+    try:
+        parse_listen(listen)
+    except ValueError as error:
+        return str(error)
     return None

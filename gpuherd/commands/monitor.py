@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 
 from gpuherd.argcheck import check_interval
-from gpuherd.commands.flags import add_interval, add_logs, first_problem
+from gpuherd.commands.flags import (
+    add_interval,
+    add_logs,
+    add_serve_metrics,
+    first_problem,
+    metrics_problem,
+)
 
 HELP = "the live dashboard of this machine (the default command)"
 EPILOG = ("`gpuherd` alone runs this command. Without an NVIDIA driver the dashboard still "
@@ -17,11 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The dashboard's flags."""
     add_interval(parser)
     add_logs(parser)
+    add_serve_metrics(parser)
 
 
 def check(args: argparse.Namespace) -> str | None:
     """What is wrong with the values, if anything."""
-    return first_problem((check_interval, args.interval))
+    return (metrics_problem(args, args.serve_metrics)
+            or first_problem((check_interval, args.interval)))
 
 
 def run(args: argparse.Namespace) -> int:

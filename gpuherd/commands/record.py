@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 
 from gpuherd.argcheck import check_interval, check_peak_interval, finite_float, parse_duration
-from gpuherd.commands.flags import add_interval, add_logs, first_problem
+from gpuherd.commands.flags import (
+    add_interval,
+    add_logs,
+    add_serve_metrics,
+    first_problem,
+    metrics_problem,
+)
 
 HELP = "record GPUs, host and training logs into a session directory (headless, or --tui)"
 EPILOG = """\
@@ -38,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--peak-interval", type=finite_float, default=0.02, metavar="S",
                         help="seconds between fast memory readings for peaks (default 0.02, at "
                         "least 0.005; 0 turns the fast sampler off)")
+    add_serve_metrics(parser)
 
 
 def check(args: argparse.Namespace) -> str | None:
@@ -53,8 +60,9 @@ def check(args: argparse.Namespace) -> str | None:
             parse_duration(args.duration)
         except ValueError as error:
             return str(error)
-    return first_problem((check_interval, args.interval),
-                         (check_peak_interval, args.peak_interval))
+    return (metrics_problem(args, args.serve_metrics)
+            or first_problem((check_interval, args.interval),
+                             (check_peak_interval, args.peak_interval)))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpuherd.argcheck import check_speed
-from gpuherd.commands.flags import add_speed, first_problem
+from gpuherd.commands.flags import add_serve_metrics, add_speed, first_problem, metrics_problem
 
 HELP = "drive the dashboard from a recorded session directory"
 EPILOG = ("DIR is a session directory written by `gpuherd record` (docs/session-format.md); it "
@@ -17,11 +17,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The replay's flags."""
     parser.add_argument("replay", metavar="DIR", help="the session directory to replay")
     add_speed(parser)
+    add_serve_metrics(parser)
 
 
 def check(args: argparse.Namespace) -> str | None:
     """What is wrong with the values, if anything."""
-    return first_problem((check_speed, args.speed))
+    return metrics_problem(args, args.serve_metrics) or first_problem((check_speed, args.speed))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -212,8 +213,13 @@ def run(args: argparse.Namespace) -> int:
                                command=argv,
                                interval_s=float(getattr(args, "interval", 1.0) or 1.0),
                                peak_interval_s=float(getattr(args, "peak_interval", 0.02)))
+    try:
+        exporter = _metrics(args, options)
+    except GpuherdError as error:
+        _say(f"{error.title}: {error.msg}")
+        return exit_codes.USAGE
     recording = Recording(Path(args.record), options)
-    with _Signals() as signals:
+    with _Signals() as signals, exporter if exporter is not None else nullcontext():
         try:
             recording.start()
         except GpuherdError as error:
@@ -231,6 +237,19 @@ def run(args: argparse.Namespace) -> int:
             return exit_codes.FAILED if failed else (status or exit_codes.OK)
         finally:
             recording.stop()  # after an unexpected error: still close the session
+
+
+def _metrics(args: argparse.Namespace, options: RecordingOptions) -> Any:
+    """`--serve-metrics`: the exporter the recording feeds (serving from now until the end)."""
+    if getattr(args, "serve_metrics", None) is None:
+        return None
+    from gpuherd.export.exporter import for_recording  # prometheus-client only when asked
+
+    exporter = for_recording(args, options)
+    if exporter is not None:
+        exporter.start()
+        _say(f"serving metrics on {exporter.url}")
+    return exporter
 
 
 def _announce(recording: Recording, argv: Sequence[str], duration: str | None) -> None:

@@ -55,7 +55,8 @@ class Recorder:
                  pid_watch: PidSink | None = None,
                  peaks: Callable[[GpuTick], Mapping[str, int]] | None = None,
                  handlers: Mapping[type, Handler] | None = None,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None,
+                 tap: Callable[[CollectorEvent], None] | None = None) -> None:
         self.writer = writer
         self.collectors = tuple(collectors)
         self.stop_event = stop if stop is not None else threading.Event()
@@ -64,7 +65,7 @@ class Recorder:
         """Why recording stopped early, if it did."""
         self.problems: list[str] = []
         """Bugs met while recording (a collector or handler raised); also in `events.jsonl`."""
-        self._pid_watch, self._peaks = pid_watch, peaks
+        self._pid_watch, self._peaks, self._tap = pid_watch, peaks, tap
         self._sample_writers: dict[type, Callable[[Any], None]] = {
             GpuTick: self._write_tick,
             HostSample: writer.write_host,
@@ -118,6 +119,8 @@ class Recorder:
             if isinstance(event.sample, GpuTick):
                 tick = event.sample
                 self._pid_watch.set({p.pid for d in tick.devices for p in d.processes or ()})
+        if self._tap is not None:
+            self._tap(event)
         self._queue.put(event)
 
     def collectors_done(self) -> bool:

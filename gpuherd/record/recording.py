@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from collectors.base import Collector, CollectorEvent, Sampled
 from collectors.discovery import DiscoveredLogs
 from collectors.logtail import LogTailCollector
 from collectors.nvml import NvmlBackend, NvmlMemoryProbe
-from collectors.samples import LogBatch
+from collectors.samples import GpuTick, LogBatch
 from collectors.session_format import (
     COMMAND_EXIT_FILE,
     COMMAND_LOG_FILE,
@@ -77,6 +77,10 @@ class RecordingOptions:
     nvml_backend: NvmlBackend | None = None
     """NVML seam for tests; `None` is the real driver."""
     extra_meta: dict[str, Any] = field(default_factory=dict)
+    tap: Callable[[CollectorEvent], None] | None = None
+    """Also gets every collector event, on the collector's thread (the metrics exporter)."""
+    on_peaks: Callable[[GpuTick, Mapping[str, int]], None] | None = None
+    """Told each row's fast-sampler peaks per GPU UUID, on the writer thread (the exporter)."""
 
 
 class Recording:
@@ -187,7 +191,8 @@ class Recording:
         if o.command:
             self.command_log.touch()
         self.recorder = Recorder(
-            self.writer, self._collectors(), pid_watch=self.pid_watch, peaks=self.tracker.take,
+            self.writer, self._collectors(), pid_watch=self.pid_watch, peaks=self._take_peaks,
+            tap=o.tap,
             handlers={LogBatch: self.log_sink, RecordEvent: _write_record_event,
                       DiscoveredLogs: self._on_discovered},
         )
@@ -199,6 +204,12 @@ class Recording:
         if self.sampler is not None:
             self.sampler.start()
             self.sampler.wait_first(FIRST_READING_WAIT_S)
+
+    def _take_peaks(self, tick: GpuTick) -> dict[str, int]:
+        peaks = self.tracker.take(tick)
+        if self.options.on_peaks is not None:
+            self.options.on_peaks(tick, peaks)
+        return peaks
 
     def emit(self, event: CollectorEvent) -> None:
         """Feed one collector event (thread-safe); the dashboard's collectors call this."""

@@ -83,7 +83,7 @@ def test_two_modes_at_once_are_refused(argv: list[str], message: str) -> None:
     (["record"], "gpuherd record: error: the following arguments are required: DIR"),
     (["snapshots"], "gpuherd: error: argument COMMAND: invalid choice: 'snapshots' (choose from "
      "'monitor', 'replay', 'demo', 'record', 'snapshot', 'parse', 'summarize', 'note', "
-     "'queue')"),
+     "'queue', 'serve-metrics', 'fleet')"),
     (["--record", "D", "--replay", "S"], "gpuherd: error: --record records this machine; it "
      "cannot be combined with --replay or --demo"),
 ])
@@ -95,17 +95,21 @@ def test_misplaced_flags_are_usage_errors(tmp_path: Path, argv: list[str], messa
     assert list(tmp_path.iterdir()) == [], "nothing was recorded"
 
 
+METRICS = ["--serve-metrics", "--metrics-cert", "--metrics-key"]
 FLAGS = {
-    "monitor": ["--interval", "--log", "--watch"],
-    "replay": ["DIR", "--speed"],
+    "monitor": ["--interval", "--log", "--watch", *METRICS],
+    "replay": ["DIR", "--speed", *METRICS],
     "demo": ["--speed"],
     "record": ["DIR", "--duration", "--tui", "--log", "--watch", "--interval",
-               "--peak-interval", "-- CMD ARGS..."],
+               "--peak-interval", "-- CMD ARGS...", *METRICS],
     "snapshot": ["--json"],
     "parse": ["FILE", "--format", "--json"],
     "summarize": ["DIR", "--json", "--md"],
     "note": ["DIR", "--example", "--dry-run"],
     "queue": ["add", "ls", "show", "rm", "cancel", "pause", "resume", "move", "run"],
+    "serve-metrics": ["[HOST:]PORT", "--replay", "--speed", "--interval", "--log", "--watch",
+                      "--metrics-cert", "--metrics-key"],
+    "fleet": ["--prometheus", "--interval", "--stale-after", "--forget-after"],
 }
 
 

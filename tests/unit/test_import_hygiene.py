@@ -38,6 +38,12 @@ HEADLESS_MODULES = [
     "gpuherd.monitor_logs",
     "gpuherd.sources",
     "collectors.replay_metrics",
+    "gpuherd.commands.serve_metrics",
+    "gpuherd.commands.fleet",
+    "gpuherd.export.headless",
+    "gpuherd.export.exporter",
+    "gpuherd.fleet.view",
+    "gpuherd.fleet.source",
 ]
 
 

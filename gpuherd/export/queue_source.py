@@ -1,0 +1,74 @@
+"""The job queue's state for a scrape: this user's jobs by state, and the host's reservations.
+
+Read only, and only what exists: the queue database (`gpuherd.queue.store`) is opened once it is
+there, never created, and the shared reservation ledger (`gpuherd.queue.ledger`) is read under
+its lock (held for a directory listing; given up after `LOCK_TIMEOUT_S`, which fails that
+scrape's queue part only). A replayed host has no queue of this machine, so only live exporters
+(`serve-metrics` without `--replay`, the live dashboard, `record`) read it.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from gpuherd.export.queue_metrics import QueueState
+from gpuherd.queue.jobs import JobState
+from gpuherd.queue.ledger import Ledger, default_ledger_dir
+from gpuherd.queue.state_files import DB_FILE
+from gpuherd.queue.store import QueueStore, default_state_dir
+
+LOCK_TIMEOUT_S = 1.0
+"""A scrape waits at most this long for the ledger's lock (a queue deciding holds it briefly)."""
+
+
+class QueueReader:
+    """A `QueueProvider`: call it for the queue's state now.
+
+    Args:
+        state_dir: The person's queue directory (default: the queue's own default).
+        ledger_dir: The host's shared ledger (default: the queue's own default).
+        warn: Told what the ledger finds odd (an entry it refuses), once each.
+    """
+
+    def __init__(self, state_dir: Path | None = None, ledger_dir: Path | None = None,
+                 warn: object = None) -> None:
+        self.state_dir = state_dir if state_dir is not None else default_state_dir()
+        self.ledger_dir = ledger_dir if ledger_dir is not None else default_ledger_dir()
+        self._warn = warn if callable(warn) else (lambda text: None)
+        self._store: QueueStore | None = None
+        self._lock = threading.Lock()  # two scrapes at once share one connection
+
+    def __call__(self) -> QueueState:
+        """Jobs per state (every state, 0 when none) and live reserved bytes per GPU UUID."""
+        return QueueState(self._jobs(), self._reserved())
+
+    def _jobs(self) -> dict[str, int]:
+        with self._lock:
+            if self._store is None:
+                if not (self.state_dir / DB_FILE).is_file():
+                    return {}  # no queue yet: nothing to say, and nothing is created
+                self._store = QueueStore.open(self.state_dir)
+            jobs = self._store.jobs()
+        counts = dict.fromkeys((state.value for state in JobState), 0)
+        for job in jobs:
+            counts[job.state.value] += 1
+        return counts
+
+    def _reserved(self) -> dict[str, int]:
+        if not self.ledger_dir.is_dir():
+            return {}
+        ledger = Ledger(self.ledger_dir, on_warning=self._warn, lock_timeout_s=LOCK_TIMEOUT_S)
+        with ledger.locked() as view:
+            live = view.live()
+        out: dict[str, int] = {}
+        for reservation in live:
+            out[reservation.gpu_uuid] = out.get(reservation.gpu_uuid, 0) + reservation.bytes
+        return out
+
+    def close(self) -> None:
+        """Close the queue database."""
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
