@@ -7,10 +7,11 @@ from pathlib import Path
 
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.ledger import Ledger
-from gpuherd.queue.liveness import process_start_time, recording_pid
+from gpuherd.queue.liveness import LOST_WHILE_LAUNCHING, process_start_time, recording_pid
 from gpuherd.queue.store import QueueStore
 
-STOPPED_WHILE_LAUNCHING = "the runner stopped while launching; the command was not started"
+STOPPED_WHILE_LAUNCHING = LOST_WHILE_LAUNCHING
+"""Why a job whose launch a stopped runner cut off waits again."""
 
 
 def adopt(store: QueueStore, ledger: Ledger, *, keys: Callable[[Job], tuple[str, ...]],
@@ -18,8 +19,9 @@ def adopt(store: QueueStore, ledger: Ledger, *, keys: Callable[[Job], tuple[str,
     """Take over after a runner that stopped (even by kill -9); never starts anything.
 
     A `launching` job without a pid is adopted when its session directory shows a live
-    recorder, else marked failed: its process (if any) waits at the launch gate and gives up,
-    because the job was never committed as running. A running job still inside the grace
+    recorder, else put back in line (`QueueStore.unlaunch`): its process (if any) waits at the
+    launch gate and gives up, because the job was never committed as running, so its command
+    never started and running it later cannot run it twice. A running job still inside the grace
     period gets its reservation back under its own pid, in case the old runner had it under
     the runner's pid (which died with it).
     """
@@ -31,9 +33,8 @@ def adopt(store: QueueStore, ledger: Ledger, *, keys: Callable[[Job], tuple[str,
         if pid is not None and started is not None and store.mark_running(job.id, pid,
                                                                              started, now):
             say(f"adopted job {job.id}: its recording runs (pid {pid})")
-        elif store.mark_ended(job.id, JobState.FAILED, None, now, None,
-                              reason=STOPPED_WHILE_LAUNCHING):
-            say(f"job {job.id} failed: {STOPPED_WHILE_LAUNCHING}")
+        elif store.unlaunch(job.id, STOPPED_WHILE_LAUNCHING):
+            say(f"job {job.id} is {STOPPED_WHILE_LAUNCHING}")
     running = [j for j in store.jobs([JobState.RUNNING])
                if j.pid is not None and j.pid_start_time is not None
                and j.started_at is not None and j.started_at + grace_s > now]

@@ -98,6 +98,18 @@ def check_startable(job: Job, env: Mapping[str, str]) -> None:
         raise QueueError(f"command not found: {program}")
 
 
+def _left_by_a_cut_off_launch(session_dir: Path) -> bool:
+    """Whether `session_dir` holds nothing but the runner's output of a cut-off launch.
+
+    A runner stopped before the launch gate: the job went back in line, and this launch reuses
+    the folder.
+    """
+    try:
+        return {p.name for p in session_dir.iterdir()} <= {RUNNER_OUT}
+    except OSError:
+        return False
+
+
 def start(job: Job, session_dir: Path, gpu_uuids: Sequence[str],
           state_dir: Path | None) -> Started:
     """Start the job's recorder detached; gated on the queue in `state_dir` when given.
@@ -109,7 +121,8 @@ def start(job: Job, session_dir: Path, gpu_uuids: Sequence[str],
     env = job_environment(job, gpu_uuids)
     check_startable(job, env)
     try:
-        session_dir.mkdir(parents=True, mode=0o700)
+        session_dir.mkdir(parents=True, mode=0o700,
+                          exist_ok=_left_by_a_cut_off_launch(session_dir))
         out = os.open(session_dir / RUNNER_OUT, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     except OSError as error:
         raise QueueError(f"cannot make the session directory {session_dir}: "

@@ -35,10 +35,12 @@ SAME_START_TOLERANCE_S = 0.01
 """Two start times closer than this are the same process (psutil rounds to clock ticks)."""
 LAUNCH_TIMEOUT_S = 60.0
 """A job still launching this long after launching began, with no supervisor and no
-recording, was left behind by a runner that stopped: it failed (it is never relaunched)."""
+recording, was left behind by a runner that stopped before its command could start: it goes
+back in line (`QueueStore.unlaunch`)."""
 OOM_FINDING = "oom"
 """The `finding` the parsers give a CUDA out-of-memory line (`parsers.findings`)."""
-LOST_WHILE_LAUNCHING = "the runner stopped while launching"
+LOST_WHILE_LAUNCHING = (
+    "back in line: the runner stopped while launching it, before its command started")
 NO_END_RECORDED = "its supervisor ended without recording how the command ended"
 CANCELLED_BEFORE_START = "cancelled before its command started"
 
@@ -199,6 +201,10 @@ def settle_job(store: QueueStore, job: Job, now: float) -> Job | None:
         if session is not None and recording_pid(session) is not None:
             return None  # it runs: the runner adopts it
     end = read_job_end(session) if session is not None else None
+    if end is None and job.pid is None and not job.cancel_requested:
+        # The launch gate never let its command start: back in line, never lost, never twice.
+        store.unlaunch(job.id, LOST_WHILE_LAUNCHING)
+        return None
     reason = None
     if end is None and job.cancel_requested:
         reason = CANCELLED_BEFORE_START
@@ -223,7 +229,8 @@ def settle_ended(store: QueueStore, now: float) -> list[Job]:
 
     The state comes from the recorded end: cancelled if a cancel was asked for, done on exit
     code 0, failed otherwise (also when no end was recorded). A job still launching with no
-    supervisor after `LAUNCH_TIMEOUT_S` and no live recording failed (`LOST_WHILE_LAUNCHING`).
+    supervisor after `LAUNCH_TIMEOUT_S` and no live recording goes back in line
+    (`LOST_WHILE_LAUNCHING`); it is not among the jobs returned.
     Safe to call from several processes at once: each job is marked by exactly one.
     """
     settled = []

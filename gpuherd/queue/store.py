@@ -247,6 +247,21 @@ class QueueStore:
                          "state = 'running', pid = ?, pid_start_time = ?, started_at = ?",
                          (pid, pid_start_time, started_at))
 
+    def unlaunch(self, job_id: int, reason: str) -> bool:
+        """Launching without a supervisor -> waiting again, in its place, `attempts` - 1.
+
+        Only for a launch that was cut off before its command could start (the launch gate
+        holds the command until the job is marked running with its pid), so putting it back in
+        line can never run it twice. `reason` is shown until the next decision replaces it.
+        """
+        with self._tx() as db:
+            cursor = db.execute(
+                "UPDATE jobs SET state = 'waiting', attempts = MAX(attempts - 1, 0), "
+                "gpu_uuids = '[]', gpu_indices = '[]', session_dir = NULL, started_at = NULL, "
+                "wait_reason = ? WHERE id = ? AND state = 'launching' AND pid IS NULL",
+                (reason, job_id))
+            return cursor.rowcount == 1
+
     def mark_ended(self, job_id: int, state: JobState, exit_code: int | None, ended_at: float,
                    peak_vram_bytes: int | None, reason: str | None = None) -> bool:
         """Launching or running -> `state` (done, failed or cancelled).

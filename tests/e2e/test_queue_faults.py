@@ -4,8 +4,9 @@ Each trial starts the real runner (FakeNvml at the NVML seam), kills it with SIG
 after a seeded random delay (start-up, deciding, launching, idle) or the moment the queue shows
 a job `launching` (inside the launch), and starts the next one. A job is added per trial so
 there is always work. At the end one runner finishes the queue. Every job must then be done
-and have run exactly once, or have failed with "the runner stopped while launching" and have
-run zero times. GPUHERD_QUEUE_FAULT_REPORT, if set, names a file for the summary line.
+and have run exactly once: a job whose launch a kill cut off went back in line (its command
+had not passed the launch gate) and ran once later. GPUHERD_QUEUE_FAULT_REPORT, if set,
+names a file for the summary line.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def test_kill_9_at_random_points_loses_no_job_and_runs_none_twice(tmp_path: Path
         else:
             time.sleep(rng.uniform(0.0, 1.2))
             runner.send_signal(signal.SIGKILL)
-        runner.communicate(timeout=30)
+        output = runner.communicate(timeout=30)[0]
         assert runner.returncode == -signal.SIGKILL
+        seen["put back in line"] += _requeued(output)
         states = collections.Counter(j.state for j in store.jobs())
         seen["kills with a job launching"] += bool(states[JobState.LAUNCHING])
         seen["kills with a job running"] += bool(states[JobState.RUNNING])
@@ -73,28 +75,30 @@ def test_kill_9_at_random_points_loses_no_job_and_runs_none_twice(tmp_path: Path
     while store.jobs(ACTIVE) and time.monotonic() < deadline:
         time.sleep(0.2)
     last.send_signal(signal.SIGTERM)
-    last.communicate(timeout=30)
+    seen["put back in line"] += _requeued(last.communicate(timeout=30)[0])
     assert store.jobs(ACTIVE) == []
 
     jobs = store.jobs()
     marks = collections.Counter(ran(work))
     assert sorted(j.id for j in jobs) == sorted(added)  # no job lost
     assert max(marks.values()) == 1  # none ran twice
-    done = [j for j in jobs if j.state is JobState.DONE]
-    failed = [j for j in jobs if j.state is JobState.FAILED]
-    assert len(done) + len(failed) == len(jobs)
-    for job in done:
+    assert [j for j in jobs if j.state is not JobState.DONE] == []  # every job ran
+    for job in jobs:
         assert marks[dict(job.spec.env)["QUEUE_JOB_MARK"]] == 1 and job.attempts == 1
-    for job in failed:  # killed between "launching" and "running": never started, never retried
-        assert job.wait_reason == STOPPED_WHILE_LAUNCHING
-        assert marks[dict(job.spec.env)["QUEUE_JOB_MARK"]] == 0 and job.attempts == 1
-    assert sorted(marks) == sorted(dict(j.spec.env)["QUEUE_JOB_MARK"] for j in done)
+    assert sorted(marks) == sorted(dict(j.spec.env)["QUEUE_JOB_MARK"] for j in jobs)
     assert list(ledger.glob("*.json")) == []  # every reservation was released
+    requeued = seen.pop("put back in line", 0)
     summary = (f"{TRIALS} kill -9 trials (seed {SEED}) over {len(jobs)} jobs in "
-               f"{time.monotonic() - started:.0f} s: {len(done)} done and run once, "
-               f"{len(failed)} failed as stopped while launching and run zero times, none lost, "
-               f"none run twice; {dict(seen)}")
+               f"{time.monotonic() - started:.0f} s: all {len(jobs)} done and run exactly once "
+               f"({requeued} of them put back in line after a kill cut off their launch), "
+               f"none lost, none run twice; {dict(seen)}")
     print(summary)
     report = os.environ.get("GPUHERD_QUEUE_FAULT_REPORT")
     if report:
         Path(report).write_text(summary + "\n")
+
+
+def _requeued(output: bytes | str | None) -> int:
+    """How many jobs a runner said it put back in line after a cut-off launch."""
+    text = output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+    return text.count(STOPPED_WHILE_LAUNCHING)

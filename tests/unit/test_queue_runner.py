@@ -188,16 +188,22 @@ def test_no_retry_without_the_flag_or_without_an_oom(tmp_path: Path, retry: bool
     assert final.spec.vram_bytes == 4 * GiB
 
 
-def test_restart_fails_a_job_left_launching_without_a_process(tmp_path: Path) -> None:
+def test_restart_puts_a_job_left_launching_without_a_process_back_in_line(
+        tmp_path: Path) -> None:
     q = Queue(tmp_path, [Gpu("GPU-a")])
     job = q.add(mark_spec("a", q.cwd, 1))
+    second = q.add(mark_spec("b", q.cwd, 1))
     session = q.state / "jobs" / f"{job.id}-sh"
     assert q.store.mark_launching(job.id, ["GPU-a"], [0], str(session))  # then: kill -9
-    q.step()
-    q.step()
+    q.runner.step()  # the restarted runner's first step: adoption only, nothing runs yet
+    back = q.job(job.id)
+    assert (back.state, back.attempts, back.session_dir) == (JobState.WAITING, 0, None)
+    assert f"job {job.id} is {STOPPED_WHILE_LAUNCHING}" in q.said
+    assert [j.id for j in q.store.jobs([JobState.WAITING])][:2] == [job.id, second.id]
+    q.step_until(lambda: q.state_of(job.id) in ENDED)
     final = q.job(job.id)
-    assert final.state is JobState.FAILED and final.wait_reason == STOPPED_WHILE_LAUNCHING
-    assert final.attempts == 1 and ran(q.cwd) == [] and not session.exists()
+    assert final.state is JobState.DONE and final.attempts == 1
+    assert ran(q.cwd).count("a") == 1
 
 
 def test_restart_adopts_a_launching_job_whose_recording_runs(tmp_path: Path) -> None:
