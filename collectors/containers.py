@@ -41,7 +41,7 @@ class _Info:
     gpu_devices: tuple[str, ...]
 
 
-def engine_socket(environ: Mapping[str, str]) -> str:
+def engine_socket(environ: Mapping[str, str], defaults: tuple[str, ...] = DEFAULT_SOCKETS) -> str:
     """The engine's URL: `DOCKER_HOST`, else the first default socket that exists.
 
     Raises `CollectorUnavailable` when there is none, or when the socket cannot be opened by
@@ -52,7 +52,7 @@ def engine_socket(environ: Mapping[str, str]) -> str:
         return host  # tcp:// or ssh://: only connecting tells
     runtime = environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
     paths = [host[len("unix://"):]] if host else [p.format(runtime=runtime)
-                                                 for p in DEFAULT_SOCKETS]
+                                                 for p in defaults]
     existing = [p for p in paths if os.path.exists(p)]
     if not existing:
         where = f"DOCKER_HOST={host}" if host else "; ".join(paths)
