@@ -33,6 +33,10 @@ STREAM_TIMEOUT_S = 30.0
 """A stats stream silent this long is dropped and started again (the engine sends every 1 s)."""
 
 
+class NoEngine(CollectorUnavailable):
+    """No engine's socket exists here: the machine simply has no containers to show."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Info:
     """What a container's inspect says that does not change while it runs."""
@@ -56,7 +60,7 @@ def engine_socket(environ: Mapping[str, str], defaults: tuple[str, ...] = DEFAUL
     existing = [p for p in paths if os.path.exists(p)]
     if not existing:
         where = f"DOCKER_HOST={host}" if host else "; ".join(paths)
-        raise CollectorUnavailable(
+        raise NoEngine(
             f"no container engine: no socket at {where}. Start Docker, or point DOCKER_HOST at "
             "an engine's socket (podman: unix://$XDG_RUNTIME_DIR/podman/podman.sock)",
             title="Containers")
