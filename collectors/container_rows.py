@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from collectors import cells as c
 from collectors.row_decoders import Kind, _Plan, read_key
@@ -72,6 +73,15 @@ class ContainerRowDecoder:
         values["name"] = values["name"] or cid[:ID_LENGTH]
         return ContainerRow(t, ContainerSample(id=cid, short_id=cid[:ID_LENGTH], **values),
                             gpu_mem)
+
+    def columns(self, row: ContainerRow) -> dict[str, Any]:
+        """A decoded row by column name (the columnar reader's slow path)."""
+        sample = row.sample
+        out: dict[str, Any] = {"t": row.t, "id": sample.id, "gpu_mem_bytes": row.gpu_mem_bytes,
+                               "gpus": " ".join(sample.gpu_devices)}
+        for column, (field, _) in CONTAINER_CELLS.items():
+            out.setdefault(column, getattr(sample, field, None))
+        return out
 
 
 def container_rows(stream: CsvStream) -> Generator[ContainerRow, None, None]:
