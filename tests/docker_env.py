@@ -223,3 +223,72 @@ class LoopRun:
         self.stop.set()
         self.thread.join(10)
         assert not self.thread.is_alive(), "the collector loop did not stop"
+
+
+class PrivatePodman:
+    """podman's Docker-compatible API on a socket of its own (root only): its own storage, vfs.
+
+    `podman system service` serves the Docker Engine API; `podman(...)` runs the podman command
+    against the same storage, for what the API need not do (import, run).
+    """
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=f"{PREFIX}podman-"))
+        self.socket = self.root / "podman.sock"
+        self.env = {"DOCKER_HOST": f"unix://{self.socket}"}
+        self.options = ["--root", str(self.root / "storage"), "--runroot", str(self.root / "run"),
+                        "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs",
+                        "--events-backend", "file"]
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def podman(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run `podman` on this storage; raises with its stderr when it fails."""
+        out = subprocess.run(["podman", *self.options, *args], capture_output=True, text=True,
+                             timeout=timeout)
+        if out.returncode != 0:
+            raise RuntimeError(f"podman {' '.join(args)}: {out.stderr.strip()}")
+        return out
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        """Start the API service and wait until it answers; import the test image."""
+        log = (self.root / "service.log").open("ab")
+        self.proc = subprocess.Popen(
+            ["podman", *self.options, "system", "service", "--time=0", self.env["DOCKER_HOST"]],
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+        deadline = time.monotonic() + timeout_s
+        while engine_problem(self.env) is not None:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError("the podman API service did not start")
+            time.sleep(0.2)
+        with tempfile.NamedTemporaryFile(suffix=".tar") as tar:
+            tar.write(image_tar())
+            tar.flush()
+            self.podman("import", tar.name, IMAGE)
+
+    def run(self, name: str, command: Sequence[str], *options: str) -> str:
+        """`podman run -d` with no network; its id.
+
+        podman sets open-files and process limits that a sandbox may refuse (`error setting
+        rlimits`, seen even for the limits this process has): the test containers get small
+        ones, plenty for a shell and `yes`.
+        """
+        ulimits = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
+        return self.podman("run", "-d", "--network", "none", *ulimits, "--name", name, *options,
+                           IMAGE, *command).stdout.strip()
+
+    def close(self) -> None:
+        """Remove every container, stop the service and remove the storage."""
+        try:
+            subprocess.run(["podman", *self.options, "rm", "-f", "-a", "-t", "0"],
+                           capture_output=True, timeout=120)
+        finally:
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            shutil.rmtree(self.root, ignore_errors=True)

@@ -12,7 +12,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.docker_env import IMAGE, Containers, PrivateEngine, build_image, engine_problem, in_ci
+from tests.docker_env import (
+    IMAGE,
+    Containers,
+    PrivateEngine,
+    PrivatePodman,
+    build_image,
+    engine_problem,
+    in_ci,
+)
 
 
 def _unusable(problem: str) -> None:
@@ -50,3 +58,18 @@ def private_engine(docker_engine: str) -> Iterator[PrivateEngine]:
         yield engine
     finally:
         engine.close()
+
+
+@pytest.fixture
+def private_podman() -> Iterator[PrivatePodman]:
+    """podman's Docker-compatible API on a private socket; skipped without podman, even in CI
+    (`.ci/run` installs Docker's engine only)."""
+    if os.geteuid() != 0 or shutil.which("podman") is None:
+        pytest.skip("podman's API service needs root and the podman command (apt-get install "
+                    "podman)")
+    podman = PrivatePodman()
+    try:
+        podman.start()
+        yield podman
+    finally:
+        podman.close()
