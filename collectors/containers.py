@@ -21,7 +21,7 @@ from collectors.base import CollectorError, CollectorUnavailable
 from collectors.container_stats import StatsReading, container_sample, gpu_devices, parse_stats
 from collectors.container_stats import parse_engine_time as engine_time
 from collectors.roles import CONTAINERS
-from collectors.samples import ContainerTick
+from collectors.samples import ContainerSample, ContainerTick
 
 DEFAULT_SOCKETS = ("/var/run/docker.sock", "{runtime}/docker.sock", "{runtime}/podman/podman.sock",
                    "/run/podman/podman.sock")
@@ -259,7 +259,7 @@ class DockerCollector:
             self._client.close()
             self._client = None
 
-    def _sample(self, client: Any, entry: Mapping[str, Any]) -> Any:
+    def _sample(self, client: Any, entry: Mapping[str, Any]) -> ContainerSample | None:
         """One listed container's sample; `None` when it was removed since the listing."""
         cid = str(entry.get("Id") or "")
         if not cid:
@@ -269,13 +269,18 @@ class DockerCollector:
             self._info.pop(cid, None)  # it stopped (and maybe started again): inspect anew
         info = self._info.get(cid)
         if info is None:
+            errors = _docker().errors
             try:
                 inspect = client.inspect_container(cid)
-            except _docker().errors.NotFound:
-                return None
-            info = _Info(engine_time(inspect.get("State", {}).get("StartedAt")),
-                         gpu_devices(inspect))
-            self._info[cid] = info
+            except errors.NotFound:
+                return None  # removed since the listing
+            except errors.APIError:
+                # The engine refused this container only (a 500 mid-restart): it is listed
+                # without its start time and GPUs, and asked again at the next tick.
+                info = _Info(None, ())
+            else:
+                info = self._info[cid] = _Info(
+                    engine_time(inspect.get("State", {}).get("StartedAt")), gpu_devices(inspect))
         if reader is None or not reader.alive:
             reader = self._readers[cid] = self._start_reader(cid, reader)
         prev, cur = reader.pair
@@ -285,7 +290,7 @@ class DockerCollector:
         # A client per stream: each holds its connection for as long as it reads, and a
         # shared pool would log "connection pool is full" past ten containers.
         client = _docker().APIClient(base_url=self.url, version=self._client.api_version,
-                                  timeout=STREAM_TIMEOUT_S, max_pool_size=1)
+                                     timeout=STREAM_TIMEOUT_S, max_pool_size=1)
         keep = old.pair if old is not None and not old.stopped else (None, None)
         return _Reader(client, cid, keep)
 
