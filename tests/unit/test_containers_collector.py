@@ -129,3 +129,20 @@ def test_the_role_table_knows_container_ticks() -> None:
 ])
 def test_engine_name(answer: dict, name: str) -> None:
     assert engine_name(answer) == name
+
+
+def test_a_connection_refused_for_permission_says_how_to_get_access(tmp_path: Path) -> None:
+    # The shape requests gives a denied connect() (an LSM, or a socket whose mode changed
+    # after the collector found it): the words are those of the check in `open`.
+    import requests
+    import urllib3
+
+    denied = requests.exceptions.ConnectionError(urllib3.exceptions.ProtocolError(
+        "Connection aborted.", PermissionError(13, "Permission denied")))
+    collector = DockerCollector(environ={"DOCKER_HOST": f"unix://{tmp_path}/engine.sock"})
+    collector.url = f"unix://{tmp_path}/engine.sock"
+    assert collector._failure(denied) == (
+        f"cannot open unix://{tmp_path}/engine.sock: permission denied. Membership of the "
+        "`docker` group gives access (log in again after joining it), or set DOCKER_HOST to a "
+        "rootless engine's socket (rootless Docker, or podman: "
+        "unix://$XDG_RUNTIME_DIR/podman/podman.sock)")
