@@ -11,10 +11,11 @@ from typing import Any, Generic, TypeVar
 
 from collectors.base import CollectorError, CollectorUnavailable, GpuherdError, SourceExhausted
 from collectors.replay_metrics import MetricsSource
-from collectors.roles import GPU, HOST, LOG
+from collectors.roles import CONTAINERS, GPU, HOST, LOG
 from collectors.rows import SessionError, SessionFormatError
-from collectors.samples import GpuTick, HostSample, LogBatch
+from collectors.samples import ContainerTick, GpuTick, HostSample, LogBatch
 from collectors.session_format import (
+    CONTAINERS_FILE,
     EVENTS_FILE,
     GPU_FILE,
     HOST_FILE,
@@ -39,7 +40,8 @@ MIN_SPEED = 1e-6
 MAX_WAIT_S = 86400.0
 """No wait between two samples is longer than this (a recorded gap of years, or a slow speed)."""
 OWNERS = {GPU_FILE: "replay:gpu", PROCESSES_FILE: "replay:gpu", HOST_FILE: "replay:host",
-          METRICS_FILE: "replay:metrics", EVENTS_FILE: "replay:metrics"}
+          CONTAINERS_FILE: "replay:containers", METRICS_FILE: "replay:metrics",
+          EVENTS_FILE: "replay:metrics"}
 """Which collector tells of a problem met in each file."""
 
 
@@ -215,6 +217,13 @@ class SessionReplay:
         return self._keep(ReplayCollector("replay:host", self.session.host_samples,
                                           self._timeline, self._loop, role=HOST))
 
+    def container_collector(self) -> ReplayCollector[ContainerTick] | None:
+        """A collector of the recorded `ContainerTick`s; `None` without a `containers.csv`."""
+        if CONTAINERS_FILE not in self.session.headers:
+            return None
+        return self._keep(ReplayCollector("replay:containers", self.session.container_ticks,
+                                          self._timeline, self._loop, role=CONTAINERS))
+
     def metrics_collector(self) -> ReplayCollector[LogBatch] | None:
         """A collector of the recorded training metrics and findings, as `LogBatch`es.
 
@@ -227,6 +236,7 @@ class SessionReplay:
                                           self._timeline, self._loop, role=LOG))
 
     def collectors(self) -> list[ReplayCollector[Any]]:
-        """Every collector this session can drive: GPU, and host and metrics when recorded."""
-        extra = [c for c in (self.host_collector(), self.metrics_collector()) if c is not None]
+        """Every collector this session can drive: GPU, and what else was recorded."""
+        extra = [c for c in (self.host_collector(), self.container_collector(),
+                             self.metrics_collector()) if c is not None]
         return [self.gpu_collector(), *extra]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from collectors.discovery import DiscoveredLogs
-from collectors.samples import GpuTick, HostSample, LogBatch
+from collectors.samples import ContainerTick, GpuTick, HostSample, LogBatch
 
 GPU: Final = "gpu"
 """Ticks of GPUs (`GpuTick`): the GPU panel, the chart, the process table."""
@@ -15,16 +15,19 @@ LOG: Final = "log"
 """Training-log batches (`LogBatch`), one task per followed log: the tasks panel."""
 DISCOVERY: Final = "discovery"
 """Scans that list the logs to follow (`DiscoveredLogs`)."""
+CONTAINERS: Final = "containers"
+"""Running containers and their stats (`ContainerTick`): the containers panel."""
 
 ROLE_OF_SAMPLE: dict[type, str] = {
     GpuTick: GPU,
     HostSample: HOST,
     LogBatch: LOG,
     DiscoveredLogs: DISCOVERY,
+    ContainerTick: CONTAINERS,
 }
 """The role of a sample type; a new kind of sample adds its line here."""
 
-LATEST_ONLY: frozenset[str] = frozenset({GPU, HOST})
+LATEST_ONLY: frozenset[str] = frozenset({GPU, HOST, CONTAINERS})
 """Roles whose every sample is a whole snapshot, so a newer one may replace an older one that a
 lagging sink has not handled yet. Log batches and scans carry news the next one does not repeat."""
 

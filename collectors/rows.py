@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from collectors.base import GpuherdError
-from collectors.samples import GpuTick, HostSample, ProcessInfo
+from collectors.samples import ContainerTick, GpuTick, HostSample, ProcessInfo
 from collectors.session_format import REQUIRED_COLUMNS, WRITTEN_COLUMNS
 
 
@@ -91,6 +91,30 @@ def host_row(sample: HostSample) -> list[str]:
         s.disk_read_bytes_s, s.disk_write_bytes_s, s.net_rx_bytes_s, s.net_tx_bytes_s,
     )
     return [cell(v) for v in values]
+
+
+def container_rows(tick: ContainerTick,
+                   gpu_memory: Mapping[str, int | None] | None = None) -> list[list[str]]:
+    """The `containers.csv` rows of one tick, in `CONTAINER_COLUMNS` order.
+
+    Args:
+        tick: every running container at one moment.
+        gpu_memory: GPU memory per short container id (`collectors.container_gpu`); a
+            container it does not list holds none. `None` when GPU processes are not known:
+            the column is then empty.
+    """
+    t = cell(tick.taken_at)
+    rows = []
+    for c in tick.containers:
+        gpu_mem = None if gpu_memory is None else gpu_memory.get(c.short_id, 0)
+        values = (
+            c.id, c.name, c.image, c.status, c.cpu_pct, c.memory_used_bytes,
+            c.memory_limit_bytes, c.started_at, c.net_rx_bytes_per_s, c.net_tx_bytes_per_s,
+            c.block_read_bytes_per_s, c.block_write_bytes_per_s, c.pids,
+            " ".join(c.gpu_devices), gpu_mem,
+        )
+        rows.append([t, *map(cell, values)])
+    return rows
 
 
 def check_header(header: Sequence[str], file_name: str, where: str | None = None) -> None:

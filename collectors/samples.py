@@ -170,3 +170,51 @@ class LogBatch:
     def starts_generation(self) -> bool:
         """Whether this batch is the first of a replacement file or a restarted one."""
         return self.rotated or self.truncated or self.recreated
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerSample:
+    """One running container as the container engine reports it (`docker ps` plus `docker stats`).
+
+    Usage and rate fields are `None` until known: the engine's first reading of a container
+    arrives up to a second after it is first listed, and rates need two readings.
+    """
+
+    id: str
+    """Full 64-character container id, the stable identity."""
+    short_id: str
+    """The first 12 characters of `id`, as `docker ps` and the host collector's cgroup read show."""
+    name: str
+    """Container name without the leading `/`."""
+    image: str
+    """Image as the container was created from it (`busybox:latest`, or an image id)."""
+    status: str
+    """Engine state: `running`, `paused` or `restarting`."""
+    started_at: float | None = None
+    """Unix seconds when the container (last) started."""
+    cpu_pct: float | None = None
+    """CPU use as `docker stats` shows it: 100 is one full core, more with several."""
+    memory_used_bytes: int | None = None
+    """Memory in use without the inactive page cache, as `docker stats` counts it."""
+    memory_limit_bytes: int | None = None
+    """The limit the engine reports: the container's `--memory`, else the host's memory."""
+    net_rx_bytes_per_s: float | None = None
+    """Received over all the container's interfaces; `None` without a network (`--network none`)."""
+    net_tx_bytes_per_s: float | None = None
+    block_read_bytes_per_s: float | None = None
+    block_write_bytes_per_s: float | None = None
+    pids: int | None = None
+    """Processes and threads in the container."""
+    gpu_devices: tuple[str, ...] = ()
+    """GPUs the container was given: indices or UUIDs, or `("all",)`; empty when none."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerTick:
+    """One look at the container engine: every running container, sorted by name."""
+
+    taken_at: float
+    """Unix seconds when the containers were listed."""
+    containers: tuple[ContainerSample, ...]
+    engine: str | None = None
+    """The engine and its version (`Docker 20.10.24`, `Podman Engine 4.9.3`), when it says."""

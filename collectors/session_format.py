@@ -21,6 +21,7 @@ GPU_FILE = "gpu.csv"
 PROCESSES_FILE = "processes.csv"
 HOST_FILE = "host.csv"
 METRICS_FILE = "metrics.csv"
+CONTAINERS_FILE = "containers.csv"
 EVENTS_FILE = "events.jsonl"
 COMMAND_LOG_FILE = "command.log"
 """The recorded command's own output, written by its supervisor."""
@@ -34,15 +35,16 @@ LOCK_FILE = ".lock"
 """Held by the recorder while recording: one recorder per directory."""
 
 SESSION_FILES = (
-    META_FILE, GPU_FILE, PROCESSES_FILE, HOST_FILE, METRICS_FILE, EVENTS_FILE, COMMAND_LOG_FILE,
-    COMMAND_EXIT_FILE, SUMMARY_JSON_FILE, SUMMARY_MD_FILE, PEAK_TRACE_FILE, LOCK_FILE,
+    META_FILE, GPU_FILE, PROCESSES_FILE, HOST_FILE, CONTAINERS_FILE, METRICS_FILE, EVENTS_FILE,
+    COMMAND_LOG_FILE, COMMAND_EXIT_FILE, SUMMARY_JSON_FILE, SUMMARY_MD_FILE, PEAK_TRACE_FILE,
+    LOCK_FILE,
 )
 """Every file a session directory may hold, in the order docs/session-format.md lists them."""
 REQUIRED_FILES = (META_FILE, GPU_FILE)
 """Without these a directory is not a session."""
 RECORDED_FILES = (META_FILE, GPU_FILE, PROCESSES_FILE, HOST_FILE, EVENTS_FILE)
 """A directory where one of these is not empty already holds a session: recording is refused."""
-CSV_FILES = (GPU_FILE, PROCESSES_FILE, HOST_FILE, METRICS_FILE)
+CSV_FILES = (GPU_FILE, PROCESSES_FILE, HOST_FILE, CONTAINERS_FILE, METRICS_FILE)
 """The CSV files a reader checks, in the order their warnings are listed."""
 
 # Columns of each CSV file, in the order the writer writes them.
@@ -64,22 +66,29 @@ HOST_COLUMNS = HOST_WRITTEN + (
     "cpu_count", "swap_used_bytes", "swap_total_bytes", "load_1m", "load_5m", "load_15m",
     "disk_read_bytes_s", "disk_write_bytes_s", "net_rx_bytes_s", "net_tx_bytes_s",
 )
+CONTAINER_WRITTEN = ("t", "id", "name", "image", "status", "cpu_pct", "mem_used_bytes",
+                     "mem_limit_bytes")
+CONTAINER_COLUMNS = CONTAINER_WRITTEN + (
+    "started_at", "net_rx_bytes_s", "net_tx_bytes_s", "block_read_bytes_s", "block_write_bytes_s",
+    "pids", "gpus", "gpu_mem_bytes",
+)
 METRICS_COLUMNS = ("t", "task", "line", "metric", "value", "step", "epoch")
 PEAK_TRACE_COLUMNS = ("t", "gpu", "used_bytes")
 
 COLUMNS = {
     GPU_FILE: GPU_COLUMNS, PROCESSES_FILE: PROCESS_COLUMNS, HOST_FILE: HOST_COLUMNS,
-    METRICS_FILE: METRICS_COLUMNS, PEAK_TRACE_FILE: PEAK_TRACE_COLUMNS,
+    CONTAINERS_FILE: CONTAINER_COLUMNS, METRICS_FILE: METRICS_COLUMNS,
+    PEAK_TRACE_FILE: PEAK_TRACE_COLUMNS,
 }
 """Every CSV file's columns as the writer writes them."""
 REQUIRED_COLUMNS = {
     GPU_FILE: ("t", "gpu"), PROCESSES_FILE: ("t", "gpu", "pid"), HOST_FILE: ("t",),
-    METRICS_FILE: ("t", "task", "metric", "value"),
+    CONTAINERS_FILE: ("t", "id"), METRICS_FILE: ("t", "task", "metric", "value"),
 }
 """Without these a row means nothing: a file that lacks one is refused."""
 WRITTEN_COLUMNS = {
     GPU_FILE: GPU_WRITTEN, PROCESSES_FILE: PROCESS_WRITTEN, HOST_FILE: HOST_WRITTEN,
-    METRICS_FILE: REQUIRED_COLUMNS[METRICS_FILE],
+    CONTAINERS_FILE: CONTAINER_WRITTEN, METRICS_FILE: REQUIRED_COLUMNS[METRICS_FILE],
 }
 """Columns every recorder writes; a reader notes each one a file lacks."""
 

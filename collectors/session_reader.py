@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors import cells
+from collectors.container_rows import container_ticks
 from collectors.rows import (
     RowError,
     SessionError,
@@ -26,9 +27,10 @@ from collectors.rows import (
     column_index,
     missing_written,
 )
-from collectors.samples import GpuTick, HostSample
+from collectors.samples import ContainerTick, GpuTick, HostSample
 from collectors.session_csv import CsvStream, FileTally, Row
 from collectors.session_format import (
+    CONTAINERS_FILE,
     CSV_FILES,
     EVENTS_FILE,
     GPU_FILE,
@@ -183,6 +185,15 @@ class SessionReader:
             if procs:
                 procs.close()
 
+    def container_ticks(self) -> Generator[ContainerTick, None, None]:
+        """Every recorded container tick in order; nothing when there is no `containers.csv`."""
+        if CONTAINERS_FILE not in self.headers:
+            return
+        ends = [t for n, t in self.last_t.items() if n in (GPU_FILE, HOST_FILE) and t is not None]
+        with self.open_csv(CONTAINERS_FILE) as stream:
+            yield from container_ticks(stream, self.meta.get(META.interval_s),
+                                       max(ends, default=None))
+
     def events(self) -> Generator[dict[str, Any], None, None]:
         """The valid objects of `events.jsonl`; bad lines are skipped and counted."""
         path = self.directory / EVENTS_FILE
@@ -213,7 +224,7 @@ class SessionReader:
                     tally.skip(number, str(problem))
 
     def check(self, strict: bool = True) -> None:
-        """Read every row once (processes joined to `gpu.csv`, metrics, events).
+        """Read every row once (processes joined to `gpu.csv`, containers, metrics, events).
 
         With `strict`, raise `SessionFormatError` naming the first file with a skipped line,
         a bad cell or a cut-short last line; without, only count them in `warnings`.
@@ -224,6 +235,8 @@ class SessionReader:
             with self.open_csv(HOST_FILE) as host:
                 for _ in hosts(host, None):
                     pass
+        for _ in self.container_ticks():
+            pass
         if METRICS_FILE in self.headers:
             from collectors.replay_metrics import check_metrics  # it reads metrics.csv
 

@@ -100,7 +100,7 @@ def build_plan(args: argparse.Namespace, demo: Path | None = None) -> Plan:
 
 
 def live_plan(interval_s: float) -> Plan:
-    """NVML and host collectors of this machine (`gpuherd.sources` builds them)."""
+    """NVML, host and container collectors of this machine (`gpuherd.sources` builds them)."""
     sources = LiveSources(SourceOptions(interval_s=interval_s))
     plan = Plan(
         collectors=sources.machine(),

@@ -14,16 +14,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
+from collectors.container_gpu import gpu_use_by_container
 from collectors.rows import (
     SessionError,
     SessionFormatError,
     cell,
+    container_rows,
     gpu_rows,
     host_row,
     process_rows,
 )
-from collectors.samples import GpuTick, HostSample, ProcessInfo
+from collectors.samples import ContainerTick, GpuTick, HostSample, ProcessInfo
 from collectors.session_format import (
+    CONTAINER_COLUMNS,
+    CONTAINERS_FILE,
     EVENT,
     EVENTS_FILE,
     GPU_COLUMNS,
@@ -110,6 +114,7 @@ class SessionWriter:
         self._tables: dict[str, _Table] = {}
         self._events: IO[str] | None = None
         self._details: dict[int, ProcessInfo] = {}
+        self._gpu_tick: GpuTick | None = None
         self._last_flush = clock()
         self._written_t: float | None = None
         self._synced_t: float | None = None
@@ -150,6 +155,7 @@ class SessionWriter:
                 fast sampler; written as `mem_peak_bytes`.
         """
         self._note_devices(tick)
+        self._gpu_tick = tick
         self._append(GPU_FILE, GPU_COLUMNS, gpu_rows(tick, peaks_by_uuid), tick.taken_at)
         procs = process_rows(tick, self._details)
         if procs:
@@ -178,6 +184,23 @@ class SessionWriter:
         self._details = {p.pid: p for p in sample.processes}
         self._append(HOST_FILE, HOST_COLUMNS, [host_row(sample)], sample.taken_at)
 
+    def write_containers(self, tick: ContainerTick) -> None:
+        """Append one container tick to `containers.csv` (nothing when no container runs).
+
+        Each container's `gpu_mem_bytes` is the memory of its processes on the GPUs in the
+        latest GPU tick, matched through the latest host details (`collectors.container_gpu`);
+        empty while no GPU tick has listed processes.
+        """
+        if not tick.containers:
+            return
+        gpu = self._gpu_tick
+        known = gpu is not None and any(d.processes is not None for d in gpu.devices)
+        memory = ({cid: use.memory_bytes for cid, use in
+                   gpu_use_by_container(gpu, self._details.values()).items()}
+                  if known else None)
+        self._append(CONTAINERS_FILE, CONTAINER_COLUMNS, container_rows(tick, memory),
+                     tick.taken_at)
+
     def append_rows(self, file_name: str, columns: Sequence[str],
                     rows: Iterable[Mapping[str, object] | Sequence[object]]) -> None:
         """Append rows to a further CSV file of the session (for example `metrics.csv`).
@@ -189,7 +212,7 @@ class SessionWriter:
                 `columns` order. `None` is written as an empty cell.
         """
         if (os.sep in file_name or not file_name.endswith(".csv")
-                or file_name in (GPU_FILE, PROCESSES_FILE, HOST_FILE)):
+                or file_name in (GPU_FILE, PROCESSES_FILE, HOST_FILE, CONTAINERS_FILE)):
             raise ValueError(f"append_rows cannot write {file_name!r}")
         table = self._tables.get(file_name)
         if table is not None and table.columns != tuple(columns):

@@ -12,11 +12,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.base import CollectorError, CollectorUnavailable
+from collectors.container_gpu import container_label, container_names, gpu_use_by_container
 from collectors.host import HostCollector, PidWatch, gpu_pids
 from collectors.nvml import NvmlBackend, NvmlCollector
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
 from gpuherd import __version__, exit_codes
 from gpuherd import format as fmt
+from gpuherd.snapshot_containers import (
+    ContainerLook,
+    ContainerProbe,
+    container_json,
+    container_lines,
+)
 
 SCHEMA = 1
 """Version of the JSON layout in docs/snapshot-json.md; bumped only for incompatible changes."""
@@ -38,6 +45,17 @@ class Snapshot:
     driver_missing: bool = False
     pids_visible: bool = True
     """False when gpuherd runs in its own PID namespace and cannot look up GPU pids."""
+    containers: ContainerLook = ContainerLook(error="containers were not looked at")
+
+    @property
+    def container_names(self) -> dict[str, str]:
+        """Short container id -> name, for the containers the engine listed."""
+        return container_names(self.containers.tick)
+
+    @property
+    def gpus_known(self) -> bool:
+        """Whether some GPU listed its processes (a container without any then holds 0)."""
+        return self.tick is not None and any(d.processes is not None for d in self.tick.devices)
 
     @property
     def exit_code(self) -> int:
@@ -54,8 +72,15 @@ def take_snapshot(
     window_s: float = WINDOW_S,
     proc_root: str = "/proc",
     hostname: str | None = None,
+    containers: ContainerProbe | None = None,
 ) -> Snapshot:
-    """Read every GPU once, then the host twice `window_s` apart (for CPU percent and rates)."""
+    """Read every GPU once, then the host twice `window_s` apart (for CPU percent and rates).
+
+    The container engine is read around both (`containers`, by default the machine's engine):
+    listed first, its stats read last, once the engine has given two readings or
+    `CONTAINER_WAIT_S` has passed.
+    """
+    probe = (containers if containers is not None else ContainerProbe()).start()
     collector = NvmlCollector(backend=backend)
     tick, error, missing = None, None, False
     try:
@@ -75,7 +100,7 @@ def take_snapshot(
     sample = host.sample()
     host.close()
     return Snapshot(hostname or socket.gethostname(), sample, tick, error, missing,
-                    host.pids_visible)
+                    host.pids_visible, probe.finish())
 
 
 def run(args: argparse.Namespace, backend: NvmlBackend | None = None) -> int:
@@ -96,6 +121,9 @@ def to_json(snap: Snapshot) -> dict[str, Any]:
     """The documented JSON object (docs/snapshot-json.md); every key is always present."""
     tick = snap.tick
     details = {p.pid: p for p in snap.host.processes}
+    names = snap.container_names
+    uses = gpu_use_by_container(tick, snap.host.processes)
+    listed = snap.containers.tick
     return {
         "schema": SCHEMA,
         "tool": f"gpuherd {__version__}",
@@ -106,12 +134,17 @@ def to_json(snap: Snapshot) -> dict[str, Any]:
         "cuda_driver_version": tick.cuda_driver_version if tick else None,
         "gpu_error": snap.gpu_error,
         "processes_visible": snap.pids_visible,
-        "gpus": [_gpu_json(d, details) for d in tick.devices] if tick else [],
+        "gpus": [_gpu_json(d, details, names) for d in tick.devices] if tick else [],
         "host": _host_json(snap.host),
+        "container_engine": listed.engine if listed else None,
+        "containers_error": snap.containers.error,
+        "containers": [container_json(c, uses.get(c.short_id), snap.gpus_known)
+                       for c in listed.containers] if listed else [],
     }
 
 
-def _gpu_json(gpu: GpuSample, details: dict[int, ProcessInfo]) -> dict[str, Any]:
+def _gpu_json(gpu: GpuSample, details: dict[int, ProcessInfo],
+              names: dict[str, str]) -> dict[str, Any]:
     return {
         "index": gpu.index,
         "uuid": gpu.uuid,
@@ -135,11 +168,13 @@ def _gpu_json(gpu: GpuSample, details: dict[int, ProcessInfo]) -> dict[str, Any]
         "ecc_errors_uncorrected": gpu.ecc_errors_uncorrected,
         "mig_mode": gpu.mig_mode,
         "processes": None if gpu.processes is None
-        else [_process_json(p, details.get(p.pid)) for p in gpu.processes],
+        else [_process_json(p, details.get(p.pid), names) for p in gpu.processes],
     }
 
 
-def _process_json(proc: GpuProcess, info: ProcessInfo | None) -> dict[str, Any]:
+def _process_json(proc: GpuProcess, info: ProcessInfo | None,
+                  names: dict[str, str]) -> dict[str, Any]:
+    container = info.container if info else None
     return {
         "pid": proc.pid,
         "kind": proc.kind,
@@ -149,7 +184,8 @@ def _process_json(proc: GpuProcess, info: ProcessInfo | None) -> dict[str, Any]:
         "cpu_pct": _round(info.cpu_pct) if info else None,
         "rss_bytes": info.rss_bytes if info else None,
         "started_at": info.started_at if info else None,
-        "container": info.container if info else None,
+        "container": container,
+        "container_name": names.get(container) if container else None,
     }
 
 
@@ -191,6 +227,13 @@ def render_table(snap: Snapshot, width: int = 120) -> str:
     else:
         lines += _gpu_table(tick) + [""] + _process_lines(snap, tick, width) + [""]
     lines += _host_lines(snap.host)
+    look = snap.containers
+    if look.tick is not None and look.tick.containers:
+        uses = gpu_use_by_container(tick, snap.host.processes)
+        lines += [""] + [_clip(line, width)
+                         for line in container_lines(look.tick, uses, snap.gpus_known)]
+    elif look.error and not look.no_engine:
+        lines += ["", f"containers: {look.error}"]
     return "\n".join(lines)
 
 
@@ -227,7 +270,7 @@ def _process_lines(snap: Snapshot, tick: GpuTick, width: int) -> list[str]:
             rows.append([str(d.index), str(p.pid), fmt.fmt_text(info.user),
                          fmt.fmt_bytes(p.used_memory_bytes), fmt.fmt_pct(info.cpu_pct),
                          fmt.fmt_bytes(info.rss_bytes), fmt.fmt_elapsed(info.started_at, now),
-                         _command(info)])
+                         _command(info, snap.container_names)])
         hidden = d.unattributed_memory_bytes
         if hidden:
             notes.append(f"GPU {d.index}: {fmt.fmt_bytes(hidden)} in use by processes not "
@@ -239,9 +282,10 @@ def _process_lines(snap: Snapshot, tick: GpuTick, width: int) -> list[str]:
     return [_clip(line, width) for line in table] + notes
 
 
-def _command(info: ProcessInfo) -> str:
+def _command(info: ProcessInfo, names: dict[str, str]) -> str:
     text = fmt.fmt_text(info.command)
-    return f"{text} [{info.container}]" if info.container else text
+    label = container_label(info.container, names)
+    return f"{text} [{label}]" if label else text
 
 
 def _host_lines(host: HostSample) -> list[str]:

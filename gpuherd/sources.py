@@ -1,8 +1,8 @@
 """The composition root: builds this machine's live sources and decides which log tails run.
 
-The dashboard, the recorder, the queue runner (and later an exporter) are sinks of the one
-source set built here: the NVML collector, the host collector with its `PidWatch`, log
-discovery and one tail per log it finds. The rule "when discovery finds a log, start a
+The dashboard, the recorder, the queue runner and the exporter are sinks of the one source set
+built here: the NVML collector, the host collector with its `PidWatch`, the container engine,
+log discovery and one tail per log it finds. The rule "when discovery finds a log, start a
 tail" lives in `TailSupervisor`, whichever sink runs the tails.
 """
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector
+from collectors.containers import DockerCollector
 from collectors.host import HostCollector, PidWatch
 from collectors.nvml import NvmlBackend, NvmlCollector
 from collectors.samples import LogBatch
@@ -153,6 +154,9 @@ class SourceOptions:
     """Tails poll every `HEADLESS_POLL_S` and wake only on rotations, not on every write."""
     nvml_backend: NvmlBackend | None = None
     """NVML seam for tests; `None` is the real driver."""
+    containers: bool = True
+    """Read the container engine (Docker, or podman through `DOCKER_HOST`). Without a socket
+    its collector is unavailable at once and costs nothing more."""
 
 
 @dataclass
@@ -170,8 +174,13 @@ class LiveSources:
         self.tails.make_tail = self.tail
 
     def machine(self) -> list[Collector[Any]]:
-        """The NVML and host collectors."""
-        return [self.gpus(), HostCollector(self.pid_watch, self.options.interval_s)]
+        """The NVML, host and container collectors."""
+        o = self.options
+        collectors: list[Collector[Any]] = [self.gpus(),
+                                            HostCollector(self.pid_watch, o.interval_s)]
+        if o.containers:
+            collectors.append(DockerCollector(o.interval_s))
+        return collectors
 
     def gpus(self) -> NvmlCollector:
         """The NVML collector."""

@@ -21,7 +21,7 @@ from collectors.base import (
     Sampled,
     Unavailable,
 )
-from collectors.roles import DISCOVERY, GPU, LOG, role_of, sample_role
+from collectors.roles import CONTAINERS, DISCOVERY, GPU, LOG, role_of, sample_role
 from collectors.samples import GpuTick, LogBatch
 from tui.collector_threads import CollectorThread, CollectorThreads
 from tui.messages import CollectorEventReceived, RecordingClosed, RecordingEnding
@@ -101,6 +101,9 @@ class GpuherdApp(App[int]):
         self._feeds: dict[str | None, Callable[[str, Any], None]] = {
             LOG: self.tasks.batch,
             DISCOVERY: lambda _source, found: self.tasks.discovered(found),
+            # Kept for the containers panel, without a redraw: no widget shows them yet, and a
+            # second full refresh a second would double the dashboard's CPU.
+            CONTAINERS: lambda source, tick: self.state.apply_sample(source, tick),
         }
         """Roles whose samples go to the task feed instead of the state's latest samples."""
 

@@ -20,7 +20,7 @@ from collectors.base import (
     Unavailable,
 )
 from collectors.loop import run_collector, wake_collectors
-from collectors.samples import GpuTick, HostSample
+from collectors.samples import ContainerTick, GpuTick, HostSample
 from collectors.session_format import EVENT
 from gpuherd.session import SessionWriteError, SessionWriter
 
@@ -69,6 +69,7 @@ class Recorder:
         self._sample_writers: dict[type, Callable[[Any], None]] = {
             GpuTick: self._write_tick,
             HostSample: writer.write_host,
+            ContainerTick: writer.write_containers,
             **{kind: partial(handler, writer) for kind, handler in (handlers or {}).items()},
         }
         """How each sample type is written; a type not listed is noted once in the events."""

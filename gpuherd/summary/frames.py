@@ -18,7 +18,7 @@ import pandas as pd
 
 from collectors.rows import RowError
 from collectors.session_columns import read_columns
-from collectors.session_format import GPU_FILE, HOST_FILE, META, METRICS_FILE
+from collectors.session_format import CONTAINERS_FILE, GPU_FILE, HOST_FILE, META, METRICS_FILE
 from collectors.session_reader import SessionReader
 
 __all__ = ["SessionFrames", "load_frames"]
@@ -27,6 +27,7 @@ GPU_NUMERIC = ("t", "gpu", "mem_used_bytes", "mem_total_bytes", "util_gpu_pct", 
                "temp_c", "power_w", "mem_peak_bytes")
 HOST_NUMERIC = ("t", "cpu_pct", "mem_used_bytes", "mem_total_bytes")
 METRICS_NUMERIC = ("t", "line", "value", "step", "epoch")
+CONTAINER_NUMERIC = ("t", "cpu_pct", "mem_used_bytes", "mem_limit_bytes", "gpu_mem_bytes")
 NAMED_ROWS = 256
 """How many `gpu.csv` rows are read for GPU names (the first rows name every GPU)."""
 
@@ -46,6 +47,8 @@ class SessionFrames:
     events: list[dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
     """What the reader skipped or doubted, and said so (a cut-short last line, bad lines)."""
+    containers: pd.DataFrame | None = None
+    """`containers.csv`: the numeric columns, and `id`, `name`, `image` as categories."""
 
 
 def _gpu_names(reader: SessionReader) -> dict[int, tuple[str, str]]:
@@ -78,9 +81,11 @@ def load_frames(directory: str | os.PathLike[str]) -> SessionFrames:
         gpu_job = pool.submit(read_columns, reader, GPU_FILE, GPU_NUMERIC)
         host_job = pool.submit(read_columns, reader, HOST_FILE, HOST_NUMERIC)
         metrics_job = pool.submit(read_columns, reader, METRICS_FILE, METRICS_NUMERIC)
+        containers_job = pool.submit(read_columns, reader, CONTAINERS_FILE, CONTAINER_NUMERIC)
         gpu, host, metrics = gpu_job.result(), host_job.result(), metrics_job.result()
+        containers = containers_job.result()
     assert gpu is not None  # the reader refuses a session without gpu.csv
     events = list(reader.events())
     names = _gpu_names(reader)
     return SessionFrames(reader.directory, reader.meta, gpu, names, host, metrics, events,
-                         reader.warnings)
+                         reader.warnings, containers)

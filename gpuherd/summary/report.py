@@ -95,6 +95,22 @@ def _gpu_section(data: dict[str, Any]) -> list[str]:
     return lines + ([""] if data["session"]["run_peaks"] else [])
 
 
+def _container_section(data: dict[str, Any]) -> list[str]:
+    containers = data.get("containers") or []
+    if not containers:
+        return []
+    lines = ["## Containers", "",
+             "| container | image | peak GPU memory | at | CPU mean | CPU p95 | CPU max | "
+             "peak memory |", "|---|---|---|---|---|---|---|---|"]
+    for c in containers:
+        at = c["gpu_mem_peak_at_elapsed_s"]
+        lines.append(f"| {c['name']} | {c['image'] or '-'} | {fmt_gib(c['gpu_mem_peak_bytes'])} | "
+                     f"{'-' if at is None else '+' + fmt_duration(at)} | "
+                     f"{fmt_pct(c['cpu_mean_pct'])} | {fmt_pct(c['cpu_p95_pct'])} | "
+                     f"{fmt_pct(c['cpu_max_pct'])} | {fmt_gib(c['mem_peak_bytes'])} |")
+    return lines + [""]
+
+
 def _task_section(data: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for task in data["tasks"]:
@@ -161,7 +177,7 @@ def _stats_section(data: dict[str, Any]) -> list[str]:
 def render_markdown(summary: Summary, frames: SessionFrames) -> str:
     """The whole `summary.md`."""
     data = summary.data
-    lines = _header(data) + _gpu_section(data) + _task_section(data)
+    lines = _header(data) + _gpu_section(data) + _container_section(data) + _task_section(data)
     lines += _findings_section(data) + _charts_section(frames) + _stats_section(data)
     if data["warnings"]:
         lines += ["## Reader notes", "", *[f"- {w}" for w in data["warnings"]], ""]
@@ -186,6 +202,9 @@ def render_short(summary: Summary) -> str:
     for peak in s["run_peaks"]:
         lines.append(f"  command peak on GPU {peak.get('gpu')}: {fmt_gib(peak.get('peak_bytes'))}"
                      f" ({peak.get('method')})")
+    for c in data.get("containers") or []:
+        lines.append(f"  container {c['name']}: peak GPU memory {fmt_gib(c['gpu_mem_peak_bytes'])}"
+                     f", CPU mean {fmt_pct(c['cpu_mean_pct'])} max {fmt_pct(c['cpu_max_pct'])}")
     for task in data["tasks"]:
         trend = [f"{name} {fmt_num(m['first'])} -> {fmt_num(m['last'])}"
                  for name, m in task["metrics"].items() if name in SUMMARY_METRICS]

@@ -27,11 +27,32 @@ HOST_STATS = (
     ("cpu_pct", "cpu", "%", 1.0),
     ("mem_used_bytes", "mem_used", "GiB", 1 / GIB),
 )
+CONTAINER_STATS = (
+    ("cpu_pct", "cpu", "%", 1.0),
+    ("mem_used_bytes", "mem_used", "GiB", 1 / GIB),
+    ("gpu_mem_bytes", "gpu_mem", "GiB", 1 / GIB),
+)
+SHORT_ID = 12
 
 
 def stat_key(scope: str, metric: str, unit: str) -> str:
     """The statistics row key, nvitop style: `gpu0/util_gpu (%)`; no parentheses when unitless."""
     return f"{scope}/{metric} ({unit})" if unit else f"{scope}/{metric}"
+
+
+def container_labels(frame: pd.DataFrame) -> dict[str, str]:
+    """Container id -> how it is named in a summary: its last recorded name.
+
+    A name two containers had (one removed, another started under its name) gets the short id
+    added, `trainer@3f9a2c41d0e7`, so each keeps a line of its own.
+    """
+    names: dict[str, str] = {}
+    for cid, rows in frame.groupby("id", observed=True, sort=False):
+        known = rows["name"].dropna()
+        names[str(cid)] = str(known.iloc[-1]) if len(known) else str(cid)[:SHORT_ID]
+    taken = pd.Series(list(names.values())).value_counts()
+    return {cid: name if taken[name] == 1 else f"{name}@{cid[:SHORT_ID]}"
+            for cid, name in names.items()}
 
 
 def in_window(frame: pd.DataFrame, window: dict[str, Any]) -> pd.DataFrame:
@@ -63,6 +84,10 @@ def stats_frame(frames: SessionFrames, gpu: pd.DataFrame, window: dict[str, Any]
     if frames.host is not None and not frames.host.empty:
         host = in_window(frames.host, window).assign(scope="host")
         parts.append(_grouped_stats(host, "scope", str, HOST_STATS))
+    if frames.containers is not None and not frames.containers.empty:
+        labels = container_labels(frames.containers)
+        parts.append(_grouped_stats(in_window(frames.containers, window), "id",
+                                    lambda i: f"container:{labels[str(i)]}", CONTAINER_STATS))
     if frames.metrics is not None and not frames.metrics.empty:
         parts.append(_metric_stats(frames.metrics))
     parts = [p for p in parts if not p.empty]

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.session_format import EVENT, META, SUMMARY_SCHEMA_VERSION
+from gpuherd.summary.containers import container_summary
 from gpuherd.summary.frames import SessionFrames, load_frames
 from gpuherd.summary.stats import (
     STAT_COLUMNS,
@@ -272,6 +273,7 @@ def _summarize(frames: SessionFrames) -> Summary:
         "window": window,
         "gpus": gpu_summary(frames, window),
         "tasks": task_summary(frames),
+        "containers": container_summary(frames, window),
         "findings": findings_summary(frames),
         "events": lifecycle_summary(frames),
         "stats": stats_records(stats),

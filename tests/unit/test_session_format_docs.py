@@ -54,6 +54,7 @@ CSV_SECTIONS = [
     (fmt.GPU_FILE, "`gpu.csv`"),
     (fmt.PROCESSES_FILE, "`processes.csv`"),
     (fmt.HOST_FILE, "`host.csv`"),
+    (fmt.CONTAINERS_FILE, "`containers.csv`"),
     (fmt.METRICS_FILE, "`metrics.csv`"),
     (fmt.PEAK_TRACE_FILE, "`peak_trace.csv`"),
 ]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import subprocess
@@ -10,11 +11,20 @@ from pathlib import Path
 import pytest
 
 from collectors.nvml import ProcessEntry
+from collectors.samples import ContainerSample, ContainerTick
 from gpuherd.snapshot import render_table, run, take_snapshot, to_json
+from gpuherd.snapshot_containers import ContainerLook
 from tests.fakes import FakeGpu, FakeNvml, GiB, GpuIsLost, MiB, NoPermission, NotSupported
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "snapshot-json.md"
+
+
+@pytest.fixture(autouse=True)
+def _no_container_engine(monkeypatch, tmp_path):
+    # The machine's engine (and other people's containers on it) stays out of these tests;
+    # tests/docker/test_snapshot_containers.py reads a real one.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
 
 
 @pytest.fixture
@@ -89,7 +99,26 @@ def test_json_keys_match_the_documentation(sleeper):
     assert set(data["gpus"][0]) == documented_keys("`gpus[]`")
     assert set(data["gpus"][0]["processes"][0]) == documented_keys("`gpus[].processes[]`")
     assert set(data["host"]) == documented_keys("`host`")
+    assert data["containers"] == [] and data["container_engine"] is None
+    assert data["containers_error"].startswith("no container engine: no socket at DOCKER_HOST=")
     json.dumps(data, allow_nan=False)
+
+
+def test_container_json_keys_match_the_documentation(sleeper):
+    snap = take_snapshot(busy_fake(sleeper.pid), window_s=0.0)
+    listed = ContainerTick(snap.host.taken_at, (ContainerSample(
+        id="ab" * 32, short_id="ab" * 6, name="trainer", image="pytorch:24.01",
+        status="running", gpu_devices=("0",)),), engine="Docker 28.2.2")
+    data = to_json(dataclasses.replace(snap, containers=ContainerLook(tick=listed)))
+    (container,) = data["containers"]
+    assert set(container) == documented_keys("`containers[]`")
+    assert container["gpu_memory_bytes"] == 0 and container["gpu_pids"] == []
+    assert container["gpu_devices"] == ["0"] and data["container_engine"] == "Docker 28.2.2"
+    assert data["containers_error"] is None
+    text = render_table(dataclasses.replace(snap, containers=ContainerLook(tick=listed)),
+                        width=200)
+    assert re.search(r"\ntrainer\s+pytorch:24\.01\s+running\s+N/A\s+N/A / N/A\s+N/A\s+0\s+0 B$",
+                     text)
 
 
 def test_json_values_join_gpu_and_host(sleeper):
