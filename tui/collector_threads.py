@@ -145,11 +145,13 @@ class EventGate:
             emit = self._emit
             if emit is None:
                 self._held.append(event)
+                # Under the lock, so no held tick can set its pids after the app set newer
+                # ones (PidWatch calls nothing back).
+                if (self._pid_watch is not None and isinstance(event, Sampled)
+                        and isinstance(event.sample, GpuTick)):
+                    self._pid_watch.set(gpu_pids(event.sample))
         if emit is not None:
             emit(event)
-        elif (self._pid_watch is not None and isinstance(event, Sampled)
-              and isinstance(event.sample, GpuTick)):
-            self._pid_watch.set(gpu_pids(event.sample))
 
     def crashed(self, source: str, error: BaseException) -> None:
         """A collector's loop ended in a bug: reported now if open, else held as `Crashed`."""
