@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector, GpuherdError
 from collectors.host import PidWatch, in_host_pid_namespace
-from collectors.session_format import META_FILE
 from gpuherd import exit_codes
 from gpuherd.monitor_logs import TaskHint, replay_hints
 from gpuherd.sources import LiveSources, LogSources, SourceOptions, TailSupervisor, log_sources
@@ -138,6 +137,8 @@ def _demo_directory(args: argparse.Namespace) -> Iterator[Path | None]:
         yield None
         return
     import importlib.resources  # 15 ms that live mode's start-up does without
+
+    from collectors.session_format import META_FILE  # so is the session format
 
     resource = importlib.resources.files(DEMO_PACKAGE).joinpath(DEMO_DIR)
     if not resource.joinpath(META_FILE).is_file():
