@@ -18,7 +18,16 @@ Examples, from the repository root:
     python benchmarks/bench_tui_startup.py --runs 5 --expect 'NVIDIA' \
         --expect '│\\s+0\\s+\\d+\\s+\\w+' -- python -m gpuherd
 
-Prints a table, and one JSON object with --json.
+    # here, no GPU: the live path over a fake NVML (one H100, this process on it)
+    python benchmarks/bench_tui_startup.py --runs 15 --expect NVIDIA \
+        --expect '│\\s+0\\s+\\d+\\s+\\w+' -- python -m tests.e2e.live_fake_nvml
+
+    # two trees of gpuherd (this one and an older copy in .old), runs alternating between
+    # them; the command runs in each tree's directory, so `python -m gpuherd` is that tree's
+    python benchmarks/bench_tui_startup.py --runs 15 --tree old=.old --tree new=. \
+        --expect NVIDIA --expect '│\\s+0\\s+\\d+\\s+\\w+' -- python -m gpuherd
+
+Prints a table (with --tree, one line per tree), and one JSON object with --json.
 """
 
 from __future__ import annotations
@@ -51,13 +60,14 @@ class Tmux:
 
 
 def first_frame_s(command: str, patterns: list[re.Pattern[str]], width: int, height: int,
-                  timeout_s: float, poll_s: float, index: int) -> float | None:
+                  timeout_s: float, poll_s: float, index: int,
+                  cwd: Path = ROOT) -> float | None:
     """Seconds from `tmux new-session` until every pattern is on screen; None on timeout."""
     tmux = Tmux(f"bench-tui-start-{os.getpid()}-{index}")
     try:
         started = time.perf_counter()
         tmux("new-session", "-d", "-s", "b", "-x", str(width), "-y", str(height),
-             "-c", str(ROOT), f"{command}; sleep 30")
+             "-c", str(cwd), f"{command}; sleep 30")
         while time.perf_counter() - started < timeout_s:
             screen = tmux("capture-pane", "-p", "-t", "b")
             if all(p.search(screen) for p in patterns):
@@ -72,7 +82,8 @@ ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[PX^_\]].*?(?:\x07|\x1b\
 
 
 def first_frame_pty_s(command: str, patterns: list[re.Pattern[str]], width: int, height: int,
-                      timeout_s: float, poll_s: float, index: int) -> float | None:
+                      timeout_s: float, poll_s: float, index: int,
+                      cwd: Path = ROOT) -> float | None:
     """As `first_frame_s` on a bare pty (no tmux): patterns are matched in the output stream
     with escape sequences removed, which finds text drawn in one run (a GPU name, a table row).
     """
@@ -87,7 +98,7 @@ def first_frame_pty_s(command: str, patterns: list[re.Pattern[str]], width: int,
     pid, fd = pty.fork()
     if pid == 0:
         fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
-        os.chdir(ROOT)
+        os.chdir(cwd)
         os.environ["TERM"] = "xterm-256color"
         os.execvp("/bin/sh", ["/bin/sh", "-c", f"exec {command}"])
     seen = ""
@@ -121,6 +132,9 @@ def main() -> int:
     parser.add_argument("--poll", type=float, default=0.01, help="seconds between captures")
     parser.add_argument("--terminal", choices=("auto", "tmux", "pty"), default="auto",
                         help="tmux pane (default when installed) or a bare pty")
+    parser.add_argument("--tree", action="append", default=[], metavar="LABEL=DIR",
+                        help="run the command in DIR (repeatable): runs alternate between the "
+                             "trees, each tree first equally often, and each gets a median")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     args = parser.parse_args()
@@ -136,25 +150,50 @@ def main() -> int:
     command = shlex.join(argv)
     patterns = [re.compile(p, re.MULTILINE) for p in (args.expect or DEFAULT_EXPECT)]
     baseline = [measure("echo READY", [re.compile("READY")], args.width, args.height,
-                              5.0, args.poll, 1000 + i) for i in range(3)]
-    times = [measure(command, patterns, args.width, args.height, args.timeout,
-                           args.poll, i) for i in range(args.runs)]
-    ok = [t for t in times if t is not None]
+                        5.0, args.poll, 1000 + i) for i in range(3)]
+    trees = [_tree(parser, spec) for spec in args.tree] or [("", ROOT)]
+    times: dict[str, list[float | None]] = {label: [] for label, _ in trees}
+    for i in range(args.runs):
+        k = i % len(trees)
+        for j, (label, cwd) in enumerate(trees[k:] + trees[:k]):  # each tree first as often
+            # A tmux server of its own per run: a name reused at once may reach the last one
+            # while it is still shutting down.
+            times[label].append(measure(command, patterns, args.width, args.height,
+                                        args.timeout, args.poll, i * len(trees) + j, cwd))
     base = statistics.median([t for t in baseline if t is not None] or [0.0])
     print(f"# {command}  ({args.width}x{args.height}, {args.runs} runs, "
           f"{'pty' if measure is first_frame_pty_s else 'tmux'})")
     print(f"terminal baseline (echo READY): {base * 1000:.0f} ms")
-    if ok:
-        print(f"first full frame: median {statistics.median(ok) * 1000:.0f} ms, "
-              f"min {min(ok) * 1000:.0f} ms, max {max(ok) * 1000:.0f} ms"
-              + ("" if len(ok) == len(times) else f"; {len(times) - len(ok)} runs timed out"))
-    else:
-        print("first full frame: never (every run timed out; check --expect)")
+    for label, _ in trees:
+        print(_summary(f"{label}: " if label else "", times[label]))
     if args.json:
-        print(json.dumps({"command": command, "runs_s": times, "baseline_s": base,
-                          "median_s": statistics.median(ok) if ok else None}))
-    return 0 if len(ok) == len(times) else 1
+        runs = {label: t for label, t in times.items()} if args.tree else times[""]
+        medians = {label: _median(t) for label, t in times.items()}
+        print(json.dumps({"command": command, "runs_s": runs, "baseline_s": base,
+                          "median_s": medians if args.tree else medians[""]}))
+    return 0 if all(t is not None for ts in times.values() for t in ts) else 1
 
+
+def _tree(parser: argparse.ArgumentParser, spec: str) -> tuple[str, Path]:
+    label, sep, directory = spec.partition("=")
+    path = (Path.cwd() / directory).resolve()
+    if not sep or not label or not path.is_dir():
+        parser.error(f"--tree {spec}: give LABEL=DIR with an existing directory")
+    return label, path
+
+
+def _median(times: list[float | None]) -> float | None:
+    ok = [t for t in times if t is not None]
+    return statistics.median(ok) if ok else None
+
+
+def _summary(prefix: str, times: list[float | None]) -> str:
+    ok = [t for t in times if t is not None]
+    if not ok:
+        return f"{prefix}first full frame: never (every run timed out; check --expect)"
+    return (f"{prefix}first full frame: median {statistics.median(ok) * 1000:.0f} ms, "
+            f"min {min(ok) * 1000:.0f} ms, max {max(ok) * 1000:.0f} ms"
+            + ("" if len(ok) == len(times) else f"; {len(times) - len(ok)} runs timed out"))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector, CollectorEvent, GpuherdError
 from collectors.host import PidWatch, in_host_pid_namespace
-from collectors.session_format import META_FILE
 from gpuherd import exit_codes
 from gpuherd.monitor_logs import TaskHint, replay_hints
 from gpuherd.sources import LiveSources, LogSources, SourceOptions, TailSupervisor, log_sources
 
 if TYPE_CHECKING:
+    from collectors.nvml import NvmlBackend
     from gpuherd.record.dashboard import DashboardRecording
 
 DEMO_PACKAGE, DEMO_DIR = "gpuherd", "data/demo"
@@ -99,9 +99,13 @@ def build_plan(args: argparse.Namespace, demo: Path | None = None) -> Plan:
     return plan
 
 
-def live_plan(interval_s: float) -> Plan:
-    """NVML, host and container collectors of this machine (`gpuherd.sources` builds them)."""
-    sources = LiveSources(SourceOptions(interval_s=interval_s))
+def live_plan(interval_s: float, nvml_backend: NvmlBackend | None = None) -> Plan:
+    """NVML, host and container collectors of this machine (`gpuherd.sources` builds them).
+
+    `nvml_backend` is the NVML seam (a fake in tests and GPU-less benchmarks); `None` is the
+    real driver.
+    """
+    sources = LiveSources(SourceOptions(interval_s=interval_s, nvml_backend=nvml_backend))
     plan = Plan(
         collectors=sources.machine(),
         hostname=socket.gethostname(),
@@ -146,6 +150,8 @@ def _demo_directory(args: argparse.Namespace) -> Iterator[Path | None]:
         yield None
         return
     import importlib.resources  # 15 ms that live mode's start-up does without
+
+    from collectors.session_format import META_FILE  # so is the session format
 
     resource = importlib.resources.files(DEMO_PACKAGE).joinpath(DEMO_DIR)
     if not resource.joinpath(META_FILE).is_file():
@@ -199,25 +205,36 @@ Guard = Callable[[Any], AbstractContextManager[Any]]
 def run_app(plan: Plan, guard: Guard | None = None) -> Any:
     """Run the dashboard over `plan` until it quits; the finished app.
 
-    The caller has checked for a terminal. Textual is imported here and nowhere else on the way.
+    The caller has checked for a terminal. The collectors start first, then Textual is
+    imported (here and nowhere else on the way): the import takes about a third of a second,
+    in which NVML opens and the first GPU tick and the details of its processes are read, so
+    the dashboard's first frame shows them instead of a frame or two later.
     """
-    from tui.app import make_app  # the interactive path is the only one that loads Textual
+    from tui.collector_threads import EarlyCollectors  # no Textual in it
 
-    app = make_app(
+    early = EarlyCollectors.start(
         plan.collectors,
-        pid_watch=plan.pid_watch,
-        hostname=plan.hostname,
-        replay_label=plan.replay_label,
-        notices=plan.notices,
-        tail=plan.tail,
-        task_hints=plan.task_hints,
         tap=_tap(plan),
-        recording=plan.recording,
+        pid_watch=plan.pid_watch,
     )
     try:
+        from tui.app import make_app  # the interactive path is the only one that loads Textual
+
+        app = make_app(
+            plan.collectors,
+            pid_watch=plan.pid_watch,
+            hostname=plan.hostname,
+            replay_label=plan.replay_label,
+            notices=plan.notices,
+            tail=plan.tail,
+            task_hints=plan.task_hints,
+            recording=plan.recording,
+            early=early,
+        )
         with guard(app) if guard is not None else nullcontext():
             app.run()
     finally:
+        early.abandon()  # only if the app never took the collectors over
         if plan.logs is not None:
             plan.logs.close()
     # The alternate screen is gone now; repeat why a source could not run so it stays visible.

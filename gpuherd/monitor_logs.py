@@ -6,8 +6,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from collectors.session_format import EVENT, META
-
 if TYPE_CHECKING:
     from collectors.session_reader import SessionReader
 
@@ -33,6 +31,8 @@ def replay_hints(session: SessionReader) -> list[TaskHint]:
     The GPUs are those `run_peaks` attributes to the command by its own processes; the pid
     matches the command's rows in `processes.csv` as the replay goes.
     """
+    from collectors.session_format import EVENT, META  # the live dashboard does without
+
     if not session.meta.get(META.command):
         return []
     uuids = tuple(str(p["uuid"]) for p in session.meta.get(META.run_peaks) or ()

@@ -6,7 +6,7 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.binding import Binding
@@ -23,7 +23,13 @@ from collectors.base import (
 )
 from collectors.roles import CONTAINERS, DISCOVERY, GPU, LOG, role_of, sample_role
 from collectors.samples import GpuTick, LogBatch
-from tui.collector_threads import CollectorThread, CollectorThreads
+from tui.collector_threads import (
+    CollectorThread,
+    CollectorThreads,
+    EarlyCollectors,
+    EventGate,
+    PidSink,
+)
 from tui.messages import CollectorEventReceived, RecordingClosed, RecordingEnding
 from tui.screens.error import ErrorScreen
 from tui.screens.help import HelpScreen
@@ -38,13 +44,6 @@ if TYPE_CHECKING:
     from tui.record_link import RecordLink
 
 DEMO_HINT = "try `gpuherd --demo`"
-
-
-class PidSink(Protocol):
-    """Where the pids seen on the GPUs go (`collectors.host.PidWatch`)."""
-
-    def set(self, pids: Any) -> None:
-        """Replace the watched pids."""
 
 
 class GpuherdApp(App[int]):
@@ -73,6 +72,7 @@ class GpuherdApp(App[int]):
         task_hints: Sequence[TaskHint] = (),
         tap: Callable[[CollectorEvent], None] | None = None,
         recording: DashboardRecording | None = None,
+        early: EarlyCollectors | None = None,
     ) -> None:
         super().__init__()
         self.collectors = list(collectors)
@@ -84,14 +84,17 @@ class GpuherdApp(App[int]):
         self.state.notices.extend(notices)
         self._main = MainScreen(self.state, hostname=hostname, replay_label=replay_label)
         self.tasks = TaskFeed(self, self._main, self.state, tail, task_hints)
-        self.tap = tap
-        """Also gets every collector event, on the collector's thread (`--tui --record`)."""
         self.record: RecordLink | None = None
         if recording is not None:
             from tui.record_link import RecordLink  # the recorder loads only with --record
 
             self.record = RecordLink(self, recording)
-        self.threads = CollectorThreads(self._emit, self.thread_crashed)
+        if early is None:
+            gate = EventGate(tap)
+            early = EarlyCollectors(CollectorThreads(gate.emit, gate.crashed), gate)
+        self.gate = early.gate
+        """Holds the collectors' events until the app is mounted; `tap` gets them at once."""
+        self.threads = early.threads
         """One thread per long-lived collector (`tui/collector_threads.py` says why)."""
         self._event_handlers: dict[type, Callable[[Any], None]] = {
             Sampled: self._sampled, Failed: self._failed, Recovered: self._recovered,
@@ -112,10 +115,25 @@ class GpuherdApp(App[int]):
         return self._main
 
     def on_mount(self) -> None:
-        """Start one thread per collector."""
+        """Take the events of collectors started early, then start one thread per other one.
+
+        The held events are handled here, before the first frame, so a live dashboard shows
+        its first GPU tick and the user of each GPU process from its first frame on.
+        """
         self._refresh_view()
         self.tasks.adopt(self.collectors)
+        waiting = []
         for collector in self.collectors:
+            if self.threads.running(collector):
+                self.state.add_source(collector.name, role_of(collector))
+            else:
+                waiting.append(collector)
+        for event in self.gate.open(self._post, self.thread_crashed):
+            if isinstance(event, Crashed):
+                self.thread_crashed(event.source, event.error)
+            else:
+                self._event_handlers[type(event)](event)
+        for collector in waiting:
             self.start_collector(collector)
         if self.record is not None:
             self.record.start()
@@ -138,10 +156,8 @@ class GpuherdApp(App[int]):
             # The app has stopped: the line is printed on stderr after the dashboard.
             self.state.notices.append(f"the {source} collector stopped: {error!r}")
 
-    def _emit(self, event: CollectorEvent) -> None:
+    def _post(self, event: CollectorEvent) -> None:
         """Runs on the collector thread: hand the event to the UI thread."""
-        if self.tap is not None:
-            self.tap(event)
         self.post_message(CollectorEventReceived(event))
 
     def on_collector_event_received(self, message: CollectorEventReceived) -> None:
@@ -260,6 +276,7 @@ def make_app(
     task_hints: Sequence[TaskHint] = (),
     tap: Callable[[CollectorEvent], None] | None = None,
     recording: DashboardRecording | None = None,
+    early: EarlyCollectors | None = None,
 ) -> GpuherdApp:
     """Build the dashboard over `collectors` (live, replayed, or fakes in tests).
 
@@ -278,9 +295,12 @@ def make_app(
             supervisor of the app's own. `None`: logs are not followed.
         task_hints: What is known about tasks beyond their logs (a recorded command's pid).
         tap: Also called with every collector event, on the collector's thread (a
-            `Recording.emit` when recording from the dashboard).
+            `Recording.emit` when recording from the dashboard). With `early`, give the tap
+            to `EarlyCollectors.start` instead.
         recording: A started `--tui --record` recording: the app reports how it ends and
             closes it when its command exits (pass its `tap` as `tap`).
+        early: Collectors among `collectors` that already run (started before Textual was
+            imported); the app adopts their threads and handles their held events on mount.
     """
     app = GpuherdApp(
         collectors,
@@ -293,6 +313,7 @@ def make_app(
         task_hints=task_hints,
         tap=tap,
         recording=recording,
+        early=early,
     )
     app.title = title
     return app

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import getpass
 import os
+import threading
 
 from collectors.host import HostCollector, PidWatch
 from collectors.nvml import NvmlCollector, ProcessEntry
-from collectors.samples import GpuProcess
+from collectors.samples import GpuProcess, HostSample
 from tests.app.helpers import T0, UUID0, ScriptedCollector, gpu, tick, until
 from tests.fakes import FakeGpu, FakeNvml, GiB, GpuIsLost, LibraryNotFound, MiB, NotSupported
 from tui.app import make_app
+from tui.collector_threads import EarlyCollectors
 from tui.widgets.banner import Banner
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.process_table import ProcessTable
@@ -106,3 +108,34 @@ async def test_a_new_gpu_process_gets_its_user_at_once_not_at_the_next_host_tick
         await until(pilot, lambda: getpass.getuser()[:8] in table.get_row(f"{UUID0}/{me}")[2].plain,
                     timeout_s=5)
         gpus.finish()
+
+
+async def test_collectors_started_before_the_app_are_adopted_with_what_they_read() -> None:
+    """`gpuherd.monitor.run_app` starts the collectors before Textual loads; the app takes
+    over their threads and shows what they read from its first frame on."""
+    me = os.getpid()
+    nvml = FakeNvml([FakeGpu(name="NVIDIA H200", uuid=H200, used=3 * GiB,
+                             compute=[ProcessEntry(pid=me, used_memory_bytes=2 * GiB)])])
+    watch = PidWatch()
+    collectors = [NvmlCollector(backend=nvml, interval_s=600.0),
+                  HostCollector(watch, interval_s=600.0)]
+    detailed = threading.Event()
+
+    def tap(event: object) -> None:
+        sample = getattr(event, "sample", None)
+        if isinstance(sample, HostSample) and any(p.user for p in sample.processes):
+            detailed.set()
+
+    early = EarlyCollectors.start(collectors, tap=tap, pid_watch=watch)
+    assert detailed.wait(10)
+    app = make_app(collectors, pid_watch=watch, clock=lambda: T0, early=early)
+    async with app.run_test(size=(160, 50)) as pilot:
+        # Handled on mount, not as messages after it: nothing to wait for.
+        assert app.state.gpu_tick is not None and "NVIDIA H200" in app.screen.query_one(
+            GpuPanel).plain
+        row = app.screen.query_one(ProcessTable).get_row(f"{H200}/{me}")
+        assert row[1].plain == str(me) and row[2].plain == getpass.getuser()
+        assert sorted(app.threads.alive()) == ["host", "nvml"]  # adopted, not started again
+        assert nvml.calls[("init", None)] == 1
+        await pilot.press("q")
+    assert app.threads.alive() == []  # quitting stopped the adopted threads too

@@ -1,14 +1,19 @@
-"""The dashboard's collector threads, without the app: start, stop, crash, and a stuck source."""
+"""The dashboard's collector threads without the app, and the gate for those started before it."""
 
 from __future__ import annotations
 
+import getpass
+import subprocess
 import threading
 import time
 
-from collectors.base import Finished, Sampled
+from collectors.base import Crashed, Finished, Sampled
+from collectors.host import HostCollector, PidWatch
+from collectors.nvml import NvmlCollector, ProcessEntry
+from collectors.samples import HostSample
 from tests.app.helpers import ScriptedCollector, scripted_log
-from tests.fakes import FakeCollector
-from tui.collector_threads import CollectorThreads
+from tests.fakes import FakeCollector, FakeGpu, FakeNvml
+from tui.collector_threads import CollectorThreads, EarlyCollectors
 
 
 class Recorder:
@@ -89,3 +94,67 @@ def test_stop_all_gives_up_on_a_stuck_collector_and_names_it() -> None:
     finally:
         stuck.release.set()
     assert threads.stop_all(timeout_s=10) == []
+
+
+def test_a_closed_gate_holds_events_and_crashes_in_order_until_it_opens() -> None:
+    tapped: list[object] = []
+    bug = ZeroDivisionError("a bug in sample")
+    early = EarlyCollectors.start([FakeCollector([1, 2, 3], name="a"),
+                                   FakeCollector([bug], name="b")], tap=tapped.append)
+    assert early.threads.stop_all(timeout_s=10) == []  # both sources ended by themselves
+    assert not early.gate.is_open
+    seen = Recorder()
+    held = early.gate.open(seen.emit, seen.crashed)
+    assert [e for e in held if getattr(e, "source", None) == "a"] == [
+        Sampled("a", 1), Sampled("a", 2), Sampled("a", 3), Finished("a")]
+    assert [e for e in held if getattr(e, "source", None) == "b"] == [Crashed("b", bug)]
+    assert sorted(map(repr, tapped)) == sorted(repr(e) for e in held if not isinstance(e, Crashed))
+    assert seen.events == [] and seen.crashes == []  # handed over once, as the return value
+    # Open: a collector started now reaches the sink directly, crashes too.
+    late = early.threads.start(FakeCollector([9, bug], name="c"))
+    late.thread.join(10)
+    assert seen.events == [Sampled("c", 9)] and seen.crashes == [("c", bug, "c")]
+    assert early.gate.open(seen.emit, seen.crashed) == []
+    assert tapped[-1] == Sampled("c", 9)
+
+
+def test_collectors_started_early_are_stopped_when_no_app_takes_them() -> None:
+    source = ScriptedCollector("nvml")
+    early = EarlyCollectors.start([source])
+    assert early.threads.alive() == ["nvml"]
+    early.abandon()
+    assert early.threads.alive() == []
+    taken = EarlyCollectors.start([ScriptedCollector("nvml")])
+    taken.gate.open(Recorder().emit, Recorder().crashed)
+    taken.abandon()  # an app took them over: stopping them is its job
+    assert taken.threads.alive() == ["nvml"]
+    assert taken.threads.stop_all(timeout_s=10) == []
+
+
+def test_a_gpu_process_gets_its_user_while_the_gate_is_still_closed() -> None:
+    """While the dashboard loads, a GPU tick's pids already wake the host collector."""
+    child = subprocess.Popen(["sleep", "600"])
+    watch = PidWatch()
+    nvml = NvmlCollector(FakeNvml([FakeGpu(compute=[ProcessEntry(child.pid, 4 << 30)])]),
+                         interval_s=600.0)
+    host = HostCollector(watch, interval_s=600.0)  # a second sample only by waking
+    detailed = threading.Event()
+
+    def tap(event: object) -> None:
+        sample = getattr(event, "sample", None)
+        if isinstance(sample, HostSample) and any(
+                p.pid == child.pid and p.user == getpass.getuser() for p in sample.processes):
+            detailed.set()
+
+    early = EarlyCollectors.start([nvml, host], tap=tap, pid_watch=watch)
+    try:
+        assert detailed.wait(10), "the GPU process was not detailed before the gate opened"
+        assert watch.get() == {child.pid}
+        held = early.gate.open(Recorder().emit, Recorder().crashed)
+        kinds = [type(e.sample).__name__ for e in held if isinstance(e, Sampled)]
+        assert kinds.count("GpuTick") == 1 and kinds[-1] == "HostSample"
+        assert kinds.index("GpuTick") < len(kinds) - 1  # the details came after the tick
+    finally:
+        early.threads.stop_all(timeout_s=10)
+        child.kill()
+        child.wait()

@@ -7,12 +7,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
+from textual.containers import Vertical
+from textual.screen import Screen
 from textual.widgets import DataTable
 
+from tests.app.helpers import until
+from tui.processes import ProcessRow
 from tui.tasks import TaskRow
 from tui.text import same_text
 from tui.widgets.keyed_table import update_rows
+from tui.widgets.process_table import ProcessTable
 from tui.widgets.tasks_panel import TasksPanel
 
 
@@ -137,3 +143,50 @@ def test_both_tables_share_the_one_keyed_update() -> None:
     for module in (process_table, tasks_panel):
         source = inspect.getsource(module)
         assert "update_rows(" in source and "remove_row(" not in source
+
+
+class FirstResizeTable(ProcessTable):
+    """The real process table, noting what it holds when its first Resize comes.
+
+    Textual sends that Resize after the screen's first paint, so what the table holds then is
+    what the first frame showed.
+    """
+
+    at_first_resize: tuple[list[str], list[str]] | None = None
+
+    def on_resize(self, event: events.Resize) -> None:  # runs before ProcessTable's own
+        if self.at_first_resize is None:
+            self.at_first_resize = ([str(c.label) for c in self.columns.values()],
+                                    [str(k.value) for k in self.rows])
+
+
+class ProcessScreen(Screen[None]):
+    """Sets the rows on mount, as the dashboard's screen does with a tick already there."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="panel"):
+            yield FirstResizeTable()
+
+    def on_mount(self) -> None:
+        self.query_one(FirstResizeTable).rows_shown = (
+            ProcessRow("GPU-0/4242", 0, "GPU-0", 4242, 30 << 30, user="alice"),)
+
+
+class ProcessApp(App[None]):
+    CSS = ".panel { border: round white; padding: 0 1; }"
+
+    def get_default_screen(self) -> Screen[None]:
+        return ProcessScreen()
+
+
+async def test_the_process_table_has_its_columns_and_rows_before_its_first_paint() -> None:
+    app = ProcessApp()
+    async with app.run_test(size=(90, 12)) as pilot:
+        table = app.screen.query_one(FirstResizeTable)
+        await until(pilot, lambda: table.at_first_resize is not None)
+        columns, rows = table.at_first_resize or ([], [])
+        # 90 columns less border and padding: below WIDE_FROM, so no RSS and ELAPSED.
+        assert columns == ["GPU", "PID", "USER", "GPU MEM", "CPU%", "COMMAND"]
+        assert rows == ["GPU-0/4242"]
+        # The guessed width was the real one: the COMMAND column fills the rest of the 86.
+        assert table.size.width == 86 and list(table.columns.values())[-1].width == 38

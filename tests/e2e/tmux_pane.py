@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import time
 from collections.abc import Callable
@@ -22,9 +23,12 @@ class Pane:
                              text=True, encoding="utf-8", timeout=10)
         return out.stdout
 
-    def start(self, command: str, width: int, height: int) -> None:
+    def start(self, command: str, width: int, height: int, output: Path | None = None) -> None:
+        """Run `command` in a new pane; with `output`, every byte it writes is copied there."""
+        copy = (";", "pipe-pane", "-t", "e2e", f"cat > {shlex.quote(str(output))}")
+        # One tmux command line: the copy is attached before the pane's output is first read.
         self.tmux("new-session", "-d", "-s", "e2e", "-x", str(width), "-y", str(height),
-                  command)
+                  command, *(copy if output is not None else ()))
 
     def keys(self, *keys: str) -> None:
         for key in keys:

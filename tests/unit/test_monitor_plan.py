@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +99,21 @@ def test_tui_record_refuses_a_replay_and_a_missing_terminal(tmp_path: Path,
     assert code == exit_codes.USAGE == 2
     assert "needs a terminal" in capsys.readouterr().err
     assert not session.exists()
+
+
+LIVE_DOES_WITHOUT = ("collectors.session_format", "collectors.session_reader",
+                     "collectors.replay", "collectors.logtail", "parsers.registry",
+                     "gpuherd.record", "gpuherd.session")
+"""Modules the live dashboard's first frame does not need: every one costs start-up time."""
+
+
+def test_the_live_dashboard_imports_no_session_tail_or_recorder_code() -> None:
+    code = ("import sys\n"
+            "from gpuherd import monitor\n"
+            "from gpuherd.cli import parse_args\n"
+            "plan = monitor.build_plan(parse_args([]))\n"
+            "import tui.app, tui.collector_threads\n"
+            f"print([m for m in {LIVE_DOES_WITHOUT!r} if m in sys.modules])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]"

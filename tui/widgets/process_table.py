@@ -10,6 +10,7 @@ from rich.text import Text
 from textual import events
 from textual.coordinate import Coordinate
 from textual.reactive import reactive
+from textual.widget import Widget
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, RowKey
 
@@ -71,9 +72,26 @@ class ProcessTable(DataTable[Text]):
         self._order: list[str] = []
         self._layout: tuple[bool, int] | None = None
 
+    def on_mount(self) -> None:
+        """Build the columns for the width the table is about to get.
+
+        The first `Resize` comes after the first frame is drawn; with the columns built only
+        then, the rows the screen set at mount showed a frame later than the GPUs above them.
+        """
+        self._build_columns(self._expected_width())
+
     def on_resize(self, event: events.Resize) -> None:
         """Rebuild the columns when the width changes which ones fit."""
         self._build_columns(event.size.width)
+
+    def _expected_width(self) -> int:
+        # The table spans the screen less the borders and padding around it (true of every
+        # layout in app.tcss); if that guess is wrong, the first Resize rebuilds the columns.
+        width = self.app.size.width
+        for node in self.ancestors:
+            if isinstance(node, Widget):
+                width -= node.styles.gutter.width
+        return max(0, width)
 
     def watch_rows_shown(self, rows: tuple[ProcessRow, ...]) -> None:
         """Apply the new rows by key: remove gone ones, add new ones, update changed cells."""
