@@ -23,7 +23,7 @@ from tui.containers import (
 )
 from tui.widgets.keyed_table import update_rows
 
-WIDE_FROM = 150
+WIDE_FROM = 148
 """From this width the panel also shows image, uptime and the I/O rates."""
 
 
@@ -50,17 +50,17 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("name", "NAME", 18, lambda r: Text(r.name, no_wrap=True, overflow="ellipsis")),
-    Column("image", "IMAGE", 16, lambda r: Text(fmt_text(r.image), no_wrap=True,
+    Column("name", "NAME", 16, lambda r: Text(r.name, no_wrap=True, overflow="ellipsis")),
+    Column("image", "IMAGE", 14, lambda r: Text(fmt_text(r.image), no_wrap=True,
                                                overflow="ellipsis"), wide_only=True),
-    Column("status", "STATUS", 10, lambda r: Text(r.status)),
-    Column("uptime", "UP", 9, lambda r: _right(fmt_duration(r.uptime_s)), wide_only=True),
+    Column("status", "STATUS", 8, lambda r: Text(r.status)),
+    Column("uptime", "UP", 8, lambda r: _right(fmt_duration(r.uptime_s)), wide_only=True),
     Column("cpu", "CPU%", 6, lambda r: _right(fmt_pct(r.cpu_pct))),
     Column("memory", "MEM / LIMIT", 19,
            lambda r: _right(_pair(r.memory_used_bytes, r.memory_limit_bytes))),
-    Column("net", "NET IN / OUT /s", 19,
+    Column("net", "NET IN/OUT /s", 17,
            lambda r: _right(_pair(r.net_rx_bytes_per_s, r.net_tx_bytes_per_s)), wide_only=True),
-    Column("block", "BLOCK R / W /s", 19,
+    Column("block", "BLOCK R/W /s", 17,
            lambda r: _right(_pair(r.block_read_bytes_per_s, r.block_write_bytes_per_s)),
            wide_only=True),
     Column("pids", "PIDS", 5, lambda r: _right(NA if r.pids is None else str(r.pids))),
@@ -149,7 +149,11 @@ class ContainerPanel(DataTable[Text]):
         if self._wide is None:
             return
         cursor = self._cursor_key()
+        count = len(self._shown)
         update_rows(self, self._shown, rows, self._cells, same_row=lambda a, b: a == b)
+        if len(self._shown) != count:
+            # The panel is as tall as its rows: a row that came or went changes its height.
+            self.refresh(layout=True)
         order = [row.key for row in rows]
         if order != self._order:
             # DataTable.sort hands the key function cell values; the name cell is unique.
