@@ -21,7 +21,8 @@ from collectors.base import (
     Sampled,
     Unavailable,
 )
-from collectors.roles import CONTAINERS, DISCOVERY, GPU, LOG, role_of, sample_role
+from collectors.containers import NoEngine
+from collectors.roles import DISCOVERY, GPU, LOG, role_of, sample_role
 from collectors.samples import GpuTick, LogBatch
 from tui.collector_threads import (
     CollectorThread,
@@ -82,6 +83,8 @@ class GpuherdApp(App[int]):
         self.replay_label = replay_label
         self.state = MonitorState()
         self.state.notices.extend(notices)
+        self.help_notes: list[str] = []
+        """Why a source that is simply absent here (no container engine) shows nothing."""
         self._main = MainScreen(self.state, hostname=hostname, replay_label=replay_label)
         self.tasks = TaskFeed(self, self._main, self.state, tail, task_hints)
         self.record: RecordLink | None = None
@@ -104,9 +107,6 @@ class GpuherdApp(App[int]):
         self._feeds: dict[str | None, Callable[[str, Any], None]] = {
             LOG: self.tasks.batch,
             DISCOVERY: lambda _source, found: self.tasks.discovered(found),
-            # Kept for the containers panel, without a redraw: no widget shows them yet, and a
-            # second full refresh a second would double the dashboard's CPU.
-            CONTAINERS: lambda source, tick: self.state.apply_sample(source, tick),
         }
         """Roles whose samples go to the task feed instead of the state's latest samples."""
 
@@ -204,8 +204,18 @@ class GpuherdApp(App[int]):
         self._refresh_view()
 
     def _unavailable(self, event: Unavailable) -> None:
-        """Explain on the banner why the source cannot run here."""
+        """Explain on the banner why the source cannot run here.
+
+        A machine without a container engine is no problem: its panel stays hidden and the
+        reason is one line of the help screen, not of the banner.
+        """
         line = event.error.msg
+        if isinstance(event.error, NoEngine):
+            status = self.state.status_of(event.source)
+            status.health, status.reason = "unavailable", line
+            self.help_notes.append(line)
+            self._refresh_view()
+            return
         gpu_role = self.state.role(event.source) == GPU
         if gpu_role and self.replay_label is None and "--demo" not in line:
             line = f"{line} — {DEMO_HINT}"
@@ -260,7 +270,7 @@ class GpuherdApp(App[int]):
     def action_help(self) -> None:
         """Show the keys."""
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(tuple(self.state.notices)))
+            self.push_screen(HelpScreen((*self.state.notices, *self.help_notes)))
 
 
 def make_app(

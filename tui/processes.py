@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from collectors.container_gpu import container_label
 from collectors.samples import GpuSample, GpuTick, HostSample, ProcessInfo
 
 
@@ -25,6 +26,9 @@ class ProcessRow:
     elapsed_s: float | None = None
     command: str | None = None
     container: str | None = None
+    """The container's name when the engine listed it, else its short id."""
+    container_id: str | None = None
+    """The short container id from the process's cgroup."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +63,12 @@ def next_sort_key(current: SortKey) -> SortKey:
     return SORT_KEYS[(names.index(current.name) + 1) % len(SORT_KEYS)]
 
 
-def build_rows(tick: GpuTick | None, host: HostSample | None) -> list[ProcessRow]:
+def build_rows(tick: GpuTick | None, host: HostSample | None,
+               names: Mapping[str, str] | None = None) -> list[ProcessRow]:
     """One row per (GPU, pid) in `tick`, with host details where the host sample has them.
 
-    Elapsed time is measured against the tick's own time, so a replay shows the recorded age.
+    Elapsed time is measured against the tick's own time, so a replay shows the recorded age;
+    `names` (short container id -> name) names the containers the engine lists.
     """
     if tick is None:
         return []
@@ -71,20 +77,20 @@ def build_rows(tick: GpuTick | None, host: HostSample | None) -> list[ProcessRow
     for gpu in tick.devices:
         for proc in gpu.processes or ():
             info = details.get(proc.pid)
-            rows.append(_row(gpu, proc.pid, proc.used_memory_bytes, info, tick.taken_at))
+            rows.append(_row(gpu, proc.pid, proc.used_memory_bytes, info, tick.taken_at,
+                             names or {}))
     return rows
 
 
-def _row(
-    gpu: GpuSample, pid: int, used: int | None, info: ProcessInfo | None, now: float
-) -> ProcessRow:
+def _row(gpu: GpuSample, pid: int, used: int | None, info: ProcessInfo | None, now: float,
+         names: Mapping[str, str]) -> ProcessRow:
     base = ProcessRow(f"{gpu.uuid}/{pid}", gpu.index, gpu.uuid, pid, used)
     if info is None:
         return base
     elapsed = None if info.started_at is None else max(0.0, now - info.started_at)
     return ProcessRow(
         base.key, gpu.index, gpu.uuid, pid, used, info.user, info.cpu_pct, info.rss_bytes,
-        elapsed, info.command, info.container,
+        elapsed, info.command, container_label(info.container, names), info.container,
     )
 
 
@@ -102,6 +108,13 @@ def filter_rows(rows: Iterable[ProcessRow], text: str) -> list[ProcessRow]:
     if not needle:
         return list(rows)
     return [row for row in rows if needle in _haystack(row)]
+
+
+def in_container(rows: Iterable[ProcessRow], short_id: str | None) -> list[ProcessRow]:
+    """Rows of processes in the container `short_id` (every row when `None`)."""
+    if short_id is None:
+        return list(rows)
+    return [row for row in rows if (row.container_id or "")[:12] == short_id]
 
 
 def _haystack(row: ProcessRow) -> str:

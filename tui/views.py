@@ -63,10 +63,15 @@ def gap_note(tick: GpuTick | None, any_rows: bool) -> Text:
     return Text("\n".join(lines), style="yellow")
 
 
-def process_subtitle(key: SortKey, filter_text: str, shown: int, total: int) -> str:
-    """`sort: GPU memory ▼ (s)` plus the filter and how many rows it hides."""
+def process_subtitle(key: SortKey, filter_text: str, shown: int, total: int,
+                     container: str | None = None) -> str:
+    """`sort: GPU memory ▼ (s)` plus the filters and how many rows they hide."""
     arrow = "▼" if key.descending else "▲"
     text = f"sort: {key.label} {arrow} (s)"
+    if container:
+        text += f"  container: {container}"
     if filter_text:
-        text += f"  filter: {filter_text!r} ({shown} of {total}, Esc clears)"
+        text += f"  filter: {filter_text!r}"
+    if container or filter_text:
+        text += f" ({shown} of {total}, Esc clears)"
     return text

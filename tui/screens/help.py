@@ -19,6 +19,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("g / G", "chart the next / previous GPU (or click a GPU)"),
     ("↑ ↓ PgUp PgDn", "move in the process table"),
     ("t", "go to the tasks table (training logs followed with --log / --watch)"),
+    ("c", "go to the containers panel; there s cycles its sort, r reverses it"),
+    ("Enter", "on a container: show only its processes (Esc shows all again)"),
     ("Enter", "on a task: its loss and validation charts, findings and GPU (Esc goes back)"),
 )
 
@@ -30,6 +32,9 @@ NOTES = (
     "Memory in use that no listed process accounts for is shown under the table: the "
     "driver's own reservation, processes in another PID namespace (a container), or "
     "processes whose details are hidden from you.",
+    "Containers: one row per running container, with the figures `docker stats` shows, the "
+    "GPUs it was given and the GPU memory of its processes (-: none). The panel is shown only "
+    "where a Docker or podman engine answers, or a replay has containers.csv.",
     "Tasks: one row per followed training log. Badges are health findings (NaN, OOM, "
     "stalled, chance, overfit, input-bound, ...), red for errors and yellow for warnings; "
     "the detail view shows each finding's evidence and log line.",

@@ -11,13 +11,24 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from collectors.roles import GPU, HOST, LOG
-from tui.processes import SORT_KEYS, SortKey, build_rows, filter_rows, next_sort_key, sort_rows
+from collectors.container_gpu import container_names
+from collectors.roles import CONTAINERS, GPU, HOST, LOG
+from tui.containers import build_container_rows, first_tick
+from tui.processes import (
+    SORT_KEYS,
+    SortKey,
+    build_rows,
+    filter_rows,
+    in_container,
+    next_sort_key,
+    sort_rows,
+)
 from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState
 from tui.tasks import TaskRow
 from tui.views import chart_series, chart_title, gap_note, process_subtitle
 from tui.widgets.banner import Banner
+from tui.widgets.container_panel import ContainerPanel
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.header_bar import HeaderBar
 from tui.widgets.host_panel import HostPanel
@@ -36,7 +47,8 @@ stay on it (htop's default delay is 1.5 s). Any update of a DataTable cell re-re
 visible row, so on a busy 8-GPU box the table costs more than the rest of the frame; a
 process that starts or ends, a new sort or filter, and fresh user details show at once."""
 
-PANEL_FOR_ROLE: dict[str, str] = {GPU: "#gpus", HOST: "#host", LOG: "#tasks"}
+PANEL_FOR_ROLE: dict[str, str] = {GPU: "#gpus", HOST: "#host", LOG: "#tasks",
+                                  CONTAINERS: "#containers"}
 """The bordered panel that subscribes to each role: it shows the role's samples (`show`) and
 marks the failures of its sources. A source of any other role, or of none, has its failures on
 the banner as `source: reason` until it recovers."""
@@ -52,6 +64,7 @@ class MainScreen(Screen[None]):
         Binding("g", "next_gpu", "Next GPU"),
         Binding("G", "next_gpu(-1)", "Previous GPU", show=False),
         Binding("t", "focus_tasks", "Tasks"),
+        Binding("c", "focus_containers", "Containers"),
     ]
 
     sort_key: reactive[SortKey] = reactive(SORT_KEYS[0])
@@ -74,6 +87,10 @@ class MainScreen(Screen[None]):
         self._processes_drawn: tuple[frozenset[tuple[str, int]], float | None] = (
             frozenset(), None)
         """The (GPU uuid, pid) pairs on the table, and the tick time they were drawn at."""
+        self._names: dict[str, str] = {}
+        """Short container id -> name, as the process table shows them."""
+        self._container: tuple[str, str] | None = None
+        """(short id, name) of the container the process table is filtered to (Enter on it)."""
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
@@ -86,6 +103,7 @@ class MainScreen(Screen[None]):
                 yield Plot()
             with Vertical(id="host", classes="panel"):
                 yield HostPanel()
+        yield ContainerPanel(id="containers", classes="panel")  # shown once an engine answers
         with Vertical(id="processes", classes="panel"):
             with Vertical(id="table-box"):
                 yield ProcessTable()
@@ -118,6 +136,10 @@ class MainScreen(Screen[None]):
         just started, or the dashboard just did): its user and command go up at once.
         """
         state = self.state
+        if changed == CONTAINERS:
+            self._show_containers()
+            self._show_health()
+            return
         fresh = changed == HOST and self._details_new()
         if changed == HOST and state.gpu_streaming() and not fresh:
             return
@@ -129,6 +151,7 @@ class MainScreen(Screen[None]):
             gpus.selected_uuid = state.selected_uuid
             self._show_chart()
             self._show_processes(force=False)
+            self._show_containers()
         self.query_one(HostPanel).sample = state.host_sample
         self._show_header()
         self._show_health()
@@ -176,12 +199,15 @@ class MainScreen(Screen[None]):
                 and 0 <= now - drawn_at < PROCESS_STEP_S):
             return
         self._processes_drawn = (keys, now)
-        every = build_rows(tick, host)
+        self._names = container_names(first_tick(self.state.samples(CONTAINERS)))
+        every = build_rows(tick, host, self._names)
         self._detailed_pids = frozenset(p.pid for p in host.processes) if host else frozenset()
-        shown = sort_rows(filter_rows(every, self.filter_text), self.sort_key)
+        short_id, name = self._container or (None, None)
+        shown = sort_rows(filter_rows(in_container(every, short_id), self.filter_text),
+                          self.sort_key)
         self.query_one(ProcessTable).rows_shown = tuple(shown)
         self._set_subtitle("#processes", process_subtitle(self.sort_key, self.filter_text,
-                                                          len(shown), len(every)))
+                                                          len(shown), len(every), name))
         note = gap_note(tick, bool(every))
         if note != self._gap_note:
             # Static.update re-lays out the screen; do it only when the line count changed.
@@ -190,6 +216,20 @@ class MainScreen(Screen[None]):
             widget = self.query_one("#gap-note", Static)
             widget.update(note, layout=lines_changed)
             widget.display = bool(note.plain)
+
+    def _show_containers(self) -> None:
+        """The containers panel: shown while an engine answers (or fails after answering)."""
+        state = self.state
+        ticks = state.samples(CONTAINERS)
+        panel = self.query_one(ContainerPanel)
+        shown = bool(ticks or state.problems(CONTAINERS))
+        if shown != panel.has_class("-shown"):
+            panel.set_class(shown, "-shown")
+            self.refresh_bindings()  # `c` appears in the footer with the panel
+        panel.container_rows = tuple(build_container_rows(
+            first_tick(ticks), state.gpu_tick, state.host_sample, state.now))
+        if container_names(first_tick(ticks)) != self._names:
+            self._show_processes()  # a container came or went: name its processes at once
 
     def show_tasks(self, rows: tuple[TaskRow, ...]) -> None:
         """Show the training-log tasks; the panel stays hidden while there are none."""
@@ -244,6 +284,9 @@ class MainScreen(Screen[None]):
         box.value = ""
         box.remove_class("-shown")
         self.filter_text = ""
+        if self._container is not None:
+            self._container = None
+            self._show_processes()
         self.query_one(ProcessTable).focus()
 
     def action_cycle_sort(self) -> None:
@@ -259,10 +302,16 @@ class MainScreen(Screen[None]):
         """Give the keyboard to the tasks table."""
         self.query_one(TasksPanel).focus()
 
+    def action_focus_containers(self) -> None:
+        """Give the keyboard to the containers panel."""
+        self.query_one(ContainerPanel).focus()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`t` only once there are tasks to go to."""
+        """`t` only once there are tasks to go to, `c` only while containers are shown."""
         if action == "focus_tasks":
             return self._has_tasks
+        if action == "focus_containers":
+            return self.query_one(ContainerPanel).has_class("-shown")
         return True
 
     @on(TasksPanel.Opened)
@@ -278,6 +327,12 @@ class MainScreen(Screen[None]):
         if not event.value:
             self.action_clear_filter()
             return
+        self.query_one(ProcessTable).focus()
+
+    @on(ContainerPanel.Selected)
+    def _container_selected(self, event: ContainerPanel.Selected) -> None:
+        self._container = (event.short_id, event.name)
+        self._show_processes()
         self.query_one(ProcessTable).focus()
 
     @on(GpuPanel.Selected)

@@ -1,0 +1,199 @@
+"""The containers panel: one row per running container, keyed by container id, sortable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.coordinate import Coordinate
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable
+
+from gpuherd.format import NA, fmt_bytes, fmt_duration, fmt_pct, fmt_text
+from tui.containers import (
+    CONTAINER_SORTS,
+    ContainerRow,
+    ContainerSort,
+    next_container_sort,
+    sort_containers,
+)
+from tui.widgets.keyed_table import update_rows
+
+WIDE_FROM = 148
+"""From this width the panel also shows image, uptime and the I/O rates."""
+
+
+def _right(text: str) -> Text:
+    return Text(text, justify="right")
+
+
+def _pair(left: float | None, right: float | None) -> str:
+    """`used / limit` or `in / out`; a single `N/A` when neither is known (no network)."""
+    if left is None and right is None:
+        return NA
+    return f"{fmt_bytes(left)} / {fmt_bytes(right)}"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One panel column: key, header, width and how a row becomes its cell."""
+
+    key: str
+    label: str
+    width: int
+    cell: Callable[[ContainerRow], Text]
+    wide_only: bool = False
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("name", "NAME", 16, lambda r: Text(r.name, no_wrap=True, overflow="ellipsis")),
+    Column("image", "IMAGE", 14, lambda r: Text(fmt_text(r.image), no_wrap=True,
+                                               overflow="ellipsis"), wide_only=True),
+    Column("status", "STATUS", 8, lambda r: Text(r.status)),
+    Column("uptime", "UP", 8, lambda r: _right(fmt_duration(r.uptime_s)), wide_only=True),
+    Column("cpu", "CPU%", 6, lambda r: _right(fmt_pct(r.cpu_pct))),
+    Column("memory", "MEM / LIMIT", 19,
+           lambda r: _right(_pair(r.memory_used_bytes, r.memory_limit_bytes))),
+    Column("net", "NET IN/OUT /s", 17,
+           lambda r: _right(_pair(r.net_rx_bytes_per_s, r.net_tx_bytes_per_s)), wide_only=True),
+    Column("block", "BLOCK R/W /s", 17,
+           lambda r: _right(_pair(r.block_read_bytes_per_s, r.block_write_bytes_per_s)),
+           wide_only=True),
+    Column("pids", "PIDS", 5, lambda r: _right(NA if r.pids is None else str(r.pids))),
+    Column("gpus", "GPUS", 6, lambda r: Text(r.gpus or "-", no_wrap=True, overflow="ellipsis")),
+    Column("gpu_mem", "GPU MEM", 9, lambda r: _right(
+        "-" if r.gpu_memory_bytes is None else fmt_bytes(r.gpu_memory_bytes))),
+)
+
+
+class ContainerPanel(DataTable[Text]):
+    """Shows `container_rows` in the chosen order; touches only the cells that changed.
+
+    `s` cycles the sort key and `r` reverses it; Enter posts `ContainerPanel.Selected`, which
+    the screen turns into a filter of the process table.
+    """
+
+    DEFAULT_CSS = """
+    ContainerPanel {
+        height: auto;
+        max-height: 12;
+        scrollbar-size-vertical: 1;
+    }
+    """
+
+    BINDINGS = [
+        Binding("s", "cycle_sort", "Sort containers"),
+        Binding("r", "reverse_sort", "Reverse"),
+    ]
+
+    container_rows: reactive[tuple[ContainerRow, ...]] = reactive((), always_update=True)
+    """The rows to show, in any order: the panel sorts them."""
+    sort_key: reactive[ContainerSort] = reactive(CONTAINER_SORTS[0])
+    reverse: reactive[bool] = reactive(False)
+
+    @dataclass
+    class Selected(Message):
+        """The person chose a container: filter the processes to it."""
+
+        short_id: str
+        name: str
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+        self._shown: dict[str, ContainerRow] = {}
+        self._order: list[str] = []
+        self._wide: bool | None = None
+        self._title = ""
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Rebuild the columns when the width changes which ones fit."""
+        wide = event.size.width >= WIDE_FROM
+        if wide == self._wide:
+            return
+        self._wide = wide
+        self.clear(columns=True)
+        for column in self._columns():
+            self.add_column(column.label, key=column.key, width=column.width)
+        self._shown, self._order = {}, []
+        self._apply()
+
+    def _columns(self) -> list[Column]:
+        return [c for c in COLUMNS if self._wide or not c.wide_only]
+
+    def _cells(self, row: ContainerRow) -> list[tuple[str, Text]]:
+        return [(column.key, column.cell(row)) for column in self._columns()]
+
+    def watch_container_rows(self) -> None:
+        """New stats: update by key."""
+        self._apply()
+
+    def watch_sort_key(self) -> None:
+        """Re-sort at once."""
+        self._apply()
+
+    def watch_reverse(self) -> None:
+        """Re-sort at once."""
+        self._apply()
+
+    def shown_rows(self) -> list[ContainerRow]:
+        """The rows in display order."""
+        return sort_containers(self.container_rows, self.sort_key, self.reverse)
+
+    def _apply(self) -> None:
+        rows = self.shown_rows()
+        self._set_title(len(rows))
+        if self._wide is None:
+            return
+        cursor = self._cursor_key()
+        count = len(self._shown)
+        update_rows(self, self._shown, rows, self._cells, same_row=lambda a, b: a == b)
+        if len(self._shown) != count:
+            # The panel is as tall as its rows: a row that came or went changes its height.
+            self.refresh(layout=True)
+        order = [row.key for row in rows]
+        if order != self._order:
+            # DataTable.sort hands the key function cell values; the name cell is unique.
+            rank = {self._shown[k].name: i for i, k in enumerate(order)}
+            self.sort("name", key=lambda cell: rank.get(cell.plain, 0))
+            self._order = order
+        if cursor in self._shown:
+            self.move_cursor(row=self.get_row_index(cursor))
+
+    def _set_title(self, count: int) -> None:
+        arrow = "▼" if self.sort_key.descending != self.reverse else "▲"
+        title = (f"Containers ({count})  sort: {self.sort_key.label} {arrow} (s, r)  "
+                 "Enter: its processes")
+        if title != self._title:
+            # Assigning a border title repaints the panel even when the text is the same.
+            self._title = title
+            self.border_title = title
+
+    def _cursor_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+
+    def action_cycle_sort(self) -> None:
+        """Next sort key, in its default direction."""
+        self.reverse = False
+        self.sort_key = next_container_sort(self.sort_key)
+
+    def action_reverse_sort(self) -> None:
+        """Flip the order."""
+        self.reverse = not self.reverse
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a row: filter the processes to that container."""
+        event.stop()
+        row = self._shown.get(event.row_key.value or "")
+        if row is not None:
+            self.post_message(self.Selected(row.short_id, row.name))
+
+
+def visible_names(panel: ContainerPanel) -> Sequence[str]:
+    """Container names in display order (for tests)."""
+    return [panel.get_cell_at(Coordinate(i, 0)).plain for i in range(panel.row_count)]
