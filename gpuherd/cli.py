@@ -10,6 +10,7 @@ so headless commands never import Textual. A new command is a new module there a
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -149,3 +150,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpuherd: interrupted", file=sys.stderr)
         return exit_codes.INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout went away (`gpuherd parse f | head -1`). Catching it here rather
+        # than restoring SIGPIPE's default keeps a closed metrics client or child pipe from
+        # killing a recorder; like a tool killed by SIGPIPE, end quietly with 128 + SIGPIPE.
+        _drop_stdout()
+        return exit_codes.BROKEN_PIPE
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null so that the flush at exit does not fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no stdout descriptor (an embedding caller)
+        pass

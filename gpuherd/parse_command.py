@@ -30,12 +30,19 @@ READ_CHUNK = 1 << 20
 """Bytes read at a time; a longer line keeps only its first chunk (or, for `\\r` progress
 redraws, its last), so a 50 MB line never sits in memory whole."""
 MAX_DOCUMENT_BYTES = 256 << 20
+PATH_WIDTH = 40
+"""Width of the table's FILE:LINE column; a longer path is cut in its middle."""
+FORMAT_WIDTH = max(len(name) for name in FORMAT_NAMES)
 
 Emit = Callable[[dict[str, Any]], None]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse every file in `args.files`; 0, 1 if any file could not be read, 2 on a bad --format."""
+    """Parse every file in `args.files`; 0, 1 if any file gave nothing, 2 on a bad --format.
+
+    A file gives nothing when it cannot be read, is empty, holds no text (a binary file), or
+    when no line of it matched a forced `--format`; each is one stderr line.
+    """
     if args.log_format is not None and args.log_format not in FORMAT_NAMES:
         names = ", ".join(FORMAT_NAMES)
         print(f"gpuherd parse: unknown format {args.log_format!r}; known: {names}", file=sys.stderr)
@@ -45,12 +52,19 @@ def run(args: argparse.Namespace) -> int:
     for path in args.files:
         try:
             report = parse_file(path, args.log_format, emit)
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): `cli.main` ends quietly
         except OSError as error:
             print(f"gpuherd parse: {path}: {_reason(error)}", file=sys.stderr)
             status = exit_codes.FAILED
             continue
         except ValueError as error:  # a document that is not valid JSON
             print(f"gpuherd parse: {path}: {error}", file=sys.stderr)
+            status = exit_codes.FAILED
+            continue
+        problem = _nothing_read(report, args.log_format)
+        if problem is not None:
+            print(f"gpuherd parse: {path}: {problem}", file=sys.stderr)
             status = exit_codes.FAILED
             continue
         if report.unparsed:
@@ -64,6 +78,19 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
+def _nothing_read(report: FileReport, forced: str | None) -> str | None:
+    """Why a file gave nothing at all, in words; `None` when it gave something or is text."""
+    if report.metrics or report.findings:
+        return None
+    if report.bytes_read == 0:
+        return "empty"
+    if report.text_lines == 0 and report.format not in DOCUMENT_FORMATS:
+        return "no text lines (binary?)"
+    if forced is not None:
+        return f"no line matched --format {forced}; without --format it reads as {report.detected}"
+    return None
+
+
 class FileReport:
     """What parsing one file found, besides the emitted records."""
 
@@ -75,6 +102,12 @@ class FileReport:
         self.first_unparsed_line: str | None = None
         """Where the first unparsed line is: `line N`, or `entry N` of a document."""
         self.first_error = ""
+        self.findings = 0
+        self.bytes_read = 0
+        self.text_lines = 0
+        """Lines that are not blank and hold no NUL or other control byte (a binary has none)."""
+        self.detected = log_format
+        """The format detection picks, even when `--format` forced another."""
 
     def count_error(self, line_number: int, error: ValueError | str, where: str = "line") -> None:
         """Count one unparsed line (or one with values left out), remembering the first."""
@@ -94,11 +127,16 @@ def parse_file(path: str, log_format: str | None, emit: Emit) -> FileReport:
     with open(path, "rb") as handle:
         lines = iter_lines(handle)
         sample = [line for _, line in zip(range(SAMPLE_LINES), lines, strict=False)]
-        chosen = log_format or detect_format(sample, path)
+        detected = detect_format(sample, path)
+        chosen = log_format or detected
         if chosen in DOCUMENT_FORMATS:
-            return _parse_document(path, handle, sample, chosen, emit)
-        watch_late = log_format is None and chosen == "generic"
-        return parse_lines(path, chosen, _chain(sample, lines), emit, watch_late)
+            report = _parse_document(path, handle, sample, chosen, emit)
+        else:
+            watch_late = log_format is None and chosen == "generic"
+            report = parse_lines(path, chosen, _chain(sample, lines), emit, watch_late)
+        report.bytes_read = handle.tell()
+        report.detected = detected
+        return report
 
 
 def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
@@ -120,6 +158,8 @@ def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
             log_format = report.format
             parser = make_parser(log_format)
         report.lines = number
+        if _is_text(line):
+            report.text_lines += 1
         try:
             metric = parser.feed(line)
         except ValueError as error:
@@ -127,6 +167,7 @@ def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
             metric = None
         finding = scan_line(line)
         if finding is not None:
+            report.findings += 1
             emit(_finding_record(path, number, finding))
         if metric is not None:
             if metric.unparsed_values:
@@ -135,6 +176,15 @@ def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
     for number, finding in history.findings():
         emit(_finding_record(path, number, finding))
     return report
+
+
+_CONTROL = frozenset(chr(code) for code in range(32)) - {"\t", "\r", "\x1b"} | {"\ufffd"}
+"""Characters no text log holds: control bytes (tab, CR redraws and ANSI colour escapes are
+text) and the replacement of invalid UTF-8."""
+
+
+def _is_text(line: str) -> bool:
+    return bool(line.strip()) and _CONTROL.isdisjoint(line)
 
 
 def _left_out(metric: LogMetric) -> str:
@@ -276,7 +326,10 @@ def _json_emitter(out: IO[str]) -> Emit:
 
 
 class _TableEmitter:
-    """Readable rows: `file:line  format  step  epoch  metric  value`, findings marked `!`."""
+    """Readable rows: `file:line  format  step  epoch  metric  value`, findings marked `!`.
+
+    The FILE:LINE column keeps its width: a longer path loses its middle (`short_where`).
+    """
 
     def __init__(self, out: IO[str]) -> None:
         self.out = out
@@ -284,17 +337,33 @@ class _TableEmitter:
 
     def __call__(self, record: dict[str, Any]) -> None:
         if not self.header_done:
-            self.out.write(f"{'FILE:LINE':<40} {'STEP':>8} {'EPOCH':>7}  {'METRIC':<28} VALUE\n")
+            self.out.write(f"{'FILE:LINE':<{PATH_WIDTH}} {'FORMAT':<{FORMAT_WIDTH}} {'STEP':>8} "
+                           f"{'EPOCH':>7}  {'METRIC':<28} VALUE\n")
             self.header_done = True
-        where = f"{record['file']}:{record['line']}"
+        where = short_where(record["file"], record["line"])
         if "finding" in record:
-            self.out.write(f"{where:<40} ! {record['finding']}: {record['evidence']}\n")
+            self.out.write(f"{where:<{PATH_WIDTH}} ! {record['finding']}: {record['evidence']}\n")
             return
         step = record.get("step", "")
         epoch = record.get("epoch", "")
         value = record["value"]
         shown = f"{value:.6g}" if isinstance(value, float) else str(value)
-        self.out.write(f"{where:<40} {step!s:>8} {epoch!s:>7}  {record['metric']:<28} {shown}\n")
+        self.out.write(f"{where:<{PATH_WIDTH}} {record['format']:<{FORMAT_WIDTH}} {step!s:>8} "
+                       f"{epoch!s:>7}  {record['metric']:<28} {shown}\n")
+
+
+def short_where(path: str, line: int, width: int = PATH_WIDTH) -> str:
+    """`path:line` in at most `width` characters.
+
+    A longer path keeps its start and its end (the file name), joined by `…`.
+    """
+    suffix = f":{line}"
+    room = width - len(suffix)
+    if len(path) <= room:
+        return path + suffix
+    head = max(room // 3, 1)
+    tail = max(room - head - 1, 1)
+    return f"{path[:head]}…{path[-tail:]}{suffix}"
 
 
 def _reason(error: OSError) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuherd.cli import main
+from gpuherd.parse_command import short_where
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
 
@@ -138,9 +139,10 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     log = DATA / "failures" / "cpu_oom.log"
     assert main(["parse", str(DATA / "nanogpt" / "train.log"), str(log)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["FILE:LINE", "STEP", "EPOCH", "METRIC", "VALUE"]
-    assert out[1].split() == [f"{DATA / 'nanogpt' / 'train.log'}:6", "0", "train/loss", "3.1422"]
-    assert out[-1].startswith(f"{log}:6") and "! oom: RuntimeError" in out[-1]
+    assert out[0].split() == ["FILE:LINE", "FORMAT", "STEP", "EPOCH", "METRIC", "VALUE"]
+    where = short_where(str(DATA / "nanogpt" / "train.log"), 6)
+    assert out[1].split() == [where, "nanogpt", "0", "train/loss", "3.1422"]
+    assert out[-1].startswith(short_where(str(log), 6)) and "! oom: RuntimeError" in out[-1]
 
 
 def test_parse_never_imports_textual() -> None:
@@ -247,9 +249,10 @@ def test_json_lines_that_crashed_parse_are_unparsed(tmp_path: Path) -> None:
     table = _parse(str(log))  # the table too, without a traceback
     assert table.returncode == 0 and "Traceback" not in table.stderr
     assert [row.split() for row in table.stdout.splitlines()[1:]] == [
-        [f"{log}:1", "1", "train/loss", "0.5"], [f"{log}:2", "2", "train/loss", "inf"],
-        [f"{log}:2", "!", "inf:", "train/loss", "=", "inf", "at", "step", "2"],
-        [f"{log}:5", "5", "train/loss", "0.25"]]
+        [short_where(str(log), 1), "jsonl", "1", "train/loss", "0.5"],
+        [short_where(str(log), 2), "jsonl", "2", "train/loss", "inf"],
+        [short_where(str(log), 2), "!", "inf:", "train/loss", "=", "inf", "at", "step", "2"],
+        [short_where(str(log), 5), "jsonl", "5", "train/loss", "0.25"]]
 
 
 def test_a_deeply_nested_trainer_state_is_one_error_line(tmp_path: Path) -> None:
