@@ -136,6 +136,7 @@ class EventKinds:
     start: str = "start"
     exit: str = "exit"
     signal: str = "signal"
+    duration_reached: str = "duration_reached"
     finding: str = "finding"
     log_restarted: str = "log_restarted"
     log_found: str = "log_found"

@@ -113,11 +113,16 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
         recording.event(EVENT.signal, signal=signal.Signals(signum).name,
                         forwarded=signal.Signals(sent).name if sent else None)
 
+    def stop_for_duration(signum: int) -> None:
+        # sent by gpuherd itself: a `signal` event would read as one gpuherd received
+        sent = child.forward(signum)
+        recording.event(EVENT.duration_reached, sent=signal.Signals(sent).name if sent else None)
+
     signals.on_signal = forward
     for signum in signals.pending:  # a Ctrl-C while the recording was starting
         forward(signum)
     signals.pending.clear()
-    _wait_for_command(recording, done, deadline, forward)
+    _wait_for_command(recording, done, deadline, stop_for_duration)
     code = child.wait()
     assert code is not None
     child.finish()
@@ -133,7 +138,7 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
 
 
 def _wait_for_command(recording: Recording, done: threading.Event, deadline: float | None,
-                      forward: Callable[[int], None]) -> None:
+                      stop: Callable[[int], None]) -> None:
     warned = killed = False
     while not done.wait(POLL_S):
         if recording.error is not None and not warned:
@@ -143,10 +148,10 @@ def _wait_for_command(recording: Recording, done: threading.Event, deadline: flo
         if deadline is not None and now >= deadline:
             if not killed:
                 _say("--duration reached: stopping the command (SIGTERM)")
-                forward(signal.SIGTERM)
+                stop(signal.SIGTERM)
                 killed, deadline = True, now + KILL_GRACE_S
             else:
-                forward(signal.SIGKILL)
+                stop(signal.SIGKILL)
                 deadline = None
 
 

@@ -121,6 +121,10 @@ def test_duration_stops_a_command_that_runs_too_long(tmp_path: Path) -> None:
     out = run("--record", str(root), "--duration", "1s", "--", "sleep", "60")
     assert out.returncode == 128 + signal.SIGTERM
     assert "--duration reached" in out.stderr
+    # gpuherd sent that SIGTERM; it received no signal, so none is logged as received
+    kinds = [e["kind"] for e in events(root)]
+    assert "signal" not in kinds
+    assert [e["sent"] for e in events(root) if e["kind"] == "duration_reached"] == ["SIGTERM"]
 
 
 def test_a_second_recorder_is_refused(tmp_path: Path) -> None:
