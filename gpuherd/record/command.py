@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from collectors.base import GpuherdError
+from collectors.base import CollectorEvent, Failed, GpuherdError, Unavailable
 from collectors.session_format import COMMAND_LOG_FILE, EVENT
 from gpuherd import exit_codes
 from gpuherd.argcheck import parse_duration
@@ -223,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
     except GpuherdError as error:
         _say(f"{error.title}: {error.msg}")
         return exit_codes.USAGE
+    options.tap = _say_log_problems(options.tap)
     recording = Recording(Path(args.record), options)
     with _Signals() as signals, exporter if exporter is not None else nullcontext():
         try:
@@ -242,6 +243,27 @@ def run(args: argparse.Namespace) -> int:
             return exit_codes.FAILED if failed else (status or exit_codes.OK)
         finally:
             recording.stop()  # after an unexpected error: still close the session
+
+
+def _say_log_problems(
+    tap: Callable[[CollectorEvent], None] | None,
+) -> Callable[[CollectorEvent], None]:
+    """A tap that also says on stderr, once per path and reason, why a log cannot be followed.
+
+    A `--log` that is a FIFO, a directory, unreadable or a symlink loop was only written to
+    `events.jsonl`; the person who typed it is told as the recording goes on.
+    """
+    said: set[tuple[str, str]] = set()
+
+    def on_event(event: CollectorEvent) -> None:
+        if tap is not None:
+            tap(event)
+        if (isinstance(event, Failed | Unavailable) and event.source.startswith("log:")
+                and (event.source, event.error.msg) not in said):
+            said.add((event.source, event.error.msg))
+            _say(f"not following {event.error.msg}")
+
+    return on_event
 
 
 def _metrics(args: argparse.Namespace, options: RecordingOptions) -> Any:

@@ -374,3 +374,19 @@ def test_a_reader_of_our_stdout_that_goes_away_costs_the_echo_only(tmp_path: Pat
     assert proc.wait(60) == 0
     assert (root / "command.log").read_text().splitlines() == [f"line {i}" for i in range(40)]
     assert [e["exit_code"] for e in events(root) if e["kind"] == "exit"] == [0]
+
+
+def test_an_unusable_log_is_said_on_stderr(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)
+    loop = tmp_path / "loop.log"
+    (tmp_path / "other.log").symlink_to(loop)
+    loop.symlink_to(tmp_path / "other.log")
+    out = run("--record", str(tmp_path / "s"), "--duration", "2s", "--log", str(fifo),
+              "--log", str(loop))
+    assert out.returncode == 0, out.stderr
+    said = {line for line in out.stderr.splitlines() if line.startswith("gpuherd: not following")}
+    assert said == {
+        f"gpuherd: not following {fifo}: is not a regular file (pipes and devices cannot be "
+        "followed)",
+        f"gpuherd: not following {loop}: cannot open: Too many levels of symbolic links"}
