@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -79,10 +80,7 @@ class LogDrain:
             notice: told once, after `NOTICE_AFTER_S`, how much is left and how to stop.
         """
         for path in paths:
-            try:
-                self._targets[path] = os.path.getsize(path)
-            except OSError:
-                self._targets[path] = 0  # gone: only what the tail had open is left
+            self._targets[path] = _log_size(path)  # gone: only what the tail had open is left
             if path in self.seen:
                 self._reading[path] = self.seen[path]
         started = last_progress = self._clock()
@@ -140,11 +138,21 @@ class LogDrain:
         # Until the tail moves on, the file it was on when the drain began is read to the size
         # it had then (the tail ends a generation only once it is read to its end).
         reading = size - offset if self.seen.get(path, (0, 0))[0] == generation else 0
-        try:
-            target = min(target, os.path.getsize(path))
-        except OSError:
-            target = 0
+        target = min(target, _log_size(path))
         return max(0, target - offset, reading)
+
+
+def _log_size(path: str) -> int:
+    """Bytes a log holds now; 0 when it is gone or is no regular file.
+
+    A directory's own size, or a FIFO's, is nothing a tail reads: counting it once made
+    `record --log DIR` wait 10 s at the end and warn of 4,096 bytes not recorded.
+    """
+    try:
+        info = os.stat(path)
+    except OSError:
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
 
 
 def dropped_event(task: str, unread: Unread, stall_s: float = STALL_S) -> dict[str, Any]:

@@ -177,3 +177,21 @@ def test_a_log_renamed_away_as_the_recording_stops_is_still_read_to_its_end(tmp_
     assert recording.stop() is None
     assert steps(root) == list(range(300_000))
     assert not [e for e in events(root) if e["kind"] == "log_dropped"]
+
+
+def test_a_followed_path_that_is_no_regular_file_leaves_nothing_to_read(tmp_path: Path) -> None:
+    # `record --log DIR` once waited 10 s at the end and warned of the directory's own 4,096
+    # bytes "not recorded"; a FIFO's size is no log content either. A regular file beside them
+    # still counts, to its byte.
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "a").write_text("x" * 5000)  # the directory has a size of its own
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    log = tmp_path / "train.log"
+    write_log(log, 100)
+    drain = LogDrain({str(log): 100}, stall_s=0.3)
+    drain.run([str(folder), str(fifo), str(log)])
+    assert drain.reason == STALLED
+    assert [(u.path, u.unread_bytes) for u in drain.unread()] == [
+        (str(log), log.stat().st_size - 100)]
