@@ -20,6 +20,7 @@ from gpuherd.commands import demo, note, parse, queue, record, replay, snapshot,
 from gpuherd.commands import fleet as fleet_command
 from gpuherd.commands import monitor as monitor_command
 from gpuherd.commands import serve_metrics as serve_metrics_command
+from gpuherd.commands.flags import usage_with_command
 
 COMMANDS: dict[str, ModuleType] = {
     "monitor": monitor_command,
@@ -97,7 +98,9 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
         description="Terminal monitor for shared GPU hosts.",
         epilog="Without a command, gpuherd runs `monitor`. The old spellings still work: "
         "`gpuherd --record DIR ...` is `gpuherd record DIR ...`, `--tui --record DIR` is "
-        "`record --tui DIR`, `--replay DIR` is `replay DIR`, `--demo` is `demo`. Run "
+        "`record --tui DIR`, `--replay DIR` is `replay DIR`, `--demo` is `demo`. A command to run "
+        "goes after a bare `--`: `gpuherd record DIR -- CMD ARGS...` records it, `gpuherd queue "
+        "add [flags] -- CMD ARGS...` queues it. Run "
         "`gpuherd demo` to see it on a machine without an NVIDIA GPU; `gpuherd COMMAND --help` "
         "for a command's flags.",
     )
@@ -109,6 +112,8 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
                                epilog=module.EPILOG,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(child)
+        if getattr(module, "ACCEPTS_COMMAND", False) and name != "queue":
+            usage_with_command(child)  # `queue add` says it on its own parser
         children[name] = child
     return parser, children
 

@@ -69,3 +69,13 @@ def metrics_problem(args: argparse.Namespace, listen: str | None) -> str | None:
     except ValueError as error:
         return str(error)
     return None
+
+
+def usage_with_command(parser: argparse.ArgumentParser) -> None:
+    """End `parser`'s usage line with `[-- CMD ARGS...]` (call it once its flags are added).
+
+    argparse cannot show what follows a bare `--`: the router takes it off before parsing
+    (`gpuherd.cli.parse_args`), so without this the usage line never says a command goes there.
+    """
+    usage = parser.format_usage().removeprefix("usage: ").rstrip("\n")
+    parser.usage = usage.replace("%", "%%") + " [-- CMD ARGS...]"

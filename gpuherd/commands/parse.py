@@ -5,15 +5,22 @@ from __future__ import annotations
 import argparse
 
 HELP = "print the metrics and health findings found in training-log files"
+FORMAT_NAMES = ("lightning_csv", "timm_csv", "ultralytics_csv", "csv", "detectron2_json",
+                "mmengine_json", "jsonl", "mmengine", "detectron2", "ultralytics", "lightning_rich",
+                "keras", "nanogpt", "metric_logger", "hf_trainer", "tqdm", "generic",
+                "hf_trainer_state")
+"""`parsers.registry.FORMAT_NAMES`, written out: importing the registry to print `--help` would
+cost every command's start-up; a test keeps the two equal."""
 EPILOG = ("FILE is a training log (plain text, CSV, JSON lines, or a trainer_state.json); its "
-          "format is detected from its first lines unless --format names it (docs/parsers.md).")
+          "format is detected from its first lines unless --format names it (docs/parsers.md).\n"
+          f"--format names: {', '.join(FORMAT_NAMES)}.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The parser command's flags."""
     parser.add_argument("files", nargs="+", metavar="FILE", help="the log files to read")
     parser.add_argument("--format", dest="log_format", default=None, metavar="NAME",
-                        help="force a log format instead of detecting it")
+                        help="force a log format instead of detecting it (names below)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
 
 

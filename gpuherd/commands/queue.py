@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpuherd.commands import queue_run
+from gpuherd.commands.flags import usage_with_command
 
 HELP = "queue jobs that start when a GPU has room for them (add, ls, show, rm, cancel, ...)"
 EPILOG = """\
@@ -57,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          epilog="-- CMD ARGS...  the job's command (required); it must be found "
                          "in the job's PATH and --cwd now")
     _add_arguments_add(add)
+    usage_with_command(add)
     ls = sub.add_parser("ls", help="list the jobs")
     ls.add_argument("--json", action="store_true", help="a JSON list of jobs (docs/queue.md)")
     _job(sub.add_parser("show", help="everything about one job"))
