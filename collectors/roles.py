@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from collectors.discovery import DiscoveredLogs
-from collectors.samples import GpuTick, HostSample, LogBatch
+from collectors.samples import GpuTick, HostSample, LogBatch, QueueSnapshot
 
 GPU: Final = "gpu"
 """Ticks of GPUs (`GpuTick`): the GPU panel, the chart, the process table."""
@@ -15,18 +15,22 @@ LOG: Final = "log"
 """Training-log batches (`LogBatch`), one task per followed log: the tasks panel."""
 DISCOVERY: Final = "discovery"
 """Scans that list the logs to follow (`DiscoveredLogs`)."""
+QUEUE: Final = "queue"
+"""Looks at this user's job queue (`QueueSnapshot`): the queue panel."""
 
 ROLE_OF_SAMPLE: dict[type, str] = {
     GpuTick: GPU,
     HostSample: HOST,
     LogBatch: LOG,
     DiscoveredLogs: DISCOVERY,
+    QueueSnapshot: QUEUE,
 }
 """The role of a sample type; a new kind of sample adds its line here."""
 
-LATEST_ONLY: frozenset[str] = frozenset({GPU, HOST})
+LATEST_ONLY: frozenset[str] = frozenset({GPU, HOST, QUEUE})
 """Roles whose every sample is a whole snapshot, so a newer one may replace an older one that a
-lagging sink has not handled yet. Log batches and scans carry news the next one does not repeat."""
+lagging sink has not handled yet (a queue look lists every job). Log batches and scans carry
+news the next one does not repeat."""
 
 
 def role_of(collector: object) -> str | None:

@@ -11,7 +11,8 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from collectors.roles import GPU, HOST, LOG
+from collectors.roles import GPU, HOST, LOG, QUEUE
+from collectors.samples import QueueSnapshot
 from tui.processes import SORT_KEYS, SortKey, build_rows, filter_rows, next_sort_key, sort_rows
 from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState
@@ -23,6 +24,7 @@ from tui.widgets.header_bar import HeaderBar
 from tui.widgets.host_panel import HostPanel
 from tui.widgets.plot import Plot
 from tui.widgets.process_table import ProcessTable
+from tui.widgets.queue_panel import QueuePanel, queue_rows, queue_title
 from tui.widgets.tasks_panel import TasksPanel
 
 CHART_STEP_S = 5.0
@@ -36,7 +38,7 @@ stay on it (htop's default delay is 1.5 s). Any update of a DataTable cell re-re
 visible row, so on a busy 8-GPU box the table costs more than the rest of the frame; a
 process that starts or ends, a new sort or filter, and fresh user details show at once."""
 
-PANEL_FOR_ROLE: dict[str, str] = {GPU: "#gpus", HOST: "#host", LOG: "#tasks"}
+PANEL_FOR_ROLE: dict[str, str] = {GPU: "#gpus", HOST: "#host", LOG: "#tasks", QUEUE: "#queue"}
 """The bordered panel that subscribes to each role: it shows the role's samples (`show`) and
 marks the failures of its sources. A source of any other role, or of none, has its failures on
 the banner as `source: reason` until it recovers."""
@@ -74,6 +76,8 @@ class MainScreen(Screen[None]):
         self._processes_drawn: tuple[frozenset[tuple[str, int]], float | None] = (
             frozenset(), None)
         """The (GPU uuid, pid) pairs on the table, and the tick time they were drawn at."""
+        self._queue_drawn: QueueSnapshot | None = None
+        self._queue_note: str | None = None
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
@@ -94,6 +98,9 @@ class MainScreen(Screen[None]):
                         id="filter")
         with Vertical(id="tasks", classes="panel"):  # shown once a training log is followed
             yield TasksPanel()
+        with Vertical(id="queue", classes="panel"):  # shown once this user has a job queue
+            yield QueuePanel()
+            yield Static(id="queue-note")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -118,6 +125,10 @@ class MainScreen(Screen[None]):
         just started, or the dashboard just did): its user and command go up at once.
         """
         state = self.state
+        if changed == QUEUE:
+            self._show_queue()
+            self._show_health()
+            return
         fresh = changed == HOST and self._details_new()
         if changed == HOST and state.gpu_streaming() and not fresh:
             return
@@ -130,8 +141,29 @@ class MainScreen(Screen[None]):
             self._show_chart()
             self._show_processes(force=False)
         self.query_one(HostPanel).sample = state.host_sample
+        if changed is None:
+            self._show_queue()
         self._show_header()
         self._show_health()
+
+    def _show_queue(self) -> None:
+        """The queue panel: shown once a queue database exists (or its look fails)."""
+        looks = [s for s in self.state.samples(QUEUE) if isinstance(s, QueueSnapshot)]
+        snapshot = looks[-1] if looks else None
+        shown = (snapshot is not None and snapshot.exists) or bool(self.state.problems(QUEUE))
+        self.query_one("#queue").set_class(shown, "-shown")
+        if snapshot is None or snapshot == self._queue_drawn:
+            return
+        self._queue_drawn = snapshot
+        self.query_one(QueuePanel).rows_shown = queue_rows(snapshot)
+        self._set_title("#queue", queue_title(snapshot))
+        note = snapshot.runner_note
+        if note != self._queue_note:
+            self._queue_note = note
+            widget = self.query_one("#queue-note", Static)
+            widget.update(Text(f"runner: {note}" if note else "", no_wrap=True,
+                               overflow="ellipsis"))
+            widget.display = bool(note)
 
     def _show_header(self) -> None:
         state = self.state

@@ -1,0 +1,129 @@
+"""The dashboard's look at this user's queue: a collector of `QueueSnapshot`s, read-only.
+
+It never creates the state directory or the database: until `gpuherd queue add` (or a runner)
+makes one, every look says the queue does not exist. It opens the database without SQLite's
+create flag and only ever reads, so a dashboard can never change, reset or move a queue.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from collectors.base import CollectorError
+from collectors.roles import QUEUE
+from collectors.samples import QueueJobRow, QueueSnapshot
+from gpuherd.queue.headless import RUNNER_LOCK
+from gpuherd.queue.jobs import Job, JobState
+from gpuherd.queue.listing import job_name, places
+from gpuherd.queue.state_files import DB_FILE, default_state_dir
+from gpuherd.queue.store_rows import COLUMNS, job_from_row
+
+READ_TIMEOUT_S = 0.5
+"""How long a look waits for a writer's lock (WAL readers rarely wait at all)."""
+
+
+def job_row(job: Job, place: int | None) -> QueueJobRow:
+    """The dashboard's plain view of one stored job."""
+    return QueueJobRow(
+        id=job.id, name=job_name(job), state=job.state.value, gpus=job.spec.gpus,
+        need_bytes=job.spec.vram_bytes, gpu_indices=job.gpu_indices,
+        peak_vram_bytes=job.peak_vram_bytes, exit_code=job.exit_code,
+        started_at=(job.started_at if job.state not in (JobState.WAITING, JobState.LAUNCHING)
+                    else None),
+        ended_at=job.ended_at, reason=job.wait_reason, cancel_requested=job.cancel_requested,
+        place=place)
+
+
+def runner_pid(state_dir: Path) -> int | None:
+    """The pid written in `runner.lock` when that process is alive (the lock is not touched)."""
+    try:
+        text = (state_dir / RUNNER_LOCK).read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return None
+    if not text.isdigit():
+        return None  # no runner ever ran, or the file is being rewritten
+    pid = int(text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid  # alive, another uid (the state directory is ours, so unlikely)
+    return pid
+
+
+class QueueWatch:
+    """Looks at the queue in `state_dir` every `interval_s` (`open/sample/close`).
+
+    Args:
+        state_dir: The user's queue state directory.
+        interval_s: Seconds between looks.
+        note: The last line the dashboard's own runner said (`gpuherd --queue`), if any.
+        clock: Wall clock for `taken_at`.
+    """
+
+    role = QUEUE
+
+    def __init__(self, state_dir: Path, interval_s: float = 1.0,
+                 note: Callable[[], str | None] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.name = "queue"
+        self.state_dir = state_dir
+        self.interval_s = interval_s
+        self.note = note
+        self.clock = clock
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def path(self) -> Path:
+        """The queue database."""
+        return self.state_dir / DB_FILE
+
+    def open(self) -> None:
+        """Nothing to acquire: the database is opened at the first look that finds it."""
+
+    def sample(self) -> QueueSnapshot:
+        """One look; `CollectorError` when the database exists but cannot be read."""
+        now = self.clock()
+        note = self.note() if self.note is not None else None
+        if self._db is None and not self.path.is_file():
+            return QueueSnapshot(now, exists=False, runner_note=note)
+        try:
+            db = self._connect()
+            rows = db.execute(f"SELECT {COLUMNS} FROM jobs ORDER BY state != 'waiting', "
+                              "CASE WHEN state = 'waiting' THEN position END, id").fetchall()
+            paused = db.execute("SELECT value FROM settings WHERE key = 'paused'").fetchone()
+            jobs = [job_from_row(row) for row in rows]
+        except (sqlite3.Error, ValueError, KeyError, TypeError) as error:
+            self.close()  # a database replaced or moved aside is opened afresh next time
+            raise CollectorError(f"{self.path}: cannot read the queue: {error}",
+                                 title="queue") from None
+        place = places(jobs)
+        return QueueSnapshot(
+            now, exists=True, jobs=tuple(job_row(job, place.get(job.id)) for job in jobs),
+            paused=paused is not None and paused[0] == "1",
+            runner_pid=runner_pid(self.state_dir), runner_note=note)
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is None:
+            # mode=rw: SQLite fails instead of creating a missing file; query_only refuses
+            # every write this connection could make by mistake.
+            self._db = sqlite3.connect(f"{self.path.as_uri()}?mode=rw", uri=True,
+                                       timeout=READ_TIMEOUT_S, check_same_thread=False)
+            self._db.execute("PRAGMA query_only = 1")
+        return self._db
+
+    def close(self) -> None:
+        """Close the connection, if one was opened."""
+        db, self._db = self._db, None
+        if db is not None:
+            db.close()
+
+
+def queue_source(interval_s: float = 1.0) -> QueueWatch:
+    """The dashboard's queue source: this user's queue in its default state directory."""
+    return QueueWatch(default_state_dir(), interval_s)
