@@ -38,22 +38,43 @@ def job_row(job: Job, place: int | None) -> QueueJobRow:
         place=place)
 
 
-def runner_pid(state_dir: Path) -> int | None:
-    """The pid written in `runner.lock` when that process is alive (the lock is not touched)."""
+def runner_pid(state_dir: Path, locks: Path = Path("/proc/locks")) -> int | None:
+    """The pid of the runner that holds `runner.lock` now, without touching the lock.
+
+    The file keeps the pid of the last runner after it stops, and that pid may be reused, so
+    the kernel's table of held locks decides whether a runner holds it; where that table cannot
+    be read, a live process with the written pid is taken for the runner.
+    """
+    path = state_dir / RUNNER_LOCK
     try:
-        text = (state_dir / RUNNER_LOCK).read_text(encoding="ascii", errors="replace").strip()
+        st = path.stat()
+        text = path.read_text(encoding="ascii", errors="replace").strip()
     except OSError:
         return None
-    if not text.isdigit():
-        return None  # no runner ever ran, or the file is being rewritten
-    pid = int(text)
+    written = int(text) if text.isdigit() else None
+    try:
+        table = locks.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return written if written is not None and _alive(written) else None
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in table.splitlines():
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 10642 fe:00:1450181 0 EOF"
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == inode:
+            holder = int(fields[4]) if fields[4].lstrip("-").isdigit() else -1
+            # The table's pid is in the kernel's first namespace; the file's is ours.
+            return written if written is not None else holder if holder > 0 else None
+    return None
+
+
+def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return None
+        return False
     except PermissionError:
-        return pid  # alive, another uid (the state directory is ours, so unlikely)
-    return pid
+        return True
+    return True
 
 
 class QueueWatch:
