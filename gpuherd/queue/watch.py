@@ -98,6 +98,9 @@ class QueueWatch:
         self.note = note
         self.clock = clock
         self._db: sqlite3.Connection | None = None
+        self._last: tuple[int, tuple[QueueJobRow, ...], bool] | None = None
+        """`PRAGMA data_version` of the last read and what it read: while no other connection
+        has committed since, the jobs are not read again (a look then costs a stat or two)."""
 
     @property
     def path(self) -> Path:
@@ -115,19 +118,26 @@ class QueueWatch:
             return QueueSnapshot(now, exists=False, runner_note=note)
         try:
             db = self._connect()
-            rows = db.execute(f"SELECT {COLUMNS} FROM jobs ORDER BY state != 'waiting', "
-                              "CASE WHEN state = 'waiting' THEN position END, id").fetchall()
-            paused = db.execute("SELECT value FROM settings WHERE key = 'paused'").fetchone()
-            jobs = [job_from_row(row) for row in rows]
+            version = db.execute("PRAGMA data_version").fetchone()[0]
+            if self._last is None or self._last[0] != version:
+                self._last = (version, *self._read(db))
         except (sqlite3.Error, ValueError, KeyError, TypeError) as error:
             self.close()  # a database replaced or moved aside is opened afresh next time
             raise CollectorError(f"{self.path}: cannot read the queue: {error}",
                                  title="queue") from None
+        _, jobs, paused = self._last
+        return QueueSnapshot(now, exists=True, jobs=jobs, paused=paused,
+                             runner_pid=runner_pid(self.state_dir), runner_note=note)
+
+    @staticmethod
+    def _read(db: sqlite3.Connection) -> tuple[tuple[QueueJobRow, ...], bool]:
+        rows = db.execute(f"SELECT {COLUMNS} FROM jobs ORDER BY state != 'waiting', "
+                          "CASE WHEN state = 'waiting' THEN position END, id").fetchall()
+        paused = db.execute("SELECT value FROM settings WHERE key = 'paused'").fetchone()
+        jobs = [job_from_row(row) for row in rows]
         place = places(jobs)
-        return QueueSnapshot(
-            now, exists=True, jobs=tuple(job_row(job, place.get(job.id)) for job in jobs),
-            paused=paused is not None and paused[0] == "1",
-            runner_pid=runner_pid(self.state_dir), runner_note=note)
+        return (tuple(job_row(job, place.get(job.id)) for job in jobs),
+                paused is not None and paused[0] == "1")
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
@@ -141,6 +151,7 @@ class QueueWatch:
     def close(self) -> None:
         """Close the connection, if one was opened."""
         db, self._db = self._db, None
+        self._last = None
         if db is not None:
             db.close()
 

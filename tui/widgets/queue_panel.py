@@ -115,14 +115,17 @@ class QueuePanel(DataTable[Text]):
 
     def on_resize(self, event: events.Resize) -> None:
         """Give the WHY column the width the fixed columns leave."""
-        fixed = sum(width + CELL_PADDING for _, _, width in COLUMNS)
-        why = max(MIN_WHY, event.size.width - fixed - CELL_PADDING - 1)
+        self._build_columns(event.size.width)
+
+    def _build_columns(self, width: int) -> None:
+        fixed = sum(column_width + CELL_PADDING for _, _, column_width in COLUMNS)
+        why = max(MIN_WHY, width - fixed - CELL_PADDING - 1)
         if why == self._why_width:
             return
         self._why_width = why
         self.clear(columns=True)
-        for key, label, width in COLUMNS:
-            self.add_column(label, key=key, width=width)
+        for key, label, column_width in COLUMNS:
+            self.add_column(label, key=key, width=column_width)
         self.add_column("WHY", key="why", width=why)
         self._shown = {}
         self.watch_rows_shown(self.rows_shown)
@@ -130,6 +133,9 @@ class QueuePanel(DataTable[Text]):
     def watch_rows_shown(self, rows: tuple[QueueRow, ...]) -> None:
         """Remove gone rows, add new ones, update the cells that changed."""
         if self._why_width is None:
+            # A table without columns is 0 rows high, and one that is 0 high may never get a
+            # Resize: lay it out for the width it has (or the screen's) now.
+            self._build_columns(self.size.width or self.app.size.width)
             return
         keys = [key for key, _, _ in COLUMNS] + ["why"]
         update_rows(self, self._shown, rows, lambda row: [(k, row.cell(k)) for k in keys],
