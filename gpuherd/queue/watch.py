@@ -98,6 +98,8 @@ class QueueWatch:
         self.note = note
         self.clock = clock
         self._db: sqlite3.Connection | None = None
+        self._opened: tuple[int, int] | None = None
+        """Device and inode of the file the connection reads."""
         self._last: tuple[int, tuple[QueueJobRow, ...], bool] | None = None
         """`PRAGMA data_version` of the last read and what it read: while no other connection
         has committed since, the jobs are not read again (a look then costs a stat or two)."""
@@ -114,10 +116,18 @@ class QueueWatch:
         """One look; `CollectorError` when the database exists but cannot be read."""
         now = self.clock()
         note = self.note() if self.note is not None else None
-        if self._db is None and not self.path.is_file():
+        try:
+            st = self.path.stat()
+        except OSError:
+            st = None
+        if st is None or st.st_size == 0:  # none yet, or `queue add` is creating it right now
+            self.close()
             return QueueSnapshot(now, exists=False, runner_note=note)
+        if self._opened != (st.st_dev, st.st_ino):
+            self.close()  # replaced (a corrupt one moved aside and a new one made): reopen
         try:
             db = self._connect()
+            self._opened = (st.st_dev, st.st_ino)
             version = db.execute("PRAGMA data_version").fetchone()[0]
             if self._last is None or self._last[0] != version:
                 self._last = (version, *self._read(db))
@@ -151,7 +161,7 @@ class QueueWatch:
     def close(self) -> None:
         """Close the connection, if one was opened."""
         db, self._db = self._db, None
-        self._last = None
+        self._last = self._opened = None
         if db is not None:
             db.close()
 

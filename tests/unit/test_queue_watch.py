@@ -43,3 +43,30 @@ def test_a_look_reports_jobs_in_line_and_pause_and_leaves_the_database_alone(
     assert [(j.id, j.place, j.state, j.need_bytes) for j in look.jobs] == [
         (second.id, 1, "waiting", 3 << 30), (first.id, 2, "waiting", 2 << 30)]
     assert {p.name: p.read_bytes() for p in state.iterdir() if p.suffix == ".db"} == before
+
+
+def test_a_database_replaced_or_removed_meanwhile_is_seen_as_it_is_now(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    store = QueueStore.open(state)
+    store.add(mark_spec("a", tmp_path, 2))
+    store.close()
+    watch = QueueWatch(state)
+    try:
+        assert [j.name for j in watch.sample().jobs] == ["sh"]
+        # Moved aside (as `queue ls` does with a corrupt one) and a new queue started.
+        (state / "queue.db").rename(state / "old.db")
+        for side in ("queue.db-wal", "queue.db-shm"):
+            (state / side).unlink(missing_ok=True)
+        assert not watch.sample().exists
+        store = QueueStore.open(state)
+        store.add(mark_spec("b", tmp_path, 1))
+        store.add(mark_spec("c", tmp_path, 1))
+        store.close()
+        look = watch.sample()
+        assert look.exists and [j.need_bytes for j in look.jobs] == [1 << 30, 1 << 30]
+        # An empty file is a queue being created, not a broken one.
+        (state / "queue.db").rename(state / "new.db")
+        (state / "queue.db").touch(mode=0o600)
+        assert not watch.sample().exists
+    finally:
+        watch.close()
