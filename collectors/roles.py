@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from collectors.discovery import DiscoveredLogs
-from collectors.samples import ContainerTick, GpuTick, HostSample, LogBatch
+from collectors.samples import ContainerTick, GpuTick, HostSample, LogBatch, QueueSnapshot
 
 GPU: Final = "gpu"
 """Ticks of GPUs (`GpuTick`): the GPU panel, the chart, the process table."""
@@ -17,6 +17,8 @@ DISCOVERY: Final = "discovery"
 """Scans that list the logs to follow (`DiscoveredLogs`)."""
 CONTAINERS: Final = "containers"
 """Running containers and their stats (`ContainerTick`): the containers panel."""
+QUEUE: Final = "queue"
+"""Looks at this user's job queue (`QueueSnapshot`): the queue panel."""
 
 ROLE_OF_SAMPLE: dict[type, str] = {
     GpuTick: GPU,
@@ -24,12 +26,14 @@ ROLE_OF_SAMPLE: dict[type, str] = {
     LogBatch: LOG,
     DiscoveredLogs: DISCOVERY,
     ContainerTick: CONTAINERS,
+    QueueSnapshot: QUEUE,
 }
 """The role of a sample type; a new kind of sample adds its line here."""
 
-LATEST_ONLY: frozenset[str] = frozenset({GPU, HOST, CONTAINERS})
+LATEST_ONLY: frozenset[str] = frozenset({GPU, HOST, CONTAINERS, QUEUE})
 """Roles whose every sample is a whole snapshot, so a newer one may replace an older one that a
-lagging sink has not handled yet. Log batches and scans carry news the next one does not repeat."""
+lagging sink has not handled yet (a queue look lists every job). Log batches and scans carry
+news the next one does not repeat."""
 
 
 def role_of(collector: object) -> str | None:

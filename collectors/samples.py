@@ -218,3 +218,50 @@ class ContainerTick:
     containers: tuple[ContainerSample, ...]
     engine: str | None = None
     """The engine and its version (`Docker 20.10.24`, `Podman Engine 4.9.3`), when it says."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueJobRow:
+    """One job of this user's queue as the dashboard shows it (plain fields, no queue types)."""
+
+    id: int
+    name: str
+    state: str
+    """`waiting`, `launching`, `running`, `done`, `failed` or `cancelled`."""
+    gpus: int
+    """How many GPUs the job asked for."""
+    need_bytes: int
+    """The need per GPU, margin not included."""
+    gpu_indices: tuple[int, ...] = ()
+    """The GPUs it was given (NVML indices); empty while it waits."""
+    peak_vram_bytes: int | None = None
+    """The recorded peak of its own processes, once it has ended."""
+    exit_code: int | None = None
+    started_at: float | None = None
+    """When it started (Unix seconds); `None` before it ran."""
+    ended_at: float | None = None
+    reason: str | None = None
+    """For a waiting job, why it waits in words; for an ended one, why when the exit code
+    does not say."""
+    cancel_requested: bool = False
+    place: int | None = None
+    """Place in line of a waiting job (1 = next to start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSnapshot:
+    """This user's job queue at one look: its jobs in `queue ls` order, paused or not.
+
+    The type lives here, not in `gpuherd.queue`, so the role table can name it without
+    importing gpuherd (collectors sit below gpuherd); the collector that builds it does.
+    """
+
+    taken_at: float
+    exists: bool
+    """Whether the queue database exists; looking never creates it."""
+    jobs: tuple[QueueJobRow, ...] = ()
+    paused: bool = False
+    runner_pid: int | None = None
+    """The pid of the process that runs the queue now (`queue run` or `gpuherd --queue`)."""
+    runner_note: str | None = None
+    """The last thing the dashboard's own runner said (`gpuherd --queue`)."""

@@ -29,6 +29,7 @@ from gpuherd.sources import LiveSources, LogSources, SourceOptions, TailSupervis
 
 if TYPE_CHECKING:
     from collectors.nvml import NvmlBackend
+    from gpuherd.queue.watch import QueueWatch
     from gpuherd.record.dashboard import DashboardRecording
 
 DEMO_PACKAGE, DEMO_DIR = "gpuherd", "data/demo"
@@ -57,6 +58,10 @@ class Plan:
     """`record --tui`: started before the dashboard, closed after it (gpuherd.monitor_record)."""
     taps: list[Callable[[CollectorEvent], None]] = field(default_factory=list)
     """Also get every collector event, on the collector's thread (the metrics exporter)."""
+    queue: QueueWatch | None = None
+    """Looks at this user's job queue (live dashboard only); the panel shows once one exists."""
+    gpu_source: str | None = None
+    """The name of the GPU collector (live mode), whose ticks a `--queue` runner takes."""
 
     @property
     def tail(self) -> TailSupervisor | None:
@@ -64,12 +69,15 @@ class Plan:
         return self.logs.tails if self.logs is not None else None
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the dashboard (live, `args.replay` or `args.demo`) until `q`; the exit status."""
+def run(args: argparse.Namespace, nvml_backend: NvmlBackend | None = None) -> int:
+    """Run the dashboard (live, `args.replay` or `args.demo`) until `q`; the exit status.
+
+    `nvml_backend` is the NVML seam for tests (`None`: the real driver).
+    """
     try:
         with _demo_directory(args) as demo:
-            plan = build_plan(args, demo)
-            with _metrics(args, plan):
+            plan = build_plan(args, demo, nvml_backend)
+            with _metrics(args, plan), _queue(args, plan):
                 return show(plan)
     except GpuherdError as error:
         print(f"gpuherd: {error.title}: {error.msg}", file=sys.stderr)
@@ -86,13 +94,44 @@ def _metrics(args: argparse.Namespace, plan: Plan) -> AbstractContextManager[Any
                   live=plan.replay_label is None)
 
 
-def build_plan(args: argparse.Namespace, demo: Path | None = None) -> Plan:
+@contextmanager
+def _queue(args: argparse.Namespace, plan: Plan) -> Iterator[None]:
+    """`--queue`: run the queue beside the dashboard, fed by its GPU ticks (docs/queue.md).
+
+    The runner lock is taken here, before the terminal is taken over, so a second runner is
+    one line on stderr and exit status 2. What the runner said is repeated on stderr at exit.
+    """
+    if not getattr(args, "queue", False) or plan.queue is None or plan.gpu_source is None:
+        yield
+        return
+    from gpuherd.queue.beside import run_beside
+    from gpuherd.queue.ledger import default_ledger_dir
+
+    beside = None
+    try:
+        with run_beside(plan.queue.state_dir, default_ledger_dir(), plan.gpu_source,
+                        settle_s=args.settle, margin_bytes=args.margin_bytes,
+                        grace_s=args.grace) as beside:
+            plan.taps.append(beside.tap)
+            plan.queue.note = beside.note
+            yield
+    finally:
+        for line in beside.lines if beside is not None else ():
+            print(f"gpuherd: queue: {line}", file=sys.stderr)
+
+
+def build_plan(args: argparse.Namespace, demo: Path | None = None,
+               nvml_backend: NvmlBackend | None = None) -> Plan:
     """Collectors and labels for live mode, `replay DIR` or `demo` (given its directory)."""
     if demo is not None:
         return _replay_plan(demo, args.speed, loop=True, label_prefix="DEMO")
     if getattr(args, "replay", None):
         return _replay_plan(Path(args.replay), args.speed, loop=False, label_prefix="REPLAY")
-    plan = live_plan(args.interval)
+    plan = live_plan(args.interval, nvml_backend)
+    from gpuherd.queue.watch import queue_source  # no SQLite until the dashboard is live
+
+    plan.queue = queue_source()
+    plan.collectors = [*plan.collectors, plan.queue]
     if args.log or args.watch:
         plan.logs = log_sources(args.log, args.watch)
         plan.collectors = [*plan.collectors, *plan.logs.collectors]
@@ -106,10 +145,12 @@ def live_plan(interval_s: float, nvml_backend: NvmlBackend | None = None) -> Pla
     real driver.
     """
     sources = LiveSources(SourceOptions(interval_s=interval_s, nvml_backend=nvml_backend))
+    collectors = sources.machine()
     plan = Plan(
-        collectors=sources.machine(),
+        collectors=collectors,
         hostname=socket.gethostname(),
         pid_watch=sources.pid_watch,
+        gpu_source=collectors[0].name,
     )
     if not in_host_pid_namespace(Path("/proc")):
         plan.notices.append("gpuherd runs in its own PID namespace (a container?): GPU "

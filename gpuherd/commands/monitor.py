@@ -1,10 +1,10 @@
-"""`gpuherd [monitor] [--interval S] [--log PATH ...] [--watch DIR ...]`: the live dashboard."""
+"""`gpuherd [monitor] [--interval S] [--log P ...] [--watch D ...] [--queue]`: the dashboard."""
 
 from __future__ import annotations
 
 import argparse
 
-from gpuherd.argcheck import check_interval
+from gpuherd.argcheck import check_interval, finite_float
 from gpuherd.commands.flags import (
     add_interval,
     add_logs,
@@ -16,7 +16,10 @@ from gpuherd.commands.flags import (
 HELP = "the live dashboard of this machine (the default command)"
 EPILOG = ("`gpuherd` alone runs this command. Without an NVIDIA driver the dashboard still "
           "shows the host; `gpuherd demo` replays a recorded session instead. To record while "
-          "watching, use `gpuherd record --tui DIR`.")
+          "watching, use `gpuherd record --tui DIR`. With --queue the dashboard also runs "
+          "this user's job queue, as `gpuherd queue run` does (docs/queue.md); q leaves the "
+          "dashboard and the jobs keep running.")
+QUEUE_ONLY = ("--settle", "--margin", "--grace")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,12 +27,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_interval(parser)
     add_logs(parser)
     add_serve_metrics(parser)
+    parser.add_argument("--queue", action="store_true",
+                        help="also run this user's job queue: launch waiting jobs when their "
+                        "GPUs have room (one runner per user; docs/queue.md)")
+    parser.add_argument("--settle", type=finite_float, default=None, metavar="S",
+                        help="with --queue: seconds a GPU must keep room before a job starts "
+                        "(default 10)")
+    parser.add_argument("--margin", default=None, metavar="SIZE",
+                        help="with --queue: memory kept free on top of each job's need "
+                        "(default 1GiB)")
+    parser.add_argument("--grace", type=finite_float, default=None, metavar="S",
+                        help="with --queue: seconds a started job's reservation is held at most "
+                        "before it allocates (default 120)")
 
 
 def check(args: argparse.Namespace) -> str | None:
     """What is wrong with the values, if anything."""
     return (metrics_problem(args, args.serve_metrics)
-            or first_problem((check_interval, args.interval)))
+            or first_problem((check_interval, args.interval))
+            or _queue_problem(args))
+
+
+def _queue_problem(args: argparse.Namespace) -> str | None:
+    """The runner's flags: only with --queue, checked as `queue run` checks them."""
+    given = [flag for flag in QUEUE_ONLY if getattr(args, flag[2:]) is not None]
+    if not args.queue:
+        return f"{given[0]} needs --queue" if given else None
+    from gpuherd.commands.queue_run import check_run
+
+    runner = argparse.Namespace(
+        settle=10.0 if args.settle is None else args.settle,
+        margin="1GiB" if args.margin is None else args.margin,
+        grace=120.0 if args.grace is None else args.grace, interval=args.interval)
+    problem = check_run(runner)
+    if problem is None:
+        args.settle, args.margin_bytes, args.grace = (runner.settle, runner.margin_bytes,
+                                                      runner.grace)
+    return problem
 
 
 def run(args: argparse.Namespace) -> int:

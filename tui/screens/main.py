@@ -12,7 +12,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from collectors.container_gpu import container_names
-from collectors.roles import CONTAINERS, GPU, HOST, LOG
+from collectors.roles import CONTAINERS, GPU, HOST, LOG, QUEUE
+from collectors.samples import QueueSnapshot
 from tui.containers import build_container_rows, first_tick
 from tui.processes import (
     SORT_KEYS,
@@ -34,6 +35,7 @@ from tui.widgets.header_bar import HeaderBar
 from tui.widgets.host_panel import HostPanel
 from tui.widgets.plot import Plot
 from tui.widgets.process_table import ProcessTable
+from tui.widgets.queue_panel import QueuePanel, queue_rows, queue_title
 from tui.widgets.tasks_panel import TasksPanel
 
 CHART_STEP_S = 5.0
@@ -48,7 +50,7 @@ visible row, so on a busy 8-GPU box the table costs more than the rest of the fr
 process that starts or ends, a new sort or filter, and fresh user details show at once."""
 
 PANEL_FOR_ROLE: dict[str, str] = {GPU: "#gpus", HOST: "#host", LOG: "#tasks",
-                                  CONTAINERS: "#containers"}
+                                  CONTAINERS: "#containers", QUEUE: "#queue"}
 """The bordered panel that subscribes to each role: it shows the role's samples (`show`) and
 marks the failures of its sources. A source of any other role, or of none, has its failures on
 the banner as `source: reason` until it recovers."""
@@ -91,6 +93,8 @@ class MainScreen(Screen[None]):
         """Short container id -> name, as the process table shows them."""
         self._container: tuple[str, str] | None = None
         """(short id, name) of the container the process table is filtered to (Enter on it)."""
+        self._queue_drawn: QueueSnapshot | None = None
+        self._queue_note: str | None = None
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
@@ -112,6 +116,9 @@ class MainScreen(Screen[None]):
                         id="filter")
         with Vertical(id="tasks", classes="panel"):  # shown once a training log is followed
             yield TasksPanel()
+        with Vertical(id="queue", classes="panel"):  # shown once this user has a job queue
+            yield QueuePanel()
+            yield Static(id="queue-note")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -140,6 +147,10 @@ class MainScreen(Screen[None]):
             self._show_containers()
             self._show_health()
             return
+        if changed == QUEUE:
+            self._show_queue()
+            self._show_health()
+            return
         fresh = changed == HOST and self._details_new()
         if changed == HOST and state.gpu_streaming() and not fresh:
             return
@@ -153,8 +164,29 @@ class MainScreen(Screen[None]):
             self._show_processes(force=False)
             self._show_containers()
         self.query_one(HostPanel).sample = state.host_sample
+        if changed is None:
+            self._show_queue()
         self._show_header()
         self._show_health()
+
+    def _show_queue(self) -> None:
+        """The queue panel: shown once a queue database exists (or its look fails)."""
+        looks = [s for s in self.state.samples(QUEUE) if isinstance(s, QueueSnapshot)]
+        snapshot = looks[-1] if looks else None
+        shown = (snapshot is not None and snapshot.exists) or bool(self.state.problems(QUEUE))
+        self.query_one("#queue").set_class(shown, "-shown")
+        if snapshot is None or snapshot == self._queue_drawn:
+            return
+        self._queue_drawn = snapshot
+        self.query_one(QueuePanel).rows_shown = queue_rows(snapshot)
+        self._set_title("#queue", queue_title(snapshot))
+        note = snapshot.runner_note
+        if note != self._queue_note:
+            self._queue_note = note
+            widget = self.query_one("#queue-note", Static)
+            widget.update(Text(f"runner: {note}" if note else "", no_wrap=True,
+                               overflow="ellipsis"))
+            widget.display = bool(note)
 
     def _show_header(self) -> None:
         state = self.state

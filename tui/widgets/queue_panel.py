@@ -1,0 +1,147 @@
+"""The queue table: one row per job of this user's queue, keyed by job id, updated cell by cell."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import events
+from textual.reactive import reactive
+from textual.widgets import DataTable
+
+from collectors.samples import QueueJobRow, QueueSnapshot
+from gpuherd.format import fmt_duration
+from gpuherd.queue.sizes import format_size
+from tui.widgets.keyed_table import update_rows
+
+NONE = "-"
+COLUMNS = (("job", "JOB", 4), ("name", "NAME", 14), ("state", "STATE", 10), ("gpu", "GPU", 5),
+           ("need", "NEED", 9), ("peak", "PEAK", 9), ("exit", "EXIT/TIME", 11))
+"""(key, header, width) of the fixed columns; WHY takes what is left."""
+MIN_WHY = 24
+"""The WHY column is never narrower (the table scrolls sideways instead)."""
+CELL_PADDING = 2
+"""A DataTable cell's padding, one on each side."""
+STATE_STYLES = {"waiting": "yellow", "launching": "cyan", "running": "green bold",
+                "done": "", "failed": "red bold", "cancelled": "dim"}
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    """One job's cells as text, keyed by its id."""
+
+    key: str
+    cells: tuple[tuple[str, str], ...]
+    """(column key, text) for every column, WHY last."""
+    style: str = ""
+    """The STATE cell's style."""
+
+    def cell(self, column: str) -> Text:
+        """One cell, styled."""
+        text = dict(self.cells)[column]
+        return Text(text, style=self.style) if column == "state" else Text(text)
+
+
+def _state(job: QueueJobRow) -> str:
+    if job.cancel_requested and job.state in ("launching", "running"):
+        return "cancelling"
+    return job.state
+
+
+def _need(job: QueueJobRow) -> str:
+    need = format_size(job.need_bytes)
+    return need if job.gpus == 1 else f"{job.gpus}x {need}"
+
+
+def _exit_time(job: QueueJobRow, now: float) -> str:
+    """`0 · 1:02` for an ended job (exit code, how long it ran), the time so far while it runs."""
+    if job.started_at is None:
+        return NONE
+    took = fmt_duration(max(0.0, (job.ended_at if job.ended_at is not None else now)
+                            - job.started_at))
+    if job.state in ("waiting", "launching", "running"):
+        return took
+    return f"{job.exit_code if job.exit_code is not None else NONE} · {took}"
+
+
+def queue_rows(snapshot: QueueSnapshot) -> tuple[QueueRow, ...]:
+    """The table's rows for one look at the queue, in `queue ls` order."""
+    rows = []
+    for job in snapshot.jobs:
+        state = _state(job)
+        rows.append(QueueRow(str(job.id), (
+            ("job", str(job.id)), ("name", job.name), ("state", state),
+            ("gpu", ",".join(map(str, job.gpu_indices)) or NONE), ("need", _need(job)),
+            ("peak", format_size(job.peak_vram_bytes) if job.peak_vram_bytes is not None
+             else NONE),
+            ("exit", _exit_time(job, snapshot.taken_at)),
+            ("why", job.reason or (NONE if job.state != "waiting" else "not decided yet")),
+        ), STATE_STYLES.get(job.state, "")))
+    return tuple(rows)
+
+
+def queue_title(snapshot: QueueSnapshot | None) -> str:
+    """The panel's title: how many jobs in which state, and who runs the queue."""
+    if snapshot is None or not snapshot.exists:
+        return "Queue: no queue (gpuherd queue add ...)"
+    counts: dict[str, int] = {}
+    for job in snapshot.jobs:
+        counts[job.state] = counts.get(job.state, 0) + 1
+    parts = ", ".join(f"{n} {state}" for state, n in counts.items()) or "empty"
+    runner = (f"runner pid {snapshot.runner_pid}" if snapshot.runner_pid is not None else
+              "no runner: jobs wait (gpuherd queue run, or gpuherd --queue)")
+    paused = " · paused (gpuherd queue resume)" if snapshot.paused else ""
+    return f"Queue ({parts}) · {runner}{paused}"
+
+
+class QueuePanel(DataTable[Text]):
+    """Shows `queue_rows`; never cleared per update, so the cursor and scroll position survive."""
+
+    DEFAULT_CSS = """
+    QueuePanel {
+        height: auto;
+        max-height: 100%;
+        scrollbar-size-vertical: 1;
+    }
+    """
+
+    rows_shown: reactive[tuple[QueueRow, ...]] = reactive((), always_update=True)
+    """The rows to show, in order."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self._shown: dict[str, QueueRow] = {}
+        self._why_width: int | None = None
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Give the WHY column the width the fixed columns leave."""
+        self._build_columns(event.size.width)
+
+    def _build_columns(self, width: int) -> None:
+        fixed = sum(column_width + CELL_PADDING for _, _, column_width in COLUMNS)
+        why = max(MIN_WHY, width - fixed - CELL_PADDING - 1)
+        if why == self._why_width:
+            return
+        self._why_width = why
+        self.clear(columns=True)
+        for key, label, column_width in COLUMNS:
+            self.add_column(label, key=key, width=column_width)
+        self.add_column("WHY", key="why", width=why)
+        self._shown = {}
+        self.watch_rows_shown(self.rows_shown)
+
+    def watch_rows_shown(self, rows: tuple[QueueRow, ...]) -> None:
+        """Remove gone rows, add new ones, update the cells that changed."""
+        if self._why_width is None:
+            # A table without columns is 0 rows high, and one that is 0 high may never get a
+            # Resize: lay it out for the width it has (or the screen's) now.
+            self._build_columns(self.size.width or self.app.size.width)
+            return
+        keys = [key for key, _, _ in COLUMNS] + ["why"]
+        update_rows(self, self._shown, rows, lambda row: [(k, row.cell(k)) for k in keys],
+                    same_row=lambda a, b: a == b)
+        if list(self._shown) != [row.key for row in rows]:
+            # A job moved in line or left the waiting ones: few rows, so draw them afresh.
+            self.clear()
+            self._shown = {}
+            update_rows(self, self._shown, rows, lambda row: [(k, row.cell(k)) for k in keys])
