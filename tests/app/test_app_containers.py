@@ -82,11 +82,11 @@ async def test_each_container_shows_its_stats_and_the_gpu_memory_of_its_processe
         assert panel.display and panel.region.height > 0
         assert cells(panel, "trainer") == {
             "name": "trainer", "image": "pytorch:24.10", "status": "running",
-            "uptime": "1:02:05", "cpu": "150%", "memory": "1.5 GiB / 8.0 GiB",
+            "uptime": "1h 02m", "cpu": "150%", "memory": "1.5 GiB / 8.0 GiB",
             "net": "1.5 KiB / 100 B", "block": "N/A", "pids": "12", "gpus": "0,1",
             "gpu_mem": "32.0 GiB"}
         assert cells(panel, "etl") == {
-            "name": "etl", "image": "busybox:1", "status": "running", "uptime": "1:05",
+            "name": "etl", "image": "busybox:1", "status": "running", "uptime": "1m",
             "cpu": "12%", "memory": "300 MiB / 512 MiB", "net": "N/A",
             "block": "2.0 KiB / 0 B", "pids": "3", "gpus": "1", "gpu_mem": "15.0 GiB"}
         assert cells(panel, "idle")["cpu"] == "N/A"

@@ -11,7 +11,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from collectors.container_gpu import container_names
+from collectors.container_gpu import ContainerGpuUse, container_names, gpu_use_by_container
 from collectors.roles import CONTAINERS, GPU, HOST, LOG, QUEUE
 from collectors.samples import QueueSnapshot
 from tui.containers import build_container_rows, first_tick
@@ -95,6 +95,8 @@ class MainScreen(Screen[None]):
         """(short id, name) of the container the process table is filtered to (Enter on it)."""
         self._queue_drawn: QueueSnapshot | None = None
         self._queue_note: str | None = None
+        self._containers_drawn: tuple[object, dict[str, ContainerGpuUse]] = (None, {})
+        """The container tick on the panel and its containers' GPU use when it was drawn."""
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
@@ -162,7 +164,7 @@ class MainScreen(Screen[None]):
             gpus.selected_uuid = state.selected_uuid
             self._show_chart()
             self._show_processes(force=False)
-            self._show_containers()
+            self._show_containers(gpu_tick=True)
         self.query_one(HostPanel).sample = state.host_sample
         if changed is None:
             self._show_queue()
@@ -249,8 +251,12 @@ class MainScreen(Screen[None]):
             widget.update(note, layout=lines_changed)
             widget.display = bool(note.plain)
 
-    def _show_containers(self) -> None:
-        """The containers panel: shown while an engine answers (or fails after answering)."""
+    def _show_containers(self, gpu_tick: bool = False) -> None:
+        """The containers panel: shown while an engine answers (or fails after answering).
+
+        On a GPU tick (`gpu_tick`) the panel is left alone unless its containers' GPU memory
+        or processes moved: uptimes and stats advance with the engine's own ticks.
+        """
         state = self.state
         ticks = state.samples(CONTAINERS)
         panel = self.query_one(ContainerPanel)
@@ -258,8 +264,14 @@ class MainScreen(Screen[None]):
         if shown != panel.has_class("-shown"):
             panel.set_class(shown, "-shown")
             self.refresh_bindings()  # `c` appears in the footer with the panel
+        latest = first_tick(ticks)
+        use = gpu_use_by_container(state.gpu_tick, state.host_sample.processes
+                                   if state.host_sample else ()) if latest else {}
+        if gpu_tick and self._containers_drawn == (latest, use):
+            return
+        self._containers_drawn = (latest, use)
         panel.container_rows = tuple(build_container_rows(
-            first_tick(ticks), state.gpu_tick, state.host_sample, state.now))
+            latest, state.gpu_tick, state.host_sample, state.now))
         if container_names(first_tick(ticks)) != self._names:
             self._show_processes()  # a container came or went: name its processes at once
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 from textual import events
@@ -13,7 +14,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
-from gpuherd.format import NA, fmt_bytes, fmt_duration, fmt_pct, fmt_text
+from gpuherd.format import NA, fmt_bytes, fmt_pct, fmt_text
 from tui.containers import (
     CONTAINER_SORTS,
     ContainerRow,
@@ -29,6 +30,34 @@ WIDE_FROM = 148
 
 def _right(text: str) -> Text:
     return Text(text, justify="right")
+
+
+def fmt_uptime(seconds: float | None) -> str:
+    """A container's uptime, only as fine as its size needs: `42s`, `12m`, `5h 07m`, `3d 04h`.
+
+    Seconds are shown only in the first minute: a cell that changed every second would redraw
+    the whole panel every second for every running container.
+    """
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return NA
+    total = int(seconds)
+    if total < 60:
+        return f"{total}s"
+    if total < 3600:
+        return f"{total // 60}m"
+    if total < 86400:
+        return f"{total // 3600}h {total % 3600 // 60:02d}m"
+    return f"{total // 86400}d {total % 86400 // 3600:02d}h"
+
+
+def _as_shown(row: ContainerRow) -> tuple[ContainerRow, str]:
+    """`row` with its uptime as the cell shows it: rows that draw alike compare equal."""
+    return replace(row, uptime_s=None), fmt_uptime(row.uptime_s)
+
+
+def _same_shown(old: ContainerRow, new: ContainerRow) -> bool:
+    """Whether `new` draws as `old` did: the clock moved but no cell did (no cell is built)."""
+    return old == new or _as_shown(old) == _as_shown(new)
 
 
 def _pair(left: float | None, right: float | None) -> str:
@@ -54,7 +83,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("image", "IMAGE", 14, lambda r: Text(fmt_text(r.image), no_wrap=True,
                                                overflow="ellipsis"), wide_only=True),
     Column("status", "STATUS", 8, lambda r: Text(r.status)),
-    Column("uptime", "UP", 8, lambda r: _right(fmt_duration(r.uptime_s)), wide_only=True),
+    Column("uptime", "UP", 8, lambda r: _right(fmt_uptime(r.uptime_s)), wide_only=True),
     Column("cpu", "CPU%", 6, lambda r: _right(fmt_pct(r.cpu_pct))),
     Column("memory", "MEM / LIMIT", 19,
            lambda r: _right(_pair(r.memory_used_bytes, r.memory_limit_bytes))),
@@ -90,8 +119,10 @@ class ContainerPanel(DataTable[Text]):
         Binding("r", "reverse_sort", "Reverse"),
     ]
 
-    container_rows: reactive[tuple[ContainerRow, ...]] = reactive((), always_update=True)
-    """The rows to show, in any order: the panel sorts them."""
+    container_rows: reactive[tuple[ContainerRow, ...]] = reactive((), always_update=True,
+                                                                  repaint=False)
+    """The rows to show, in any order: the panel sorts them. Setting it repaints nothing by
+    itself: only the cells, title and order that changed do (each repaints the whole table)."""
     sort_key: reactive[ContainerSort] = reactive(CONTAINER_SORTS[0])
     reverse: reactive[bool] = reactive(False)
 
@@ -150,7 +181,7 @@ class ContainerPanel(DataTable[Text]):
             return
         cursor = self._cursor_key()
         count = len(self._shown)
-        update_rows(self, self._shown, rows, self._cells, same_row=lambda a, b: a == b)
+        update_rows(self, self._shown, rows, self._cells, same_row=_same_shown)
         if len(self._shown) != count:
             # The panel is as tall as its rows: a row that came or went changes its height.
             self.refresh(layout=True)
