@@ -406,3 +406,90 @@ def test_a_download_matters_only_on_a_rerun() -> None:
                                   "gpu_swing"])
 def test_windowed_and_gpu_findings_are_warnings(kind: str) -> None:
     assert severity_of(kind, rerun=False) == "warning"
+
+
+# --- cases found by mutation testing (benchmarks/mutation.py) ---------------------------------
+
+def test_values_between_one_and_two_are_percents() -> None:
+    # 1.5 % val and 1.2 -> 1.8 % train on 100 classes: chance is 1 %, and 1.5 is at its limit.
+    found = health.chance_level(pts([1.5, 1.5, 1.5]), 100, pts([1.2, 1.8]))
+    assert found is not None and "near chance 1 (100 classes)" in found.evidence
+
+
+def test_training_is_judged_first_to_last_not_first_to_second() -> None:
+    val = pts([0.1, 0.1, 0.1])
+    assert health.chance_level(val, 10, pts([0.4, 0.5, 0.3])) is None  # fell overall
+    assert health.chance_level(val, 10, pts([0.4, 0.3, 0.5])) is not None  # rose overall
+
+
+def test_chance_evidence_quotes_the_latest_value() -> None:
+    found = health.chance_level(pts([0.11, 0.13, 0.14, 0.12]), 10, RISING)
+    assert found is not None
+    assert found.evidence == ("val acc 0.12 at step 3 is near chance 0.1 (10 classes) "
+                              "for 3 evaluations")
+
+
+def test_an_accuracy_of_exactly_one_is_a_fraction_for_overfitting() -> None:
+    found = health.overfitting(pts([1.0]), pts([0.75]))
+    assert found is not None and found.evidence == "train acc 1 vs val acc 0.75 at step 0"
+
+
+def test_an_odd_window_needs_half_rounded_down_finite() -> None:
+    # window 5: 2 finite values are enough (5 // 2), judged 1 against 1
+    found = health.stalled(pts([NAN, NAN, NAN, 1.0, 1.0]), window=5)
+    assert found is not None and found.evidence == "loss mean 1 -> 1 over steps 0-4"
+    assert health.stalled(pts([NAN, NAN, NAN, NAN, 1.0]), window=5) is None
+
+
+def test_the_zero_metric_is_named_val_map_by_default() -> None:
+    found = health.zero_metric_while_loss_falls(ZEROS, pts([2.0, 1.5, 1.0, 0.5]))
+    assert found is not None and found.evidence.startswith("val/map = 0 at all 2 evaluations")
+
+
+def test_a_quarter_of_four_to_seven_losses_is_one_point() -> None:
+    # quarters of one point: 100 -> 95, a 5 % fall. Quarters of two would be 95 -> 97.5.
+    found = health.zero_metric_while_loss_falls(ZEROS, pts([100.0, 90.0, 100.0, 95.0]))
+    assert found is not None and found.evidence.endswith("loss fell 100 -> 95")
+
+
+def test_a_falling_train_accuracy_rules_out_chance_even_while_the_loss_falls() -> None:
+    falling_loss = pts([2.0, 1.8, 1.6, 1.4])
+    series = {"train/acc": pts([0.10, 0.09, 0.08]), "val/acc": pts([0.001] * 3),
+              "train/loss": falling_loss}
+    assert judge(series) == []
+    assert judge(series, num_classes=1000) == []
+    # the same histories with a rising train accuracy are near chance
+    series["train/acc"] = pts([0.08, 0.09, 0.10])
+    assert [f.kind for _, f in judge(series)] == ["chance"]
+
+
+def test_the_train_accuracy_tells_that_accuracies_are_percents() -> None:
+    # val 0.9 alone reads as a fraction (90 %); with train at 5 -> 40 (%) it is 0.9 %
+    series = {"train/acc": pts([5.0, 40.0]), "val/acc": pts([0.9, 0.9, 0.9])}
+    assert [f.evidence for _, f in judge(series, num_classes=100)] == [
+        "val acc 0.9 at step 2 is near chance 1 (100 classes) for 3 evaluations",
+        "train acc 40 vs val acc 0.9 at step 2"]
+
+
+@pytest.mark.parametrize(("loss", "fell"), [
+    ([1.0, 0.9, 1.2, 0.95], True),  # 4 points: quarters of 1, 1.0 -> 0.95
+    ([1.0, 2.0, 0.5, 0.5, 0.5, 0.5, 1.2, 1.2], True),  # 8 points: quarters of 2, 1.5 -> 1.2
+    ([1.0, 0.9, 1.0, 0.95, 1.1, 1.0, 1.0, 1.0], False),  # quarters of 2: 0.95 -> 1.0
+])
+def test_whether_the_loss_fell_compares_quarters(loss: list[float], fell: bool) -> None:
+    found = judge({"val/acc": pts([0.001] * 3), "train/loss": pts(loss)})
+    assert [f.kind for _, f in found] == (["chance"] if fell else [])
+
+
+def test_summed_loss_terms_are_named_after_the_last_of_three() -> None:
+    series = {"train/box_loss": pts([1.0] * 60), "train/cls_loss": pts([2.0] * 60),
+              "train/dfl_loss": pts([0.5] * 60)}
+    found = judge(series)
+    assert [(name, f.evidence) for name, f in found] == [
+        ("train/dfl_loss", "loss mean 3.5 -> 3.5 over steps 10-59")]
+
+
+def test_a_zero_metric_finding_names_its_metric() -> None:
+    found = judge({"val/miou": pts([0.0, 0.0]), "train/loss": pts([2.0, 1.5, 1.0, 0.5])})
+    assert [(name, f.evidence) for name, f in found] == [
+        ("val/miou", "val/miou = 0 at all 2 evaluations while loss fell 2 -> 0.5")]
