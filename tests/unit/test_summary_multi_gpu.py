@@ -55,9 +55,11 @@ def host(i: int) -> str:
     return f"{T0 + i + 0.5},{10 + i if inside else 95},{i * GIB},{64 * GIB}"
 
 
-@pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("two_gpus")
+@pytest.fixture
+def session(tmp_path: Path) -> Path:
+    # Per test, not per module: mutation testing runs only the tests that call the code.
+    root = tmp_path / "two_gpus"
+    root.mkdir()
     meta = {"schema": SCHEMA_VERSION, "host": "box-2", "driver": "580.159.04",
             "started_at": T0, "ended_at": T0 + 30, "interval_s": 1.0,
             "command": ["python", "train.py"], "exit_code": 0,
@@ -77,12 +79,12 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def data(session: Path) -> dict:
     return summarize(session).data
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def stats(data: dict) -> dict[str, dict]:
     return {row["key"]: row for row in data["stats"]}
 
