@@ -67,8 +67,11 @@ _RICH_HEAD = re.compile(
 )
 _RICH_EPOCH = re.compile(r"Epoch (\d+)")
 _RICH_WRAPPED_ETA = re.compile(r"\s+(\d+(?::\d\d)+)(?=\s|$)")
-# the next print can land right after the last value: `0.758`Trainer.fit` stopped: ...`
-_LEADING_NUMBER = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
+# the next print can land right after the last value: `0.758`Trainer.fit` stopped: ...`; but
+# `nan` or `inf` that a lowercase letter goes on from is a word (`nanoGPT`, `info`), no NaN.
+_LEADING_NUMBER = re.compile(
+    r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|(?:nan|inf(?:inity)?)(?!(?-i:[a-z])))",
+    re.IGNORECASE)
 
 
 class RichBarParser:

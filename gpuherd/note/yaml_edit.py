@@ -46,6 +46,7 @@ class _Node:
     end: int
     value: str | None = None
     style: str | None = None
+    tag: str | None = None
     flow: bool = False
     items: list[tuple[_Node, _Node]] = field(default_factory=list)
 
@@ -53,7 +54,7 @@ class _Node:
 def _read_node(stream: Iterator[Any], first: Any) -> _Node:
     if isinstance(first, ev.ScalarEvent):
         return _Node("scalar", first.start_mark.index, first.end_mark.index, first.value,
-                     first.style)
+                     first.style, first.tag)
     if isinstance(first, ev.AliasEvent):
         return _Node("alias", first.start_mark.index, first.end_mark.index)
     if isinstance(first, (ev.MappingStartEvent, ev.SequenceStartEvent)):
@@ -200,7 +201,10 @@ class _Splicer:
         if not found:
             return [self._new_block()]
         key, value = found[0]
-        if value.kind == "scalar" and value.style is None and value.value in NULL_TEXTS:
+        # `!!str ~` is the string "~", and `!!null ~` would keep its tag on the mapping: only an
+        # untagged empty value or null word is filled.
+        if (value.kind == "scalar" and value.style is None and value.tag is None
+                and value.value in NULL_TEXTS):
             return self._fill_null(key, value)
         if value.kind != "map":
             what = {"seq": "a list", "scalar": "a single value", "alias": "an alias"}[value.kind]

@@ -50,11 +50,11 @@ def dashboard(session: DashboardRecording, gpus: ScriptedCollector) -> GpuherdAp
 
 
 def cell(app: GpuherdApp, key: str, column: str) -> str:
+    """The cell's text; empty while the task has no row yet (a wrong column still raises)."""
     table = app.get_default_screen().query_one(TasksPanel)
-    try:
-        return str(table.get_cell(key, column))
-    except Exception:
+    if key not in table.rows:
         return ""
+    return str(table.get_cell(key, column))
 
 
 def read_csv_rows(path: Path) -> list[dict[str, str]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +11,10 @@ import pytest
 
 from gpuherd.cli import main
 from gpuherd.parse_command import short_where
+from tests.privileges import as_other_user, shared_directory
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _json_lines(text: str) -> list[dict]:
@@ -82,23 +83,22 @@ def test_bad_files_are_reported_and_the_rest_still_parsed(
     assert {r["file"] for r in _json_lines(captured.out)} == {str(good)}
 
 
-def test_permission_denied(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    locked = tmp_path / "locked.log"
-    locked.write_text("loss=1\n")
-    locked.chmod(0)
-    target = locked
-    if os.geteuid() == 0:
-        # root reads any mode-000 file; this sysfs file refuses reads even to root
-        target = Path("/sys/bus/pci/rescan")
-        try:
-            target.open("rb").close()
-            pytest.skip("no file here denies root")
-        except PermissionError:
-            pass
-        except OSError:
-            pytest.skip("no file here denies root")
-    assert main(["parse", str(target)]) == 1
-    assert f"{target}: permission denied" in capsys.readouterr().err
+def test_permission_denied() -> None:
+    # Root reads a mode-000 file, so as root (CI) the command runs as an unprivileged user.
+    with shared_directory() as parent:
+        locked = parent / "locked.log"
+        locked.write_text("loss=1\n")
+        locked.chmod(0)
+        good = parent / "good.log"
+        good.write_text("step=1 loss=0.5\n")
+        good.chmod(0o644)
+        argv = as_other_user([sys.executable, "-m", "gpuherd", "parse", "--json", str(locked),
+                              str(good)])
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.splitlines() == [f"gpuherd parse: {locked}: permission denied"]
+    assert [(r["file"], r["metric"], r["value"]) for r in _json_lines(out.stdout)] == [
+        (str(good), "train/loss", 0.5)]
 
 
 def test_invalid_utf8_binary_garbage_and_unparsed_count(

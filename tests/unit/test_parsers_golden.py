@@ -1,8 +1,9 @@
 """Golden tests: every real log excerpt under tests/data/logs parses to its committed result.
 
 Regenerate after a deliberate change with
-`GPUHERD_UPDATE_GOLDEN=1 pytest tests/unit/test_parsers_golden.py` and read the diff before
-committing.
+`GPUHERD_UPDATE_GOLDEN=1 pytest tests/unit/test_parsers_golden.py` (the updated tests skip: they
+compare nothing), read the diff, then run again without it. The golden files are the code's own
+output; `test_parsers_hand_read.py` backs each one with values read off the log by eye.
 """
 
 from __future__ import annotations
@@ -100,7 +101,10 @@ def test_log_parses_to_golden(log: Path) -> None:
     log_format = detect_format(_sample(log), str(log))
     result = parse_whole(log, log_format)
     if os.environ.get("GPUHERD_UPDATE_GOLDEN"):
+        # Comparing with what was just written would always pass: write, and say so instead.
         expected_path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+        pytest.skip(f"wrote {expected_path.name}: read the diff, and run again without "
+                    "GPUHERD_UPDATE_GOLDEN (test_parsers_hand_read.py checks values read by eye)")
     expected = json.loads(expected_path.read_text())
     assert result == expected
 

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from gpuherd.record.command import parse_duration
+from tests.privileges import as_other_user, shared_directory, tmpfs
 
 PY = sys.executable
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def gpuherd(*args: str, **kwargs) -> subprocess.Popen[str]:
@@ -155,12 +157,17 @@ def test_an_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
     assert "a parent of it is a file" in out.stderr and "Traceback" not in out.stderr
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
-def test_a_read_only_directory_is_a_clear_error(tmp_path: Path) -> None:
-    locked = tmp_path / "ro"
-    locked.mkdir(mode=0o500)
-    out = run("--record", str(locked / "s"), "--", "true")
-    assert out.returncode == 1 and "Permission denied" in out.stderr
+def test_a_read_only_directory_is_a_clear_error() -> None:
+    # Root writes anywhere, so as root (CI) the recorder runs as an unprivileged user.
+    with shared_directory() as parent:
+        locked = parent / "ro"
+        locked.mkdir(mode=0o555)
+        argv = as_other_user([PY, "-m", "gpuherd", "--record", str(locked / "s"), "--", "true"])
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert out.returncode == 1, out.stderr
+        assert f"{locked / 's'}" in out.stderr and "Permission denied" in out.stderr
+        assert "Traceback" not in out.stderr
+        assert list(locked.iterdir()) == []
 
 
 def test_a_bad_duration_is_a_usage_error(tmp_path: Path) -> None:
@@ -203,30 +210,18 @@ def test_recording_stops_cleanly_when_files_cannot_grow(tmp_path: Path) -> None:
     assert summary.returncode == 0, summary.stderr
 
 
-def _mount_tmpfs(path: Path, size: str) -> bool:
-    path.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                          capture_output=True)
-    return done.returncode == 0
-
-
-def test_a_really_full_disk_stops_recording_and_keeps_the_data(tmp_path: Path) -> None:
-    disk = tmp_path / "disk"
-    if not _mount_tmpfs(disk, "96k"):
-        pytest.skip("cannot mount a small tmpfs here (needs root)")
-    try:
-        root = disk / "s"
-        script = "import time\nfor i in range(10**6):\n    print('x' * 200, flush=True)\n"
-        out = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--interval", "0.05",
-                              "--", PY, "-c", script], capture_output=True, text=True,
-                             timeout=120)
-        assert "the disk is full" in out.stderr, out.stderr[-2000:]
-        assert out.returncode == 1
-        assert "Traceback" not in out.stderr
-        assert not (root / ".lock").exists()
-        assert (root / "gpu.csv").read_text().startswith("t,gpu,uuid")
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
+def test_a_really_full_disk_stops_recording_and_keeps_the_data(
+        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    disk = tmpfs(request, tmp_path / "disk", "size=96k")
+    root = disk / "s"
+    script = "import time\nfor i in range(10**6):\n    print('x' * 200, flush=True)\n"
+    out = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--interval", "0.05",
+                          "--", PY, "-c", script], capture_output=True, text=True, timeout=120)
+    assert "the disk is full" in out.stderr, out.stderr[-2000:]
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr
+    assert not (root / ".lock").exists()
+    assert (root / "gpu.csv").read_text().startswith("t,gpu,uuid")
 
 
 def test_record_never_imports_textual(tmp_path: Path) -> None:

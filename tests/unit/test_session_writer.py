@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ from gpuherd.session import (
     SessionWriter,
     load_session,
 )
+from tests.privileges import mounted, tmpfs
 
 GiB = 1 << 30
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,32 +185,16 @@ def test_bad_meta_is_a_programming_error(tmp_path):
     assert not (tmp_path / ".lock").exists()
 
 
-def _mount_tmpfs(where: Path, options: str) -> bool:
-    where.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                          capture_output=True)
-    return done.returncode == 0
-
-
 @pytest.fixture
-def tiny_disk(tmp_path):
-    """A real 64 KiB filesystem (needs root and mount rights; skipped otherwise)."""
-    where = tmp_path / "tiny"
-    if not _mount_tmpfs(where, "size=64k"):
-        pytest.skip("cannot mount a tmpfs here; test_write_error_on_dev_full covers ENOSPC")
-    yield where
-    subprocess.run(["umount", str(where)], check=True)
+def tiny_disk(request, tmp_path):
+    """A real 64 KiB filesystem (root only, as in CI), unmounted however the test ends."""
+    return tmpfs(request, tmp_path / "tiny", "size=64k")
 
 
-def test_read_only_filesystem_is_a_clear_error(tmp_path):
-    where = tmp_path / "ro"
-    if not _mount_tmpfs(where, "ro,size=64k"):
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        with pytest.raises(SessionWriteError, match="Read-only file system"):
-            SessionWriter(where / "s", META)
-    finally:
-        subprocess.run(["umount", str(where)], check=True)
+def test_read_only_filesystem_is_a_clear_error(request, tmp_path):
+    where = tmpfs(request, tmp_path / "ro", "ro,size=64k")
+    with pytest.raises(SessionWriteError, match="Read-only file system"):
+        SessionWriter(where / "s", META)
 
 
 def test_disk_full_stops_cleanly_and_keeps_what_was_flushed(tiny_disk):
@@ -252,3 +238,27 @@ def test_a_very_long_command_line_round_trips(tmp_path):
         writer.write_host(sample)
         writer.write_gpu_tick(tick(1001.0))
     assert list(load_session(tmp_path).host_samples()) == [sample]
+
+
+class _Finalizers:
+    """Stands in for `request` to run a fixture's teardown at a chosen moment."""
+
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def addfinalizer(self, call) -> None:
+        self.calls.append(call)
+
+
+def test_a_tmpfs_is_unmounted_even_while_a_failed_test_holds_a_file_on_it(tmp_path):
+    request = _Finalizers()
+    where = tmpfs(request, tmp_path / "busy", "size=64k")
+    assert mounted(where)
+    writer = SessionWriter(where / "s", META)  # a test that fails here never closes it
+    try:
+        for finalize in request.calls:
+            finalize()
+        assert not mounted(where)
+    finally:
+        with contextlib.suppress(SessionWriteError):  # its directory is gone with the mount
+            writer.close()

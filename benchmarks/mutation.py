@@ -1,0 +1,164 @@
+"""Mutation testing of one module with mutmut: which small changes to it no test notices.
+
+Usage: python benchmarks/mutation.py MODULE [--tests PATH ...] [--max-children N] [--keep DIR]
+
+MODULE is a path such as `parsers/health.py`. The working tree is copied to a scratch folder
+(tracked and untracked files, as git lists them), `[tool.mutmut]` there is pointed at MODULE and
+its tests (`--tests`, or the list in `TESTS` below), and `mutmut run` mutates it: each mutant
+(an operator, constant or call changed) runs against the tests that reach the mutated function.
+A mutant that no test fails on "survived".
+
+It prints each survivor with its diff, marks the ones listed in `EQUIVALENT` (changes no output
+can show, with the reason), and ends with one line per module: mutants, killed, survived (of
+which equivalent), not reached by any test, timed out. benchmarks/RESULTS.md ("Mutation
+testing") holds the latest counts. Several minutes per module on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HEALTH_TESTS = ["tests/unit/test_health_boundaries.py", "tests/unit/test_tasks.py",
+                "tests/unit/test_parsers.py", "tests/unit/test_health_agreement.py"]
+SUMMARY_TESTS = ["tests/unit/test_summary.py", "tests/unit/test_summary_multi_gpu.py",
+                 "tests/unit/test_summary_extremes.py", "tests/unit/test_session_cut_last_cell.py"]
+TESTS: dict[str, list[str]] = {
+    "parsers/health.py": HEALTH_TESTS,
+    "gpuherd/tasks/health.py": HEALTH_TESTS,
+    "gpuherd/summary/stats.py": SUMMARY_TESTS,
+    "gpuherd/summary/summary.py": SUMMARY_TESTS,
+    "gpuherd/record/peaks.py": ["tests/unit/test_record_peaks.py",
+                                "tests/unit/test_peaks_pinned.py"],
+    "parsers/findings.py": ["tests/unit/test_findings_pinned.py", "tests/unit/test_parsers.py",
+                            "tests/unit/test_parsers_hand_read.py"],
+    "parsers/tqdm_bar.py": ["tests/unit/test_tqdm_units.py", "tests/unit/test_parsers.py",
+                            "tests/unit/test_parsers_hand_read.py",
+                            "tests/unit/test_parsers_bad_input.py"],
+    "collectors/session_reader.py": ["tests/unit/test_session_reader.py",
+                                     "tests/unit/test_session_cut_last_cell.py",
+                                     "tests/unit/test_session_damage.py"],
+}
+"""The tests that pin each module's meaning (the whole unit suite for a module not listed)."""
+
+EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
+    "gpuherd/tasks/health.py": [
+        ("strict=False)", "strict=None)", "zip's strict is tested for truth: None is False"),
+        ("strict=False)", "parts), )", "strict=False is zip's default"),
+        ("health.stalled(loss, window=STALL_WINDOW)", "health.stalled(loss, )",
+         "STALL_WINDOW is stalled()'s default window, 50"),
+        ("(row[0][0], sum(", "(row[1][0], sum(",
+         "loss terms of one row are logged together, with one step: every term's x is the same"),
+    ],
+}
+"""Per module, (text of the line the mutant changes, text of its new line, why no output can
+differ) for survivors known to be equivalent."""
+
+
+def copy_tree(target: Path) -> None:
+    """The working tree as git sees it (tracked and untracked, not ignored), into `target`."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], cwd=ROOT, capture_output=True, check=True)
+    for name in sorted(set(listed.stdout.decode().split("\0")) - {""}):
+        source = ROOT / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+
+
+def configure(target: Path, module: str, tests: list[str]) -> None:
+    """Point `[tool.mutmut]` of the copy at `module` and `tests`."""
+    path = target / "pyproject.toml"
+    text = path.read_text()
+    text = re.sub(r"\n\[tool\.mutmut\]\n.*?(?=\n\[|\Z)", "", text, flags=re.S)
+    quoted = ", ".join(f'"{t}"' for t in tests)
+    text += (f'\n[tool.mutmut]\nsource_paths = ["parsers", "gpuherd", "collectors"]\n'
+             f'only_mutate = ["{module}"]\n'
+             f'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n'
+             f"pytest_add_cli_args_test_selection = [{quoted}]\n")
+    path.write_text(text)
+
+
+def mutmut(target: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=target,
+                          capture_output=True, text=True)
+
+
+def statuses(target: Path) -> dict[str, str]:
+    """Mutant name -> status (`killed`, `survived`, `no tests`, `timeout`, ...)."""
+    out = mutmut(target, "results", "--all", "true")
+    found = {}
+    for line in out.stdout.splitlines():
+        name, sep, status = line.strip().rpartition(": ")
+        if sep:
+            found[name] = status
+    return found
+
+
+def diff_of(target: Path, name: str) -> str:
+    return "\n".join(line for line in mutmut(target, "show", name).stdout.splitlines()
+                     if line.startswith(("+", "-")) and not line.startswith(("+++", "---")))
+
+
+def equivalent_reason(module: str, diff: str) -> str | None:
+    removed = " ".join(line[1:].strip() for line in diff.splitlines() if line.startswith("-"))
+    added = " ".join(line[1:].strip() for line in diff.splitlines() if line.startswith("+"))
+    for old, new, why in EQUIVALENT.get(module, []):
+        if old in removed and new in added:
+            return why
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("module", help="the module to mutate, e.g. parsers/health.py")
+    parser.add_argument("--tests", nargs="+", help="test files or folders to run on each mutant")
+    parser.add_argument("--max-children", type=int, default=2, help="mutants run at once")
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    args = parser.parse_args()
+    module = args.module
+    if not (ROOT / module).is_file():
+        parser.error(f"{module}: no such module under {ROOT}")
+    tests = args.tests or TESTS.get(module, ["tests/unit"])
+    work = args.keep or Path(tempfile.mkdtemp(prefix="gpuherd-mutation-"))
+    work.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+    try:
+        copy_tree(work)
+        configure(work, module, tests)
+        run = mutmut(work, "run", "--max-children", str(args.max_children))
+        if run.returncode != 0:
+            print(run.stdout[-3000:], run.stderr[-3000:], file=sys.stderr)
+            return 1
+        found = statuses(work)
+        counts = Counter(found.values())
+        equivalent = 0
+        for name, status in sorted(found.items()):
+            if status not in ("survived", "no tests", "timeout", "suspicious"):
+                continue
+            diff = diff_of(work, name)
+            why = equivalent_reason(module, diff) if status == "survived" else None
+            equivalent += why is not None
+            print(f"{status}: {name}" + (f"  [equivalent: {why}]" if why else ""))
+            print("    " + diff.replace("\n", "\n    "))
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"{module}: {len(found)} mutants, {counts['killed']} killed, {counts['survived']} "
+          f"survived ({equivalent} equivalent), {counts['no tests']} not reached by a test, "
+          f"{counts['timeout']} timed out; {time.monotonic() - began:.0f} s "
+          f"with {len(tests)} test paths")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""Values read off every golden log by eye, so the golden files are not the code's word alone.
+
+`test_parsers_golden.py` compares each log's parse with a committed `.expected.json`, which the
+code itself wrote (`GPUHERD_UPDATE_GOLDEN=1`): a wrong number written once stays "expected".
+This table was written by reading each log in a text viewer: the line number, what the line
+says, in the name `parsers.text.metric_name` gives it (docs/parsers.md), and every line a finding
+is due on. It is checked against the same parse, so the golden file can only change where these
+readings still hold.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from parsers.registry import detect_format
+from tests.unit.test_parsers_golden import DATA, LOGS, _sample, parse_whole
+
+
+@dataclass(frozen=True)
+class Read:
+    """One value on one line, as the log prints it; `step`/`epoch` only where it says so."""
+
+    line: int
+    name: str
+    value: float
+    step: int | None = None
+    epoch: float | None = None
+
+
+@dataclass(frozen=True)
+class Log:
+    format: str | None
+    """The format the log is in, where that is plain from the log; `None` when not asserted."""
+    values: tuple[Read, ...]
+    findings: frozenset[tuple[int, str]] = field(default_factory=frozenset)
+    """Every (line, kind) finding due in the whole file."""
+    unparsed: tuple[int, ...] = ()
+    """Lines that look like metrics but hold a value that is no number."""
+
+
+NAN, INF = math.nan, math.inf
+
+HAND_READ: dict[str, Log] = {
+    "detectron2/console.log": Log("detectron2", (
+        Read(1, "train/loss", 1.943, step=19), Read(1, "loss_cls", 1.788),
+        Read(1, "lr", 0.02), Read(1, "throughput/it_s", 1 / 0.0105),
+        Read(6, "train/loss", 1.669, step=59), Read(6, "loss_box_reg", 0.092))),
+    "detectron2_json/metrics.json": Log("detectron2_json", (
+        Read(1, "train/loss", 1.942512571811676, step=19),
+        Read(1, "loss_cls", 1.787947654724121), Read(1, "eta_s", 0.4231187904983108),
+        Read(3, "val/map", 0.0, step=59), Read(3, "val/map_50", 0.0),
+        Read(3, "train/loss", 1.6689250469207764))),
+    "failures/cpu_oom.log": Log(None, (), frozenset({(1, "traceback"), (6, "oom")})),
+    "failures/download.log": Log(None, (), frozenset({(1, "download"), (2, "traceback"),
+                                                      (28, "traceback")})),
+    "generic/train.log": Log("generic", (
+        Read(1, "train/loss", 1.1545, step=5), Read(1, "lr", 0.05), Read(1, "grad_norm", 0.606),
+        Read(3, "val/loss", 1.2023, epoch=1), Read(3, "val/acc", 60.0),
+        Read(3, "throughput/tokens_s", 123456.0),
+        Read(7, "lr", 1e12, step=25), Read(8, "train/loss", NAN, step=30),
+        Read(9, "val/loss", NAN, epoch=3), Read(9, "throughput/tokens_s", 370368.0)),
+        frozenset({(8, "nan"), (9, "nan")})),
+    "generic/ugly.log": Log("generic", (
+        Read(1, "train/loss", 1.1545, step=5), Read(1, "grad_norm", 0.606),
+        Read(4, "train/loss", -INF, step=40), Read(4, "lr", 1e-5),
+        Read(4, "throughput/tokens_s", 1234.5), Read(4, "grad_norm", NAN),
+        Read(6, "train/loss", 0.4, step=44), Read(8, "train/loss", 0.2, step=98),
+        Read(9, "train/loss", 1.0606, step=20)),
+        frozenset({(4, "inf")}), unparsed=(3,)),
+    "hf_trainer/console.log": Log("hf_trainer", (
+        Read(4, "train/loss", 3.896, epoch=0.375), Read(4, "grad_norm", 0.6046),
+        Read(4, "lr", 0.004583), Read(6, "val/loss", 3.91, epoch=1),
+        Read(15, "train/loss", 3.831, epoch=3), Read(15, "lr", 0.0002083),
+        Read(18, "throughput/samples_s", 696.5), Read(18, "throughput/it_s", 87.06),
+        Read(18, "train/loss", 3.87))),
+    "hf_trainer/import_error.log": Log(None, (), frozenset({(3, "traceback")})),
+    "hf_trainer/with_tqdm.log": Log(None, (
+        Read(4, "train/loss", 3.896, epoch=0.375), Read(8, "val/loss", 3.91, epoch=1),
+        Read(25, "train/loss", 3.831, epoch=3), Read(28, "val/loss", 3.936, epoch=3),
+        Read(33, "throughput/samples_s", 482.6))),
+    "hf_trainer_state/trainer_state.json": Log("hf_trainer_state", (
+        Read(1, "train/loss", 3.8958333333333335, step=3, epoch=0.375),
+        Read(1, "lr", 0.004583333333333333), Read(1, "grad_norm", 0.6046097874641418),
+        Read(3, "val/loss", 3.910339832305908, step=8, epoch=1.0))),
+    "jsonl/train.jsonl": Log("jsonl", (
+        Read(1, "train/loss", 1.2714178562164307, step=1), Read(1, "lr", 0.05),
+        Read(25, "lr", 1e12, step=25), Read(26, "train/loss", 7.176657143000725e+21),
+        Read(27, "train/loss", INF, step=27), Read(30, "train/loss", NAN, step=30)),
+        frozenset({(27, "inf"), (28, "nan"), (29, "nan"), (30, "nan")})),
+    "keras/verbose1_file.log": Log("keras", (
+        Read(2, "train/acc", 0.6589), Read(2, "train/loss", 0.6067),
+        Read(2, "val/acc", 0.7422), Read(2, "val/loss", 0.5515),
+        Read(4, "train/acc", 0.8568), Read(4, "val/loss", 0.4157),
+        Read(6, "val/loss", 0.3010))),
+    "keras/verbose1_tty.log": Log("keras", (
+        Read(2, "train/acc", 0.5885), Read(2, "train/loss", 0.6789),
+        Read(2, "val/acc", 0.6953), Read(2, "val/loss", 0.5793), Read(6, "val/acc", 0.9297))),
+    "keras/verbose2.log": Log("keras", (
+        Read(2, "train/acc", 0.5234), Read(2, "train/loss", 0.7694),
+        Read(2, "val/acc", 0.7031), Read(2, "val/loss", 0.6077),
+        Read(2, "throughput/it_s", 200.0), Read(6, "val/loss", 0.2951))),
+    "lightning_csv/metrics.csv": Log("lightning_csv", (
+        Read(2, "train/acc", 0.375, step=3, epoch=0),
+        Read(2, "train/loss", 1.1311004161834717),
+        Read(6, "val/acc", 0.703125, step=15), Read(6, "val/loss", 0.8145734071731567),
+        Read(7, "train/acc", 0.51953125, step=15))),
+    "lightning_rich/file.log": Log("lightning_rich", (
+        Read(19, "throughput/it_s", 385.13, epoch=2), Read(20, "train/loss", 0.464),
+        Read(22, "train/acc", 1.0), Read(23, "val/loss", 0.606), Read(24, "val/acc", 0.781),
+        Read(26, "train/acc", 0.773))),
+    "lightning_rich/h200_file.log": Log("lightning_rich", (
+        Read(22, "throughput/it_s", 30.44, epoch=5), Read(23, "eta_s", 0.0),
+        Read(23, "train/loss", 0.066), Read(24, "train/acc", 1.0),
+        Read(25, "val/loss", 3.971), Read(26, "val/acc", 0.309))),
+    "lightning_rich/tty.log": Log("lightning_rich", (
+        Read(19, "throughput/it_s", 445.96, epoch=0), Read(19, "train/loss", 1.051),
+        Read(32, "throughput/it_s", 487.78, epoch=1), Read(32, "train/loss", 0.542),
+        Read(36, "val/acc", 0.703), Read(36, "train/acc", 0.520),
+        Read(53, "val/acc", 0.797), Read(53, "train/acc", 0.758),
+        Read(56, "val/acc", 0.781), Read(56, "train/acc", 0.773))),
+    "metric_logger/timm_train.log": Log("metric_logger", (
+        Read(3, "train/loss", 2.10, epoch=0), Read(3, "lr", 0.05),
+        Read(12, "train/loss", 0.782, epoch=1), Read(19, "train/loss", 0.134, epoch=2))),
+    "metric_logger/torchvision_reference.log": Log("metric_logger", (
+        Read(2, "train/loss", 2.3198, epoch=0), Read(2, "lr", 0.1),
+        Read(2, "throughput/samples_s", 20932.271990018715), Read(2, "train/acc", 25.0),
+        Read(2, "train/acc_top5", 75.0),
+        Read(9, "val/acc", 62.5), Read(9, "val/acc_top5", 100.0),
+        Read(13, "train/loss", 1.0682, epoch=1), Read(18, "val/acc", 60.938))),
+    "mmcv/train.log": Log("mmengine", (
+        Read(42, "train/loss", 1.1307, epoch=1), Read(42, "lr", 0.5), Read(42, "eta_s", 22.0),
+        Read(47, "val/miou", 0.8782), Read(47, "val/pixel_acc", 0.9360),
+        Read(57, "train/loss", 0.3991, epoch=3), Read(57, "lr", 0.05))),
+    "mmcv/train.log.json": Log("mmengine_json", (
+        Read(1, "train/loss", 1.13067, epoch=1), Read(1, "lr", 0.5),
+        Read(5, "val/pixel_acc", 0.93604), Read(5, "val/miou", 0.8782),
+        Read(15, "val/miou", 0.94894, epoch=3))),
+    "mmengine/train.log": Log("mmengine", (
+        Read(129, "train/loss", 0.8859, epoch=1), Read(129, "lr", 0.1),
+        Read(136, "val/acc", 96.875), Read(141, "train/loss", 0.0852, epoch=2),
+        Read(143, "val/acc", 100.0))),
+    "mmengine_json/scalars.json": Log("mmengine_json", (
+        Read(1, "train/loss", 0.8859251022338868, step=5), Read(1, "lr", 0.1),
+        Read(5, "val/acc", 96.875), Read(9, "train/loss", 0.08524482697248459, step=40),
+        Read(10, "val/acc", 100.0))),
+    "nanogpt/train.log": Log("nanogpt", (
+        Read(6, "train/loss", 3.1422, step=0), Read(6, "val/loss", 3.1595),
+        Read(9, "train/loss", 1.7319, step=10), Read(9, "throughput/it_s", 1000 / 1.51),
+        Read(23, "train/loss", 0.6065, step=60), Read(23, "val/loss", 0.5379))),
+    "pandas_csv/history.csv": Log(None, (  # epoch and step columns: read as lightning_csv
+        Read(3, "train/loss", 1.5417, step=100, epoch=1), Read(3, "val/loss", 1.6959),
+        Read(3, "val/acc", 0.22), Read(7, "val/acc", 0.7, step=300),
+        Read(7, "lr", 0.0003125))),
+    "timm_csv/summary.csv": Log("timm_csv", (
+        Read(2, "train/loss", 2.4678056836128235, epoch=0), Read(2, "val/acc", 3.125),
+        Read(2, "val/acc_top5", 71.875), Read(4, "val/loss", 0.3706856742501259, epoch=2),
+        Read(4, "lr", 0.05))),
+    "tqdm/lightning_file.log": Log("tqdm", (
+        Read(18, "throughput/it_s", 384.11, epoch=0), Read(18, "train/loss", 0.708),
+        Read(25, "eval/throughput/it_s", 588.80),
+        Read(26, "val/loss", 0.815, epoch=1), Read(26, "val/acc", 0.703),
+        Read(43, "throughput/it_s", 215.28, epoch=2), Read(43, "val/loss", 0.606),
+        Read(43, "val/acc", 0.781))),
+    "tqdm/lightning_tty.log": Log("tqdm", (
+        Read(18, "throughput/it_s", 341.58, epoch=0), Read(18, "train/loss", 0.708),
+        Read(25, "eval/throughput/it_s", 631.93))),
+    "tqdm/tqdm_file.log": Log("tqdm", (
+        Read(1, "throughput/it_s", 183.54, epoch=1), Read(1, "train/loss", 0.0625),
+        Read(1, "lr", 0.0001), Read(2, "eval/throughput/it_s", 1 / 1.20),
+        Read(3, "throughput/it_s", 96.08, step=5), Read(3, "train/loss", 0.5),
+        Read(3, "train/acc", 0.41))),
+    "tqdm/tqdm_tty.log": Log("tqdm", (
+        Read(1, "throughput/it_s", 182.42, epoch=1), Read(1, "train/loss", 0.0625),
+        Read(3, "throughput/it_s", 94.88, step=5))),
+    "ultralytics/train.log": Log("ultralytics", (
+        Read(50, "train/box_loss", 2.693, epoch=1), Read(50, "train/cls_loss", 2.023),
+        Read(50, "train/dfl_loss", 1.734), Read(50, "throughput/it_s", 5.8),
+        Read(52, "val/map", 0.0), Read(52, "val/map_50", 0.0),
+        Read(55, "train/box_loss", 5.698, epoch=2), Read(55, "throughput/it_s", 13.8))),
+    "ultralytics_csv/results.csv": Log("ultralytics_csv", (
+        Read(2, "train/box_loss", 2.69252), Read(2, "val/map", 0.0),
+        Read(2, "lr", 0.000333333), Read(9, "train/cls_loss", 2.93586),
+        Read(9, "val/box_loss", 0.3243))),
+}
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def key(log: Path) -> str:
+    return f"{log.parent.name}/{log.name}"
+
+
+def test_every_golden_log_has_hand_read_values() -> None:
+    assert sorted(HAND_READ) == sorted(key(log) for log in LOGS)
+
+
+def same(got: float, expected: float) -> bool:
+    if math.isnan(expected):
+        return math.isnan(got)
+    return got == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", sorted(HAND_READ))
+def test_the_parse_agrees_with_the_log_read_by_eye(name: str) -> None:
+    log, expected = DATA / name, HAND_READ[name]
+    log_format = detect_format(_sample(log), str(log))
+    if expected.format is not None:
+        assert log_format == expected.format
+    result = parse_whole(log, log_format)
+    for read in expected.values:
+        records = [r for r in result["metrics"] if r["line"] == read.line]
+        values = [float(v) for r in records for n, v in r["values"] if n == read.name]
+        assert values, f"line {read.line}: no {read.name} in {records}"
+        assert same(values[-1], read.value), f"line {read.line}: {read.name} = {values[-1]}"
+        record = next(r for r in reversed(records)
+                      if any(n == read.name for n, _ in r["values"]))
+        if read.step is not None:
+            assert record.get("step") == read.step, record
+        if read.epoch is not None:
+            assert record.get("epoch") == read.epoch, record
+    assert {(f["line"], f["finding"]) for f in result["findings"]} == expected.findings
+    for line in expected.unparsed:
+        assert line in result["unparsed"]
