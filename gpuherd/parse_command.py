@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from gpuherd import exit_codes
-from gpuherd.tasks.health import judge, wants
+from gpuherd.tasks.health import judge_histories, wants
 from gpuherd.tasks.series import MetricSeries
 from parsers.findings import findings_from_metric, scan_line
 from parsers.hf_trainer import read_trainer_state
@@ -258,14 +258,13 @@ class _History:
             if series is None:
                 if not wants(name):
                     continue
-                # the chart is not drawn here: keep it at its smallest
-                series = self.series[name] = MetricSeries(max_points=4)
+                # as the dashboard keeps it: the `stalled` rule reads the whole run's points
+                series = self.series[name] = MetricSeries()
             series.add(value, metric.step, metric.epoch)
             self.last_line[name] = number
 
     def findings(self) -> list[tuple[int, LogFinding]]:
-        windows = {name: series.window for name, series in self.series.items()}
-        return [(self.last_line[name], found) for name, found in judge(windows)]
+        return [(self.last_line[name], found) for name, found in judge_histories(self.series)]
 
 
 def _json_emitter(out: IO[str]) -> Emit:

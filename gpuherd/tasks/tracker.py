@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from collectors.samples import GpuTick, LogBatch
-from gpuherd.tasks.health import Finding, gpu_findings, judge, severity_of
+from gpuherd.tasks.health import Finding, gpu_findings, judge_histories, severity_of
 from gpuherd.tasks.series import DEFAULT_CHART_POINTS, DEFAULT_WINDOW_POINTS, MetricSeries, StepRate
 from gpuherd.tasks.view import TaskView, label_of, sort_findings
 from parsers.model import LogFinding, LogMetric
@@ -276,9 +276,9 @@ class TaskTracker:
     def _view(self, task: _Task) -> TaskView:
         if task.health_dirty:
             task.health_dirty = False
-            windows = {name: series.window for name, series in task.run.series.items()}
-            task.window_findings = [self._finding(f, None)
-                                    for _, f in judge(windows, task.num_classes)]
+            task.window_findings = [
+                self._finding(f, None)
+                for _, f in judge_histories(task.run.series, task.num_classes)]
         run = task.run
         throughput, throughput_name = self._throughput(run)
         findings = [*run.log_findings.values(), *task.window_findings, *task.gpu_findings]
