@@ -26,6 +26,9 @@ class RecordLink:
         self.closing = False
         self.result: RecordResult | None = None
         self._quit_asked = False
+        self._line = next((n for n in app.state.notices
+                           if n.startswith(f"recording into {recording.directory} until")), None)
+        """The banner line that says what the recording does now; replaced as that changes."""
 
     def start(self) -> None:
         """Listen for the end of the command, --duration, or a failed write."""
@@ -36,8 +39,11 @@ class RecordLink:
         if ended.reason == "write_failed":
             line = f"recording stopped: {ended.msg}"
             self.app.notify(line, title="Recording", severity="error", timeout=30)
-            self.app.state.notices.append(line)
+            self._say(line)
             return
+        task = self.recording.command_task
+        if ended.reason == "command" and task is not None and ended.exit_code is not None:
+            self.app.tasks.ended(task, ended.exit_code)
         why = ("--duration reached" if ended.reason == "duration"
                else f"the command exited with {ended.exit_code}")
         self.app.notify(f"{why}; closing the recording", title="Recording")
@@ -68,6 +74,15 @@ class RecordLink:
         self.close()
         return False
 
+    def _say(self, line: str) -> None:
+        """Put `line` on the banner in place of what it said about the recording before."""
+        notices = self.app.state.notices
+        if self._line in notices:
+            notices[notices.index(self._line)] = line
+        else:
+            notices.append(line)
+        self._line = line
+
     def _close(self) -> None:
         try:
             result = self.recording.finish()
@@ -86,7 +101,7 @@ class RecordLink:
             ended = "" if code is None else f" (command exit code {code})"
             line = f"recording saved in {result.directory}{ended}"
             self.app.notify(f"{line}; q quits", title="Recording", timeout=30)
-        self.app.state.notices.append(line)
+        self._say(line)
         self.result = result
         if self._quit_asked:
             self.app.exit()

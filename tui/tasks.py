@@ -23,8 +23,8 @@ BADGES = {
 }
 """Short badge per finding kind; kinds not listed show under their own name."""
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-STATUS_STYLE = {"running": "green", "waiting": "dim", "idle": "dim", "failed": "bold red",
-                "error": "bold red"}
+STATUS_STYLE = {"running": "green", "waiting": "dim", "idle": "dim", "done": "cyan",
+                "failed": "bold red", "error": "bold red"}
 VAL_SHORT = {"val/acc": "acc", "val/map": "mAP", "val/miou": "mIoU", "val/acc_top5": "top5",
              "val/map_50": "mAP50", "val/pixel_acc": "pix", "val/loss": "loss"}
 THROUGHPUT_UNITS = {**UNITS, "throughput/tokens_s": "tok/s", "steps_s": "steps/s"}
@@ -79,9 +79,12 @@ def progress_text(view: TaskView) -> str:
 
 
 def throughput_text(view: TaskView) -> str:
-    """`11.8 it/s`, `845 samples/s`, `0.52 steps/s`; empty when unknown."""
+    """`11.8 it/s`, `845 samples/s`, `0.52 steps/s`; empty when unknown or not running.
+
+    An idle, failed or finished task has no speed: its last rate would read as progress.
+    """
     rate = view.throughput
-    if rate is None or not math.isfinite(rate):
+    if not view.running or rate is None or not math.isfinite(rate):
         return ""
     unit = THROUGHPUT_UNITS.get(view.throughput_name or "", view.throughput_name or "")
     if rate >= 10_000:
@@ -137,7 +140,7 @@ def task_row(view: TaskView, tick: GpuTick | None) -> TaskRow:
     worst = view.worst_severity
     label_style = "bold red" if view.status in ("error", "failed") or worst == "error" else ""
     loss, val = loss_of(view), val_of(view)
-    eta = fmt_duration(view.eta_s) if view.eta_s is not None else ""
+    eta = fmt_duration(view.eta_s) if view.eta_s is not None and view.running else ""
     cells = (
         ("task", Text(view.label, style=label_style, no_wrap=True, overflow="ellipsis")),
         ("status", Text(view.status, style=STATUS_STYLE.get(view.status, ""))),

@@ -170,12 +170,16 @@ def _fact_rows(view: TaskView) -> list[tuple[str, str | Text]]:
         rows.append(("error", Text(view.error, style="bold red")))
     rows += [("format", view.format or "not detected yet"),
              ("progress", progress_text(view) or "no step yet"),
-             ("speed", throughput_text(view) or "unknown"),
-             ("ETA", fmt_duration(view.eta_s) if view.eta_s is not None else "unknown"),
+             ("speed", throughput_text(view) or ("unknown" if view.running else "not running")),
+             ("ETA", fmt_duration(view.eta_s) if view.eta_s is not None and view.running
+              else "unknown" if view.running else "not running"),
              ("lines read", f"{view.lines_read:,}"),
              ("unparsed", Text(f"{view.unparsed_lines:,}",
                                style="yellow" if view.unparsed_lines else "")),
              ]
+    if view.exit_code is not None:
+        rows.append(("exit code", Text(str(view.exit_code),
+                                       style="bold red" if view.exit_code else "")))
     if view.too_long_lines:
         rows.append(("too long", f"{view.too_long_lines:,} (not parsed)"))
     if view.runs > 1:
