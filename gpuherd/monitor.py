@@ -171,10 +171,12 @@ Guard = Callable[[Any], AbstractContextManager[Any]]
 """Wraps the running app (given the app), e.g. to turn SIGTERM into `q`."""
 
 
-def run_app(plan: Plan, guard: Guard | None = None) -> Any:
+def run_app(plan: Plan, guard: Guard | None = None, close_logs: bool = True) -> Any:
     """Run the dashboard over `plan` until it quits; the finished app.
 
     The caller has checked for a terminal. Textual is imported here and nowhere else on the way.
+    With `close_logs` false the caller closes `plan.logs` (a recording that goes on after the
+    dashboard still needs its tails).
     """
     from tui.app import make_app  # the interactive path is the only one that loads Textual
 
@@ -193,7 +195,7 @@ def run_app(plan: Plan, guard: Guard | None = None) -> Any:
         with guard(app) if guard is not None else nullcontext():
             app.run()
     finally:
-        if plan.logs is not None:
+        if plan.logs is not None and close_logs:
             plan.logs.close()
     # The alternate screen is gone now; repeat why a source could not run so it stays visible.
     for line in app.state.notices:

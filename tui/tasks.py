@@ -24,7 +24,7 @@ BADGES = {
 """Short badge per finding kind; kinds not listed show under their own name."""
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 STATUS_STYLE = {"running": "green", "waiting": "dim", "idle": "dim", "done": "cyan",
-                "failed": "bold red", "error": "bold red"}
+                "stopped": "yellow", "failed": "bold red", "error": "bold red"}
 VAL_SHORT = {"val/acc": "acc", "val/map": "mAP", "val/miou": "mIoU", "val/acc_top5": "top5",
              "val/map_50": "mAP50", "val/pixel_acc": "pix", "val/loss": "loss"}
 THROUGHPUT_UNITS = {**UNITS, "throughput/tokens_s": "tok/s", "steps_s": "steps/s"}

@@ -14,6 +14,9 @@ from gpuherd.tasks.view import TaskView, label_of, sort_findings
 from parsers.model import LogFinding, LogMetric
 from parsers.vocabulary import IT_S, THROUGHPUT_NAMES, TOTAL_STEP_NAMES
 
+STOPPED_EXIT_CODES = frozenset({128 + 2, 128 + 15})
+"""Exit statuses of a command stopped on purpose: SIGINT (Ctrl-C) and SIGTERM. SIGKILL (137)
+may be the kernel's OOM killer, so it reads as failed."""
 REPLAY_PROBE = 8
 """First metrics of a file generation remembered to tell a rewrite from a new run."""
 
@@ -282,7 +285,8 @@ class TaskTracker:
         if task.waiting and not task.lines_read:
             return "waiting"
         if task.exit_code is not None:
-            return "done" if task.exit_code == 0 else "failed"
+            return ("done" if task.exit_code == 0 else
+                    "stopped" if task.exit_code in STOPPED_EXIT_CODES else "failed")
         if self._running(task):
             return "running"
         last_metric = task.run.last_metric_at or -math.inf

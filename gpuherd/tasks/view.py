@@ -21,9 +21,9 @@ class TaskView:
     """A short name: the last two parts of the path."""
     status: str
     """`waiting` (no file yet), `running` (the log written within `active_s`: its file's
-    mtime, else a line read), `idle`, `done` (the command behind it exited with 0), `failed`
-    (it exited with another status, or an error finding after the last metric, then silence)
-    or `error` (cannot be read)."""
+    mtime, else a line read), `idle`, `done` (the command behind it exited with 0), `stopped`
+    (it ended on SIGINT or SIGTERM), `failed` (it exited with another status, or an error
+    finding came after the last metric, then silence) or `error` (cannot be read)."""
     format: str | None = None
     step: int | None = None
     epoch: float | None = None

@@ -11,7 +11,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS: tuple[tuple[str, str], ...] = (
-    ("q", "quit"),
+    ("q  Ctrl-C", "quit; while `record --tui` runs a command: leave the dashboard, the "
+                  "recording goes on until the command ends"),
+    ("k", "record --tui: stop the recorded command (asks first)"),
     ("?", "this help (Esc or ? closes it)"),
     ("/", "filter processes by user, command or pid"),
     ("Esc", "clear the filter"),
