@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from collectors.samples import GpuSample, GpuTick
+from gpuherd.chart_values import spread_repeats
 from gpuherd.format import fmt_duration, fmt_pct
 from gpuherd.tasks import TaskView
 from gpuherd.tasks.health import Finding
@@ -189,15 +190,19 @@ def chart_names(names: Sequence[str]) -> tuple[list[str], list[str]]:
     return loss, val
 
 
-def chart_line(name: str, points: Sequence[tuple[float, float]], color: str) -> Series:
+def chart_line(name: str, points: Sequence[tuple[float, float]], color: str,
+               x_kind: str | None = None) -> Series:
     """One metric as a chart line; non-finite values are left out (they show as findings).
 
     A step counter that went backwards (one per epoch) would fold the line over itself, so such
-    a series is drawn against the point's index instead.
+    a series is drawn against the point's index instead. Points of one epoch (a log without a
+    step) are spread across it, at fractional epochs, instead of stacking in one column.
     """
     xs = [x for x, _ in points]
     if any(b < a for a, b in zip(xs, xs[1:], strict=False)):
         xs = [float(i) for i in range(len(points))]
+    elif x_kind == "epoch":
+        xs = spread_repeats(xs)
     kept = [(x, y) for x, (_, y) in zip(xs, points, strict=True) if math.isfinite(y)]
     return Series(name, tuple(p[0] for p in kept), tuple(p[1] for p in kept), color)
 

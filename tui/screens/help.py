@@ -22,6 +22,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("↑ ↓ PgUp PgDn", "move in the process table"),
     ("t", "go to the tasks table (training logs followed with --log / --watch)"),
     ("Enter", "on a task: its loss and validation charts, findings and GPU (Esc goes back)"),
+    ("l", "on a task's charts: the loss on a log scale, and back"),
 )
 
 NOTES = (

@@ -36,6 +36,9 @@ stay on it (htop's default delay is 1.5 s). Any update of a DataTable cell re-re
 visible row, so on a busy 8-GPU box the table costs more than the rest of the frame; a
 process that starts or ends, a new sort or filter, and fresh user details show at once."""
 
+HISTORY_TICKS = ((-600.0, "-10 min"), (-300.0, "-5 min"), (0.0, "now"))
+"""The history chart's x axis: seconds before the newest sample, labelled with their unit."""
+
 PANEL_FOR_ROLE: dict[str, str] = {GPU: "#gpus", HOST: "#host", LOG: "#tasks"}
 """The bordered panel that subscribes to each role: it shows the role's samples (`show`) and
 marks the failures of its sources. A source of any other role, or of none, has its failures on
@@ -157,6 +160,7 @@ class MainScreen(Screen[None]):
         self._chart_drawn = (uuid, newest)
         plot.series = chart_series(history)
         plot.x_range = (-600.0, 0.0)
+        plot.x_ticks = HISTORY_TICKS
         plot.y_range = (0.0, 100.0)
         self._set_title("#chart", chart_title(self.state.gpu_tick, uuid))
 
