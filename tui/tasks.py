@@ -13,6 +13,7 @@ from gpuherd.chart_values import spread_repeats
 from gpuherd.format import fmt_duration, fmt_pct
 from gpuherd.tasks import TaskView
 from gpuherd.tasks.health import Finding
+from gpuherd.tasks.view import label_of
 from parsers.vocabulary import LOSS_CHART, LOSS_NAMES, UNITS, VAL_LOSS, VALIDATION_NAMES
 from tui.widgets.plot import Series
 
@@ -38,10 +39,35 @@ class TaskRow:
 
     key: str
     cells: tuple[tuple[str, Text], ...]
+    path: str = ""
+    """The whole path of a task named after its path (the task cell shows as much of it as
+    the column holds); empty for a task with a name of its own (`command`)."""
 
     def cell(self, column: str) -> Text:
         """The text of `column` (empty when the row has none)."""
         return dict(self.cells).get(column, Text(""))
+
+    def task_cell(self, width: int) -> Text:
+        """The task cell for a column `width` cells wide: as much of the path as fits."""
+        label = self.cell("task")
+        tail = path_tail(self.path, width) if self.path else ""
+        if len(tail) <= label.cell_len:
+            return label
+        return Text(tail, style=label.style, no_wrap=True, overflow="ellipsis")
+
+
+def path_tail(path: str, width: int) -> str:
+    """The end of `path` in `width` cells, cut at a `/`: `…/version_3/metrics.csv`."""
+    if len(path) <= width:
+        return path
+    parts = path.split("/")
+    tail = parts[-1]
+    for part in reversed(parts[:-1]):
+        longer = f"{part}/{tail}"
+        if len(longer) + 2 > width:
+            break
+        tail = longer
+    return f"…/{tail}"
 
 
 def fmt_metric(value: float | None) -> str:
@@ -155,7 +181,8 @@ def task_row(view: TaskView, tick: GpuTick | None) -> TaskRow:
         ("gpu", Text(gpu_text(view, tick), no_wrap=True)),
         ("health", health_text(view)),
     )
-    return TaskRow(view.task_id, cells)
+    named = view.label == label_of(view.task_id)
+    return TaskRow(view.task_id, cells, view.task_id if named else "")
 
 
 def task_rows(views: Sequence[TaskView], tick: GpuTick | None) -> tuple[TaskRow, ...]:

@@ -57,7 +57,7 @@ def test_replay_shows_each_thing_at_its_time_and_ends_on_a_whole_row(
     assert "train.log" not in first and "step 59" not in first
     if width >= 160:  # narrower, the header keeps the replay's path and the clock
         assert "CUDA 13.0" in first and "13000" not in first
-    pane.wait_for(lambda s: "train.log" in s, timeout_s=20)
+    pane.wait_for(lambda s: "step 6" in s and "train.log" in s, timeout_s=20)
     last = pane.wait_for(lambda s: "replay finished" in s and "52.0 / 140.0 GiB" in s,
                          timeout_s=20)
     assert "61°C" in last and "512 / 700 W" in last and "97%" in last
