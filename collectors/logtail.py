@@ -192,6 +192,7 @@ class LogTailCollector:
             generation=self._announced, rotated=started == "rotated",
             truncated=started == "truncated", recreated=started == "recreated",
             file_path=self.path, offset_bytes=follower.offset, size_bytes=follower.size,
+            modified_at=follower.modified_at,
         )
 
     def _read(self, follower: FileFollower, digest: LineDigest, now: float) -> None:
@@ -249,7 +250,7 @@ class LogTailCollector:
         return LogBatch(self.path, taken_at, self._document, metrics, findings,
                         lines_read=len(metrics), generation=self._doc_generation,
                         truncated=truncated, waiting=waiting, file_path=docs.path,
-                        offset_bytes=size, size_bytes=docs.size)
+                        offset_bytes=size, size_bytes=docs.size, modified_at=docs.modified_at)
 
     def _resolve_pattern(self) -> str:
         """The newest file a glob `path` matches (checkpoint-N/trainer_state.json)."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from collectors.base import CollectorUnavailable
 from collectors.logtail_formats import LineParser, LogFormats
+from collectors.tracebacks import TracebackHold
 from parsers.model import LogFinding, LogMetric
 from parsers.registry import LATE_DETECT_LINES
 
@@ -64,12 +65,16 @@ class LineDigest:
         self._findings: list[tuple[int, LogFinding]] = []
         self._unparsed = 0
         self._dropped = 0
+        self._tracebacks = TracebackHold()
         if forced_format is not None:
             self._use(forced_format)
 
     def restart(self) -> None:
         """A new file generation begins: forget parser state, detect again unless forced."""
         self.detect_if_due(force=True)
+        ended = self._tracebacks.flush()
+        if ended is not None:
+            self._keep_finding(*ended)
         if self._forced is not None:
             if self._parser is not None:
                 self._parser.reset()
@@ -178,6 +183,7 @@ class LineDigest:
         scan_line = self._formats.scan_line if scan else None
         from_metric = self._formats.findings_from_metric
         keep = self._metrics.append
+        tracebacks = self._tracebacks
         # Counted in locals and stored once: this loop runs for every line of a fast log.
         unparsed = 0
         metrics_before = len(self._metrics)
@@ -191,6 +197,8 @@ class LineDigest:
         try:
             for line_no, text in lines:
                 if scan_line is not None:
+                    if tracebacks.held is not None:
+                        self._traceback_line(text)
                     finding = scan_line(text)
                     if finding is not None:
                         self._add_finding(line_no, finding)
@@ -218,11 +226,26 @@ class LineDigest:
                 self._generic_metrics = True
 
     def _scan(self, line_no: int, text: str) -> None:
+        if self._tracebacks.held is not None:
+            self._traceback_line(text)
         finding = self._formats.scan_line(text)
         if finding is not None:
             self._add_finding(line_no, finding)
 
+    def _traceback_line(self, text: str) -> None:
+        ended = self._tracebacks.line(text)
+        if ended is not None:
+            self._keep_finding(*ended)
+
     def _add_finding(self, line_no: int, finding: LogFinding) -> None:
+        if finding.kind == "traceback":  # reported at its last line, unless a Ctrl-C ends it
+            ended = self._tracebacks.hold(line_no, finding)
+            if ended is not None:
+                self._keep_finding(*ended)
+            return
+        self._keep_finding(line_no, finding)
+
+    def _keep_finding(self, line_no: int, finding: LogFinding) -> None:
         if len(self._findings) < MAX_FINDINGS_PER_BATCH:
             self._findings.append((line_no, finding))
         else:

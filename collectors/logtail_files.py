@@ -69,6 +69,8 @@ class FileFollower:
         """Why the current generation began: `None` (first), `rotated`, `truncated`, `recreated`."""
         self.offset = 0
         self.size: int | None = None
+        self.modified_at: float | None = None
+        """The open file's mtime at the last look (Unix seconds)."""
         self.ending: str | None = None
         """Set once the current generation is over: `rotated`, `deleted` or `truncated`."""
         self.detached = False
@@ -131,7 +133,7 @@ class FileFollower:
             self._check_truncation()
             return True
         own = os.fstat(self._fd)
-        self.size = own.st_size
+        self.size, self.modified_at = own.st_size, own.st_mtime
         if own.st_nlink == 0:  # deleted: nobody can open it any more
             self.ending = "deleted" if newer is None else "rotated"
         elif newer:  # renamed, and the writer has moved on to the newer file
@@ -203,7 +205,8 @@ class FileFollower:
             return False
         self._fd, info = opened
         self._id = (info.st_dev, info.st_ino)
-        self.size = os.fstat(self._fd).st_size
+        own = os.fstat(self._fd)
+        self.size, self.modified_at = own.st_size, own.st_mtime
         self.offset = 0
         self.generation += 1
         self.started = self._next_start
@@ -211,8 +214,9 @@ class FileFollower:
 
     def _check_truncation(self) -> None:
         assert self._fd is not None
-        size = os.fstat(self._fd).st_size
-        self.size = size
+        own = os.fstat(self._fd)
+        size = self.size = own.st_size
+        self.modified_at = own.st_mtime
         if size < self.offset or (size != self._checked_size and self._head_changed()):
             self.ending = "truncated"
             # Lines written before the copy but not read yet are in the copy, not lost.
@@ -240,6 +244,7 @@ class DocumentFollower:
         self.path = path
         self.max_bytes = max_bytes
         self.size: int | None = None
+        self.modified_at: float | None = None
         self._signature: _Signature | None = None
         self._pending: _Signature | None = None
 
@@ -256,7 +261,7 @@ class DocumentFollower:
         fd, info = opened
         try:
             signature = _Signature(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-            self.size = info.st_size
+            self.size, self.modified_at = info.st_size, info.st_mtime
             if signature == self._signature:
                 return None
             if info.st_size > self.max_bytes:

@@ -47,6 +47,11 @@ def run_collector(
         return
     failing = False
     try:
+        # A replayed source whose first sample was recorded later than the session's start
+        # (a log's first metric a minute in) waits for it, as for every later sample.
+        delay = getattr(collector, "start_delay_s", 0.0)
+        if delay > 0:
+            (stop if wakeup is None else wakeup).wait(delay)
         while not stop.is_set():
             started = clock()
             try:

@@ -6,14 +6,14 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any, Generic, TypeVar
 
 from collectors.base import CollectorError, CollectorUnavailable, GpuherdError, SourceExhausted
 from collectors.replay_metrics import MetricsSource
 from collectors.roles import CONTAINERS, GPU, HOST, LOG
 from collectors.rows import SessionError, SessionFormatError
-from collectors.samples import ContainerTick, GpuTick, HostSample, LogBatch
+from collectors.samples import ContainerTick, GpuSample, GpuTick, HostSample, LogBatch
 from collectors.session_format import (
     CONTAINERS_FILE,
     EVENTS_FILE,
@@ -75,7 +75,10 @@ class ReplayCollector(Generic[T]):
     `sample()` returns the next recorded sample (its `taken_at` is the recorded time, moved on by
     one session length per completed lap when looping) and sets `interval_s` to the wait until
     the one after it is due, so `run_collector` keeps the recorded timing. At the end it raises
-    `SourceExhausted`, or starts again when looping. The first line the reader skips (or the
+    `SourceExhausted`, or starts again when looping. Its first sample too is due at its recorded
+    offset from the session's first sample: `open` sets `start_delay_s`, which `run_collector`
+    waits before the first `sample()` (a log whose first line came a minute in is not shown
+    at the start). The first line the reader skips (or the
     first bad cell) in each of its files is reported once as a `CollectorError` naming the file
     and line, and the replay goes on with the next sample. A file that cannot be read any more
     (deleted while replaying) ends the replay of this collector (or its lap), said the same way.
@@ -86,6 +89,8 @@ class ReplayCollector(Generic[T]):
         self.name = name
         self.role = role
         self.interval_s = 0.0
+        self.start_delay_s = 0.0
+        """How long after `open` the first sample is due (set by `open`)."""
         self._rows, self._timeline, self._loop = rows, timeline, loop
         self._it: Iterator[T] | None = None
         self._lap = 0
@@ -100,12 +105,13 @@ class ReplayCollector(Generic[T]):
         self._pending = self._advance()
         if self._pending is None and self._broken is not None:
             raise CollectorUnavailable(self._broken.msg, title="Replay")
+        self.start_delay_s = self._wait(self._pending, self._timeline.clock())
 
     def sample(self) -> T:
         """Return the next recorded sample and set `interval_s` to the wait for the one after.
 
-        Never sleeps: all waiting happens in `run_collector`'s stoppable wait. A collector's
-        first sample is handed out when asked; every later one when it is due.
+        Never sleeps: all waiting happens in `run_collector`'s stoppable wait, for the first
+        sample too (`start_delay_s`).
         """
         now = self._timeline.clock()
         if self.notices:
@@ -159,6 +165,44 @@ class ReplayCollector(Generic[T]):
         self._it, self._lap = self._rows(), self._lap + 1
 
 
+HELD_FIELDS = ("memory_reserved_bytes", "gpu_util_pct", "mem_util_pct", "temperature_c",
+               "power_w", "power_limit_w", "sm_clock_mhz", "mem_clock_mhz", "fan_pct", "pstate",
+               "ecc_errors_corrected", "ecc_errors_uncorrected", "mig_mode", "processes")
+"""What a memory-only row leaves out, taken from the GPU's row before it in a replay."""
+
+
+def _memory_only(gpu: GpuSample) -> bool:
+    return (gpu.error is None and gpu.memory_used_bytes is not None and gpu.processes is None
+            and gpu.gpu_util_pct is None and gpu.temperature_c is None and gpu.power_w is None)
+
+
+def held_readings(ticks: Iterator[GpuTick]) -> Generator[GpuTick, None, None]:
+    """The ticks, each memory-only row completed from the same GPU's previous row.
+
+    A recording ends on a row holding only the last fast memory reading (so a spike after the
+    last full row is kept). Shown as it is, every replay would end with temperature, power and
+    utilization at N/A and say the driver would not list processes; those readings did not go
+    away, they were not taken. The row's own memory reading stays.
+    """
+    last: dict[str, GpuSample] = {}
+    try:
+        for tick in ticks:
+            devices = list(tick.devices)
+            held = False
+            for i, gpu in enumerate(devices):
+                before = last.get(gpu.uuid)
+                if before is not None and _memory_only(gpu):
+                    gpu = devices[i] = dataclasses.replace(
+                        gpu, **{name: getattr(before, name) for name in HELD_FIELDS})
+                    held = True
+                last[gpu.uuid] = gpu
+            yield dataclasses.replace(tick, devices=tuple(devices)) if held else tick
+    finally:
+        close = getattr(ticks, "close", None)
+        if close is not None:
+            close()
+
+
 def _taken_at(item: object) -> float:
     return float(item.taken_at)  # type: ignore[attr-defined]
 
@@ -203,8 +247,9 @@ class SessionReplay:
 
     def gpu_collector(self) -> ReplayCollector[GpuTick]:
         """A collector of the recorded `GpuTick`s."""
-        return self._keep(ReplayCollector("replay:gpu", self.session.gpu_ticks, self._timeline,
-                                          self._loop, role=GPU))
+        return self._keep(ReplayCollector(
+            "replay:gpu", lambda: held_readings(self.session.gpu_ticks()), self._timeline,
+            self._loop, role=GPU))
 
     def _keep(self, collector: ReplayCollector[T]) -> ReplayCollector[T]:
         self._collectors[collector.name] = collector

@@ -11,7 +11,7 @@ from collectors.row_decoders import read_key
 from collectors.rows import CellTally, RowError, check_header, column_index
 from collectors.samples import LogBatch
 from collectors.session_csv import CsvStream
-from collectors.session_format import EVENT, META, METRICS_FILE
+from collectors.session_format import COMMAND_TASK, EVENT, META, METRICS_FILE
 from collectors.session_reader import SessionReader
 from parsers.model import LogFinding, LogMetric
 
@@ -110,7 +110,9 @@ def metric_batches(reader: SessionReader, *, new_lap: bool = False,
     Rows of one parsed line (same task, time, line, step and epoch) become one `LogMetric`
     without a time of its own, so the batch's (replayed, possibly lap-shifted) time applies.
     `finding` events from `events.jsonl` come as batches of their own at their recorded time,
-    and a `log_restarted` event marks the task's next batch as a new file generation. The format
+    and a `log_restarted` event marks the task's next batch as a new file generation. The
+    recorded command's `exit` event comes as a batch of its task (`ended_with`), so the
+    command's row ends when the command did. The format
     of each task is the one `meta.json` lists under `tasks`.
     """
     events = _log_events(reader)
@@ -154,11 +156,21 @@ def _row_groups(stream: CsvStream) -> Iterator[list[_Row]]:
 
 
 def _log_events(reader: SessionReader) -> Iterator[tuple[float, dict[str, Any]]]:
-    """`(t, event)` of the findings and log restarts in `events.jsonl`, in file order."""
+    """`(t, event)` of the findings, log restarts and command exits in `events.jsonl`."""
+    command = bool(reader.meta.get(META.command))
     for event in reader.events():
-        if event.get("kind") not in (EVENT.finding, EVENT.log_restarted) or not event.get("task"):
+        kind = event.get("kind")
+        if kind == EVENT.exit:
+            if command and _is_int(event.get("exit_code")):
+                yield float(event["t"]), event
+            continue
+        if kind not in (EVENT.finding, EVENT.log_restarted) or not event.get("task"):
             continue
         yield float(event["t"]), event  # the reader checked it
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _formats(meta: dict[str, Any]) -> dict[str, str]:
@@ -210,6 +222,9 @@ class _Generations:
 
     def event(self, item: tuple[float, dict[str, Any]]) -> LogBatch | None:
         t, event = item
+        if event["kind"] == EVENT.exit:
+            return LogBatch(COMMAND_TASK, t, file_path=COMMAND_TASK,
+                            ended_with=int(event["exit_code"]), **self._start(COMMAND_TASK))
         task = str(event["task"])
         if event["kind"] == EVENT.log_restarted:
             self._restart[task] = RESTART_FLAGS.get(str(event.get("how")), "truncated")

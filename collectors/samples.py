@@ -165,6 +165,12 @@ class LogBatch:
     """How far into the file reading has got."""
     size_bytes: int | None = None
     """The file's size at the last look; `None` while it does not exist."""
+    modified_at: float | None = None
+    """When the file was last written (its mtime, Unix seconds); `None` when not known (a
+    replay). A task runs while its log is written, not while an old log is being read."""
+    ended_with: int | None = None
+    """The exit status of the recorded command whose output this log is, when this batch
+    tells that it ended (a replayed `exit` event)."""
 
     @property
     def starts_generation(self) -> bool:

@@ -118,6 +118,8 @@ class MetaKeys:
 
 
 META = MetaKeys()
+COMMAND_TASK = "command"
+"""The `task` of the recorded command's own output (`command.log`) in `metrics.csv`."""
 REQUIRED_META = (META.schema, META.host, META.driver, META.started_at)
 """A `meta.json` without one of these is refused."""
 

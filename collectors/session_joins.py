@@ -63,14 +63,28 @@ class _Processes:
         return self.take_at(head[0]["t"])
 
 
+def cuda_version_text(value: object) -> str | None:
+    """The CUDA driver version as people write it (`13.0`), however `meta.json` holds it.
+
+    The driver reports an integer, 1000 x major + 10 x minor (13000, 12040); a session may hold
+    that number (or it as text) or the text gpuherd shows live (`13.0`).
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    if text.isdigit() and int(text) >= 1000:
+        number = int(text)
+        return f"{number // 1000}.{number % 1000 // 10}"
+    return text or None
+
+
 def ticks(gpu: CsvStream, procs: CsvStream | None,
           meta: dict[str, Any]) -> Generator[GpuTick, None, None]:
     """The GPU ticks of `gpu.csv` (rows with one `t`), processes joined from `procs`."""
     decoder = GpuRowDecoder(gpu.header)
     joined = _Processes(procs) if procs is not None else None
-    cuda = meta.get(META.cuda_driver_version)
     versions = (meta.get(META.driver), meta.get(META.nvml_version),
-                None if cuda is None else str(cuda))
+                cuda_version_text(meta.get(META.cuda_driver_version)))
 
     group: list[tuple[int, Row]] = []
     group_t = 0.0

@@ -243,13 +243,15 @@ Guard = Callable[[Any], AbstractContextManager[Any]]
 """Wraps the running app (given the app), e.g. to turn SIGTERM into `q`."""
 
 
-def run_app(plan: Plan, guard: Guard | None = None) -> Any:
+def run_app(plan: Plan, guard: Guard | None = None, close_logs: bool = True) -> Any:
     """Run the dashboard over `plan` until it quits; the finished app.
 
     The caller has checked for a terminal. The collectors start first, then Textual is
     imported (here and nowhere else on the way): the import takes about a third of a second,
     in which NVML opens and the first GPU tick and the details of its processes are read, so
     the dashboard's first frame shows them instead of a frame or two later.
+    With `close_logs` false the caller closes `plan.logs` (a recording that goes on after the
+    dashboard still needs its tails).
     """
     from tui.collector_threads import EarlyCollectors  # no Textual in it
 
@@ -276,7 +278,7 @@ def run_app(plan: Plan, guard: Guard | None = None) -> Any:
             app.run()
     finally:
         early.abandon()  # only if the app never took the collectors over
-        if plan.logs is not None:
+        if plan.logs is not None and close_logs:
             plan.logs.close()
     # The alternate screen is gone now; repeat why a source could not run so it stays visible.
     for line in app.state.notices:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -14,7 +15,9 @@ from contextlib import contextmanager, nullcontext
 from types import FrameType
 from typing import Any
 
-from collectors.base import GpuherdError
+from collectors.base import CollectorEvent, GpuherdError, Sampled
+from collectors.discovery import DiscoveredLogs
+from collectors.samples import GpuTick
 from collectors.session_format import EVENT
 from gpuherd import exit_codes, monitor
 from gpuherd.argcheck import parse_duration
@@ -24,6 +27,8 @@ from gpuherd.record.recording import RecordingOptions
 from gpuherd.sources import log_sources
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+POLL_S = 0.5
+"""How often the command is looked at while recording after the dashboard."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,8 +82,15 @@ def _record(args: argparse.Namespace, session: DashboardRecording, argv: list[st
     if exporter is not None:
         exporter.state.add_hints(plan.task_hints)  # the command's pids: its task's GPUs
         plan.notices.append(f"serving metrics on {exporter.url}")
-    monitor.run_app(plan, guard=lambda app: exit_on_signals(app, session))
-    return close(session)
+    app = monitor.run_app(plan, guard=lambda app: exit_on_signals(app, session),
+                          close_logs=False)
+    try:
+        if app.record is not None and app.record.detached:
+            return record_after_dashboard(session, app, plan)
+        return close(session)
+    finally:
+        if plan.logs is not None:
+            plan.logs.close()
 
 
 def _plan(args: argparse.Namespace, session: DashboardRecording, argv: list[str],
@@ -104,21 +116,26 @@ def _plan(args: argparse.Namespace, session: DashboardRecording, argv: list[str]
 
 @contextmanager
 def exit_on_signals(app: Any, session: DashboardRecording) -> Iterator[None]:
-    """SIGTERM and SIGHUP act like `q`: the first closes the recording, then the dashboard.
+    """SIGTERM stops the command and closes the recording, then the dashboard; SIGHUP acts like `q`.
 
-    The tails go on reading while the recording closes, so the logs are recorded to their
-    end; a second signal (or `q`) quits at once. The handler runs on the main thread, inside
-    the app's event loop; it only schedules the quit there (`call_soon_threadsafe` is the call
-    that is safe from a signal handler).
+    SIGTERM asks gpuherd to stop: the command gets SIGTERM, the tails go on reading while the
+    recording closes, so the logs are recorded to their end; a second signal (or `q`) quits at
+    once. SIGHUP (the terminal went away) leaves the dashboard as `q` does: a running command
+    is recorded to its end, headless. The handler runs on the main thread, inside the app's
+    event loop; it only schedules the action there (`call_soon_threadsafe` is the call that is
+    safe from a signal handler).
     """
     def handle(signum: int, frame: FrameType | None) -> None:
+        stops = signum == signal.SIGTERM
         session.recording.event(EVENT.signal, signal=signal.Signals(signum).name,
-                                forwarded="SIGTERM" if session.child is not None else None)
+                                forwarded="SIGTERM" if stops and session.child is not None
+                                else None)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             raise KeyboardInterrupt from None  # not inside the app (yet): stop right here
-        loop.call_soon_threadsafe(lambda: loop.create_task(app.action_quit()))
+        action = app.stop_and_quit if stops else app.action_quit
+        loop.call_soon_threadsafe(lambda: loop.create_task(action()))
 
     previous: dict[int, Callable[..., Any] | int | None] = {}
     for signum in STOP_SIGNALS:
@@ -128,6 +145,87 @@ def exit_on_signals(app: Any, session: DashboardRecording) -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def record_after_dashboard(session: DashboardRecording, app: Any, plan: monitor.Plan) -> int:
+    """The dashboard was left while the command runs: record it to its end, headless.
+
+    The dashboard's collector threads were left running (`GpuherdApp.on_unmount`); this
+    process stays the recorder, in the foreground of the terminal it was started from, and
+    says how to stop the command. SIGINT (Ctrl-C) and SIGTERM go to the command's process
+    group, as with `gpuherd record`; SIGHUP (a closed terminal) is noted and the recording goes
+    on. When the command has ended the logs are read to their end, the session is closed and
+    the collectors stopped; the exit status is the command's.
+    """
+    directory, pid = session.directory, os.getpid()
+    _say(f"left the dashboard; still recording into {directory} until the command ends")
+    _say(f"the command's output goes to {session.recording.command_log}; to stop the "
+         f"command: Ctrl-C here, or kill -INT {pid}")
+    app.tap = _headless_tap(session, plan)
+    child = session.child
+    try:
+        with _forwarding(session):
+            while child is not None and child.wait(POLL_S) is None:
+                pass
+            result = session.finish()  # the tails still run: the logs are read to their end
+    finally:
+        for name in app.threads.stop_all():
+            _say(f"the {name} collector did not stop; abandoned at exit")
+    _report(result)
+    return session.exit_status(result)
+
+
+def _headless_tap(session: DashboardRecording, plan: monitor.Plan) -> Callable[[Any], None]:
+    """What the dashboard did with each collector event besides recording it, minus the screen.
+
+    The host collector details the pids of every GPU tick, and logs a scan finds get a tail.
+    """
+    tails = plan.logs.tails if plan.logs is not None else None
+
+    def tap(event: CollectorEvent) -> None:
+        session.tap(event)
+        if not isinstance(event, Sampled):
+            return
+        sample = event.sample
+        if isinstance(sample, GpuTick) and plan.pid_watch is not None:
+            plan.pid_watch.set_from_tick(sample)
+        elif isinstance(sample, DiscoveredLogs) and tails is not None:
+            tails.discovered(sample)
+
+    return tap
+
+
+@contextmanager
+def _forwarding(session: DashboardRecording) -> Iterator[None]:
+    """SIGINT and SIGTERM go to the command's group; SIGHUP is noted (the command runs on).
+
+    Once the command has ended, SIGINT or SIGTERM stops reading the logs to their end: the
+    session closes with what was read, and says how much was not.
+    """
+    def handle(signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        child = session.child
+        if signum != signal.SIGHUP and (child is None or child.poll() is not None):
+            session.cancel_drain()  # closing: stop reading the logs, close with what was read
+            return
+        if signum == signal.SIGHUP or child is None:
+            session.recording.event(EVENT.signal, signal=name, forwarded=None,
+                                    note="terminal hung up; the command keeps running"
+                                    if signum == signal.SIGHUP else None)
+            return
+        sent = child.forward(signum)
+        session.recording.event(EVENT.signal, signal=name,
+                                forwarded=signal.Signals(sent).name if sent else None)
+        if sent:
+            _say(f"sent {signal.Signals(sent).name} to the command; recording until it ends")
+
+    signums = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, handle) for signum in signums}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def close(session: DashboardRecording) -> int:
@@ -149,8 +247,15 @@ def _report(result: RecordResult) -> None:
     if result.error is not None:
         _say(result.error)
     if result.summary:
-        print(result.summary, file=sys.stderr, flush=True)
+        _say_plain(result.summary)
 
 
 def _say(message: str) -> None:
-    print(f"gpuherd: {message}", file=sys.stderr, flush=True)
+    _say_plain(f"gpuherd: {message}")
+
+
+def _say_plain(text: str) -> None:
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        pass  # the terminal is gone (a closed pane); the session holds what matters

@@ -9,8 +9,9 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
+from collectors.tracebacks import TracebackHold
 from gpuherd import exit_codes
-from gpuherd.tasks.health import judge, wants
+from gpuherd.tasks.health import judge_histories, wants
 from gpuherd.tasks.series import MetricSeries
 from parsers.findings import findings_from_metric, scan_line
 from parsers.hf_trainer import read_trainer_state
@@ -153,6 +154,7 @@ def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
     numbered: Iterable[tuple[int, str]] = enumerate(lines, 1)
     if watch_late:
         numbered = _late_blocks(numbered, path, report)
+    tracebacks = TracebackHold()  # as the log tail does: a Ctrl-C traceback is no failure
     for number, line in numbered:
         if report.format != log_format:  # `_late_blocks` found a console format
             log_format = report.format
@@ -165,14 +167,21 @@ def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
         except ValueError as error:
             report.count_error(number, error)
             metric = None
+        ended = tracebacks.line(line) if tracebacks.held is not None else None
         finding = scan_line(line)
-        if finding is not None:
-            report.findings += 1
-            emit(_finding_record(path, number, finding))
+        if finding is not None and finding.kind == "traceback":
+            ended, finding = tracebacks.hold(number, finding) or ended, None
+        for found in (ended, None if finding is None else (number, finding)):
+            if found is not None:
+                report.findings += 1
+                emit(_finding_record(path, *found))
         if metric is not None:
             if metric.unparsed_values:
                 report.count_error(number, _left_out(metric))
             _record_metric(path, number, log_format, metric, emit, report, history)
+    unended = tracebacks.flush()
+    if unended is not None:
+        emit(_finding_record(path, *unended))
     for number, finding in history.findings():
         emit(_finding_record(path, number, finding))
     return report
@@ -308,14 +317,13 @@ class _History:
             if series is None:
                 if not wants(name):
                     continue
-                # the chart is not drawn here: keep it at its smallest
-                series = self.series[name] = MetricSeries(max_points=4)
+                # as the dashboard keeps it: the `stalled` rule reads the whole run's points
+                series = self.series[name] = MetricSeries()
             series.add(value, metric.step, metric.epoch)
             self.last_line[name] = number
 
     def findings(self) -> list[tuple[int, LogFinding]]:
-        windows = {name: series.window for name, series in self.series.items()}
-        return [(self.last_line[name], found) for name, found in judge(windows)]
+        return [(self.last_line[name], found) for name, found in judge_histories(self.series)]
 
 
 def _json_emitter(out: IO[str]) -> Emit:

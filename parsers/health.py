@@ -11,28 +11,49 @@ Series = Sequence[tuple[float, float]]
 """(step, value) pairs, oldest first."""
 
 
-def stalled(values: Series, window: int = 50, min_drop: float = 0.01) -> LogFinding | None:
-    """Loss not falling over the last `window` points.
+STALL_MIN_POINTS = 50
+"""A loss history shorter than this gives no `stalled` verdict."""
 
-    The mean of the later half must be at least `min_drop` (relative) below the mean of the
-    earlier half, or the loss counts as stalled.
+
+def stalled(values: Series, min_points: int = STALL_MIN_POINTS,
+            min_drop: float = 0.01) -> LogFinding | None:
+    """Loss not falling over the later half of the run so far.
+
+    `values` spans the whole run (a chart series keeps its points spread evenly over it). The
+    window is the later half of the steps the history covers; the mean of the window's later
+    half must be at least `min_drop` (relative) below the mean of its earlier half, or the loss
+    counts as stalled. Judged over half the run, a run that logs every step is seen over
+    thousands of steps, not the last fifty, where its noise hides a slow but steady fall. A step
+    counter that goes back (one per epoch) splits the points by order instead.
 
     Args:
-        values: loss history.
-        window: how many recent points to judge; fewer points give no finding.
+        values: loss history of the whole run, oldest first.
+        min_points: fewer finite points give no finding.
         min_drop: the relative fall that counts as progress.
     """
-    recent = [v for _, v in values[-window:] if math.isfinite(v)]
-    if len(values) < window or len(recent) < window // 2 or window < 4:
+    points = [(x, v) for x, v in values if math.isfinite(v)]
+    if len(points) < max(min_points, 8):
         return None
-    half = len(recent) // 2
-    before, after = _mean(recent[:half]), _mean(recent[half:])
-    if before <= 0 or (before - after) / abs(before) >= min_drop:
+    xs = [x for x, _ in points]
+    if all(b >= a for a, b in zip(xs, xs[1:], strict=False)):
+        middle = (xs[0] + xs[-1]) / 2
+        window = [p for p in points if p[0] >= middle]
+        split = (window[0][0] + window[-1][0]) / 2
+        before = [v for x, v in window if x < split]
+        after = [v for x, v in window if x >= split]
+    else:
+        window = points[len(points) // 2:]
+        half = len(window) // 2
+        before, after = [v for _, v in window[:half]], [v for _, v in window[half:]]
+    if len(before) < 2 or len(after) < 2:
         return None
-    first, last = values[-window][0], values[-1][0]
+    mean_before, mean_after = _mean(before), _mean(after)
+    if mean_before <= 0 or (mean_before - mean_after) / abs(mean_before) >= min_drop:
+        return None
     return LogFinding(
         kind="stalled",
-        evidence=f"loss mean {before:.4g} -> {after:.4g} over steps {first:g}-{last:g}",
+        evidence=(f"loss mean {mean_before:.4g} -> {mean_after:.4g} over steps "
+                  f"{window[0][0]:g}-{window[-1][0]:g}"),
     )
 
 

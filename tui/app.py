@@ -55,6 +55,9 @@ class GpuherdApp(App[int]):
     ENABLE_COMMAND_PALETTE = False  # a monitor's keys fit on the footer and the `?` screen
     BINDINGS = [
         Binding("q", "quit", "Quit"),
+        # Ctrl-C quits, as in every monitor: not Textual's "press ctrl+q" hint, nor copy.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("k", "stop_command", "Stop command"),
         Binding("question_mark", "help", "Help"),
     ]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
@@ -144,7 +147,14 @@ class GpuherdApp(App[int]):
         return self.threads.start(collector)
 
     def on_unmount(self) -> None:
-        """Stop the collector threads, waiting a few seconds for them to close their sources."""
+        """Stop the collector threads, waiting a few seconds for them to close their sources.
+
+        While a recorded command runs they are left running: the recording goes on without
+        the dashboard (`gpuherd.monitor_record`), and stops them when it closes.
+        """
+        if self.record is not None and self.record.goes_on():
+            self.record.detached = True
+            return
         for name in self.threads.stop_all():
             self.state.notices.append(f"the {name} collector did not stop; abandoned at exit")
 
@@ -263,9 +273,33 @@ class GpuherdApp(App[int]):
             self._main.show(changed)
 
     async def action_quit(self) -> None:
-        """Quit; while recording, close the recording first (see `RecordLink`)."""
-        if self.record is None or self.record.quit_requested():
+        """Leave the dashboard; a recorded command runs on, recorded (see `RecordLink.leave`)."""
+        if self.record is None or self.record.leave():
             self.exit()
+
+    async def stop_and_quit(self) -> None:
+        """SIGTERM to gpuherd while recording: stop the command, close the session, quit."""
+        if self.record is None or self.record.stop_and_quit():
+            self.exit()
+
+    def action_stop_command(self) -> None:
+        """Ask, then stop the recorded command (`record --tui -- CMD` only)."""
+        record = self.record
+        if record is None or not record.command_running() or record.stopping:
+            return
+        from tui.screens.confirm import ConfirmScreen  # only recordings with a command ask
+
+        question = ("Stop the recorded command? Its process group gets SIGTERM (SIGKILL "
+                    "10 s later); the recording closes once it has ended.")
+        self.push_screen(ConfirmScreen("Stop the command", question),
+                         lambda yes: record.stop_command() if yes else None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The stop key only while a recorded command runs."""
+        if action == "stop_command":
+            return self.record is not None and self.record.command_running() and \
+                not self.record.stopping
+        return True
 
     def action_help(self) -> None:
         """Show the keys."""

@@ -107,6 +107,11 @@ class TaskFeed:
         tracker.add_gpu_tick(tick)
         self.schedule_redraw()
 
+    def ended(self, task_id: str, exit_code: int) -> None:
+        """The command behind `task_id` exited: its row says so at once."""
+        self.state.tasks.ended(task_id, exit_code)
+        self.schedule_redraw()
+
     def failed(self, source: str, reason: str) -> None:
         """A tail cannot read its log: say why on the task's row."""
         task_id = self._task_of.get(source)

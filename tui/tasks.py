@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from collectors.samples import GpuSample, GpuTick
+from gpuherd.chart_values import spread_repeats
 from gpuherd.format import fmt_duration, fmt_pct
 from gpuherd.tasks import TaskView
 from gpuherd.tasks.health import Finding
+from gpuherd.tasks.view import label_of
 from parsers.vocabulary import LOSS_CHART, LOSS_NAMES, UNITS, VAL_LOSS, VALIDATION_NAMES
 from tui.widgets.plot import Series
 
@@ -23,8 +25,8 @@ BADGES = {
 }
 """Short badge per finding kind; kinds not listed show under their own name."""
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-STATUS_STYLE = {"running": "green", "waiting": "dim", "idle": "dim", "failed": "bold red",
-                "error": "bold red"}
+STATUS_STYLE = {"running": "green", "waiting": "dim", "idle": "dim", "done": "cyan",
+                "stopped": "yellow", "failed": "bold red", "error": "bold red"}
 VAL_SHORT = {"val/acc": "acc", "val/map": "mAP", "val/miou": "mIoU", "val/acc_top5": "top5",
              "val/map_50": "mAP50", "val/pixel_acc": "pix", "val/loss": "loss"}
 THROUGHPUT_UNITS = {**UNITS, "throughput/tokens_s": "tok/s", "steps_s": "steps/s"}
@@ -37,10 +39,35 @@ class TaskRow:
 
     key: str
     cells: tuple[tuple[str, Text], ...]
+    path: str = ""
+    """The whole path of a task named after its path (the task cell shows as much of it as
+    the column holds); empty for a task with a name of its own (`command`)."""
 
     def cell(self, column: str) -> Text:
         """The text of `column` (empty when the row has none)."""
         return dict(self.cells).get(column, Text(""))
+
+    def task_cell(self, width: int) -> Text:
+        """The task cell for a column `width` cells wide: as much of the path as fits."""
+        label = self.cell("task")
+        tail = path_tail(self.path, width) if self.path else ""
+        if len(tail) <= label.cell_len:
+            return label
+        return Text(tail, style=label.style, no_wrap=True, overflow="ellipsis")
+
+
+def path_tail(path: str, width: int) -> str:
+    """The end of `path` in `width` cells, cut at a `/`: `…/version_3/metrics.csv`."""
+    if len(path) <= width:
+        return path
+    parts = path.split("/")
+    tail = parts[-1]
+    for part in reversed(parts[:-1]):
+        longer = f"{part}/{tail}"
+        if len(longer) + 2 > width:
+            break
+        tail = longer
+    return f"…/{tail}"
 
 
 def fmt_metric(value: float | None) -> str:
@@ -79,9 +106,12 @@ def progress_text(view: TaskView) -> str:
 
 
 def throughput_text(view: TaskView) -> str:
-    """`11.8 it/s`, `845 samples/s`, `0.52 steps/s`; empty when unknown."""
+    """`11.8 it/s`, `845 samples/s`, `0.52 steps/s`; empty when unknown or not running.
+
+    An idle, failed or finished task has no speed: its last rate would read as progress.
+    """
     rate = view.throughput
-    if rate is None or not math.isfinite(rate):
+    if not view.running or rate is None or not math.isfinite(rate):
         return ""
     unit = THROUGHPUT_UNITS.get(view.throughput_name or "", view.throughput_name or "")
     if rate >= 10_000:
@@ -137,7 +167,7 @@ def task_row(view: TaskView, tick: GpuTick | None) -> TaskRow:
     worst = view.worst_severity
     label_style = "bold red" if view.status in ("error", "failed") or worst == "error" else ""
     loss, val = loss_of(view), val_of(view)
-    eta = fmt_duration(view.eta_s) if view.eta_s is not None else ""
+    eta = fmt_duration(view.eta_s) if view.eta_s is not None and view.running else ""
     cells = (
         ("task", Text(view.label, style=label_style, no_wrap=True, overflow="ellipsis")),
         ("status", Text(view.status, style=STATUS_STYLE.get(view.status, ""))),
@@ -151,7 +181,8 @@ def task_row(view: TaskView, tick: GpuTick | None) -> TaskRow:
         ("gpu", Text(gpu_text(view, tick), no_wrap=True)),
         ("health", health_text(view)),
     )
-    return TaskRow(view.task_id, cells)
+    named = view.label == label_of(view.task_id)
+    return TaskRow(view.task_id, cells, view.task_id if named else "")
 
 
 def task_rows(views: Sequence[TaskView], tick: GpuTick | None) -> tuple[TaskRow, ...]:
@@ -186,15 +217,19 @@ def chart_names(names: Sequence[str]) -> tuple[list[str], list[str]]:
     return loss, val
 
 
-def chart_line(name: str, points: Sequence[tuple[float, float]], color: str) -> Series:
+def chart_line(name: str, points: Sequence[tuple[float, float]], color: str,
+               x_kind: str | None = None) -> Series:
     """One metric as a chart line; non-finite values are left out (they show as findings).
 
     A step counter that went backwards (one per epoch) would fold the line over itself, so such
-    a series is drawn against the point's index instead.
+    a series is drawn against the point's index instead. Points of one epoch (a log without a
+    step) are spread across it, at fractional epochs, instead of stacking in one column.
     """
     xs = [x for x, _ in points]
     if any(b < a for a, b in zip(xs, xs[1:], strict=False)):
         xs = [float(i) for i in range(len(points))]
+    elif x_kind == "epoch":
+        xs = spread_repeats(xs)
     kept = [(x, y) for x, (_, y) in zip(xs, points, strict=True) if math.isfinite(y)]
     return Series(name, tuple(p[0] for p in kept), tuple(p[1] for p in kept), color)
 

@@ -13,6 +13,13 @@ from tui.state import GpuHistory
 from tui.widgets.plot import Series
 
 GAP_REASONS = "driver reservation, another PID namespace, or hidden"
+SHOWN_GAP_BYTES = -(-(1 << 30) // 20)
+"""The least unaccounted memory worth a line: what `fmt_bytes_gib` shows as 0.1 GiB."""
+
+
+def _amount(size: int) -> str:
+    """`2.3 GiB`, or `40 MiB` where GiB would read 0.0."""
+    return fmt_bytes_gib(size) if size >= SHOWN_GAP_BYTES else f"{size / (1 << 20):.0f} MiB"
 
 
 def chart_series(history: GpuHistory | None) -> tuple[Series, ...]:
@@ -49,9 +56,11 @@ def gap_note(tick: GpuTick | None, any_rows: bool) -> Text:
     if tick is None:
         return Text("")
     gaps = memory_gaps(tick.devices)
+    # A gap that would read "0.0 GiB" is the driver's accounting of a few MiB, not memory
+    # someone hides: it is left out (a GPU whose processes the driver would not list is not).
     hidden = [f"{fmt_bytes_gib(g.unattributed_bytes)} on GPU {g.gpu_index}" for g in gaps
-              if g.listed]
-    unlisted = [f"GPU {g.gpu_index} ({fmt_bytes_gib(g.unattributed_bytes)} in use)" for g in gaps
+              if g.listed and g.unattributed_bytes >= SHOWN_GAP_BYTES]
+    unlisted = [f"GPU {g.gpu_index} ({_amount(g.unattributed_bytes)} in use)" for g in gaps
                 if not g.listed]
     lines = []
     if hidden:

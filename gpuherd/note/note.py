@@ -4,21 +4,33 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from collectors.session_format import EVENT
+from gpuherd.note.gpus import card_size_gb, gpu_sentences
 from gpuherd.note.yaml_edit import YamlEditError
-from gpuherd.summary.summary import GIB, Summary
+from gpuherd.summary.summary import Summary
 from parsers.vocabulary import LOSS_NAMES, SUMMARY_METRICS
 
+__all__ = ["BLOCK", "Note", "NoteError", "card_size_gb", "compose"]
+
 BLOCK = "verification"
-MARKETED_GB = {"NVIDIA H200": 141, "NVIDIA H100 NVL": 94, "NVIDIA H20": 96}
-"""Cards whose name does not carry their size and whose usable memory reads far from it."""
 MAX_TREND = 4
 FINDING_TEXT = {"oom": "CUDA out of memory", "nan": "NaN loss", "inf": "Inf loss",
                 "traceback": "a traceback in the log", "stalled": "loss not falling",
                 "download": "downloads on this run (cache miss)"}
+SOURCE_TEXT = {"nvml": "no GPU readings (the NVIDIA driver could not be used)",
+               "host": "no host readings (CPU, memory)",
+               "discovery": "no search for new logs (--log globs and --watch directories)"}
+"""What a missing source costs the note, in the words of its reader (sources by name)."""
+TOTAL_EPOCH_METRICS = ("total_epochs", "max_epochs", "num_epochs", "num_train_epochs", "epochs")
+"""Metrics that state how many epochs the run was asked for."""
+TOTAL_EPOCH_FLAG = re.compile(
+    r"^-{0,2}(?:trainer\.)?(?:max|num|n|total)?[_-]?(?:train[_-])?epochs$")
+"""Command-line options that ask for a number of epochs: `--epochs 4`, `--max_epochs=4`,
+`--num-train-epochs 4`, `trainer.max_epochs=4` (Hydra, LightningCLI)."""
 
 
 class NoteError(YamlEditError):
@@ -29,70 +41,23 @@ class NoteError(YamlEditError):
 class Note:
     """What goes under `verification:`."""
 
-    last_verified: dt.date
+    last_verified: dt.date | None
+    """The run's date; `None` for a failed run, which leaves the file's date as it was."""
     text: str
 
     def values(self) -> dict[str, Any]:
-        """The keys and values to set."""
-        return {"last_verified": self.last_verified, "last_verification_note": self.text}
-
-
-def card_size_gb(name: str, total_bytes: Any) -> int | None:
-    """The card's memory as people name it: `80GB` from the name, a known size, or rounded GB."""
-    found = re.search(r"(\d+)\s*GB", name or "")
-    if found:
-        return int(found.group(1))
-    if name in MARKETED_GB:
-        return MARKETED_GB[name]
-    if isinstance(total_bytes, (int, float)) and total_bytes > 0:
-        return round(total_bytes / 1e9)
-    return None
-
-
-def _used_gpus(data: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[int, int]]:
-    """The GPUs the run used and, per GPU index, the memory attributed to the run."""
-    gpus = {g["index"]: g for g in data["gpus"]}
-    run_peaks = {p["gpu"]: p["peak_bytes"] for p in data["session"]["run_peaks"]
-                 if p.get("gpu") in gpus and isinstance(p.get("peak_bytes"), int)}
-    if run_peaks:
-        return [gpus[i] for i in sorted(run_peaks)], run_peaks
-    busy = [g for g in data["gpus"] if (g["util_p95_pct"] or 0) > 0]
-    chosen = busy or list(data["gpus"])
-    return chosen, {g["index"]: g["peak_mem_bytes"] for g in chosen
-                    if isinstance(g["peak_mem_bytes"], int)}
+        """The keys and values to set (a failed run sets only the note)."""
+        values: dict[str, Any] = {}
+        if self.last_verified is not None:
+            values["last_verified"] = self.last_verified
+        values["last_verification_note"] = self.text
+        return values
 
 
 def _fmt(value: Any) -> str:
     if isinstance(value, str):
         return value
     return f"{value:.3g}" if isinstance(value, float) else f"{value:,}"
-
-
-def _gpu_sentences(data: dict[str, Any]) -> tuple[str, str]:
-    chosen, peaks = _used_gpus(data)
-    if not chosen:
-        return "", ""
-    first = chosen[0]
-    size = card_size_gb(first["name"], first["mem_total_bytes"])
-    vram = f" ({size}GB VRAM{' each' if len(chosen) > 1 else ''})" if size else ""
-    count = f"{len(chosen)}x " if len(chosen) > 1 else ""
-    where = f"{count}{first['name']}{vram}"
-    if not peaks:
-        return where, ""
-    index = max(peaks, key=lambda i: peaks[i])
-    gpu = next(g for g in chosen if g["index"] == index)
-    peak = peaks[index]
-    total = gpu["mem_total_bytes"]
-    pct = f" ({100 * peak / total:.0f}%)" if isinstance(total, (int, float)) and total else ""
-    per = " per GPU" if len(chosen) > 1 else ""
-    usage = f"GPU usage: {peak / GIB:.1f}GB VRAM{pct}{per}"
-    means = [g["util_mean_pct"] for g in chosen if g["util_mean_pct"] is not None]
-    p95s = [g["util_p95_pct"] for g in chosen if g["util_p95_pct"] is not None]
-    if means:
-        usage += f", {sum(means) / len(means):.0f}% GPU utilization"
-        if p95s:
-            usage += f" (p95 {max(p95s):.0f}%)"
-    return where, usage
 
 
 def _main_task(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -103,19 +68,52 @@ def _main_task(data: dict[str, Any]) -> dict[str, Any] | None:
     return max(tasks, key=lambda t: sum(m["count"] for m in t["metrics"].values()), default=None)
 
 
-def _extent(task: dict[str, Any]) -> str:
-    parts = []
+def total_epochs(task: dict[str, Any], command: Sequence[str] | None) -> int | None:
+    """How many epochs the run was asked for; `None` when nothing says.
+
+    A logged `max_epochs`-like metric, else the command line's `--epochs N` (or a spelling
+    like it).
+    """
+    for name in TOTAL_EPOCH_METRICS:
+        value = task["metrics"].get(name, {}).get("last")
+        if isinstance(value, int) and value > 0:
+            return value
+    args = [str(a) for a in command or ()]
+    for i, arg in enumerate(args):
+        flag, eq, value = arg.partition("=")
+        if not eq and i + 1 < len(args):
+            value = args[i + 1]
+        if TOTAL_EPOCH_FLAG.match(flag) and (eq or flag.startswith("-")) and value.isdigit():
+            return int(value) or None
+    return None
+
+
+def _extent(task: dict[str, Any], stopped: bool, total: int | None) -> str:
+    """`Trained 3 epochs (1,200 steps)`, or where a failed run stopped.
+
+    `Stopped in epoch 3 of 4 (2 epochs completed, 1,200 steps)`: epochs count from what the
+    log shows. A log whose first epoch is 0 counts from 0 (Lightning), else from 1 (Keras); a
+    run that failed did not finish the epoch it was in.
+    """
     first_epoch, last_epoch = task["epochs"]["first"], task["epochs"]["last"]
     last_step = task["steps"]["last"]
-    if isinstance(last_epoch, (int, float)):
-        if isinstance(last_epoch, int) and first_epoch == 0:
-            parts.append(f"{last_epoch + 1} epoch{'s' if last_epoch else ''}")
-        else:
-            parts.append(f"{_fmt(last_epoch)} epochs")
-    if isinstance(last_step, (int, float)):
-        steps = f"{_fmt(last_step)} steps"
-        parts.append(f"({steps})" if parts else steps)
-    return "Trained " + " ".join(parts) if parts else ""
+    steps = f"{_fmt(last_step)} steps" if isinstance(last_step, (int, float)) else ""
+    of = f" of {total}" if total else ""
+    if not isinstance(last_epoch, (int, float)):
+        return f"Trained {steps}" if steps else ""
+    if not isinstance(last_epoch, int):  # fractional (Hugging Face): how far it got
+        head = (f"Stopped at epoch {_fmt(last_epoch)}{of}" if stopped
+                else f"Trained {_fmt(last_epoch)}{of} epochs")
+        return f"{head} ({steps})" if steps else head
+    current = last_epoch + 1 if first_epoch == 0 else last_epoch
+    if stopped:
+        done = current - 1
+        parts = [f"{done} epoch{'' if done == 1 else 's'} completed", steps]
+        detail = ", ".join(p for p in parts if p)
+        return f"Stopped in epoch {current}{of} ({detail})"
+    of = "" if total == current else of  # "3 of 3 epochs" says no more than "3 epochs"
+    head = f"Trained {current}{of} epoch{'' if current == 1 and not of else 's'}"
+    return f"{head} ({steps})" if steps else head
 
 
 def _trend(task: dict[str, Any]) -> str:
@@ -141,12 +139,20 @@ def _limitations(data: dict[str, Any]) -> list[str]:
         out.append(f"the command exited with code {code}")
     for event in data["events"]["notable"]:
         if event.get("kind") == EVENT.collector_unavailable:
-            out.append(f"no {event.get('source', 'collector')} data")
+            out.append(_missing_source(str(event.get("source") or "")))
         elif event.get("kind") == EVENT.disk_full:
             out.append("the recording stopped early: disk full")
     if not session["complete"]:
         out.append("the recording did not end cleanly")
     return list(dict.fromkeys(out))
+
+
+def _missing_source(source: str) -> str:
+    if source in SOURCE_TEXT:
+        return SOURCE_TEXT[source]
+    if source.startswith("log:"):
+        return f"the log {source[4:]} could not be read"
+    return f"no readings from {source or 'one source'}"
 
 
 def compose(summary: Summary) -> Note:
@@ -155,21 +161,24 @@ def compose(summary: Summary) -> Note:
     started = data["session"]["started_at"]
     if not isinstance(started, (int, float)):
         raise NoteError("the session has no start time (meta.json `started_at`)")
-    where, usage = _gpu_sentences(data)
+    where, usage = gpu_sentences(data)
     task = _main_task(data)
     code = data["session"]["exit_code"]
     failed = isinstance(code, int) and code != 0
     kind = "training run" if task and task["metrics"] else "run"
     on = f" on {where}" if where else ""
-    sentences = [f"Training run{on} failed" if failed else f"Verified {kind}{on}"]
+    date = dt.datetime.fromtimestamp(started).date()
+    # A failed run verifies nothing: the date of the last run that passed stays in the file.
+    sentences = [f"Training run{on} failed on {date.isoformat()} (last_verified keeps the date "
+                 "of the last run that passed)" if failed else f"Verified {kind}{on}"]
     if usage:
         sentences.append(usage)
     if task:
-        training = "; ".join(p for p in (_extent(task), _trend(task)) if p)
+        total = total_epochs(task, data["session"]["command"])
+        training = "; ".join(p for p in (_extent(task, failed, total), _trend(task)) if p)
         if training:
             sentences.append(training)
     limits = _limitations(data)
     if limits:
         sentences.append("Known limitations: " + "; ".join(limits))
-    date = dt.datetime.fromtimestamp(started).date()
-    return Note(date, ". ".join(sentences) + ".")
+    return Note(None if failed else date, ". ".join(sentences) + ".")

@@ -11,6 +11,7 @@ from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinne
 
 from collectors.session_format import META
 from gpuherd.chart_values import drawable as fit
+from gpuherd.chart_values import nice_ticks, spread_repeats, tick_labels
 from gpuherd.summary.frames import SessionFrames
 from parsers.vocabulary import LOSS_CHART
 
@@ -48,6 +49,10 @@ def render(lines: Sequence[Line], title: str, xlabel: str, width: int = 78,
         figure.plot(xs, ys, label=line.label, marker=MARKERS[number % len(MARKERS)])
     figure.title(title)
     figure.xlabel(xlabel)
+    if xlabel == "step":  # whole steps on the axis, never 236.8
+        xs_all = [x for _, (xs, _) in drawn for x in xs]
+        ticks = nice_ticks(min(xs_all), max(xs_all), max(2, width // 12), integer=True)
+        figure.xticks(ticks, tick_labels(ticks))
     text = plotext.uncolorize(figure.build())
     return "\n".join(row.rstrip() for row in text.splitlines())
 
@@ -84,7 +89,12 @@ def vram_chart(frames: SessionFrames, width: int = 78, height: int = 18) -> str:
 
 
 def loss_chart(frames: SessionFrames, width: int = 78, height: int = 18) -> str:
-    """Loss-like metrics of every task over steps (or minutes when the log has no steps)."""
+    """Loss-like metrics of every task over steps.
+
+    Rows that give a step are drawn against it (a `val/loss` logged without one is left out
+    then). Only when no row gives a step: over epochs, the points of one epoch spread across
+    it; without epochs either, over the logged point's number.
+    """
     metrics = frames.metrics
     if metrics is None or metrics.empty:
         return ""
@@ -92,13 +102,23 @@ def loss_chart(frames: SessionFrames, width: int = 78, height: int = 18) -> str:
     wanted = wanted[np.isfinite(wanted["value"])]
     if wanted.empty:
         return ""
-    by_step = wanted["step"].notna().all()
+    if wanted["step"].notna().any():
+        wanted, axis = wanted[wanted["step"].notna()], "step"
+    elif wanted["epoch"].notna().any():
+        wanted, axis = wanted[wanted["epoch"].notna()], "epoch"
+    else:
+        axis = "logged point"
     lines = []
     for (task, metric), rows in wanted.groupby(["task", "metric"], observed=True, sort=False):
-        x = rows["step"] if by_step else (rows["t"] - float(wanted["t"].min())) / 60.0
-        xs, ys = _thin(x.to_numpy(dtype=float), rows["value"].to_numpy(dtype=float))
+        if axis == "step":
+            x = rows["step"].to_numpy(dtype=float)
+        elif axis == "epoch":
+            x = np.array(spread_repeats(rows["epoch"].tolist()), dtype=float)
+        else:
+            x = np.arange(1, len(rows) + 1, dtype=float)
+        xs, ys = _thin(x, rows["value"].to_numpy(dtype=float))
         lines.append(Line(f"{task}: {metric}", xs, ys))
-    return render(lines[: len(MARKERS)], "loss", "step" if by_step else "minutes", width, height)
+    return render(lines[: len(MARKERS)], "loss", axis, width, height)
 
 
 def _thin(xs: np.ndarray, ys: np.ndarray, points: int = MAX_POINTS) -> tuple[

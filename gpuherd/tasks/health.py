@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from parsers import health, vocabulary
 from parsers.model import LogFinding
 
 ERROR_KINDS = frozenset({"oom", "traceback", "nan", "inf", "nccl", "cuda_error", "killed"})
 """Findings that mean the run is broken or about to be."""
-STALL_WINDOW = 50
 WINDOW_POINTS = 256
 """Most recent points of each metric the windowed rules see, in the dashboard and in `parse`."""
 GPU_MIN_SAMPLES = 30
@@ -56,8 +56,27 @@ Series = Sequence[tuple[float, float]]
 """(x, value) points of one metric, oldest first: x is the step, epoch or index."""
 
 
-def judge(series: Mapping[str, Series],
-          num_classes: int | None = None) -> list[tuple[str, LogFinding]]:
+class History(Protocol):
+    """What `judge_histories` reads of one metric (a `gpuherd.tasks.series.MetricSeries`)."""
+
+    @property
+    def window(self) -> Series:
+        """The most recent points at full resolution."""
+
+    def points(self) -> Series:
+        """Points spread evenly over the whole run, ending with the newest."""
+
+
+def judge_histories(histories: Mapping[str, History],
+                    num_classes: int | None = None) -> list[tuple[str, LogFinding]]:
+    """`judge` over metric histories: the one call of the dashboard and of `gpuherd parse`."""
+    windows = {name: h.window for name, h in histories.items()}
+    runs = {name: h.points() for name, h in histories.items() if _whole_run(name)}
+    return judge(windows, num_classes, runs=runs)
+
+
+def judge(series: Mapping[str, Series], num_classes: int | None = None, *,
+          runs: Mapping[str, Series] | None = None) -> list[tuple[str, LogFinding]]:
     """Findings that need a metric history, each with the metric whose history shows it.
 
     Stalled loss, validation accuracy near chance while training improves, mAP/mIoU exactly 0
@@ -67,13 +86,16 @@ def judge(series: Mapping[str, Series],
     Args:
         series: recent points per metric name.
         num_classes: the class count of a classifier, when known (chance is 1/num_classes).
+        runs: the losses' points over the whole run (chart series); the `stalled` rule judges
+            the later half of the run. Without them it judges `series`.
     """
     loss_name, loss = _loss(series)
     train_acc = _window(series, vocabulary.TRAIN_ACC)
     val_acc = _window(series, vocabulary.VAL_ACC)
     found: list[tuple[str, LogFinding | None]] = []
     if loss:
-        found.append((loss_name, health.stalled(loss, window=STALL_WINDOW)))
+        whole_name, whole = _loss(runs) if runs else (loss_name, loss)
+        found.append((whole_name, health.stalled(whole or loss)))
     if val_acc:
         found.append((vocabulary.VAL_ACC, _chance(val_acc, train_acc, loss, num_classes)))
         if train_acc:
@@ -89,6 +111,10 @@ def judge(series: Mapping[str, Series],
 def wants(name: str) -> bool:
     """Whether `judge` reads the history of metric `name`."""
     return name in _JUDGED or vocabulary.is_loss_part(name)
+
+
+def _whole_run(name: str) -> bool:
+    return name in vocabulary.LOSS_NAMES or vocabulary.is_loss_part(name)
 
 
 _JUDGED = frozenset({*vocabulary.LOSS_NAMES, vocabulary.TRAIN_ACC, vocabulary.VAL_ACC,

@@ -8,12 +8,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from collectors.samples import GpuTick, LogBatch
-from gpuherd.tasks.health import Finding, gpu_findings, judge, severity_of
+from gpuherd.tasks.health import Finding, gpu_findings, judge_histories, severity_of
 from gpuherd.tasks.series import DEFAULT_CHART_POINTS, DEFAULT_WINDOW_POINTS, MetricSeries, StepRate
 from gpuherd.tasks.view import TaskView, label_of, sort_findings
 from parsers.model import LogFinding, LogMetric
 from parsers.vocabulary import IT_S, THROUGHPUT_NAMES, TOTAL_STEP_NAMES
 
+STOPPED_EXIT_CODES = frozenset({128 + 2, 128 + 15})
+"""Exit statuses of a command stopped on purpose: SIGINT (Ctrl-C) and SIGTERM. SIGKILL (137)
+may be the kernel's OOM killer, so it reads as failed."""
 REPLAY_PROBE = 8
 """First metrics of a file generation remembered to tell a rewrite from a new run."""
 
@@ -49,6 +52,8 @@ class _Task:
     offset: int = 0
     size: int | None = None
     last_progress_at: float | None = None
+    modified_at: float | None = None
+    exit_code: int | None = None
     error: str | None = None
     replay: tuple[float, list[tuple[float, dict[str, float]]]] | None = None
     replaying: bool = False
@@ -105,11 +110,19 @@ class TaskTracker:
         task.too_long += batch.too_long_lines
         if batch.lines_read:
             task.last_progress_at = batch.taken_at
+        if batch.modified_at is not None:
+            task.modified_at = batch.modified_at
+        if batch.ended_with is not None:
+            task.exit_code = batch.ended_with
         catching_up = batch.size_bytes is not None and batch.offset_bytes < batch.size_bytes
         for _line_no, metric in batch.metrics:
             self._add_metric(task, metric, batch.taken_at, catching_up)
         for line_no, finding in batch.findings:
             self._add_log_finding(task, line_no, finding, batch.taken_at)
+
+    def ended(self, task_id: str, exit_code: int) -> None:
+        """The command whose output the task is has exited with `exit_code`."""
+        self._task(task_id).exit_code = exit_code
 
     def collector_failed(self, task_id: str, message: str) -> None:
         """The log cannot be read now (directory, permission, ...)."""
@@ -257,7 +270,13 @@ class TaskTracker:
                        line_no, 1, self.now, self.now)
 
     def _running(self, task: _Task) -> bool:
-        last = task.last_progress_at
+        """Whether the log was written within `active_s` (its file's mtime; else a line read).
+
+        Reading an old log's backlog is not running: what counts is when it was written.
+        """
+        if task.exit_code is not None:
+            return False
+        last = task.modified_at if task.modified_at is not None else task.last_progress_at
         return last is not None and self.now is not None and self.now - last <= self.active_s
 
     def _status(self, task: _Task) -> str:
@@ -265,6 +284,9 @@ class TaskTracker:
             return "error"
         if task.waiting and not task.lines_read:
             return "waiting"
+        if task.exit_code is not None:
+            return ("done" if task.exit_code == 0 else
+                    "stopped" if task.exit_code in STOPPED_EXIT_CODES else "failed")
         if self._running(task):
             return "running"
         last_metric = task.run.last_metric_at or -math.inf
@@ -276,9 +298,9 @@ class TaskTracker:
     def _view(self, task: _Task) -> TaskView:
         if task.health_dirty:
             task.health_dirty = False
-            windows = {name: series.window for name, series in task.run.series.items()}
-            task.window_findings = [self._finding(f, None)
-                                    for _, f in judge(windows, task.num_classes)]
+            task.window_findings = [
+                self._finding(f, None)
+                for _, f in judge_histories(task.run.series, task.num_classes)]
         run = task.run
         throughput, throughput_name = self._throughput(run)
         findings = [*run.log_findings.values(), *task.window_findings, *task.gpu_findings]
@@ -287,7 +309,8 @@ class TaskTracker:
             tuple(run.latest.items()), throughput, throughput_name,
             self._eta(task), task.lines_read, task.unparsed,
             task.too_long, task.generation, task.runs, sort_findings(findings), task.gpu_uuids,
-            task.gpu_util, task.last_progress_at, task.offset, task.size, task.error)
+            task.gpu_util, task.last_progress_at, task.offset, task.size, task.error,
+            task.exit_code)
 
     def _throughput(self, run: _Run) -> tuple[float | None, str | None]:
         for name in THROUGHPUT_NAMES:

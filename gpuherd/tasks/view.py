@@ -20,8 +20,10 @@ class TaskView:
     label: str
     """A short name: the last two parts of the path."""
     status: str
-    """`waiting` (no file yet), `running` (progress within `active_s`), `idle`, `failed`
-    (an error finding after the last metric, then silence) or `error` (cannot be read)."""
+    """`waiting` (no file yet), `running` (the log written within `active_s`: its file's
+    mtime, else a line read), `idle`, `done` (the command behind it exited with 0), `stopped`
+    (it ended on SIGINT or SIGTERM), `failed` (it exited with another status, or an error
+    finding came after the last metric, then silence) or `error` (cannot be read)."""
     format: str | None = None
     step: int | None = None
     epoch: float | None = None
@@ -50,6 +52,13 @@ class TaskView:
     size_bytes: int | None = None
     error: str | None = None
     """Why the log cannot be read right now (the collector's message)."""
+    exit_code: int | None = None
+    """The exit status of the command behind the task, once it ended."""
+
+    @property
+    def running(self) -> bool:
+        """Whether the task makes progress now (its speed and ETA mean something)."""
+        return self.status == "running"
 
     @property
     def worst_severity(self) -> str | None:

@@ -93,7 +93,7 @@ async def test_batches_become_a_row_with_metrics_and_a_nan_badge() -> None:
         # Each batch arrived as its own message: none was replaced by a later one.
         assert len([e for e in events(messages, Sampled) if isinstance(e.sample, LogBatch)]) == 3
         assert app.screen.query_one("#tasks").display
-        assert cell(app, LOG, "task") == "exp1/train.log"
+        assert cell(app, LOG, "task") == LOG  # the whole path, as there is room for it
         assert cell(app, LOG, "progress") == "step 30"
         assert cell(app, LOG, "loss") == "NaN"
         assert cell(app, LOG, "val") == "acc 0.4321"
@@ -289,16 +289,20 @@ async def test_a_looping_replay_starts_its_tasks_over_on_each_lap() -> None:
         assert xs == sorted(xs) and len(xs) == len(set(xs))  # this lap's points only
 
 
-def test_columns_give_way_to_the_health_column_on_narrow_terminals() -> None:
-    from tui.widgets.tasks_panel import MIN_HEALTH, fitting_columns
+def test_columns_are_as_wide_as_their_content_and_an_empty_health_goes_first() -> None:
+    from tui.widgets.tasks_panel import fitting_columns
 
-    wide, health = fitting_columns(156)
-    assert [c.key for c in wide][-2:] == ["eta", "gpu"] and health > MIN_HEALTH
-    shown, health = fitting_columns(116)  # a 120-column terminal
-    assert [c.key for c in shown] == ["task", "status", "progress", "loss", "val", "speed"]
-    assert health >= MIN_HEALTH
-    tiny, _ = fitting_columns(40)
-    assert [c.key for c in tiny] == ["task", "status", "loss"]
+    needs = {"task": 14, "status": 7, "progress": 15, "loss": 6, "val": 10, "speed": 9,
+             "eta": 3, "gpu": 5, "health": 0}
+    keys = [key for key, _ in fitting_columns(156, needs)]
+    assert keys == ["task", "status", "progress", "loss", "val", "speed", "eta", "gpu",
+                    "health"]
+    narrow = dict(fitting_columns(76, needs))  # an 80-column terminal, nothing to report
+    assert list(narrow) == ["task", "status", "progress", "loss", "val", "speed"]
+    found = dict(fitting_columns(76, {**needs, "health": 5}))  # a NaN badge: health stays
+    assert list(found) == ["task", "status", "progress", "loss", "val", "health"]
+    tiny = [key for key, _ in fitting_columns(40, needs)]
+    assert tiny == ["task", "status", "loss"]
 
 
 async def test_a_log_source_that_cannot_start_says_why_on_its_row() -> None:

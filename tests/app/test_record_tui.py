@@ -109,29 +109,6 @@ async def test_the_command_is_recorded_shown_as_a_task_and_closed_when_it_exits(
     assert session.exit_status(session.finish()) == 3  # closing twice is harmless
 
 
-async def test_quit_stops_the_command_and_closes_the_recording(tmp_path: Path) -> None:
-    directory = tmp_path / "session"
-    never = tmp_path / "never"
-    options = record_options([], [], [sys.executable, "-c", SCRIPT, str(never)], 1.0, 0.0)
-    session = DashboardRecording(directory, options)
-    session.start()
-    gpus = ScriptedCollector("nvml")
-    app = dashboard(session, gpus)
-    task = session.command_task
-    assert task is not None
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: cell(app, task, "progress") == "step 80")
-        gpus.push(tick(t=T0))
-        await pilot.press("q")  # the command still runs: it is stopped, then the app exits
-        await until(pilot, lambda: not app.is_running, timeout_s=20)
-        gpus.finish()
-    assert session.exit_code == 128 + 15  # SIGTERM
-    meta = json.loads((directory / "meta.json").read_text())
-    assert meta["exit_code"] == 143 and meta["ended_at"] is not None
-    assert (directory / "summary.json").is_file()
-    SessionReader(directory).check()
-
-
 async def test_without_a_command_quit_closes_the_session(tmp_path: Path) -> None:
     directory = tmp_path / "session"
     session = DashboardRecording(directory, record_options([], [], [], 1.0, 0.0))

@@ -9,10 +9,20 @@ from textual.pilot import Pilot
 
 from collectors.base import CollectorError
 from collectors.roles import HOST
-from collectors.samples import LogBatch
+from collectors.samples import GpuProcess, LogBatch
 from gpuherd.monitor_logs import TaskHint
 from parsers.model import LogFinding, LogMetric
-from tests.app.helpers import T0, UUID0, ScriptedCollector, host, scripted_log, until
+from tests.app.helpers import (
+    T0,
+    UUID0,
+    GiB,
+    ScriptedCollector,
+    gpu,
+    host,
+    scripted_log,
+    tick,
+    until,
+)
 from tests.app.test_snapshots import HISTORY, busy_ticks
 from tui.app import GpuherdApp, make_app
 from tui.screens.task_detail import TaskDetailScreen
@@ -91,3 +101,34 @@ def test_task_detail(snap_compare: Callable[..., bool]) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(160, 50), run_before=open_detail)
+
+
+def test_eight_gpus_and_tasks_at_80x24(snap_compare: Callable[..., bool]) -> None:
+    """Crowded: one line per GPU, the host on one line, a process row, then the tasks."""
+    gpus, hosts = ScriptedCollector("nvml"), ScriptedCollector("host", role=HOST)
+    train, detr = scripted_log(TRAIN), scripted_log(DETR)
+    app = make_app([gpus, hosts, train, detr], clock=lambda: T0 + HISTORY,
+                   hostname="gpu-box-3", task_hints=[TaskHint(TRAIN, gpu_uuids=(UUID0,))])
+    eight = tick(*(gpu(i, memory_used_bytes=(20 + 5 * i) * GiB, gpu_util_pct=10.0 * i + 20,
+                       processes=(GpuProcess(4200 + i, (19 + 5 * i) * GiB),))
+                   for i in range(8)), t=T0 + HISTORY)
+
+    async def feed(pilot: Pilot[object]) -> None:
+        hosts.push(host(T0 + HISTORY))
+        train.push(*training(TRAIN, 60))
+        await until(pilot, lambda: TRAIN in app.state.tasks.task_ids)
+        detr.push(*training(DETR, 40, nan_at=36))
+        await until(pilot, lambda: DETR in app.state.tasks.task_ids)
+        gpus.push(eight)
+        table = app.get_default_screen().query_one(TasksPanel)
+        await until(pilot, lambda: app.state.gpu_tick is eight and table.row_count == 2
+                    and "NaN" in str(table.get_cell(DETR, "health")), timeout_s=30)
+        await pilot.pause(0.3)  # the tasks panel's next redraw (after the tick)
+        app.clear_notifications()
+        for widget in app.screen.walk_children(with_self=True):
+            widget.refresh(layout=True)
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=feed)

@@ -218,7 +218,7 @@ def test_note_text_from_a_run(tmp_path: Path) -> None:
 
 def test_note_names_failures_as_known_limitations(tmp_path: Path) -> None:
     note = compose(summarize(training_session(tmp_path / "s", exit_code=1, findings=True)))
-    assert note.text.startswith("Training run on NVIDIA H200 (141GB VRAM) failed.")
+    assert note.text.startswith("Training run on NVIDIA H200 (141GB VRAM) failed on ")
     assert note.text.endswith("Known limitations: CUDA out of memory (command at line 233); "
                               "the command exited with code 1.")
 

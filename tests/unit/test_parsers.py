@@ -277,10 +277,10 @@ def _series(values: list[float]) -> list[tuple[float, float]]:
 def test_stalled_fires_on_a_flat_loss_only() -> None:
     flat = _series([2.0 + 0.001 * (i % 3) for i in range(60)])
     falling = _series([2.0 - 0.02 * i for i in range(60)])
-    found = health.stalled(flat, window=50)
-    assert found is not None and found.kind == "stalled" and "steps 10-59" in found.evidence
-    assert health.stalled(falling, window=50) is None
-    assert health.stalled(flat[:10], window=50) is None
+    found = health.stalled(flat)
+    assert found is not None and found.kind == "stalled" and "steps 30-59" in found.evidence
+    assert health.stalled(falling) is None
+    assert health.stalled(flat[:10]) is None
 
 
 def test_chance_level_on_imagenet_scale() -> None:

@@ -57,7 +57,7 @@ def simulate(collectors, clock: FakeClock, limit: int = 100):
     """
     for c in collectors:
         c.open()
-    next_call = {c: 0.0 for c in collectors}
+    next_call = {c: c.start_delay_s for c in collectors}
     out = []
     while next_call and len(out) < limit:
         collector = min(next_call, key=next_call.get)
@@ -80,9 +80,9 @@ def test_gpu_and_host_keep_recorded_timing_on_a_shared_clock(tmp_path):
     clock = FakeClock()
     replay = SessionReplay(path, speed=2.0, clock=clock)
     shown = simulate(replay.collectors(), clock)
-    # each collector's first sample comes at once; every later one at its recorded offset
+    # every sample comes at its recorded offset, each collector's first one too
     assert shown == [
-        (0.0, "replay:gpu", 1000.0), (0.0, "replay:host", 1000.4), (0.5, "replay:gpu", 1001.0),
+        (0.0, "replay:gpu", 1000.0), (0.2, "replay:host", 1000.4), (0.5, "replay:gpu", 1001.0),
         (1.0, "replay:gpu", 1002.0), (1.2, "replay:host", 1002.4), (1.5, "replay:gpu", 1003.0),
     ]
 

@@ -19,7 +19,7 @@ def test_hand_made_session_reads_with_unknown_columns_and_files_ignored():
     ticks = list(session.gpu_ticks())
     assert [t.taken_at for t in ticks] == [1764130000.0, 1764130001.0, 1764130002.0]
     assert all(t.driver_version == "580.159.04" for t in ticks)
-    assert ticks[0].cuda_driver_version == "13000"
+    assert ticks[0].cuda_driver_version == "13.0"  # the driver's 13000, as people write it
     first, second = ticks[0].devices
     assert (first.uuid, first.memory_used_bytes, first.power_w) == ("GPU-aaaa", 644874240, 74.5)
     assert first.processes == ()  # processes.csv exists and lists nothing for GPU 0

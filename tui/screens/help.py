@@ -11,7 +11,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS: tuple[tuple[str, str], ...] = (
-    ("q", "quit"),
+    ("q  Ctrl-C", "quit; while `record --tui` runs a command: leave the dashboard, the "
+                  "recording goes on until the command ends"),
+    ("k", "record --tui: stop the recorded command (asks first)"),
     ("?", "this help (Esc or ? closes it)"),
     ("/", "filter processes by user, command or pid"),
     ("Esc", "clear the filter"),
@@ -22,6 +24,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("c", "go to the containers panel; there s cycles its sort, r reverses it"),
     ("Enter", "on a container: show only its processes (Esc shows all again)"),
     ("Enter", "on a task: its loss and validation charts, findings and GPU (Esc goes back)"),
+    ("l", "on a task's charts: the loss on a log scale, and back"),
 )
 
 NOTES = (

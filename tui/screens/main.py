@@ -49,6 +49,46 @@ stay on it (htop's default delay is 1.5 s). Any update of a DataTable cell re-re
 visible row, so on a busy 8-GPU box the table costs more than the rest of the frame; a
 process that starts or ends, a new sort or filter, and fresh user details show at once."""
 
+HISTORY_TICKS = ((-600.0, "-10 min"), (-300.0, "-5 min"), (0.0, "now"))
+"""The history chart's x axis: seconds before the newest sample, labelled with their unit."""
+
+CHART_ROWS = 16
+"""Height of the chart and host row on a tall terminal (`app.tcss`, `#middle`)."""
+NARROW_CHART_ROWS = 19
+"""On a narrow tall terminal: the chart (12) with the host panel under it."""
+HOST_ROWS = 5
+"""The host panel with its figures flowing over three lines, on a short terminal."""
+PROCESS_ROWS = 6
+"""The process panel's least height: its header and a few rows."""
+CROWDED_REST = 7
+"""Host (one line: three rows) and processes (its header, a row and the note under it: four)
+when crowded, borders included."""
+TASK_PANEL_MAX = 12
+
+
+def arrangement(height: int, gpus: int, task_rows: int, banner: int, middle_rows: int,
+                ) -> tuple[bool, bool, int | None]:
+    """How the dashboard fits `height` rows: (compact GPUs, crowded, the GPU panel's most rows).
+
+    Two lines per GPU while they fit beside the chart or host, the processes and the tasks
+    (and take at most half the screen); else one line per GPU; when even that leaves no room
+    the screen is crowded: the chart goes, the host panel keeps one line and the processes
+    table shrinks, so every GPU and the tasks stay in view (8 GPUs at 80x24). `None` keeps the
+    GPU panel's own limit.
+    """
+    tasks = min(TASK_PANEL_MAX, 3 + task_rows) if task_rows else 0
+    free = height - 2 - banner - tasks  # header and footer
+    two, one = 2 * gpus + 2, gpus + 2
+    if two + middle_rows + PROCESS_ROWS <= free and two <= height // 2:
+        return False, False, None
+    if one + middle_rows + PROCESS_ROWS <= free:
+        return True, False, None
+    return True, True, max(3, free - CROWDED_REST)
+
+
+GPU_ACTIONS = frozenset({"filter", "cycle_sort", "clear_filter", "next_gpu"})
+"""Keys that act on the process table and the GPU chart: gone with them when there is no GPU."""
+
 PANEL_FOR_ROLE: dict[str, str] = {GPU: "#gpus", HOST: "#host", LOG: "#tasks",
                                   CONTAINERS: "#containers", QUEUE: "#queue"}
 """The bordered panel that subscribes to each role: it shows the role's samples (`show`) and
@@ -84,6 +124,8 @@ class MainScreen(Screen[None]):
         self._gap_note = Text("")
         self._chart_drawn: tuple[str | None, float | None] = (None, None)
         self._has_tasks = False
+        self._task_rows = 0
+        self._arranged: tuple[object, ...] | None = None
         self._detailed_pids: frozenset[int] = frozenset()
         """Pids whose host details the process table shows."""
         self._processes_drawn: tuple[frozenset[tuple[str, int]], float | None] = (
@@ -159,6 +201,7 @@ class MainScreen(Screen[None]):
         if fresh:
             self._show_processes()
         if changed != HOST:
+            self._arrange()
             gpus = self.query_one(GpuPanel)
             gpus.tick = state.gpu_tick
             gpus.selected_uuid = state.selected_uuid
@@ -214,6 +257,7 @@ class MainScreen(Screen[None]):
         self._chart_drawn = (uuid, newest)
         plot.series = chart_series(history)
         plot.x_range = (-600.0, 0.0)
+        plot.x_ticks = HISTORY_TICKS
         plot.y_range = (0.0, 100.0)
         self._set_title("#chart", chart_title(self.state.gpu_tick, uuid))
 
@@ -243,13 +287,16 @@ class MainScreen(Screen[None]):
         self._set_subtitle("#processes", process_subtitle(self.sort_key, self.filter_text,
                                                           len(shown), len(every), name))
         note = gap_note(tick, bool(every))
+        widget = self.query_one("#gap-note", Static)
         if note != self._gap_note:
             # Static.update re-lays out the screen; do it only when the line count changed.
             lines_changed = note.plain.count("\n") != self._gap_note.plain.count("\n")
             self._gap_note = note
-            widget = self.query_one("#gap-note", Static)
             widget.update(note, layout=lines_changed)
-            widget.display = bool(note.plain)
+        # Crowded, the table's one row goes first: the note only stands in for an empty table.
+        shown_note = bool(note.plain) and not (self.has_class("-crowded") and shown)
+        if widget.display != shown_note:
+            widget.display = shown_note
 
     def _show_containers(self, gpu_tick: bool = False) -> None:
         """The containers panel: shown while an engine answers (or fails after answering).
@@ -278,11 +325,38 @@ class MainScreen(Screen[None]):
     def show_tasks(self, rows: tuple[TaskRow, ...]) -> None:
         """Show the training-log tasks; the panel stays hidden while there are none."""
         self.query_one(TasksPanel).task_rows = rows
+        if self._task_rows != len(rows):
+            self._task_rows = len(rows)
+            self._arrange()
         if self._has_tasks != bool(rows):
             self._has_tasks = bool(rows)
             self.query_one("#tasks").set_class(self._has_tasks, "-shown")
             self.refresh_bindings()  # `t` appears in the footer with the first task
         self._set_title("#tasks", f"Tasks ({len(rows)})  Enter: details")
+
+    def on_resize(self) -> None:
+        """A new terminal size: fit the panels again."""
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """Compact or crowded layout for the screen's size, GPUs, tasks and banner lines."""
+        tick = self.state.gpu_tick
+        gpus = len(tick.devices) if tick is not None else 0
+        banner = len(self.query_one(Banner).lines)
+        tall = self.has_class("-tall")
+        middle = (CHART_ROWS if not self.has_class("-narrow") else NARROW_CHART_ROWS) \
+            if tall else HOST_ROWS
+        key = (self.size.height, middle, gpus, self._task_rows, banner)
+        if key == self._arranged or not self.size.height:
+            return
+        self._arranged = key
+        compact, crowded, most = arrangement(self.size.height, gpus, self._task_rows, banner,
+                                             middle)
+        self.query_one(GpuPanel).compact = compact
+        if crowded != self.has_class("-crowded"):
+            self.set_class(crowded, "-crowded")
+            self._show_processes()  # the note under the table gives way, or comes back
+        self.query_one("#gpus").styles.max_height = most
 
     def _show_health(self) -> None:
         state = self.state
@@ -292,7 +366,9 @@ class MainScreen(Screen[None]):
             self._set_subtitle(selector, "; ".join(problems) if problems else None)
         no_gpu = bool(state.unavailable(GPU)) and state.gpu_tick is None
         no_host = bool(state.unavailable(HOST)) and state.host_sample is None
-        self.set_class(no_gpu, "-no-gpu")
+        if no_gpu != self.has_class("-no-gpu"):
+            self.set_class(no_gpu, "-no-gpu")
+            self.refresh_bindings()  # the process and GPU keys go with their panels
         self.set_class(no_host, "-no-host")
 
     def _set_subtitle(self, selector: str, text: str | None) -> None:
@@ -317,7 +393,9 @@ class MainScreen(Screen[None]):
             self._show_processes()
 
     def action_filter(self) -> None:
-        """Open the filter input."""
+        """Open the filter input (never while the process panel is hidden: no GPU)."""
+        if self.has_class("-no-gpu"):
+            return
         box = self.query_one("#filter", Input)
         box.add_class("-shown")
         box.focus()
@@ -351,11 +429,11 @@ class MainScreen(Screen[None]):
         self.query_one(ContainerPanel).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`t` only once there are tasks to go to, `c` only while containers are shown."""
+        """`t` only once there are tasks to go to; no process or GPU keys without a GPU."""
         if action == "focus_tasks":
             return self._has_tasks
-        if action == "focus_containers":
-            return self.query_one(ContainerPanel).has_class("-shown")
+        if action in GPU_ACTIONS:
+            return not self.has_class("-no-gpu")
         return True
 
     @on(TasksPanel.Opened)

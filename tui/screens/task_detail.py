@@ -64,12 +64,15 @@ class TaskDetailScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "close", "Back"),
         Binding("backspace", "close", "Back", show=False),
+        Binding("l", "toggle_log", "Log scale"),
     ]
 
     def __init__(self, state: MonitorState, task_id: str) -> None:
         super().__init__()
         self.state = state
         self.task_id = task_id
+        self.log_loss = False
+        """The loss chart's y axis is log10 (`l` toggles it)."""
         self._shown: dict[str, object] = {}
 
     def compose(self) -> ComposeResult:
@@ -119,13 +122,18 @@ class TaskDetailScreen(Screen[None]):
         loss, val = chart_names(tracker.metric_names(self.task_id))
         for selector, box, names, what in (("#loss-chart", "#loss-box", loss, "loss"),
                                             ("#val-chart", "#val-box", val, "validation")):
-            series = tuple(chart_line(name, tracker.series(self.task_id, name), color)
-                           for name, color in zip(names, COLORS, strict=False))
             kind = tracker.series_x_kind(self.task_id, names[0]) if names else None
-            title = f"{what} over {x_label(kind)}"
+            series = tuple(chart_line(name, tracker.series(self.task_id, name), color,
+                                      tracker.series_x_kind(self.task_id, name))
+                           for name, color in zip(names, COLORS, strict=False))
+            log = what == "loss" and self.log_loss
+            title = f"{what} over {x_label(kind)}{' · log scale (l)' if log else ''}"
             if self._shown.get(box) != title:
                 self._shown[box] = title
                 self.query_one(box).border_title = title
+            plot = self.query_one(selector, Plot)
+            plot.x_integer = kind == "step"
+            plot.log_y = log
             self._set_plot(selector, series)
 
     def _set_plot(self, selector: str, series: tuple[Series, ...]) -> None:
@@ -159,6 +167,11 @@ class TaskDetailScreen(Screen[None]):
                     for name, value in rows)
         self._set("#task-facts", grid, key)
 
+    def action_toggle_log(self) -> None:
+        """Loss on a log10 axis, or back on a linear one."""
+        self.log_loss = not self.log_loss
+        self._show_charts()
+
     def action_close(self) -> None:
         """Back to the dashboard."""
         self.app.pop_screen()
@@ -170,12 +183,16 @@ def _fact_rows(view: TaskView) -> list[tuple[str, str | Text]]:
         rows.append(("error", Text(view.error, style="bold red")))
     rows += [("format", view.format or "not detected yet"),
              ("progress", progress_text(view) or "no step yet"),
-             ("speed", throughput_text(view) or "unknown"),
-             ("ETA", fmt_duration(view.eta_s) if view.eta_s is not None else "unknown"),
+             ("speed", throughput_text(view) or ("unknown" if view.running else "not running")),
+             ("ETA", fmt_duration(view.eta_s) if view.eta_s is not None and view.running
+              else "unknown" if view.running else "not running"),
              ("lines read", f"{view.lines_read:,}"),
              ("unparsed", Text(f"{view.unparsed_lines:,}",
                                style="yellow" if view.unparsed_lines else "")),
              ]
+    if view.exit_code is not None:
+        rows.append(("exit code", Text(str(view.exit_code),
+                                       style="bold red" if view.exit_code else "")))
     if view.too_long_lines:
         rows.append(("too long", f"{view.too_long_lines:,} (not parsed)"))
     if view.runs > 1:

@@ -40,6 +40,8 @@ class GpuPanel(TextLines):
     """The newest NVML round; `None` until the first arrives."""
     selected_uuid: reactive[str | None] = reactive(None)
     """UUID of the GPU whose history the chart shows."""
+    compact: reactive[bool] = reactive(False, layout=True)
+    """One line per GPU instead of two (set by the screen when space is short)."""
 
     class Selected(Message):
         """The user clicked a GPU."""
@@ -54,8 +56,8 @@ class GpuPanel(TextLines):
             self.refresh(layout=True)
 
     def line_inputs(self) -> tuple[object, ...]:
-        """The tick and the selection."""
-        return (self.tick, self.selected_uuid)
+        """The tick, the selection and the mode."""
+        return (self.tick, self.selected_uuid, self.compact)
 
     def build_lines(self, width: int) -> list[Text]:
         """Two lines per GPU, or a waiting line before the first tick."""
@@ -66,14 +68,18 @@ class GpuPanel(TextLines):
         width = max(20, width)
         lines: list[Text] = []
         for gpu in self.tick.devices:
-            lines.extend(gpu_lines(gpu, width, gpu.uuid == self.selected_uuid))
+            selected = gpu.uuid == self.selected_uuid
+            if self.compact:
+                lines.append(compact_line(gpu, width, selected))
+            else:
+                lines.extend(gpu_lines(gpu, width, selected))
         return lines
 
     def on_click(self, event: events.Click) -> None:
         """Select the GPU under the mouse."""
         if self.tick is None:
             return
-        index = event.y // LINES_PER_GPU
+        index = event.y // (1 if self.compact else LINES_PER_GPU)
         if 0 <= index < len(self.tick.devices):
             self.post_message(self.Selected(self.tick.devices[index].uuid))
 
@@ -93,6 +99,43 @@ def gpu_lines(gpu: GpuSample, width: int, selected: bool) -> list[Text]:
         return [first, Text(f"    ERROR: {gpu.error}", style="bold red", no_wrap=True)]
     first = fit([head + name, short_uuid, *_detail_segments(gpu)], width)
     return [first, _usage_line(gpu, width)]
+
+
+def compact_line(gpu: GpuSample, width: int, selected: bool) -> Text:
+    """One GPU on one line: `▶ 0 H200  64°C 312W  VRAM [██░░] 45.5/139.8G 33%  UTIL [█░] 87%`."""
+    head = Text.assemble(("▶" if selected else " ", "bold cyan"), f"{gpu.index:>2} ",
+                         (_short_name(gpu.name), "bold"))
+    if gpu.error is not None:
+        return fit([head, Text(f"ERROR: {gpu.error}", style="bold red")], width)
+    mem_pct = pct_of(gpu.memory_used_bytes, gpu.memory_total_bytes)
+    temp = Text(fmt_temp(gpu.temperature_c), style=level_style(gpu.temperature_c, 70, 83))
+    power = Text("N/A" if gpu.power_w is None else f"{gpu.power_w:.0f}W")
+    used = Text(f"{fmt_gib_pair(gpu.memory_used_bytes, gpu.memory_total_bytes)} ")
+    used.append(f"{fmt_pct(mem_pct):>4}", style=level_style(mem_pct))
+    util = Text(f"{fmt_pct(gpu.gpu_util_pct):>4}", style="bold")
+    fixed = head.cell_len + 2 + temp.cell_len + 1 + power.cell_len + 2 + len("VRAM ") + \
+        used.cell_len + 1 + 2 + len("UTIL ") + util.cell_len + 2
+    room = width - fixed
+    line = Text.assemble(head, "  ", temp, " ", power, "  VRAM ", no_wrap=True,
+                         overflow="ellipsis")
+    if room >= 8:
+        vram_w = max(4, room * 2 // 3)
+        line.append_text(bar(mem_pct, vram_w))
+        line.append(" ")
+        line.append_text(used)
+        line.append("  UTIL ")
+        line.append_text(bar(gpu.gpu_util_pct, room - vram_w, style="cyan"))
+        line.append(" ")
+    else:  # too narrow for bars: the numbers alone
+        line.append_text(used)
+        line.append("  UTIL ")
+    line.append_text(util)
+    return line
+
+
+def _short_name(name: str) -> str:
+    """`NVIDIA H100 80GB HBM3` -> `H100 80GB HBM3`: one line has no room for the vendor."""
+    return name.removeprefix("NVIDIA ")
 
 
 def _short_uuid(uuid: str) -> str:

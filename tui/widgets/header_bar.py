@@ -33,24 +33,40 @@ class HeaderBar(Widget):
     """The replayed session has ended."""
 
     def render(self) -> RenderResult:
-        """Left: app and host; middle: replay state; right: driver and time."""
+        """Left: app and host; middle: replay state; right: driver and time.
+
+        On a narrow terminal the driver goes first, then the middle of the replay's path:
+        `replay finished` and the speed stay in view.
+        """
+        width = self.size.width
         left = Text.assemble(("gpuherd", "bold"), "  ", (self.hostname, "bold cyan"))
-        if self.replay_label:
-            left.append("  ")
-            left.append(f" {self.replay_label} ", style="bold black on yellow")
-            if self.finished:
-                left.append("  replay finished", style="bold yellow")
+        finished = Text("  replay finished", style="bold yellow") if (
+            self.replay_label and self.finished) else Text("")
         right = Text()
         right.append(f"driver {self.driver or 'N/A'}")
         if self.cuda:
             right.append(f"  CUDA {self.cuda}")
         if self.now is not None:
             right.append("  " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.now)))
-        width = self.size.width
-        gap = width - left.cell_len - right.cell_len
-        if gap < 2:
+        label = f" {self.replay_label} " if self.replay_label else ""
+        used = left.cell_len + finished.cell_len + (2 if label else 0)
+        if width - used - len(label) - right.cell_len < 2:
             # Narrow terminal: keep the host and the replay state, drop the driver first.
             clock = "" if self.now is None else time.strftime("%H:%M:%S", time.localtime(self.now))
             right = Text(clock)
-            gap = max(1, width - left.cell_len - right.cell_len)
+            label = _middle_cut(label, width - used - right.cell_len - 2)
+        if label:
+            left.append("  ")
+            left.append(label, style="bold black on yellow")
+        left.append_text(finished)
+        gap = max(1, width - left.cell_len - right.cell_len)
         return Text.assemble(left, " " * gap, right, no_wrap=True, overflow="ellipsis")
+
+
+def _middle_cut(label: str, room: int) -> str:
+    """`label` in at most `room` cells (at least its ends): ` REPLAY /tmp/…/run x2 `."""
+    if len(label) <= room:
+        return label
+    keep = max(8, room) - 1
+    head = (keep + 1) // 2
+    return label[:head] + "…" + label[len(label) - (keep - head):]

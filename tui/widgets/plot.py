@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -11,7 +12,20 @@ from textual.app import RenderResult
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gpuherd.chart_values import drawable
+from gpuherd.chart_values import (
+    drawable,
+    even_ticks,
+    fixed_ticks,
+    log_labels,
+    log_ticks,
+    nice_ticks,
+    tick_labels,
+)
+
+FRAME_ROWS = 3
+"""Rows of a plotext figure that are not the plot: the top frame, the x axis, its labels."""
+X_LABEL_CELLS = 10
+"""About one x tick label per this many columns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +61,12 @@ class Plot(Widget):
     """Fixed y-axis limits, or `None` to fit the data."""
     placeholder: reactive[str] = reactive("no data yet")
     """Shown instead of an empty chart."""
+    x_ticks: reactive[tuple[tuple[float, str], ...] | None] = reactive(None)
+    """Fixed x ticks with their labels (`-10 min` ... `now`); `None` to place round ones."""
+    x_integer: reactive[bool] = reactive(False)
+    """Round x ticks on whole numbers only (steps)."""
+    log_y: reactive[bool] = reactive(False)
+    """A log10 y axis; values at or below zero are left out."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -62,24 +82,54 @@ class Plot(Widget):
         # Values plotext cannot scale (a corrupt session's -5 % or 1e308) would raise inside
         # render, which Textual turns into a crash; they are drawn at the edge instead.
         lines = [(s, drawable(s.xs, s.ys, self.x_range, self.y_range)) for s in self.series]
+        if self.log_y:
+            lines = [(s, _log10(points)) for s, points in lines]
         lines = [(s, points) for s, points in lines if points[0]]
         if not lines or width < 20 or height < 5:
             return Text(self.placeholder, style="dim")
         figure = self._figure
         # clear_data, not clear_figure: the latter re-creates the figure and re-reads the
-        # terminal size, undoing the size limit set in __init__.
+        # terminal size, undoing the size limit set in __init__. Limits and ticks outlive
+        # clear_data, so every one of them is set again below.
         figure.clear_data()
         figure.plotsize(width, height)
         for line, (line_xs, line_ys) in lines:
             # One point per two cells: lines between points still fill the braille dots.
             xs, ys = decimate(line_xs, line_ys, max(10, (width - 8) // 2))
             figure.plot(xs, ys, label=line.label, color=line.color, marker="braille")
-        if self.x_range is not None:
-            figure.xlim(*self.x_range)
-        if self.y_range is not None:
-            figure.ylim(*self.y_range)
-            figure.yticks(_ticks(self.y_range))
+        self._axes(figure, [p for _, p in lines], width, height - FRAME_ROWS)
         return Text.from_ansi(figure.build(), no_wrap=True, end="")
+
+    def _axes(self, figure: PlotextFigure, points: list[tuple[list[float], list[float]]],
+              width: int, rows: int) -> None:
+        """Round ticks an equal number of rows apart, whole steps on a step axis."""
+        xs = [x for line_xs, _ in points for x in line_xs]
+        ys = [y for _, line_ys in points for y in line_ys]
+        x_low, x_high = self.x_range or (min(xs), max(xs))
+        if x_high <= x_low:
+            x_low, x_high = x_low - 1, x_high + 1
+        figure.xlim(x_low, x_high)
+        if self.x_ticks is not None:
+            figure.xticks([t for t, _ in self.x_ticks], [label for _, label in self.x_ticks])
+        else:
+            ticks = nice_ticks(x_low, x_high, max(2, width // X_LABEL_CELLS), self.x_integer)
+            figure.xticks(ticks, tick_labels(ticks))
+        if self.y_range is not None:
+            y_ticks, (y_low, y_high) = fixed_ticks(*self.y_range, rows), self.y_range
+        elif self.log_y:
+            y_low, y_high = min(ys), max(ys)
+            y_ticks = log_ticks(y_low, y_high, max(2, rows // 2 + 1))
+            y_low, y_high = min([y_low, *y_ticks]), max([y_high, *y_ticks])
+        else:
+            y_ticks, y_low, y_high = even_ticks(min(ys), max(ys), rows, max(2, rows // 2 + 1))
+        figure.ylim(y_low, y_high)
+        figure.yticks(y_ticks, log_labels(y_ticks) if self.log_y else tick_labels(y_ticks))
+
+
+def _log10(points: tuple[list[float], list[float]]) -> tuple[list[float], list[float]]:
+    """The points above zero, y as its log10 (a log axis drawn on a linear one)."""
+    kept = [(x, math.log10(y)) for x, y in zip(*points, strict=True) if y > 0]
+    return [x for x, _ in kept], [y for _, y in kept]
 
 
 def decimate(
@@ -97,8 +147,3 @@ def decimate(
     out_x = [xs[min(i + size, len(xs)) - 1] for i in range(0, len(xs), size)]
     out_y = [max(ys[i:i + size]) for i in range(0, len(ys), size)]
     return out_x, out_y
-
-
-def _ticks(limits: tuple[float, float]) -> Sequence[float]:
-    low, high = limits
-    return [low, (low + high) / 2, high]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -14,13 +15,20 @@ from textual.widgets.data_table import CellDoesNotExist
 from tui.tasks import TaskRow
 from tui.widgets.keyed_table import update_rows
 
-MIN_HEALTH = 22
-"""The health column keeps at least this width; optional columns go first."""
+PAD = 2
+"""Cells a column adds to its content (one on each side)."""
+SCROLLBAR = 1
+TASK_MIN = 12
+"""The task column shrinks to this before any other column goes."""
+HEALTH_MIN = 10
+"""A health column with a finding in it keeps at least this width."""
+TASK_CAP = 120
+"""The widest the task column is made for a long path."""
 
 
 @dataclass(frozen=True)
 class TaskColumn:
-    """One column: key, header and width."""
+    """One column: key, header and the widest it needs to be (task and health: their minimum)."""
 
     key: str
     label: str
@@ -28,31 +36,70 @@ class TaskColumn:
 
 
 COLUMNS = (
-    TaskColumn("task", "TASK", 22),
+    TaskColumn("task", "TASK", TASK_MIN),
     TaskColumn("status", "STATUS", 7),
     TaskColumn("progress", "PROGRESS", 18),
     TaskColumn("loss", "LOSS", 8),
     TaskColumn("val", "VAL", 12),
-    TaskColumn("speed", "SPEED", 12),
+    TaskColumn("speed", "SPEED", 13),
     TaskColumn("eta", "ETA", 8),
     TaskColumn("gpu", "GPU", 7),
+    TaskColumn("health", "HEALTH", HEALTH_MIN),
 )
-DROP_ORDER = ("eta", "gpu", "speed", "val", "progress")
-"""Columns left out, in this order, while the health column would be narrower than
-`MIN_HEALTH`."""
+DROP_ORDER = ("eta", "gpu", "health", "speed", "val", "progress")
+"""Columns left out, in this order, while the rest do not fit; the health column only while it
+is empty (a finding is never hidden: the column shrinks instead)."""
+
+Layout = tuple[tuple[str, int], ...]
+"""(column key, width) of the shown columns, in order."""
 
 
-def fitting_columns(width: int) -> tuple[tuple[TaskColumn, ...], int]:
-    """The columns that fit `width` cells, and the width left for the health column."""
+def content_widths(rows: Sequence[TaskRow]) -> dict[str, int]:
+    """The width each column needs to show every row whole: its widest cell, or its header.
+
+    The health column needs 0 while no row has anything in it.
+    """
+    needs = {c.key: len(c.label) for c in COLUMNS}
+    needs["health"] = 0
+    for row in rows:
+        for key, text in row.cells:
+            needs[key] = max(needs.get(key, 0), text.cell_len)
+        needs["task"] = max(needs["task"], len(row.path))
+    return needs
+
+
+def fitting_columns(width: int, needs: dict[str, int] | None = None) -> Layout:
+    """The columns that fit `width` cells and their widths, given what their content needs.
+
+    Columns are as wide as their content (up to their usual width), so at 80 columns PROGRESS,
+    VAL and SPEED fit beside the task. What is left over goes to the task's label (up to its
+    length), then to HEALTH, the last column.
+    """
+    needs = needs if needs is not None else {c.key: len(c.label) for c in COLUMNS}
+    usable = width - SCROLLBAR
+    want = {c.key: min(max(needs.get(c.key, 0), len(c.label)), c.width) for c in COLUMNS}
+    task_need = min(max(needs.get("task", 0), len("TASK")), TASK_CAP)
+    empty_health = needs.get("health", 0) == 0
     dropped: set[str] = set()
     for key in (None, *DROP_ORDER):
+        if key == "health" and not empty_health:
+            continue
         if key is not None:
             dropped.add(key)
-        shown = tuple(c for c in COLUMNS if c.key not in dropped)
-        health = width - sum(c.width + 2 for c in shown) - 3  # padding, scrollbar
-        if health >= MIN_HEALTH:
+        shown = [c.key for c in COLUMNS if c.key not in dropped]
+        least = sum(want[k] + PAD for k in shown)
+        if least <= usable:
             break
-    return shown, max(10, health)
+    room = usable - least
+    widths = dict(want)
+    grow = min(room, max(0, task_need - widths["task"]))
+    widths["task"] += grow
+    room -= grow
+    if "health" in shown:
+        widths["health"] += room
+    else:
+        widths["task"] += room
+    return tuple((k, max(1, widths[k])) for k in shown)
 
 
 class TasksPanel(DataTable[Text]):
@@ -81,35 +128,50 @@ class TasksPanel(DataTable[Text]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self._shown: dict[str, TaskRow] = {}
-        self._layout: tuple[tuple[TaskColumn, ...], int] | None = None
+        self._layout: Layout | None = None
+        self._needs: dict[str, int] = {}
+        """The widest content seen per column since the last resize: columns only widen while
+        the terminal keeps its size, so a step count's growth does not rebuild the table."""
 
     def on_resize(self, event: events.Resize) -> None:
-        """Rebuild the columns when the width changes which ones fit."""
-        self._build_columns(event.size.width)
+        """Fit the columns to the new width."""
+        self._needs = content_widths(self.task_rows)
+        self._build_columns()
 
     def watch_task_rows(self, rows: tuple[TaskRow, ...]) -> None:
         """Remove gone rows, add new ones, update the cells that changed."""
         if self._layout is None:
             return
-        keys = self._keys()
+        needs = content_widths(rows)
+        if any(needs[k] > self._needs.get(k, 0) for k in needs):
+            self._needs = {k: max(v, self._needs.get(k, 0)) for k, v in needs.items()}
+            if self._build_columns():
+                return
+        keys = [key for key, _ in self._layout]
+        task_width = dict(self._layout).get("task", 0)
+
+        def cells(row: TaskRow) -> list[tuple[str, Text]]:
+            return [(k, row.task_cell(task_width) if k == "task" else row.cell(k)) for k in keys]
+
         # No `same_row`: Text equality misses a change of base style (a label turning red).
-        update_rows(self, self._shown, rows, lambda row: [(k, row.cell(k)) for k in keys])
+        update_rows(self, self._shown, rows, cells)
 
-    def _keys(self) -> list[str]:
-        shown = self._layout[0] if self._layout is not None else ()
-        return [c.key for c in shown] + ["health"]
-
-    def _build_columns(self, width: int) -> None:
-        layout = fitting_columns(width)
+    def _build_columns(self) -> bool:
+        """Lay the columns out again if they changed; whether they did (rows are re-added)."""
+        layout = fitting_columns(self.size.width, self._needs)
         if self._layout == layout:
-            return
+            return False
+        current = self.current_task()
         self._layout = layout
         self.clear(columns=True)
-        for column in layout[0]:
-            self.add_column(column.label, key=column.key, width=column.width)
-        self.add_column("HEALTH", key="health", width=layout[1])
+        labels = {c.key: c.label for c in COLUMNS}
+        for key, width in layout:
+            self.add_column(labels[key], key=key, width=width)
         self._shown = {}
         self.watch_task_rows(self.task_rows)
+        if current is not None and current in self._shown:
+            self.move_cursor(row=self.get_row_index(current))
+        return True
 
     def current_task(self) -> str | None:
         """The task under the cursor, if any."""

@@ -1,0 +1,166 @@
+"""Small screens: task columns by content, a compact GPU panel, no dead keys without a GPU, no
+"0.0 GiB" line."""
+
+from __future__ import annotations
+
+import pytest
+
+from collectors.base import CollectorUnavailable
+from collectors.roles import GPU
+from collectors.samples import GpuProcess, LogBatch
+from parsers.model import LogFinding, LogMetric
+from tests.app.helpers import (
+    T0,
+    GiB,
+    MiB,
+    ScriptedCollector,
+    collectors_done,
+    gpu,
+    host,
+    host_source,
+    scripted_log,
+    tick,
+    until,
+)
+from tests.fakes import FakeCollector
+from tui.app import GpuherdApp, make_app
+from tui.screens.main import arrangement
+from tui.views import gap_note
+from tui.widgets.gpu_panel import GpuPanel
+from tui.widgets.tasks_panel import TasksPanel
+
+RUN = "/home/alice/experiments/resnet50-lr3e-4-bs256/lightning_logs/version_3/train.log"
+
+
+def batch(path: str, step: int, finding: bool = False) -> LogBatch:
+    metric = LogMetric((("train/loss", 1.25), ("val/acc", 0.731), ("throughput/it_s", 11.8)),
+                       step=step, epoch=2)
+    findings = ((step, LogFinding("nan", "loss=nan")),) if finding else ()
+    return LogBatch(path, T0, "generic", ((step, metric),), findings, lines_read=1,
+                    generation=1, file_path=path)
+
+
+def columns(app: GpuherdApp) -> dict[str, int]:
+    table = app.get_default_screen().query_one(TasksPanel)
+    return {str(key.value): column.width for key, column in table.columns.items()}
+
+
+@pytest.mark.parametrize("width", [80, 120, 160])
+async def test_progress_val_and_speed_come_before_an_empty_health_column(width: int) -> None:
+    log, nvml = scripted_log(RUN), ScriptedCollector("nvml")
+    app = make_app([nvml, log], clock=lambda: T0, hostname="box")
+    async with app.run_test(size=(width, 40)) as pilot:
+        nvml.push(tick())
+        log.push(batch(RUN, 1200))
+        await until(pilot, lambda: "progress" in columns(app))
+        shown = columns(app)
+        assert list(shown)[:6] == ["task", "status", "progress", "loss", "val", "speed"]
+        if width == 80:
+            assert "health" not in shown  # empty: it goes before them
+        log.push(batch(RUN, 1300, finding=True))
+        table = app.get_default_screen().query_one(TasksPanel)
+        await until(pilot, lambda: "health" in columns(app)
+                    and "NaN" in str(table.get_cell(RUN, "health")))
+        assert "progress" in columns(app) and "val" in columns(app)
+        log.finish()
+        nvml.finish()
+
+
+async def test_the_task_column_grows_with_the_width() -> None:
+    widths, cells = {}, {}
+    for width in (80, 120, 160, 200):
+        log = scripted_log(RUN)
+        app = make_app([log], clock=lambda: T0, hostname="box")
+        async with app.run_test(size=(width, 30)) as pilot:
+            log.push(batch(RUN, 5))
+            await until(pilot, lambda app=app: "task" in columns(app) and
+                        app.get_default_screen().query_one(TasksPanel).row_count == 1)
+            widths[width] = columns(app)["task"]
+            table = app.get_default_screen().query_one(TasksPanel)
+            cells[width] = str(table.get_cell(RUN, "task"))
+            log.finish()
+    assert widths[80] < widths[120] < widths[160] <= widths[200]
+    assert cells[80] == "version_3/train.log"  # the label: no room for more
+    assert cells[120].startswith("…/") and cells[120].endswith("/version_3/train.log")
+    assert len(cells[120]) > len("version_3/train.log") + 2
+    assert cells[160] == cells[200] == RUN
+
+
+def eight_gpus(t: float = T0):
+    return tick(*(gpu(i, processes=(GpuProcess(4000 + i, 40 * GiB),)) for i in range(8)), t=t)
+
+
+async def test_eight_gpus_and_the_tasks_fit_80x24_one_line_per_gpu() -> None:
+    nvml, log, other = ScriptedCollector("nvml"), scripted_log(RUN), scripted_log("/r/b.log")
+    app = make_app([nvml, log, other, host_source(host())], clock=lambda: T0, hostname="box")
+    async with app.run_test(size=(80, 24)) as pilot:
+        nvml.push(eight_gpus())
+        log.push(batch(RUN, 10))
+        other.push(batch("/r/b.log", 20))
+        screen = app.get_default_screen()
+        await until(pilot, lambda: screen.query_one(TasksPanel).row_count == 2)
+        await pilot.pause(0.3)
+        panel = screen.query_one(GpuPanel)
+        assert panel.compact and screen.has_class("-crowded")
+        lines = panel.plain.splitlines()
+        assert len(lines) == 8 and [line.split()[0 if i else 1] for i, line in
+                                    enumerate(lines)] == [str(i) for i in range(8)]
+        assert screen.query_one("#gpus").region.bottom <= 24
+        tasks = screen.query_one("#tasks")
+        assert tasks.display and tasks.region.bottom <= 23  # above the footer
+        assert tasks.region.height == 5  # border, header and both rows
+        for source in (nvml, log, other):
+            source.finish()
+
+
+@pytest.mark.parametrize(("height", "gpus", "tasks", "expected"), [
+    (50, 8, 0, (False, False, None)),   # 160x50: two lines a GPU, as before
+    (50, 8, 2, (False, False, None)),
+    (40, 8, 2, (True, False, None)),    # 120x40: one line a GPU, the chart stays
+    (24, 8, 2, (True, True, 10)),       # 80x24: crowded, all eight and the tasks
+    (24, 1, 0, (False, False, None)),   # one GPU at 80x24: unchanged
+    (24, 16, 2, (True, True, 10)),      # more than fit: the GPU panel scrolls
+])
+def test_arrangement(height: int, gpus: int, tasks: int,
+                     expected: tuple[bool, bool, int | None]) -> None:
+    middle = 16 if height >= 30 else 5
+    assert arrangement(height, gpus, tasks, 0, middle) == expected
+
+
+async def test_without_a_gpu_the_footer_offers_no_dead_keys_and_slash_opens_nothing() -> None:
+    no_driver = CollectorUnavailable("NVIDIA driver not found", title="NVML")
+    app = make_app([FakeCollector(name="nvml", unavailable=no_driver, role=GPU),
+                    host_source(host())], clock=lambda: T0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await collectors_done(pilot, app)
+        await pilot.pause()
+        screen = app.get_default_screen()
+        assert screen.has_class("-no-gpu")
+        keys = {b.binding.key for b in app.active_bindings.values() if b.enabled and
+                b.binding.show}
+        assert not keys & {"slash", "s", "g"} and {"q", "question_mark"} <= keys
+        await pilot.press("slash", "a")
+        await pilot.pause()
+        assert not screen.query_one("#filter").has_class("-shown")
+        assert app.focused is None or app.focused.id != "filter"
+
+
+@pytest.mark.parametrize(("gap", "line"), [
+    (0, ""),
+    (40 * MiB, ""),  # would read 0.0 GiB
+    (51 * MiB, ""),
+    (60 * MiB, "0.1 GiB on GPU 0 in use by processes not visible here"),
+    (int(0.6 * GiB), "0.6 GiB on GPU 0 in use by processes not visible here"),
+])
+def test_no_line_says_zero_gib_is_hidden(gap: int, line: str) -> None:
+    sample = gpu(0, memory_used_bytes=10 * GiB + gap, processes=(GpuProcess(1, 10 * GiB),))
+    text = gap_note(tick(sample), any_rows=True).plain
+    assert (line in text) if line else text == ""
+    assert "0.0 GiB" not in text
+
+
+def test_a_gpu_whose_processes_are_not_listed_says_so_in_mib() -> None:
+    sample = gpu(0, memory_used_bytes=40 * MiB, processes=None)
+    assert gap_note(tick(sample), False).plain == (
+        "The driver would not list the processes of GPU 0 (40 MiB in use)")
+
