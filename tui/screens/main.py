@@ -429,9 +429,15 @@ class MainScreen(Screen[None]):
         self.query_one(ContainerPanel).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`t` only once there are tasks to go to; no process or GPU keys without a GPU."""
+        """Which keys work now.
+
+        `t` only once there are tasks to go to, `c` only while containers are shown, no process
+        or GPU keys without a GPU.
+        """
         if action == "focus_tasks":
             return self._has_tasks
+        if action == "focus_containers":
+            return self.query_one(ContainerPanel).has_class("-shown")
         if action in GPU_ACTIONS:
             return not self.has_class("-no-gpu")
         return True
