@@ -7,7 +7,7 @@ import re
 
 from parsers.json_records import EPOCH_KEYS, STEP_KEYS
 from parsers.json_records import parse_jsonl_line as parse_jsonl_line  # its former home
-from parsers.keyvalue_plans import LinePlan, LinePlans, line_shape, make_plan
+from parsers.keyvalue_plans import DIGITS_AS_ZERO, LinePlan, LinePlans, make_plan
 from parsers.model import LogMetric
 from parsers.text import (
     STANDARD_NAMES,
@@ -68,9 +68,9 @@ def parse_generic_line(line: str) -> LogMetric | None:
     # A log prints the same few shapes of line, numbers aside: the second time a shape gives
     # a metric, what the pair regex and the checks decided is kept as a plan, and lines of
     # that shape are read by it, at a third of the cost (`keyvalue_plans`).
-    shape = line_shape(line)
-    if shape is None:
+    if not line.isascii():
         return _parse_pairs(line)
+    shape = line.encode().translate(DIGITS_AS_ZERO)
     plan = _PLANS.plans.get(shape)
     if plan is not None:
         try:

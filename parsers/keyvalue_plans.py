@@ -12,7 +12,9 @@ from parsers.values import to_epoch, to_step
 PLAN_CACHE_SIZE = 1024
 """Line shapes remembered (seen once, or with a plan); a log prints a few dozen."""
 
-_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+"""For `bytes.translate`: the shape of an ASCII line (two lines of one shape differ in their
+digits only)."""
 
 VALUE, NUMBER, STEP, EPOCH, DURATION = range(5)
 """What a plan does with one pair's text: a value read by `float`, a value that needs
@@ -30,16 +32,6 @@ Stamp = tuple[slice, "slice | None"]
 _NOTHING = slice(0, 0)
 
 
-def line_shape(line: str) -> bytes | None:
-    """The line with every ASCII digit written as `0`; None for a line that is not ASCII.
-
-    Two lines of one shape differ in their digits only.
-    """
-    if not line.isascii():
-        return None
-    return line.encode().translate(_ZEROS)
-
-
 class LinePlan:
     r"""Where the numbers of one line shape are, and what each of them is.
 
@@ -51,8 +43,8 @@ class LinePlan:
     at the places the plan names, with the same functions the parser calls.
     """
 
-    __slots__ = ("_actions", "_epoch", "_epoch_word", "_key_texts", "_keys", "_names",
-                 "_stamp", "_step", "_texts")
+    __slots__ = ("_actions", "_count", "_epoch", "_epoch_word", "_key_texts", "_keys",
+                 "_names", "_stamp", "_step", "_texts")
 
     def __init__(
         self,
@@ -60,6 +52,7 @@ class LinePlan:
         keys: list[tuple[str, slice]],
         stamp: Stamp | None,
         epoch_word: Callable[[str], float | None] | None,
+        float_counts: bool = False,
     ) -> None:
         """Make a plan.
 
@@ -70,6 +63,9 @@ class LinePlan:
             stamp: where the line's timestamp is, when it has one.
             epoch_word: the epoch a line without an `epoch` pair names in prose
                 (`Epoch 3 | ...`), when the line has `poch` in it.
+            float_counts: the step and epoch texts are numbers as `float` reads them, so
+                `float` can stand for `parse_number` (which tries it first): `float` takes
+                the texts of one shape alike.
         """
         kinds = [kind for (kind, _), _ in actions]
         counters = [(kind, where) for (kind, _), where in actions if kind in (STEP, EPOCH)]
@@ -84,6 +80,7 @@ class LinePlan:
         self._texts = itemgetter(*[where for _, where in actions], _NOTHING)
         self._step = next((where for kind, where in counters if kind == STEP), None)
         self._epoch = next((where for kind, where in counters if kind == EPOCH), None)
+        self._count: Callable[[str], float] = float if float_counts else parse_number
         self._keys = itemgetter(*[where for _, where in keys], _NOTHING) if keys else None
         self._key_texts = tuple(key for key, _ in keys) + ("",)
         self._stamp = stamp
@@ -104,9 +101,9 @@ class LinePlan:
             # the common case: every value built in C (`zip` stops before the empty text)
             values = tuple(zip(self._names, map(float, self._texts(line)), strict=False))
             if self._step is not None:
-                step = to_step(parse_number(line[self._step]))
+                step = to_step(self._count(line[self._step]))
             if self._epoch is not None:
-                epoch = to_epoch(parse_number(line[self._epoch]))
+                epoch = to_epoch(self._count(line[self._epoch]))
         else:
             values, step, epoch = self._read_values(line)
         if epoch is None and self._epoch_word is not None:
@@ -165,6 +162,7 @@ def make_plan(
     """
     actions: list[tuple[Action, slice]] = []
     keys: list[tuple[str, slice]] = []
+    float_counts = True
     for key, key_at, text, text_at in pairs:
         if any(map(str.isdigit, key)):  # `acc1` and `acc5`: one shape, two metrics
             keys.append((key, key_at))
@@ -181,10 +179,11 @@ def make_plan(
             kind, name = DURATION, "eta_s"
         else:
             kind = {"step": STEP, "epoch": EPOCH}.get(counter, NUMBER)
+            float_counts = float_counts and _is_float(text)
         actions.append(((kind, name), text_at))
     if not actions:
         return None
-    plan = LinePlan(actions, keys, stamp, epoch_word)
+    plan = LinePlan(actions, keys, stamp, epoch_word, float_counts)
     try:
         same = repr(plan.replay(line)) == repr(metric)  # repr: NaN equals NaN
     except (ValueError, ArithmeticError):

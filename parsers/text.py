@@ -124,12 +124,9 @@ def local_timestamp(date: str, clock: str) -> float | None:
     return _SECONDS.get(f"{date} {clock}")
 
 
-def local_stamp(stamp: str) -> float | None:
-    """`local_timestamp` of `YYYY-MM-DD hh:mm:ss` as one string (`T` or a blank in between).
-
-    One slice of a line and one look-up, for the lines of a timestamped log.
-    """
-    return _SECONDS.get(stamp)
+local_stamp = _SECONDS.get
+"""`local_timestamp` of `YYYY-MM-DD hh:mm:ss` as one string (`T` or a blank in between): one
+slice of a line and one call, for the lines of a timestamped log."""
 
 
 def parse_number(text: str) -> float:
