@@ -84,20 +84,20 @@ class _SecondsCache:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float | None] = {}
+        """By the stamp: the date, `T` or a blank, the clock."""
         self.zone: object = time.tzname
 
-    def get(self, date: str, clock: str) -> float | None:
-        key = date + clock
+    def get(self, stamp: str) -> float | None:
         if time.tzname is self.zone:
             try:
-                return self.seconds[key]
+                return self.seconds[stamp]
             except KeyError:
                 pass
         else:
             self.seconds, self.zone = {}, time.tzname
         if len(self.seconds) >= self.MAX_ENTRIES:
             self.seconds = {}
-        value = self.seconds[key] = _mktime(date, clock)
+        value = self.seconds[stamp] = _mktime(stamp[:10], stamp[11:])
         return value
 
 
@@ -119,9 +119,14 @@ def local_timestamp(date: str, clock: str) -> float | None:
     """Unix seconds for `YYYY-MM-DD` (or `/`) and `hh:mm:ss` read as local time; None if invalid.
 
     Cheaper than `time.strptime`, which matters on every line of a timestamped log; lines of
-    the same second share one conversion.
+    the same second share one conversion. Both texts have those exact widths (10 and 8).
     """
-    return _SECONDS.get(date, clock)
+    return _SECONDS.get(f"{date} {clock}")
+
+
+local_stamp = _SECONDS.get
+"""`local_timestamp` of `YYYY-MM-DD hh:mm:ss` as one string (`T` or a blank in between): one
+slice of a line and one call, for the lines of a timestamped log."""
 
 
 def parse_number(text: str) -> float:
