@@ -29,50 +29,55 @@ def flat_then(before: float, after: float, n: int = 50) -> list[tuple[float, flo
     return pts([before] * (n // 2) + [after] * (n - n // 2))
 
 
-# --- stalled: the later half's mean must fall at least 1 % below the earlier half's ----------
+# --- stalled: over the later half of the run, its later half's mean must be >= 1 % lower ----
+
+def later_half(before: float, after: float, first: float = 500.0) -> list[tuple[float, float]]:
+    """Steps 0-99: the earlier half of the run at `first`, then steps 50-74 at `before` and
+    75-99 at `after` (the window is steps 50-99, split at 74.5)."""
+    return pts([first] * 50 + [before] * 25 + [after] * 25)
+
 
 def test_a_fall_of_exactly_one_percent_is_progress() -> None:
-    assert health.stalled(flat_then(100.0, 99.0)) is None
+    assert health.stalled(later_half(100.0, 99.0)) is None
 
 
 def test_a_fall_just_under_one_percent_is_stalled() -> None:
-    found = health.stalled(flat_then(100.0, 99.01))
+    found = health.stalled(later_half(100.0, 99.01))
     assert found is not None and found.kind == "stalled"
-    assert found.evidence == "loss mean 100 -> 99.01 over steps 0-49"
+    assert found.evidence == "loss mean 100 -> 99.01 over steps 50-99"
 
 
 @pytest.mark.parametrize("after", [98.0, 96.0, 95.5])
 def test_falls_of_two_to_four_and_a_half_percent_are_progress(after: float) -> None:
     # A 5 % threshold would call these stalled.
-    assert health.stalled(flat_then(100.0, after)) is None
+    assert health.stalled(later_half(100.0, after)) is None
+
+
+def test_only_the_later_half_of_the_run_is_judged() -> None:
+    # A big fall early does not hide a flat later half; a flat start does not hide a fall.
+    assert health.stalled(later_half(100.0, 99.5, first=1000.0)) is not None
+    assert health.stalled(later_half(100.0, 98.0, first=100.0)) is None
 
 
 def test_a_rising_loss_is_stalled_with_both_means_and_the_window_steps() -> None:
-    # 60 points: the rule judges the last 50 (steps 10-59), split 25 / 25.
-    values = [50.0] * 10 + [2.0 + 0.001 * i for i in range(50)]
-    found = health.stalled(pts(values))
+    found = health.stalled(pts([2.0 + 0.001 * i for i in range(100)]))
     assert found is not None
-    assert found.evidence == "loss mean 2.012 -> 2.037 over steps 10-59"
+    assert found.evidence == "loss mean 2.062 -> 2.087 over steps 50-99"
 
 
-def test_the_window_needs_all_its_points() -> None:
+def test_it_needs_fifty_finite_points() -> None:
+    assert health.STALL_MIN_POINTS == 50
     assert health.stalled(pts([1.0] * 49)) is None
     assert health.stalled(pts([1.0] * 50)) is not None
-    assert health.stalled(pts([1.0] * 3), window=3) is None  # a window under 4 never judges
-    assert health.stalled(pts([1.0] * 4), window=4) is not None
+    assert health.stalled(pts([NAN] * 10 + [1.0] * 49)) is None  # NaNs are not points
+    assert health.stalled(pts([NAN] * 10 + [1.0] * 50)) is not None
 
 
-def test_half_the_window_must_be_finite() -> None:
-    half_nan = [NAN] * 25 + [1.0] * 25
-    assert health.stalled(pts(half_nan)) is not None
-    assert health.stalled(pts([NAN] * 26 + [1.0] * 24)) is None
-
-
-def test_odd_finite_counts_split_at_the_lower_half() -> None:
-    # 27 finite values: 13 before, 14 after. Means 13.0 and 14.0 only with that split.
-    values = [NAN] * 23 + [13.0] * 13 + [14.0] * 14
-    found = health.stalled(pts(values))
-    assert found is not None and found.evidence == "loss mean 13 -> 14 over steps 0-49"
+def test_a_step_counter_that_goes_back_splits_by_order() -> None:
+    # One counter per epoch (0-49 twice): the later 50 points, 25 against 25.
+    values = [500.0] * 50 + [100.0] * 25 + [99.01] * 25
+    found = health.stalled([(float(i % 50), v) for i, v in enumerate(values)])
+    assert found is not None and found.evidence == "loss mean 100 -> 99.01 over steps 0-49"
 
 
 @pytest.mark.parametrize("level", [0.0, -1.0])
@@ -81,8 +86,8 @@ def test_a_loss_at_or_below_zero_is_never_stalled(level: float) -> None:
 
 
 def test_a_custom_min_drop_is_the_threshold() -> None:
-    assert health.stalled(flat_then(100.0, 95.0), min_drop=0.05) is None
-    assert health.stalled(flat_then(100.0, 95.5), min_drop=0.05) is not None
+    assert health.stalled(later_half(100.0, 95.0), min_drop=0.05) is None
+    assert health.stalled(later_half(100.0, 95.5), min_drop=0.05) is not None
 
 
 # --- chance level: the last `window` validation points all <= 1.5 x chance ---------------------
@@ -244,7 +249,7 @@ def test_judge_names_the_metric_of_each_finding() -> None:
 def test_judge_reports_a_stalled_loss_under_its_own_name() -> None:
     found = judge({"loss": pts([1.0] * 60)})
     assert [(name, f.kind) for name, f in found] == [("loss", "stalled")]
-    assert found[0][1].evidence == "loss mean 1 -> 1 over steps 10-59"
+    assert found[0][1].evidence == "loss mean 1 -> 1 over steps 30-59"
 
 
 def test_train_loss_wins_over_a_generic_loss() -> None:
@@ -258,7 +263,7 @@ def test_summed_loss_terms_are_judged_when_no_total_is_logged() -> None:
     series = {"train/box_loss": pts([1.0, 2.0] * 30), "train/cls_loss": pts([2.0, 1.0] * 30)}
     found = judge(series)
     assert [(name, f.kind) for name, f in found] == [("train/cls_loss", "stalled")]
-    assert found[0][1].evidence == "loss mean 3 -> 3 over steps 10-59"
+    assert found[0][1].evidence == "loss mean 3 -> 3 over steps 30-59"
 
 
 def test_summed_terms_align_from_the_newest_point() -> None:
@@ -434,13 +439,6 @@ def test_an_accuracy_of_exactly_one_is_a_fraction_for_overfitting() -> None:
     assert found is not None and found.evidence == "train acc 1 vs val acc 0.75 at step 0"
 
 
-def test_an_odd_window_needs_half_rounded_down_finite() -> None:
-    # window 5: 2 finite values are enough (5 // 2), judged 1 against 1
-    found = health.stalled(pts([NAN, NAN, NAN, 1.0, 1.0]), window=5)
-    assert found is not None and found.evidence == "loss mean 1 -> 1 over steps 0-4"
-    assert health.stalled(pts([NAN, NAN, NAN, NAN, 1.0]), window=5) is None
-
-
 def test_the_zero_metric_is_named_val_map_by_default() -> None:
     found = health.zero_metric_while_loss_falls(ZEROS, pts([2.0, 1.5, 1.0, 0.5]))
     assert found is not None and found.evidence.startswith("val/map = 0 at all 2 evaluations")
@@ -486,7 +484,7 @@ def test_summed_loss_terms_are_named_after_the_last_of_three() -> None:
               "train/dfl_loss": pts([0.5] * 60)}
     found = judge(series)
     assert [(name, f.evidence) for name, f in found] == [
-        ("train/dfl_loss", "loss mean 3.5 -> 3.5 over steps 10-59")]
+        ("train/dfl_loss", "loss mean 3.5 -> 3.5 over steps 30-59")]
 
 
 def test_a_zero_metric_finding_names_its_metric() -> None:
