@@ -82,7 +82,10 @@ def test_record_tui_serves_the_recorded_command_as_a_task(pane: Pane, tmp_path) 
                     None) if status == 200 else None
 
     assert wait_for(lambda: loss() == 1.0, what="the command's last loss")
-    pane.keys("q")  # stops the command, closes the session, then the dashboard
+    pane.keys("q")  # leaves the dashboard; the recording (and its exporter) goes on
+    pane.wait_for(lambda s: "kill -INT" in " ".join(s.split()), timeout_s=20)
+    assert loss() == 1.0, "still served after the dashboard left"
+    pane.keys("C-c")  # now stops the command, closes the session and the exporter
     screen = pane.wait_for(lambda s: "GPUHERD_EXIT=" in s, timeout_s=40)
     assert "Traceback" not in screen and (session / "summary.md").exists()
     assert get(f"http://127.0.0.1:{port}/metrics")[0] == 0
