@@ -72,6 +72,10 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
          "out holds one table per statistic column, never none"),
         ("units, strict=True)", "units, ",
          "units is built from the same index: the lengths always match"),
+        ('return "inf" if value > 0 else', 'return "inf" if value >= 0 else',
+         "only an infinity reaches this line, and +inf > 0, +inf >= 0, +inf > 1 alike"),
+        ('return "inf" if value > 0 else', 'return "inf" if value > 1 else',
+         "only an infinity reaches this line, and +inf > 0, +inf >= 0, +inf > 1 alike"),
     ],
     "gpuherd/record/peaks.py": [
         ("self.unavailable: str | None = None", "= \"\"",

@@ -28,7 +28,7 @@ def stats_of(root: Path) -> dict[str, dict]:
 def test_statistics_round_to_four_places_and_name_what_json_cannot_hold() -> None:
     frame = pd.DataFrame(
         {"count": [3, 1, 2], "mean": [300 / 11, math.inf, 9007199254740991.0],
-         "min": [0.0, -math.inf, 1.23456789], "max": [100.0, math.nan, -0.5],
+         "min": [0.0, -math.inf, 1.23456789], "max": [100.0, math.nan, -0.123456],
          "p95": [12.345678, 2.0**53, 5.0], "unit": ["%", "", "GiB"]},
         index=["gpu0/util_gpu (%)", "command/loss", "host/mem_used (GiB)"])
     rows = stats_records(frame)
@@ -38,7 +38,7 @@ def test_statistics_round_to_four_places_and_name_what_json_cannot_hold() -> Non
         {"key": "command/loss", "count": 1, "mean": "inf", "min": "-inf", "max": None,
          "p95": 9007199254740992.0, "unit": ""},
         {"key": "host/mem_used (GiB)", "count": 2, "mean": 9007199254740991, "min": 1.2346,
-         "max": -0.5, "p95": 5, "unit": "GiB"},
+         "max": -0.1235, "p95": 5, "unit": "GiB"},
     ]
     # whole numbers below 2**53 are JSON integers; 2**53 itself may not be exact, so a float
     assert [type(rows[0]["min"]), type(rows[1]["p95"]), type(rows[2]["mean"]),
