@@ -1,6 +1,6 @@
 """Mutation testing of one module with mutmut: which small changes to it no test notices.
 
-Usage: python benchmarks/mutation.py MODULE [--tests PATH ...] [--max-children N] [--keep DIR]
+Usage: python benchmarks/mutation.py MODULE [--tests PATH ...] [--only GLOB ...] [--keep DIR]
 
 MODULE is a path such as `parsers/health.py`. The working tree is copied to a scratch folder
 (tracked and untracked files, as git lists them), `[tool.mutmut]` there is pointed at MODULE and
@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 HEALTH_TESTS = ["tests/unit/test_health_boundaries.py", "tests/unit/test_tasks.py",
                 "tests/unit/test_parsers.py", "tests/unit/test_health_agreement.py"]
 SUMMARY_TESTS = ["tests/unit/test_summary.py", "tests/unit/test_summary_multi_gpu.py",
-                 "tests/unit/test_summary_extremes.py", "tests/unit/test_session_cut_last_cell.py"]
+                 "tests/unit/test_summary_stats_pinned.py", "tests/unit/test_summary_extremes.py",
+                 "tests/unit/test_session_cut_last_cell.py"]
 TESTS: dict[str, list[str]] = {
     "parsers/health.py": HEALTH_TESTS,
     "gpuherd/tasks/health.py": HEALTH_TESTS,
@@ -58,6 +59,45 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
          "STALL_WINDOW is stalled()'s default window, 50"),
         ("(row[0][0], sum(", "(row[1][0], sum(",
          "loss terms of one row are logged together, with one step: every term's x is the same"),
+    ],
+    "gpuherd/summary/stats.py": [
+        ("frame.groupby(by, observed=True)", "frame.groupby(by, ",
+         "observed only matters for categorical keys; the GPU index and the scope are not"),
+        ("finite.groupby([\"task\", \"metric\"], observed=True)", "], observed=None)",
+         "with pandas 3 (installed here) None means its default, observed=True; pandas 2, which"
+         " pyproject also allows, defaults to False: the explicit True is for it"),
+        ("finite.groupby([\"task\", \"metric\"], observed=True)", "\"metric\"], )",
+         "the same: observed=True is pandas 3's default, not pandas 2's"),
+        ("pd.concat(out) if out else", "(out) or True",
+         "out holds one table per statistic column, never none"),
+        ("units, strict=True)", "units, ",
+         "units is built from the same index: the lengths always match"),
+        ('return "inf" if value > 0 else', 'return "inf" if value >= 0 else',
+         "only an infinity reaches this line, and +inf > 0, +inf >= 0, +inf > 1 alike"),
+        ('return "inf" if value > 0 else', 'return "inf" if value > 1 else',
+         "only an infinity reaches this line, and +inf > 0, +inf >= 0, +inf > 1 alike"),
+    ],
+    "gpuherd/record/peaks.py": [
+        ("self.unavailable: str | None = None", "= \"\"",
+         "only tested for truth, and \"\" is false as None is"),
+        ("timeout_s: float = 2.0", "timeout_s: float = 3.0",
+         "how long stop() waits for a thread that ends within one fast interval"),
+        ("self._thread.join(timeout_s)", "join(None)",
+         "the same: the thread ends within one fast interval after the stop event"),
+        ("time.monotonic() < deadline and", "time.monotonic() <= deadline and",
+         "a clock reading equal to the deadline to the nanosecond: one more 5 ms poll at most"),
+        ("time.sleep(0.005)", "time.sleep(1.005)",
+         "how often the first reading is polled: a later start, no other output"),
+        ("used > gpu.peak", "used >= gpu.peak", "an equal reading sets the same value"),
+        ("self._gpus.setdefault(index, _Gpu())", "setdefault(index, ",
+         "only GPUs with a reading are in the own-memory map, and the reading made the entry"),
+        ("if timeout > 0 and not self.is_set():", "if timeout >= 0",
+         "time.sleep(0) returns at once, as skipping it does"),
+    ],
+    "parsers/findings.py": [
+        ("if len(line) > _RAW_SCAN_CHARS:", "if len(line) >= _RAW_SCAN_CHARS:",
+         "at exactly 512 characters the substring pre-test sees the cleaned line instead of the"
+         " raw one; both hold every keyword unless an escape code splits it"),
     ],
 }
 """Per module, (text of the line the mutant changes, text of its new line, why no output can
@@ -124,6 +164,8 @@ def main() -> int:
     parser.add_argument("--tests", nargs="+", help="test files or folders to run on each mutant")
     parser.add_argument("--max-children", type=int, default=2, help="mutants run at once")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    parser.add_argument("--only", nargs="+", default=[],
+                        help="mutant name globs, e.g. 'gpuherd.summary.summary.x_gpu_summary*'")
     args = parser.parse_args()
     module = args.module
     if not (ROOT / module).is_file():
@@ -135,7 +177,7 @@ def main() -> int:
     try:
         copy_tree(work)
         configure(work, module, tests)
-        run = mutmut(work, "run", "--max-children", str(args.max_children))
+        run = mutmut(work, "run", "--max-children", str(args.max_children), *args.only)
         if run.returncode != 0:
             print(run.stdout[-3000:], run.stderr[-3000:], file=sys.stderr)
             return 1
@@ -153,7 +195,8 @@ def main() -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"{module}: {len(found)} mutants, {counts['killed']} killed, {counts['survived']} "
+    checked = len(found) - counts["not checked"]
+    print(f"{module}: {checked} mutants, {counts['killed']} killed, {counts['survived']} "
           f"survived ({equivalent} equivalent), {counts['no tests']} not reached by a test, "
           f"{counts['timeout']} timed out; {time.monotonic() - began:.0f} s "
           f"with {len(tests)} test paths")

@@ -144,8 +144,22 @@ def test_the_final_tick_keeps_totals_and_versions_of_the_last_row() -> None:
     assert final is not None
     assert (final.driver_version, final.nvml_version, final.cuda_driver_version) == (
         "580.159.04", "13.580.159.04", "13.0")
-    assert [(d.memory_used_bytes, d.memory_total_bytes) for d in final.devices] == [
-        (5 * GIB, 140 * GIB)]
+    assert [(d.name, d.memory_used_bytes, d.memory_total_bytes) for d in final.devices] == [
+        ("NVIDIA H200", 5 * GIB, 140 * GIB)]
+
+
+def test_readings_before_the_first_row_give_no_final_tick() -> None:
+    tracker = PeakTracker()
+    tracker.observe([5 * GIB], taken_at=0.5)
+    assert tracker.final_tick() is None  # nothing to take the GPUs' names and totals from
+
+
+def test_without_a_command_nothing_is_attributed() -> None:
+    tracker = PeakTracker()
+    tracker.observe([GIB], taken_at=0.5)
+    tracker.observe([3 * GIB], taken_at=0.7)
+    tracker.take(full_tick(1.0, 3 * GIB, processes={0: (GpuProcess(100, 2 * GIB),)}))
+    assert tracker.run_peaks() == ()
 
 
 def test_a_final_reading_at_the_time_of_the_last_row_gets_a_later_time() -> None:
