@@ -36,7 +36,7 @@ def tick(t: float, used: int = 5 * GiB, *, lost: bool = False) -> GpuTick:
     )
     other = (GpuSample(1, "GPU-1", "NVIDIA H200", error="GPU is lost") if lost else
              GpuSample(1, "GPU-1", "NVIDIA H200", memory_used_bytes=0, processes=None))
-    return GpuTick(t, (good, other), "580.159.04", "13.580.159.04", "13000")
+    return GpuTick(t, (good, other), "580.159.04", "13.580.159.04", "13.0")  # as NVML reads it
 
 
 def host(t: float) -> HostSample:
@@ -46,7 +46,7 @@ def host(t: float) -> HostSample:
 
 
 META = {"host": "box", "driver": "580.159.04", "nvml_version": "13.580.159.04",
-        "cuda_driver_version": "13000", "started_at": 1000.0, "interval_s": 1.0}
+        "cuda_driver_version": "13.0", "started_at": 1000.0, "interval_s": 1.0}
 
 
 def spawn(code: str, *args: str) -> subprocess.Popen[str]:
