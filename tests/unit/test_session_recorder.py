@@ -59,7 +59,7 @@ def tick(t: float, pids=(4242,)) -> GpuTick:
     device = GpuSample(0, "GPU-0", "NVIDIA H200", memory_used_bytes=int(t),
                        memory_total_bytes=1 << 40,
                        processes=tuple(GpuProcess(p, 1 << 20) for p in pids))
-    return GpuTick(t, (device,), "580.159.04", "13.580.159.04", "13000")
+    return GpuTick(t, (device,), "580.159.04", "13.580.159.04", "13.0")  # as NVML reads it
 
 
 def host(t: float) -> HostSample:
