@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop recording after T, e.g. 90s, 10m, 2h, 1h30m (the command "
                         "gets SIGTERM, then SIGKILL 10 s later)")
     parser.add_argument("--tui", action="store_true",
-                        help="also show the live dashboard; q stops the command and closes the "
-                        "session")
+                        help="also show the live dashboard; q leaves it while the recording "
+                        "goes on to the command's end, k stops the command")
     add_logs(parser)
     add_interval(parser)
     parser.add_argument("--peak-interval", type=finite_float, default=0.02, metavar="S",
