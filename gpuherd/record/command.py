@@ -35,9 +35,16 @@ def _say(message: str) -> None:
     _say_plain(f"gpuherd: {message}")
 
 
+_SAY_LOCK = threading.Lock()
+
+
 def _say_plain(text: str) -> None:
+    # One write per line, under a lock: collectors say things from their own threads, and
+    # print()'s separate write of the newline let two messages run together on one line.
     try:
-        print(text, file=sys.stderr, flush=True)
+        with _SAY_LOCK:
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
     except OSError:
         # The terminal is gone (a closed tmux pane): there is nobody to tell, and the
         # recording must go on; everything said here is also in events.jsonl or the summary.
