@@ -180,7 +180,10 @@ class MonitorState:
         """The source cannot work here at all; `notice` is the banner line (default `reason`)."""
         status = self.status_of(source)
         status.health, status.reason = "unavailable", reason
-        self.notices.append(notice or reason)
+        # Several sources can miss the same thing (the GPU collector and the containers'
+        # GPU reader both need NVML): the banner says each reason once.
+        if (notice or reason) not in self.notices:
+            self.notices.append(notice or reason)
 
     def mark_finished(self, source: str) -> None:
         """A finite source ran out of samples; a failure it ended on stays on show."""

@@ -195,3 +195,13 @@ def test_decimate_keeps_peaks_and_the_newest_x() -> None:
     out_x, out_y = decimate(xs, ys, 4)
     assert out_x == [2.0, 5.0, 8.0, 9.0] and out_y == [9.0, 0.0, 7.0, 0.0]
     assert decimate(xs[:3], ys[:3], 4) == (xs[:3], ys[:3])
+
+
+def test_a_reason_two_sources_share_is_on_the_banner_once() -> None:
+    """The GPU collector and the containers' GPU reader both miss NVML: one banner line."""
+    state = MonitorState()
+    state.mark_unavailable("nvml", "NVIDIA driver not found")
+    state.mark_unavailable("container-gpu", "NVIDIA driver not found")
+    state.mark_unavailable("docker", "Docker is not running")
+    assert state.notices == ["NVIDIA driver not found", "Docker is not running"]
+    assert state.status_of("container-gpu").health == "unavailable"
