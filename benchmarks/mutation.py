@@ -67,6 +67,17 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
          "loss terms of one row are logged together, with one step: every term's x is the same"),
     ],
     "gpuherd/summary/stats.py": [
+        ('frame.groupby("id", observed=True, sort=False)', 'groupby("id", observed=None',
+         "the reader builds the id categories from the rows it read, and container_labels gets"
+         " the whole frame: every category is observed"),
+        ('frame.groupby("id", observed=True, sort=False)', 'groupby("id", observed=False',
+         "the same: every id category is observed in the whole frame"),
+        ('frame.groupby("id", observed=True, sort=False)', 'groupby("id", sort=False)',
+         "the same: every id category is observed in the whole frame"),
+        ('frame.groupby("id", observed=True, sort=False)', "observed=True, sort=",
+         "the order only orders a dict that is read by id, and the name counts"),
+        ('frame.groupby("id", observed=True, sort=False)', "observed=True, )",
+         "the order only orders a dict that is read by id, and the name counts"),
         ("frame.groupby(by, observed=True)", "frame.groupby(by, ",
          "observed only matters for categorical keys; the GPU index and the scope are not"),
         ("finite.groupby([\"task\", \"metric\"], observed=True)", "], observed=None)",
