@@ -32,6 +32,7 @@ HEALTH_TESTS = ["tests/unit/test_health_boundaries.py", "tests/unit/test_tasks.p
                 "tests/unit/test_parsers.py", "tests/unit/test_health_agreement.py"]
 SUMMARY_TESTS = ["tests/unit/test_summary.py", "tests/unit/test_summary_multi_gpu.py",
                  "tests/unit/test_summary_stats_pinned.py", "tests/unit/test_summary_extremes.py",
+                 "tests/unit/test_summary_containers.py",
                  "tests/unit/test_session_cut_last_cell.py"]
 TESTS: dict[str, list[str]] = {
     "parsers/health.py": HEALTH_TESTS,
@@ -52,6 +53,11 @@ TESTS: dict[str, list[str]] = {
 """The tests that pin each module's meaning (the whole unit suite for a module not listed)."""
 
 EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
+    "parsers/health.py": [
+        ("xs[1:], strict=False)", "xs[1:], strict=None)",
+         "zip's strict is tested for truth: None is False"),
+        ("xs[1:], strict=False)", "xs[1:], )", "strict=False is zip's default"),
+    ],
     "gpuherd/tasks/health.py": [
         ("strict=False)", "strict=None)", "zip's strict is tested for truth: None is False"),
         ("strict=False)", "parts), )", "strict=False is zip's default"),
@@ -61,6 +67,17 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
          "loss terms of one row are logged together, with one step: every term's x is the same"),
     ],
     "gpuherd/summary/stats.py": [
+        ('frame.groupby("id", observed=True, sort=False)', 'groupby("id", observed=None',
+         "the reader builds the id categories from the rows it read, and container_labels gets"
+         " the whole frame: every category is observed"),
+        ('frame.groupby("id", observed=True, sort=False)', 'groupby("id", observed=False',
+         "the same: every id category is observed in the whole frame"),
+        ('frame.groupby("id", observed=True, sort=False)', 'groupby("id", sort=False)',
+         "the same: every id category is observed in the whole frame"),
+        ('frame.groupby("id", observed=True, sort=False)', "observed=True, sort=",
+         "the order only orders a dict that is read by id, and the name counts"),
+        ('frame.groupby("id", observed=True, sort=False)', "observed=True, )",
+         "the order only orders a dict that is read by id, and the name counts"),
         ("frame.groupby(by, observed=True)", "frame.groupby(by, ",
          "observed only matters for categorical keys; the GPU index and the scope are not"),
         ("finite.groupby([\"task\", \"metric\"], observed=True)", "], observed=None)",
@@ -96,8 +113,10 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
     ],
     "parsers/findings.py": [
         ("if len(line) > _RAW_SCAN_CHARS:", "if len(line) >= _RAW_SCAN_CHARS:",
-         "at exactly 512 characters the substring pre-test sees the cleaned line instead of the"
-         " raw one; both hold every keyword unless an escape code splits it"),
+         "the cut-off only picks which text the cheap keyword pre-test reads: at exactly 512"
+         " characters the cleaned line instead of the raw one; they differ only where an escape"
+         " code or a backspace splits a keyword, which lines of any other length under the"
+         " cut-off miss as well"),
     ],
 }
 """Per module, (text of the line the mutant changes, text of its new line, why no output can

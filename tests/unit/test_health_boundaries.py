@@ -14,7 +14,8 @@ import math
 import pytest
 
 from gpuherd.tasks import health as tasks_health
-from gpuherd.tasks.health import gpu_findings, judge, severity_of, wants
+from gpuherd.tasks.health import gpu_findings, judge, judge_histories, severity_of, wants
+from gpuherd.tasks.series import MetricSeries
 from parsers import health
 
 NAN = math.nan
@@ -491,3 +492,77 @@ def test_a_zero_metric_finding_names_its_metric() -> None:
     found = judge({"val/miou": pts([0.0, 0.0]), "train/loss": pts([2.0, 1.5, 1.0, 0.5])})
     assert [(name, f.evidence) for name, f in found] == [
         ("val/miou", "val/miou = 0 at all 2 evaluations while loss fell 2 -> 0.5")]
+
+
+# --- stalled: how the window and its halves are cut, at their edges -------------------------
+
+def test_a_repeated_step_still_splits_by_step() -> None:
+    # Steps 0, 0, 1, ..., 99 never go back: the window is steps 50-99, as without the repeat
+    # (split by order, it would start at step 49, one of the early 500s).
+    values = [500.0] * 51 + [100.0] * 25 + [99.01] * 25
+    found = health.stalled(list(zip([0.0] + [float(s) for s in range(100)], values,
+                                    strict=True)))
+    assert found is not None and found.evidence == "loss mean 100 -> 99.01 over steps 50-99"
+
+
+def test_steps_that_go_back_every_other_point_split_by_order() -> None:
+    # 1, 0, 3, 2, ...: a counter that goes back (two writers, say) is split 25 against 25 by
+    # order; split by step, the two halves would each take a point of the other.
+    values = [500.0] * 50 + [100.0] * 25 + [99.01] * 25
+    found = health.stalled([(float(i ^ 1), v) for i, v in enumerate(values)])
+    assert found is not None and found.evidence == "loss mean 100 -> 99.01 over steps 51-98"
+
+
+def test_the_window_is_the_later_half_of_the_steps_covered_not_of_the_points() -> None:
+    # A run resumed at step 100 after logging its step 0: steps 0-199, so the window starts at
+    # 100 (the midpoint of the first and the last step, not of the second and the last).
+    found = health.stalled([(0.0, 1.0)] + [(float(s), 1.0) for s in range(100, 200)])
+    assert found is not None and found.evidence == "loss mean 1 -> 1 over steps 100-199"
+
+
+def test_a_step_exactly_at_either_midpoint_belongs_to_the_later_side() -> None:
+    # Steps 0-100: the run's midpoint 50 opens the window, the window's midpoint 75 opens its
+    # later half. Step 50 (110) and step 75 (90) each move a mean if put on the other side.
+    def loss(step: int) -> float:
+        return 500.0 if step < 50 else 110.0 if step == 50 else 90.0 if step == 75 else 100.0
+
+    found = health.stalled([(float(s), loss(s)) for s in range(101)])
+    assert found is not None and found.evidence == "loss mean 100.4 -> 99.62 over steps 50-100"
+
+
+def test_the_window_is_split_at_the_midpoint_of_its_first_and_last_step() -> None:
+    # Window: step 50, then 70-100; its midpoint is 75 (not 85, from its second step).
+    steps = [*range(50), 50, *range(70, 101)]
+    found = health.stalled([(float(s), 2.0 + 0.001 * s) for s in steps])
+    assert found is not None and found.evidence == "loss mean 2.068 -> 2.087 over steps 50-100"
+
+
+@pytest.mark.parametrize(("steps", "judged"), [
+    ([*range(50), 50, *range(76, 101)], False),      # earlier half of the window: 1 point
+    ([*range(50), 50, 51, *range(76, 101)], True),   # 2 points
+    ([*range(75), 100], False),                      # later half: 1 point
+    ([*range(75), 99, 100], True),                   # 2 points
+])
+def test_each_half_of_the_window_needs_two_points(steps: list[int], judged: bool) -> None:
+    found = health.stalled([(float(s), 1.0) for s in steps])
+    assert (found.evidence if found else None) == (
+        "loss mean 1 -> 1 over steps 50-100" if judged else None)
+
+
+def test_at_least_eight_points_whatever_min_points_says() -> None:
+    assert health.stalled(pts([1.0] * 7), min_points=1) is None
+    found = health.stalled(pts([1.0] * 8), min_points=1)
+    assert found is not None and found.evidence == "loss mean 1 -> 1 over steps 4-7"
+
+
+@pytest.mark.parametrize("name", ["train/loss", "loss", "train/box_loss"])
+def test_histories_are_judged_stalled_over_the_whole_run_not_the_window(name: str) -> None:
+    # 1000 steps: 3.0, then 2.0 from step 500, 1.0 from step 700. The last 256 points are all
+    # 1.0 (stalled on their own), but over the later half of the run (steps 500-999) the loss
+    # halved: no finding, for a total loss and for a loss term alike.
+    history = MetricSeries()
+    for step in range(1000):
+        history.add(3.0 if step < 500 else 2.0 if step < 700 else 1.0, step=step, epoch=None)
+    assert [(n, f.evidence) for n, f in judge({name: history.window})] == [
+        (name, "loss mean 1 -> 1 over steps 872-999")]
+    assert judge_histories({name: history}) == []

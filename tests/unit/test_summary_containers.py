@@ -120,3 +120,15 @@ def test_a_name_used_by_two_containers_keeps_them_apart(tmp_path: Path) -> None:
         writer.write_containers(ContainerTick(T0 + 1, (box(C, "job", 2.0, GiB),)))
     names = [c["name"] for c in summarize(tmp_path / "s").data["containers"]]
     assert names == [f"job@{A[:12]}", f"job@{C[:12]}"]
+
+
+def test_a_container_with_no_recorded_name_goes_by_its_short_id(tmp_path: Path) -> None:
+    with SessionWriter(tmp_path / "s", META) as writer:
+        for i in range(2):
+            writer.write_gpu_tick(GpuTick(T0 + i, (GpuSample(0, "GPU-0", "H100", processes=()),)))
+            writer.write_containers(ContainerTick(T0 + i, (box(A, "", 1.0 + 2 * i, GiB),
+                                                           box(B, "db", 2.0, GiB))))
+    summary = summarize(tmp_path / "s")
+    assert [c["name"] for c in summary.data["containers"]] == [A[:12], "db"]
+    cpu = {r["key"]: r["mean"] for r in summary.data["stats"] if r["key"].endswith("/cpu (%)")}
+    assert cpu == {f"container:{A[:12]}/cpu (%)": 2, "container:db/cpu (%)": 2}

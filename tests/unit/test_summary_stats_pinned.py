@@ -18,7 +18,7 @@ import pytest
 from collectors.session_format import HOST_FILE, HOST_WRITTEN
 from gpuherd.summary.stats import STAT_COLUMNS, stats_records
 from gpuherd.summary.summary import summarize
-from tests.unit.test_summary import GIB, T0, gpu_row, write_session
+from tests.unit.test_summary import GIB, H200_TOTAL, T0, gpu_row, write_session
 
 
 def stats_of(root: Path) -> dict[str, dict]:
@@ -99,3 +99,14 @@ def test_one_reading_is_its_own_mean_min_max_and_p95(tmp_path: Path, util: str) 
     value = int(util)
     assert (row["count"], row["mean"], row["min"], row["max"], row["p95"]) == (
         1, value, value, value, value)
+
+
+def test_a_gpu_peak_rounds_to_a_thousandth_of_a_gib_and_of_a_second(tmp_path: Path) -> None:
+    rows = [gpu_row(T0 + 0.5, 0, GIB, 50), gpu_row(T0 + 1.23456, 0, 1.23456789 * GIB, 60)]
+    gpu = summarize(write_session(tmp_path / "s", gpu_rows=rows)).data["gpus"][0]
+    assert (gpu["peak_mem_bytes"], gpu["peak_mem_gib"], gpu["peak_mem_pct"],
+            gpu["peak_at_elapsed_s"]) == (1325607178, 1.235, 0.88, 1.235)
+    # The total unknown on every row: no percentage rather than NaN.
+    unknown = [r.replace(f",{H200_TOTAL},", ",,") for r in rows]
+    gpu = summarize(write_session(tmp_path / "u", gpu_rows=unknown)).data["gpus"][0]
+    assert (gpu["peak_mem_gib"], gpu["peak_mem_pct"]) == (1.235, None)
