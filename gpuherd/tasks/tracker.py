@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,6 +20,14 @@ STOPPED_EXIT_CODES = frozenset({128 + 2, 128 + 15})
 may be the kernel's OOM killer, so it reads as failed."""
 REPLAY_PROBE = 8
 """First metrics of a file generation remembered to tell a rewrite from a new run."""
+STALL_FACTOR = 5.0
+"""A task whose writer lives is `stalled` after this many of its usual line intervals..."""
+STALL_FLOOR_S = 30.0
+"""...and never sooner than this (a log written every second is not stalled after 5 s)."""
+STALL_GAPS = 20
+"""Gaps between line arrivals remembered for the usual interval (their median)."""
+STALL_MIN_GAPS = 2
+"""Fewer gaps than this give no usual interval: the tracker's `active_s` applies instead."""
 
 
 @dataclass
@@ -66,6 +75,11 @@ class _Task:
     gpu_util: float | None = None
     num_classes: int | None = None
     total_steps: int | None = None
+    writer_pids: tuple[int, ...] = ()
+    had_writer: bool = False
+    last_writers: tuple[int, ...] = ()
+    line_gaps: deque[float] = field(default_factory=lambda: deque(maxlen=STALL_GAPS))
+    last_line_at: float | None = None
 
 
 class TaskTracker:
@@ -112,9 +126,11 @@ class TaskTracker:
             task.last_progress_at = batch.taken_at
         if batch.modified_at is not None:
             task.modified_at = batch.modified_at
+        catching_up = batch.size_bytes is not None and batch.offset_bytes < batch.size_bytes
+        if batch.lines_read and not catching_up:
+            self._line_arrived(task, batch.modified_at or batch.taken_at)
         if batch.ended_with is not None:
             task.exit_code = batch.ended_with
-        catching_up = batch.size_bytes is not None and batch.offset_bytes < batch.size_bytes
         for _line_no, metric in batch.metrics:
             self._add_metric(task, metric, batch.taken_at, catching_up)
         for line_no, finding in batch.findings:
@@ -123,6 +139,20 @@ class TaskTracker:
     def ended(self, task_id: str, exit_code: int) -> None:
         """The command whose output the task is has exited with `exit_code`."""
         self._task(task_id).exit_code = exit_code
+
+    def writers_seen(self, task_id: str, at: float, writer_pids: Iterable[int],
+                     gpu_pids: Iterable[int] = ()) -> None:
+        """The processes that hold the task's log open for writing, as `/proc` shows them at
+        `at`, and the GPU processes among them or under them. No writer pids after some were
+        seen: they have all exited (the task is `finished`)."""
+        task = self._task(task_id)
+        self._tick(at)
+        task.writer_pids = tuple(writer_pids)
+        gpus = frozenset(gpu_pids)
+        if task.writer_pids:
+            task.had_writer, task.last_writers = True, task.writer_pids
+            if gpus:
+                task.pids = gpus
 
     def collector_failed(self, task_id: str, message: str) -> None:
         """The log cannot be read now (directory, permission, ...)."""
@@ -149,10 +179,7 @@ class TaskTracker:
         """Feed GPU utilization to the tasks that run on a known GPU (by uuid or by pid)."""
         self._tick(tick.taken_at)
         for task in self._tasks.values():
-            if task.pids:
-                found = tuple(d.uuid for d in tick.devices if d.processes and
-                              any(p.pid in task.pids for p in d.processes))
-                task.gpu_uuids = found or task.gpu_uuids
+            _place(task, tick)
             utils = [d.gpu_util_pct for d in tick.devices
                      if d.uuid in task.gpu_uuids and d.gpu_util_pct is not None]
             task.gpu_util = sum(utils) / len(utils) if utils else None
@@ -162,6 +189,11 @@ class TaskTracker:
                 continue
             task.gpu_utils.append(task.gpu_util)
             task.gpu_findings = [self._finding(f, None) for f in gpu_findings(task.gpu_utils)]
+
+    def place(self, tick: GpuTick) -> None:
+        """Map tasks whose pids just became known to their GPUs in `tick` (no history fed)."""
+        for task in self._tasks.values():
+            _place(task, tick)
 
     def remove(self, task_id: str) -> None:
         """Forget a task (its log is no longer followed)."""
@@ -269,15 +301,38 @@ class TaskTracker:
         return Finding(finding.kind, severity_of(finding.kind, False), finding.evidence,
                        line_no, 1, self.now, self.now)
 
+    def _line_arrived(self, task: _Task, at: float) -> None:
+        if task.last_line_at is not None and at > task.last_line_at:
+            task.line_gaps.append(at - task.last_line_at)
+        if task.last_line_at is None or at > task.last_line_at:
+            task.last_line_at = at
+
+    def usual_interval_s(self, task_id: str) -> float | None:
+        """The median gap between line arrivals of the live log (`None` under 2 gaps)."""
+        task = self._tasks.get(task_id)
+        return None if task is None else _usual(task)
+
+    def stall_after_s(self, task_id: str) -> float:
+        """Silence after which a task whose writer lives is `stalled`."""
+        task = self._tasks.get(task_id)
+        return self.active_s if task is None else self._stall_after(task)
+
+    def _stall_after(self, task: _Task) -> float:
+        usual = _usual(task)
+        return self.active_s if usual is None else max(STALL_FLOOR_S, STALL_FACTOR * usual)
+
     def _running(self, task: _Task) -> bool:
         """Whether the log was written within `active_s` (its file's mtime; else a line read).
 
-        Reading an old log's backlog is not running: what counts is when it was written.
+        Reading an old log's backlog is not running: what counts is when it was written. A
+        task whose writer is known runs while the writer lives and lines keep coming: within
+        `_stall_after` of the last one.
         """
-        if task.exit_code is not None:
+        if task.exit_code is not None or (task.had_writer and not task.writer_pids):
             return False
         last = task.modified_at if task.modified_at is not None else task.last_progress_at
-        return last is not None and self.now is not None and self.now - last <= self.active_s
+        window = self._stall_after(task) if task.writer_pids else self.active_s
+        return last is not None and self.now is not None and self.now - last <= window
 
     def _status(self, task: _Task) -> str:
         if task.error is not None:
@@ -289,11 +344,13 @@ class TaskTracker:
                     "stopped" if task.exit_code in STOPPED_EXIT_CODES else "failed")
         if self._running(task):
             return "running"
+        if task.writer_pids:
+            return "stalled"
         last_metric = task.run.last_metric_at or -math.inf
         if any(f.severity == "error" and (f.last_seen_at or 0.0) >= last_metric
                for f in task.run.log_findings.values()):
             return "failed"
-        return "idle"
+        return "finished" if task.had_writer else "idle"
 
     def _view(self, task: _Task) -> TaskView:
         if task.health_dirty:
@@ -310,7 +367,8 @@ class TaskTracker:
             self._eta(task), task.lines_read, task.unparsed,
             task.too_long, task.generation, task.runs, sort_findings(findings), task.gpu_uuids,
             task.gpu_util, task.last_progress_at, task.offset, task.size, task.error,
-            task.exit_code)
+            task.exit_code, tuple(sorted(task.pids)) or task.last_writers, task.writer_pids,
+            _usual(task), self._stall_after(task) if task.writer_pids else None)
 
     def _throughput(self, run: _Run) -> tuple[float | None, str | None]:
         for name in THROUGHPUT_NAMES:
@@ -334,6 +392,18 @@ class TaskTracker:
 
     def _fresh(self, run: _Run, name: str) -> bool:
         return self.now is None or self.now - run.latest_at[name] <= self.active_s
+
+
+def _place(task: _Task, tick: GpuTick) -> None:
+    if task.pids:
+        found = tuple(d.uuid for d in tick.devices
+                      if d.processes and any(p.pid in task.pids for p in d.processes))
+        task.gpu_uuids = found or task.gpu_uuids
+
+
+def _usual(task: _Task) -> float | None:
+    gaps = task.line_gaps
+    return statistics.median(gaps) if len(gaps) >= STALL_MIN_GAPS else None
 
 
 def _same(a: dict[str, float], b: dict[str, float]) -> bool:
