@@ -9,7 +9,7 @@ from collectors.base import Collector
 from collectors.discovery import DiscoveredLogs
 from collectors.roles import LOG, WRITERS, role_of
 from collectors.samples import GpuTick, LogBatch
-from collectors.writers import WriterWatch, WritersTick
+from collectors.writers import WritersTick, WriterWatch
 from gpuherd.sources import TailSupervisor
 from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState

@@ -142,9 +142,12 @@ class TaskTracker:
 
     def writers_seen(self, task_id: str, at: float, writer_pids: Iterable[int],
                      gpu_pids: Iterable[int] = ()) -> None:
-        """The processes that hold the task's log open for writing, as `/proc` shows them at
-        `at`, and the GPU processes among them or under them. No writer pids after some were
-        seen: they have all exited (the task is `finished`)."""
+        """Who writes the task's log, as `/proc` showed it at `at`.
+
+        `writer_pids` hold the log open for writing; `gpu_pids` are the GPU processes among
+        them or under them. No writer pids after some were seen: they have all exited (the
+        task is `finished`).
+        """
         task = self._task(task_id)
         self._tick(at)
         task.writer_pids = tuple(writer_pids)
