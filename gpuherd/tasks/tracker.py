@@ -128,7 +128,8 @@ class TaskTracker:
             task.modified_at = batch.modified_at
         catching_up = batch.size_bytes is not None and batch.offset_bytes < batch.size_bytes
         if batch.lines_read and not catching_up:
-            self._line_arrived(task, batch.modified_at or batch.taken_at)
+            self._line_arrived(task, batch.taken_at if batch.modified_at is None
+                               else batch.modified_at)
         if batch.ended_with is not None:
             task.exit_code = batch.ended_with
         for _line_no, metric in batch.metrics:
@@ -340,7 +341,7 @@ class TaskTracker:
     def _status(self, task: _Task) -> str:
         if task.error is not None:
             return "error"
-        if task.waiting and not task.lines_read:
+        if task.waiting and not task.lines_read and not task.had_writer:
             return "waiting"
         if task.exit_code is not None:
             return ("done" if task.exit_code == 0 else
