@@ -93,6 +93,7 @@ def test_a_dead_writer_after_a_traceback_is_failed() -> None:
     lines_at(tracker, 0.0, 1.0)
     tracker.add_batch(batch(2.0, (), [(3, LogFinding("traceback", "Traceback (most recent call"))],
                             lines=1, modified_at=2.0, offset_bytes=300, size_bytes=300))
+    assert status_at(tracker, 2.5) == "running"
     assert status_at(tracker, 3.0, pids=()) == "failed"
 
 
