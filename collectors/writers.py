@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 PROC = "/proc"
@@ -77,19 +77,33 @@ def _stat(pid: int, proc: str) -> tuple[int, int] | None:
         return None
 
 
-def ancestors(pid: int, proc: str = PROC, max_depth: int = MAX_DEPTH) -> list[int]:
-    """`pid` and its parents up to (not including) pid 1, nearest first."""
+def ancestors(pid: int, proc: str = PROC, max_depth: int = MAX_DEPTH,
+              parents: dict[int, int | None] | None = None) -> list[int]:
+    """`pid` and its parents up to (not including) pid 1, nearest first.
+
+    `parents` (pid -> parent pid) is filled in as a cache shared by the walks of one scan:
+    GPU processes of one job share their launcher, and its chain is read once.
+    """
+    parents = {} if parents is None else parents
     chain = [pid]
     for _ in range(max_depth):
-        found = _stat(chain[-1], proc)
-        if found is None or found[0] <= 1 or found[0] in chain:
+        here = chain[-1]
+        if here not in parents:
+            found = _stat(here, proc)
+            parents[here] = None if found is None else found[0]
+        parent = parents[here]
+        if parent is None or parent <= 1 or parent in chain:
             break
-        chain.append(found[0])
+        chain.append(parent)
     return chain
 
 
-def written_files(pid: int, proc: str = PROC) -> set[str]:
-    """Paths `pid` holds open for writing (write-only or read-write); empty when unreadable."""
+def written_files(pid: int, proc: str = PROC, among: Collection[str] | None = None) -> set[str]:
+    """Paths `pid` holds open for writing (write-only or read-write); empty when unreadable.
+
+    With `among`, only those paths are looked at (their fd flags read), which spares a read
+    of `fdinfo` for every socket, pipe and library a training process holds.
+    """
     fd_dir = f"{proc}/{pid}/fd"
     try:
         fds = os.listdir(fd_dir)
@@ -101,7 +115,9 @@ def written_files(pid: int, proc: str = PROC) -> set[str]:
             target = os.readlink(f"{fd_dir}/{fd}")
         except OSError:
             continue
-        if not target.startswith("/") or not _writes(pid, fd, proc):
+        if not target.startswith("/") or (among is not None and target not in among):
+            continue
+        if not _writes(pid, fd, proc):
             continue
         found.add(target)
     return found
@@ -128,11 +144,14 @@ def scan(files: Mapping[str, str], gpu_pids: Iterable[int], proc: str = PROC
     by_path: dict[str, list[str]] = {}
     for task_id, path in files.items():
         by_path.setdefault(path, []).append(task_id)
-    chains = {pid: ancestors(pid, proc) for pid in set(gpu_pids)}
+    if not by_path:
+        return {}
+    parents: dict[int, int | None] = {}
+    chains = {pid: ancestors(pid, proc, parents=parents) for pid in set(gpu_pids)}
     candidates = sorted({pid for chain in chains.values() for pid in chain})
     writers: dict[str, list[int]] = {}
     for pid in candidates:
-        for path in written_files(pid, proc) & by_path.keys():
+        for path in written_files(pid, proc, by_path.keys()):
             for task_id in by_path[path]:
                 writers.setdefault(task_id, []).append(pid)
     found = {}
