@@ -57,13 +57,17 @@ class WritersTick:
 
 
 def proc_id(pid: int, proc: str = PROC) -> ProcId | None:
-    """`pid` with its start time; `None` when it is gone or unreadable."""
+    """`pid` with its start time; `None` when it is gone, a zombie or unreadable."""
     found = _stat(pid, proc)
-    return None if found is None else ProcId(pid, found[1])
+    return None if found is None or found[2] else ProcId(pid, found[1])
 
 
-def _stat(pid: int, proc: str) -> tuple[int, int] | None:
-    """(parent pid, start ticks) from `/proc/PID/stat`; `None` when gone."""
+def _stat(pid: int, proc: str) -> tuple[int, int, bool] | None:
+    """(parent pid, start ticks, exited) from `/proc/PID/stat`; `None` when gone.
+
+    An exited process whose parent has not reaped it yet (a zombie) keeps its entry, but it
+    writes nothing any more: a launcher that is slow to wait must not keep its task running.
+    """
     try:
         with open(f"{proc}/{pid}/stat", "rb") as f:
             data = f.read()
@@ -72,7 +76,7 @@ def _stat(pid: int, proc: str) -> tuple[int, int] | None:
     # The command name (field 2) may hold spaces and parentheses: split after its last ")".
     fields = data[data.rfind(b")") + 2:].split()
     try:
-        return int(fields[1]), int(fields[19])
+        return int(fields[1]), int(fields[19]), fields[0] in (b"Z", b"X")
     except (IndexError, ValueError):
         return None
 

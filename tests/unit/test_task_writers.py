@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,3 +152,20 @@ def test_a_new_log_or_gpu_pid_is_scanned_at_once(tmp_path: Path, procs) -> None:
     watch.set_gpu_pids([proc.pid])
     found = collector.sample()  # a new GPU pid: scanned now, not in an hour
     assert found.full_scan and found.logs == (LogWriters("t", (proc.pid,), (proc.pid,)),)
+
+
+def test_an_exited_writer_not_yet_reaped_is_gone(tmp_path: Path, procs) -> None:
+    log = tmp_path / "train.log"
+    proc, _ = start(WRITER, str(log), "a")
+    procs.append(proc)
+    watch = WriterWatch()
+    collector = WriterCollector(watch, scan_every_s=3600)
+    watch.follow("t", str(log))
+    watch.set_gpu_pids([proc.pid])
+    assert collector.sample().logs[0].writer_pids == (proc.pid,)
+    os.kill(proc.pid, signal.SIGKILL)  # not waited for: a zombie until the fixture reaps it
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{proc.pid}/stat").read_text().split(") ")[1][0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert collector.sample().logs == (LogWriters("t", (), ()),)
