@@ -161,6 +161,22 @@ def vram_text(view: TaskView, tick: GpuTick | None) -> str:
     return "" if used is None else fmt_bytes(used)
 
 
+def process_facts(view: TaskView, tick: GpuTick | None) -> list[tuple[str, str]]:
+    """The detail screen's lines on the task's processes: pid, VRAM, when it reads stalled."""
+    if not view.pids:
+        return []
+    pids = ", ".join(str(pid) for pid in view.pids)
+    vram = vram_text(view, tick)
+    rows = [("process", f"pid {pids}" + (f"  VRAM {vram}" if vram else ""))]
+    if view.writer_pids and view.writer_pids != view.pids:
+        rows.append(("log writer", "pid " + ", ".join(str(pid) for pid in view.writer_pids)))
+    if view.stall_after_s is not None:
+        usual = ("" if view.usual_interval_s is None
+                 else f" (usually a line every {view.usual_interval_s:.3g} s)")
+        rows.append(("stalled after", f"{view.stall_after_s:.0f} s without a line{usual}"))
+    return rows
+
+
 def badge_label(finding: Finding) -> str:
     """The short badge of a finding: `NaN`, `OOM`, `stalled`, ..."""
     return BADGES.get(finding.kind, finding.kind)

@@ -10,11 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from textual.widgets import Static
+
 from collectors.logtail import LogTailCollector
 from collectors.samples import GpuProcess
 from collectors.writers import WriterCollector, WriterWatch
 from tests.app.helpers import UUID1, GiB, ScriptedCollector, gpu, tick, until
+from tests.app.test_app_tasks import plain
 from tui.app import GpuherdApp, make_app
+from tui.screens.task_detail import TaskDetailScreen
 from tui.widgets.process_table import ProcessTable
 from tui.widgets.tasks_panel import TasksPanel
 
@@ -62,6 +66,12 @@ async def test_the_task_row_shows_its_writers_pid_gpu_and_vram_then_finished(
             table = app.get_default_screen().query_one(ProcessTable)
             await until(pilot, lambda: "exp1/train.log: " in table.get_cell(
                 f"{UUID1}/{child.pid}", "command").plain)
+            await pilot.press("t", "enter")  # the detail screen names the process too
+            await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen))
+            facts = app.screen.query_one("#task-facts", Static)
+            await until(pilot, lambda: f"pid {child.pid}  VRAM 3.0 GiB" in plain(facts))
+            assert "stalled after" in plain(facts)
+            await pilot.press("escape")
             child.kill()
             child.wait()
             gpus.push(tick(gpu(0, processes=()), gpu(1, processes=())))
