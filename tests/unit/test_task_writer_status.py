@@ -105,3 +105,21 @@ def test_no_writer_known_keeps_the_old_rules() -> None:
     assert view is not None and view.status == "running" and view.pids == ()
     tracker.writers_seen(TASK, 62.5, ())
     assert tracker.view(TASK).status == "idle"  # type: ignore[union-attr]
+
+
+def test_the_exporter_beside_the_dashboard_shows_the_same_statuses() -> None:
+    from collectors.base import Sampled
+    from collectors.writers import LogWriters, WritersTick
+    from gpuherd.export.families import STATUSES
+    from gpuherd.export.state import ExportState
+
+    state = ExportState("box")
+    for i, t in enumerate((0.0, 1.0, 2.0)):
+        state.emit(Sampled("log:a", batch(t, [metric(step=i + 1, train__loss=1.0)],
+                                          modified_at=t, offset_bytes=10 * (i + 1),
+                                          size_bytes=10 * (i + 1))))
+    state.emit(Sampled("writers", WritersTick(2.5, (LogWriters(TASK, (PID,), (PID,)),))))
+    assert [v.status for v in state.snapshot().tasks] == ["running"]
+    state.emit(Sampled("writers", WritersTick(3.0, (LogWriters(TASK, (), ()),))))
+    assert [v.status for v in state.snapshot().tasks] == ["finished"]
+    assert {"stalled", "finished", "done", "stopped"} <= set(STATUSES)
