@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-import statistics
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from collectors.samples import GpuTick, LogBatch
 from gpuherd.tasks.health import Finding, gpu_findings, judge_histories, severity_of
+from gpuherd.tasks.line_clock import LineClock
 from gpuherd.tasks.series import DEFAULT_CHART_POINTS, DEFAULT_WINDOW_POINTS, MetricSeries, StepRate
 from gpuherd.tasks.view import TaskView, label_of, sort_findings
 from parsers.model import LogFinding, LogMetric
@@ -20,14 +20,6 @@ STOPPED_EXIT_CODES = frozenset({128 + 2, 128 + 15})
 may be the kernel's OOM killer, so it reads as failed."""
 REPLAY_PROBE = 8
 """First metrics of a file generation remembered to tell a rewrite from a new run."""
-STALL_FACTOR = 5.0
-"""A task whose writer lives is `stalled` after this many of its usual line intervals..."""
-STALL_FLOOR_S = 30.0
-"""...and never sooner than this (a log written every second is not stalled after 5 s)."""
-STALL_GAPS = 20
-"""Gaps between line arrivals remembered for the usual interval (their median)."""
-STALL_MIN_GAPS = 2
-"""Fewer gaps than this give no usual interval: the tracker's `active_s` applies instead."""
 
 
 @dataclass
@@ -78,8 +70,7 @@ class _Task:
     writer_pids: tuple[int, ...] = ()
     had_writer: bool = False
     last_writers: tuple[int, ...] = ()
-    line_gaps: deque[float] = field(default_factory=lambda: deque(maxlen=STALL_GAPS))
-    last_line_at: float | None = None
+    lines: LineClock = field(default_factory=LineClock)
 
 
 class TaskTracker:
@@ -128,7 +119,7 @@ class TaskTracker:
             task.modified_at = batch.modified_at
         catching_up = batch.size_bytes is not None and batch.offset_bytes < batch.size_bytes
         if batch.lines_read and not catching_up:
-            self._line_arrived(task, batch.taken_at if batch.modified_at is None
+            task.lines.arrived(batch.taken_at if batch.modified_at is None
                                else batch.modified_at)
         if batch.ended_with is not None:
             task.exit_code = batch.ended_with
@@ -305,37 +296,27 @@ class TaskTracker:
         return Finding(finding.kind, severity_of(finding.kind, False), finding.evidence,
                        line_no, 1, self.now, self.now)
 
-    def _line_arrived(self, task: _Task, at: float) -> None:
-        if task.last_line_at is not None and at > task.last_line_at:
-            task.line_gaps.append(at - task.last_line_at)
-        if task.last_line_at is None or at > task.last_line_at:
-            task.last_line_at = at
-
     def usual_interval_s(self, task_id: str) -> float | None:
         """The median gap between line arrivals of the live log (`None` under 2 gaps)."""
         task = self._tasks.get(task_id)
-        return None if task is None else _usual(task)
+        return None if task is None else task.lines.usual_interval_s()
 
     def stall_after_s(self, task_id: str) -> float:
         """Silence after which a task whose writer lives is `stalled`."""
         task = self._tasks.get(task_id)
-        return self.active_s if task is None else self._stall_after(task)
-
-    def _stall_after(self, task: _Task) -> float:
-        usual = _usual(task)
-        return self.active_s if usual is None else max(STALL_FLOOR_S, STALL_FACTOR * usual)
+        return self.active_s if task is None else task.lines.stall_after_s(self.active_s)
 
     def _running(self, task: _Task) -> bool:
         """Whether the log was written within `active_s` (its file's mtime; else a line read).
 
         Reading an old log's backlog is not running: what counts is when it was written. A
         task whose writer is known runs while the writer lives and lines keep coming: within
-        `_stall_after` of the last one.
+        `LineClock.stall_after_s` of the last write.
         """
         if task.exit_code is not None or (task.had_writer and not task.writer_pids):
             return False
         last = task.modified_at if task.modified_at is not None else task.last_progress_at
-        window = self._stall_after(task) if task.writer_pids else self.active_s
+        window = task.lines.stall_after_s(self.active_s) if task.writer_pids else self.active_s
         return last is not None and self.now is not None and self.now - last <= window
 
     def _status(self, task: _Task) -> str:
@@ -372,7 +353,8 @@ class TaskTracker:
             task.too_long, task.generation, task.runs, sort_findings(findings), task.gpu_uuids,
             task.gpu_util, task.last_progress_at, task.offset, task.size, task.error,
             task.exit_code, tuple(sorted(task.pids)) or task.last_writers, task.writer_pids,
-            _usual(task), self._stall_after(task) if task.writer_pids else None)
+            task.lines.usual_interval_s(),
+            task.lines.stall_after_s(self.active_s) if task.writer_pids else None)
 
     def _throughput(self, run: _Run) -> tuple[float | None, str | None]:
         for name in THROUGHPUT_NAMES:
@@ -403,11 +385,6 @@ def _place(task: _Task, tick: GpuTick) -> None:
         found = tuple(d.uuid for d in tick.devices
                       if d.processes and any(p.pid in task.pids for p in d.processes))
         task.gpu_uuids = found or task.gpu_uuids
-
-
-def _usual(task: _Task) -> float | None:
-    gaps = task.line_gaps
-    return statistics.median(gaps) if len(gaps) >= STALL_MIN_GAPS else None
 
 
 def _same(a: dict[str, float], b: dict[str, float]) -> bool:

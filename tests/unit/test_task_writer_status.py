@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuherd.tasks import TaskTracker
-from gpuherd.tasks.tracker import STALL_FACTOR, STALL_FLOOR_S
+from gpuherd.tasks.line_clock import STALL_FACTOR, STALL_FLOOR_S
 from tests.unit.test_tasks import TASK, batch, metric
 
 PID = 4242
