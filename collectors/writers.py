@@ -238,11 +238,14 @@ class WriterCollector:
     def sample(self) -> WritersTick:
         """One look; blocking (reads `/proc`)."""
         now = time.monotonic()
-        files, gpu_pids = self.watch.get()
-        full = (self._scanned_at is None or now - self._scanned_at >= self.scan_every_s
-                or self.watch.changed.is_set())
-        if full:
+        changed = self.watch.changed.is_set()
+        if changed:
+            # Cleared before reading the watch: a file added meanwhile sets it again.
             self.watch.changed.clear()
+        files, gpu_pids = self.watch.get()
+        full = (changed or self._scanned_at is None
+                or now - self._scanned_at >= self.scan_every_s)
+        if full:
             self._scanned_at = now
             for task_id, found in scan(files, gpu_pids, self.proc).items():
                 ids = tuple(p for p in map(self._id, found.writer_pids) if p is not None)
