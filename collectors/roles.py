@@ -6,6 +6,7 @@ from typing import Any, Final
 
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import ContainerTick, GpuTick, HostSample, LogBatch, QueueSnapshot
+from collectors.writers import WritersTick
 
 GPU: Final = "gpu"
 """Ticks of GPUs (`GpuTick`): the GPU panel, the chart, the process table."""
@@ -19,6 +20,8 @@ CONTAINERS: Final = "containers"
 """Running containers and their stats (`ContainerTick`): the containers panel."""
 QUEUE: Final = "queue"
 """Looks at this user's job queue (`QueueSnapshot`): the queue panel."""
+WRITERS: Final = "writers"
+"""Which processes write the followed logs (`WritersTick`): the tasks' pids, GPUs and status."""
 
 ROLE_OF_SAMPLE: dict[type, str] = {
     GpuTick: GPU,
@@ -27,10 +30,11 @@ ROLE_OF_SAMPLE: dict[type, str] = {
     DiscoveredLogs: DISCOVERY,
     ContainerTick: CONTAINERS,
     QueueSnapshot: QUEUE,
+    WritersTick: WRITERS,
 }
 """The role of a sample type; a new kind of sample adds its line here."""
 
-LATEST_ONLY: frozenset[str] = frozenset({GPU, HOST, CONTAINERS, QUEUE})
+LATEST_ONLY: frozenset[str] = frozenset({GPU, HOST, CONTAINERS, QUEUE, WRITERS})
 """Roles whose every sample is a whole snapshot, so a newer one may replace an older one that a
 lagging sink has not handled yet (a queue look lists every job). Log batches and scans carry
 news the next one does not repeat."""

@@ -270,8 +270,12 @@ def log_sources(logs: Sequence[str], watch: Sequence[str], *, exclude: Sequence[
     """Follow `--log` paths and globs and the run files under `--watch` directories.
 
     `exclude` names directories never scanned (a recording's own session directory, whose
-    `command.log` is followed as the `command` task already).
+    `command.log` is followed as the `command` task already). Beside discovery runs the
+    collector that finds which process writes each followed log (`collectors.writers`); the
+    sink tells its `watch` which files are followed and which pids hold a GPU.
     """
+    from collectors.writers import WriterCollector, WriterWatch
+
     sources = LiveSources(SourceOptions(logs=logs, watch=watch, exclude=exclude,
                                         discovery_interval_s=interval_s))
-    return LogSources(sources, [sources.discovery_collector()])
+    return LogSources(sources, [sources.discovery_collector(), WriterCollector(WriterWatch())])

@@ -22,7 +22,7 @@ from collectors.base import (
     Unavailable,
 )
 from collectors.containers import NoEngine
-from collectors.roles import DISCOVERY, GPU, LOG, role_of, sample_role
+from collectors.roles import DISCOVERY, GPU, LOG, WRITERS, role_of, sample_role
 from collectors.samples import GpuTick, LogBatch
 from tui.collector_threads import (
     CollectorThread,
@@ -110,6 +110,7 @@ class GpuherdApp(App[int]):
         self._feeds: dict[str | None, Callable[[str, Any], None]] = {
             LOG: self.tasks.batch,
             DISCOVERY: lambda _source, found: self.tasks.discovered(found),
+            WRITERS: lambda _source, found: self.tasks.writers(found),
         }
         """Roles whose samples go to the task feed instead of the state's latest samples."""
 

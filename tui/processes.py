@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from collectors.container_gpu import container_label
@@ -29,6 +29,8 @@ class ProcessRow:
     """The container's name when the engine listed it, else its short id."""
     container_id: str | None = None
     """The short container id from the process's cgroup."""
+    task: str | None = None
+    """The label of the task whose log this process (or its parent) writes."""
 
 
 @dataclass(frozen=True)
@@ -64,11 +66,13 @@ def next_sort_key(current: SortKey) -> SortKey:
 
 
 def build_rows(tick: GpuTick | None, host: HostSample | None,
-               names: Mapping[str, str] | None = None) -> list[ProcessRow]:
+               names: Mapping[str, str] | None = None,
+               tasks: Mapping[int, str] | None = None) -> list[ProcessRow]:
     """One row per (GPU, pid) in `tick`, with host details where the host sample has them.
 
     Elapsed time is measured against the tick's own time, so a replay shows the recorded age;
-    `names` (short container id -> name) names the containers the engine lists.
+    `names` (short container id -> name) names the containers the engine lists; `tasks`
+    (pid -> task label) names the task each process runs.
     """
     if tick is None:
         return []
@@ -77,8 +81,9 @@ def build_rows(tick: GpuTick | None, host: HostSample | None,
     for gpu in tick.devices:
         for proc in gpu.processes or ():
             info = details.get(proc.pid)
-            rows.append(_row(gpu, proc.pid, proc.used_memory_bytes, info, tick.taken_at,
-                             names or {}))
+            row = _row(gpu, proc.pid, proc.used_memory_bytes, info, tick.taken_at, names or {})
+            task = (tasks or {}).get(proc.pid)
+            rows.append(row if task is None else replace(row, task=task))
     return rows
 
 
@@ -118,7 +123,8 @@ def in_container(rows: Iterable[ProcessRow], short_id: str | None) -> list[Proce
 
 
 def _haystack(row: ProcessRow) -> str:
-    return " ".join((str(row.pid), row.user or "", row.command or "", row.container or "")).lower()
+    return " ".join((str(row.pid), row.user or "", row.command or "", row.container or "",
+                     row.task or "")).lower()
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector
 from collectors.discovery import DiscoveredLogs
-from collectors.roles import LOG, role_of
+from collectors.roles import LOG, WRITERS, role_of
 from collectors.samples import GpuTick, LogBatch
+from collectors.writers import WritersTick, WriterWatch
 from gpuherd.sources import TailSupervisor
 from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState
@@ -45,10 +46,15 @@ class TaskFeed:
         self._task_of: dict[str, str] = {}
         """Source name -> task id, for every tail (one log, one task) started or adopted."""
         self._redraw_pending = False
+        self._watch: WriterWatch | None = None
+        """Told which files are followed and which pids hold a GPU (a writer collector runs)."""
 
     def adopt(self, collectors: Sequence[Collector[Any]]) -> None:
         """Note the tails the app was started with, so a scan does not start them twice."""
         for collector in collectors:
+            watch = getattr(collector, "watch", None)
+            if role_of(collector) == WRITERS and isinstance(watch, WriterWatch):
+                self._watch = watch
             task_id = getattr(collector, "task_id", None)
             if role_of(collector) == LOG and isinstance(task_id, str):
                 self._task_of[collector.name] = task_id
@@ -60,6 +66,8 @@ class TaskFeed:
         if self._tails is not None:
             for task_id in self._tails.discovered(found).stopped:
                 self.state.tasks.remove(task_id)
+                if self._watch is not None:
+                    self._watch.forget(task_id)
                 for source in [s for s, t in self._task_of.items() if t == task_id]:
                     self.state.status.pop(source, None)
         self.schedule_redraw()
@@ -86,6 +94,8 @@ class TaskFeed:
             tracker.remove(batch.path)  # a looping replay starts its next lap: a fresh task
         new = batch.path not in tracker.task_ids
         tracker.add_batch(batch)
+        if self._watch is not None and batch.file_path:
+            self._watch.follow(batch.path, batch.file_path)
         hint = self._hints.get(batch.path)
         if new and hint is not None:
             tracker.associate(batch.path, label=hint.label, gpu_uuids=hint.gpu_uuids or None)
@@ -94,6 +104,8 @@ class TaskFeed:
     def gpu_tick(self, tick: GpuTick) -> None:
         """Map task pids to GPUs, feed utilization to the health rules."""
         tracker = self.state.tasks
+        if self._watch is not None:
+            self._watch.set_gpu_pids(p.pid for gpu in tick.devices for p in gpu.processes or ())
         if not tracker.task_ids:
             return
         known = set(tracker.task_ids)
@@ -105,6 +117,17 @@ class TaskFeed:
             if pids:
                 tracker.associate(hint.task_id, pids=pids)
         tracker.add_gpu_tick(tick)
+        self.schedule_redraw()
+
+    def writers(self, found: WritersTick) -> None:
+        """Which processes write the followed logs: the tasks' pids, GPUs and status."""
+        tracker = self.state.tasks
+        known = set(tracker.task_ids)
+        for log in found.logs:
+            if log.task_id in known:
+                tracker.writers_seen(log.task_id, found.taken_at, log.writer_pids, log.gpu_pids)
+        if self.state.gpu_tick is not None:
+            tracker.place(self.state.gpu_tick)  # the GPUs of pids found just now
         self.schedule_redraw()
 
     def ended(self, task_id: str, exit_code: int) -> None:
@@ -149,8 +172,9 @@ class TaskFeed:
             # would leave its row unshown until some later batch, which may never come.
             self.schedule_redraw()
             return
-        rows = task_rows(self.state.tasks.views(), self.state.gpu_tick)
-        self._main.show_tasks(rows)
+        views = self.state.tasks.views()
+        self._main.show_tasks(task_rows(views, self.state.gpu_tick))
+        self._main.show_task_pids({pid: view.label for view in views for pid in view.pids})
         screen = self._app.screen
         if isinstance(screen, TaskDetailScreen):
             screen.show()

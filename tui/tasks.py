@@ -10,7 +10,7 @@ from rich.text import Text
 
 from collectors.samples import GpuSample, GpuTick
 from gpuherd.chart_values import spread_repeats
-from gpuherd.format import fmt_duration, fmt_pct
+from gpuherd.format import fmt_bytes, fmt_duration, fmt_pct
 from gpuherd.tasks import TaskView
 from gpuherd.tasks.health import Finding
 from gpuherd.tasks.view import label_of
@@ -26,7 +26,8 @@ BADGES = {
 """Short badge per finding kind; kinds not listed show under their own name."""
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 STATUS_STYLE = {"running": "green", "waiting": "dim", "idle": "dim", "done": "cyan",
-                "stopped": "yellow", "failed": "bold red", "error": "bold red"}
+                "stopped": "yellow", "failed": "bold red", "error": "bold red",
+                "stalled": "bold yellow", "finished": "cyan"}
 VAL_SHORT = {"val/acc": "acc", "val/map": "mAP", "val/miou": "mIoU", "val/acc_top5": "top5",
              "val/map_50": "mAP50", "val/pixel_acc": "pix", "val/loss": "loss"}
 THROUGHPUT_UNITS = {**UNITS, "throughput/tokens_s": "tok/s", "steps_s": "steps/s"}
@@ -136,6 +137,46 @@ def gpu_text(view: TaskView, tick: GpuTick | None) -> str:
     return indices if util is None else f"{indices} {fmt_pct(util)}"
 
 
+def pid_text(view: TaskView) -> str:
+    """`4242`, `4242+3` (three more processes); empty when no process is known."""
+    if not view.pids:
+        return ""
+    more = len(view.pids) - 1
+    return f"{view.pids[0]}+{more}" if more else str(view.pids[0])
+
+
+def vram_bytes(view: TaskView, tick: GpuTick | None) -> int | None:
+    """GPU memory the task's processes use on its GPUs now; `None` when none is listed."""
+    if not view.pids:
+        return None
+    pids = set(view.pids)
+    used = [p.used_memory_bytes for gpu in gpus_of(view, tick) for p in gpu.processes or ()
+            if p.pid in pids and p.used_memory_bytes is not None]
+    return sum(used) if used else None
+
+
+def vram_text(view: TaskView, tick: GpuTick | None) -> str:
+    """`30.0 GiB`; empty when no process of the task is listed on a GPU."""
+    used = vram_bytes(view, tick)
+    return "" if used is None else fmt_bytes(used)
+
+
+def process_facts(view: TaskView, tick: GpuTick | None) -> list[tuple[str, str]]:
+    """The detail screen's lines on the task's processes: pid, VRAM, when it reads stalled."""
+    if not view.pids:
+        return []
+    pids = ", ".join(str(pid) for pid in view.pids)
+    vram = vram_text(view, tick)
+    rows = [("process", f"pid {pids}" + (f"  VRAM {vram}" if vram else ""))]
+    if view.writer_pids and view.writer_pids != view.pids:
+        rows.append(("log writer", "pid " + ", ".join(str(pid) for pid in view.writer_pids)))
+    if view.stall_after_s is not None:
+        usual = ("" if view.usual_interval_s is None
+                 else f" (usually a line every {view.usual_interval_s:.3g} s)")
+        rows.append(("stalled after", f"{view.stall_after_s:.0f} s without a line{usual}"))
+    return rows
+
+
 def badge_label(finding: Finding) -> str:
     """The short badge of a finding: `NaN`, `OOM`, `stalled`, ..."""
     return BADGES.get(finding.kind, finding.kind)
@@ -179,6 +220,8 @@ def task_row(view: TaskView, tick: GpuTick | None) -> TaskRow:
         ("speed", Text(throughput_text(view), justify="right", no_wrap=True)),
         ("eta", Text(eta, justify="right")),
         ("gpu", Text(gpu_text(view, tick), no_wrap=True)),
+        ("pid", Text(pid_text(view), justify="right", no_wrap=True)),
+        ("vram", Text(vram_text(view, tick), justify="right", no_wrap=True)),
         ("health", health_text(view)),
     )
     named = view.label == label_of(view.task_id)

@@ -31,7 +31,8 @@ FINDING_KINDS = ("nan", "inf", "oom", "traceback", "nccl", "cuda_error", "killed
                  "other")
 """Every health-finding kind gets one series per task (0 when absent); a kind not listed here
 (a rule added later) counts under `other` until it is."""
-STATUSES = ("running", "waiting", "idle", "failed", "error")
+STATUSES = ("running", "stalled", "waiting", "idle", "finished", "done", "stopped", "failed",
+            "error")
 """`TaskView.status` values; one series each per task, 1 for the current one."""
 THROUGHPUT_UNITS = {"throughput/samples_s": "samples_s", "throughput/tokens_s": "tokens_s",
                     "throughput/it_s": "it_s", "steps_s": "steps_s"}

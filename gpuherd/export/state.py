@@ -17,6 +17,7 @@ from typing import Any
 from collectors.base import CollectorEvent, Failed, Recovered, Sampled
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
+from collectors.writers import WritersTick
 from gpuherd.monitor_logs import TaskHint
 from gpuherd.tasks import TaskTracker, TaskView
 
@@ -58,6 +59,7 @@ class ExportState:
         self._peaks: deque[tuple[float, Mapping[str, int]]] = deque()
         self._handlers: dict[type, Callable[[str, Any], None]] = {
             GpuTick: self._tick, HostSample: self._host_sample, LogBatch: self._batch,
+            WritersTick: self._writers,
             DiscoveredLogs: self._discovered,
         }
         """How each sample type changes the state; other types are not exported."""
@@ -134,6 +136,14 @@ class ExportState:
         hint = self._hints.get(batch.path)
         if new and hint is not None:  # as the dashboard's task feed does
             tracker.associate(batch.path, label=hint.label, gpu_uuids=hint.gpu_uuids or None)
+
+    def _writers(self, source: str, found: WritersTick) -> None:
+        # Beside the dashboard, which feeds the writer collector what to look for.
+        known = set(self._tracker.task_ids)
+        for log in found.logs:
+            if log.task_id in known:
+                self._tracker.writers_seen(log.task_id, found.taken_at, log.writer_pids,
+                                           log.gpu_pids)
 
     def _discovered(self, source: str, found: DiscoveredLogs) -> None:
         for task_id in found.removed:  # the run directory is gone: so is its task

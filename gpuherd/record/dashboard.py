@@ -15,6 +15,7 @@ from collectors.base import CollectorEvent, Crashed, GpuherdError, Sampled
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import LogBatch
 from collectors.session_format import COMMAND_LOG_FILE, EVENT
+from collectors.writers import WritersTick
 from gpuherd.proc.child import ChildCommand, CommandStartError
 from gpuherd.proc.tree import ProcessTree
 from gpuherd.record.recording import Recording, RecordingOptions
@@ -120,6 +121,8 @@ class DashboardRecording:
             if isinstance(event.sample, DiscoveredLogs):
                 self._discovered(event.sample)
                 return
+            if isinstance(event.sample, WritersTick):
+                return  # who writes a log is the dashboard's business; the session has no column
             if isinstance(event.sample, LogBatch) and event.sample.path not in self._logs:
                 with self._lock_logs:
                     self._logs.add(event.sample.path)

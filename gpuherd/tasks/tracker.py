@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from collectors.samples import GpuTick, LogBatch
 from gpuherd.tasks.health import Finding, gpu_findings, judge_histories, severity_of
+from gpuherd.tasks.line_clock import LineClock
 from gpuherd.tasks.series import DEFAULT_CHART_POINTS, DEFAULT_WINDOW_POINTS, MetricSeries, StepRate
 from gpuherd.tasks.view import TaskView, label_of, sort_findings
 from parsers.model import LogFinding, LogMetric
@@ -66,6 +67,10 @@ class _Task:
     gpu_util: float | None = None
     num_classes: int | None = None
     total_steps: int | None = None
+    writer_pids: tuple[int, ...] = ()
+    had_writer: bool = False
+    last_writers: tuple[int, ...] = ()
+    lines: LineClock = field(default_factory=LineClock)
 
 
 class TaskTracker:
@@ -112,9 +117,12 @@ class TaskTracker:
             task.last_progress_at = batch.taken_at
         if batch.modified_at is not None:
             task.modified_at = batch.modified_at
+        catching_up = batch.size_bytes is not None and batch.offset_bytes < batch.size_bytes
+        if batch.lines_read and not catching_up:
+            task.lines.arrived(batch.taken_at if batch.modified_at is None
+                               else batch.modified_at)
         if batch.ended_with is not None:
             task.exit_code = batch.ended_with
-        catching_up = batch.size_bytes is not None and batch.offset_bytes < batch.size_bytes
         for _line_no, metric in batch.metrics:
             self._add_metric(task, metric, batch.taken_at, catching_up)
         for line_no, finding in batch.findings:
@@ -123,6 +131,23 @@ class TaskTracker:
     def ended(self, task_id: str, exit_code: int) -> None:
         """The command whose output the task is has exited with `exit_code`."""
         self._task(task_id).exit_code = exit_code
+
+    def writers_seen(self, task_id: str, at: float, writer_pids: Iterable[int],
+                     gpu_pids: Iterable[int] = ()) -> None:
+        """Who writes the task's log, as `/proc` showed it at `at`.
+
+        `writer_pids` hold the log open for writing; `gpu_pids` are the GPU processes among
+        them or under them. No writer pids after some were seen: they have all exited (the
+        task is `finished`).
+        """
+        task = self._task(task_id)
+        self._tick(at)
+        task.writer_pids = tuple(writer_pids)
+        gpus = frozenset(gpu_pids)
+        if task.writer_pids:
+            task.had_writer, task.last_writers = True, task.writer_pids
+            if gpus:
+                task.pids = gpus
 
     def collector_failed(self, task_id: str, message: str) -> None:
         """The log cannot be read now (directory, permission, ...)."""
@@ -149,10 +174,7 @@ class TaskTracker:
         """Feed GPU utilization to the tasks that run on a known GPU (by uuid or by pid)."""
         self._tick(tick.taken_at)
         for task in self._tasks.values():
-            if task.pids:
-                found = tuple(d.uuid for d in tick.devices if d.processes and
-                              any(p.pid in task.pids for p in d.processes))
-                task.gpu_uuids = found or task.gpu_uuids
+            _place(task, tick)
             utils = [d.gpu_util_pct for d in tick.devices
                      if d.uuid in task.gpu_uuids and d.gpu_util_pct is not None]
             task.gpu_util = sum(utils) / len(utils) if utils else None
@@ -162,6 +184,11 @@ class TaskTracker:
                 continue
             task.gpu_utils.append(task.gpu_util)
             task.gpu_findings = [self._finding(f, None) for f in gpu_findings(task.gpu_utils)]
+
+    def place(self, tick: GpuTick) -> None:
+        """Map tasks whose pids just became known to their GPUs in `tick` (no history fed)."""
+        for task in self._tasks.values():
+            _place(task, tick)
 
     def remove(self, task_id: str) -> None:
         """Forget a task (its log is no longer followed)."""
@@ -269,31 +296,46 @@ class TaskTracker:
         return Finding(finding.kind, severity_of(finding.kind, False), finding.evidence,
                        line_no, 1, self.now, self.now)
 
+    def usual_interval_s(self, task_id: str) -> float | None:
+        """The median gap between line arrivals of the live log (`None` under 2 gaps)."""
+        task = self._tasks.get(task_id)
+        return None if task is None else task.lines.usual_interval_s()
+
+    def stall_after_s(self, task_id: str) -> float:
+        """Silence after which a task whose writer lives is `stalled`."""
+        task = self._tasks.get(task_id)
+        return self.active_s if task is None else task.lines.stall_after_s(self.active_s)
+
     def _running(self, task: _Task) -> bool:
         """Whether the log was written within `active_s` (its file's mtime; else a line read).
 
-        Reading an old log's backlog is not running: what counts is when it was written.
+        Reading an old log's backlog is not running: what counts is when it was written. A
+        task whose writer is known runs while the writer lives and lines keep coming: within
+        `LineClock.stall_after_s` of the last write.
         """
-        if task.exit_code is not None:
+        if task.exit_code is not None or (task.had_writer and not task.writer_pids):
             return False
         last = task.modified_at if task.modified_at is not None else task.last_progress_at
-        return last is not None and self.now is not None and self.now - last <= self.active_s
+        window = task.lines.stall_after_s(self.active_s) if task.writer_pids else self.active_s
+        return last is not None and self.now is not None and self.now - last <= window
 
     def _status(self, task: _Task) -> str:
         if task.error is not None:
             return "error"
-        if task.waiting and not task.lines_read:
+        if task.waiting and not task.lines_read and not task.had_writer:
             return "waiting"
         if task.exit_code is not None:
             return ("done" if task.exit_code == 0 else
                     "stopped" if task.exit_code in STOPPED_EXIT_CODES else "failed")
         if self._running(task):
             return "running"
+        if task.writer_pids:
+            return "stalled"
         last_metric = task.run.last_metric_at or -math.inf
         if any(f.severity == "error" and (f.last_seen_at or 0.0) >= last_metric
                for f in task.run.log_findings.values()):
             return "failed"
-        return "idle"
+        return "finished" if task.had_writer else "idle"
 
     def _view(self, task: _Task) -> TaskView:
         if task.health_dirty:
@@ -310,7 +352,9 @@ class TaskTracker:
             self._eta(task), task.lines_read, task.unparsed,
             task.too_long, task.generation, task.runs, sort_findings(findings), task.gpu_uuids,
             task.gpu_util, task.last_progress_at, task.offset, task.size, task.error,
-            task.exit_code)
+            task.exit_code, tuple(sorted(task.pids)) or task.last_writers, task.writer_pids,
+            task.lines.usual_interval_s(),
+            task.lines.stall_after_s(self.active_s) if task.writer_pids else None)
 
     def _throughput(self, run: _Run) -> tuple[float | None, str | None]:
         for name in THROUGHPUT_NAMES:
@@ -334,6 +378,13 @@ class TaskTracker:
 
     def _fresh(self, run: _Run, name: str) -> bool:
         return self.now is None or self.now - run.latest_at[name] <= self.active_s
+
+
+def _place(task: _Task, tick: GpuTick) -> None:
+    if task.pids:
+        found = tuple(d.uuid for d in tick.devices
+                      if d.processes and any(p.pid in task.pids for p in d.processes))
+        task.gpu_uuids = found or task.gpu_uuids
 
 
 def _same(a: dict[str, float], b: dict[str, float]) -> bool:

@@ -21,9 +21,13 @@ class TaskView:
     """A short name: the last two parts of the path."""
     status: str
     """`waiting` (no file yet), `running` (the log written within `active_s`: its file's
-    mtime, else a line read), `idle`, `done` (the command behind it exited with 0), `stopped`
-    (it ended on SIGINT or SIGTERM), `failed` (it exited with another status, or an error
-    finding came after the last metric, then silence) or `error` (cannot be read)."""
+    mtime, else a line read; when its writer process is known, while that process lives and
+    the last line is at most `stall_after_s` old), `stalled` (the writer lives, but no line
+    for longer than `stall_after_s`), `finished` (every process that wrote the log has
+    exited, and gpuherd did not start it), `idle` (no writer known and no line for
+    `active_s`), `done` (the command gpuherd started exited with 0), `stopped` (it ended on
+    SIGINT or SIGTERM), `failed` (it exited with another status, or an error finding came
+    after the last metric, then silence or its writer's exit) or `error` (cannot be read)."""
     format: str | None = None
     step: int | None = None
     epoch: float | None = None
@@ -54,6 +58,15 @@ class TaskView:
     """Why the log cannot be read right now (the collector's message)."""
     exit_code: int | None = None
     """The exit status of the command behind the task, once it ended."""
+    pids: tuple[int, ...] = ()
+    """The task's processes: the GPU processes that write its log or descend from its writer
+    (or the queue's job), else the writers themselves; the last ones seen after they exit."""
+    writer_pids: tuple[int, ...] = ()
+    """Live processes holding the log open for writing (found in `/proc/PID/fd`)."""
+    usual_interval_s: float | None = None
+    """The median gap between the log's new lines while it is followed live."""
+    stall_after_s: float | None = None
+    """Silence after which this task reads `stalled` (set while its writer lives)."""
 
     @property
     def running(self) -> bool:

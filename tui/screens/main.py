@@ -124,6 +124,8 @@ class MainScreen(Screen[None]):
         self._gap_note = Text("")
         self._chart_drawn: tuple[str | None, float | None] = (None, None)
         self._has_tasks = False
+        self._task_labels: dict[int, str] = {}
+        """pid -> label of the task whose log it writes, for the process table."""
         self._task_rows = 0
         self._arranged: tuple[object, ...] | None = None
         self._detailed_pids: frozenset[int] = frozenset()
@@ -278,7 +280,7 @@ class MainScreen(Screen[None]):
             return
         self._processes_drawn = (keys, now)
         self._names = container_names(first_tick(self.state.samples(CONTAINERS)))
-        every = build_rows(tick, host, self._names)
+        every = build_rows(tick, host, self._names, self._task_labels)
         self._detailed_pids = frozenset(p.pid for p in host.processes) if host else frozenset()
         short_id, name = self._container or (None, None)
         shown = sort_rows(filter_rows(in_container(every, short_id), self.filter_text),
@@ -321,6 +323,12 @@ class MainScreen(Screen[None]):
             latest, state.gpu_tick, state.host_sample, state.now))
         if container_names(first_tick(ticks)) != self._names:
             self._show_processes()  # a container came or went: name its processes at once
+
+    def show_task_pids(self, labels: dict[int, str]) -> None:
+        """Name the task of each process in the process table (pid -> task label)."""
+        if labels != self._task_labels:
+            self._task_labels = labels
+            self._show_processes()
 
     def show_tasks(self, rows: tuple[TaskRow, ...]) -> None:
         """Show the training-log tasks; the panel stays hidden while there are none."""

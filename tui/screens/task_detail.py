@@ -22,6 +22,7 @@ from tui.tasks import (
     finding_lines,
     fmt_metric,
     gpus_of,
+    process_facts,
     progress_text,
     throughput_text,
     x_label,
@@ -151,6 +152,7 @@ class TaskDetailScreen(Screen[None]):
 
     def _show_facts(self, view: TaskView) -> None:
         rows = _fact_rows(view) + [(name, fmt_metric(value)) for name, value in view.latest]
+        rows += process_facts(view, self.state.gpu_tick)
         for gpu in gpus_of(view, self.state.gpu_tick):
             pct = pct_of(gpu.memory_used_bytes, gpu.memory_total_bytes)
             rows.append((f"GPU {gpu.index}", f"{gpu.name}\nVRAM "

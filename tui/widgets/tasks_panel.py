@@ -37,18 +37,22 @@ class TaskColumn:
 
 COLUMNS = (
     TaskColumn("task", "TASK", TASK_MIN),
-    TaskColumn("status", "STATUS", 7),
+    TaskColumn("status", "STATUS", 8),
     TaskColumn("progress", "PROGRESS", 18),
     TaskColumn("loss", "LOSS", 8),
     TaskColumn("val", "VAL", 12),
     TaskColumn("speed", "SPEED", 13),
     TaskColumn("eta", "ETA", 8),
     TaskColumn("gpu", "GPU", 7),
+    TaskColumn("pid", "PID", 8),
+    TaskColumn("vram", "VRAM", 9),
     TaskColumn("health", "HEALTH", HEALTH_MIN),
 )
-DROP_ORDER = ("eta", "gpu", "health", "speed", "val", "progress")
+DROP_ORDER = ("eta", "vram", "pid", "gpu", "health", "speed", "val", "progress")
 """Columns left out, in this order, while the rest do not fit; the health column only while it
 is empty (a finding is never hidden: the column shrinks instead)."""
+HIDDEN_WHEN_EMPTY = ("pid", "vram")
+"""Columns left out while no row has anything in them (no task's process is known)."""
 
 Layout = tuple[tuple[str, int], ...]
 """(column key, width) of the shown columns, in order."""
@@ -61,6 +65,7 @@ def content_widths(rows: Sequence[TaskRow]) -> dict[str, int]:
     """
     needs = {c.key: len(c.label) for c in COLUMNS}
     needs["health"] = 0
+    needs.update((key, 0) for key in HIDDEN_WHEN_EMPTY)
     for row in rows:
         for key, text in row.cells:
             needs[key] = max(needs.get(key, 0), text.cell_len)
@@ -80,7 +85,7 @@ def fitting_columns(width: int, needs: dict[str, int] | None = None) -> Layout:
     want = {c.key: min(max(needs.get(c.key, 0), len(c.label)), c.width) for c in COLUMNS}
     task_need = min(max(needs.get("task", 0), len("TASK")), TASK_CAP)
     empty_health = needs.get("health", 0) == 0
-    dropped: set[str] = set()
+    dropped = {key for key in HIDDEN_WHEN_EMPTY if needs.get(key, 0) == 0}
     for key in (None, *DROP_ORDER):
         if key == "health" and not empty_health:
             continue
