@@ -123,6 +123,12 @@ LATE_DETECT_LINES = 10_000
 """Lines after the first ones of a `generic` log without a metric so far (banners, warnings)
 that are still checked for a console format, block by block (`detect_late_format`)."""
 
+PLAIN_LINE_FORMATS: frozenset[str] = LATE_FORMATS - {"mmengine", "detectron2"}
+"""Console formats whose other lines go to the generic parser (see `make_parser`): the
+progress bars and printed dicts of scripts that also print lines of their own. The mmengine
+and detectron2 loggers report every metric through their own lines and open with an
+environment and config dump (`seed: 0`, `C++ Version: 202002`) that would read as metrics."""
+
 _FACTORIES = {name: factory for name, _, factory in FORMATS}
 
 
@@ -162,7 +168,9 @@ def make_parser(name: str) -> LineParser:
     """A fresh parser for the named line format, behind the `CheckedParser` boundary.
 
     Its `feed` returns `None` or a metric that obeys `parsers.values.check_metric`, and
-    raises nothing but `ValueError` (count the line as unparsed and go on).
+    raises nothing but `ValueError` (count the line as unparsed and go on). A console format
+    of `PLAIN_LINE_FORMATS` hands the lines it does not claim to the generic parser: a script
+    that shows a progress bar also prints its own `step=45 loss=nan` and `val_acc=0.83` lines.
 
     Raises:
         ValueError: an unknown name, or a document format (see `DOCUMENT_FORMATS`).
@@ -172,4 +180,4 @@ def make_parser(name: str) -> LineParser:
     factory = _FACTORIES.get(name)
     if factory is None:
         raise ValueError(f"unknown log format {name!r}; known: {', '.join(FORMAT_NAMES)}")
-    return CheckedParser(factory())
+    return CheckedParser(factory(), parse_generic_line if name in PLAIN_LINE_FORMATS else None)

@@ -169,7 +169,10 @@ HAND_READ: dict[str, Log] = {
         Read(43, "val/acc", 0.781))),
     "tqdm/lightning_tty.log": Log("tqdm", (
         Read(18, "throughput/it_s", 341.58, epoch=0), Read(18, "train/loss", 0.708),
-        Read(25, "eval/throughput/it_s", 631.93))),
+        Read(25, "eval/throughput/it_s", 631.93),
+        # the terminal cut these bars short of their `]`: their pairs are plain text
+        Read(26, "train/loss", 0.542, epoch=1), Read(26, "val/loss", 0.815),
+        Read(34, "val/loss", 0.675, epoch=2))),
     "tqdm/tqdm_file.log": Log("tqdm", (
         Read(1, "throughput/it_s", 183.54, epoch=1), Read(1, "train/loss", 0.0625),
         Read(1, "lr", 0.0001), Read(2, "eval/throughput/it_s", 1 / 1.20),
