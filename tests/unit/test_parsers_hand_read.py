@@ -78,7 +78,7 @@ HAND_READ: dict[str, Log] = {
         Read(4, "lr", 0.004583), Read(6, "val/loss", 3.91, epoch=1),
         Read(15, "train/loss", 3.831, epoch=3), Read(15, "lr", 0.0002083),
         Read(18, "throughput/samples_s", 696.5), Read(18, "throughput/it_s", 87.06),
-        Read(18, "train/loss", 3.87))),
+        Read(18, "train/loss_run_mean", 3.87))),  # the run average, not a step
     "hf_trainer/import_error.log": Log(None, (), frozenset({(3, "traceback")})),
     "hf_trainer/with_tqdm.log": Log(None, (
         Read(4, "train/loss", 3.896, epoch=0.375), Read(8, "val/loss", 3.91, epoch=1),
