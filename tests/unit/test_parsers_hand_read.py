@@ -73,6 +73,21 @@ HAND_READ: dict[str, Log] = {
         Read(6, "train/loss", 0.4, step=44), Read(8, "train/loss", 0.2, step=98),
         Read(9, "train/loss", 1.0606, step=20)),
         frozenset({(4, "inf")}), unparsed=(3,)),
+    "handwritten/cifar10_tutorial.log": Log("generic", (
+        Read(3, "train/loss", 2.127, step=2000, epoch=1),
+        Read(8, "train/loss", 1.455, step=12000, epoch=1),
+        Read(9, "train/loss", 1.386, step=2000, epoch=2),
+        Read(14, "train/loss", 1.275, step=12000, epoch=2))),
+    "handwritten/mnist_style_tqdm.log": Log("tqdm", (
+        Read(2, "train/loss", 1.2729), Read(2, "train/acc", 38.67),
+        Read(2, "throughput/it_s", 2.06),
+        Read(3, "val/loss", 0.0027), Read(3, "val/acc", 0.5211),
+        Read(19, "val/loss", 0.0015), Read(19, "val/acc", 0.7604))),
+    "handwritten/word_language_model.log": Log("generic", (
+        Read(4, "train/loss", 7.64, step=200, epoch=1), Read(4, "lr", 20.0),
+        Read(4, "train/ppl", 2081.53), Read(4, "throughput/it_s", 1000 / 275.91),
+        Read(19, "val/loss", 5.56, epoch=1), Read(19, "val/ppl", 259.02),
+        Read(26, "train/loss", 5.33, step=1200, epoch=2), Read(26, "train/ppl", 206.82))),
     "hf_trainer/console.log": Log("hf_trainer", (
         Read(4, "train/loss", 3.896, epoch=0.375), Read(4, "grad_norm", 0.6046),
         Read(4, "lr", 0.004583), Read(6, "val/loss", 3.91, epoch=1),
