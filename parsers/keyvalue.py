@@ -9,6 +9,7 @@ from parsers.json_records import EPOCH_KEYS, STEP_KEYS
 from parsers.json_records import parse_jsonl_line as parse_jsonl_line  # its former home
 from parsers.keyvalue_plans import (
     DIGITS_AS_ZERO,
+    PLAN_CACHE_SIZE,
     LinePlan,
     LinePlans,
     make_plan,
@@ -85,7 +86,7 @@ def parse_generic_line(line: str) -> LogMetric | None:
     # a metric, what the pair regex and the checks decided is kept as a plan, and lines of
     # that shape are read by it, at a third of the cost (`keyvalue_plans`).
     if not line.isascii():
-        return _parse_pairs(line) or parse_spaced_line(line)
+        return _parse_pairs(line) or _spaced_after_pairs(line)
     shape = line.encode().translate(DIGITS_AS_ZERO)
     plan = _PLANS.plans.get(shape)
     if plan is not None:
@@ -97,8 +98,49 @@ def parse_generic_line(line: str) -> LogMetric | None:
             return metric
     metric = _parse_pairs(line)
     if metric is None:
-        return parse_spaced_line(line)
+        return _spaced_after_pairs(line)
     _PLANS.learn(shape, lambda: _make_plan(line, metric))
+    return metric
+
+
+_LETTER_DIGIT = re.compile(r"[A-Za-z_]\d")
+_NOT_PLAIN: set[bytes] = set()
+"""Shapes of console lines that gave no metric (bounded, see `parse_plain_line`)."""
+MAX_PLAIN_CHARS = 512
+"""Longest line `parse_plain_line` reads: a longer one is a dump (a config, an environment)."""
+
+
+def parse_plain_line(line: str) -> LogMetric | None:
+    """`parse_generic_line` of a console format's line that the format does not claim.
+
+    Only a `key: value` or `key=value` line that names a metric or counter the vocabulary
+    knows (loss, accuracy, step, epoch, learning rate, mAP, IoU, perplexity) is read: such a
+    log's other lines are banners, tables and declined progress bars, and reading each of
+    them the long way would cost more than the format's own lines (see
+    `parsers.registry.make_parser`). A line longer than `MAX_PLAIN_CHARS` is a dump
+    (Ultralytics' 1,700-character `engine/trainer:` settings).
+    """
+    line = normalise_line(line)  # the last `\r` frame: the format has just normalised it
+    if len(line) > MAX_PLAIN_CHARS or (":" not in line and "=" not in line):
+        return None
+    # A console log repeats its other lines' shapes (declined bars, table rows): a shape that
+    # gave nothing gives nothing again, unless its keys hold digits (`acc1` is known, `acc2`
+    # is not), which are never remembered.
+    low = line.lower()
+    # spelled out: one `in` test after another runs in C, a generator over a tuple does not
+    if not ("loss" in low or "acc" in low or "step" in low or "epoch" in low or "iter" in low
+            or "lr" in low or "map" in low or "iou" in low or "ppl" in low or "perplexity" in low
+            or "top1" in low or "top5" in low or "prec@" in low or "learning_rate" in low
+            or "grad_norm" in low):
+        return None
+    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
+    if shape in _NOT_PLAIN:
+        return None
+    metric = parse_generic_line(line)
+    if metric is None and _LETTER_DIGIT.search(line) is None:
+        if len(_NOT_PLAIN) >= PLAN_CACHE_SIZE:
+            _NOT_PLAIN.clear()
+        _NOT_PLAIN.add(shape)
     return metric
 
 
@@ -107,7 +149,15 @@ def parse_without_plans(line: str) -> LogMetric | None:
     line = normalise_line(line)
     if ":" not in line and "=" not in line:
         return parse_spaced_line(line)
-    return _parse_pairs(line) or parse_spaced_line(line)
+    return _parse_pairs(line) or _spaced_after_pairs(line)
+
+
+def _spaced_after_pairs(line: str) -> LogMetric | None:
+    """`parse_spaced_line` of a line with `:` or `=` whose pairs gave nothing.
+
+    A line with `=` is a `key=value` line (or a bar's postfix): no `key value` reading.
+    """
+    return None if "=" in line else parse_spaced_line(line)
 
 
 def _parse_pairs(line: str) -> LogMetric | None:

@@ -14,7 +14,7 @@ from parsers.framework_formats import (
 )
 from parsers.hf_trainer import parse_hf_trainer_line
 from parsers.json_records import parse_jsonl_line
-from parsers.keyvalue import parse_generic_line
+from parsers.keyvalue import parse_generic_line, parse_plain_line
 from parsers.line_parser import CheckedParser, LineParser, StatelessParser
 from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
 from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line
@@ -169,8 +169,9 @@ def make_parser(name: str) -> LineParser:
 
     Its `feed` returns `None` or a metric that obeys `parsers.values.check_metric`, and
     raises nothing but `ValueError` (count the line as unparsed and go on). A console format
-    of `PLAIN_LINE_FORMATS` hands the lines it does not claim to the generic parser: a script
-    that shows a progress bar also prints its own `step=45 loss=nan` and `val_acc=0.83` lines.
+    of `PLAIN_LINE_FORMATS` hands the lines it does not claim and that name a known metric or
+    counter to the generic parser (`keyvalue.parse_plain_line`): a script that shows a
+    progress bar also prints its own `step=45 loss=nan` and `val_acc=0.83` lines.
 
     Raises:
         ValueError: an unknown name, or a document format (see `DOCUMENT_FORMATS`).
@@ -180,4 +181,4 @@ def make_parser(name: str) -> LineParser:
     factory = _FACTORIES.get(name)
     if factory is None:
         raise ValueError(f"unknown log format {name!r}; known: {', '.join(FORMAT_NAMES)}")
-    return CheckedParser(factory(), parse_generic_line if name in PLAIN_LINE_FORMATS else None)
+    return CheckedParser(factory(), parse_plain_line if name in PLAIN_LINE_FORMATS else None)

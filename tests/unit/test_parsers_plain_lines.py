@@ -119,6 +119,12 @@ M = LogMetric
      M((("val/loss", 4.592), ("val/miou", 0.4315), ("Best_mIoU", 0.4315)))),
     ("MeanIU:  0.2349, Pixel_Acc:  0.7683, Mean_Acc:  0.3437, Class IoU: [...]",
      M((("val/miou", 0.2349), ("val/pixel_acc", 0.7683), ("Mean_Acc", 0.3437)))),
+    ("aAcc: 0.9360 mIoU: 0.8782 mAcc: 0.9340",
+     M((("val/pixel_acc", 0.936), ("val/miou", 0.8782), ("mAcc", 0.934)))),
+    # `ep, batch, loss` loops
+    ("ep 3, batch 120, loss 0.4213", M((("train/loss", 0.4213),), 120, 3.0)),
+    ("ep: 3, batch: 120, loss: 0.4213", M((("train/loss", 0.4213),), 120, 3.0)),
+    ("ep: [3/100], batch: [120/500], loss: 0.4213", M((("train/loss", 0.4213),), 120, 3.0)),
 ])
 def test_hand_written_lines(line: str, metric: LogMetric) -> None:
     got = make_parser("generic").feed(line)
