@@ -146,3 +146,31 @@ def test_prose_with_numbers_is_no_metric_line(line: str) -> None:
 def test_a_number_with_misplaced_commas_is_still_an_unparsed_line() -> None:
     with pytest.raises(ValueError, match="not a number: '1,0,696'"):
         make_parser("generic").feed("step=15 loss=1,0,696 lr=0.05")
+
+
+def test_a_console_logs_other_lines_are_read_only_when_they_name_a_known_metric() -> None:
+    parser = make_parser("tqdm")
+    assert parser.feed("numpy_random_seed: 0") is None  # a setting, no metric word
+    assert parser.feed("INFO acc2=0.5") is None  # an unknown key among words: prose
+    # the same shape with a known key: a shape that gave nothing is not remembered when its
+    # keys hold digits
+    assert parser.feed("INFO acc1=0.5") == LogMetric((("train/acc", 0.5),))
+    long = "step=1 loss=0.5 " + "x" * 600  # a dump, not a metric line
+    assert parser.feed(long) is None
+    assert make_parser("generic").feed(long) == LogMetric((("train/loss", 0.5),), 1)
+
+
+def test_key_value_lines_of_one_shape_read_alike() -> None:
+    # the second line of a shape is read by the first one's recipe
+    parser = make_parser("generic")
+    lines = [f"| epoch {e:3d} | {b:5d}/ 2983 batches | lr 20.00 | ms/batch {ms:5.2f} | "
+             f"loss {loss:5.2f} | ppl {ppl:8.2f}"
+             for e, b, ms, loss, ppl in ((1, 200, 45.68, 7.63, 2050.44),
+                                         (2, 400, 50.00, 6.85, 945.93),
+                                         (3, 600, 0.0, 6.48, 653.61))]
+    metrics = [parser.feed(line) for line in lines]
+    assert metrics[1] == LogMetric((("lr", 20.0), ("throughput/it_s", 20.0), ("train/loss", 6.85),
+                                    ("train/ppl", 945.93)), 400, 2.0)
+    # `ms/batch 0.00`: too fast to time, no rate
+    assert metrics[2] == LogMetric((("lr", 20.0), ("train/loss", 6.48), ("train/ppl", 653.61)),
+                                   600, 3.0)
