@@ -222,9 +222,8 @@ def _infos(line: str, keys: list[str]) -> list[_KeyInfo]:
     """
     infos = list(map(_KEY_INFO.__getitem__, keys))  # a loop in C for keys seen before
     if opens_evaluation(line) or (
-        any(info[3] in _VAL_SCORES for info in infos)
-        and all(info[2] is None for info in infos) and "poch" not in line
-        and "[" not in line
+        not _VAL_SCORES.isdisjoint(map(_NAME, infos))  # loops in C
+        and not any(map(_COUNTER, infos)) and "poch" not in line and "[" not in line
     ):
         return list(map(_VAL_KEY_INFO.__getitem__, keys))
     return infos
@@ -276,6 +275,8 @@ _KeyInfo = tuple[bool, bool, "str | None", str]
 `epoch`, `eta`) or None, the normalised metric name)."""
 _IS_CONFIG = operator.itemgetter(0)
 _IS_KNOWN = operator.itemgetter(1)
+_COUNTER = operator.itemgetter(2)
+_NAME = operator.itemgetter(3)
 _KEY_INFO_SIZE = 4096
 
 
