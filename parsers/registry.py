@@ -164,7 +164,7 @@ def detect_late_format(lines: Sequence[str], path: str | None = None) -> str | N
     return None
 
 
-def make_parser(name: str) -> LineParser:
+def make_parser(name: str, plain_lines: bool = True) -> LineParser:
     """A fresh parser for the named line format, behind the `CheckedParser` boundary.
 
     Its `feed` returns `None` or a metric that obeys `parsers.values.check_metric`, and
@@ -172,6 +172,8 @@ def make_parser(name: str) -> LineParser:
     of `PLAIN_LINE_FORMATS` hands the lines it does not claim and that name a known metric or
     counter to the generic parser (`keyvalue.parse_plain_line`): a script that shows a
     progress bar also prints its own `step=45 loss=nan` and `val_acc=0.83` lines.
+    `plain_lines=False` leaves them out: the format's own lines only (a format forced with
+    `gpuherd parse --format`, which says when it matched no line).
 
     Raises:
         ValueError: an unknown name, or a document format (see `DOCUMENT_FORMATS`).
@@ -181,4 +183,5 @@ def make_parser(name: str) -> LineParser:
     factory = _FACTORIES.get(name)
     if factory is None:
         raise ValueError(f"unknown log format {name!r}; known: {', '.join(FORMAT_NAMES)}")
-    return CheckedParser(factory(), parse_plain_line if name in PLAIN_LINE_FORMATS else None)
+    plain = plain_lines and name in PLAIN_LINE_FORMATS
+    return CheckedParser(factory(), parse_plain_line if plain else None)

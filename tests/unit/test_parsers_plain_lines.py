@@ -47,6 +47,16 @@ def test_gpuherd_parse_gives_the_nan_finding_and_the_accuracy(
         [(3, 0.83)]
 
 
+def test_a_forced_format_reads_its_own_lines_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(TQDM_LOG)
+    assert main(["parse", "--json", "--format", "tqdm", str(log)]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted({r["line"] for r in records}) == [1, 4]  # the bars; no NaN, no val/acc
+
+
 def test_the_live_tail_gives_them_too(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text(TQDM_LOG)
