@@ -83,8 +83,10 @@ def parse_tqdm_line(line: str) -> LogMetric | None:
     if match["postfix"]:
         values.extend(_postfix(match["postfix"], "val" if is_eval else "train"))
     if "=" in desc:  # `set_description(f"Loss={loss} Batch_id={i} Accuracy={acc}")`
+        # its loss only: such loops print the accuracy there in percent and the test set's
+        # as a count of a total (a fraction), and the two scales must not meet in one task
         values.extend(item for item in _postfix(desc, "val" if is_eval else "train")
-                      if item[0] in STANDARD_NAMES)
+                      if item[0] in STANDARD_NAMES and "loss" in item[0])
     if not values:
         return None
     epoch_match = _EPOCH.search(low_desc) if "epoch" in low_desc else None

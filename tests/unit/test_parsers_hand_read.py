@@ -79,7 +79,7 @@ HAND_READ: dict[str, Log] = {
         Read(9, "train/loss", 1.386, step=2000, epoch=2),
         Read(14, "train/loss", 1.275, step=12000, epoch=2))),
     "handwritten/mnist_style_tqdm.log": Log("tqdm", (
-        Read(2, "train/loss", 1.2729), Read(2, "train/acc", 38.67),
+        Read(2, "train/loss", 1.2729),  # its `Accuracy=38.67` (percent) is left out
         Read(2, "throughput/it_s", 2.06),
         Read(3, "val/loss", 0.0027), Read(3, "val/acc", 0.5211),
         Read(19, "val/loss", 0.0015), Read(19, "val/acc", 0.7604))),

@@ -184,3 +184,4 @@ def test_key_value_lines_of_one_shape_read_alike() -> None:
     # `ms/batch 0.00`: too fast to time, no rate
     assert metrics[2] == LogMetric((("lr", 20.0), ("train/loss", 6.48), ("train/ppl", 653.61)),
                                    600, 3.0)
+
