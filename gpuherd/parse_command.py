@@ -134,21 +134,24 @@ def parse_file(path: str, log_format: str | None, emit: Emit) -> FileReport:
             report = _parse_document(path, handle, sample, chosen, emit)
         else:
             watch_late = log_format is None and chosen == "generic"
-            report = parse_lines(path, chosen, _chain(sample, lines), emit, watch_late)
+            report = parse_lines(path, chosen, _chain(sample, lines), emit, watch_late,
+                                 forced=log_format is not None)
         report.bytes_read = handle.tell()
         report.detected = detected
         return report
 
 
 def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
-                watch_late: bool = False) -> FileReport:
+                watch_late: bool = False, forced: bool = False) -> FileReport:
     """Parse decoded lines with a parser of `log_format`, emitting records as they come.
 
     With `watch_late`, a `generic` log whose lines gave no metric yet (banners, warnings) is
     read in blocks, each checked for a console format first, for `LATE_DETECT_LINES` lines,
-    as the log tail does: a progress bar after the banners is parsed as one.
+    as the log tail does: a progress bar after the banners is parsed as one. A `forced`
+    format (`--format`) reads its own lines only, without a console format's plain lines.
     """
-    parser = make_parser(log_format)
+    # a forced format reads its own lines only, so that it can say it matched none
+    parser = make_parser(log_format, plain_lines=not forced)
     report = FileReport(log_format)
     history = _History()
     numbered: Iterable[tuple[int, str]] = enumerate(lines, 1)

@@ -11,6 +11,7 @@ from parsers.model import LogMetric
 from parsers.text import normalise_line
 from parsers.tqdm_bar import parse_tqdm_line
 from parsers.values import check_metric
+from parsers.vocabulary import TRAIN_LOSS, TRAIN_LOSS_RUN_MEAN
 
 # transformers 5 quotes every value ('loss': '6.193'); 4.x printed bare numbers and nan
 _ITEM = re.compile(r"'([^']+)': '?([^',}]*)'?")
@@ -29,7 +30,23 @@ def parse_hf_trainer_line(line: str) -> LogMetric | None:
     end = line.rfind("}")
     if end < start:
         return None
-    return pairs_to_metric(_ITEM.findall(line, start, end + 1))
+    metric = pairs_to_metric(_ITEM.findall(line, start, end + 1))
+    if metric is not None and "'train_runtime'" in line:
+        return run_summary(metric)
+    return metric
+
+
+def run_summary(metric: LogMetric) -> LogMetric:
+    """The Trainer's end-of-run record with its `train_loss` as `TRAIN_LOSS_RUN_MEAN`.
+
+    That record (`train_runtime`, `train_samples_per_second`, ..., `train_loss`) reports the
+    loss averaged over the whole run; read as `train/loss`, it became the run's last loss
+    (a summary saying 1.85 -> 0.812 where the last step logged 0.405).
+    """
+    values = tuple((TRAIN_LOSS_RUN_MEAN if name == TRAIN_LOSS else name, value)
+                   for name, value in metric.values)
+    return LogMetric(values, metric.step, metric.epoch, metric.taken_at,
+                     metric.unparsed_values)
 
 
 def parse_trainer_state(text: str) -> list[LogMetric]:
@@ -68,6 +85,8 @@ def read_trainer_state(text: str) -> tuple[list[LogMetric], list[tuple[int, str]
         if isinstance(entry, dict):
             try:
                 metric = record_to_metric(entry)
+                if metric is not None and "train_runtime" in entry:
+                    metric = run_summary(metric)
                 if metric is not None:
                     metrics.append(check_metric(metric))
             except ValueError as error:

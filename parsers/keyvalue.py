@@ -7,7 +7,22 @@ import re
 
 from parsers.json_records import EPOCH_KEYS, STEP_KEYS
 from parsers.json_records import parse_jsonl_line as parse_jsonl_line  # its former home
-from parsers.keyvalue_plans import DIGITS_AS_ZERO, LinePlan, LinePlans, make_plan
+from parsers.keyvalue_plans import (
+    DIGITS_AS_ZERO,
+    PLAN_CACHE_SIZE,
+    LinePlan,
+    LinePlans,
+    make_plan,
+    read_count,
+    read_number,
+)
+from parsers.keyvalue_words import (
+    blank_counters,
+    compound_keys,
+    counters_in_words,
+    opens_evaluation,
+    parse_spaced_line,
+)
 from parsers.model import LogMetric
 from parsers.text import (
     STANDARD_NAMES,
@@ -20,17 +35,19 @@ from parsers.text import (
 from parsers.values import to_epoch, to_step
 
 # Cases spelled out rather than re.IGNORECASE, which makes every position slower to try.
-_NUM = (r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
+# Thousands separators may be inside a number, never at its end: `Step: 200, Loss: 2.1` is 200.
+_NUM = (r"[-+]?(?:\d(?:[\d,]*\d)?\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
         r"|[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)")
 # A key starts after a character that cannot be part of one. The lookbehind comes after the
 # key's first letter, so the regex opens with a character class, which the engine finds by a
 # fast scan instead of trying every position; a key (and the spaces after it) never gives back
-# characters to the separator, which none of them can start (`*+`).
+# characters to the separator, which none of them can start (`*+`). A `:` takes a blank after
+# it, or a digit (`Acc:0.93`); a value may be a count of a total (`Accuracy: 9820/10000`). A
+# progress bar's percentage is no value (`Map: 100%|███| 500/500`: a dataset map, not a mAP).
 _PAIR = re.compile(
-    r"([A-Za-z_](?<![\w/@.()-].)[\w/@.()-]*+)\s*+(?:=\s*|:\s+)"
-    rf"('?{_NUM}'?%?|\d+:\d\d(?::\d\d)?)(?![\w.:/])"
+    r"([A-Za-z_](?<![\w/@.()-].)[\w/@.()-]*+)\s*+(?:=\s*|:\s+|:(?=\d))"
+    rf"('?{_NUM}'?%?|\d+:\d\d(?::\d\d)?|\d+/\d+)(?![\w.:/]|%\||(?<=%)\|)"
 )
-_EPOCH_WORD = re.compile(r"\b[Ee]poch:?\s+\[?(\d+)\b(?!\s*[:=])")
 _ISO_TS = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?")
 _STAMP_STARTS = frozenset("0123456789[")
 _RULE_CHARS = " \t=-*#~"
@@ -64,12 +81,12 @@ def parse_generic_line(line: str) -> LogMetric | None:
     """
     line = normalise_line(line)
     if ":" not in line and "=" not in line:
-        return None
+        return parse_spaced_line(line)
     # A log prints the same few shapes of line, numbers aside: the second time a shape gives
     # a metric, what the pair regex and the checks decided is kept as a plan, and lines of
     # that shape are read by it, at a third of the cost (`keyvalue_plans`).
     if not line.isascii():
-        return _parse_pairs(line)
+        return _parse_pairs(line) or _spaced_after_pairs(line)
     shape = line.encode().translate(DIGITS_AS_ZERO)
     plan = _PLANS.plans.get(shape)
     if plan is not None:
@@ -80,14 +97,72 @@ def parse_generic_line(line: str) -> LogMetric | None:
         if metric is not None:
             return metric
     metric = _parse_pairs(line)
-    if metric is not None:
-        _PLANS.learn(shape, lambda: _make_plan(line, metric))
+    if metric is None:
+        return _spaced_after_pairs(line)
+    _PLANS.learn(shape, lambda: _make_plan(line, metric))
     return metric
+
+
+_LETTER_DIGIT = re.compile(r"[A-Za-z_]\d")
+_NOT_PLAIN: set[bytes] = set()
+"""Shapes of console lines that gave no metric (bounded, see `parse_plain_line`)."""
+MAX_PLAIN_CHARS = 512
+"""Longest line `parse_plain_line` reads: a longer one is a dump (a config, an environment)."""
+
+
+def parse_plain_line(line: str) -> LogMetric | None:
+    """`parse_generic_line` of a console format's line that the format does not claim.
+
+    Only a `key: value` or `key=value` line that names a metric or counter the vocabulary
+    knows (loss, accuracy, step, epoch, learning rate, mAP, IoU, perplexity) is read: such a
+    log's other lines are banners, tables and declined progress bars, and reading each of
+    them the long way would cost more than the format's own lines (see
+    `parsers.registry.make_parser`). A line longer than `MAX_PLAIN_CHARS` is a dump
+    (Ultralytics' 1,700-character `engine/trainer:` settings).
+    """
+    line = normalise_line(line)  # the last `\r` frame: the format has just normalised it
+    if len(line) > MAX_PLAIN_CHARS or (":" not in line and "=" not in line):
+        return None
+    # A console log repeats its other lines' shapes (declined bars, table rows): a shape that
+    # gave nothing gives nothing again, unless its keys hold digits (`acc1` is known, `acc2`
+    # is not), which are never remembered.
+    low = line.lower()
+    # spelled out: one `in` test after another runs in C, a generator over a tuple does not
+    if not ("loss" in low or "acc" in low or "step" in low or "epoch" in low or "iter" in low
+            or "lr" in low or "map" in low or "iou" in low or "ppl" in low or "perplexity" in low
+            or "top1" in low or "top5" in low or "prec@" in low or "learning_rate" in low
+            or "grad_norm" in low):
+        return None
+    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
+    if shape in _NOT_PLAIN:
+        return None
+    metric = parse_generic_line(line)
+    if metric is None and _LETTER_DIGIT.search(line) is None:
+        if len(_NOT_PLAIN) >= PLAN_CACHE_SIZE:
+            _NOT_PLAIN.clear()
+        _NOT_PLAIN.add(shape)
+    return metric
+
+
+def parse_without_plans(line: str) -> LogMetric | None:
+    """`parse_generic_line` the long way, never with a plan: the reference plans must match."""
+    line = normalise_line(line)
+    if ":" not in line and "=" not in line:
+        return parse_spaced_line(line)
+    return _parse_pairs(line) or _spaced_after_pairs(line)
+
+
+def _spaced_after_pairs(line: str) -> LogMetric | None:
+    """`parse_spaced_line` of a line with `:` or `=` whose pairs gave nothing.
+
+    A line with `=` is a `key=value` line (or a bar's postfix): no `key value` reading.
+    """
+    return None if "=" in line else parse_spaced_line(line)
 
 
 def _parse_pairs(line: str) -> LogMetric | None:
     """`parse_generic_line` of a normalised line with `:` or `=`, without plans."""
-    body = _body(line)
+    body = blank_counters(_body(line))
     # a pair ends within a few characters of its separator: skip a long tail with none
     end = max(body.rfind("="), body.rfind(":")) + 64
     # `split` hands back [text, key, value, text, key, value, ..., rest] in one call, without
@@ -95,7 +170,7 @@ def _parse_pairs(line: str) -> LogMetric | None:
     parts = _PAIR.split(body) if end >= len(body) else _split_window(body, end)
     if len(parts) == 1 or _not_metrics(body[:end]):
         return None
-    infos = list(map(_KEY_INFO.__getitem__, parts[1::3]))  # a loop in C for keys seen before
+    infos = _infos(line, compound_keys(parts[0::3], parts[1::3]))
     pairs = len(infos) - sum(map(_IS_CONFIG, infos))
     if any(map(_IS_KNOWN, infos)):
         allowed = MAX_PROSE_WORDS
@@ -115,22 +190,43 @@ def _parse_pairs(line: str) -> LogMetric | None:
                 try:
                     number = float(text)  # what `parse_number` tries first, without a call
                 except ValueError:
-                    number = parse_number(text)
+                    number = read_number(text)
                 values.append((name, number))
         elif ":" in text:
             if counter == "eta":
                 values.append(("eta_s", parse_duration(text)))
         elif counter == "step":
-            step = to_step(parse_number(text))
+            step = to_step(read_count(text))
         elif counter == "epoch":
-            epoch = to_epoch(parse_number(text))
+            epoch = to_epoch(read_count(text))
         else:
-            values.append((name, parse_number(text)))
+            values.append((name, read_number(text)))
     if not values:
         return None
-    if epoch is None and "poch" in line:
-        epoch = _epoch_in_words(line)
+    if (step is None or epoch is None) and ("poch" in line or "[" in line):
+        in_words = counters_in_words(line)
+        step = in_words[0] if step is None else step
+        epoch = in_words[1] if epoch is None else epoch
     return LogMetric(tuple(values), step, epoch, taken_at)
+
+
+_VAL_SCORES = frozenset({"val/miou", "val/map", "val/map_50", "val/pixel_acc"})
+
+
+def _infos(line: str, keys: list[str]) -> list[_KeyInfo]:
+    """What each key of a line is, with the split its bare keys (`loss`, `acc`) belong to.
+
+    An evaluation line opens with `Test`, `Val` or `Eval`; a line of no step or epoch that
+    reports a segmentation or detection score (`Loss: 0.25, MeanIU: 0.43`, HRNet's
+    validation line) is one too.
+    """
+    infos = list(map(_KEY_INFO.__getitem__, keys))  # a loop in C for keys seen before
+    if opens_evaluation(line) or (
+        not _VAL_SCORES.isdisjoint(map(_NAME, infos))  # loops in C
+        and not any(map(_COUNTER, infos)) and "poch" not in line and "[" not in line
+    ):
+        return list(map(_VAL_KEY_INFO.__getitem__, keys))
+    return infos
 
 
 def _body(line: str) -> str:
@@ -142,12 +238,6 @@ def _body(line: str) -> str:
         start = _LEADING_RULE.match(line).end()  # type: ignore[union-attr]
         return line[start:].rstrip(_RULE_CHARS) if start < len(line) else ""
     return line.strip(_RULE_CHARS)
-
-
-def _epoch_in_words(line: str) -> float | None:
-    """The epoch of `Epoch 3 | loss: ...`, a line that names it in prose."""
-    word = _EPOCH_WORD.search(line)
-    return None if word is None else to_epoch(float(word[1]))
 
 
 def _window_matches(body: str, end: int) -> list[re.Match[str]]:
@@ -185,6 +275,8 @@ _KeyInfo = tuple[bool, bool, "str | None", str]
 `epoch`, `eta`) or None, the normalised metric name)."""
 _IS_CONFIG = operator.itemgetter(0)
 _IS_KNOWN = operator.itemgetter(1)
+_COUNTER = operator.itemgetter(2)
+_NAME = operator.itemgetter(3)
 _KEY_INFO_SIZE = 4096
 
 
@@ -194,18 +286,25 @@ class _KeyInfos(dict[str, _KeyInfo]):
     A dict, so a key seen before costs one lookup in C (`infos[key]`), no call.
     """
 
+    def __init__(self, split: str) -> None:
+        super().__init__()
+        self.split = split
+        """The split bare keys belong to."""
+
     def __missing__(self, key: str) -> _KeyInfo:
         counter = _COUNTERS.get(key.lower())
-        name = metric_name(key)
+        name = metric_name(key, self.split)
         known = counter is not None or name in STANDARD_NAMES
-        config = key[:1].isupper() and _CONFIG_KEY.fullmatch(key) is not None and not known
+        config = (key[:1].isupper() and _CONFIG_KEY.fullmatch(key) is not None and not known
+                  or key == "v_num")  # Lightning's logger version, in a bar's postfix
         if len(self) >= _KEY_INFO_SIZE:  # keys come from logs: keep the cache bounded
             self.clear()
         info = self[key] = (config, known, counter, name)
         return info
 
 
-_KEY_INFO = _KeyInfos()
+_KEY_INFO = _KeyInfos("train")
+_VAL_KEY_INFO = _KeyInfos("val")
 _PLANS = LinePlans()
 
 
@@ -255,18 +354,22 @@ def pairs_to_metric(
 
 def _make_plan(line: str, metric: LogMetric) -> LinePlan | None:
     """A plan for the lines of `line`'s shape, from the pairs `_parse_pairs` found in it."""
-    body = _body(line)
+    body = blank_counters(_body(line))
     at = len(line) - len(line.lstrip(_RULE_CHARS))  # where `body` starts in `line`
     end = max(body.rfind("="), body.rfind(":")) + 64
     matches = list(_PAIR.finditer(body)) if end >= len(body) else _window_matches(body, end)
     pairs = [(match[1], slice(at + match.start(1), at + match.end(1)),
               match[2], slice(at + match.start(2), at + match.end(2))) for match in matches]
+    texts = [body[end:match.start()] for end, match in
+             zip([0, *(match.end() for match in matches)], matches, strict=False)]
+    keys = compound_keys(texts, [match[1] for match in matches])
+    pairs = [(key, *pair[1:]) for key, pair in zip(keys, pairs, strict=True)]
     stamp = _ISO_TS.match(line) if line[:1] in _STAMP_STARTS else None
     return make_plan(
-        line, metric, pairs, _KEY_INFO,
+        line, metric, pairs, dict(zip(keys, _infos(line, keys), strict=True)),
         None if stamp is None else (slice(stamp.start(1), stamp.end(2)),
                                     None if stamp[3] is None else slice(*stamp.span(3))),
-        _epoch_in_words if "poch" in line else None,
+        counters_in_words if "poch" in line or "[" in line else None,
     )
 
 

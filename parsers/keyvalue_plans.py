@@ -43,15 +43,15 @@ class LinePlan:
     at the places the plan names, with the same functions the parser calls.
     """
 
-    __slots__ = ("_actions", "_count", "_epoch", "_epoch_word", "_key_texts", "_keys",
-                 "_names", "_stamp", "_step", "_texts")
+    __slots__ = ("_actions", "_count", "_epoch", "_key_texts", "_keys", "_names", "_stamp",
+                 "_step", "_texts", "_words")
 
     def __init__(
         self,
         actions: list[tuple[Action, slice]],
         keys: list[tuple[str, slice]],
         stamp: Stamp | None,
-        epoch_word: Callable[[str], float | None] | None,
+        words: Callable[[str], tuple[int | None, float | None]] | None,
         float_counts: bool = False,
     ) -> None:
         """Make a plan.
@@ -61,8 +61,8 @@ class LinePlan:
                 and where the text is.
             keys: the keys that contain a digit and where they are.
             stamp: where the line's timestamp is, when it has one.
-            epoch_word: the epoch a line without an `epoch` pair names in prose
-                (`Epoch 3 | ...`), when the line has `poch` in it.
+            words: the step and epoch a line names outside its pairs (`Epoch 3 | ...`,
+                `Epoch [1/3], Step [100/600], ...`), when the line has `poch` or `[` in it.
             float_counts: the step and epoch texts are numbers as `float` reads them, so
                 `float` can stand for `parse_number` (which tries it first): `float` takes
                 the texts of one shape alike.
@@ -80,11 +80,11 @@ class LinePlan:
         self._texts = itemgetter(*[where for _, where in actions], _NOTHING)
         self._step = next((where for kind, where in counters if kind == STEP), None)
         self._epoch = next((where for kind, where in counters if kind == EPOCH), None)
-        self._count: Callable[[str], float] = float if float_counts else parse_number
+        self._count: Callable[[str], float] = float if float_counts else read_count
         self._keys = itemgetter(*[where for _, where in keys], _NOTHING) if keys else None
         self._key_texts = tuple(key for key, _ in keys) + ("",)
         self._stamp = stamp
-        self._epoch_word = epoch_word
+        self._words = words
 
     def replay(self, line: str) -> LogMetric | None:
         """The metric of a line of this plan's shape; None when its keys differ from the plan's.
@@ -106,8 +106,10 @@ class LinePlan:
                 epoch = to_epoch(self._count(line[self._epoch]))
         else:
             values, step, epoch = self._read_values(line)
-        if epoch is None and self._epoch_word is not None:
-            epoch = self._epoch_word(line)
+        if self._words is not None and (step is None or epoch is None):
+            in_words = self._words(line)
+            step = in_words[0] if step is None else step
+            epoch = in_words[1] if epoch is None else epoch
         taken_at: float | None = None
         if self._stamp is not None:
             stamp, fraction = self._stamp
@@ -128,11 +130,11 @@ class LinePlan:
             if kind == VALUE:
                 values.append((name, float(text)))
             elif kind == STEP:
-                step = to_step(parse_number(text))
+                step = to_step(read_count(text))
             elif kind == EPOCH:
-                epoch = to_epoch(parse_number(text))
+                epoch = to_epoch(read_count(text))
             elif kind == NUMBER:
-                values.append((name, parse_number(text)))
+                values.append((name, read_number(text)))
             else:
                 values.append((name, parse_duration(text)))
         return tuple(values), step, epoch
@@ -144,7 +146,7 @@ def make_plan(
     pairs: list[Pair],
     key_info: Mapping[str, KeyInfo],
     stamp: Stamp | None,
-    epoch_word: Callable[[str], float | None] | None,
+    words: Callable[[str], tuple[int | None, float | None]] | None,
 ) -> LinePlan | None:
     """A plan for the lines of `line`'s shape; None unless it reads `line` as `metric`.
 
@@ -158,7 +160,7 @@ def make_plan(
         pairs: the pairs the parser's regex found in `line`, in order.
         key_info: what the parser takes each key for.
         stamp: where the line's timestamp is, when it has one.
-        epoch_word: as for `LinePlan`.
+        words: as for `LinePlan`.
     """
     actions: list[tuple[Action, slice]] = []
     keys: list[tuple[str, slice]] = []
@@ -183,12 +185,35 @@ def make_plan(
         actions.append(((kind, name), text_at))
     if not actions:
         return None
-    plan = LinePlan(actions, keys, stamp, epoch_word, float_counts)
+    plan = LinePlan(actions, keys, stamp, words, float_counts)
     try:
         same = repr(plan.replay(line)) == repr(metric)  # repr: NaN equals NaN
     except (ValueError, ArithmeticError):
         same = False
     return plan if same else None
+
+
+def read_number(text: str) -> float:
+    """A value as `parse_number` reads it, or a count of a total (`9820/10000`) as a fraction.
+
+    Raises:
+        ValueError: the text is not a number, or a count of a total of 0.
+    """
+    if "/" not in text:
+        return parse_number(text)
+    count, _, total = text.partition("/")
+    if float(total) == 0:
+        raise ValueError(f"a count of a total of 0: {text[:40]!r}")
+    return float(count) / float(total)
+
+
+def read_count(text: str) -> float:
+    """A step or epoch as `parse_number` reads it; of `1/3` (the first of 3), the 1.
+
+    Raises:
+        ValueError: the text is not a number.
+    """
+    return parse_number(text.partition("/")[0] if "/" in text else text)
 
 
 def _is_float(text: str) -> bool:

@@ -55,15 +55,24 @@ class CheckedParser:
     and go on with the next line, and every metric passes `parsers.values.check_metric`.
     """
 
-    __slots__ = ("_feed", "parser")
+    __slots__ = ("_fallback", "_feed", "parser")
 
-    def __init__(self, parser: LineParser) -> None:
+    def __init__(self, parser: LineParser, fallback: LineFunction | None = None) -> None:
+        """Wrap `parser`.
+
+        Args:
+            parser: the format's parser.
+            fallback: a pure line function for the lines `parser` does not claim (it returns
+                None for them): a console format's log also prints plain lines of its own
+                (`step=45 loss=nan`, `val_acc=0.83`) that the generic parser reads.
+        """
         self.parser = parser
         """The wrapped format parser."""
         self._feed = parser.feed
+        self._fallback = fallback
 
     def feed(self, line: str) -> LogMetric | None:
-        """Parse one line with the wrapped parser.
+        """Parse one line with the wrapped parser, or the fallback when that claims none.
 
         Raises:
             ValueError: the line matched but does not parse, or its metric breaks the rules
@@ -71,10 +80,14 @@ class CheckedParser:
         """
         try:
             metric = self._feed(line)
+            if metric is None:
+                if self._fallback is None:
+                    return None
+                metric = self._fallback(line)
+                if metric is None:
+                    return None
         except BAD_INPUT_ERRORS as error:
             raise ValueError(f"{type(error).__name__}: {error}"[:200]) from error
-        if metric is None:
-            return None
         return check_metric(metric)
 
     def reset(self) -> None:

@@ -14,7 +14,7 @@ from parsers.framework_formats import (
 )
 from parsers.hf_trainer import parse_hf_trainer_line
 from parsers.json_records import parse_jsonl_line
-from parsers.keyvalue import parse_generic_line
+from parsers.keyvalue import parse_generic_line, parse_plain_line
 from parsers.line_parser import CheckedParser, LineParser, StatelessParser
 from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
 from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line
@@ -123,6 +123,12 @@ LATE_DETECT_LINES = 10_000
 """Lines after the first ones of a `generic` log without a metric so far (banners, warnings)
 that are still checked for a console format, block by block (`detect_late_format`)."""
 
+PLAIN_LINE_FORMATS: frozenset[str] = LATE_FORMATS - {"mmengine", "detectron2"}
+"""Console formats whose other lines go to the generic parser (see `make_parser`): the
+progress bars and printed dicts of scripts that also print lines of their own. The mmengine
+and detectron2 loggers report every metric through their own lines and open with an
+environment and config dump (`seed: 0`, `C++ Version: 202002`) that would read as metrics."""
+
 _FACTORIES = {name: factory for name, _, factory in FORMATS}
 
 
@@ -158,11 +164,16 @@ def detect_late_format(lines: Sequence[str], path: str | None = None) -> str | N
     return None
 
 
-def make_parser(name: str) -> LineParser:
+def make_parser(name: str, plain_lines: bool = True) -> LineParser:
     """A fresh parser for the named line format, behind the `CheckedParser` boundary.
 
     Its `feed` returns `None` or a metric that obeys `parsers.values.check_metric`, and
-    raises nothing but `ValueError` (count the line as unparsed and go on).
+    raises nothing but `ValueError` (count the line as unparsed and go on). A console format
+    of `PLAIN_LINE_FORMATS` hands the lines it does not claim and that name a known metric or
+    counter to the generic parser (`keyvalue.parse_plain_line`): a script that shows a
+    progress bar also prints its own `step=45 loss=nan` and `val_acc=0.83` lines.
+    `plain_lines=False` leaves them out: the format's own lines only (a format forced with
+    `gpuherd parse --format`, which says when it matched no line).
 
     Raises:
         ValueError: an unknown name, or a document format (see `DOCUMENT_FORMATS`).
@@ -172,4 +183,5 @@ def make_parser(name: str) -> LineParser:
     factory = _FACTORIES.get(name)
     if factory is None:
         raise ValueError(f"unknown log format {name!r}; known: {', '.join(FORMAT_NAMES)}")
-    return CheckedParser(factory())
+    plain = plain_lines and name in PLAIN_LINE_FORMATS
+    return CheckedParser(factory(), parse_plain_line if plain else None)

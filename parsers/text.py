@@ -220,8 +220,15 @@ _BASES = {
     "map50(b)": "map_50",
     "ap50": "map_50",
     "miou": "miou",
+    "meaniu": "miou",
+    "mean_iu": "miou",
+    "meaniou": "miou",
+    "mean_iou": "miou",
     "aacc": "pixel_acc",
     "pixel_acc": "pixel_acc",
+    "pix_acc": "pixel_acc",
+    "ppl": "ppl",
+    "perplexity": "ppl",
 }
 # detection and segmentation scores only exist on a validation pass
 _VAL_ONLY = frozenset({"map", "map_50", "miou", "pixel_acc"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from parsers.model import LogMetric
-from parsers.text import metric_name, normalise_line, parse_duration, parse_number
+from parsers.text import STANDARD_NAMES, metric_name, normalise_line, parse_duration, parse_number
 from parsers.values import to_epoch, to_step
 
 _TAIL = re.compile(
@@ -82,6 +82,11 @@ def parse_tqdm_line(line: str) -> LogMetric | None:
         values.append(("eta_s", parse_duration(remaining)))
     if match["postfix"]:
         values.extend(_postfix(match["postfix"], "val" if is_eval else "train"))
+    if "=" in desc:  # `set_description(f"Loss={loss} Batch_id={i} Accuracy={acc}")`
+        # its loss only: such loops print the accuracy there in percent and the test set's
+        # as a count of a total (a fraction), and the two scales must not meet in one task
+        values.extend(item for item in _postfix(desc, "val" if is_eval else "train")
+                      if item[0] in STANDARD_NAMES and "loss" in item[0])
     if not values:
         return None
     epoch_match = _EPOCH.search(low_desc) if "epoch" in low_desc else None

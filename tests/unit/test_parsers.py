@@ -177,10 +177,11 @@ def test_generic_rejects_banners_warnings_and_prose(line: str) -> None:
     ("Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.300000", {"train/loss": 2.3}),
     ("epoch 0 step 100 loss=3.000 acc=0.10", {"train/loss": 3.0, "train/acc": 0.1}),
     ("INFO foo=1 bar=2", {"foo": 1.0, "bar": 2.0}),
-    ("perplexity: 12.5", {"perplexity": 12.5}),
+    ("perplexity: 12.5", {"train/ppl": 12.5}),
     ("LOCAL_RANK: 0 loss=0.25", {"train/loss": 0.25}),  # the setting is no metric
-    # PyTorch's MNIST example: a count out of a total is no accuracy value
-    ("Test set: Average loss: 0.0275, Accuracy: 9910/10000 (99%)", {"train/loss": 0.0275}),
+    # PyTorch's MNIST example: the test set is its validation set, a count of a total a share
+    ("Test set: Average loss: 0.0275, Accuracy: 9910/10000 (99%)",
+     {"val/loss": 0.0275, "val/acc": 0.991}),
 ])
 def test_generic_parses_metric_shaped_lines(line: str, values: dict[str, float]) -> None:
     metric = parse_generic_line(line)

@@ -73,12 +73,27 @@ HAND_READ: dict[str, Log] = {
         Read(6, "train/loss", 0.4, step=44), Read(8, "train/loss", 0.2, step=98),
         Read(9, "train/loss", 1.0606, step=20)),
         frozenset({(4, "inf")}), unparsed=(3,)),
+    "handwritten/cifar10_tutorial.log": Log("generic", (
+        Read(3, "train/loss", 2.127, step=2000, epoch=1),
+        Read(8, "train/loss", 1.455, step=12000, epoch=1),
+        Read(9, "train/loss", 1.386, step=2000, epoch=2),
+        Read(14, "train/loss", 1.275, step=12000, epoch=2))),
+    "handwritten/mnist_style_tqdm.log": Log("tqdm", (
+        Read(2, "train/loss", 1.2729),  # its `Accuracy=38.67` (percent) is left out
+        Read(2, "throughput/it_s", 2.06),
+        Read(3, "val/loss", 0.0027), Read(3, "val/acc", 0.5211),
+        Read(19, "val/loss", 0.0015), Read(19, "val/acc", 0.7604))),
+    "handwritten/word_language_model.log": Log("generic", (
+        Read(4, "train/loss", 7.64, step=200, epoch=1), Read(4, "lr", 20.0),
+        Read(4, "train/ppl", 2081.53), Read(4, "throughput/it_s", 1000 / 275.91),
+        Read(19, "val/loss", 5.56, epoch=1), Read(19, "val/ppl", 259.02),
+        Read(26, "train/loss", 5.33, step=1200, epoch=2), Read(26, "train/ppl", 206.82))),
     "hf_trainer/console.log": Log("hf_trainer", (
         Read(4, "train/loss", 3.896, epoch=0.375), Read(4, "grad_norm", 0.6046),
         Read(4, "lr", 0.004583), Read(6, "val/loss", 3.91, epoch=1),
         Read(15, "train/loss", 3.831, epoch=3), Read(15, "lr", 0.0002083),
         Read(18, "throughput/samples_s", 696.5), Read(18, "throughput/it_s", 87.06),
-        Read(18, "train/loss", 3.87))),
+        Read(18, "train/loss_run_mean", 3.87))),  # the run average, not a step
     "hf_trainer/import_error.log": Log(None, (), frozenset({(3, "traceback")})),
     "hf_trainer/with_tqdm.log": Log(None, (
         Read(4, "train/loss", 3.896, epoch=0.375), Read(8, "val/loss", 3.91, epoch=1),
@@ -169,7 +184,10 @@ HAND_READ: dict[str, Log] = {
         Read(43, "val/acc", 0.781))),
     "tqdm/lightning_tty.log": Log("tqdm", (
         Read(18, "throughput/it_s", 341.58, epoch=0), Read(18, "train/loss", 0.708),
-        Read(25, "eval/throughput/it_s", 631.93))),
+        Read(25, "eval/throughput/it_s", 631.93),
+        # the terminal cut these bars short of their `]`: their pairs are plain text
+        Read(26, "train/loss", 0.542, epoch=1), Read(26, "val/loss", 0.815),
+        Read(34, "val/loss", 0.675, epoch=2))),
     "tqdm/tqdm_file.log": Log("tqdm", (
         Read(1, "throughput/it_s", 183.54, epoch=1), Read(1, "train/loss", 0.0625),
         Read(1, "lr", 0.0001), Read(2, "eval/throughput/it_s", 1 / 1.20),
