@@ -12,7 +12,7 @@ from parsers.framework_formats import (
     parse_detectron2_json_line,
     parse_mmengine_line,
 )
-from parsers.hf_trainer import parse_hf_trainer_line
+from parsers.hf_trainer import HfTrainerParser
 from parsers.json_records import parse_jsonl_line
 from parsers.keyvalue import parse_generic_line
 from parsers.line_parser import CheckedParser, LineParser, StatelessParser
@@ -20,7 +20,7 @@ from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsPars
 from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line
 from parsers.table_formats import CsvParser
 from parsers.text import normalise_line
-from parsers.tqdm_bar import parse_tqdm_line
+from parsers.tqdm_bar import TqdmParser
 
 Detect = Callable[[Sequence[str], str], bool]
 """detect(normalised sample lines, file name) -> whether the sample is in this format."""
@@ -93,13 +93,14 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
     ),
     (
         "hf_trainer",
-        _any_line(r"^\{'(?:loss|eval_loss|train_runtime|learning_rate)'"),
-        _stateless(parse_hf_trainer_line),
+        # a dict may follow a bar on its line when redraws ran together
+        _any_line(r"(?:^\s*|\]\s*)\{'(?:loss|eval_loss|train_runtime|learning_rate)'"),
+        HfTrainerParser,
     ),
     (
         "tqdm",
         _any_line(r"\[\d+:\d\d(?::\d\d)?(?:<[\d:?]+)?, *(?:[\d.?]+\S*/s|[\d.]+s/\S+)"),
-        _stateless(parse_tqdm_line),
+        TqdmParser,
     ),
     ("generic", lambda lines, name: True, _stateless(parse_generic_line)),
 )
