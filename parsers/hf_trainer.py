@@ -64,7 +64,7 @@ class HfTrainerParser:
 def _dicts_to_metric(line: str, start: int) -> LogMetric | None:
     r"""The values of every dict on a line, at the step and epoch of the last one.
 
-    Redraws run together (a file whose `\\r` were dropped) put bars and dicts on one line,
+    Redraws run together (a file whose `\r` were dropped) put bars and dicts on one line,
     and a redraw can cut a dict short before its `}`: such a dict ends where the next bar
     or dict starts, and its values so far are kept.
     """

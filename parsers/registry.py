@@ -16,6 +16,7 @@ from parsers.hf_trainer import HfTrainerParser
 from parsers.json_records import parse_jsonl_line
 from parsers.keyvalue import parse_generic_line
 from parsers.line_parser import CheckedParser, LineParser, StatelessParser
+from parsers.megatron import parse_megatron_line
 from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
 from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line
 from parsers.table_formats import CsvParser
@@ -78,13 +79,20 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
         _any_line(r"\bd2\.(?:utils|engine|data|evaluation|checkpoint)\."),
         Detectron2Parser,
     ),
-    ("ultralytics", _any_line(r"^Ultralytics |^\s+Epoch\s+GPU_mem\s"), UltralyticsParser),
+    ("ultralytics", _any_line(r"^Ultralytics |^\s+Epoch\s+(?i:gpu_mem)\s"), UltralyticsParser),
     ("lightning_rich", _any_line(r"^\S.*\s\d+/(?:\d+|\?) [\d:]+ • "), RichBarParser),
-    ("keras", _any_line(r"^\s*\d+/\d+ .*\d+(?:ms|s|us)/step\b"), KerasParser),
+    ("keras", _any_line(r"^\s*\d+/\d+ .*\d+(?:ms|s|us)/(?:step|sample)\b"), KerasParser),
     (
         "nanogpt",
         _any_line(r"^iter \d+: loss \S+, time [\d.]+ms|^step \d+: train loss "),
         _stateless(parse_nanogpt_line),
+    ),
+    (
+        "megatron",
+        _any_line(r"^\s*(?:\[[^\]]*\]\s*)?iteration\s+\d+/\s*\d+\s*\|"
+                  r"|validation loss at iteration \d+|\[Rank \d+\] step=\d+, skipped="
+                  r"|RunningAvgSamplesPerSec="),
+        _stateless(parse_megatron_line),
     ),
     (
         "metric_logger",
@@ -115,7 +123,7 @@ after each change instead of line by line."""
 
 LATE_FORMATS: frozenset[str] = frozenset({
     "mmengine", "detectron2", "ultralytics", "lightning_rich", "keras", "nanogpt",
-    "metric_logger", "hf_trainer", "tqdm",
+    "metric_logger", "hf_trainer", "tqdm", "megatron",
 })
 """Console formats a log may turn out to be after its first lines were banners only: the
 progress bars and framework loggers that print once training runs (see `detect_late_format`)."""

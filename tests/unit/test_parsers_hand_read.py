@@ -118,6 +118,12 @@ HAND_READ: dict[str, Log] = {
         Read(25, "lr", 1e12, step=25), Read(26, "train/loss", 7.176657143000725e+21),
         Read(27, "train/loss", INF, step=27), Read(30, "train/loss", NAN, step=30)),
         frozenset({(27, "inf"), (28, "nan"), (29, "nan"), (30, "nan")})),
+    "keras2/lr_scheduler.log": Log("keras", (
+        Read(4, "lr", 0.003, epoch=1), Read(5, "throughput/samples_s", 1 / 195e-6, epoch=1),
+        Read(5, "train/loss", 0.2537), Read(5, "train/acc", 0.9194),
+        Read(5, "val/loss", 0.0578), Read(5, "val/acc", 0.9816),
+        Read(8, "lr", 0.0022744503, epoch=2), Read(17, "train/loss", 0.0465, epoch=4),
+        Read(17, "val/loss", 0.0262))),
     "keras/verbose1_file.log": Log("keras", (
         Read(2, "train/acc", 0.6589), Read(2, "train/loss", 0.6067),
         Read(2, "val/acc", 0.7422), Read(2, "val/loss", 0.5515),
@@ -149,6 +155,18 @@ HAND_READ: dict[str, Log] = {
         Read(36, "val/acc", 0.703), Read(36, "train/acc", 0.520),
         Read(53, "val/acc", 0.797), Read(53, "train/acc", 0.758),
         Read(56, "val/acc", 0.781), Read(56, "train/acc", 0.773))),
+    "megatron/ds_3d_on.log": Log("megatron", (
+        Read(2, "train/loss", 12.44502, step=2), Read(2, "lr", 3.750e-05),
+        Read(2, "throughput/it_s", 1000 / 141096.8),
+        Read(2, "throughput/samples_s", 1024 * 1000 / 141096.8),
+        Read(4, "train/loss", 41.03157, step=3), Read(12, "train/loss", 31.23441, step=7))),
+    "megatron/gpt2_base_n4.log": Log("megatron", (
+        Read(1, "train/loss", 8.394111, step=60), Read(1, "lr", 1.494e-04),
+        Read(1, "grad_norm", 5.275), Read(1, "throughput/it_s", 1000 / 1378.0),
+        Read(12, "val/loss", 8.017406, step=100), Read(12, "val/perplexity", 3033.3),
+        Read(32, "train/loss", 7.365868, step=200), Read(32, "grad_norm", 3.952),
+        Read(35, "val/loss", 7.487306, step=200), Read(35, "val/perplexity", 1785.236))),
+    "megatron/log_dist.log": Log("megatron", (Read(11, "lr", 0.0, step=0),)),
     "metric_logger/timm_train.log": Log("metric_logger", (
         Read(3, "train/loss", 2.10, epoch=0), Read(3, "lr", 0.05),
         Read(12, "train/loss", 0.782, epoch=1), Read(19, "train/loss", 0.134, epoch=2))),
@@ -208,6 +226,14 @@ HAND_READ: dict[str, Log] = {
         Read(50, "train/dfl_loss", 1.734), Read(50, "throughput/it_s", 5.8),
         Read(52, "val/map", 0.0), Read(52, "val/map_50", 0.0),
         Read(55, "train/box_loss", 5.698, epoch=2), Read(55, "throughput/it_s", 13.8))),
+    "yolov5/train.log": Log("ultralytics", (
+        Read(9, "train/box_loss", 0.06359, epoch=0), Read(9, "train/obj_loss", 0.03304),
+        Read(9, "gpu_mem_gb", 5.05), Read(9, "throughput/it_s", 1 / 1.79),
+        Read(11, "val/map", 0.0, epoch=0),
+        Read(16, "val/precision", 0.0682, epoch=1), Read(16, "val/recall", 0.126),
+        Read(16, "val/map_50", 0.0251), Read(16, "val/map", 0.00763),
+        Read(24, "train/box_loss", 0.03914, epoch=3), Read(24, "train/obj_loss", 0.02895),
+        Read(26, "val/map", 0.0434, epoch=3))),
     "ultralytics_csv/results.csv": Log("ultralytics_csv", (
         Read(2, "train/box_loss", 2.69252), Read(2, "val/map", 0.0),
         Read(2, "lr", 0.000333333), Read(9, "train/cls_loss", 2.93586),
