@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 
+from parsers.fairseq import parse_fairseq_line
 from parsers.framework_formats import (
     Detectron2Parser,
     MmengineJsonParser,
@@ -17,6 +18,7 @@ from parsers.json_records import parse_jsonl_line
 from parsers.keyvalue import parse_generic_line
 from parsers.line_parser import CheckedParser, LineParser, StatelessParser
 from parsers.megatron import parse_megatron_line
+from parsers.paddle import parse_paddle_line
 from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
 from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line
 from parsers.table_formats import CsvParser
@@ -95,6 +97,17 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
         _stateless(parse_megatron_line),
     ),
     (
+        "fairseq",
+        _any_line(r"(?:^|\| )epoch \d+ \| (?:valid on|\w+ [-+\d.])|valid on '[^']*' subset \|"
+                  r"|(?:^|\| )epoch \d+:\s+\d+ / \d+ \w+="),
+        _stateless(parse_fairseq_line),
+    ),
+    (
+        "paddle",
+        _any_line(r" ppocr INFO: (?:epoch: \[|cur metric)| INFO: \[(?:Train|Eval)\]\[Epoch \d+"),
+        _stateless(parse_paddle_line),
+    ),
+    (
         "metric_logger",
         _any_line(r"\]\s+eta: [\d:]+|^Train: \d+ \[\s*\d+/|^Test: \[\s*\d+/"),
         _stateless(parse_metric_logger_line),
@@ -123,7 +136,7 @@ after each change instead of line by line."""
 
 LATE_FORMATS: frozenset[str] = frozenset({
     "mmengine", "detectron2", "ultralytics", "lightning_rich", "keras", "nanogpt",
-    "metric_logger", "hf_trainer", "tqdm", "megatron",
+    "metric_logger", "hf_trainer", "tqdm", "megatron", "fairseq", "paddle",
 })
 """Console formats a log may turn out to be after its first lines were banners only: the
 progress bars and framework loggers that print once training runs (see `detect_late_format`)."""

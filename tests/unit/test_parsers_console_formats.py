@@ -167,3 +167,89 @@ def test_keras2_per_sample_unit() -> None:
     parser.reset()
     metric = parser.feed("1875/1875 [==============================] - 3s 2ms/step - loss: 0.2")
     assert metric is not None and dict(metric.values)["throughput/it_s"] == 500.0
+
+
+def test_fairseq_epoch_summary_and_validation_lines() -> None:
+    # fairseq 0.9 `simple` format; before, these lines read as nothing at all
+    log_format, found = parse("fairseq/roberta_race.log")
+    assert log_format == "fairseq"
+    train = found[1]
+    assert (train.step, train.epoch) == (27301, 5)
+    assert dict(train.values) == {
+        "train/loss": 0.158, "train/nll_loss": 0.0, "train/perplexity": 1.0,
+        "throughput/tokens_s": 770.0, "lr": 1e-05, "grad_norm": 25.694, "train/acc": 0.96072}
+    # `ups 0` is rounded, not a stopped run; `best_accuracy` repeats an earlier value
+    val = found[2]
+    assert (val.step, val.epoch) == (27301, 5)
+    assert val.values == (("val/loss", 1.066), ("val/nll_loss", 0.003),
+                          ("val/perplexity", 1.0), ("val/acc", 0.833231))
+    assert sorted(found) == [1, 2]  # `| saved checkpoint ... (epoch 5 @ 27301 updates)`
+
+
+def test_fairseq_later_formats() -> None:
+    # lines of public fairseq logs the search corpus did not name the repository of:
+    # fairseq >= 0.10 with its logging prefix, a progress line, and the tqdm format
+    parser = make_parser("fairseq")
+    inner = parser.feed(
+        "2023-06-13 17:31:54 | INFO | train_inner | epoch 143:    185 / 282 loss=3.153, "
+        "nll_loss=1.243, glat_accu=0.508, glat_context_p=0.473, word_ins=3.034, length=3.068, "
+        "ppl=8.89, wps=132396, ups=2.18, wpb=60718.4, bsz=2141.4, num_updates=40200, "
+        "lr=0.00015772, gnorm=0.483, clip=0, loss_scale=32768, train_wall=46, wall=0")
+    assert inner is not None and (inner.step, inner.epoch) == (40200, 143)
+    assert dict(inner.values)["train/loss"] == 3.153
+    assert dict(inner.values)["throughput/it_s"] == 2.18
+    assert inner.taken_at == 1686677514.0
+    valid = parser.feed(
+        "2023-06-13 17:32:41 | INFO | valid | epoch 143 | valid on 'valid' subset | loss 12.677 "
+        "| nll_loss 11.546 | word_ins 12.459 | length 4.375 | ppl 6550.94 | bleu 29.52 | "
+        "wps 88225 | wpb 21176.3 | bsz 666.3 | num_updates 40297 | best_bleu 30.53")
+    assert valid is not None and (valid.step, valid.epoch) == (40297, 143)
+    assert dict(valid.values)["val/bleu"] == 29.52
+    assert dict(valid.values)["val/perplexity"] == 6550.94
+    assert "best_bleu" not in dict(valid.values)
+    tqdm_format = parser.feed(
+        "epoch 002 | valid on 'valid' subset | loss 0.557 | ppl 1.47 | F1-score 0.666667 | "
+        "wps 549.4 | wpb 18 | bsz 1.5 | num_updates 4 | best_F1-score 0.666667      ")
+    assert tqdm_format is not None and (tqdm_format.step, tqdm_format.epoch) == (4, 2)
+    assert dict(tqdm_format.values)["val/F1-score"] == 0.666667
+    assert parser.feed("| epoch 001:   0%|          | 0/2 [00:00<?, ?it/s]") is None
+
+
+def test_paddleocr_train_eval_and_best_metric_lines() -> None:
+    log_format, found = parse("paddle/ppocr_ser.log")
+    assert log_format == "paddle"
+    first = found[1]
+    assert (first.step, first.epoch) == (10, 1)
+    assert first.values == (("lr", 0.000006), ("train/loss", 1.871535),
+                            ("throughput/samples_s", 9.71838), ("eta_s", 51 * 60 + 59.0))
+    assert first.taken_at == 1659976108.0
+    assert found[3].values == (
+        ("val/precision", 0.11526348939743859), ("val/recall", 0.19776657060518732),
+        ("val/hmean", 0.14564265817747712), ("eval/throughput/samples_s", 34.008392345050055))
+    best = found[5]
+    assert best.epoch == 1
+    assert dict(best.values) == {"best/hmean": 0.14564265817747712,
+                                 "best/precision": 0.11526348939743859,
+                                 "best/recall": 0.19776657060518732}
+    assert sorted(found) == [1, 2, 3, 5]
+
+
+def test_paddleclas_epoch_average_and_iteration_lines() -> None:
+    log_format, found = parse("paddle/ppcls_avg.log")
+    assert log_format == "paddle"
+    assert found[3].epoch == 1
+    assert found[3].values == (("CELoss", 0.21847), ("train/loss", 0.21847),
+                               ("train/acc", 0.97221), ("train/acc_top5", 0.97594))
+    assert found[5].epoch == 10
+    # a PaddleClas iteration line from a public script's comment (repository not named by
+    # the search corpus): the scheduler's name in brackets, a days-long ETA
+    metric = make_parser("paddle").feed(
+        "# # [2022/07/05 10:38:20] ppcls INFO: [Train][Epoch 1/120][Iter: 0/5005]"
+        "lr(PiecewiseDecay): 0.10000000, top1: 0.00000, top5: 0.00391, CELoss: 7.02506, "
+        "loss: 7.02506, batch_cost: 6.29051s, reader_cost: 3.57217, ips: 40.69624 samples/s, "
+        "eta: 43 days, 17:27:58")
+    assert metric is not None and metric.epoch == 1
+    assert dict(metric.values) == {
+        "lr": 0.1, "train/acc": 0.0, "train/acc_top5": 0.00391, "CELoss": 7.02506,
+        "train/loss": 7.02506, "throughput/samples_s": 40.69624,
+        "eta_s": 43 * 86400 + 17 * 3600 + 27 * 60 + 58.0}

@@ -59,6 +59,12 @@ HAND_READ: dict[str, Log] = {
     "failures/cpu_oom.log": Log(None, (), frozenset({(1, "traceback"), (6, "oom")})),
     "failures/download.log": Log(None, (), frozenset({(1, "download"), (2, "traceback"),
                                                       (28, "traceback")})),
+    "fairseq/roberta_race.log": Log("fairseq", (
+        Read(1, "train/loss", 0.158, step=27301, epoch=5), Read(1, "train/acc", 0.96072),
+        Read(1, "lr", 1e-05), Read(1, "grad_norm", 25.694),
+        Read(1, "throughput/tokens_s", 770.0),
+        Read(2, "val/loss", 1.066, step=27301, epoch=5), Read(2, "val/acc", 0.833231),
+        Read(2, "val/nll_loss", 0.003))),
     "generic/train.log": Log("generic", (
         Read(1, "train/loss", 1.1545, step=5), Read(1, "lr", 0.05), Read(1, "grad_norm", 0.606),
         Read(3, "val/loss", 1.2023, epoch=1), Read(3, "val/acc", 60.0),
@@ -196,6 +202,17 @@ HAND_READ: dict[str, Log] = {
         Read(6, "train/loss", 3.1422, step=0), Read(6, "val/loss", 3.1595),
         Read(9, "train/loss", 1.7319, step=10), Read(9, "throughput/it_s", 1000 / 1.51),
         Read(23, "train/loss", 0.6065, step=60), Read(23, "val/loss", 0.5379))),
+    "paddle/ppcls_avg.log": Log("paddle", (
+        Read(3, "train/loss", 0.21847, epoch=1), Read(3, "train/acc", 0.97221),
+        Read(3, "train/acc_top5", 0.97594), Read(4, "train/loss", 0.00008, epoch=2),
+        Read(5, "train/acc", 1.0, epoch=10))),
+    "paddle/ppocr_ser.log": Log("paddle", (
+        Read(1, "train/loss", 1.871535, step=10, epoch=1), Read(1, "lr", 0.000006),
+        Read(1, "throughput/samples_s", 9.71838), Read(1, "eta_s", 3119.0),
+        Read(2, "train/loss", 1.461939, step=19, epoch=1),
+        Read(3, "val/precision", 0.11526348939743859), Read(3, "val/recall", 0.19776657060518732),
+        Read(3, "val/hmean", 0.14564265817747712),
+        Read(5, "best/hmean", 0.14564265817747712, epoch=1))),
     "pandas_csv/history.csv": Log(None, (  # epoch and step columns: read as lightning_csv
         Read(3, "train/loss", 1.5417, step=100, epoch=1), Read(3, "val/loss", 1.6959),
         Read(3, "val/acc", 0.22), Read(7, "val/acc", 0.7, step=300),
