@@ -50,8 +50,8 @@ def parse_fairseq_line(line: str) -> LogMetric | None:
                        "val" if validation else "train", line)
     match = _PROGRESS.search(line)
     if match is not None:
-        pairs = (item.strip().partition("=") for item in line[match.end():].split(","))
-        return _metric(((key, text) for key, _, text in pairs), match[1], "train", line)
+        items = [item.strip().partition("=") for item in line[match.end():].split(",")]
+        return _metric(((key, text) for key, _, text in items), match[1], "train", line)
     return None
 
 

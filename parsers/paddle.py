@@ -60,8 +60,8 @@ def parse_paddle_line(line: str) -> LogMetric | None:
     if match is not None:
         split = "val" if match[1] == "cur" else "best"
         best = re.search(r"best_epoch: (\d+)", body) if split == "best" else None
-        epoch = to_epoch(float(best[1])) if best else None
-        return _metric(body[match.end():], split, epoch, taken_at)
+        return _metric(body[match.end():], split,
+                       to_epoch(float(best[1])) if best else None, taken_at)
     return None
 
 
