@@ -188,7 +188,7 @@ _YOLO_VAL_NAMES = {
 # YOLOv5 before 7.0 and YOLOv7 name the loss columns `box obj cls` (and `total`); `labels`
 # and `img_size` are the batch's box count and the image size, not metrics
 _YOLO_TRAIN_NAMES = {"box": "box_loss", "obj": "obj_loss", "cls": "cls_loss", "total": "loss"}
-_YOLO_NOT_METRICS = frozenset({"Instances", "Size", "labels", "img_size"})
+_YOLO_NOT_METRICS = frozenset({"Instances", "Size", "labels", "targets", "img_size"})
 
 
 class UltralyticsParser:
@@ -223,7 +223,8 @@ class UltralyticsParser:
             return None
         if stripped.startswith("all ") and self.val_columns:
             return self._val_row(stripped.split()[3:])
-        if self.train_columns and ":" in stripped and stripped[:1].isdigit():
+        if self.train_columns and stripped[:1].isdigit():
+            # the row without its bar when only the final frame was kept (a README, a paste)
             return self._train_row(stripped)
         return None
 

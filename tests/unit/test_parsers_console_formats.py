@@ -64,6 +64,19 @@ def test_yolov5_epoch_rows_and_the_validation_all_row() -> None:
     assert sorted(found) == [9, 11, 14, 16, 19, 21, 24, 26]
 
 
+def test_yolov7_total_loss_column_and_rows_without_a_bar() -> None:
+    # a YOLOv7 README kept the final frame only: no `: 100%|...` after the row or the header
+    log_format, found = parse("yolov5/yolov7_final.log")
+    assert log_format == "ultralytics"
+    assert found[3].epoch == 1199
+    assert found[3].values == (("gpu_mem_gb", 14.5), ("train/box_loss", 0.01066),
+                               ("train/obj_loss", 0.004235), ("train/cls_loss", 0.0),
+                               ("train/loss", 0.01346))
+    assert found[5].values == (("val/precision", 0.992), ("val/recall", 0.978),
+                               ("val/map_50", 0.994), ("val/map", 0.784))
+    assert sorted(found) == [3, 5]
+
+
 def test_megatron_iteration_line_e_notation_and_time_per_iteration() -> None:
     log_format, found = parse("megatron/gpt2_base_n4.log")
     assert log_format == "megatron"

@@ -251,6 +251,10 @@ HAND_READ: dict[str, Log] = {
         Read(16, "val/map_50", 0.0251), Read(16, "val/map", 0.00763),
         Read(24, "train/box_loss", 0.03914, epoch=3), Read(24, "train/obj_loss", 0.02895),
         Read(26, "val/map", 0.0434, epoch=3))),
+    "yolov5/yolov7_final.log": Log("ultralytics", (
+        Read(3, "train/box_loss", 0.01066, epoch=1199), Read(3, "train/loss", 0.01346),
+        Read(3, "gpu_mem_gb", 14.5), Read(5, "val/map_50", 0.994, epoch=1199),
+        Read(5, "val/map", 0.784), Read(5, "val/precision", 0.992))),
     "ultralytics_csv/results.csv": Log("ultralytics_csv", (
         Read(2, "train/box_loss", 2.69252), Read(2, "val/map", 0.0),
         Read(2, "lr", 0.000333333), Read(9, "train/cls_loss", 2.93586),
