@@ -9,16 +9,21 @@ from parsers.json_records import record_to_metric
 from parsers.keyvalue import pairs_to_metric
 from parsers.model import LogMetric
 from parsers.text import normalise_line
-from parsers.tqdm_bar import parse_tqdm_line
+from parsers.tqdm_bar import TqdmParser, parse_tqdm_line
 from parsers.values import check_metric
 from parsers.vocabulary import TRAIN_LOSS, TRAIN_LOSS_RUN_MEAN
 
 # transformers 5 quotes every value ('loss': '6.193'); 4.x printed bare numbers and nan
 _ITEM = re.compile(r"'([^']+)': '?([^',}]*)'?")
+# where a tqdm bar runs into a dict that a redraw cut short: `'epoch': 3.77 60%|██  | 600/1000`
+_BAR_START = re.compile(r"\s*\d{1,3}%\|")
 
 
 def parse_hf_trainer_line(line: str) -> LogMetric | None:
     """Parse a printed log dict such as `{'loss': '6.193', 'epoch': '1.016'}`, or a tqdm bar.
+
+    This reads one line alone; `HfTrainerParser` also tells the training bar from the
+    evaluation bars.
 
     Raises:
         ValueError: a value in the dict is not a number.
@@ -27,10 +32,56 @@ def parse_hf_trainer_line(line: str) -> LogMetric | None:
     start = line.find("{'")
     if start < 0:
         return parse_tqdm_line(line) if line.endswith("]") else None
-    end = line.rfind("}")
-    if end < start:
-        return None
-    metric = pairs_to_metric(_ITEM.findall(line, start, end + 1))
+    return _dicts_to_metric(line, start)
+
+
+class HfTrainerParser:
+    """The Trainer's console: its log dicts, and its training bar told from the others.
+
+    Bars are read by a `TqdmParser` (the largest total is the training bar), so an
+    evaluation bar finishing at `2/2` never reports an ETA of 0 or step 2 for the run.
+    """
+
+    def __init__(self) -> None:
+        self.bars = TqdmParser()
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Parse a log dict line or a bar line.
+
+        Raises:
+            ValueError: a value in a dict is not a number, or a bar does not parse.
+        """
+        line = normalise_line(line)
+        start = line.find("{'")
+        if start < 0:
+            return self.bars.feed(line) if line.endswith("]") else None
+        return _dicts_to_metric(line, start)
+
+    def reset(self) -> None:
+        """Forget the training bar."""
+        self.bars.reset()
+
+
+def _dicts_to_metric(line: str, start: int) -> LogMetric | None:
+    r"""The values of every dict on a line, at the step and epoch of the last one.
+
+    Redraws run together (a file whose `\r` were dropped) put bars and dicts on one line,
+    and a redraw can cut a dict short before its `}`: such a dict ends where the next bar
+    or dict starts, and its values so far are kept.
+    """
+    pairs: list[tuple[str, str]] = []
+    while start >= 0:
+        following = line.find("{'", start + 2)
+        close = line.find("}", start, following if following >= 0 else len(line))
+        if close >= 0:
+            pairs.extend(_ITEM.findall(line, start, close + 1))
+        else:
+            bar = _BAR_START.search(line, start, following if following >= 0 else len(line))
+            end = bar.start() if bar else (following if following >= 0 else len(line))
+            pairs.extend((key, text) for key, text in _ITEM.findall(line, start, end)
+                         if text.strip())
+        start = following
+    metric = pairs_to_metric(pairs) if pairs else None
     if metric is not None and "'train_runtime'" in line:
         return run_summary(metric)
     return metric
@@ -85,8 +136,6 @@ def read_trainer_state(text: str) -> tuple[list[LogMetric], list[tuple[int, str]
         if isinstance(entry, dict):
             try:
                 metric = record_to_metric(entry)
-                if metric is not None and "train_runtime" in entry:
-                    metric = run_summary(metric)
                 if metric is not None:
                     metrics.append(check_metric(metric))
             except ValueError as error:

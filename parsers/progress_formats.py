@@ -11,20 +11,31 @@ from parsers.values import to_epoch
 _KERAS_EPOCH = re.compile(r"Epoch (\d+)/(\d+)\s*$")
 _KERAS_STEP = re.compile(
     r"\s*(\d+)/(\d+)\s+(?:[━─═>.\[\]=\s]*\s)?(?:- )?(\d+(?:\.\d+)?(?:ms|s|m|h|us|µs)?) "
-    r"(?:- )?(\d+(?:\.\d+)?)(ms|s|us|µs)/step(.*)"
+    r"(?:- )?(\d+(?:\.\d+)?)(ms|s|us|µs)/(step|sample)(.*)"
+)
+# Keras 2 callbacks print the rate they set: `Epoch 00001: LearningRateScheduler setting
+# learning rate to 0.003.` (the epoch counted from 1, as `Epoch 1/20` is)
+_KERAS_LR = re.compile(
+    r"Epoch (\d+): (?:LearningRateScheduler setting|ReduceLROnPlateau reducing) learning rate"
+    r" to (\S+?)\.?\s*$"
 )
 _KERAS_PAIR = re.compile(r"(\w+): (\S+)")
 _STEP_SCALE = {"ms": 1e-3, "s": 1.0, "us": 1e-6, "µs": 1e-6}
 
 
 class KerasParser:
-    """Keras 3 `fit` output: `Epoch 1/3` then `12/12 ━━━ 0s 5ms/step - loss: ... - val_loss: ...`.
+    """Keras `fit` output: `Epoch 1/3` then `12/12 ━━━ 0s 5ms/step - loss: ... - val_loss: ...`.
 
-    The epoch comes from the last `Epoch N/M` line, as Keras prints it (counting from 1).
+    Keras 3 draws `━━━`, Keras 2 `[====]`. The epoch comes from the last `Epoch N/M` line, as
+    Keras prints it (counting from 1). Keras 2 fed with arrays counts samples, not batches
+    (`Train on 60000 samples`, then `60000/60000 [===] - 12s 195us/step`, or `us/sample` in
+    TensorFlow 2.0 and 2.1): its rate is `throughput/samples_s`.
     """
 
     def __init__(self) -> None:
         self.epoch: float | None = None
+        self.counts_samples = False
+        """A `Train on N samples` line was seen: the counts and times are per sample."""
 
     def feed(self, line: str) -> LogMetric | None:
         """Parse one line; `Epoch N/M` lines set the epoch and return None.
@@ -39,23 +50,33 @@ class KerasParser:
             if match is not None:
                 self.epoch = None  # stays unknown if the new epoch is no count
                 self.epoch = to_epoch(float(match[1]))
+                return None
+            lr = _KERAS_LR.match(line)
+            if lr is None:
+                return None
+            return LogMetric(values=(("lr", parse_number(lr[2])),), epoch=to_epoch(float(lr[1])))
+        if line.startswith("Train on ") and " samples" in line:
+            self.counts_samples = True
             return None
-        if "/step" not in line:
+        if "/step" not in line and "/sample" not in line:
             return None
         match = _KERAS_STEP.match(line)
         if match is None:
             return None
         step_s = float(match[4]) * _STEP_SCALE[match[5]]
-        values = [("throughput/it_s", 1.0 / step_s)] if step_s > 0 else []
+        per_sample = self.counts_samples or match[6] == "sample"
+        rate_name = "throughput/samples_s" if per_sample else "throughput/it_s"
+        values = [(rate_name, 1.0 / step_s)] if step_s > 0 else []
         if match[1] != match[2]:  # mid-epoch the time column is the ETA
             values.append(("eta_s", parse_duration(match[3])))
-        for key, text in _KERAS_PAIR.findall(match[6]):
+        for key, text in _KERAS_PAIR.findall(match[7]):
             values.append((metric_name(key), parse_number(text)))
         return LogMetric(values=tuple(values), epoch=self.epoch)
 
     def reset(self) -> None:
-        """Forget the epoch."""
+        """Forget the epoch and what the counts count."""
         self.epoch = None
+        self.counts_samples = False
 
 
 # On a narrow non-terminal Rich moves the remaining time to the next line (`0:00:05 •
@@ -160,14 +181,24 @@ class RichBarParser:
 
 _YOLO_RATE = re.compile(r"([\d.]+)(it/s|s/it)")
 _YOLO_ETA = re.compile(r"<([\d.:]+)s?\b")
-_YOLO_VAL_NAMES = {"p": "precision", "r": "recall", "map50": "map_50", "map50-95": "map"}
+_YOLO_VAL_NAMES = {
+    "p": "precision", "r": "recall", "map50": "map_50", "map50-95": "map",
+    "map@.5": "map_50", "map@.5:.95": "map",  # YOLOv5 before 7.0, and YOLOv7
+}
+# YOLOv5 before 7.0 and YOLOv7 name the loss columns `box obj cls` (and `total`); `labels`
+# and `img_size` are the batch's box count and the image size, not metrics
+_YOLO_TRAIN_NAMES = {"box": "box_loss", "obj": "obj_loss", "cls": "cls_loss", "total": "loss"}
+_YOLO_NOT_METRICS = frozenset({"Instances", "Size", "labels", "targets", "img_size"})
 
 
 class UltralyticsParser:
     """Ultralytics YOLO training console: the epoch table and the validation `all` row.
 
     Column names come from the header lines (`Epoch GPU_mem box_loss ...` and
-    `Class Images Instances Box(P R mAP50 mAP50-95)`), so other tasks' columns work too.
+    `Class Images Instances Box(P R mAP50 mAP50-95)`), so other tasks' columns work too, and
+    so do YOLOv5's and YOLOv7's older headers (`Epoch gpu_mem box obj cls labels img_size`,
+    `Class Images Labels P R mAP@.5 mAP@.5:.95`). The epoch is the table's, as printed
+    (YOLOv5 counts from 0, Ultralytics 8 from 1).
     """
 
     def __init__(self) -> None:
@@ -183,15 +214,17 @@ class UltralyticsParser:
         """Parse a training progress row or a validation `all` row."""
         line = normalise_line(line)
         stripped = line.strip()
-        if stripped.startswith("Epoch ") and "GPU_mem" in stripped:
+        if stripped.startswith("Epoch ") and ("GPU_mem" in stripped or "gpu_mem" in stripped):
             self.train_columns = stripped.split()
             return None
-        if stripped.startswith("Class ") and "Instances" in stripped:
-            self.val_columns = _val_columns(stripped.partition(":")[0].split()[3:])
+        if stripped.startswith("Class ") and ("Instances" in stripped or "Labels" in stripped):
+            # `mAP@.5:.95: 100%|...`: the progress bar starts after a colon and a space
+            self.val_columns = _val_columns(stripped.partition(": ")[0].split()[3:])
             return None
         if stripped.startswith("all ") and self.val_columns:
             return self._val_row(stripped.split()[3:])
-        if self.train_columns and ":" in stripped and stripped[:1].isdigit():
+        if self.train_columns and stripped[:1].isdigit():
+            # the row without its bar when only the final frame was kept (a README, a paste)
             return self._train_row(stripped)
         return None
 
@@ -204,9 +237,10 @@ class UltralyticsParser:
         self.epoch = to_epoch(float(cells[0].split("/")[0]))
         values: list[tuple[str, float]] = []
         for column, cell in zip(self.train_columns[1:], cells[1:], strict=False):
-            if column == "GPU_mem":
+            if column in ("GPU_mem", "gpu_mem"):
                 values.append(("gpu_mem_gb", parse_number(cell.rstrip("G"))))
-            elif column not in ("Instances", "Size"):
+            elif column not in _YOLO_NOT_METRICS:
+                column = _YOLO_TRAIN_NAMES.get(column, column)
                 values.append((metric_name(f"train/{column}"), parse_number(cell)))
         rate = _YOLO_RATE.search(progress)
         if rate is not None:

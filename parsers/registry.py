@@ -6,21 +6,24 @@ import os
 import re
 from collections.abc import Callable, Sequence
 
+from parsers.fairseq import parse_fairseq_line
 from parsers.framework_formats import (
     Detectron2Parser,
     MmengineJsonParser,
     parse_detectron2_json_line,
     parse_mmengine_line,
 )
-from parsers.hf_trainer import parse_hf_trainer_line
+from parsers.hf_trainer import HfTrainerParser
 from parsers.json_records import parse_jsonl_line
 from parsers.keyvalue import parse_generic_line, parse_plain_line
 from parsers.line_parser import CheckedParser, LineParser, StatelessParser
+from parsers.megatron import parse_megatron_line
+from parsers.paddle import parse_paddle_line
 from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
 from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line
 from parsers.table_formats import CsvParser
 from parsers.text import normalise_line
-from parsers.tqdm_bar import parse_tqdm_line
+from parsers.tqdm_bar import TqdmParser
 
 Detect = Callable[[Sequence[str], str], bool]
 """detect(normalised sample lines, file name) -> whether the sample is in this format."""
@@ -78,13 +81,31 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
         _any_line(r"\bd2\.(?:utils|engine|data|evaluation|checkpoint)\."),
         Detectron2Parser,
     ),
-    ("ultralytics", _any_line(r"^Ultralytics |^\s+Epoch\s+GPU_mem\s"), UltralyticsParser),
+    ("ultralytics", _any_line(r"^Ultralytics |^\s+Epoch\s+(?i:gpu_mem)\s"), UltralyticsParser),
     ("lightning_rich", _any_line(r"^\S.*\s\d+/(?:\d+|\?) [\d:]+ • "), RichBarParser),
-    ("keras", _any_line(r"^\s*\d+/\d+ .*\d+(?:ms|s|us)/step\b"), KerasParser),
+    ("keras", _any_line(r"^\s*\d+/\d+ .*\d+(?:ms|s|us)/(?:step|sample)\b"), KerasParser),
     (
         "nanogpt",
         _any_line(r"^iter \d+: loss \S+, time [\d.]+ms|^step \d+: train loss "),
         _stateless(parse_nanogpt_line),
+    ),
+    (
+        "megatron",
+        _any_line(r"^\s*(?:\[[^\]]*\]\s*)?iteration\s+\d+/\s*\d+\s*\|"
+                  r"|validation loss at iteration \d+|\[Rank \d+\] step=\d+, skipped="
+                  r"|RunningAvgSamplesPerSec="),
+        _stateless(parse_megatron_line),
+    ),
+    (
+        "fairseq",
+        _any_line(r"(?:^|\| )epoch \d+ \| (?:valid on|\w+ [-+\d.])|valid on '[^']*' subset \|"
+                  r"|(?:^|\| )epoch \d+:\s+\d+ / \d+ \w+="),
+        _stateless(parse_fairseq_line),
+    ),
+    (
+        "paddle",
+        _any_line(r" ppocr INFO: (?:epoch: \[|cur metric)| INFO: \[(?:Train|Eval)\]\[Epoch \d+"),
+        _stateless(parse_paddle_line),
     ),
     (
         "metric_logger",
@@ -93,13 +114,14 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
     ),
     (
         "hf_trainer",
-        _any_line(r"^\{'(?:loss|eval_loss|train_runtime|learning_rate)'"),
-        _stateless(parse_hf_trainer_line),
+        # a dict may follow a bar on its line when redraws ran together
+        _any_line(r"(?:^\s*|\]\s*)\{'(?:loss|eval_loss|train_runtime|learning_rate)'"),
+        HfTrainerParser,
     ),
     (
         "tqdm",
         _any_line(r"\[\d+:\d\d(?::\d\d)?(?:<[\d:?]+)?, *(?:[\d.?]+\S*/s|[\d.]+s/\S+)"),
-        _stateless(parse_tqdm_line),
+        TqdmParser,
     ),
     ("generic", lambda lines, name: True, _stateless(parse_generic_line)),
 )
@@ -114,7 +136,7 @@ after each change instead of line by line."""
 
 LATE_FORMATS: frozenset[str] = frozenset({
     "mmengine", "detectron2", "ultralytics", "lightning_rich", "keras", "nanogpt",
-    "metric_logger", "hf_trainer", "tqdm",
+    "metric_logger", "hf_trainer", "tqdm", "megatron", "fairseq", "paddle",
 })
 """Console formats a log may turn out to be after its first lines were banners only: the
 progress bars and framework loggers that print once training runs (see `detect_late_format`)."""

@@ -33,6 +33,10 @@ _CHORE_WORDS = (
     "extracting",
     "shard",
 )
+# datasets' `map`, `filter` and tokenizing bars count examples (`examples/s`; batches, `ba/s`,
+# in datasets 1.x): dataset preparation, however it is described (`Running tokenizer on ...`)
+_DATASET_UNITS = frozenset({"examples/s", "s/examples", "ba/s", "s/ba"})
+_DATASET_RATES = (" examples/s", " s/examples")  # tqdm's `unit=" examples"` puts a space first
 _SAMPLE_UNITS = frozenset({"img", "imgs", "image", "images", "sample", "samples", "ex"})
 _TOKEN_UNITS = frozenset({"tok", "tokens", "token"})
 _SKIP_KEYS = frozenset({"v_num"})  # Lightning's logger version, not a metric
@@ -41,7 +45,67 @@ _SKIP_KEYS = frozenset({"v_num"})  # Lightning's logger version, not a metric
 def parse_tqdm_line(line: str) -> LogMetric | None:
     """Parse one tqdm bar line: throughput, ETA, epoch from the description, postfix metrics.
 
-    Bars counting bytes (downloads) give no metrics; the findings scanner reports them.
+    Bars counting bytes (downloads) give no metrics; the findings scanner reports them. This
+    reads one line alone; a log with several bars needs `TqdmParser`, which tells its
+    training bar from the others.
+
+    Raises:
+        ValueError: a bar whose numbers do not parse.
+    """
+    bar = read_bar(line)
+    return None if bar is None else bar.metric(bar.is_eval)
+
+
+class Bar:
+    """One tqdm bar line, read but not yet turned into a metric."""
+
+    __slots__ = ("desc", "desc_as_printed", "is_eval", "match", "total")
+
+    def __init__(self, match: re.Match[str], desc: str, is_eval: bool,
+                 desc_as_printed: str = "") -> None:
+        self.match = match
+        self.desc = desc
+        """The description, lower-cased."""
+        self.desc_as_printed = desc_as_printed
+        """The description as printed (pairs in it keep their case)."""
+        self.is_eval = is_eval
+        """The description names an evaluation (`val`, `eval`, `test`, ...)."""
+        total = match["total"]
+        self.total = _scaled(total) if total and "?" not in total else None
+        """The bar's total (`256` of `10/256`), `None` when it has none."""
+
+    def metric(self, is_eval: bool) -> LogMetric | None:
+        """The metric of this bar, read as an evaluation bar or as the training bar."""
+        match = self.match
+        unit = match["unit"] or ""
+        values: list[tuple[str, float]] = []
+        rate = match["rate"]
+        if rate and "?" not in rate:
+            throughput = _throughput(_scaled(rate), unit, is_eval)
+            if throughput[1] != _NO_RATE:
+                values.append(throughput)
+        remaining = match["remaining"]
+        if remaining and "?" not in remaining and not is_eval:
+            values.append(("eta_s", parse_duration(remaining)))
+        if match["postfix"]:
+            values.extend(_postfix(match["postfix"], "val" if is_eval else "train"))
+        if "=" in self.desc_as_printed:  # `set_description(f"Loss={loss} Batch_id={i} Accuracy={acc}")`
+            # its loss only: such loops print the accuracy there in percent and the test set's
+            # as a count of a total (a fraction), and the two scales must not meet in one task
+            values.extend(item for item in _postfix(self.desc_as_printed,
+                                                    "val" if is_eval else "train")
+                          if item[0] in STANDARD_NAMES and "loss" in item[0])
+        if not values:
+            return None
+        low_desc = self.desc
+        epoch_match = _EPOCH.search(low_desc) if "epoch" in low_desc else None
+        epoch = to_epoch(float(epoch_match.group(1))) if epoch_match else None
+        step = None if epoch is not None or is_eval else to_step(_scaled(match["n"]))
+        return LogMetric(values=tuple(values), step=step, epoch=epoch)
+
+
+def read_bar(line: str) -> Bar | None:
+    """The tqdm bar at the end of a line, or None (no bar, or a chore or byte-count bar).
 
     Raises:
         ValueError: a bar whose numbers do not parse.
@@ -67,32 +131,53 @@ def parse_tqdm_line(line: str) -> LogMetric | None:
     low_desc = desc.lower()
     if low_desc.startswith(_CHORE_WORDS) or (
         "writing" in low_desc or "loading" in low_desc or "saving" in low_desc
-        or "download" in low_desc  # the first four chore words, anywhere
-    ):
+        or "download" in low_desc or "tokeniz" in low_desc  # anywhere in the description
+    ) or unit in _DATASET_UNITS or (match["postfix"] or "").endswith(_DATASET_RATES):
         return None
-    is_eval = low_desc.startswith(_EVAL_WORDS)
-    values: list[tuple[str, float]] = []
-    rate = match["rate"]
-    if rate and rate != "?" and "?" not in rate:
-        throughput = _throughput(_scaled(rate), unit, is_eval)
-        if throughput[1] != _NO_RATE:
-            values.append(throughput)
-    remaining = match["remaining"]
-    if remaining and "?" not in remaining and not is_eval:
-        values.append(("eta_s", parse_duration(remaining)))
-    if match["postfix"]:
-        values.extend(_postfix(match["postfix"], "val" if is_eval else "train"))
-    if "=" in desc:  # `set_description(f"Loss={loss} Batch_id={i} Accuracy={acc}")`
-        # its loss only: such loops print the accuracy there in percent and the test set's
-        # as a count of a total (a fraction), and the two scales must not meet in one task
-        values.extend(item for item in _postfix(desc, "val" if is_eval else "train")
-                      if item[0] in STANDARD_NAMES and "loss" in item[0])
-    if not values:
-        return None
-    epoch_match = _EPOCH.search(low_desc) if "epoch" in low_desc else None
-    epoch = to_epoch(float(epoch_match.group(1))) if epoch_match else None
-    step = None if epoch is not None or is_eval else to_step(_scaled(match["n"]))
-    return LogMetric(values=tuple(values), step=step, epoch=epoch)
+    return Bar(match, low_desc, low_desc.startswith(_EVAL_WORDS), desc)
+
+
+class TqdmParser:
+    """tqdm bars of one log, where training, evaluation and chore bars take turns.
+
+    The training bar is the bar with the largest total seen so far; a bar with a smaller
+    total is an evaluation bar (the Trainer's evaluation and prediction bars have no
+    description), read as an evaluation-named one is: `eval/throughput/...`, no ETA, no
+    step. So a finished evaluation bar (`2/2 [00:00<00:00]`) never reports an ETA of 0 or
+    step 2 for the run. Bars without a total, and a log's first bars, count as training
+    until a larger total shows up.
+    """
+
+    def __init__(self) -> None:
+        self.train_total: float | None = None
+        """The largest bar total seen so far: the training bar's."""
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Parse one line; see `parse_tqdm_line`.
+
+        Raises:
+            ValueError: a bar whose numbers do not parse.
+        """
+        bar = read_bar(line)
+        if bar is None:
+            return None
+        return bar.metric(self.is_eval(bar))
+
+    def is_eval(self, bar: Bar) -> bool:
+        """Whether a bar is read as an evaluation bar; notes the training bar's total."""
+        if bar.is_eval:
+            return True
+        total = bar.total
+        if total is None:
+            return False
+        if self.train_total is None or total >= self.train_total:
+            self.train_total = total
+            return False
+        return True
+
+    def reset(self) -> None:
+        """Forget the training bar."""
+        self.train_total = None
 
 
 def _postfix(text: str, split: str) -> list[tuple[str, float]]:

@@ -7,7 +7,8 @@ import argparse
 HELP = "print the metrics and health findings found in training-log files"
 FORMAT_NAMES = ("lightning_csv", "timm_csv", "ultralytics_csv", "csv", "detectron2_json",
                 "mmengine_json", "jsonl", "mmengine", "detectron2", "ultralytics", "lightning_rich",
-                "keras", "nanogpt", "metric_logger", "hf_trainer", "tqdm", "generic",
+                "keras", "nanogpt", "megatron", "fairseq", "paddle", "metric_logger",
+                "hf_trainer", "tqdm", "generic",
                 "hf_trainer_state")
 """`parsers.registry.FORMAT_NAMES`, written out: importing the registry to print `--help` would
 cost every command's start-up; a test keeps the two equal."""

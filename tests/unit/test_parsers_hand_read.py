@@ -59,6 +59,12 @@ HAND_READ: dict[str, Log] = {
     "failures/cpu_oom.log": Log(None, (), frozenset({(1, "traceback"), (6, "oom")})),
     "failures/download.log": Log(None, (), frozenset({(1, "download"), (2, "traceback"),
                                                       (28, "traceback")})),
+    "fairseq/roberta_race.log": Log("fairseq", (
+        Read(1, "train/loss", 0.158, step=27301, epoch=5), Read(1, "train/acc", 0.96072),
+        Read(1, "lr", 1e-05), Read(1, "grad_norm", 25.694),
+        Read(1, "throughput/tokens_s", 770.0),
+        Read(2, "val/loss", 1.066, step=27301, epoch=5), Read(2, "val/acc", 0.833231),
+        Read(2, "val/nll_loss", 0.003))),
     "generic/train.log": Log("generic", (
         Read(1, "train/loss", 1.1545, step=5), Read(1, "lr", 0.05), Read(1, "grad_norm", 0.606),
         Read(3, "val/loss", 1.2023, epoch=1), Read(3, "val/acc", 60.0),
@@ -98,7 +104,32 @@ HAND_READ: dict[str, Log] = {
     "hf_trainer/with_tqdm.log": Log(None, (
         Read(4, "train/loss", 3.896, epoch=0.375), Read(8, "val/loss", 3.91, epoch=1),
         Read(25, "train/loss", 3.831, epoch=3), Read(28, "val/loss", 3.936, epoch=3),
-        Read(33, "throughput/samples_s", 482.6))),
+        Read(33, "throughput/samples_s", 482.6),
+        Read(9, "throughput/it_s", 79.73, step=8),
+        Read(10, "eval/throughput/it_s", 684.95))),
+    "hf_trainer/seq_label.log": Log("hf_trainer", (
+        Read(11, "train/loss", 0.08, epoch=1.0), Read(11, "grad_norm", 0.43012261390686035),
+        Read(11, "lr", 2.5e-05), Read(14, "val/loss", 0.04710279777646065, epoch=1.0),
+        Read(14, "val/acc", 0.9862039316840583), Read(14, "eval_f1", 0.6629303442754203),
+        Read(15, "throughput/it_s", 3.83, step=436), Read(15, "eta_s", 26.0),
+        Read(16, "train/loss", 0.0351, epoch=2.0),
+        Read(19, "val/loss", 0.047243136912584305, epoch=2.0),
+        Read(20, "train/loss", 0.05750848997884722, epoch=2.0),
+        Read(20, "throughput/samples_s", 108.184),
+        Read(21, "throughput/it_s", 3.38, step=536), Read(21, "eta_s", 0.0),
+        Read(34, "eval/throughput/it_s", 35.57))),
+    "hf_trainer/thai2transformers_ner.log": Log("hf_trainer", (
+        Read(1, "train/loss", 0.18838241577148437, epoch=0.943396226),
+        Read(2, "throughput/it_s", 3.64, step=150), Read(2, "eta_s", 233.0),
+        Read(14, "val/loss", 0.10173556208610535, epoch=1.5723270440251573),
+        Read(15, "train/loss", 0.10812286376953124),
+        Read(26, "val/loss", 0.08590535074472427),
+        Read(35, "train/loss", 0.05275115966796875, epoch=3.7735849),
+        Read(35, "lr", 2.2222222222222223e-05),
+        Read(36, "train/loss", 0.05139984130859375, epoch=4.08805031),
+        Read(37, "train/loss", 0.0428802490234375, epoch=4.40251572327044),
+        Read(45, "train/loss", 0.037841796875, epoch=5.031446540880503),
+        Read(49, "throughput/it_s", 4.36, step=999), Read(49, "eta_s", 0.0))),
     "hf_trainer_state/trainer_state.json": Log("hf_trainer_state", (
         Read(1, "train/loss", 3.8958333333333335, step=3, epoch=0.375),
         Read(1, "lr", 0.004583333333333333), Read(1, "grad_norm", 0.6046097874641418),
@@ -108,6 +139,12 @@ HAND_READ: dict[str, Log] = {
         Read(25, "lr", 1e12, step=25), Read(26, "train/loss", 7.176657143000725e+21),
         Read(27, "train/loss", INF, step=27), Read(30, "train/loss", NAN, step=30)),
         frozenset({(27, "inf"), (28, "nan"), (29, "nan"), (30, "nan")})),
+    "keras2/lr_scheduler.log": Log("keras", (
+        Read(4, "lr", 0.003, epoch=1), Read(5, "throughput/samples_s", 1 / 195e-6, epoch=1),
+        Read(5, "train/loss", 0.2537), Read(5, "train/acc", 0.9194),
+        Read(5, "val/loss", 0.0578), Read(5, "val/acc", 0.9816),
+        Read(8, "lr", 0.0022744503, epoch=2), Read(17, "train/loss", 0.0465, epoch=4),
+        Read(17, "val/loss", 0.0262))),
     "keras/verbose1_file.log": Log("keras", (
         Read(2, "train/acc", 0.6589), Read(2, "train/loss", 0.6067),
         Read(2, "val/acc", 0.7422), Read(2, "val/loss", 0.5515),
@@ -139,6 +176,18 @@ HAND_READ: dict[str, Log] = {
         Read(36, "val/acc", 0.703), Read(36, "train/acc", 0.520),
         Read(53, "val/acc", 0.797), Read(53, "train/acc", 0.758),
         Read(56, "val/acc", 0.781), Read(56, "train/acc", 0.773))),
+    "megatron/ds_3d_on.log": Log("megatron", (
+        Read(2, "train/loss", 12.44502, step=2), Read(2, "lr", 3.750e-05),
+        Read(2, "throughput/it_s", 1000 / 141096.8),
+        Read(2, "throughput/samples_s", 1024 * 1000 / 141096.8),
+        Read(4, "train/loss", 41.03157, step=3), Read(12, "train/loss", 31.23441, step=7))),
+    "megatron/gpt2_base_n4.log": Log("megatron", (
+        Read(1, "train/loss", 8.394111, step=60), Read(1, "lr", 1.494e-04),
+        Read(1, "grad_norm", 5.275), Read(1, "throughput/it_s", 1000 / 1378.0),
+        Read(12, "val/loss", 8.017406, step=100), Read(12, "val/perplexity", 3033.3),
+        Read(32, "train/loss", 7.365868, step=200), Read(32, "grad_norm", 3.952),
+        Read(35, "val/loss", 7.487306, step=200), Read(35, "val/perplexity", 1785.236))),
+    "megatron/log_dist.log": Log("megatron", (Read(11, "lr", 0.0, step=0),)),
     "metric_logger/timm_train.log": Log("metric_logger", (
         Read(3, "train/loss", 2.10, epoch=0), Read(3, "lr", 0.05),
         Read(12, "train/loss", 0.782, epoch=1), Read(19, "train/loss", 0.134, epoch=2))),
@@ -168,6 +217,17 @@ HAND_READ: dict[str, Log] = {
         Read(6, "train/loss", 3.1422, step=0), Read(6, "val/loss", 3.1595),
         Read(9, "train/loss", 1.7319, step=10), Read(9, "throughput/it_s", 1000 / 1.51),
         Read(23, "train/loss", 0.6065, step=60), Read(23, "val/loss", 0.5379))),
+    "paddle/ppcls_avg.log": Log("paddle", (
+        Read(3, "train/loss", 0.21847, epoch=1), Read(3, "train/acc", 0.97221),
+        Read(3, "train/acc_top5", 0.97594), Read(4, "train/loss", 0.00008, epoch=2),
+        Read(5, "train/acc", 1.0, epoch=10))),
+    "paddle/ppocr_ser.log": Log("paddle", (
+        Read(1, "train/loss", 1.871535, step=10, epoch=1), Read(1, "lr", 0.000006),
+        Read(1, "throughput/samples_s", 9.71838), Read(1, "eta_s", 3119.0),
+        Read(2, "train/loss", 1.461939, step=19, epoch=1),
+        Read(3, "val/precision", 0.11526348939743859), Read(3, "val/recall", 0.19776657060518732),
+        Read(3, "val/hmean", 0.14564265817747712),
+        Read(5, "best/hmean", 0.14564265817747712, epoch=1))),
     "pandas_csv/history.csv": Log(None, (  # epoch and step columns: read as lightning_csv
         Read(3, "train/loss", 1.5417, step=100, epoch=1), Read(3, "val/loss", 1.6959),
         Read(3, "val/acc", 0.22), Read(7, "val/acc", 0.7, step=300),
@@ -201,6 +261,18 @@ HAND_READ: dict[str, Log] = {
         Read(50, "train/dfl_loss", 1.734), Read(50, "throughput/it_s", 5.8),
         Read(52, "val/map", 0.0), Read(52, "val/map_50", 0.0),
         Read(55, "train/box_loss", 5.698, epoch=2), Read(55, "throughput/it_s", 13.8))),
+    "yolov5/train.log": Log("ultralytics", (
+        Read(9, "train/box_loss", 0.06359, epoch=0), Read(9, "train/obj_loss", 0.03304),
+        Read(9, "gpu_mem_gb", 5.05), Read(9, "throughput/it_s", 1 / 1.79),
+        Read(11, "val/map", 0.0, epoch=0),
+        Read(16, "val/precision", 0.0682, epoch=1), Read(16, "val/recall", 0.126),
+        Read(16, "val/map_50", 0.0251), Read(16, "val/map", 0.00763),
+        Read(24, "train/box_loss", 0.03914, epoch=3), Read(24, "train/obj_loss", 0.02895),
+        Read(26, "val/map", 0.0434, epoch=3))),
+    "yolov5/yolov7_final.log": Log("ultralytics", (
+        Read(3, "train/box_loss", 0.01066, epoch=1199), Read(3, "train/loss", 0.01346),
+        Read(3, "gpu_mem_gb", 14.5), Read(5, "val/map_50", 0.994, epoch=1199),
+        Read(5, "val/map", 0.784), Read(5, "val/precision", 0.992))),
     "ultralytics_csv/results.csv": Log("ultralytics_csv", (
         Read(2, "train/box_loss", 2.69252), Read(2, "val/map", 0.0),
         Read(2, "lr", 0.000333333), Read(9, "train/cls_loss", 2.93586),
