@@ -46,7 +46,7 @@ def parse_megatron_line(line: str) -> LogMetric | None:
     7.123456E+00 | ...`: the step, every `key: value` (losses in E-notation), and the time per
     iteration as `throughput/it_s` (and `throughput/samples_s` with the global batch size).
     ` validation loss at iteration 1000 | lm loss value: ... | lm loss PPL: ...`: `val/loss`
-    and `val/perplexity` at that step. DeepSpeed's `[Rank 0] step=10, skipped=0, lr=[...],
+    and `val/ppl` at that step. DeepSpeed's `[Rank 0] step=10, skipped=0, lr=[...],
     ...` gives the first group's `lr`, its timer's `CurrSamplesPerSec=` `throughput/samples_s`.
 
     Raises:
