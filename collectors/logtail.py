@@ -199,8 +199,11 @@ class LogTailCollector:
         )
 
     def _become_document(self, name: str, now: float) -> LogBatch:
-        """Read this file as a whole document from now on: its text, not its name, said so
-        once its first lines were written (the name said a line log when the tail opened)."""
+        """Read this file as a whole document from now on.
+
+        Its text, not its name, said so once its first lines were written (the name said a
+        line log when the tail opened).
+        """
         if self._follower is not None:
             self._follower.close()
         self._follower, self._digest = None, None

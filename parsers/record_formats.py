@@ -1,4 +1,4 @@
-"""JSON-lines logs with a fixed vocabulary: DETR/DeiT `log.txt`, LLaMA-Factory `trainer_log.jsonl`."""
+"""JSON-lines logs of one vocabulary: DETR/DeiT `log.txt`, LLaMA-Factory `trainer_log.jsonl`."""
 
 from __future__ import annotations
 
@@ -50,14 +50,17 @@ def parse_detr_json_line(line: str) -> LogMetric | None:
     extra: list[tuple[str, float]] = []
     plain: dict[str, object] = {}
     for key, value in record.items():
+        key = str(key)  # JSON object keys are strings; said for the type checker
         if key in _DETR_SKIP:
             continue
         if key.endswith("coco_eval_bbox") and isinstance(value, list):
             prefix = "" if key.startswith("test_") else key[: -len("test_coco_eval_bbox")]
-            extra.extend((prefix + name, float(v)) for name, v in zip(COCO_EVAL_NAMES, value)
+            pairs = zip(COCO_EVAL_NAMES, value[: len(COCO_EVAL_NAMES)], strict=False)
+            extra.extend((prefix + name, float(v)) for name, v in pairs
                          if type(v) in (int, float))
-        elif key in _PERCENT_KEYS and type(value) in (int, float):
-            extra.append((_PERCENT_KEYS[key], float(value) / 100.0))  # type: ignore[arg-type]
+        elif key in _PERCENT_KEYS and isinstance(value, (int, float)) \
+                and not isinstance(value, bool):
+            extra.append((_PERCENT_KEYS[key], float(value) / 100.0))
         else:
             plain[_DETR_NAMES.get(key, key)] = value
     metric = record_to_metric(plain)

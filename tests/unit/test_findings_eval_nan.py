@@ -38,7 +38,8 @@ def test_empty_classes_in_a_coco_summary_are_nan_scores_without_a_finding(tmp_pa
     assert findings == []
 
 
-@pytest.mark.parametrize("line", ["epoch=3 loss=0.5 auc=nan", "Epoch 3 | val_loss: 0.52 | val_auc: nan",
+@pytest.mark.parametrize("line", ["epoch=3 loss=0.5 auc=nan",
+                                  "Epoch 3 | val_loss: 0.52 | val_auc: nan",
                                   "val_acc: nan", "mAP: nan"])
 def test_a_nan_score_is_no_nan_finding(line: str, tmp_path: Path) -> None:
     metrics, findings = parse(line + "\n", tmp_path)

@@ -203,7 +203,8 @@ HAND_READ: dict[str, Log] = {
         Read(6, "train/loss", 1.5442260724647052, epoch=5), Read(6, "val/acc", 0.672),
         Read(6, "val/acc_top5", 0.999), Read(6, "val/loss", 0.9501463377563567))),
     "keras_csv/training.log": Log("csv", (  # CSVLogger with its default file name
-        Read(2, "train/acc", 0.4110209345817566, epoch=0), Read(2, "train/loss", 1.7160215377807617),
+        Read(2, "train/acc", 0.4110209345817566, epoch=0),
+        Read(2, "train/loss", 1.7160215377807617),
         Read(2, "val/acc", 0.469490110874176), Read(2, "val/loss", 1.4435802698135376),
         Read(3, "val/loss", 7.41715145111084, epoch=1),
         Read(18, "train/acc", 0.6310216188430786, epoch=16),
