@@ -94,10 +94,11 @@ def test_a_100_mb_line_without_a_newline_keeps_memory_bounded(tmp_path: Path) ->
         chunk = b"x" * (1 << 20)
         for _ in range(100):
             handle.write(chunk)  # no newline at all: one line of 100 MiB that never ends
-    # the child reports its own peak: RUSAGE_CHILDREN here would hold every earlier child's
-    measured = ("import resource, sys\nfrom gpuherd.cli import main\nstatus = main(sys.argv[1:])\n"
-                "sys.stderr.write(f'peak_kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}')\n"
-                "sys.exit(status)\n")
+    # The child reports its own peak as VmHWM: ru_maxrss would count this pytest process's
+    # memory too (Linux keeps it across fork and exec), RUSAGE_CHILDREN every earlier child's.
+    measured = ("import sys\nfrom gpuherd.cli import main\nstatus = main(sys.argv[1:])\n"
+                "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+                "sys.stderr.write('peak_kib=' + hwm.split()[1])\nsys.exit(status)\n")
     done = subprocess.run([sys.executable, "-c", measured, "parse", "--json", str(log)],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     records = [json.loads(line) for line in done.stdout.splitlines()]
