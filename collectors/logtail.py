@@ -184,6 +184,9 @@ class LogTailCollector:
         too_long = self._lines.too_long - long_before
         digest.count_unparsed(too_long)
         parts = digest.take()
+        if digest.format is not None and self._formats is not None \
+                and self._formats.is_document(digest.format):
+            return self._become_document(digest.format, now)
         started = follower.started if starts else None
         return LogBatch(
             self.path, now, digest.format, parts.metrics, parts.findings,
@@ -194,6 +197,19 @@ class LogTailCollector:
             file_path=self.path, offset_bytes=follower.offset, size_bytes=follower.size,
             modified_at=follower.modified_at,
         )
+
+    def _become_document(self, name: str, now: float) -> LogBatch:
+        """Read this file as a whole document from now on.
+
+        Its text, not its name, said so once its first lines were written (the name said a
+        line log when the tail opened).
+        """
+        if self._follower is not None:
+            self._follower.close()
+        self._follower, self._digest = None, None
+        self._document, self._docs = name, DocumentFollower(self.path)
+        self._more = True  # parse the document on the next sample, without waiting
+        return self._document_batch(now, (), True, False)
 
     def _read(self, follower: FileFollower, digest: LineDigest, now: float) -> None:
         budget = self._budget

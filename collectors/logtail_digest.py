@@ -19,6 +19,17 @@ DETECT_HOLD_BYTES = 1024 * 1024
 MAX_FINDINGS_PER_BATCH = 200
 
 
+class _NoLines:
+    """The parser of a document format's lines: none of them is a metric on its own."""
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Give nothing: the document is parsed whole."""
+        return None
+
+    def reset(self) -> None:
+        """Nothing to forget."""
+
+
 @dataclass(frozen=True, slots=True)
 class DigestParts:
     """What the lines read since the last `take()` gave."""
@@ -159,6 +170,11 @@ class LineDigest:
             self._use(name)
 
     def _use(self, name: str) -> None:
+        if self._formats.is_document(name):
+            # A whole-file format (a trainer state whose first read was partial): no line
+            # gives a metric; the tail sees `format` and reads the file as a document.
+            self._parser, self.format = _NoLines(), name
+            return
         try:
             self._parser = self._formats.make_parser(name)
         except (KeyError, ValueError) as error:

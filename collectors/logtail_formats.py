@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import glob
 import math
 import operator
 import os
+import stat
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -38,6 +40,9 @@ class LogFormats(Protocol):
     def document_format(self, path: str, forced: str | None) -> str | None:
         """The whole-file format `path` is read with (`trainer_state.json`), else `None`."""
 
+    def is_document(self, name: str) -> bool:
+        """Whether format `name` is a whole-file format (detection may name one late)."""
+
     def parse_document(self, name: str, text: str) -> list[LogMetric]:
         """Every metric of a whole document, oldest first; `ValueError` when malformed."""
 
@@ -64,11 +69,19 @@ class RegistryFormats:
         return registry.make_parser(name)
 
     def document_format(self, path: str, forced: str | None) -> str | None:
-        """A forced document format, or the one the file name calls for."""
+        """A forced document format, else the one the file's first bytes (or its name) show.
+
+        A file that does not exist yet or is still empty is told by its name alone; if its
+        text turns out to be a document later, line detection says so (`is_document`).
+        """
         if forced is not None:
             return forced if forced in registry.DOCUMENT_FORMATS else None
-        name = registry.detect_format([], path=os.path.basename(path))
+        name = registry.detect_format(_head_lines(path), path=path)
         return name if name in registry.DOCUMENT_FORMATS else None
+
+    def is_document(self, name: str) -> bool:
+        """Whether `name` is read as a whole document, not line by line."""
+        return name in registry.DOCUMENT_FORMATS
 
     def parse_document(self, name: str, text: str) -> list[LogMetric]:
         """Delegate to `parsers.hf_trainer.parse_trainer_state`."""
@@ -87,3 +100,23 @@ class RegistryFormats:
 
 
 _value = operator.itemgetter(1)
+
+HEAD_BYTES = 64 * 1024
+"""Bytes of a file looked at to tell a document from a line log when a tail opens."""
+
+
+def _head_lines(path: str) -> list[str]:
+    """The first lines of `path`, decoded; none when it is a pattern, missing or unreadable.
+
+    Errors are left to the tail's own reads, which report them with their reason.
+    """
+    if glob.has_magic(path):
+        return []
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return []  # opening a FIFO would block until a writer comes
+        with open(path, "rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except OSError:
+        return []
+    return head.decode("utf-8", "replace").splitlines()

@@ -20,7 +20,9 @@ from parsers.line_parser import CheckedParser, LineParser, StatelessParser
 from parsers.megatron import parse_megatron_line
 from parsers.paddle import parse_paddle_line
 from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
+from parsers.record_formats import parse_detr_json_line, parse_llamafactory_line
 from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line
+from parsers.sniff import csv_header_columns, is_detr_log, is_trainer_state
 from parsers.table_formats import CsvParser
 from parsers.text import normalise_line
 from parsers.tqdm_bar import TqdmParser
@@ -37,9 +39,14 @@ def _any_line(pattern: str) -> Detect:
 def _csv_header(*columns: str) -> Detect:
     def detect(lines: Sequence[str], name: str) -> bool:
         head = next((line for line in lines if line.strip()), "").lstrip("\ufeff").split(",")
-        return (not name or name.endswith(".csv")) and all(c in head for c in columns)
+        return all(c in head for c in columns) and _is_csv(lines, name)
 
     return detect
+
+
+def _is_csv(lines: Sequence[str], name: str) -> bool:
+    """A `.csv` file, or any file whose first lines are a metrics CSV (content decides)."""
+    return not name or name.endswith(".csv") or csv_header_columns(lines) is not None
 
 
 def _json_keys(*keys: str) -> Detect:
@@ -58,7 +65,11 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
     ("lightning_csv", _csv_header("epoch", "step"), CsvParser),
     ("timm_csv", _csv_header("epoch", "train_loss"), CsvParser),
     ("ultralytics_csv", _csv_header("epoch", "train/box_loss"), CsvParser),
-    ("csv", lambda lines, name: name.endswith(".csv"), CsvParser),
+    ("csv", lambda lines, name: name.endswith(".csv") or csv_header_columns(lines) is not None,
+     CsvParser),
+    ("detr_json", lambda lines, _name: is_detr_log(lines), _stateless(parse_detr_json_line)),
+    ("llamafactory", _json_keys("current_steps", "total_steps"),
+     _stateless(parse_llamafactory_line)),
     ("detectron2_json", _json_keys("iteration"), _stateless(parse_detectron2_json_line)),
     (
         "mmengine_json",
@@ -134,12 +145,15 @@ DOCUMENT_FORMATS: frozenset[str] = frozenset({"hf_trainer_state"})
 """Formats that are whole JSON documents rewritten in place, parsed with `parse_trainer_state`
 after each change instead of line by line."""
 
-LATE_FORMATS: frozenset[str] = frozenset({
-    "mmengine", "detectron2", "ultralytics", "lightning_rich", "keras", "nanogpt",
-    "metric_logger", "hf_trainer", "tqdm", "megatron", "fairseq", "paddle",
-})
-"""Console formats a log may turn out to be after its first lines were banners only: the
-progress bars and framework loggers that print once training runs (see `detect_late_format`)."""
+CSV_FORMATS: frozenset[str] = frozenset({"lightning_csv", "timm_csv", "ultralytics_csv", "csv"})
+"""Formats whose first line is their header: told from a file's first lines only."""
+
+LATE_FORMATS: frozenset[str] = frozenset(
+    name for name, _, _ in FORMATS if name != "generic" and name not in CSV_FORMATS
+)
+"""Line formats a log may turn out to be after its first lines gave no metric (banners, then a
+progress bar or JSON records; see `detect_late_format`). Not the CSV formats, whose header is
+the file's first line, and not documents, which are whole files from their first byte."""
 
 LATE_DETECT_LINES = 10_000
 """Lines after the first ones of a `generic` log without a metric so far (banners, warnings)
@@ -157,12 +171,17 @@ _FACTORIES = {name: factory for name, _, factory in FORMATS}
 def detect_format(sample_lines: Sequence[str], path: str | None = None) -> str:
     """Guess the format of a log from its first lines and its path; falls back to `generic`.
 
+    The text decides first: a JSON object with `log_history` is `hf_trainer_state`, a metrics
+    CSV header is CSV and JSON records are JSON whatever the file is called; the name decides
+    only what the text leaves open (`trainer_state.json` still being written, an empty
+    `metrics.csv`).
+
     Args:
         sample_lines: the first lines of the file (a few dozen is plenty), raw or normalised.
-        path: the file's path, when known; some file names decide the format on their own.
+        path: the file's path, when known.
     """
     name = os.path.basename(path) if path else ""
-    if name == "trainer_state.json":
+    if is_trainer_state(sample_lines) or name == "trainer_state.json":
         return "hf_trainer_state"
     lines = [normalise_line(line) for line in sample_lines]
     for format_name, detect, _ in FORMATS:
@@ -172,11 +191,11 @@ def detect_format(sample_lines: Sequence[str], path: str | None = None) -> str:
 
 
 def detect_late_format(lines: Sequence[str], path: str | None = None) -> str | None:
-    """The console format among `LATE_FORMATS` that later lines of a `generic` log show.
+    """The line format among `LATE_FORMATS` that later lines of a `generic` log show.
 
     For a log whose first lines gave no format but `generic` and no metric either (a
-    command's output: banners, warnings, then a progress bar), so that the parser can still
-    change; `None` when these lines show none of them.
+    command's output: banners, warnings, then a progress bar or JSON records), so that the
+    parser can still change; `None` when these lines show none of them.
     """
     name = os.path.basename(path) if path else ""
     normalised = [normalise_line(line) for line in lines]

@@ -247,6 +247,9 @@ _PLAIN = {
     "tokens_per_second": "throughput/tokens_s",
     "eta_seconds": "eta_s",
 }
+_TRL_FAMILIES = ("rewards/", "logps/", "logits/")
+"""TRL preference trainers' (DPO, KTO, ORPO) metric families: `rewards/margins` on the training
+side, `eval_rewards/margins` on the evaluation side, which becomes `val/rewards/margins`."""
 _cache: dict[str, dict[str, str]] = {"train": {}, "val": {}, "test": {}}
 STANDARD_NAMES: frozenset[str] = frozenset(
     {f"{split}/{base}" for split in ("train", "val", "test") for base in _BASES.values()}
@@ -294,7 +297,10 @@ def _normalise_name(key: str, split: str) -> str:
             break
     for prefix, prefix_split in _SPLITS:
         if low.startswith(prefix):
-            base = _BASES.get(low[len(prefix) :])
+            rest = low[len(prefix) :]
+            base = _BASES.get(rest)
+            if base is None and rest.startswith(_TRL_FAMILIES):
+                return f"{prefix_split}/{key.strip()[len(prefix):]}"  # eval_rewards/margins
             return key if base is None else f"{prefix_split}/{base}"
     base = _BASES.get(low)
     if base is None:

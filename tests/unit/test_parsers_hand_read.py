@@ -50,12 +50,16 @@ HAND_READ: dict[str, Log] = {
     "detectron2/console.log": Log("detectron2", (
         Read(1, "train/loss", 1.943, step=19), Read(1, "loss_cls", 1.788),
         Read(1, "lr", 0.02), Read(1, "throughput/it_s", 1 / 0.0105),
-        Read(6, "train/loss", 1.669, step=59), Read(6, "loss_box_reg", 0.092))),
+        Read(6, "train/loss", 1.669, step=59), Read(6, "loss_box_reg", 0.092),
+        Read(2, "train/loss", 1.782, step=39), Read(2, "loss_cls", 1.668),
+        Read(5, "val/map", 0.0), Read(5, "val/map_50", 0.0), Read(5, "bbox/APs", NAN))),
     "detectron2_json/metrics.json": Log("detectron2_json", (
         Read(1, "train/loss", 1.942512571811676, step=19),
         Read(1, "loss_cls", 1.787947654724121), Read(1, "eta_s", 0.4231187904983108),
         Read(3, "val/map", 0.0, step=59), Read(3, "val/map_50", 0.0),
-        Read(3, "train/loss", 1.6689250469207764))),
+        Read(3, "train/loss", 1.6689250469207764),
+        Read(2, "train/loss", 1.7822765707969666, step=39), Read(2, "lr", 0.02),
+        Read(3, "bbox/APs", NAN, step=59))),
     "failures/cpu_oom.log": Log(None, (), frozenset({(1, "traceback"), (6, "oom")})),
     "failures/download.log": Log(None, (), frozenset({(1, "download"), (2, "traceback"),
                                                       (28, "traceback")})),
@@ -133,7 +137,10 @@ HAND_READ: dict[str, Log] = {
     "hf_trainer_state/trainer_state.json": Log("hf_trainer_state", (
         Read(1, "train/loss", 3.8958333333333335, step=3, epoch=0.375),
         Read(1, "lr", 0.004583333333333333), Read(1, "grad_norm", 0.6046097874641418),
-        Read(3, "val/loss", 3.910339832305908, step=8, epoch=1.0))),
+        Read(3, "val/loss", 3.910339832305908, step=8, epoch=1.0),
+        Read(6, "train/loss", 3.875020980834961, step=15, epoch=1.875),
+        Read(7, "val/loss", 3.9369664192199707, step=16, epoch=2.0),
+        Read(11, "val/loss", 3.936027765274048, step=24, epoch=3.0))),
     "jsonl/train.jsonl": Log("jsonl", (
         Read(1, "train/loss", 1.2714178562164307, step=1), Read(1, "lr", 0.05),
         Read(25, "lr", 1e12, step=25), Read(26, "train/loss", 7.176657143000725e+21),
@@ -231,11 +238,15 @@ HAND_READ: dict[str, Log] = {
     "pandas_csv/history.csv": Log(None, (  # epoch and step columns: read as lightning_csv
         Read(3, "train/loss", 1.5417, step=100, epoch=1), Read(3, "val/loss", 1.6959),
         Read(3, "val/acc", 0.22), Read(7, "val/acc", 0.7, step=300),
-        Read(7, "lr", 0.0003125))),
+        Read(7, "lr", 0.0003125),
+        Read(2, "train/loss", 2.3, step=50, epoch=0), Read(2, "lr", 0.01),
+        Read(5, "train/loss", 0.6927, step=200, epoch=3), Read(5, "val/acc", 0.46))),
     "timm_csv/summary.csv": Log("timm_csv", (
         Read(2, "train/loss", 2.4678056836128235, epoch=0), Read(2, "val/acc", 3.125),
         Read(2, "val/acc_top5", 71.875), Read(4, "val/loss", 0.3706856742501259, epoch=2),
-        Read(4, "lr", 0.05))),
+        Read(4, "lr", 0.05),
+        Read(3, "train/loss", 1.2664410422245662, epoch=1), Read(3, "val/acc", 40.625),
+        Read(3, "val/loss", 1.5252951085567474))),
     "tqdm/lightning_file.log": Log("tqdm", (
         Read(18, "throughput/it_s", 384.11, epoch=0), Read(18, "train/loss", 0.708),
         Read(25, "eval/throughput/it_s", 588.80),
@@ -256,6 +267,39 @@ HAND_READ: dict[str, Log] = {
     "tqdm/tqdm_tty.log": Log("tqdm", (
         Read(1, "throughput/it_s", 182.42, epoch=1), Read(1, "train/loss", 0.0625),
         Read(3, "throughput/it_s", 94.88, step=5))),
+    "detr_json/log.txt": Log("detr_json", (  # DETR: test_coco_eval_bbox[0] is AP, [1] AP50
+        Read(1, "train/loss", 18.943505200472746, epoch=0), Read(1, "lr", 0.00010000000000000003),
+        Read(1, "val/loss", 14.769879722595215), Read(1, "val/map", 0.006636939001464631),
+        Read(1, "val/map_50", 0.021705962124451646),
+        Read(2, "train/loss", 12.06689994985407, epoch=1), Read(2, "val/map", 0.018770540292195607),
+        Read(2, "val/map_50", 0.05622703452677387),
+        Read(3, "val/loss", 8.211896228790284, epoch=2), Read(3, "val/map", 0.02751621129593119))),
+    "deit_json/log.txt": Log("detr_json", (  # DeiT/MAE percentages read as fractions
+        Read(1, "train/loss", 5.300944681376785, epoch=0), Read(1, "lr", 2.4193548387096773e-05),
+        Read(1, "val/loss", 4.681430000695745), Read(1, "val/acc", 0.014),
+        Read(1, "val/acc_top5", 0.389),
+        Read(6, "train/loss", 1.5442260724647052, epoch=5), Read(6, "val/acc", 0.672),
+        Read(6, "val/acc_top5", 0.999), Read(6, "val/loss", 0.9501463377563567))),
+    "keras_csv/training.log": Log("csv", (  # CSVLogger with its default file name
+        Read(2, "train/acc", 0.4110209345817566, epoch=0),
+        Read(2, "train/loss", 1.7160215377807617),
+        Read(2, "val/acc", 0.469490110874176), Read(2, "val/loss", 1.4435802698135376),
+        Read(3, "val/loss", 7.41715145111084, epoch=1),
+        Read(18, "train/acc", 0.6310216188430786, epoch=16),
+        Read(18, "val/loss", 1.0745148658752441))),
+    "llamafactory/trainer_log.jsonl": Log("llamafactory", (
+        Read(1, "train/loss", 0.6491, step=1, epoch=0.0019588638589618022),
+        Read(1, "train/acc", 1.0), Read(1, "lr", 9.803921568627451e-10),
+        Read(1, "total_steps", 5100), Read(1, "eta_s", 3 * 86400 + 17 * 3600 + 51 * 60 + 32),
+        Read(12, "train/loss", 0.4998, step=12, epoch=0.023506366307541625),
+        Read(12, "train/acc", 0.75), Read(12, "eta_s", 2 * 86400 + 17 * 3600 + 15 * 60 + 51))),
+    "trl/dpo_console.log": Log("hf_trainer", (  # TRL DPOTrainer under LLaMA-Factory
+        Read(9, "train/loss", 0.0017, epoch=0.12), Read(9, "grad_norm", 0.0223772581666708),
+        Read(9, "lr", 2.647058823529412e-06), Read(9, "rewards/chosen", 10.391068458557129),
+        Read(9, "rewards/accuracies", 1.0), Read(9, "rewards/margins", 8.68541431427002),
+        Read(20, "train/loss", 0.0, epoch=1.41), Read(20, "rewards/margins", 15.98387622833252),
+        Read(25, "rewards/margins", 16.250532150268555, epoch=2.0),
+        Read(25, "logps/chosen", -47.255558013916016))),
     "ultralytics/train.log": Log("ultralytics", (
         Read(50, "train/box_loss", 2.693, epoch=1), Read(50, "train/cls_loss", 2.023),
         Read(50, "train/dfl_loss", 1.734), Read(50, "throughput/it_s", 5.8),
