@@ -17,6 +17,11 @@ from parsers.vocabulary import TRAIN_LOSS, TRAIN_LOSS_RUN_MEAN
 _ITEM = re.compile(r"'([^']+)': '?([^',}]*)'?")
 # where a tqdm bar runs into a dict that a redraw cut short: `'epoch': 3.77 60%|██  | 600/1000`
 _BAR_START = re.compile(r"\s*\d{1,3}%\|")
+_RUN_MEAN_KEY = TRAIN_LOSS_RUN_MEAN
+"""`train_loss` of the end-of-run record, renamed in that dict alone: redraws run together
+can put step dicts, whose `loss` is the step's, on the same line."""
+_METRICS_BLOCK = re.compile(r"^\*{5} (\w+) metrics \*{5}$")
+_BLOCK_ITEM = re.compile(r"^\s+(\w+)\s+=\s+(\S+)$")
 
 
 def parse_hf_trainer_line(line: str) -> LogMetric | None:
@@ -44,6 +49,8 @@ class HfTrainerParser:
 
     def __init__(self) -> None:
         self.bars = TqdmParser()
+        self.block: str | None = None
+        """`train` or `eval` inside a `***** train metrics *****` block, else `None`."""
 
     def feed(self, line: str) -> LogMetric | None:
         """Parse a log dict line or a bar line.
@@ -54,12 +61,34 @@ class HfTrainerParser:
         line = normalise_line(line)
         start = line.find("{'")
         if start < 0:
+            if self.block is not None:
+                item = _BLOCK_ITEM.match(line)
+                if item is not None:
+                    return self._block_item(item[1], item[2])
+                self.block = None
+            block = _METRICS_BLOCK.match(line.strip()) if line.startswith("*****") else None
+            if block is not None:
+                self.block = block[1]
+                return None
             return self.bars.feed(line) if line.endswith("]") else None
+        self.block = None
         return _dicts_to_metric(line, start)
+
+    def _block_item(self, key: str, text: str) -> LogMetric | None:
+        """One `  key = value` line of a `***** train metrics *****` block (`log_metrics`).
+
+        Those blocks repeat the run's summary: the train block's `train_loss` is the run
+        average (`TRAIN_LOSS_RUN_MEAN`), never the last step's loss; `0:02:38.43` durations
+        and other words are left to the plain-line reader, which skips them.
+        """
+        if self.block == "train" and key == "train_loss":
+            key = _RUN_MEAN_KEY
+        return pairs_to_metric([(key, text)])
 
     def reset(self) -> None:
         """Forget the training bar."""
         self.bars.reset()
+        self.block = None
 
 
 def _dicts_to_metric(line: str, start: int) -> LogMetric | None:
@@ -74,17 +103,18 @@ def _dicts_to_metric(line: str, start: int) -> LogMetric | None:
         following = line.find("{'", start + 2)
         close = line.find("}", start, following if following >= 0 else len(line))
         if close >= 0:
-            pairs.extend(_ITEM.findall(line, start, close + 1))
+            found = _ITEM.findall(line, start, close + 1)
+            if "'train_runtime'" in line[start:close + 1]:  # the end-of-run record only
+                found = [(_RUN_MEAN_KEY if key == "train_loss" else key, text)
+                         for key, text in found]
+            pairs.extend(found)
         else:
             bar = _BAR_START.search(line, start, following if following >= 0 else len(line))
             end = bar.start() if bar else (following if following >= 0 else len(line))
             pairs.extend((key, text) for key, text in _ITEM.findall(line, start, end)
                          if text.strip())
         start = following
-    metric = pairs_to_metric(pairs) if pairs else None
-    if metric is not None and "'train_runtime'" in line:
-        return run_summary(metric)
-    return metric
+    return pairs_to_metric(pairs) if pairs else None
 
 
 def run_summary(metric: LogMetric) -> LogMetric:
@@ -136,6 +166,8 @@ def read_trainer_state(text: str) -> tuple[list[LogMetric], list[tuple[int, str]
         if isinstance(entry, dict):
             try:
                 metric = record_to_metric(entry)
+                if metric is not None and "train_runtime" in entry:
+                    metric = run_summary(metric)
                 if metric is not None:
                     metrics.append(check_metric(metric))
             except ValueError as error:

@@ -123,6 +123,10 @@ def parse_plain_line(line: str) -> LogMetric | None:
     line = normalise_line(line)  # the last `\r` frame: the format has just normalised it
     if len(line) > MAX_PLAIN_CHARS or (":" not in line and "=" not in line):
         return None
+    if ".py:" in line:
+        # a logging prefix (`[INFO|trainer.py:2526] ... Total optimization steps = 170`):
+        # the Trainer's banner, whose counts are no step and whose `file:line` no metric
+        return None
     # A console log repeats its other lines' shapes (declined bars, table rows): a shape that
     # gave nothing gives nothing again, unless its keys hold digits (`acc1` is known, `acc2`
     # is not), which are never remembered.

@@ -55,3 +55,34 @@ def test_the_summary_and_the_note_end_on_the_last_steps_loss(tmp_path: Path) -> 
     assert [v for n, v in rows if n == "train/loss"][-1] == 3.831
     note = compose(summarize(root)).text
     assert "loss 3.9 -> 3.83," in note
+
+
+def test_only_the_end_of_run_dict_is_renamed_when_redraws_run_together() -> None:
+    """A line holding a step dict and the end-of-run dict: the step's loss stays the loss."""
+    from parsers.registry import make_parser
+    line = ("{'loss': 0.08, 'epoch': 1.0, 'step': 268}"
+            "{'train_runtime': 158.4, 'train_loss': 0.0575, 'epoch': 2.0}")
+    metric = make_parser("hf_trainer").feed(line)
+    assert metric is not None
+    assert ("train/loss", 0.08) in metric.values
+    assert ("train/loss_run_mean", 0.0575) in metric.values
+
+
+def test_the_train_metrics_block_gives_the_run_average() -> None:
+    """`***** train metrics *****` (`trainer.log_metrics`) repeats the run's average loss."""
+    from parsers.registry import make_parser
+    parser = make_parser("hf_trainer")
+    assert parser.feed("***** train metrics *****") is None
+    metric = parser.feed("  train_loss               =     0.0575")
+    assert metric is not None and metric.values == (("train/loss_run_mean", 0.0575),)
+    parser.feed("Evaluation done")
+    after = parser.feed("train_loss: 0.5")
+    assert after is not None and after.values == (("train/loss", 0.5),)
+
+
+def test_a_trainer_banner_with_a_logging_prefix_gives_no_step() -> None:
+    """`[INFO|trainer.py:2527] ... Total optimization steps = 170` is no metric and no step."""
+    from parsers.registry import make_parser
+    parser = make_parser("hf_trainer")
+    line = "[INFO|trainer.py:2527] 2025-12-30 19:57:56,487 >>   Total optimization steps = 170"
+    assert parser.feed(line) is None

@@ -92,8 +92,8 @@ def test_megatron_iteration_line_e_notation_and_time_per_iteration() -> None:
     # ` validation loss at iteration 100 | lm loss value: 8.017406E+00 | lm loss PPL: 3.033300E+03`
     val = found[12]
     assert val.step == 100
-    assert val.values == (("val/loss", 8.017406), ("val/perplexity", 3033.3))
-    assert found[35].values == (("val/loss", 7.487306), ("val/perplexity", 1785.236))
+    assert val.values == (("val/loss", 8.017406), ("val/ppl", 3033.3))
+    assert found[35].values == (("val/loss", 7.487306), ("val/ppl", 1785.236))
 
 
 def test_megatron_deepspeed_lm_loss_with_a_hyphen() -> None:
@@ -189,13 +189,13 @@ def test_fairseq_epoch_summary_and_validation_lines() -> None:
     train = found[1]
     assert (train.step, train.epoch) == (27301, 5)
     assert dict(train.values) == {
-        "train/loss": 0.158, "train/nll_loss": 0.0, "train/perplexity": 1.0,
+        "train/loss": 0.158, "train/nll_loss": 0.0, "train/ppl": 1.0,
         "throughput/tokens_s": 770.0, "lr": 1e-05, "grad_norm": 25.694, "train/acc": 0.96072}
     # `ups 0` is rounded, not a stopped run; `best_accuracy` repeats an earlier value
     val = found[2]
     assert (val.step, val.epoch) == (27301, 5)
     assert val.values == (("val/loss", 1.066), ("val/nll_loss", 0.003),
-                          ("val/perplexity", 1.0), ("val/acc", 0.833231))
+                          ("val/ppl", 1.0), ("val/acc", 0.833231))
     assert sorted(found) == [1, 2]  # `| saved checkpoint ... (epoch 5 @ 27301 updates)`
 
 
@@ -218,7 +218,7 @@ def test_fairseq_later_formats() -> None:
         "wps 88225 | wpb 21176.3 | bsz 666.3 | num_updates 40297 | best_bleu 30.53")
     assert valid is not None and (valid.step, valid.epoch) == (40297, 143)
     assert dict(valid.values)["val/bleu"] == 29.52
-    assert dict(valid.values)["val/perplexity"] == 6550.94
+    assert dict(valid.values)["val/ppl"] == 6550.94
     assert "best_bleu" not in dict(valid.values)
     tqdm_format = parser.feed(
         "epoch 002 | valid on 'valid' subset | loss 0.557 | ppl 1.47 | F1-score 0.666667 | "

@@ -118,7 +118,7 @@ HAND_READ: dict[str, Log] = {
         Read(15, "throughput/it_s", 3.83, step=436), Read(15, "eta_s", 26.0),
         Read(16, "train/loss", 0.0351, epoch=2.0),
         Read(19, "val/loss", 0.047243136912584305, epoch=2.0),
-        Read(20, "train/loss", 0.05750848997884722, epoch=2.0),
+        Read(20, "train/loss_run_mean", 0.05750848997884722, epoch=2.0),
         Read(20, "throughput/samples_s", 108.184),
         Read(21, "throughput/it_s", 3.38, step=536), Read(21, "eta_s", 0.0),
         Read(34, "eval/throughput/it_s", 35.57))),
@@ -191,9 +191,9 @@ HAND_READ: dict[str, Log] = {
     "megatron/gpt2_base_n4.log": Log("megatron", (
         Read(1, "train/loss", 8.394111, step=60), Read(1, "lr", 1.494e-04),
         Read(1, "grad_norm", 5.275), Read(1, "throughput/it_s", 1000 / 1378.0),
-        Read(12, "val/loss", 8.017406, step=100), Read(12, "val/perplexity", 3033.3),
+        Read(12, "val/loss", 8.017406, step=100), Read(12, "val/ppl", 3033.3),
         Read(32, "train/loss", 7.365868, step=200), Read(32, "grad_norm", 3.952),
-        Read(35, "val/loss", 7.487306, step=200), Read(35, "val/perplexity", 1785.236))),
+        Read(35, "val/loss", 7.487306, step=200), Read(35, "val/ppl", 1785.236))),
     "megatron/log_dist.log": Log("megatron", (Read(11, "lr", 0.0, step=0),)),
     "metric_logger/timm_train.log": Log("metric_logger", (
         Read(3, "train/loss", 2.10, epoch=0), Read(3, "lr", 0.05),
