@@ -89,7 +89,7 @@ class Bar:
             values.append(("eta_s", parse_duration(remaining)))
         if match["postfix"]:
             values.extend(_postfix(match["postfix"], "val" if is_eval else "train"))
-        if "=" in self.desc_as_printed:  # `set_description(f"Loss={loss} Batch_id={i} Accuracy={acc}")`
+        if "=" in self.desc_as_printed:  # `set_description(f"Loss={loss} Accuracy={acc}")`
             # its loss only: such loops print the accuracy there in percent and the test set's
             # as a count of a total (a fraction), and the two scales must not meet in one task
             values.extend(item for item in _postfix(self.desc_as_printed,
