@@ -41,11 +41,8 @@ def parse_detr_json_line(line: str) -> LogMetric | None:
     Raises:
         ValueError: the line starts like an object but is not JSON, or its epoch is no count.
     """
-    line = _record_text(line)
-    if not line.startswith("{"):
-        return None
-    record = safe_json.loads(line)
-    if not isinstance(record, dict):
+    record = _json_object(line)
+    if record is None:
         return None
     extra: list[tuple[str, float]] = []
     plain: dict[str, object] = {}
@@ -83,11 +80,8 @@ def parse_llamafactory_line(line: str) -> LogMetric | None:
     Raises:
         ValueError: the line starts like an object but is not JSON, or its step is no count.
     """
-    line = _record_text(line)
-    if not line.startswith("{"):
-        return None
-    record = safe_json.loads(line)
-    if not isinstance(record, dict):
+    record = _json_object(line)
+    if record is None:
         return None
     plain = {key: value for key, value in record.items() if key not in _LF_SKIP}
     # names `record_to_metric` passes through unchanged
@@ -104,3 +98,16 @@ def parse_llamafactory_line(line: str) -> LogMetric | None:
         except ValueError:
             pass  # LLaMA-Factory writes its own durations; an odd one is no ETA, not a bad line
     return record_to_metric(plain)
+
+
+def _json_object(line: str) -> dict[str, object] | None:
+    """The JSON object a record line holds, or `None` for a line that is not one.
+
+    Raises:
+        ValueError: the line starts like an object but is not JSON.
+    """
+    text = _record_text(line)
+    if not text.startswith("{"):
+        return None
+    record = safe_json.loads(text)
+    return record if isinstance(record, dict) else None
