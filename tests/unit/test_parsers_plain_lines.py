@@ -96,7 +96,7 @@ M = LogMetric
 
 
 @pytest.mark.parametrize(("line", "metric"), [
-    # issue 11: values followed by a comma were "not a number: '200,'"
+    # values followed by a comma were "not a number: '200,'"
     ("Step: 200, Loss: 2.1", M((("train/loss", 2.1),), 200)),
     ("epoch: 2, step: 500, train_loss: 1.7, val_loss: 1.8",
      M((("train/loss", 1.7), ("val/loss", 1.8)), 500, 2.0)),
@@ -111,7 +111,7 @@ M = LogMetric
     # PyTorch's MNIST example: the test set is its validation
     ("Test set: Average loss: 0.1000, Accuracy: 9820/10000 (98%)",
      M((("val/loss", 0.1), ("val/acc", 0.982)))),
-    # issue 12: PyTorch's word_language_model example
+    # PyTorch's word_language_model example
     ("| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | loss  7.63 | ppl  2050.44",
      M((("lr", 20.0), ("throughput/it_s", 1000 / 45.68), ("train/loss", 7.63),
         ("train/ppl", 2050.44)), 200, 1.0)),
