@@ -108,24 +108,14 @@ class TaskFeed:
             self._watch.set_gpu_pids(p.pid for gpu in tick.devices for p in gpu.processes or ())
         if not tracker.task_ids:
             return
-        known = set(tracker.task_ids)
-        for hint in self._hints.values():
-            if hint.owns_pid is None or hint.task_id not in known:
-                continue
-            pids = {p.pid for gpu in tick.devices for p in gpu.processes or ()
-                    if hint.owns_pid(p.pid)}
-            if pids:
-                tracker.associate(hint.task_id, pids=pids)
+        tracker.associate_owned_pids(tick, self._hints.values())
         tracker.add_gpu_tick(tick)
         self.schedule_redraw()
 
     def writers(self, found: WritersTick) -> None:
         """Which processes write the followed logs: the tasks' pids, GPUs and status."""
         tracker = self.state.tasks
-        known = set(tracker.task_ids)
-        for log in found.logs:
-            if log.task_id in known:
-                tracker.writers_seen(log.task_id, found.taken_at, log.writer_pids, log.gpu_pids)
+        tracker.add_writers(found)
         if self.state.gpu_tick is not None:
             tracker.place(self.state.gpu_tick)  # the GPUs of pids found just now
         self.schedule_redraw()

@@ -115,14 +115,7 @@ class ExportState:
         tracker = self._tracker
         if not tracker.task_ids:
             return
-        known = set(tracker.task_ids)
-        for hint in self._hints.values():
-            if hint.owns_pid is None or hint.task_id not in known:
-                continue
-            pids = {p.pid for gpu in tick.devices for p in gpu.processes or ()
-                    if hint.owns_pid(p.pid)}
-            if pids:
-                tracker.associate(hint.task_id, pids=pids)
+        tracker.associate_owned_pids(tick, self._hints.values())
         tracker.add_gpu_tick(tick)
 
     def _host_sample(self, source: str, sample: HostSample) -> None:
@@ -139,11 +132,7 @@ class ExportState:
 
     def _writers(self, source: str, found: WritersTick) -> None:
         # Beside the dashboard, which feeds the writer collector what to look for.
-        known = set(self._tracker.task_ids)
-        for log in found.logs:
-            if log.task_id in known:
-                self._tracker.writers_seen(log.task_id, found.taken_at, log.writer_pids,
-                                           log.gpu_pids)
+        self._tracker.add_writers(found)
 
     def _discovered(self, source: str, found: DiscoveredLogs) -> None:
         for task_id in found.removed:  # the run directory is gone: so is its task

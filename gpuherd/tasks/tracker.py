@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from collectors.samples import GpuTick, LogBatch
 from gpuherd.tasks.health import Finding, gpu_findings, judge_histories, severity_of
@@ -14,6 +15,24 @@ from gpuherd.tasks.series import DEFAULT_CHART_POINTS, DEFAULT_WINDOW_POINTS, Me
 from gpuherd.tasks.view import TaskView, label_of, sort_findings
 from parsers.model import LogFinding, LogMetric
 from parsers.vocabulary import IT_S, THROUGHPUT_NAMES, TOTAL_STEP_NAMES
+
+if TYPE_CHECKING:
+    from collectors.writers import WritersTick
+
+
+class OwnerHint(Protocol):
+    """A task known from outside its log, with a way to tell its processes (`TaskHint`)."""
+
+    @property
+    def task_id(self) -> str:
+        """The task the hint is about."""
+        ...
+
+    @property
+    def owns_pid(self) -> Callable[[int], bool] | None:
+        """Whether a GPU process belongs to the task, when that can be told."""
+        ...
+
 
 STOPPED_EXIT_CODES = frozenset({128 + 2, 128 + 15})
 """Exit statuses of a command stopped on purpose: SIGINT (Ctrl-C) and SIGTERM. SIGKILL (137)
@@ -169,6 +188,26 @@ class TaskTracker:
         task.num_classes = num_classes if num_classes is not None else task.num_classes
         task.total_steps = total_steps if total_steps is not None else task.total_steps
         task.label = label or task.label
+
+    def associate_owned_pids(self, tick: GpuTick, hints: Iterable[OwnerHint]) -> None:
+        """Give each hinted task the pids of this tick that its `owns_pid` claims."""
+        if not self.task_ids:
+            return
+        known = set(self.task_ids)
+        for hint in hints:
+            if hint.owns_pid is None or hint.task_id not in known:
+                continue
+            pids = {p.pid for gpu in tick.devices for p in gpu.processes or ()
+                    if hint.owns_pid(p.pid)}
+            if pids:
+                self.associate(hint.task_id, pids=pids)
+
+    def add_writers(self, found: WritersTick) -> None:
+        """The processes found writing followed logs, for the tasks still followed."""
+        known = set(self.task_ids)
+        for log in found.logs:
+            if log.task_id in known:
+                self.writers_seen(log.task_id, found.taken_at, log.writer_pids, log.gpu_pids)
 
     def add_gpu_tick(self, tick: GpuTick) -> None:
         """Feed GPU utilization to the tasks that run on a known GPU (by uuid or by pid)."""
