@@ -32,8 +32,11 @@ HEALTH_TESTS = ["tests/unit/test_health_boundaries.py", "tests/unit/test_tasks.p
                 "tests/unit/test_parsers.py", "tests/unit/test_health_agreement.py"]
 SUMMARY_TESTS = ["tests/unit/test_summary.py", "tests/unit/test_summary_multi_gpu.py",
                  "tests/unit/test_summary_stats_pinned.py", "tests/unit/test_summary_extremes.py",
-                 "tests/unit/test_summary_containers.py",
-                 "tests/unit/test_session_cut_last_cell.py"]
+                 "tests/unit/test_summary_containers.py", "tests/unit/test_summary_charts.py",
+                 "tests/unit/test_session_cut_last_cell.py", "tests/unit/test_hf_run_average.py",
+                 "tests/unit/test_note.py", "tests/unit/test_note_content.py",
+                 "tests/unit/test_record_command.py", "tests/unit/test_record_recording.py",
+                 "tests/unit/test_record_read_to_end.py"]
 TESTS: dict[str, list[str]] = {
     "parsers/health.py": HEALTH_TESTS,
     "gpuherd/tasks/health.py": HEALTH_TESTS,
@@ -45,10 +48,18 @@ TESTS: dict[str, list[str]] = {
                             "tests/unit/test_parsers_hand_read.py"],
     "parsers/tqdm_bar.py": ["tests/unit/test_tqdm_units.py", "tests/unit/test_parsers.py",
                             "tests/unit/test_parsers_hand_read.py",
-                            "tests/unit/test_parsers_bad_input.py"],
+                            "tests/unit/test_parsers_bad_input.py",
+                            "tests/unit/test_parsers_several_bars.py",
+                            "tests/unit/test_parsers_console_formats.py",
+                            "tests/unit/test_parsers_golden.py"],
     "collectors/session_reader.py": ["tests/unit/test_session_reader.py",
                                      "tests/unit/test_session_cut_last_cell.py",
-                                     "tests/unit/test_session_damage.py"],
+                                     "tests/unit/test_session_damage.py",
+                                     "tests/unit/test_session_fuzz.py",
+                                     "tests/unit/test_session_containers.py",
+                                     "tests/unit/test_session_synthetic.py",
+                                     "tests/unit/test_replay_metrics.py",
+                                     "tests/unit/test_summary.py"],
 }
 """The tests that pin each module's meaning (the whole unit suite for a module not listed)."""
 

@@ -107,7 +107,9 @@ def test_recording_a_command_catches_its_spike_and_its_metrics(tmp_path: Path,
         assert (run_peak["method"], run_peak["peak_bytes"]) == (BASELINE, 24 * GiB)
         assert run_peak["baseline_bytes"] == 1 * GiB
     kinds = [e["kind"] for e in events(root)]
-    assert kinds[0] == "start" and kinds.count("exit") == 1
+    # A collector with nothing to read here (no Docker engine) may say so before the start.
+    commands = [kind for kind in kinds if kind != "collector_unavailable"]
+    assert commands[0] == "start" and commands.count("start") == commands.count("exit") == 1
     # The OOM line is written just before the exit: the end of recording still reads it.
     assert {"kind": "finding", "task": "command", "finding": "oom"}.items() <= next(
         e for e in events(root) if e["kind"] == "finding").items()

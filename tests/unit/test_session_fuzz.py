@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from collectors.replay_metrics import metric_batches
@@ -203,6 +203,8 @@ def test_arbitrary_cells_in_metrics_csv(edits: list[tuple[int, str, str]]) -> No
 
 @SETTINGS
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=30))
+# pandas 3.0's default parser read this one a unit off in the last place.
+@example([5.809830298062007e-168])
 def test_any_loss_values_summarize_and_chart(values: list[float]) -> None:
     with session() as d:
         rows = [",".join(METRICS_COLUMNS)] + [
