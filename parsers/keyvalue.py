@@ -123,6 +123,10 @@ def parse_plain_line(line: str) -> LogMetric | None:
     line = normalise_line(line)  # the last `\r` frame: the format has just normalised it
     if len(line) > MAX_PLAIN_CHARS or (":" not in line and "=" not in line):
         return None
+    if line.endswith("]") and "<" in line and "|" in line:
+        # a progress bar (`| 0/? [00:00<?, ?it/s]`) that the format read or declined (an
+        # evaluation or chore bar, one with no rate yet): its business, not a plain line
+        return None
     if ".py:" in line:
         # a logging prefix (`[INFO|trainer.py:2526] ... Total optimization steps = 170`):
         # the Trainer's banner, whose counts are no step and whose `file:line` no metric
@@ -309,6 +313,8 @@ class _KeyInfos(dict[str, _KeyInfo]):
 
 _KEY_INFO = _KeyInfos("train")
 _VAL_KEY_INFO = _KeyInfos("val")
+_SPLIT_KEY_INFO = {"train": _KEY_INFO, "val": _VAL_KEY_INFO}
+"""By split (the code's few, never a log's words)."""
 _PLANS = LinePlans()
 
 
@@ -334,14 +340,15 @@ def pairs_to_metric(
     Raises:
         ValueError: a value that is not a number, or a step or epoch that is no count.
     """
+    infos = _SPLIT_KEY_INFO.get(split) or _SPLIT_KEY_INFO.setdefault(split, _KeyInfos(split))
     values: list[tuple[str, float]] = []
     step: int | None = None
     epoch: float | None = None
     for key, text in pairs:
-        counter = _COUNTERS.get(key.lower())
+        _, _, counter, name = infos[key]  # one lookup for a key seen before
         if counter is None:
             if ":" not in text:  # `12:30` is a time of day or a duration, not a value
-                values.append((metric_name(key, split), parse_number(text)))
+                values.append((name, parse_number(text)))
         elif ":" in text:
             if counter == "eta":
                 values.append(("eta_s", parse_duration(text)))
@@ -350,7 +357,7 @@ def pairs_to_metric(
         elif counter == "epoch":
             epoch = to_epoch(parse_number(text))
         else:
-            values.append((metric_name(key, split), parse_number(text)))
+            values.append((name, parse_number(text)))
     if not values:
         return None
     return LogMetric(values=tuple(values), step=step, epoch=epoch, taken_at=taken_at)
