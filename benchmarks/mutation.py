@@ -123,6 +123,28 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
          "time.sleep(0) returns at once, as skipping it does"),
     ],
     "parsers/findings.py": [
+        ('("y" in line and "emory" in line)', '("y" in line or "emory" in line)',
+         "the one-letter test only spares the word search: with `or`, more lines reach the"
+         " regexes, which decide alone"),
+        ('or ("T" in line and "Traceback" in line)', 'or ("T" in line or "Traceback" in line)',
+         "the same: a letter test only spares the word search"),
+        ('or ("w" in line and "ownload" in line)', 'or ("w" in line or "ownload" in line)',
+         "the same: a letter test only spares the word search"),
+        ('or ("F" in line and "Fetching" in line)', 'or ("F" in line or "Fetching" in line)',
+         "the same: a letter test only spares the word search"),
+        ('or ("C" in line and ("NCCL" in line', 'or ("C" in line or ("NCCL" in line',
+         "the same: a letter test only spares the word search"),
+        ('or ("K" in line and "Killed" in line)', 'or ("K" in line or "Killed" in line)',
+         "the same: a letter test only spares the word search"),
+        ('or ("S" in line and "Segmentation" in line)',
+         'or ("S" in line or "Segmentation" in line)',
+         "the same: a letter test only spares the word search"),
+        ('or ("B" in line and "B/s" in line)', 'or ("B" in line or "B/s" in line)',
+         "the same: a letter test only spares the word search"),
+        ('or ("T" in line and "Traceback" in line)', 'or ("t" in line and "Traceback" in line)',
+         "the traceback regex needs `Traceback (most recent call last)`, which holds a \"t\""),
+        ('or ("F" in line and "Fetching" in line)', 'or ("f" in line and "Fetching" in line)',
+         "the download regex needs `Fetching N files`, whose \"files\" holds an \"f\""),
         ("if len(line) > _RAW_SCAN_CHARS:", "if len(line) >= _RAW_SCAN_CHARS:",
          "the cut-off only picks which text the cheap keyword pre-test reads: at exactly 512"
          " characters the cleaned line instead of the raw one; they differ only where an escape"

@@ -134,6 +134,8 @@ def test_killed_inside_a_sentence_is_not_a_kill(line: str) -> None:
     ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970", "nccl"),
     ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1)", "nccl"),
     ("RuntimeError: CUDA error: device-side assert triggered", "cuda_error"),
+    # no lower-case "c": the keyword's own letters decide, not any "c" of the line
+    ("RuntimeError: CUDA error: invalid argument", "cuda_error"),
     ('Downloading: "https://download.pytorch.org/models/resnet18.pth"', "download"),
     ("Fetching 3 files: 100%|##########| 3/3 [00:01<00:00,  2.50it/s]", "download"),
     ("model.safetensors:  50%|#####     | 1.2G/2.4G [00:01<00:01, 1.2GB/s]", "download"),
