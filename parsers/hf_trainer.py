@@ -104,7 +104,7 @@ def _dicts_to_metric(line: str, start: int) -> LogMetric | None:
         close = line.find("}", start, following if following >= 0 else len(line))
         if close >= 0:
             found = _ITEM.findall(line, start, close + 1)
-            if "'train_runtime'" in line[start:close + 1]:  # the end-of-run record only
+            if line.find("'train_runtime'", start, close) >= 0:  # the end-of-run record only
                 found = [(_RUN_MEAN_KEY if key == "train_loss" else key, text)
                          for key, text in found]
             pairs.extend(found)

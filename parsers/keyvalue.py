@@ -348,7 +348,11 @@ def pairs_to_metric(
         _, _, counter, name = infos[key]  # one lookup for a key seen before
         if counter is None:
             if ":" not in text:  # `12:30` is a time of day or a duration, not a value
-                values.append((name, parse_number(text)))
+                try:
+                    number = float(text)  # what `parse_number` tries first, without a call
+                except ValueError:
+                    number = parse_number(text)
+                values.append((name, number))
         elif ":" in text:
             if counter == "eta":
                 values.append(("eta_s", parse_duration(text)))

@@ -59,36 +59,41 @@ def parse_tqdm_line(line: str) -> LogMetric | None:
 class Bar:
     """One tqdm bar line, read but not yet turned into a metric."""
 
-    __slots__ = ("desc", "desc_as_printed", "is_eval", "match", "total")
+    __slots__ = ("count", "desc", "desc_as_printed", "is_eval", "postfix", "rate", "remaining",
+                 "total", "unit")
 
     def __init__(self, match: re.Match[str], desc: str, is_eval: bool,
                  desc_as_printed: str = "") -> None:
-        self.match = match
+        # all groups in one call: a lookup by name per field costs more than the rest
+        _, count, total, _, _, remaining, rate, unit, postfix = match.groups()
+        self.count: str = count
+        """The bar's count as printed (`10` of `10/256`, `2.5k`)."""
+        self.remaining: str | None = remaining
+        self.rate: str | None = rate
+        self.unit: str = unit or ""
+        self.postfix: str | None = postfix
         self.desc = desc
         """The description, lower-cased."""
         self.desc_as_printed = desc_as_printed
         """The description as printed (pairs in it keep their case)."""
         self.is_eval = is_eval
         """The description names an evaluation (`val`, `eval`, `test`, ...)."""
-        total = match["total"]
         self.total = _scaled(total) if total and "?" not in total else None
         """The bar's total (`256` of `10/256`), `None` when it has none."""
 
     def metric(self, is_eval: bool) -> LogMetric | None:
         """The metric of this bar, read as an evaluation bar or as the training bar."""
-        match = self.match
-        unit = match["unit"] or ""
         values: list[tuple[str, float]] = []
-        rate = match["rate"]
+        rate = self.rate
         if rate and "?" not in rate:
-            throughput = _throughput(_scaled(rate), unit, is_eval)
+            throughput = _throughput(_scaled(rate), self.unit, is_eval)
             if throughput[1] != _NO_RATE:
                 values.append(throughput)
-        remaining = match["remaining"]
+        remaining = self.remaining
         if remaining and "?" not in remaining and not is_eval:
             values.append(("eta_s", parse_duration(remaining)))
-        if match["postfix"]:
-            values.extend(_postfix(match["postfix"], "val" if is_eval else "train"))
+        if self.postfix:
+            values.extend(_postfix(self.postfix, "val" if is_eval else "train"))
         if "=" in self.desc_as_printed:  # `set_description(f"Loss={loss} Accuracy={acc}")`
             # its loss only: such loops print the accuracy there in percent and the test set's
             # as a count of a total (a fraction), and the two scales must not meet in one task
@@ -100,7 +105,7 @@ class Bar:
         low_desc = self.desc
         epoch_match = _EPOCH.search(low_desc) if "epoch" in low_desc else None
         epoch = to_epoch(float(epoch_match.group(1))) if epoch_match else None
-        step = None if epoch is not None or is_eval else to_step(_scaled(match["n"]))
+        step = None if epoch is not None or is_eval else to_step(_scaled(self.count))
         return LogMetric(values=tuple(values), step=step, epoch=epoch)
 
 
