@@ -266,3 +266,21 @@ def test_paddleclas_epoch_average_and_iteration_lines() -> None:
         "lr": 0.1, "train/acc": 0.0, "train/acc_top5": 0.00391, "CELoss": 7.02506,
         "train/loss": 7.02506, "throughput/samples_s": 40.69624,
         "eta_s": 43 * 86400 + 17 * 3600 + 27 * 60 + 58.0}
+
+
+def test_paddleclas_config_dump_gives_no_metrics() -> None:
+    # PaddleClas logs its YAML config as `key : value` lines before training; before, the
+    # optimizer's `learning_rate : 0.0125` became the run's first lr (the warm-up's real one
+    # is 0.00031) and `epochs : 10` a metric named `epochs`
+    log_format, found = parse("paddle/ppcls_config_dump.log")
+    assert log_format == "paddle"
+    assert sorted(found) == [75, 76, 78, 79, 81, 82, 84, 85, 87, 88, 89, 90, 92]
+    assert found[75].values[0] == ("lr", 0.00031)
+    _, found = parse("paddle/ppcls_avg.log")
+    assert sorted(found) == [3, 4, 5]  # line 2 is `    epochs : 10`, without the log prefix
+    # PaddleOCR's dump has the same shape (a public `tools/eval.py` run; its repository was not
+    # named by the search corpus); a section header ends at the colon
+    parser = make_parser("paddle")
+    assert parser.feed("[2024/12/09 16:00:51] ppocr INFO:     epoch_num : 500") is None
+    assert parser.feed("[2024/12/09 16:00:51] ppocr INFO:         learning_rate : 0.001") is None
+    assert parser.feed("[2024/12/09 16:00:51] ppocr INFO:     Head :") is None

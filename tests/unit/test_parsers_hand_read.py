@@ -228,6 +228,13 @@ HAND_READ: dict[str, Log] = {
         Read(3, "train/loss", 0.21847, epoch=1), Read(3, "train/acc", 0.97221),
         Read(3, "train/acc_top5", 0.97594), Read(4, "train/loss", 0.00008, epoch=2),
         Read(5, "train/acc", 1.0, epoch=10))),
+    "paddle/ppcls_config_dump.log": Log("paddle", (  # no value from the config dump above
+        Read(75, "lr", 0.00031, epoch=1), Read(75, "train/loss", 4.64081),
+        Read(75, "throughput/samples_s", 40.64869), Read(75, "eta_s", 8 * 60 + 23.0),
+        Read(76, "train/loss", 4.64772, epoch=1), Read(88, "train/loss", 3.64121, epoch=5),
+        Read(89, "val/loss", 3.10458, epoch=5), Read(89, "val/acc", 0.62500),
+        Read(90, "val/loss", 3.06763, epoch=5), Read(90, "val/acc", 0.58627),
+        Read(90, "val/acc_top5", 0.83039), Read(92, "best/metric", 0.586274507933972, epoch=5))),
     "paddle/ppocr_ser.log": Log("paddle", (
         Read(1, "train/loss", 1.871535, step=10, epoch=1), Read(1, "lr", 0.000006),
         Read(1, "throughput/samples_s", 9.71838), Read(1, "eta_s", 3119.0),
