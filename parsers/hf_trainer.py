@@ -36,7 +36,7 @@ def parse_hf_trainer_line(line: str) -> LogMetric | None:
     line = normalise_line(line)
     start = line.find("{'")
     if start < 0:
-        return parse_tqdm_line(line) if line.endswith("]") else None
+        return parse_tqdm_line(line) if line.endswith("]") or "][" in line else None
     return _dicts_to_metric(line, start)
 
 
@@ -70,7 +70,7 @@ class HfTrainerParser:
             if block is not None:
                 self.block = block[1]
                 return None
-            return self.bars.feed(line) if line.endswith("]") else None
+            return self.bars.feed(line) if line.endswith("]") or "][" in line else None
         self.block = None
         return _dicts_to_metric(line, start)
 

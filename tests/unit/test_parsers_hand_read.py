@@ -306,7 +306,9 @@ HAND_READ: dict[str, Log] = {
         Read(9, "rewards/accuracies", 1.0), Read(9, "rewards/margins", 8.68541431427002),
         Read(20, "train/loss", 0.0, epoch=1.41), Read(20, "rewards/margins", 15.98387622833252),
         Read(25, "rewards/margins", 16.250532150268555, epoch=2.0),
-        Read(25, "logps/chosen", -47.255558013916016))),
+        Read(25, "logps/chosen", -47.255558013916016),
+        # the last bar frame, run into an `[INFO|trainer.py:4309]` record on the same line
+        Read(26, "throughput/it_s", 1 / 5.91, step=170), Read(26, "eta_s", 0.0))),
     "ultralytics/train.log": Log("ultralytics", (
         Read(50, "train/box_loss", 2.693, epoch=1), Read(50, "train/cls_loss", 2.023),
         Read(50, "train/dfl_loss", 1.734), Read(50, "throughput/it_s", 5.8),
