@@ -125,8 +125,10 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
     ),
     (
         "hf_trainer",
-        # a dict may follow a bar on its line when redraws ran together
-        _any_line(r"(?:^\s*|\]\s*)\{'(?:loss|eval_loss|train_runtime|learning_rate)'"),
+        # a dict may follow a bar on its line when redraws ran together; TRL's PPO and RLOO
+        # dicts open with episodes a second
+        _any_line(r"(?:^\s*|\]\s*)\{'(?:loss'|eval_loss'|train_runtime'|learning_rate'"
+                  r"|eps': \d+, 'objective/)"),
         HfTrainerParser,
     ),
     (

@@ -309,6 +309,17 @@ HAND_READ: dict[str, Log] = {
         Read(25, "logps/chosen", -47.255558013916016),
         # the last bar frame, run into an `[INFO|trainer.py:4309]` record on the same line
         Read(26, "throughput/it_s", 1 / 5.91, step=170), Read(26, "eta_s", 0.0))),
+    "trl/ppo_console.log": Log("hf_trainer", (  # TRL PPOTrainer; `'eps': 0` is a rounding
+        Read(9, "objective/kl", -0.24512894451618195, epoch=0.67),
+        Read(9, "objective/rlhf_reward", 0.3954721689224243),
+        Read(9, "objective/scores", 0.3832157254219055),
+        Read(9, "policy/approxkl_avg", 0.3271065354347229),
+        Read(9, "loss/policy_avg", -0.06062384694814682), Read(9, "lr", 1.5e-05),
+        Read(23, "objective/kl", 1.0205090045928955, epoch=1.33),
+        Read(23, "objective/rlhf_reward", 0.20578807592391968),
+        Read(23, "objective/non_score_reward", -0.05102544650435448),
+        Read(23, "loss/value_avg", 0.32703897356987), Read(23, "lr", 7.5e-06),
+        Read(35, "throughput/it_s", 1 / 6.51, step=2), Read(35, "eta_s", 0.0))),
     "ultralytics/train.log": Log("ultralytics", (
         Read(50, "train/box_loss", 2.693, epoch=1), Read(50, "train/cls_loss", 2.023),
         Read(50, "train/dfl_loss", 1.734), Read(50, "throughput/it_s", 5.8),
