@@ -20,6 +20,9 @@ _BAR_START = re.compile(r"\s*\d{1,3}%\|")
 _RUN_MEAN_KEY = TRAIN_LOSS_RUN_MEAN
 """`train_loss` of the end-of-run record, renamed in that dict alone: redraws run together
 can put step dicts, whose `loss` is the step's, on the same line."""
+_EPISODES_KEY, _EPISODES_NAME = "eps", "throughput/samples_s"
+"""TRL's PPO and RLOO dicts open with `eps`, episodes (prompts) a second printed as an int:
+samples a second, and `0` is a rounding of a slow run, not a stall."""
 _METRICS_BLOCK = re.compile(r"^\*{5} (\w+) metrics \*{5}$")
 _BLOCK_ITEM = re.compile(r"^\s+(\w+)\s+=\s+(\S+)$")
 
@@ -34,9 +37,9 @@ def parse_hf_trainer_line(line: str) -> LogMetric | None:
         ValueError: a value in the dict is not a number.
     """
     line = normalise_line(line)
-    start = line.find("{'")
+    start = _dict_start(line)
     if start < 0:
-        return parse_tqdm_line(line) if line.endswith("]") else None
+        return parse_tqdm_line(line) if line.endswith("]") or "][" in line else None
     return _dicts_to_metric(line, start)
 
 
@@ -59,7 +62,7 @@ class HfTrainerParser:
             ValueError: a value in a dict is not a number, or a bar does not parse.
         """
         line = normalise_line(line)
-        start = line.find("{'")
+        start = _dict_start(line)
         if start < 0:
             if self.block is not None:
                 item = _BLOCK_ITEM.match(line)
@@ -70,7 +73,7 @@ class HfTrainerParser:
             if block is not None:
                 self.block = block[1]
                 return None
-            return self.bars.feed(line) if line.endswith("]") else None
+            return self.bars.feed(line) if line.endswith("]") or "][" in line else None
         self.block = None
         return _dicts_to_metric(line, start)
 
@@ -89,6 +92,19 @@ class HfTrainerParser:
         """Forget the training bar."""
         self.bars.reset()
         self.block = None
+
+
+def _dict_start(line: str) -> int:
+    """Where the line's first log dict opens, or -1.
+
+    A dict after a colon is a value quoted in a sentence (transformers' ``generation_config`
+    default values have been modified to match model-specific defaults: {'bos_token_id':
+    50256, ...}``), not a log dict.
+    """
+    start = line.find("{'")
+    if start > 0 and line[:start].rstrip().endswith(":"):
+        return -1
+    return start
 
 
 def _dicts_to_metric(line: str, start: int) -> LogMetric | None:
@@ -114,6 +130,8 @@ def _dicts_to_metric(line: str, start: int) -> LogMetric | None:
             pairs.extend((key, text) for key, text in _ITEM.findall(line, start, end)
                          if text.strip())
         start = following
+    if pairs and pairs[0][0] == _EPISODES_KEY:  # a TRL online trainer's dict (PPO, RLOO)
+        pairs[0:1] = [] if pairs[0][1].strip() == "0" else [(_EPISODES_NAME, pairs[0][1])]
     return pairs_to_metric(pairs) if pairs else None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from parsers.keyvalue import parse_plain_line
 from parsers.model import LogMetric
 from parsers.text import local_stamp, metric_name, normalise_line, parse_duration, parse_number
 from parsers.values import to_epoch, to_step
@@ -17,6 +18,9 @@ _OCR_EVAL = re.compile(r"(cur|best) metric, ")
 _CLAS = re.compile(r"\[(Train|Eval)\]\[Epoch (\d+)(?:/\d+)?\]"
                    r"(?:\[(?:Iter: *\d+/\d+|Avg)\]|\[best metric: ([^\]]+)\])")
 _ETA = re.compile(r"eta: (\d+ days?, [\d:]+|[\d:]+)")
+# `print_dict` of both projects logs the YAML config at start-up, one `key : value` a line,
+# nested keys indented: a blank before the colon, which their metric lines never have
+_CONFIG_LINE = re.compile(r"(?:.* INFO: )?\s*[\w.-]+ :(?: |$)")
 # costs of one batch, sample counts and memory: not metrics of the run
 _SKIP = frozenset({
     "avg_reader_cost", "avg_batch_cost", "avg_samples", "batch_cost", "reader_cost",
@@ -95,3 +99,15 @@ def _name(key: str, split: str) -> str:
         return f"best/{key}"
     known = metric_name(key, split)
     return known if "/" in known or split == "train" else f"{split}/{key}"
+
+
+def parse_paddle_plain_line(line: str) -> LogMetric | None:
+    """`keyvalue.parse_plain_line` of a Paddle log's other lines, but its config dump.
+
+    PaddleClas and PaddleOCR print their YAML config at start-up as `key : value` lines
+    (`[2022/04/04 17:51:03] root INFO:     epochs : 20`, `learning_rate : 0.0125`): settings,
+    not metrics, though their keys name an epoch or a learning rate.
+    """
+    if " :" in line and _CONFIG_LINE.match(normalise_line(line)):
+        return None
+    return parse_plain_line(line)

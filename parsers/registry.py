@@ -18,7 +18,7 @@ from parsers.json_records import parse_jsonl_line
 from parsers.keyvalue import parse_generic_line, parse_plain_line
 from parsers.line_parser import CheckedParser, LineParser, StatelessParser
 from parsers.megatron import parse_megatron_line
-from parsers.paddle import parse_paddle_line
+from parsers.paddle import parse_paddle_line, parse_paddle_plain_line
 from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
 from parsers.record_formats import parse_detr_json_line, parse_llamafactory_line
 from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line
@@ -125,8 +125,10 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
     ),
     (
         "hf_trainer",
-        # a dict may follow a bar on its line when redraws ran together
-        _any_line(r"(?:^\s*|\]\s*)\{'(?:loss|eval_loss|train_runtime|learning_rate)'"),
+        # a dict may follow a bar on its line when redraws ran together; TRL's PPO and RLOO
+        # dicts open with episodes a second
+        _any_line(r"(?:^\s*|\]\s*)\{'(?:loss'|eval_loss'|train_runtime'|learning_rate'"
+                  r"|eps': \d+, 'objective/)"),
         HfTrainerParser,
     ),
     (
@@ -166,6 +168,8 @@ and detectron2 loggers report every metric through their own lines and open with
 environment and config dump (`seed: 0`, `C++ Version: 202002`) that would read as metrics."""
 
 _FACTORIES = {name: factory for name, _, factory in FORMATS}
+_PLAIN_LINES = {"paddle": parse_paddle_plain_line}
+"""Formats whose other lines need more than `parse_plain_line`: Paddle's config dump."""
 
 
 def detect_format(sample_lines: Sequence[str], path: str | None = None) -> str:
@@ -224,5 +228,6 @@ def make_parser(name: str, plain_lines: bool = True) -> LineParser:
     factory = _FACTORIES.get(name)
     if factory is None:
         raise ValueError(f"unknown log format {name!r}; known: {', '.join(FORMAT_NAMES)}")
-    plain = plain_lines and name in PLAIN_LINE_FORMATS
-    return CheckedParser(factory(), parse_plain_line if plain else None)
+    if not plain_lines or name not in PLAIN_LINE_FORMATS:
+        return CheckedParser(factory())
+    return CheckedParser(factory(), _PLAIN_LINES.get(name, parse_plain_line))

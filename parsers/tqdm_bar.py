@@ -117,7 +117,9 @@ def read_bar(line: str) -> Bar | None:
     """
     line = normalise_line(line)
     if not line.endswith("]") and not line.rstrip().endswith("]"):
-        return None
+        line = bar_before_record(line)
+        if not line:
+            return None
     bracket = line.rfind("[", 0, line.rfind("]"))
     if bracket < 0:
         return None
@@ -140,6 +142,26 @@ def read_bar(line: str) -> Bar | None:
     ) or unit in _DATASET_UNITS or (match["postfix"] or "").endswith(_DATASET_RATES):
         return None
     return Bar(match, low_desc, low_desc.startswith(_EVAL_WORDS), desc)
+
+
+_LEVELS = ("DEBUG|", "INFO|", "WARNING|", "ERROR|", "CRITICAL|")
+"""How a `[LEVEL|file.py:line] ...` logging record opens (transformers' format in
+LLaMA-Factory and TRL scripts), after its `[`."""
+
+
+def bar_before_record(line: str) -> str:
+    """The bar of a line whose bar ran on into a logging record, or `""`.
+
+    A bar redrawn without its newline before a logging record leaves both on one line
+    (`100%|███| 170/170 [17:45<00:00,  5.91s/it][INFO|trainer.py:4309] ... Saving model
+    checkpoint to ...`): the bar is the line up to its `]`, and the record is nobody's metric.
+    """
+    cut = line.find("][")
+    while cut >= 0:
+        if line.startswith(_LEVELS, cut + 2):
+            return line[:cut + 1]
+        cut = line.find("][", cut + 2)
+    return ""
 
 
 class TqdmParser:

@@ -266,3 +266,50 @@ def test_paddleclas_epoch_average_and_iteration_lines() -> None:
         "lr": 0.1, "train/acc": 0.0, "train/acc_top5": 0.00391, "CELoss": 7.02506,
         "train/loss": 7.02506, "throughput/samples_s": 40.69624,
         "eta_s": 43 * 86400 + 17 * 3600 + 27 * 60 + 58.0}
+
+
+def test_paddleclas_config_dump_gives_no_metrics() -> None:
+    # PaddleClas logs its YAML config as `key : value` lines before training; before, the
+    # optimizer's `learning_rate : 0.0125` became the run's first lr (the warm-up's real one
+    # is 0.00031) and `epochs : 10` a metric named `epochs`
+    log_format, found = parse("paddle/ppcls_config_dump.log")
+    assert log_format == "paddle"
+    assert sorted(found) == [75, 76, 78, 79, 81, 82, 84, 85, 87, 88, 89, 90, 92]
+    assert found[75].values[0] == ("lr", 0.00031)
+    _, found = parse("paddle/ppcls_avg.log")
+    assert sorted(found) == [3, 4, 5]  # line 2 is `    epochs : 10`, without the log prefix
+    # PaddleOCR's dump has the same shape (a public `tools/eval.py` run; its repository was not
+    # named by the search corpus); a section header ends at the colon
+    parser = make_parser("paddle")
+    assert parser.feed("[2024/12/09 16:00:51] ppocr INFO:     epoch_num : 500") is None
+    assert parser.feed("[2024/12/09 16:00:51] ppocr INFO:         learning_rate : 0.001") is None
+    assert parser.feed("[2024/12/09 16:00:51] ppocr INFO:     Head :") is None
+
+
+def test_trl_ppo_console_dicts_give_kl_and_rewards() -> None:
+    # TRL's PPOTrainer console: its dicts open with `'eps'`, not `'loss'`, so before, the log
+    # was read as plain tqdm and gave the last bar alone; its `generation_config` notice
+    # quotes a dict after a colon, which is no log dict
+    log_format, found = parse("trl/ppo_console.log")
+    assert log_format == "hf_trainer"
+    assert sorted(found) == [9, 23, 35]
+    first = dict(found[9].values)
+    assert found[9].epoch == 0.67
+    assert first["objective/kl"] == -0.24512894451618195
+    assert first["objective/rlhf_reward"] == 0.3954721689224243
+    assert first["objective/scores"] == 0.3832157254219055
+    assert first["loss/policy_avg"] == -0.06062384694814682
+    assert first["lr"] == 1.5e-05
+    assert "eps" not in first and "throughput/samples_s" not in first  # `'eps': 0`, rounded
+    assert dict(found[23].values)["objective/kl"] == 1.0205090045928955
+    assert found[35].step == 2 and dict(found[35].values)["throughput/it_s"] == 1 / 6.51
+    # a PPO dict wrapped over lines in a public README (repository not named by the search
+    # corpus): its first line, cut short, with episodes a second above zero
+    metric = make_parser("hf_trainer").feed(
+        "{'eps': 11, 'objective/kl': 21.6345, 'objective/entropy': 0.8880,")
+    assert metric is not None and metric.values == (
+        ("throughput/samples_s", 11.0), ("objective/kl", 21.6345), ("objective/entropy", 0.888))
+    # the same rule drops a label map printed by a Trainer script (hf_trainer/seq_label.log)
+    _, found = parse("hf_trainer/seq_label.log")
+    assert "Our label2id: {'O': 0" in lines("hf_trainer/seq_label.log")[4]
+    assert 5 not in found

@@ -228,6 +228,13 @@ HAND_READ: dict[str, Log] = {
         Read(3, "train/loss", 0.21847, epoch=1), Read(3, "train/acc", 0.97221),
         Read(3, "train/acc_top5", 0.97594), Read(4, "train/loss", 0.00008, epoch=2),
         Read(5, "train/acc", 1.0, epoch=10))),
+    "paddle/ppcls_config_dump.log": Log("paddle", (  # no value from the config dump above
+        Read(75, "lr", 0.00031, epoch=1), Read(75, "train/loss", 4.64081),
+        Read(75, "throughput/samples_s", 40.64869), Read(75, "eta_s", 8 * 60 + 23.0),
+        Read(76, "train/loss", 4.64772, epoch=1), Read(88, "train/loss", 3.64121, epoch=5),
+        Read(89, "val/loss", 3.10458, epoch=5), Read(89, "val/acc", 0.62500),
+        Read(90, "val/loss", 3.06763, epoch=5), Read(90, "val/acc", 0.58627),
+        Read(90, "val/acc_top5", 0.83039), Read(92, "best/metric", 0.586274507933972, epoch=5))),
     "paddle/ppocr_ser.log": Log("paddle", (
         Read(1, "train/loss", 1.871535, step=10, epoch=1), Read(1, "lr", 0.000006),
         Read(1, "throughput/samples_s", 9.71838), Read(1, "eta_s", 3119.0),
@@ -299,7 +306,20 @@ HAND_READ: dict[str, Log] = {
         Read(9, "rewards/accuracies", 1.0), Read(9, "rewards/margins", 8.68541431427002),
         Read(20, "train/loss", 0.0, epoch=1.41), Read(20, "rewards/margins", 15.98387622833252),
         Read(25, "rewards/margins", 16.250532150268555, epoch=2.0),
-        Read(25, "logps/chosen", -47.255558013916016))),
+        Read(25, "logps/chosen", -47.255558013916016),
+        # the last bar frame, run into an `[INFO|trainer.py:4309]` record on the same line
+        Read(26, "throughput/it_s", 1 / 5.91, step=170), Read(26, "eta_s", 0.0))),
+    "trl/ppo_console.log": Log("hf_trainer", (  # TRL PPOTrainer; `'eps': 0` is a rounding
+        Read(9, "objective/kl", -0.24512894451618195, epoch=0.67),
+        Read(9, "objective/rlhf_reward", 0.3954721689224243),
+        Read(9, "objective/scores", 0.3832157254219055),
+        Read(9, "policy/approxkl_avg", 0.3271065354347229),
+        Read(9, "loss/policy_avg", -0.06062384694814682), Read(9, "lr", 1.5e-05),
+        Read(23, "objective/kl", 1.0205090045928955, epoch=1.33),
+        Read(23, "objective/rlhf_reward", 0.20578807592391968),
+        Read(23, "objective/non_score_reward", -0.05102544650435448),
+        Read(23, "loss/value_avg", 0.32703897356987), Read(23, "lr", 7.5e-06),
+        Read(35, "throughput/it_s", 1 / 6.51, step=2), Read(35, "eta_s", 0.0))),
     "ultralytics/train.log": Log("ultralytics", (
         Read(50, "train/box_loss", 2.693, epoch=1), Read(50, "train/cls_loss", 2.023),
         Read(50, "train/dfl_loss", 1.734), Read(50, "throughput/it_s", 5.8),

@@ -108,3 +108,24 @@ def test_an_empty_value_of_a_cut_dict_is_left_out_not_an_error() -> None:
         " 60%|██████    | 600/1000 [06:05<28:12,  4.23s/it]{'loss': 0.0527, 'epoch': ")
     assert metric is not None and metric.values == (("train/loss", 0.0527),)
     assert metric.epoch is None
+
+
+@pytest.mark.parametrize("log_format", ["hf_trainer", "tqdm"])
+def test_a_bar_run_into_a_logging_record_is_read_and_the_record_is_not(log_format: str) -> None:
+    # trl/dpo_console.log line 26 (a TRL DPO run under LLaMA-Factory): the last bar frame and
+    # `[INFO|trainer.py:4309] 2025-12-30 20:15:41,698 >> Saving model checkpoint to ...` with no
+    # newline between. Before, the line did not end with the bar's `]` and gave nothing.
+    with (LOGS.parent / "trl" / "dpo_console.log").open("rb") as handle:
+        line = list(iter_lines(handle))[25]
+    assert "5.91s/it][INFO|trainer.py:4309]" in line
+    parser = make_parser(log_format)
+    metric = parser.feed(line)
+    assert metric is not None and metric.step == 170
+    assert metric.values == (("throughput/it_s", pytest.approx(1 / 5.91)), ("eta_s", 0.0))
+    # the record alone, or a line that merely holds `][` (PaddleClas), is no bar
+    bars_only = make_parser(log_format, plain_lines=False)
+    assert bars_only.feed(line[line.index("[INFO|"):]) is None
+    with (LOGS.parent / "paddle" / "ppcls_config_dump.log").open("rb") as handle:
+        paddle = list(iter_lines(handle))[74]
+    assert "][Iter: 0/8]lr: 0.00031" in paddle
+    assert bars_only.feed(paddle) is None
