@@ -32,6 +32,7 @@ from collectors.discovery import DiscoveredLogs
 from collectors.host import PidWatch
 from collectors.loop import run_collector, wake_collectors
 from collectors.samples import GpuTick
+from collectors.writers import WriterCollector, WriterWatch
 from gpuherd import exit_codes
 from gpuherd.export.exporter import Exporter, from_args, live_queue, say
 from gpuherd.monitor_logs import TaskHint, replay_hints
@@ -53,6 +54,8 @@ class Feed:
     hints: list[TaskHint] = field(default_factory=list)
     sources: LiveSources | None = None
     """The live sources (their tail supervisor, their `PidWatch`); `None` for a replay."""
+    writers: WriterWatch | None = None
+    """What the writer collector looks for; the exporter's state tells it (live logs only)."""
 
 
 def build_feed(args: argparse.Namespace) -> Feed:
@@ -68,9 +71,12 @@ def build_feed(args: argparse.Namespace) -> Feed:
     sources = LiveSources(SourceOptions(interval_s=args.interval, logs=args.log,
                                         watch=args.watch, headless=True))
     collectors = sources.machine()
+    writers = None
     if sources.has_logs:
         collectors.append(sources.discovery_collector())  # its first scan starts the tails
-    return Feed(socket.gethostname(), collectors, sources=sources)
+        writers = WriterWatch()  # which process writes each log: its task's pid and status
+        collectors.append(WriterCollector(writers))
+    return Feed(socket.gethostname(), collectors, sources=sources, writers=writers)
 
 
 def _csv_bytes(directory: Path) -> int:
@@ -152,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         feed = build_feed(args)
         exporter = from_args(args, feed.host, feed.hints, listen=args.listen,
-                             queue=live_queue() if feed.sources is not None else None)
+                             queue=live_queue() if feed.sources is not None else None,
+                             watch=feed.writers)
     except GpuherdError as error:
         say(f"{error.title}: {error.msg}")
         return exit_codes.USAGE

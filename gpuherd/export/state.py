@@ -17,7 +17,7 @@ from typing import Any
 from collectors.base import CollectorEvent, Failed, Recovered, Sampled
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
-from collectors.writers import WritersTick
+from collectors.writers import WritersTick, WriterWatch
 from gpuherd.monitor_logs import TaskHint
 from gpuherd.tasks import TaskTracker, TaskView
 
@@ -46,8 +46,11 @@ class ExportState:
     """The exporter's sink: `emit` from collector threads, `snapshot` from a scrape."""
 
     def __init__(self, host: str, hints: Sequence[TaskHint] = (),
-                 peak_window_s: float = PEAK_WINDOW_S) -> None:
+                 peak_window_s: float = PEAK_WINDOW_S, watch: WriterWatch | None = None) -> None:
         self.host = host
+        self._watch = watch
+        """What the writer collector looks for, when the exporter alone feeds it (headless);
+        beside the dashboard, the dashboard feeds it."""
         self._hints = {hint.task_id: hint for hint in hints}
         self._peak_window_s = peak_window_s
         self._lock = threading.Lock()
@@ -112,6 +115,8 @@ class ExportState:
 
     def _tick(self, source: str, tick: GpuTick) -> None:
         self._ticks[source] = tick
+        if self._watch is not None:
+            self._watch.set_gpu_pids(p.pid for gpu in tick.devices for p in gpu.processes or ())
         tracker = self._tracker
         if not tracker.task_ids:
             return
@@ -126,15 +131,18 @@ class ExportState:
         self._task_of[source] = batch.path
         new = batch.path not in tracker.task_ids
         tracker.add_batch(batch)
+        if self._watch is not None and batch.file_path:
+            self._watch.follow(batch.path, batch.file_path)
         hint = self._hints.get(batch.path)
         if new and hint is not None:  # as the dashboard's task feed does
             tracker.associate(batch.path, label=hint.label, gpu_uuids=hint.gpu_uuids or None)
 
     def _writers(self, source: str, found: WritersTick) -> None:
-        # Beside the dashboard, which feeds the writer collector what to look for.
         self._tracker.add_writers(found)
 
     def _discovered(self, source: str, found: DiscoveredLogs) -> None:
         for task_id in found.removed:  # the run directory is gone: so is its task
             self._tracker.remove(task_id)
+            if self._watch is not None:
+                self._watch.forget(task_id)
             self._task_of = {s: t for s, t in self._task_of.items() if t != task_id}
