@@ -9,10 +9,12 @@ under a second, a step counter that restarts or stands still), and a GPU that is
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from gpuherd.summary import report
 from gpuherd.summary.summary import summarize
 from tests.unit.test_summary import GIB, H200_TOTAL, T0, gpu_row, write_session
 
@@ -112,3 +114,12 @@ def test_a_gpu_without_a_memory_reading_has_no_peak(tmp_path: Path) -> None:
         "peak_at_elapsed_s": None, "util_mean_pct": 70, "util_p95_pct": 70, "temp_max_c": 40,
         "power_max_w": 100}
 
+
+def test_an_unknown_memory_total_is_null_not_the_string_nan(tmp_path: Path) -> None:
+    rows = [gpu_row(T0 + i, 0, (i + 1) * GIB, 5).replace(f",{H200_TOTAL},", ",,")
+            for i in range(3)]
+    summary = summarize(write_session(tmp_path / "s", gpu_rows=rows))
+    gpu = summary.data["gpus"][0]
+    assert (gpu["mem_total_bytes"], gpu["peak_mem_bytes"], gpu["peak_mem_pct"]) == (
+        None, 3 * GIB, None)
+    assert json.loads(report.render_json(summary))["gpus"][0]["mem_total_bytes"] is None
