@@ -157,3 +157,38 @@ def test_an_unfinished_session_lasts_until_its_window_ends(tmp_path: Path) -> No
     root = write_session(tmp_path / "t", gpu_rows=rows,
                          events=[{"t": T0 + 1, "kind": "exit"}])
     assert summarize(root).data["session"]["exit_code"] is None
+
+
+def test_the_commands_window_runs_from_its_first_start_to_its_last_exit(
+        tmp_path: Path) -> None:
+    # other events before the start and after the exit do not stretch the window
+    events = [{"t": T0 + 1, "kind": "log_found", "path": "/runs/a.log"},
+              {"t": T0 + 3, "kind": "start", "pid": 1},
+              {"t": T0 + 4, "kind": "start", "pid": 2},
+              {"t": T0 + 6, "kind": "exit", "exit_code": 0},
+              {"t": T0 + 8, "kind": "exit", "exit_code": 0},
+              {"t": T0 + 9, "kind": "finding", "task": "a", "finding": "nan", "line": 1}]
+    rows = [gpu_row(T0 + i, 0, GIB, 5) for i in range(11)]
+    root = write_session(tmp_path / "s", gpu_rows=rows, events=events,
+                         meta={"command": ["python", "train.py"]})
+    assert summarize(root).data["window"] == {"start": T0 + 3, "end": T0 + 8,
+                                              "source": "command"}
+
+
+@pytest.mark.parametrize(("meta", "events", "source"), [
+    ({"command": ["python", "train.py"]}, [], "session"),  # the command never started
+    ({}, [{"t": T0 + 3, "kind": "start", "pid": 1}], "session"),  # no command recorded
+])
+def test_a_window_needs_both_a_command_and_its_start(tmp_path: Path, meta: dict,
+                                                     events: list[dict], source: str) -> None:
+    rows = [gpu_row(T0 + 2 + i, 0, GIB, 5) for i in range(5)]
+    root = write_session(tmp_path / "s", gpu_rows=rows, events=events, meta=meta)
+    # the session's window: its GPU rows, which began 2 s after the recording did
+    assert summarize(root).data["window"] == {"start": T0 + 2, "end": T0 + 6, "source": source}
+
+
+def test_without_gpu_rows_the_window_is_the_recordings_start_and_end(tmp_path: Path) -> None:
+    root = write_session(tmp_path / "s", gpu_rows=[], meta={"ended_at": T0 + 20})
+    data = summarize(root).data
+    assert data["window"] == {"start": T0, "end": T0 + 20, "source": "session"}
+    assert data["session"]["duration_s"] == 20

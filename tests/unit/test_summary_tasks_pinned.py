@@ -123,3 +123,32 @@ def test_an_unknown_memory_total_is_null_not_the_string_nan(tmp_path: Path) -> N
     assert (gpu["mem_total_bytes"], gpu["peak_mem_bytes"], gpu["peak_mem_pct"]) == (
         None, 3 * GIB, None)
     assert json.loads(report.render_json(summary))["gpus"][0]["mem_total_bytes"] is None
+
+
+def test_a_metric_that_never_had_a_finite_value_has_no_mean_and_no_best(
+        tmp_path: Path) -> None:
+    metrics = [f"{T0 + 1},train,1,val/loss,nan,10,0", f"{T0 + 2},train,2,val/loss,inf,20,0",
+               f"{T0 + 3},train,3,val/loss,nan,30,0", f"{T0 + 1},train,4,lr,0.1,10,0"]
+    root = write_session(tmp_path / "s", gpu_rows=[gpu_row(T0, 0, GIB, 5)], metrics=metrics)
+    [task] = summarize(root).data["tasks"]
+    assert task["metrics"]["val/loss"] == {
+        "first": "nan", "last": "nan", "best": None, "best_is": "min", "first_step": 10,
+        "last_step": 30, "count": 3, "nonfinite": 3, "mean": None}
+
+
+def test_infinities_and_integers_beyond_two_to_the_53_keep_their_json_form(
+        tmp_path: Path) -> None:
+    # -inf is "-inf", not "inf"; 2**53 is a float (JSON readers may not hold it exactly as an
+    # integer), 2**53 - 1 an integer
+    metrics = [f"{T0 + 1},train,1,grad_norm,-inf,1,0",
+               f"{T0 + 2},train,2,grad_norm,{2**53},2,0",
+               f"{T0 + 3},train,3,grad_norm,{2**53 - 1},3,0",
+               f"{T0 + 1},train,4,score,inf,1,0", f"{T0 + 2},train,5,score,-1e400,2,0"]
+    root = write_session(tmp_path / "s", gpu_rows=[gpu_row(T0, 0, GIB, 5)], metrics=metrics)
+    [task] = summarize(root).data["tasks"]
+    norm, score = task["metrics"]["grad_norm"], task["metrics"]["score"]
+    assert (norm["first"], norm["last"], norm["nonfinite"]) == ("-inf", 2**53 - 1, 1)
+    assert norm["mean"] == 2**53 and isinstance(norm["mean"], float)
+    assert isinstance(norm["last"], int)
+    assert (score["first"], score["last"], score["nonfinite"], score["mean"]) == (
+        "inf", "-inf", 2, None)
