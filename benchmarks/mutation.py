@@ -40,7 +40,8 @@ SUMMARY_TESTS = ["tests/unit/test_summary.py", "tests/unit/test_summary_multi_gp
 # The recording tests above spawn whole recordings (minutes per mutant) and pin nothing of
 # summary.py that the in-process tests do not: its own list leaves them out.
 SUMMARY_MODULE_TESTS = [t for t in SUMMARY_TESTS if not t.startswith("tests/unit/test_record_")] + [
-    "tests/unit/test_summary_sections_pinned.py", "tests/unit/test_summary_tasks_pinned.py"]
+    "tests/unit/test_summary_sections_pinned.py", "tests/unit/test_summary_tasks_pinned.py",
+    "tests/unit/test_summary_write_atomic.py"]
 TESTS: dict[str, list[str]] = {
     "parsers/health.py": HEALTH_TESTS,
     "gpuherd/tasks/health.py": HEALTH_TESTS,
