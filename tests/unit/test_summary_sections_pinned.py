@@ -72,6 +72,7 @@ NOTABLE = ["collector_failed", "collector_unavailable", "disk_full", "signal", "
 def test_lifecycle_counts_every_kind_and_lists_the_ones_a_verification_needs(
         tmp_path: Path) -> None:
     events = [{"t": T0 + 1, "kind": "log_found", "path": "/runs/a.log"},
+              {"t": T0 + 1.5, "kind": "finding", "task": "a", "finding": "oom", "line": 1},
               {"t": T0 + 2, "kind": "collector_failed", "collector": "nvml", "error": "gone"},
               {"t": T0 + 3, "kind": "collector_recovered", "collector": "nvml"},
               {"t": T0 + 4, "kind": "collector_unavailable", "collector": "docker",
