@@ -10,6 +10,7 @@ under a second, a step counter that restarts or stands still), and a GPU that is
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,22 @@ def test_infinities_and_integers_beyond_two_to_the_53_keep_their_json_form(
     assert isinstance(norm["last"], int)
     assert (score["first"], score["last"], score["nonfinite"], score["mean"]) == (
         "inf", "-inf", 2, None)
+
+
+BIG = 1.7976931348623157e308
+
+
+@pytest.mark.parametrize(("values", "mean"), [
+    ([1e308, BIG], "inf"),  # the sum overflows
+    ([BIG, BIG, -BIG, -BIG] * 5, "nan"),  # partial sums of inf and -inf meet
+])
+def test_sums_past_the_largest_float_read_as_such_without_a_numpy_warning(
+        tmp_path: Path, values: list[float], mean: str) -> None:
+    metrics = [f"{T0 + 1 + i},train,{i},grad_norm,{v!r},{i},0" for i, v in enumerate(values)]
+    root = write_session(tmp_path / "s", gpu_rows=[gpu_row(T0, 0, GIB, 5)], metrics=metrics)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning would print on the user's stderr
+        summary = summarize(root)
+    [task] = summary.data["tasks"]
+    assert task["metrics"]["grad_norm"]["mean"] == mean
+    assert task["metrics"]["grad_norm"]["nonfinite"] == 0
