@@ -127,6 +127,59 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
         ("if timeout > 0 and not self.is_set():", "if timeout >= 0",
          "time.sleep(0) returns at once, as skipping it does"),
     ],
+    "gpuherd/summary/summary.py": [
+        ('groupby("task", sort=False, observed=True)', 'groupby("task", sort=None, ',
+         "pandas tests sort for truth: None is False"),
+        ('groupby("task", sort=False, observed=True)', 'groupby("task", sort=False, observed=None)',
+         "with pandas 3 (installed here) None means its default, observed=True; pandas 2, which"
+         " pyproject also allows, defaults to False: the explicit True is for it"),
+        ('groupby("task", sort=False, observed=True)', 'groupby("task", sort=False, )',
+         "the same: observed=True is pandas 3's default, not pandas 2's"),
+        ("per_metric.get(str(task), {})", "per_metric.get(str(task), None)",
+         "every task the loop sees has rows, and _metric_table makes an entry for each: the"
+         " default is never used"),
+        ("per_metric.get(str(task), {})", "per_metric.get(str(task), )",
+         "every task the loop sees has rows, and _metric_table makes an entry for each: the"
+         " default is never used"),
+        ('if elapsed <= 0 or last["step"]', 'if elapsed < 0 or last["step"]',
+         "elapsed is 0 only when every stepped row has the same time; idxmin and idxmax then"
+         " pick the same (first) row, whose step is not above itself: None either way"),
+        ('return "inf" if value > 0 else', 'return "inf" if value >= 0 else',
+         "only an infinity reaches this line, and +inf > 0, +inf >= 0, +inf > 1 alike"),
+        ('return "inf" if value > 0 else', 'return "inf" if value > 1 else',
+         "only an infinity reaches this line, and +inf > 0, +inf >= 0, +inf > 1 alike"),
+        ('drop_duplicates(keys, keep="first")', "drop_duplicates(keys, )",
+         'keep="first" is drop_duplicates\' default'),
+        ("finite.groupby(keys, observed=True)", "finite.groupby(keys, observed=None)",
+         "with pandas 3 (installed here) None means its default, observed=True; pandas 2, which"
+         " pyproject also allows, defaults to False: the explicit True is for it"),
+        ("finite.groupby(keys, observed=True)", "finite.groupby(keys, )",
+         "the same: observed=True is pandas 3's default, not pandas 2's"),
+        ('total = metrics.groupby(keys, observed=True)', "metrics.groupby(keys, observed=None)",
+         "the same: observed=True is pandas 3's default, not pandas 2's"),
+        ('total = metrics.groupby(keys, observed=True)', 'metrics.groupby(keys, )["value"]',
+         "the same: observed=True is pandas 3's default, not pandas 2's"),
+        ('total = metrics.groupby(keys, observed=True)', "metrics.groupby(keys, observed=False)",
+         "the sizes of the (task, metric) pairs that occur are the same; the pairs of size 0 it"
+         " adds are never looked up: the loop reads only pairs that have rows"),
+        ('encoding="utf-8", newline=newline)', 'encoding="utf-8", newline=None)',
+         "gpuherd summarize imports fcntl, so runs on POSIX only, where newline=None writes each"
+         " \\n as os.linesep, \\n: the same bytes"),
+        ('encoding="utf-8", newline=newline)', 'encoding="utf-8", )',
+         "gpuherd summarize imports fcntl, so runs on POSIX only, where newline=None writes each"
+         " \\n as os.linesep, \\n: the same bytes"),
+        ('encoding="utf-8", newline=newline)', 'encoding="UTF-8"',
+         "codec names are looked up case-insensitively: the same codec"),
+        ('kind = str(event.get("kind", ""))', 'event.get("kind", None)',
+         "events come from the session reader, which refuses an event whose kind is not a"
+         " string: the default is never used"),
+        ('kind = str(event.get("kind", ""))', 'event.get("kind", )',
+         "events come from the session reader, which refuses an event whose kind is not a"
+         " string: the default is never used"),
+        ('kind = str(event.get("kind", ""))', 'event.get("kind", "XXXX")',
+         "events come from the session reader, which refuses an event whose kind is not a"
+         " string: the default is never used"),
+    ],
     "parsers/findings.py": [
         ("if len(line) > _RAW_SCAN_CHARS:", "if len(line) >= _RAW_SCAN_CHARS:",
          "the cut-off only picks which text the cheap keyword pre-test reads: at exactly 512"
