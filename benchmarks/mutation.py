@@ -130,11 +130,9 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
     "gpuherd/summary/summary.py": [
         ('groupby("task", sort=False, observed=True)', 'groupby("task", sort=None, ',
          "pandas tests sort for truth: None is False"),
-        ('groupby("task", sort=False, observed=True)', 'groupby("task", sort=False, observed=None)',
-         "with pandas 3 (installed here) None means its default, observed=True; pandas 2, which"
-         " pyproject also allows, defaults to False: the explicit True is for it"),
         ('groupby("task", sort=False, observed=True)', 'groupby("task", sort=False, )',
-         "the same: observed=True is pandas 3's default, not pandas 2's"),
+         "observed=True is the default of pandas 3 (installed here), not of pandas 2, which"
+         " pyproject also allows: the explicit True is for it"),
         ("per_metric.get(str(task), {})", "per_metric.get(str(task), None)",
          "every task the loop sees has rows, and _metric_table makes an entry for each: the"
          " default is never used"),
@@ -150,15 +148,15 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
          "only an infinity reaches this line, and +inf > 0, +inf >= 0, +inf > 1 alike"),
         ('drop_duplicates(keys, keep="first")', "drop_duplicates(keys, )",
          'keep="first" is drop_duplicates\' default'),
-        ("finite.groupby(keys, observed=True)", "finite.groupby(keys, observed=None)",
-         "with pandas 3 (installed here) None means its default, observed=True; pandas 2, which"
-         " pyproject also allows, defaults to False: the explicit True is for it"),
         ("finite.groupby(keys, observed=True)", "finite.groupby(keys, )",
-         "the same: observed=True is pandas 3's default, not pandas 2's"),
+         "observed=True is the default of pandas 3 (installed here), not of pandas 2, which"
+         " pyproject also allows: the explicit True is for it"),
         ('total = metrics.groupby(keys, observed=True)', "metrics.groupby(keys, observed=None)",
-         "the same: observed=True is pandas 3's default, not pandas 2's"),
+         "pandas reads observed=None as False: the sizes of the (task, metric) pairs that occur"
+         " are the same, and the pairs of size 0 it adds are never looked up"),
         ('total = metrics.groupby(keys, observed=True)', 'metrics.groupby(keys, )["value"]',
-         "the same: observed=True is pandas 3's default, not pandas 2's"),
+         "observed=True is pandas 3's default, and with pandas 2's False the sizes of the pairs"
+         " that occur are the same, the pairs of size 0 never looked up"),
         ('total = metrics.groupby(keys, observed=True)', "metrics.groupby(keys, observed=False)",
          "the sizes of the (task, metric) pairs that occur are the same; the pairs of size 0 it"
          " adds are never looked up: the loop reads only pairs that have rows"),
