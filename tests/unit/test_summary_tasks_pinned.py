@@ -1,10 +1,10 @@
 """The per-task and per-GPU sections of a summary, exactly, key by key.
 
 Cases found by mutation testing (benchmarks/mutation.py) that the other summary tests let
-through: the task order, rows without a task or a metric, the first and last times and the
-rounding of a task's duration and rate, the throughput block, the rate at its edges (two rows,
-under a second, a step counter that restarts or stands still), and a GPU that is in no
-`meta.json` entry, has no memory reading or no memory total.
+through: the task order, the first and last times and the rounding of a task's duration and
+rate, the throughput block, the rate at its edges (two rows, under a second, a step counter
+that restarts or stands still), a metric with no finite value, -inf and 2**53, sums past the
+largest float, and a GPU that is in no `meta.json` entry, has no memory reading or no total.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ TASK_ROWS = [
     f"{T0 + 11.23456},train,6,train/loss,2.5,50,1",
     f"{T0 + 12},eval,8,val/acc,0.75,,2",
     f"{T0 + 13},eval,9,val/acc,nan,,2",
-    f"{T0 + 14},,10,train/loss,9,60,2",  # no task: belongs to no task
-    f"{T0 + 30},train,11,,7,70,3",  # no metric: must not stretch train's times or steps
-    f"{T0 + 31},ghost,12,,1,,",  # a task with no metric at all is no task
+    # Rows with an empty task or metric are skipped (and counted) by the session reader: they
+    # must not stretch train's times or steps, nor make a task of their own.
+    f"{T0 + 14},,10,train/loss,9,60,2",
+    f"{T0 + 30},train,11,,7,70,3",
+    f"{T0 + 31},ghost,12,,1,,",
 ]
 
 
