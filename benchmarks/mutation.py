@@ -37,11 +37,16 @@ SUMMARY_TESTS = ["tests/unit/test_summary.py", "tests/unit/test_summary_multi_gp
                  "tests/unit/test_note.py", "tests/unit/test_note_content.py",
                  "tests/unit/test_record_command.py", "tests/unit/test_record_recording.py",
                  "tests/unit/test_record_read_to_end.py"]
+# The recording tests above spawn whole recordings (minutes per mutant) and pin nothing of
+# summary.py that the in-process tests do not: its own list leaves them out.
+SUMMARY_MODULE_TESTS = [t for t in SUMMARY_TESTS if not t.startswith("tests/unit/test_record_")] + [
+    "tests/unit/test_summary_sections_pinned.py", "tests/unit/test_summary_tasks_pinned.py",
+    "tests/unit/test_summary_write_atomic.py"]
 TESTS: dict[str, list[str]] = {
     "parsers/health.py": HEALTH_TESTS,
     "gpuherd/tasks/health.py": HEALTH_TESTS,
     "gpuherd/summary/stats.py": SUMMARY_TESTS,
-    "gpuherd/summary/summary.py": SUMMARY_TESTS,
+    "gpuherd/summary/summary.py": SUMMARY_MODULE_TESTS,
     "gpuherd/record/peaks.py": ["tests/unit/test_record_peaks.py",
                                 "tests/unit/test_peaks_pinned.py"],
     "parsers/findings.py": ["tests/unit/test_findings_pinned.py", "tests/unit/test_parsers.py",
@@ -63,6 +68,9 @@ TESTS: dict[str, list[str]] = {
 }
 """The tests that pin each module's meaning (the whole unit suite for a module not listed)."""
 
+_READER_TASKS = ("the session reader skips every metrics row with an empty task or metric and"
+                 " builds the task categories from the rows it kept: the filter removes nothing,"
+                 " and every category is observed")
 EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
     "parsers/health.py": [
         ("xs[1:], strict=False)", "xs[1:], strict=None)",
@@ -121,6 +129,62 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
          "only GPUs with a reading are in the own-memory map, and the reading made the entry"),
         ("if timeout > 0 and not self.is_set():", "if timeout >= 0",
          "time.sleep(0) returns at once, as skipping it does"),
+    ],
+    "gpuherd/summary/summary.py": [
+        ('groupby("task", sort=False, observed=True)', 'groupby("task", sort=None, ',
+         "pandas tests sort for truth: None is False"),
+        ('groupby("task", sort=False, observed=True)', 'groupby("task", sort=False, )',
+         _READER_TASKS),
+        ('groupby("task", sort=False, observed=True)', 'sort=False, observed=None)',
+         _READER_TASKS),
+        ('groupby("task", sort=False, observed=True)', 'sort=False, observed=False)',
+         _READER_TASKS),
+        ('metrics[metrics["task"].notna() & metrics["metric"].notna()]',
+         'metrics[metrics["task"].notna() | metrics["metric"].notna()]', _READER_TASKS),
+        ("per_metric.get(str(task), {})", "per_metric.get(str(task), None)",
+         "every task the loop sees has rows, and _metric_table makes an entry for each: the"
+         " default is never used"),
+        ("per_metric.get(str(task), {})", "per_metric.get(str(task), )",
+         "every task the loop sees has rows, and _metric_table makes an entry for each: the"
+         " default is never used"),
+        ('if elapsed <= 0 or last["step"]', 'if elapsed < 0 or last["step"]',
+         "elapsed is 0 only when every stepped row has the same time; idxmin and idxmax then"
+         " pick the same (first) row, whose step is not above itself: None either way"),
+        ('return "inf" if value > 0 else', 'return "inf" if value >= 0 else',
+         "only an infinity reaches this line, and +inf > 0, +inf >= 0, +inf > 1 alike"),
+        ('return "inf" if value > 0 else', 'return "inf" if value > 1 else',
+         "only an infinity reaches this line, and +inf > 0, +inf >= 0, +inf > 1 alike"),
+        ('drop_duplicates(keys, keep="first")', "drop_duplicates(keys, )",
+         'keep="first" is drop_duplicates\' default'),
+        ("finite.groupby(keys, observed=True)", "finite.groupby(keys, )",
+         "observed=True is the default of pandas 3 (installed here), not of pandas 2, which"
+         " pyproject also allows: the explicit True is for it"),
+        ('total = metrics.groupby(keys, observed=True)', "metrics.groupby(keys, observed=None)",
+         "pandas reads observed=None as False: the sizes of the (task, metric) pairs that occur"
+         " are the same, and the pairs of size 0 it adds are never looked up"),
+        ('total = metrics.groupby(keys, observed=True)', 'metrics.groupby(keys, )["value"]',
+         "observed=True is pandas 3's default, and with pandas 2's False the sizes of the pairs"
+         " that occur are the same, the pairs of size 0 never looked up"),
+        ('total = metrics.groupby(keys, observed=True)', "metrics.groupby(keys, observed=False)",
+         "the sizes of the (task, metric) pairs that occur are the same; the pairs of size 0 it"
+         " adds are never looked up: the loop reads only pairs that have rows"),
+        ('encoding="utf-8", newline=newline)', 'encoding="utf-8", newline=None)',
+         "gpuherd summarize imports fcntl, so runs on POSIX only, where newline=None writes each"
+         " \\n as os.linesep, \\n: the same bytes"),
+        ('encoding="utf-8", newline=newline)', 'encoding="utf-8", )',
+         "gpuherd summarize imports fcntl, so runs on POSIX only, where newline=None writes each"
+         " \\n as os.linesep, \\n: the same bytes"),
+        ('encoding="utf-8", newline=newline)', 'encoding="UTF-8"',
+         "codec names are looked up case-insensitively: the same codec"),
+        ('kind = str(event.get("kind", ""))', 'event.get("kind", None)',
+         "events come from the session reader, which refuses an event whose kind is not a"
+         " string: the default is never used"),
+        ('kind = str(event.get("kind", ""))', 'event.get("kind", )',
+         "events come from the session reader, which refuses an event whose kind is not a"
+         " string: the default is never used"),
+        ('kind = str(event.get("kind", ""))', 'event.get("kind", "XXXX")',
+         "events come from the session reader, which refuses an event whose kind is not a"
+         " string: the default is never used"),
     ],
     "parsers/findings.py": [
         ('("y" in line and "emory" in line)', '("y" in line or "emory" in line)',

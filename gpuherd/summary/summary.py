@@ -101,7 +101,7 @@ def gpu_summary(frames: SessionFrames, window: dict[str, Any]) -> list[dict[str,
         pct = None if peak is None or not tot or math.isnan(tot) else 100.0 * peak / tot
         out.append({
             "index": int(index), "uuid": uuid, "name": name,
-            "mem_total_bytes": _num(tot),
+            "mem_total_bytes": _num(_nan_none(tot)),  # unknown on every row: null
             "peak_mem_bytes": _num(peak),
             "peak_mem_gib": None if peak is None else round(peak / GIB, 3),
             "peak_mem_pct": None if pct is None else round(pct, 2),
