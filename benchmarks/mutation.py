@@ -99,11 +99,10 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
          "the order only orders a dict that is read by id, and the name counts"),
         ("frame.groupby(by, observed=True)", "frame.groupby(by, ",
          "observed only matters for categorical keys; the GPU index and the scope are not"),
-        ("finite.groupby([\"task\", \"metric\"], observed=True)", "], observed=None)",
-         "with pandas 3 (installed here) None means its default, observed=True; pandas 2, which"
-         " pyproject also allows, defaults to False: the explicit True is for it"),
         ("finite.groupby([\"task\", \"metric\"], observed=True)", "\"metric\"], )",
-         "the same: observed=True is pandas 3's default, not pandas 2's"),
+         "left out, observed is pandas 3's default, True (installed here); pandas 2, which"
+         " pyproject also allows, defaults to False, and then the pairs test fails: the explicit"
+         " True is for it. (observed=None is not equivalent: pandas reads it as False)"),
         ("pd.concat(out) if out else", "(out) or True",
          "out holds one table per statistic column, never none"),
         ("units, strict=True)", "units, ",
