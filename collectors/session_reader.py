@@ -283,21 +283,33 @@ def _empty(path: Path) -> bool:
 
 
 def _last_t(path: Path, header: list[str]) -> float | None:
-    """The valid `t` of the last complete row, read from the file's tail (no full scan)."""
+    """The valid `t` of the last complete row, read from the file's tail (no full scan).
+
+    The tail is read again, four times as long, while it holds no valid complete row (a last
+    row with a cell over 64 KiB, or a tail of garbage): a row further up still ends the session.
+    """
+    where = column_index(header)["t"]
     with path.open("rb") as f:
         size = f.seek(0, os.SEEK_END)
-        block = min(size, 1 << 16)
-        f.seek(size - block)
-        lines = f.read(block).split(b"\n")[:-1]  # drops the part after the last newline
-    if block < size:
-        lines = lines[1:]
-    where = column_index(header)["t"]
+        for shift in range(16, 64, 2):  # 64 KiB, then four times as much each time
+            block = min(size, 1 << shift)
+            f.seek(size - block)
+            lines = f.read(block).split(b"\n")[:-1]  # drops the part after the last newline
+            if block < size:
+                lines = lines[1:]  # the block starts inside this line, or at its start
+            found = _last_valid_t(lines, where, len(header))
+            if found is not None or block == size:
+                return found
+    return None
+
+
+def _last_valid_t(lines: list[bytes], where: int, cells_per_row: int) -> float | None:
     for raw in reversed(lines):
         try:
             row = next(csv.reader([raw.decode("utf-8", "replace")]), [])
         except csv.Error:
             continue
-        if len(row) == len(header):
+        if len(row) == cells_per_row:
             value, _ = cells.TIME.read(row[where])
             if value is not None:
                 return float(value)
