@@ -58,6 +58,69 @@ def rows(*offsets: float, gpus: int = 1) -> list[str]:
     return [gpu_row(T0 + s, g, 1 << 30, 50) for s in offsets for g in range(gpus)]
 
 
+@pytest.mark.parametrize(("gpu", "host", "span"), [
+    ((0, 1, 2, 3), (0.5, 1.5, 4.5), (T0, T0 + 4.5)),   # host both starts and ends later
+    ((1, 2, 3), (-0.5, 0.5, 1.5), (T0 - 0.5, T0 + 3)),  # host both starts and ends earlier
+])
+def test_the_span_runs_from_the_earliest_first_row_to_the_latest_last_row(
+        tmp_path: Path, gpu: tuple[float, ...], host: tuple[float, ...],
+        span: tuple[float, float]) -> None:
+    # metrics.csv and containers.csv go on later: they do not lengthen the span
+    root = write(tmp_path / "s", rows(*gpu, gpus=2), host=[T0 + s for s in host],
+                 metrics=[T0 + 9], containers=[T0 + 8])
+    reader = SessionReader(root)
+    assert reader.last_t == {"gpu.csv": T0 + gpu[-1], "host.csv": T0 + host[-1],
+                             "metrics.csv": T0 + 9, "containers.csv": T0 + 8}
+    assert reader.time_span() == span
+    assert reader.warnings == []
+
+
+def test_a_session_without_rows_spans_its_start_alone(tmp_path: Path) -> None:
+    reader = SessionReader(write(tmp_path / "s", [], host=[]))
+    assert reader.last_t == {"gpu.csv": None, "host.csv": None}
+    assert reader.time_span() == (STARTED, STARTED)
+
+
+def test_a_session_with_host_rows_only_spans_them(tmp_path: Path) -> None:
+    reader = SessionReader(write(tmp_path / "s", [], host=[T0 + 2, T0 + 5]))
+    assert reader.time_span() == (T0 + 2, T0 + 5)
+
+
+BAD_NAME = "NVIDIA\rH200"  # a carriage return in an unquoted cell: the csv module refuses it
+DAMAGED_TAILS = {
+    # how the file ends: (extra bytes after the rows at T0 .. T0+3, the span's end, notes)
+    "complete": (b"", T0 + 3, []),
+    "row_cut_inside_its_last_cell": (gpu_row(T0 + 4, 0, 1 << 30, 50).encode()[:-3], T0 + 3,
+                                     [CUT]),
+    "row_cut_inside_its_t": (f"{T0 + 4}"[:-3].encode(), T0 + 3, [CUT]),
+    "blank_line_at_the_end": (b"\n", T0 + 3, []),
+    "row_with_too_few_cells": (f"{T0 + 4},0\n".encode(), T0 + 3,
+                               ["skipped 1 line that could not be read (first: line 6: 2 "
+                                "cells where the header has 11)"]),
+    "row_with_a_garbage_t": (gpu_row(T0 + 4, 0, 1 << 30, 50).replace(f"{T0 + 4}", "oops", 1)
+                             .encode() + b"\n", T0 + 3,
+                             ["skipped 1 line that could not be read (first: line 6: t: 'oops' "
+                              "is not a number)"]),
+    "row_the_csv_module_refuses": (gpu_row(T0 + 4, 0, 1 << 30, 50).replace(
+        "NVIDIA H200", BAD_NAME).encode() + b"\n", T0 + 3,
+        ["skipped 1 line that could not be read (first: line 6: a carriage return inside a "
+         "cell that is not quoted)"]),
+    "row_with_invalid_utf8_kept": (gpu_row(T0 + 4, 0, 1 << 30, 50).replace(
+        "NVIDIA H200", "NVIDIA \udcff\udcfe").encode("utf-8", "surrogateescape") + b"\n",
+        T0 + 4, []),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED_TAILS))
+def test_the_span_ends_at_the_last_row_the_reader_keeps(tmp_path: Path, case: str) -> None:
+    tail, end, notes = DAMAGED_TAILS[case]
+    root = write(tmp_path / "s", rows(0, 1, 2, 3), gpu_tail=tail)
+    reader = SessionReader(root)
+    assert reader.time_span() == (T0, end)
+    assert [t.taken_at for t in reader.gpu_ticks()][-1] == end
+    assert reader.warnings == [f"{root}/gpu.csv: {n}" for n in notes]
+
+
 def big_row(t: float, name_bytes: int) -> str:
     return gpu_row(t, 0, 1 << 30, 50).replace("NVIDIA H200", "N" * name_bytes)
 
@@ -85,3 +148,67 @@ def test_the_span_ends_at_the_last_valid_row_however_far_back(
     assert [t.taken_at for t in reader.gpu_ticks()][-1] == end
 
 
+@pytest.mark.parametrize(("host", "stopped"), [
+    ((T0 + 0.5,), []),              # the session ends 0.5 s after the last container row
+    ((T0 + 0.5, T0 + 3), [T0 + 1.5]),  # host.csv goes on 2.5 s longer: the containers stopped
+])
+def test_the_containers_stopped_tick_comes_only_before_the_sessions_end(
+        tmp_path: Path, host: tuple[float, ...], stopped: list[float]) -> None:
+    # metrics.csv goes on to T0+9, but only gpu.csv and host.csv end the session
+    root = write(tmp_path / "s", rows(0, 1), host=list(host), metrics=[T0 + 9],
+                 containers=[T0 + 0.5])
+    ticks = list(SessionReader(root).container_ticks())
+    assert [t.taken_at for t in ticks] == [T0 + 0.5, *stopped]
+    assert [len(t.containers) for t in ticks] == [1] + [0] * len(stopped)
+
+
+def test_without_gpu_or_host_rows_no_stopped_tick_is_made_up(tmp_path: Path) -> None:
+    root = write(tmp_path / "s", [], metrics=[T0 + 9], containers=[T0 + 0.5])
+    assert [t.taken_at for t in SessionReader(root).container_ticks()] == [T0 + 0.5]
+
+
+def test_the_first_problem_of_each_file_is_told_once_with_the_file_name(tmp_path: Path) -> None:
+    # what the replay shows in each collector's pane: one notice per file, the first problem
+    gpu = rows(0, 1)
+    gpu.insert(1, gpu.pop(1).replace(f"{T0 + 1}", "oops", 1))
+    gpu.append(gpu_row(T0 + 2, 0, 1 << 30, 150))  # utilization 150 %: a bad cell
+    root = write(tmp_path / "s", gpu, host=[T0, T0 + 1])
+    with (root / "host.csv").open("a") as f:
+        f.write("soon,1,2,3\n")
+    told: list[tuple[str, str]] = []
+    reader = SessionReader(root, on_problem=lambda name, text: told.append((name, text)))
+    reader.check(strict=False)
+    list(reader.gpu_ticks())  # a second pass tells nothing new
+    assert told == [
+        ("gpu.csv", f"{root}/gpu.csv:3: skipped: t: 'oops' is not a number"),
+        ("host.csv", f"{root}/host.csv:4: skipped: t: 'soon' is not a number"),
+    ]
+    assert reader.warnings == [
+        f"{root}/gpu.csv: skipped 1 line that could not be read (first: line 3: t: 'oops' is "
+        "not a number)",
+        f"{root}/gpu.csv: 1 bad cell read as N/A (first: line 4, util_gpu_pct: '150' is "
+        "outside 0 to 100)",
+        f"{root}/host.csv: skipped 1 line that could not be read (first: line 4: t: 'soon' is "
+        "not a number)",
+    ]
+
+
+def test_missing_columns_are_named_together(tmp_path: Path) -> None:
+    root = write(tmp_path / "s", rows(0))
+    lines = [line.split(",") for line in (root / "gpu.csv").read_text().splitlines()]
+    keep = [i for i, name in enumerate(lines[0]) if name not in ("temp_c", "power_w")]
+    (root / "gpu.csv").write_text("".join(",".join(c[i] for i in keep) + "\n" for c in lines))
+    reader = SessionReader(root)
+    assert reader.warnings == [f"{root}/gpu.csv: no temp_c, power_w columns; read as N/A"]
+    [tick] = reader.gpu_ticks()
+    assert (tick.devices[0].temperature_c, tick.devices[0].power_w) == (None, None)
+
+
+def test_a_cut_events_line_is_said_at_once_and_once(tmp_path: Path) -> None:
+    root = write(tmp_path / "s", rows(0))
+    (root / "events.jsonl").write_text('{"t": 1, "kind": "start"}\n{"t": 2, "ki')
+    reader = SessionReader(root)
+    said = [f"{root}/events.jsonl: {CUT}"]
+    assert reader.warnings == said  # before any event is read: a replay shows it first
+    assert [e["kind"] for e in reader.events()] == ["start"]
+    assert reader.warnings == said
