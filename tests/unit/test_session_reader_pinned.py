@@ -20,6 +20,7 @@ from collectors.session_format import (
     METRICS_COLUMNS,
     SCHEMA_VERSION,
 )
+from collectors.rows import SessionFormatError
 from collectors.session_reader import SessionReader
 from tests.unit.test_summary import GPU_HEADER, T0, gpu_row
 
@@ -212,3 +213,57 @@ def test_a_cut_events_line_is_said_at_once_and_once(tmp_path: Path) -> None:
     assert reader.warnings == said  # before any event is read: a replay shows it first
     assert [e["kind"] for e in reader.events()] == ["start"]
     assert reader.warnings == said
+
+
+PROCESS_HEADER = "t,gpu,pid,used_bytes,user,command,cpu_pct\n"
+
+
+def process_rows(*lines: tuple[float, str]) -> str:
+    return PROCESS_HEADER + "".join(f"{T0 + s},0,100,{1 << 30},alice,python train.py,{cpu}\n"
+                                    for s, cpu in lines)
+
+
+def test_a_later_pass_that_counts_less_does_not_hide_a_bad_cell(tmp_path: Path) -> None:
+    # processes.csv's cells are checked where the GPU ticks join it; the host samples' join
+    # reads the same lines to the same end without counting them again
+    root = write(tmp_path / "s", rows(0, 1), host=[T0, T0 + 1])
+    (root / "processes.csv").write_text(process_rows((0, "-5"), (1, "20")))
+    reader = SessionReader(root)
+    list(reader.gpu_ticks())
+    assert [h.processes[0].user for h in reader.host_samples()] == ["alice", "alice"]
+    assert reader.warnings == [
+        f"{root}/processes.csv: 1 bad cell read as N/A (first: line 2, cpu_pct: '-5' is "
+        "outside 0 to 1000000)"]
+
+
+def test_the_furthest_pass_of_a_rewritten_file_is_the_one_reported(tmp_path: Path) -> None:
+    # a file that changes between passes (rewritten while replayed): the pass that read
+    # further is the complete one, even when an earlier, shorter one found more problems
+    root = write(tmp_path / "s", rows(0))
+    events = root / "events.jsonl"
+    events.write_text('not json\n{"t": 1, "kind": "a"}\n')
+    reader = SessionReader(root)
+    assert [e["kind"] for e in reader.events()] == ["a"]
+    assert len(reader.warnings) == 1
+    events.write_text('{"t": 1, "kind": "a"}\n{"t": 2, "kind": "b"}\n{"t": 3, "kind": "c"}\n')
+    assert [e["kind"] for e in reader.events()] == ["a", "b", "c"]
+    assert reader.warnings == []
+
+
+def test_an_optional_file_gone_between_the_listing_and_the_opening_is_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # host.csv is deleted right after the reader saw it exist (a session being cleaned up)
+    root = write(tmp_path / "s", rows(0), host=[T0])
+    is_file = Path.is_file
+
+    def seen_then_gone(path: Path) -> bool:
+        there = is_file(path)
+        if path.name == "host.csv" and there:
+            path.unlink()
+        return there
+
+    monkeypatch.setattr(Path, "is_file", seen_then_gone)
+    reader = SessionReader(root)
+    assert reader.headers.keys() == {"gpu.csv"}
+    assert reader.warnings == [
+        f"{root}/host.csv: missing (a session must have it); the file is ignored"]
