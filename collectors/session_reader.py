@@ -247,7 +247,8 @@ class SessionReader:
             for name in (*CSV_FILES, EVENTS_FILE):
                 tally = self.tally(name)
                 if tally is not None and tally.warnings():
-                    raise SessionFormatError("; ".join(tally.warnings()), tally.path)
+                    said = (w.removeprefix(f"{tally.path}: ") for w in tally.warnings())
+                    raise SessionFormatError("; ".join(said), tally.path)  # path said once
 
     def time_span(self) -> tuple[float, float]:
         """First and last recorded `t` over `gpu.csv` and `host.csv` (from heads and tails)."""

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from collectors.rows import SessionFormatError
 from collectors.session_format import (
     CONTAINER_COLUMNS,
     HOST_WRITTEN,
     METRICS_COLUMNS,
     SCHEMA_VERSION,
 )
-from collectors.rows import SessionFormatError
 from collectors.session_reader import SessionReader
 from tests.unit.test_summary import GPU_HEADER, T0, gpu_row
 
@@ -234,6 +234,18 @@ def test_a_later_pass_that_counts_less_does_not_hide_a_bad_cell(tmp_path: Path) 
     assert reader.warnings == [
         f"{root}/processes.csv: 1 bad cell read as N/A (first: line 2, cpu_pct: '-5' is "
         "outside 0 to 1000000)"]
+
+
+def test_a_cut_line_that_an_earlier_partial_pass_stopped_short_of_still_fails_the_check(
+        tmp_path: Path) -> None:
+    # time_span() reads processes.csv up to its line 3 only; check() reads on to the cut line
+    root = write(tmp_path / "s", rows(0, 1), host=[T0, T0 + 0.5])
+    (root / "processes.csv").write_text(process_rows((0, "20"), (1, "20")) + f"{T0 + 2},0,1")
+    reader = SessionReader(root)
+    assert reader.time_span() == (T0, T0 + 1)
+    with pytest.raises(SessionFormatError) as refused:
+        reader.check()
+    assert refused.value.msg == f"{root}/processes.csv: {CUT}"  # the path said once
 
 
 def test_the_furthest_pass_of_a_rewritten_file_is_the_one_reported(tmp_path: Path) -> None:
