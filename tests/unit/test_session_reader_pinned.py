@@ -173,9 +173,11 @@ def test_the_first_problem_of_each_file_is_told_once_with_the_file_name(tmp_path
     gpu = rows(0, 1)
     gpu.insert(1, gpu.pop(1).replace(f"{T0 + 1}", "oops", 1))
     gpu.append(gpu_row(T0 + 2, 0, 1 << 30, 150))  # utilization 150 %: a bad cell
-    root = write(tmp_path / "s", gpu, host=[T0, T0 + 1])
+    root = write(tmp_path / "s", gpu, host=[T0, T0 + 1], metrics=[T0])
     with (root / "host.csv").open("a") as f:
         f.write("soon,1,2,3\n")
+    with (root / "metrics.csv").open("a") as f:
+        f.write(f"{T0 + 1},command,2,train/loss,tensor(0.4),2,0\n")
     told: list[tuple[str, str]] = []
     reader = SessionReader(root, on_problem=lambda name, text: told.append((name, text)))
     reader.check(strict=False)
@@ -183,15 +185,56 @@ def test_the_first_problem_of_each_file_is_told_once_with_the_file_name(tmp_path
     assert told == [
         ("gpu.csv", f"{root}/gpu.csv:3: skipped: t: 'oops' is not a number"),
         ("host.csv", f"{root}/host.csv:4: skipped: t: 'soon' is not a number"),
+        ("metrics.csv", f"{root}/metrics.csv:3: skipped: value: 'tensor(0.4)' is not a number"),
     ]
+    gpu_notes = [
+        "skipped 1 line that could not be read (first: line 3: t: 'oops' is not a number)",
+        "1 bad cell read as N/A (first: line 4, util_gpu_pct: '150' is outside 0 to 100)"]
     assert reader.warnings == [
-        f"{root}/gpu.csv: skipped 1 line that could not be read (first: line 3: t: 'oops' is "
-        "not a number)",
-        f"{root}/gpu.csv: 1 bad cell read as N/A (first: line 4, util_gpu_pct: '150' is "
-        "outside 0 to 100)",
+        *(f"{root}/gpu.csv: {note}" for note in gpu_notes),
         f"{root}/host.csv: skipped 1 line that could not be read (first: line 4: t: 'soon' is "
         "not a number)",
+        f"{root}/metrics.csv: skipped 1 line that could not be read (first: line 3: value: "
+        "'tensor(0.4)' is not a number)",
     ]
+    with pytest.raises(SessionFormatError) as refused:
+        reader.check()  # the first file with a problem, all of its problems
+    assert refused.value.msg == f"{root}/gpu.csv: " + "; ".join(gpu_notes)
+
+
+def test_a_clean_session_passes_the_strict_check(tmp_path: Path) -> None:
+    root = write(tmp_path / "s", rows(0, 1, gpus=2), host=[T0, T0 + 1], metrics=[T0],
+                 containers=[T0])
+    (root / "events.jsonl").write_text('{"t": 1, "kind": "start"}\n')
+    (root / "processes.csv").write_text(process_rows((0, "20"), (1, "20")))
+    reader = SessionReader(root)
+    reader.check()
+    assert reader.warnings == []
+    assert reader.time_span() == (T0, T0 + 1)
+
+
+def test_a_gpu_csv_that_cannot_be_read_is_named_with_why(tmp_path: Path) -> None:
+    root = write(tmp_path / "s", [])
+    (root / "gpu.csv").unlink()
+    (root / "gpu.csv").mkdir()
+    with pytest.raises(SessionFormatError) as refused:
+        SessionReader(root)
+    assert refused.value.msg == f"{root}/gpu.csv: cannot read: Is a directory"
+
+
+@pytest.mark.parametrize(("events", "notes"), [
+    (b"", []),            # created, nothing written yet: nothing was cut
+    (b"{", [CUT]),        # one byte, no newline
+    (b"\n", []),
+])
+def test_a_short_events_file_is_cut_only_without_its_newline(
+        tmp_path: Path, events: bytes, notes: list[str]) -> None:
+    root = write(tmp_path / "s", rows(0))
+    (root / "events.jsonl").write_bytes(events)
+    reader = SessionReader(root)
+    assert reader.warnings == [f"{root}/events.jsonl: {n}" for n in notes]  # before reading
+    assert list(reader.events()) == []
+    assert reader.warnings == [f"{root}/events.jsonl: {n}" for n in notes]
 
 
 def test_missing_columns_are_named_together(tmp_path: Path) -> None:
@@ -279,3 +322,46 @@ def test_an_optional_file_gone_between_the_listing_and_the_opening_is_ignored(
     assert reader.headers.keys() == {"gpu.csv"}
     assert reader.warnings == [
         f"{root}/host.csv: missing (a session must have it); the file is ignored"]
+
+
+MIB = 1 << 20  # the longest events.jsonl line read, without its newline
+
+
+def event_line(kind: str, length: int) -> bytes:
+    head = f'{{"t": 1, "kind": "{kind}", "pad": "'.encode()
+    line = head + b"x" * (length - len(head) - 2) + b'"}'
+    assert len(line) == length
+    return line
+
+
+@pytest.mark.parametrize(("lines", "kinds", "skipped"), [
+    ([event_line("big", MIB), b'{"t": 2, "kind": "after"}'], ["big", "after"], None),
+    ([b'{"t": 1, "kind": "a"}', event_line("big", MIB + 1), b'{"t": 2, "kind": "after"}'],
+     ["a", "after"], "line 2: longer than 1 MiB"),
+    # read a piece at a time, and still one line
+    ([b'{"t": 1, "kind": "a"}', event_line("big", 5 * MIB // 2), b"not json"], ["a"],
+     "line 2: longer than 1 MiB"),
+    ([b'{"t": 1, "kind": "a"}', b"", b"   ", b'{"t": 2, "kind": "b"}'], ["a", "b"], None),
+])
+def test_events_lines_up_to_one_mib_are_read_and_longer_ones_skipped(
+        tmp_path: Path, lines: list[bytes], kinds: list[str], skipped: str | None) -> None:
+    root = write(tmp_path / "s", rows(0))
+    (root / "events.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
+    reader = SessionReader(root)
+    assert [e["kind"] for e in reader.events()] == kinds
+    count = 2 if lines[-1] == b"not json" else 1
+    said = ([] if skipped is None else
+            [f"{root}/events.jsonl: skipped {count} line{'s' * (count > 1)} that could not be "
+             f"read (first: {skipped})"])
+    assert reader.warnings == said
+
+
+def test_a_cut_events_line_of_exactly_one_mib_is_a_cut_line(tmp_path: Path) -> None:
+    root = write(tmp_path / "s", rows(0))
+    (root / "events.jsonl").write_bytes(b'{"t": 1, "kind": "a"}\n' + event_line("big", MIB))
+    reader = SessionReader(root)
+    assert [e["kind"] for e in reader.events()] == ["a"]
+    assert reader.warnings == [f"{root}/events.jsonl: {CUT}"]
+    with pytest.raises(SessionFormatError) as refused:
+        reader.check()
+    assert refused.value.msg == f"{root}/events.jsonl: {CUT}"
