@@ -213,7 +213,7 @@ class SessionReader:
                         raw = f.readline(MAX_EVENT_BYTES)
                     tally.skip(number, f"longer than {MAX_EVENT_BYTES >> 20} MiB")
                     continue
-                text = raw.decode("utf-8", "replace")
+                text = raw.decode(errors="replace")  # UTF-8
                 if number == 1:
                     text = text.removeprefix("\ufeff")
                 if not text.strip():
@@ -263,15 +263,16 @@ class SessionReader:
         return first, max(lasts + [first])
 
 
+_TAIL_BYTES = tuple(1 << shift for shift in range(16, 64, 2))
+"""How much of a file's end `_last_t` reads: 64 KiB, then four times as much each time."""
+
+
 def _cut_short(path: Path) -> bool:
     """Whether a file's last byte is not a newline (a crash cut its last line short)."""
     try:
         with path.open("rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            if size == 0:
-                return False
-            f.seek(size - 1)
-            return f.read(1) != b"\n"
+            f.seek(-1, os.SEEK_END)  # OSError for an empty file: nothing in it was cut
+            return f.read() != b"\n"
     except OSError:
         return False
 
@@ -291,11 +292,11 @@ def _last_t(path: Path, header: list[str]) -> float | None:
     """
     where = column_index(header)["t"]
     with path.open("rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        for shift in range(16, 64, 2):  # 64 KiB, then four times as much each time
-            block = min(size, 1 << shift)
+        size = os.fstat(f.fileno()).st_size
+        for tail_bytes in _TAIL_BYTES:
+            block = min(size, tail_bytes)
             f.seek(size - block)
-            lines = f.read(block).split(b"\n")[:-1]  # drops the part after the last newline
+            lines = f.read().split(b"\n")[:-1]  # drops the part after the last newline
             if block < size:
                 lines = lines[1:]  # the block starts inside this line, or at its start
             found = _last_valid_t(lines, where, len(header))
@@ -307,7 +308,7 @@ def _last_t(path: Path, header: list[str]) -> float | None:
 def _last_valid_t(lines: list[bytes], where: int, cells_per_row: int) -> float | None:
     for raw in reversed(lines):
         try:
-            row = next(csv.reader([raw.decode("utf-8", "replace")]), [])
+            [row] = csv.reader([raw.decode(errors="replace")])  # one line, one row
         except csv.Error:
             continue
         if len(row) == cells_per_row:

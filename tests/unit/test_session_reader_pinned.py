@@ -208,9 +208,23 @@ def test_a_clean_session_passes_the_strict_check(tmp_path: Path) -> None:
     (root / "events.jsonl").write_text('{"t": 1, "kind": "start"}\n')
     (root / "processes.csv").write_text(process_rows((0, "20"), (1, "20")))
     reader = SessionReader(root)
+    assert reader.headers == {
+        "gpu.csv": GPU_HEADER.split(","), "host.csv": list(HOST_WRITTEN),
+        "metrics.csv": list(METRICS_COLUMNS), "containers.csv": list(CONTAINER_COLUMNS),
+        "processes.csv": PROCESS_HEADER.strip().split(",")}
     reader.check()
     assert reader.warnings == []
     assert reader.time_span() == (T0, T0 + 1)
+
+
+def test_a_meta_problem_is_a_note_too(tmp_path: Path) -> None:
+    root = write(tmp_path / "s", rows(0))
+    meta = json.loads((root / "meta.json").read_text())
+    (root / "meta.json").write_text(json.dumps({**meta, "interval_s": -1}))
+    reader = SessionReader(root)
+    assert reader.meta.get("interval_s") is None
+    assert reader.warnings == [f"{root}/meta.json: ignored 'interval_s': must be seconds, above "
+                               "0 and at most 1e6, not -1"]
 
 
 def test_a_gpu_csv_that_cannot_be_read_is_named_with_why(tmp_path: Path) -> None:
