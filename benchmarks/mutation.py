@@ -122,6 +122,11 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
         ("if timeout > 0 and not self.is_set():", "if timeout >= 0",
          "time.sleep(0) returns at once, as skipping it does"),
     ],
+    "collectors/session_reader.py": [
+        ("if found is not None or block == size:", "if found is not None and block == size:",
+         "a longer tail has the same last valid row, so reading on to the whole file returns"
+         " the same t; with none found, every block up to the whole file finds none"),
+    ],
     "parsers/findings.py": [
         ("if len(line) > _RAW_SCAN_CHARS:", "if len(line) >= _RAW_SCAN_CHARS:",
          "the cut-off only picks which text the cheap keyword pre-test reads: at exactly 512"

@@ -202,15 +202,17 @@ class SessionReader:
         tally = self.new_tally(EVENTS_FILE)
         with path.open("rb") as f:
             number = 0
+            previous = b"\n"  # the piece read before this one: a line starts after a newline
             while raw := f.readline(MAX_EVENT_BYTES + 1):
+                starts_line, previous = previous.endswith(b"\n"), raw
+                if not starts_line:
+                    continue  # the rest of a line too long to keep, read a piece at a time
                 number += 1
                 tally.reached = number
                 if not raw.endswith(b"\n"):
                     if len(raw) <= MAX_EVENT_BYTES:
                         tally.cut = True
                         return
-                    while raw and not raw.endswith(b"\n"):
-                        raw = f.readline(MAX_EVENT_BYTES)
                     tally.skip(number, f"longer than {MAX_EVENT_BYTES >> 20} MiB")
                     continue
                 text = raw.decode(errors="replace")  # UTF-8
@@ -296,9 +298,9 @@ def _last_t(path: Path, header: list[str]) -> float | None:
         for tail_bytes in _TAIL_BYTES:
             block = min(size, tail_bytes)
             f.seek(size - block)
-            lines = f.read().split(b"\n")[:-1]  # drops the part after the last newline
-            if block < size:
-                lines = lines[1:]  # the block starts inside this line, or at its start
+            # Not the part after the last newline (cut short), nor the first line: part of a line
+            # (or a whole one, then read again by the next block), or the header.
+            lines = f.read().split(b"\n")[1:-1]
             found = _last_valid_t(lines, where, len(header))
             if found is not None or block == size:
                 return found

@@ -257,6 +257,7 @@ def test_missing_columns_are_named_together(tmp_path: Path) -> None:
     keep = [i for i, name in enumerate(lines[0]) if name not in ("temp_c", "power_w")]
     (root / "gpu.csv").write_text("".join(",".join(c[i] for i in keep) + "\n" for c in lines))
     reader = SessionReader(root)
+    assert reader.last_t == {"gpu.csv": T0}  # the one row, right after the header
     assert reader.warnings == [f"{root}/gpu.csv: no temp_c, power_w columns; read as N/A"]
     [tick] = reader.gpu_ticks()
     assert (tick.devices[0].temperature_c, tick.devices[0].power_w) == (None, None)
@@ -356,6 +357,7 @@ def event_line(kind: str, length: int) -> bytes:
     ([b'{"t": 1, "kind": "a"}', event_line("big", 5 * MIB // 2), b"not json"], ["a"],
      "line 2: longer than 1 MiB"),
     ([b'{"t": 1, "kind": "a"}', b"", b"   ", b'{"t": 2, "kind": "b"}'], ["a", "b"], None),
+    ([b'{"t": 1, "kind": "caf\xe9 \xff"}'], ["caf\ufffd \ufffd"], None),  # not UTF-8
 ])
 def test_events_lines_up_to_one_mib_are_read_and_longer_ones_skipped(
         tmp_path: Path, lines: list[bytes], kinds: list[str], skipped: str | None) -> None:
@@ -368,6 +370,17 @@ def test_events_lines_up_to_one_mib_are_read_and_longer_ones_skipped(
             [f"{root}/events.jsonl: skipped {count} line{'s' * (count > 1)} that could not be "
              f"read (first: {skipped})"])
     assert reader.warnings == said
+
+
+def test_a_cut_events_line_longer_than_one_mib_is_a_skipped_line(tmp_path: Path) -> None:
+    root = write(tmp_path / "s", rows(0))
+    (root / "events.jsonl").write_bytes(b'{"t": 1, "kind": "a"}\n' + event_line("big", 3 * MIB))
+    reader = SessionReader(root)
+    assert [e["kind"] for e in reader.events()] == ["a"]
+    assert reader.warnings == [
+        f"{root}/events.jsonl: {CUT}",  # said at once, from the last byte
+        f"{root}/events.jsonl: skipped 1 line that could not be read (first: line 2: longer "
+        "than 1 MiB)"]
 
 
 def test_a_cut_events_line_of_exactly_one_mib_is_a_cut_line(tmp_path: Path) -> None:
