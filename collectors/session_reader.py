@@ -202,18 +202,20 @@ class SessionReader:
         tally = self.new_tally(EVENTS_FILE)
         with path.open("rb") as f:
             number = 0
+            previous = b"\n"  # the piece read before this one: a line starts after a newline
             while raw := f.readline(MAX_EVENT_BYTES + 1):
+                starts_line, previous = previous.endswith(b"\n"), raw
+                if not starts_line:
+                    continue  # the rest of a line too long to keep, read a piece at a time
                 number += 1
                 tally.reached = number
                 if not raw.endswith(b"\n"):
                     if len(raw) <= MAX_EVENT_BYTES:
                         tally.cut = True
                         return
-                    while raw and not raw.endswith(b"\n"):
-                        raw = f.readline(MAX_EVENT_BYTES)
                     tally.skip(number, f"longer than {MAX_EVENT_BYTES >> 20} MiB")
                     continue
-                text = raw.decode("utf-8", "replace")
+                text = raw.decode(errors="replace")  # UTF-8
                 if number == 1:
                     text = text.removeprefix("\ufeff")
                 if not text.strip():
@@ -247,7 +249,8 @@ class SessionReader:
             for name in (*CSV_FILES, EVENTS_FILE):
                 tally = self.tally(name)
                 if tally is not None and tally.warnings():
-                    raise SessionFormatError("; ".join(tally.warnings()), tally.path)
+                    said = (w.removeprefix(f"{tally.path}: ") for w in tally.warnings())
+                    raise SessionFormatError("; ".join(said), tally.path)  # path said once
 
     def time_span(self) -> tuple[float, float]:
         """First and last recorded `t` over `gpu.csv` and `host.csv` (from heads and tails)."""
@@ -262,15 +265,16 @@ class SessionReader:
         return first, max(lasts + [first])
 
 
+_TAIL_BYTES = tuple(1 << shift for shift in range(16, 64, 2))
+"""How much of a file's end `_last_t` reads: 64 KiB, then four times as much each time."""
+
+
 def _cut_short(path: Path) -> bool:
     """Whether a file's last byte is not a newline (a crash cut its last line short)."""
     try:
         with path.open("rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            if size == 0:
-                return False
-            f.seek(size - 1)
-            return f.read(1) != b"\n"
+            f.seek(-1, os.SEEK_END)  # OSError for an empty file: nothing in it was cut
+            return f.read() != b"\n"
     except OSError:
         return False
 
@@ -283,21 +287,33 @@ def _empty(path: Path) -> bool:
 
 
 def _last_t(path: Path, header: list[str]) -> float | None:
-    """The valid `t` of the last complete row, read from the file's tail (no full scan)."""
-    with path.open("rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        block = min(size, 1 << 16)
-        f.seek(size - block)
-        lines = f.read(block).split(b"\n")[:-1]  # drops the part after the last newline
-    if block < size:
-        lines = lines[1:]
+    """The valid `t` of the last complete row, read from the file's tail (no full scan).
+
+    The tail is read again, four times as long, while it holds no valid complete row (a last
+    row with a cell over 64 KiB, or a tail of garbage): a row further up still ends the session.
+    """
     where = column_index(header)["t"]
+    with path.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        for tail_bytes in _TAIL_BYTES:
+            block = min(size, tail_bytes)
+            f.seek(size - block)
+            # Not the part after the last newline (cut short), nor the first line: part of a line
+            # (or a whole one, then read again by the next block), or the header.
+            lines = f.read().split(b"\n")[1:-1]
+            found = _last_valid_t(lines, where, len(header))
+            if found is not None or block == size:
+                return found
+    return None
+
+
+def _last_valid_t(lines: list[bytes], where: int, cells_per_row: int) -> float | None:
     for raw in reversed(lines):
         try:
-            row = next(csv.reader([raw.decode("utf-8", "replace")]), [])
+            [row] = csv.reader([raw.decode(errors="replace")])  # one line, one row
         except csv.Error:
             continue
-        if len(row) == len(header):
+        if len(row) == cells_per_row:
             value, _ = cells.TIME.read(row[where])
             if value is not None:
                 return float(value)
