@@ -30,18 +30,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 HEALTH_TESTS = ["tests/unit/test_health_boundaries.py", "tests/unit/test_tasks.py",
                 "tests/unit/test_parsers.py", "tests/unit/test_health_agreement.py"]
+# Recording tests (`test_record_*`) are left out: they start whole recordings per mutant, one
+# runs as another user who cannot import the mutation copy, and they pin nothing of the summary
+# that the in-process tests do not.
 SUMMARY_TESTS = ["tests/unit/test_summary.py", "tests/unit/test_summary_multi_gpu.py",
                  "tests/unit/test_summary_stats_pinned.py", "tests/unit/test_summary_extremes.py",
                  "tests/unit/test_summary_containers.py", "tests/unit/test_summary_charts.py",
                  "tests/unit/test_session_cut_last_cell.py", "tests/unit/test_hf_run_average.py",
-                 "tests/unit/test_note.py", "tests/unit/test_note_content.py",
-                 "tests/unit/test_record_command.py", "tests/unit/test_record_recording.py",
-                 "tests/unit/test_record_read_to_end.py"]
-# The recording tests above spawn whole recordings (minutes per mutant) and pin nothing of
-# summary.py that the in-process tests do not: its own list leaves them out.
-SUMMARY_MODULE_TESTS = [t for t in SUMMARY_TESTS if not t.startswith("tests/unit/test_record_")] + [
-    "tests/unit/test_summary_sections_pinned.py", "tests/unit/test_summary_tasks_pinned.py",
-    "tests/unit/test_summary_write_atomic.py"]
+                 "tests/unit/test_note.py", "tests/unit/test_note_content.py"]
+SUMMARY_MODULE_TESTS = [*SUMMARY_TESTS, "tests/unit/test_summary_sections_pinned.py",
+                        "tests/unit/test_summary_tasks_pinned.py",
+                        "tests/unit/test_summary_write_atomic.py"]
 TESTS: dict[str, list[str]] = {
     "parsers/health.py": HEALTH_TESTS,
     "gpuherd/tasks/health.py": HEALTH_TESTS,
