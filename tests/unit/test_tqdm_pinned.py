@@ -115,13 +115,46 @@ def test_the_percentage_is_no_epoch_of_a_bar_described_epoch(bar_chars: int) -> 
     assert metric is not None and (metric.step, metric.epoch) == (None, 3)
 
 
-def test_the_numbers_come_from_the_bar_not_an_earlier_bracket() -> None:
+@pytest.mark.parametrize("desc", ["Resumed 3 [00:01, from step 0",
+                                  "Resumed [x] 3 [00:01, from step 0",
+                                  "Resumed [x] | 3 [00:01, from step 0"])
+def test_the_numbers_come_from_the_bar_not_an_earlier_bracket(desc: str) -> None:
     # a description that itself looks like the opening of a bar's `[elapsed, ...` bracket
-    line = "Resumed 3 [00:01, from step 0:  50%|#####     | 5/10 [00:05<00:07,  2.00it/s]"
+    line = f"{desc}:  50%|#####     | 5/10 [00:05<00:07,  2.00it/s]"
     metric = parse_tqdm_line(line)
     assert metric is not None
     assert metric.values == (("throughput/it_s", 2.0), ("eta_s", 7.0))
     assert metric.step == 5
+
+
+def test_a_bar_in_the_postfix_is_not_the_bar() -> None:
+    # a `|` after the bar's bracket opens (a postfix value) is no bar: the count is the step,
+    # and the 50 of `50%` is no epoch of a bar described `Epoch`
+    metric = parse_tqdm_line("Epoch:  50%|#####     | 5/10 [00:05<00:07,  2.00it/s, split=a|b]")
+    assert metric is not None
+    assert (metric.step, metric.epoch) == (5, None)
+    assert metric.values == (("throughput/it_s", 2.0), ("eta_s", 7.0))
+    # a bar without a total or a bar drawn
+    metric = parse_tqdm_line("train: 5it [00:05,  2.00it/s, split=a|b]")
+    assert metric is not None
+    assert (metric.step, metric.values) == (5, (("throughput/it_s", 2.0),))
+
+
+@pytest.mark.parametrize(("line", "step"), [("12it [00:05,  2.00it/s]", 12),
+                                            ("5it [00:05,  2.00it/s]", 5)])
+def test_a_count_at_the_start_of_the_line_is_read_whole(line: str, step: int) -> None:
+    # `tqdm(iterable)` over an iterator without a length, and no description
+    metric = parse_tqdm_line(line)
+    assert metric is not None
+    assert (metric.step, metric.values) == (step, (("throughput/it_s", 2.0),))
+
+
+def test_a_loss_at_the_end_of_the_description_is_read() -> None:
+    # `set_description(f"Loss={loss}")`: tqdm adds `: ` after it
+    line = "Loss=0.3:  50%|#####     | 5/10 [00:05<00:07,  2.00it/s]"
+    assert values(line) == {"throughput/it_s": 2.0, "eta_s": 7.0, "train/loss": 0.3}
+    # a value that is no number is no loss
+    assert values(line.replace("0.3", "0.25X")) == {"throughput/it_s": 2.0, "eta_s": 7.0}
 
 
 DPO_BAR_INTO_RECORD = 25
