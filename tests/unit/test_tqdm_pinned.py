@@ -101,10 +101,11 @@ def test_a_unit_printed_without_per_second_still_names_what_is_counted(
     assert values(f" 50%|#####     | 5/10 [00:05<00:07, {rate}]") == {name: 12.0, "eta_s": 7.0}
 
 
-@pytest.mark.parametrize("bar_chars", [10, 80, 190])
+@pytest.mark.parametrize("bar_chars", [10, 80, 190, 191, 192, 196, 197, 250, 400])
 def test_the_percentage_is_no_epoch_of_a_bar_described_epoch(bar_chars: int) -> None:
     # `tqdm(desc="Epoch")`: the description holds no number, and the 50 of `50%` that follows
-    # it is no epoch; the count is the step
+    # it is no epoch; the count is the step. A terminal over 200 columns wide draws bars of
+    # more than 190 characters, which once read as epoch 50.
     line = f"Epoch:  50%|{'#' * bar_chars}| 5/10 [00:05<00:07,  2.00it/s]"
     metric = parse_tqdm_line(line)
     assert metric is not None
