@@ -228,10 +228,10 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
         ('bar_start = line.rfind("|", 0, bar_end) if bar_end > 0 else -1', 'else -2',
          'any start below 0 takes the same branch'),
         ('unit = match["unit"] or ""', 'or "XXXX"',
-         'the unit is only compared with `B/s`, `s/...B` and the dataset units, which `XXXX` is '
-         'no more than the empty unit'),
+         'the unit is only compared with `B/s`, `s/...B` and the dataset units, and neither '
+         '`XXXX` nor the empty unit is one of them'),
         ('(match["postfix"] or "").endswith', '(match["postfix"] or "XXXX").endswith',
-         '`XXXX` ends with neither dataset rate, as the empty text does not'),
+         'neither `XXXX` nor the empty text ends with a dataset rate'),
         ('self.unit: str = unit or ""', 'or "XXXX"',
          'a rate without a unit counts iterations: `XXXX` holds no `/s` or `s/` and is no sample'
          ' or token unit, so it counts iterations too'),
