@@ -50,7 +50,8 @@ TESTS: dict[str, list[str]] = {
                                 "tests/unit/test_peaks_pinned.py"],
     "parsers/findings.py": ["tests/unit/test_findings_pinned.py", "tests/unit/test_parsers.py",
                             "tests/unit/test_parsers_hand_read.py"],
-    "parsers/tqdm_bar.py": ["tests/unit/test_tqdm_units.py", "tests/unit/test_parsers.py",
+    "parsers/tqdm_bar.py": ["tests/unit/test_tqdm_units.py", "tests/unit/test_tqdm_pinned.py",
+                            "tests/unit/test_parsers.py",
                             "tests/unit/test_parsers_hand_read.py",
                             "tests/unit/test_parsers_bad_input.py",
                             "tests/unit/test_parsers_several_bars.py",
@@ -217,6 +218,104 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
          " characters the cleaned line instead of the raw one; they differ only where an escape"
          " code or a backspace splits a keyword, which lines of any other length under the"
          " cut-off miss as well"),
+    ],
+    "parsers/tqdm_bar.py": [
+        ('if not line.endswith("]") and not line.rstrip().endswith("]"):',
+         'not line.endswith("XX]XX")',
+         'a line that ends in `]` still does once stripped: the first test only spares the strip'),
+        ('bracket = line.rfind("[", 0, line.rfind("]"))', 'rfind("[", None, ',
+         'a start of None is 0'),
+        ('bar_end = line.rfind("|", 0, bracket)', 'rfind("|", None, bracket)',
+         'a start of None is 0'),
+        ('bar_start = line.rfind("|", 0, bar_end) if bar_end > 0 else -1',
+         'rfind("|", None, bar_end)',
+         'a start of None is 0'),
+        ('bracket = line.rfind("[", 0, line.rfind("]"))', 'rfind("[", 0, None)',
+         "the line's last non-blank character is its last `]` (tested just above, or where a "
+         'record was cut off): every `[` lies before it'),
+        ('bracket = line.rfind("[", 0, line.rfind("]"))', 'rfind("[", 0, )',
+         'the same'),
+        ('bracket = line.rfind("[", 0, line.rfind("]"))', 'rfind("XX]XX")',
+         'an end of -1 leaves out only the last character, which is the last `]` or a blank, '
+         'never `[`'),
+        ('bracket = line.rfind("[", 0, line.rfind("]"))', 'rfind("[", 1, ',
+         'a `[` at index 0 has no count before it, so no bar matches: None either way'),
+        ('if bracket < 0:', 'if bracket <= 0:',
+         'the same: a `[` at index 0 opens no bar'),
+        ('if bracket < 0:', 'if bracket < 1:',
+         'the same: a `[` at index 0 opens no bar'),
+        ('bar_end = line.rfind("|", 0, bracket)', 'rfind("|", 1, bracket)',
+         'a bar end at 0 and none (-1) both give no bar start'),
+        ('max(0, bracket - 200), bar_end) if bar_end > 0 else -1', '(bar_end > 0) and False',
+         'the window only spares a search: where it holds no `|` at index 4 or later, '
+         "_start_without_bar looks again from the line's start up to bar_end and finds the same "
+         '`|`, so every window gives the same start'),
+        ('max(0, bracket - 200), bar_end) if bar_end > 0 else -1', 'rfind("|", None, bar_end)',
+         'the window only spares a search: where it holds no `|` at index 4 or later, '
+         "_start_without_bar looks again from the line's start up to bar_end and finds the same "
+         '`|`, so every window gives the same start'),
+        ('max(0, bracket - 200), bar_end) if bar_end > 0 else -1', 'rfind("XX|XX"',
+         'the window only spares a search: where it holds no `|` at index 4 or later, '
+         "_start_without_bar looks again from the line's start up to bar_end and finds the same "
+         '`|`, so every window gives the same start'),
+        ('max(0, bracket - 200), bar_end) if bar_end > 0 else -1', 'max(1, bracket - 200)',
+         'the window only spares a search: where it holds no `|` at index 4 or later, '
+         "_start_without_bar looks again from the line's start up to bar_end and finds the same "
+         '`|`, so every window gives the same start'),
+        ('max(0, bracket - 200), bar_end) if bar_end > 0 else -1', 'max(0, bracket + 200)',
+         'the window only spares a search: where it holds no `|` at index 4 or later, '
+         "_start_without_bar looks again from the line's start up to bar_end and finds the same "
+         '`|`, so every window gives the same start'),
+        ('max(0, bracket - 200), bar_end) if bar_end > 0 else -1', 'max(0, bracket - 201)',
+         'the window only spares a search: where it holds no `|` at index 4 or later, '
+         "_start_without_bar looks again from the line's start up to bar_end and finds the same "
+         '`|`, so every window gives the same start'),
+        ('max(0, bracket - 200), bar_end) if bar_end > 0 else -1', 'if bar_end >= 0 else',
+         'the window only spares a search: where it holds no `|` at index 4 or later, '
+         "_start_without_bar looks again from the line's start up to bar_end and finds the same "
+         '`|`, so every window gives the same start; and a search up to 0 finds nothing'),
+        ('max(0, bracket - 200), bar_end) if bar_end > 0 else -1', 'if bar_end > 1 else',
+         'the window only spares a search: where it holds no `|` at index 4 or later, '
+         "_start_without_bar looks again from the line's start up to bar_end and finds the same "
+         '`|`, so every window gives the same start'),
+        ('max(0, bracket - 200), bar_end) if bar_end > 0 else -1', 'else +1',
+         'the window only spares a search: where it holds no `|` at index 4 or later, '
+         "_start_without_bar looks again from the line's start up to bar_end and finds the same "
+         '`|`, so every window gives the same start'),
+        ('max(0, bracket - 200), bar_end) if bar_end > 0 else -1', 'else -2',
+         'the window only spares a search: where it holds no `|` at index 4 or later, '
+         "_start_without_bar looks again from the line's start up to bar_end and finds the same "
+         '`|`, so every window gives the same start'),
+        ('if bar_start >= 4:', 'if bar_start > 4:',
+         'at 4, _start_without_bar finds the same `|` and returns 4 - 4, as this branch does'),
+        ('if bar_start >= 4:', 'if bar_start >= 5:',
+         'the same'),
+        ('bar_start = line.rfind("|", 0, bar_end) if bar_end > 0 else -1', 'if bar_end >= 0 else',
+         'a search up to index 0 finds nothing: -1 either way'),
+        ('bar_start = line.rfind("|", 0, bar_end) if bar_end > 0 else -1', 'else -2',
+         'any start below 0 takes the same branch'),
+        ('unit = match["unit"] or ""', 'or "XXXX"',
+         'the unit is only compared with `B/s`, `s/...B` and the dataset units, and neither '
+         '`XXXX` nor the empty unit is one of them'),
+        ('(match["postfix"] or "").endswith', '(match["postfix"] or "XXXX").endswith',
+         'neither `XXXX` nor the empty text ends with a dataset rate'),
+        ('self.unit: str = unit or ""', 'or "XXXX"',
+         'a rate without a unit counts iterations: `XXXX` holds no `/s` or `s/` and is no sample'
+         ' or token unit, so it counts iterations too'),
+        ('desc_as_printed: str = "") -> None:', 'desc_as_printed: str = "XXXX"',
+         'read_bar, the only caller, always passes the description'),
+        ('if "epoch" in low_desc else None', '("epoch" in low_desc) or True',
+         '_EPOCH needs the word `epoch`: the test only spares the search'),
+        ('while cut >= 0:', 'while cut > 0:',
+         'a line opening with `][LEVEL|` gives `]` (no `[`, no bar) instead of nothing: None '
+         "either way; read_bar is bar_before_record's only caller"),
+        ('while cut >= 0:', 'while cut >= 1:',
+         'the same'),
+        ('cut = line.find("][", cut + 2)', 'cut = line.find("][", cut + 3)',
+         'differs only where a `][` follows right after another (`...][][INFO|`): the line cut '
+         'there ends in `[]`, which no bar matches, so None either way'),
+        ('return ""', 'return "XXXX"',
+         'read_bar finds no `]` in `XXXX`: None either way'),
     ],
 }
 """Per module, (text of the line the mutant changes, text of its new line, why no output can

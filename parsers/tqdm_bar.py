@@ -127,8 +127,11 @@ def read_bar(line: str) -> Bar | None:
     # one, which tries far fewer positions than a fixed window.
     bar_end = line.rfind("|", 0, bracket)
     bar_start = line.rfind("|", max(0, bracket - 200), bar_end) if bar_end > 0 else -1
-    start = bar_start - 4 if bar_start >= 4 else bracket - 60
-    match = _TAIL.search(line, max(0, start))
+    if bar_start >= 4:
+        start = bar_start - 4
+    else:  # no bar, a bar at the line's start, or one wider than the 200 characters looked at
+        start = _start_without_bar(line, bracket, bar_end)
+    match = _TAIL.search(line, start)
     if match is None:
         return None
     desc = line[: match.start()].rstrip().rstrip(":").strip()
@@ -142,6 +145,14 @@ def read_bar(line: str) -> Bar | None:
     ) or unit in _DATASET_UNITS or (match["postfix"] or "").endswith(_DATASET_RATES):
         return None
     return Bar(match, low_desc, low_desc.startswith(_EVAL_WORDS), desc)
+
+
+def _start_without_bar(line: str, bracket: int, bar_end: int) -> int:
+    # A bar's opening `|` beyond the window (a terminal over 200 columns wide) is looked for
+    # again: a search that starts inside the bar would leave `NN%|███|` in the description,
+    # and `Epoch: 100%|...` would read as epoch 100.
+    bar_start = line.rfind("|", 0, bar_end) if bar_end > 0 else -1
+    return max(0, bar_start - 4) if bar_start >= 0 else max(0, bracket - 60)
 
 
 _LEVELS = ("DEBUG|", "INFO|", "WARNING|", "ERROR|", "CRITICAL|")
