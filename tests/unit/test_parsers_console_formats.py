@@ -6,8 +6,6 @@ and commit); the expected numbers are read off the lines themselves.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,13 +17,7 @@ from parsers.registry import detect_format, make_parser
 LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"
 
 
-@pytest.fixture(autouse=True)
-def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc_clock")  # logs stamp local time, no zone
 
 
 def lines(name: str) -> list[str]:

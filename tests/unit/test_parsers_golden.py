@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +29,7 @@ LOGS = sorted(
 )
 
 
-@pytest.fixture(autouse=True)
-def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    # Logs stamp local time without a zone; parse them in UTC so results do not depend on
-    # the machine running the tests.
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc_clock")  # logs stamp local time, no zone
 
 
 def _expected_path(log: Path) -> Path:

@@ -11,8 +11,6 @@ readings still hold.
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -344,13 +342,7 @@ HAND_READ: dict[str, Log] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc_clock")  # logs stamp local time, no zone
 
 
 def key(log: Path) -> str:

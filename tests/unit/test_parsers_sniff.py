@@ -114,15 +114,19 @@ def _drain(collector: LogTailCollector) -> list:
     return batches
 
 
-def test_the_tail_reads_a_renamed_trainer_state_as_a_document(tmp_path: Path) -> None:
-    copy = tmp_path / "state.json"
-    shutil.copy(STATE, copy)
+def _tail_copy(source: Path, copy: Path) -> tuple[list, list]:
+    """The batches and metrics a tail reads from `source` copied to `copy` (another name)."""
+    shutil.copy(source, copy)
     tail = _tail(copy)
     try:
         batches = _drain(tail)
     finally:
         tail.close()
-    metrics = [m for b in batches for _, m in b.metrics]
+    return batches, [m for b in batches for _, m in b.metrics]
+
+
+def test_the_tail_reads_a_renamed_trainer_state_as_a_document(tmp_path: Path) -> None:
+    batches, metrics = _tail_copy(STATE, tmp_path / "state.json")
     assert {b.format for b in batches} == {"hf_trainer_state"}
     assert metrics[0].step == 3 and metrics[0].as_dict()["train/loss"] == 3.8958333333333335
 
@@ -144,13 +148,6 @@ def test_the_tail_turns_to_a_document_once_its_text_shows_one(tmp_path: Path) ->
 
 
 def test_the_tail_reads_a_keras_csvlogger_file_as_csv(tmp_path: Path) -> None:
-    copy = tmp_path / "training.log"
-    shutil.copy(KERAS_CSV, copy)
-    tail = _tail(copy)
-    try:
-        batches = _drain(tail)
-    finally:
-        tail.close()
-    metrics = [m for b in batches for _, m in b.metrics]
+    batches, metrics = _tail_copy(KERAS_CSV, tmp_path / "training.log")
     assert {b.format for b in batches if b.metrics} == {"csv"}
     assert metrics[1].epoch == 1 and metrics[1].as_dict()["val/loss"] == 7.41715145111084
