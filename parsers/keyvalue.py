@@ -340,7 +340,9 @@ def pairs_to_metric(
     Raises:
         ValueError: a value that is not a number, or a step or epoch that is no count.
     """
-    infos = _SPLIT_KEY_INFO.get(split) or _SPLIT_KEY_INFO.setdefault(split, _KeyInfos(split))
+    infos = _SPLIT_KEY_INFO.get(split)
+    if infos is None:  # not `or`: an empty cache is falsy, and would be built again each call
+        infos = _SPLIT_KEY_INFO.setdefault(split, _KeyInfos(split))
     values: list[tuple[str, float]] = []
     step: int | None = None
     epoch: float | None = None
