@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector
 from collectors.discovery import DiscoveredLogs
+from collectors.host import gpu_pids
 from collectors.roles import LOG, WRITERS, role_of
 from collectors.samples import GpuTick, LogBatch
 from collectors.writers import WritersTick, WriterWatch
@@ -105,7 +106,7 @@ class TaskFeed:
         """Map task pids to GPUs, feed utilization to the health rules."""
         tracker = self.state.tasks
         if self._watch is not None:
-            self._watch.set_gpu_pids(p.pid for gpu in tick.devices for p in gpu.processes or ())
+            self._watch.set_gpu_pids(gpu_pids(tick))
         if not tracker.task_ids:
             return
         tracker.associate_owned_pids(tick, self._hints.values())

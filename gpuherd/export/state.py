@@ -16,6 +16,7 @@ from typing import Any
 
 from collectors.base import CollectorEvent, Failed, Recovered, Sampled
 from collectors.discovery import DiscoveredLogs
+from collectors.host import gpu_pids
 from collectors.samples import GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
 from collectors.writers import WritersTick, WriterWatch
 from gpuherd.monitor_logs import TaskHint
@@ -116,7 +117,7 @@ class ExportState:
     def _tick(self, source: str, tick: GpuTick) -> None:
         self._ticks[source] = tick
         if self._watch is not None:
-            self._watch.set_gpu_pids(p.pid for gpu in tick.devices for p in gpu.processes or ())
+            self._watch.set_gpu_pids(gpu_pids(tick))
         tracker = self._tracker
         if not tracker.task_ids:
             return
