@@ -104,8 +104,12 @@ def parse_generic_line(line: str) -> LogMetric | None:
 
 
 _LETTER_DIGIT = re.compile(r"[A-Za-z_]\d")
+_WORD_DIGITS = re.compile(r"[A-Za-z_][0-9]+")
 _NOT_PLAIN: set[bytes] = set()
-"""Shapes of console lines that gave no metric (bounded, see `parse_plain_line`)."""
+"""Shapes of console lines that gave no metric (bounded, see `parse_plain_line`); a shape
+whose words hold digits is kept with them (`_named_shape`)."""
+_NAMED_SHAPES: set[bytes] = set()
+"""Shapes of lines that gave no metric and whose words hold digits."""
 MAX_PLAIN_CHARS = 512
 """Longest line `parse_plain_line` reads: a longer one is a dump (a config, an environment)."""
 
@@ -132,8 +136,8 @@ def parse_plain_line(line: str) -> LogMetric | None:
         # the Trainer's banner, whose counts are no step and whose `file:line` no metric
         return None
     # A console log repeats its other lines' shapes (declined bars, table rows): a shape that
-    # gave nothing gives nothing again, unless its keys hold digits (`acc1` is known, `acc2`
-    # is not), which are never remembered.
+    # gave nothing gives nothing again. Where its words hold digits, they count as part of
+    # the shape (`acc1` is known, `acc2` is not; `ResNet50`, `lr0`).
     low = line.lower()
     # spelled out: one `in` test after another runs in C, a generator over a tuple does not
     if not ("loss" in low or "acc" in low or "step" in low or "epoch" in low or "iter" in low
@@ -144,12 +148,24 @@ def parse_plain_line(line: str) -> LogMetric | None:
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if shape in _NOT_PLAIN:
         return None
+    if shape in _NAMED_SHAPES and _named_shape(line, shape) in _NOT_PLAIN:
+        return None
     metric = parse_generic_line(line)
-    if metric is None and _LETTER_DIGIT.search(line) is None:
+    if metric is None:
         if len(_NOT_PLAIN) >= PLAN_CACHE_SIZE:
             _NOT_PLAIN.clear()
-        _NOT_PLAIN.add(shape)
+            _NAMED_SHAPES.clear()
+        if _LETTER_DIGIT.search(line) is None:
+            _NOT_PLAIN.add(shape)
+        else:
+            _NAMED_SHAPES.add(shape)
+            _NOT_PLAIN.add(_named_shape(line, shape))
     return metric
+
+
+def _named_shape(line: str, shape: bytes) -> bytes:
+    """A line's shape with the digits its words hold (`ResNet50`, `acc1`), which it zeroes."""
+    return shape + b"\0" + ",".join(_WORD_DIGITS.findall(line)).encode()
 
 
 def parse_without_plans(line: str) -> LogMetric | None:

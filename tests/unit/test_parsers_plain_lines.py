@@ -162,8 +162,8 @@ def test_a_console_logs_other_lines_are_read_only_when_they_name_a_known_metric(
     parser = make_parser("tqdm")
     assert parser.feed("numpy_random_seed: 0") is None  # a setting, no metric word
     assert parser.feed("INFO acc2=0.5") is None  # an unknown key among words: prose
-    # the same shape with a known key: a shape that gave nothing is not remembered when its
-    # keys hold digits
+    # the same shape with a known key: a shape that gave nothing is remembered with the
+    # digits its words hold, so `acc1` is not taken for `acc2`
     assert parser.feed("INFO acc1=0.5") == LogMetric((("train/acc", 0.5),))
     long = "step=1 loss=0.5 " + "x" * 600  # a dump, not a metric line
     assert parser.feed(long) is None
