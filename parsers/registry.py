@@ -21,6 +21,7 @@ from parsers.megatron import parse_megatron_line
 from parsers.paddle import parse_paddle_line, parse_paddle_plain_line
 from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
 from parsers.record_formats import parse_detr_json_line, parse_llamafactory_line
+from parsers.sb3 import Sb3Parser
 from parsers.simple_formats import parse_metric_logger_line, parse_nanogpt_line
 from parsers.sniff import csv_header_columns, is_detr_log, is_trainer_state
 from parsers.table_formats import CsvParser
@@ -92,6 +93,7 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
         _any_line(r"\bd2\.(?:utils|engine|data|evaluation|checkpoint)\."),
         Detectron2Parser,
     ),
+    ("sb3", _any_line(r"^\|\s+total_timesteps\s+\|\s*[\d.e+]+\s*\|$"), Sb3Parser),
     ("ultralytics", _any_line(r"^Ultralytics |^\s+Epoch\s+(?i:gpu_mem)\s"), UltralyticsParser),
     ("lightning_rich", _any_line(r"^\S.*\s\d+/(?:\d+|\?) [\d:]+ • "), RichBarParser),
     ("keras", _any_line(r"^\s*\d+/\d+ .*\d+(?:ms|s|us)/(?:step|sample)\b"), KerasParser),

@@ -246,6 +246,15 @@ HAND_READ: dict[str, Log] = {
         Read(7, "lr", 0.0003125),
         Read(2, "train/loss", 2.3, step=50, epoch=0), Read(2, "lr", 0.01),
         Read(5, "train/loss", 0.6927, step=200, epoch=3), Read(5, "val/acc", 0.46))),
+    "sb3/ppo_breakout.log": Log("sb3", (  # Stable-Baselines3 PPO: a table is one metric,
+        # given at its closing rule, at the step `total_timesteps`
+        Read(16, "rollout/ep_rew_mean", 1.8, step=2048), Read(16, "throughput/samples_s", 180),
+        Read(16, "rollout/ep_len_mean", 202),
+        Read(37, "train/approx_kl", 0.0142255565, step=4096), Read(37, "train/loss", -0.0199),
+        Read(37, "lr", 0.0003), Read(37, "train/value_loss", 0.049),
+        Read(37, "train/entropy_loss", -1.38),
+        Read(79, "rollout/ep_rew_mean", 1.87, step=8192),
+        Read(79, "train/approx_kl", 0.050227404))),
     "timm_csv/summary.csv": Log("timm_csv", (
         Read(2, "train/loss", 2.4678056836128235, epoch=0), Read(2, "val/acc", 3.125),
         Read(2, "val/acc_top5", 71.875), Read(4, "val/loss", 0.3706856742501259, epoch=2),
