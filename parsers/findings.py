@@ -44,30 +44,25 @@ def scan_line(line: str) -> LogFinding | None:
     """
     if len(line) > _RAW_SCAN_CHARS:  # a redrawn bar or a huge line: look at what shows
         line = normalise_line(line)[:_SCAN_CHARS]
-    if not _may_show(line):
+    # Plain substring tests run at C speed and rule out almost every line before any regex.
+    # Each keyword is tested only when one of its rarer letters is in the line: a one-letter
+    # test is a memchr, several times cheaper than a word search, and most lines lack it.
+    if not (
+        ("y" in line and "emory" in line)
+        or ("T" in line and "Traceback" in line)
+        or ("w" in line and "ownload" in line)
+        or ("F" in line and "Fetching" in line)
+        or ("C" in line and ("NCCL" in line or "CUDA error" in line))
+        or ("K" in line and "Killed" in line)
+        or ("S" in line and "Segmentation" in line)
+        or ("B" in line and "B/s" in line)
+    ):
         return None
     line = normalise_line(line)
     for kind, words, pattern in _KINDS:
         if any(word in line for word in words) and pattern.search(line):
             return LogFinding(kind=kind, evidence=line.strip()[:_EVIDENCE_CHARS])
     return None
-
-
-def _may_show(text: str) -> bool:
-    """Whether `text` holds a keyword of some finding kind (most lines hold none)."""
-    # Plain substring tests run at C speed and rule out almost every line before any regex.
-    # Each keyword is tested only when one of its rarer letters is in the line: a one-letter
-    # test is a memchr, several times cheaper than a word search, and most lines lack it.
-    return (
-        ("y" in text and "emory" in text)
-        or ("T" in text and "Traceback" in text)
-        or ("w" in text and "ownload" in text)
-        or ("F" in text and "Fetching" in text)
-        or ("C" in text and ("NCCL" in text or "CUDA error" in text))
-        or ("K" in text and "Killed" in text)
-        or ("S" in text and "Segmentation" in text)
-        or ("B" in text and "B/s" in text)
-    )
 
 
 def findings_from_metric(metric: LogMetric) -> list[LogFinding]:
