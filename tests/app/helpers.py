@@ -143,13 +143,13 @@ def events(messages: Iterable[object], kind: type[E]) -> list[E]:
             if isinstance(m, CollectorEventReceived) and isinstance(m.event, kind)]
 
 
-async def collectors_done(pilot: Pilot[object], app: GpuherdApp, timeout_s: float = 10) -> None:
+async def collectors_done(pilot: Pilot[object], app: GpuherdApp, timeout_s: float = 30) -> None:
     """Wait for every collector thread of `app` to end (finite fakes), then for its messages."""
     await until(pilot, lambda: not app.threads.alive(), timeout_s)
     await pilot.pause()
 
 
-async def until(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float = 10) -> None:
+async def until(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float = 30) -> None:
     """Let the app run until `condition()` holds; fail the test after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while not condition():
