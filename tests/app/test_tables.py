@@ -51,6 +51,22 @@ async def test_a_label_that_turns_red_is_redrawn_red() -> None:
         assert panel.get_cell("/runs/a/train.log", "task").style == "bold red"
 
 
+async def test_rows_show_though_the_first_resize_came_before_any_column() -> None:
+    # The panel can get its width while it is empty and zero rows high, and no resize follow
+    # (the dashboard's tasks panel under load): the next rows lay the columns out themselves.
+    app = PanelApp()
+    async with app.run_test(size=(120, 10)) as pilot:
+        panel = app.query_one(TasksPanel)
+        await pilot.pause()
+        panel.clear(columns=True)
+        panel._layout = None  # as if no resize had reached the panel yet
+        assert panel.size.width == 120
+        panel.task_rows = (row(""),)
+        await pilot.pause()
+        assert panel.row_count == 1
+        assert str(panel.get_cell("/runs/a/train.log", "status")) == "running"
+
+
 @dataclass(frozen=True)
 class Item:
     key: str

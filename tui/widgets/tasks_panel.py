@@ -146,6 +146,12 @@ class TasksPanel(DataTable[Text]):
     def watch_task_rows(self, rows: tuple[TaskRow, ...]) -> None:
         """Remove gone rows, add new ones, update the cells that changed."""
         if self._layout is None:
+            # No columns yet: they are laid out on the first resize, or here once the panel
+            # has a width. A resize that came while the table was still empty and zero rows
+            # high may not come again, and the rows would then never show.
+            if self.size.width:
+                self._needs = content_widths(rows)
+                self._build_columns()
             return
         needs = content_widths(rows)
         if any(needs[k] > self._needs.get(k, 0) for k in needs):
