@@ -14,9 +14,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable
 
 from tests.app.helpers import until
+from tui.containers import ContainerRow
 from tui.processes import ProcessRow
 from tui.tasks import TaskRow
 from tui.text import same_text
+from tui.widgets.container_panel import ContainerPanel
 from tui.widgets.keyed_table import update_rows
 from tui.widgets.process_table import ProcessTable
 from tui.widgets.tasks_panel import TasksPanel
@@ -65,6 +67,26 @@ async def test_rows_show_though_the_first_resize_came_before_any_column() -> Non
         await pilot.pause()
         assert panel.row_count == 1
         assert str(panel.get_cell("/runs/a/train.log", "status")) == "running"
+
+
+class ContainersApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield ContainerPanel()
+
+
+async def test_container_rows_show_though_no_resize_laid_the_columns_out() -> None:
+    app = ContainersApp()
+    async with app.run_test(size=(120, 10)) as pilot:
+        panel = app.query_one(ContainerPanel)
+        await pilot.pause()
+        panel.clear(columns=True)
+        panel._wide = None  # as if no resize had reached the panel yet
+        panel.container_rows = (ContainerRow(
+            "c0ffee" * 10, "c0ffeec0ffee", "trainer", "pytorch:24.05", "running", 60.0, 50.0,
+            2 * 2**30, 8 * 2**30, None, None, None, None, 12, "0", 10 * 2**30, (4242,)),)
+        await pilot.pause()
+        assert panel.row_count == 1
+        assert "trainer" in [str(cell) for cell in panel.get_row("c0ffee" * 10)]
 
 
 @dataclass(frozen=True)

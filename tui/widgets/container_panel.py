@@ -142,7 +142,10 @@ class ContainerPanel(DataTable[Text]):
 
     def on_resize(self, event: events.Resize) -> None:
         """Rebuild the columns when the width changes which ones fit."""
-        wide = event.size.width >= WIDE_FROM
+        self._fit(event.size.width)
+
+    def _fit(self, width: int) -> None:
+        wide = width >= WIDE_FROM
         if wide == self._wide:
             return
         self._wide = wide
@@ -178,6 +181,10 @@ class ContainerPanel(DataTable[Text]):
         rows = self.shown_rows()
         self._set_title(len(rows))
         if self._wide is None:
+            # No columns yet: as in the tasks panel, a panel that got its width while empty
+            # may see no further resize, so the first rows lay the columns out.
+            if self.size.width:
+                self._fit(self.size.width)
             return
         cursor = self._cursor_key()
         count = len(self._shown)
