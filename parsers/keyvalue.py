@@ -103,7 +103,6 @@ def parse_generic_line(line: str) -> LogMetric | None:
     return metric
 
 
-_LETTER_DIGIT = re.compile(r"[A-Za-z_]\d")
 _WORD_DIGITS = re.compile(r"[A-Za-z_][0-9]+")
 _NOT_PLAIN: set[bytes] = set()
 """Shapes of console lines that gave no metric (bounded, see `parse_plain_line`); a shape
@@ -155,7 +154,7 @@ def parse_plain_line(line: str) -> LogMetric | None:
         if len(_NOT_PLAIN) >= PLAN_CACHE_SIZE:
             _NOT_PLAIN.clear()
             _NAMED_SHAPES.clear()
-        if _LETTER_DIGIT.search(line) is None:
+        if _WORD_DIGITS.search(line) is None:
             _NOT_PLAIN.add(shape)
         else:
             _NAMED_SHAPES.add(shape)
