@@ -69,11 +69,11 @@ class HfTrainerParser:
                 if item is not None:
                     return self._block_item(item[1], item[2])
                 self.block = None
-            block = _METRICS_BLOCK.match(line.strip()) if line.startswith("*****") else None
+            block = _METRICS_BLOCK.match(line.strip()) if line[:5] == "*****" else None
             if block is not None:
                 self.block = block[1]
                 return None
-            return self.bars.feed(line) if line.endswith("]") or "][" in line else None
+            return self.bars.feed(line) if line[-1:] == "]" or "][" in line else None
         self.block = None
         return _dicts_to_metric(line, start)
 
@@ -101,6 +101,8 @@ def _dict_start(line: str) -> int:
     default values have been modified to match model-specific defaults: {'bos_token_id':
     50256, ...}``), not a log dict.
     """
+    if "{'" not in line:  # most lines: an `in` test is cheaper than `find`'s call
+        return -1
     start = line.find("{'")
     if start > 0 and line[:start].rstrip().endswith(":"):
         return -1

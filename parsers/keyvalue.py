@@ -126,7 +126,7 @@ def parse_plain_line(line: str) -> LogMetric | None:
     line = normalise_line(line)  # the last `\r` frame: the format has just normalised it
     if len(line) > MAX_PLAIN_CHARS or (":" not in line and "=" not in line):
         return None
-    if line.endswith("]") and "<" in line and "|" in line:
+    if "<" in line and "|" in line and line[-1:] == "]":
         # a progress bar (`| 0/? [00:00<?, ?it/s]`) that the format read or declined (an
         # evaluation or chore bar, one with no rate yet): its business, not a plain line
         return None

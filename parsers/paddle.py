@@ -40,9 +40,9 @@ def parse_paddle_line(line: str) -> LogMetric | None:
         ValueError: a value that is not a number.
     """
     line = normalise_line(line)
-    if " INFO: " not in line:
+    _, found, body = line.partition(" INFO: ")
+    if not found:
         return None
-    body = line[line.index(" INFO: ") + 7:]
     stamp = _STAMP.match(line)
     taken_at = local_stamp(stamp[1]) if stamp else None
     if body.startswith("epoch: ["):
@@ -50,7 +50,7 @@ def parse_paddle_line(line: str) -> LogMetric | None:
         if match is None:
             return None
         return _metric(body[match.end():], "train", to_epoch(float(match[1])), taken_at)
-    if body.startswith("[Train]") or body.startswith("[Eval]"):
+    if body.startswith(("[Train]", "[Eval]")):
         match = _CLAS.match(body)
         if match is None:
             return None

@@ -162,7 +162,7 @@ class RichBarParser:
     def _pairs(self, words: list[str], values: list[tuple[str, float]]) -> LogMetric | None:
         split = "val" if self.is_eval else "train"
         for word in words:
-            if word.endswith(":"):
+            if word[-1:] == ":":
                 self.pending_key = word[:-1]
             elif self.pending_key is not None:
                 number = _LEADING_NUMBER.match(word)
@@ -214,14 +214,14 @@ class UltralyticsParser:
         """Parse a training progress row or a validation `all` row."""
         line = normalise_line(line)
         stripped = line.strip()
-        if stripped.startswith("Epoch ") and ("GPU_mem" in stripped or "gpu_mem" in stripped):
+        if ("GPU_mem" in stripped or "gpu_mem" in stripped) and stripped.startswith("Epoch "):
             self.train_columns = stripped.split()
             return None
-        if stripped.startswith("Class ") and ("Instances" in stripped or "Labels" in stripped):
+        if ("Instances" in stripped or "Labels" in stripped) and stripped.startswith("Class "):
             # `mAP@.5:.95: 100%|...`: the progress bar starts after a colon and a space
             self.val_columns = _val_columns(stripped.partition(": ")[0].split()[3:])
             return None
-        if stripped.startswith("all ") and self.val_columns:
+        if self.val_columns and stripped[:4] == "all ":
             return self._val_row(stripped.split()[3:])
         if self.train_columns and stripped[:1].isdigit():
             # the row without its bar when only the final frame was kept (a README, a paste)

@@ -50,7 +50,7 @@ def parse_detr_json_line(line: str) -> LogMetric | None:
         key = str(key)  # JSON object keys are strings; said for the type checker
         if key in _DETR_SKIP:
             continue
-        if key.endswith("coco_eval_bbox") and isinstance(value, list):
+        if isinstance(value, list) and key.endswith("coco_eval_bbox"):
             prefix = "" if key.startswith("test_") else key[: -len("test_coco_eval_bbox")]
             pairs = zip(COCO_EVAL_NAMES, value[: len(COCO_EVAL_NAMES)], strict=False)
             extra.extend((prefix + name, float(v)) for name, v in pairs

@@ -53,7 +53,7 @@ class Sb3Parser:
             ValueError: the table's step is no count.
         """
         line = normalise_line(line).strip()
-        if line.startswith("|") and line.endswith("|") and len(line) > 2:
+        if line[:1] == "|" and line[-1:] == "|" and len(line) > 2:
             cells = line[1:-1].split("|")
             if len(cells) == 2:
                 key, text = cells[0].strip(), cells[1].strip()

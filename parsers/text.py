@@ -39,7 +39,7 @@ def normalise_line(line: str) -> str:
         line = _ANSI.sub("", line)
     if "\b" in line:
         line = line.replace("\b", "")
-    if line.endswith("\n"):
+    if "\n" in line:  # a test in C, where `endswith` parses its arguments first
         line = line.rstrip("\n")
     return line
 

@@ -116,7 +116,7 @@ def read_bar(line: str) -> Bar | None:
         ValueError: a bar whose numbers do not parse.
     """
     line = normalise_line(line)
-    if not line.endswith("]") and not line.rstrip().endswith("]"):
+    if line[-1:] != "]" and line.rstrip()[-1:] != "]":
         line = bar_before_record(line)
         if not line:
             return None
@@ -136,15 +136,20 @@ def read_bar(line: str) -> Bar | None:
         return None
     desc = line[: match.start()].rstrip().rstrip(":").strip()
     unit = match["unit"] or ""
-    if unit.endswith("B/s") or unit.startswith("s/") and unit.endswith("B"):
+    if "B" in unit and (unit.endswith("B/s") or unit[:2] == "s/" and unit[-1:] == "B"):
         return None
     low_desc = desc.lower()
     if low_desc.startswith(_CHORE_WORDS) or (
         "writing" in low_desc or "loading" in low_desc or "saving" in low_desc
         or "download" in low_desc or "tokeniz" in low_desc  # anywhere in the description
-    ) or unit in _DATASET_UNITS or (match["postfix"] or "").endswith(_DATASET_RATES):
+    ) or unit in _DATASET_UNITS or _counts_examples(match["postfix"]):
         return None
     return Bar(match, low_desc, low_desc.startswith(_EVAL_WORDS), desc)
+
+
+def _counts_examples(postfix: str | None) -> bool:
+    # the `in` test first: it runs in C, where `endswith` parses its arguments on every call
+    return postfix is not None and "examples" in postfix and postfix.endswith(_DATASET_RATES)
 
 
 def _start_without_bar(line: str, bracket: int, bar_end: int) -> int:
@@ -230,10 +235,10 @@ def _postfix(text: str, split: str) -> list[tuple[str, float]]:
 
 
 def _throughput(rate: float, unit: str, is_eval: bool) -> tuple[str, float]:
-    if unit.startswith("s/"):
+    if unit[:2] == "s/":
         thing, rate = unit[2:], (1.0 / rate if rate else _NO_RATE)
     else:
-        thing = unit[:-2] if unit.endswith("/s") else unit
+        thing = unit[:-2] if unit[-2:] == "/s" else unit
     if thing in _SAMPLE_UNITS:
         name = "throughput/samples_s"
     elif thing in _TOKEN_UNITS:
