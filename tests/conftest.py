@@ -5,8 +5,30 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import FrozenInstanceError
 
 import pytest
+
+from parsers.model import LogMetric
+
+
+def _assign_once(metric: LogMetric, name: str, value: object) -> None:
+    """`LogMetric` is immutable by contract, not by a frozen dataclass (see its docstring): in
+    tests, a field that is set already cannot be set again, wherever the code doing it is."""
+    try:
+        getattr(metric, name)
+    except AttributeError:  # an empty slot: the constructor filling it
+        object.__setattr__(metric, name, value)
+        return
+    raise FrozenInstanceError(f"cannot assign to field {name!r} of a LogMetric")
+
+
+def _no_delete(metric: LogMetric, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r} of a LogMetric")
+
+
+LogMetric.__setattr__ = _assign_once  # type: ignore[method-assign,assignment]
+LogMetric.__delattr__ = _no_delete  # type: ignore[method-assign,assignment]
 
 
 @pytest.fixture(autouse=True)
