@@ -129,6 +129,12 @@ def read_bar(line: str) -> Bar | None:
     bar_start = line.rfind("|", max(0, bracket - 200), bar_end) if bar_end > 0 else -1
     if bar_start >= 4:
         start = bar_start - 4
+        if (line[bar_start - 1] != "%" and line[bar_end - 1] != "%"
+                and line[bar_end + 1:bar_end + 2] == " " and line[bar_end + 2:bar_end + 3] != "["):
+            # No percentage at the bar (`Validation: |      | 0/? [...]`) and a blank after it:
+            # no match can start inside the bar (a count's unit holds no blank), so the search
+            # starts after it instead of trying every position of a wide empty bar.
+            start = bar_end + 1
     else:  # no bar, a bar at the line's start, or one wider than the 200 characters looked at
         start = _start_without_bar(line, bracket, bar_end)
     match = _TAIL.search(line, start)

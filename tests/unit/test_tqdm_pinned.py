@@ -196,3 +196,17 @@ def test_brackets_in_the_description_before_the_record_do_not_hide_it() -> None:
 def test_a_record_without_a_level_after_a_bar_gives_no_metric() -> None:
     line = dpo_line().replace("[INFO|", "[NOTE|")
     assert parse_tqdm_line(line) is None
+
+
+@pytest.mark.parametrize("width", [1, 10, 84, 190])
+def test_a_bar_without_a_percentage_is_read_after_it(width: int) -> None:
+    # a bar without a total (`| 3/? [...]`): no percentage before it, the counts after a blank
+    line = "Training: |" + " " * width + "| 3/? [00:01, 2.50it/s]"
+    metric = parse_tqdm_line(line)
+    assert metric is not None
+    assert (metric.step, metric.values) == (3, (("throughput/it_s", 2.5),))
+    evaluation = parse_tqdm_line("\rValidation: |" + " " * width + "| 2/? [00:01, 2.00it/s]\x1b[A")
+    assert evaluation is not None
+    assert (evaluation.step, evaluation.values) == (None, (("eval/throughput/it_s", 2.0),))
+    # before its first rate such a bar gives nothing
+    assert parse_tqdm_line("Validation: |" + " " * width + "| 0/? [00:00<?, ?it/s]") is None
