@@ -84,10 +84,10 @@ def parse_generic_line(line: str) -> LogMetric | None:
         return parse_spaced_line(line)
     # A log prints the same few shapes of line, numbers aside: the second time a shape gives
     # a metric, what the pair regex and the checks decided is kept as a plan, and lines of
-    # that shape are read by it, at a third of the cost (`keyvalue_plans`).
-    if not line.isascii():
-        return _parse_pairs(line) or _spaced_after_pairs(line)
-    shape = line.encode().translate(DIGITS_AS_ZERO)
+    # that shape are read by it, at a third of the cost (`keyvalue_plans`). Lines that are not
+    # ASCII too (a bar cut at the terminal's edge, `Epoch 2: 100%|█| ... val_a`): two lines
+    # with the same UTF-8 shape hold the same other characters at the same places.
+    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     plan = _PLANS.plans.get(shape)
     if plan is not None:
         try:

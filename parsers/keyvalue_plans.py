@@ -13,8 +13,8 @@ PLAN_CACHE_SIZE = 1024
 """Line shapes remembered (seen once, or with a plan); a log prints a few dozen."""
 
 DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-"""For `bytes.translate`: the shape of an ASCII line (two lines of one shape differ in their
-digits only)."""
+"""For `bytes.translate`: the shape of a line's UTF-8 bytes (two lines of one shape differ in
+their digits 0-9 only; any other character is the same, at the same place)."""
 
 VALUE, NUMBER, STEP, EPOCH, DURATION = range(5)
 """What a plan does with one pair's text: a value read by `float`, a value that needs

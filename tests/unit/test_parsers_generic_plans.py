@@ -56,7 +56,7 @@ PIECES = st.sampled_from([
     "2026-11-26T06:07:46 ", "===", "---", "***", "~~", "#", "\x1b[32m", "\r", "\u00e9",
     "\u0661", "\u00a0", "Epoch [", "Step [", "Iter:[", "/600]", "[1,  2000]", "Test set: ",
     "Average ", "MeanIU", "mIoU", "Accuracy", "9820/10000", "(98%)", " | ", "valid loss ",
-    "ms/batch ", "ppl ", "it ", "%|",
+    "ms/batch ", "ppl ", "it ", "%|", "\u2588", "\u258c", "\u2501", "\u2022", "\ud800",
 ])
 KEYS = st.sampled_from([
     "step", "iter", "epoch", "loss", "val_loss", "lr", "grad_norm", "acc1", "acc5", "top1",
@@ -77,6 +77,9 @@ PREFIXES = st.sampled_from([
     "Tip: ", "x.py:12: ", "=== ", "a few words of prose here ", "\x1b[32m", "12:30 ",
     "Test set: ", "Epoch [1/3], Step [100/600], ", "[1,  2000] ", "Epoch: [0/237] ",
     "| epoch   1 | ", "Validation: ",
+    # lines that are not ASCII have plans as well: a bar cut at the terminal's edge
+    "Epoch 2: 100%|\u2588| 16/16 [00:00<00:00, 291.16it/s, ", "\u2501\u2501 12/12 ",
+    "\u00e9poque 3 ",
 ])
 # Metric-shaped lines (pairs after a stamp or a word), with near misses mixed in, and lines
 # of loose pieces.
