@@ -14,8 +14,8 @@ class LogMetric:
     rules every parser's output obeys are in `parsers.values.check_metric`.
 
     Treated as immutable: nothing assigns to a metric after it is made, and the test suite
-    holds every part of gpuherd to that (`tests/conftest.py` makes a second assignment to a
-    field raise `FrozenInstanceError`). It is not a frozen dataclass because a frozen one
+    checks that on every path its tests run (`tests/conftest.py` makes a second assignment to
+    a field raise `FrozenInstanceError`). It is not a frozen dataclass because a frozen one
     sets each field through a call: about 6,000 machine instructions a metric against 2,400
     (callgrind, Python 3.12), and every metric line makes one; that was 3 % of all parsing.
     """
