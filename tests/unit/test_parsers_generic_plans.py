@@ -155,6 +155,22 @@ def test_a_log_of_one_shape_runs_the_pair_regex_only_while_the_shape_is_new(
         second + 0.234)
 
 
+def test_lines_that_are_not_ascii_are_read_by_a_plan_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a Lightning bar cut at the terminal's edge, which the tqdm format leaves to this parser:
+    # the bar's `█` once made every such line take the regex
+    pair = CountingPair()
+    monkeypatch.setattr(keyvalue, "_PAIR", pair)
+    lines = [f"Epoch {i // 100}: 100%|\u2588| 16/16 [00:00<00:00, {200 + i % 97}.16it/s, "
+             f"v_num=0, train_loss=0.{i:03}, train_acc_step=1.000, val_loss=0.606, val_a"
+             for i in range(300)]
+    metrics = [keyvalue.parse_generic_line(line) for line in lines]
+    assert pair.runs == 3
+    assert metrics[123] == LogMetric(
+        (("train/loss", 0.123), ("train/acc", 1.0), ("val/loss", 0.606)), None, 1.0)
+
+
 def test_keys_that_differ_in_digits_only_keep_their_own_names() -> None:
     # `acc1` and `acc5` lines have one shape: top-1 and top-5 accuracy must not be mixed up
     lines = [f"step={i} acc{1 if i % 2 else 5}=0.{i}" for i in range(10, 40)]
