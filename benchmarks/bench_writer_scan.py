@@ -5,6 +5,11 @@ shell-less stdout redirect), and every process listed as a GPU process: the wors
 each candidate's `/proc/PID/fd` and the flags of each log fd are read. Reports the wall and CPU
 time of one full scan and of one liveness check (what the collector does between scans).
 
+Then the same with logs that no process holds open (opened and closed at each write, as
+Lightning's `metrics.csv`): L of the processes run in a directory of their own, their logs two
+levels below, and every log is written before every scan, so each full scan also reads every
+candidate's working directory and ties each log by it (`collectors.writers_by_cwd`).
+
     python benchmarks/bench_writer_scan.py [--procs 200] [--logs 20] [--rounds 50]
 """
 
@@ -70,15 +75,59 @@ def main() -> int:
             for proc in procs:
                 proc.kill()
                 proc.wait()
+    by_cwd = _by_cwd_scan(args.procs, args.logs, args.rounds)
     every_s = WriterCollector(WriterWatch()).scan_every_s
     print(f"{args.procs} GPU processes, {args.logs} logs held open for writing, "
           f"{args.rounds} rounds, median")
     print(f"full scan:      {full[0]:.2f} ms wall, {full[1]:.2f} ms CPU")
     print(f"liveness check: {live[0]:.3f} ms wall, {live[1]:.3f} ms CPU")
+    print(f"full scan, {args.logs} logs opened and closed, tied by working directory: "
+          f"{by_cwd[0]:.2f} ms wall, {by_cwd[1]:.2f} ms CPU")
     share = (full[1] / every_s + live[1] * (1 - 1 / every_s)) / 10
     print(f"CPU share at one full scan every {every_s:g} s and a check every 1 s: "
           f"{share:.3f} % of one core")
     return 0
+
+
+def _by_cwd_scan(n_procs: int, n_logs: int, rounds: int) -> tuple[float, float]:
+    """Median wall and CPU milliseconds of a full scan whose logs are tied by working
+    directory: each log was written since the scan before, and no process holds it."""
+    procs: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory() as where:
+        watch = WriterWatch()
+        logs = []
+        try:
+            for i in range(n_procs):
+                run = os.path.join(where, f"run{i}")
+                os.makedirs(run)
+                procs.append(subprocess.Popen(["sleep", "600"], cwd=run,
+                                              stdout=subprocess.DEVNULL))
+                if i < n_logs:
+                    log = os.path.join(run, "lightning_logs", "version_0", "metrics.csv")
+                    os.makedirs(os.path.dirname(log))
+                    with open(log, "w") as f:
+                        f.write("epoch,step,loss\n")
+                    watch.follow(log, log)
+                    logs.append(log)
+            watch.set_gpu_pids(p.pid for p in procs)
+            collector = WriterCollector(watch, scan_every_s=0)  # every sample a full scan
+            collector.sample()  # notes the logs' modification times
+            stamp = [time.time() + 10]
+
+            def scan_after_writes() -> None:
+                stamp[0] += 1  # a write since the last scan, after every process started
+                for log in logs:
+                    os.utime(log, (stamp[0], stamp[0]))
+                tick = collector.sample()
+                assert len(tick.logs) == n_logs, f"tied {len(tick.logs)} of {n_logs} logs"
+                # forget the ties, so that every round ties every log again (the worst case)
+                collector._known.clear()
+
+            return timed(scan_after_writes, rounds)
+        finally:
+            for proc in procs:
+                proc.kill()
+                proc.wait()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ A log is tied to a process when that process holds the file open for writing (it
 lists and their ancestors are looked at, never every process on the host: a launcher (a shell
 redirect, `torchrun`, gpuherd's own supervisor) often holds the log while its child holds the
 GPU. Other users' `/proc` entries are unreadable without privileges; they are skipped.
+
+A log that is opened and closed at each write is rarely caught open; the collector then looks
+for the job that runs where it is written (`collectors.writers_by_cwd`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import time
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from collectors.writers_by_cwd import job_by_cwd
+
 PROC = "/proc"
 MAX_DEPTH = 16
 """Parents walked up from a GPU process (pid 1 stops the walk earlier)."""
@@ -24,6 +29,7 @@ known writers still live is checked (one `stat` each)."""
 LIVENESS_EVERY_S = 1.0
 """How often the collector samples: a writer that exits shows within about this long."""
 _WRITE_MODES = (os.O_WRONLY, os.O_RDWR)
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +66,21 @@ def proc_id(pid: int, proc: str = PROC) -> ProcId | None:
     """`pid` with its start time; `None` when it is gone, a zombie or unreadable."""
     found = _stat(pid, proc)
     return None if found is None or found[2] else ProcId(pid, found[1])
+
+
+def started_at(pid: int, proc: str = PROC) -> float | None:
+    """When `pid` started, in Unix seconds to a clock tick; `None` when gone or a zombie.
+
+    From its start in ticks after boot and `/proc/uptime`, not the boot time of `/proc/stat`,
+    which counts whole seconds.
+    """
+    found = proc_id(pid, proc)
+    try:
+        with open(f"{proc}/uptime", "rb") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if found is None else time.time() - uptime + found.start_ticks / _TICKS_PER_S
 
 
 def _stat(pid: int, proc: str) -> tuple[int, int, bool] | None:
@@ -138,20 +159,27 @@ def _writes(pid: int, fd: str, proc: str) -> bool:
     return False
 
 
-def scan(files: Mapping[str, str], gpu_pids: Iterable[int], proc: str = PROC
-         ) -> dict[str, LogWriters]:
-    """Who writes each log: `files` maps task id to the real path of its file.
+def gpu_chains(gpu_pids: Iterable[int], proc: str = PROC) -> dict[int, list[int]]:
+    """Each GPU pid's chain of ancestors, itself first (see `ancestors`)."""
+    parents: dict[int, int | None] = {}
+    return {pid: ancestors(pid, proc, parents=parents) for pid in set(gpu_pids)}
 
-    Candidates are the GPU processes and their ancestors. A task's GPU processes are the GPU
-    processes that write the log themselves or descend from a process that does.
+
+def scan(files: Mapping[str, str], gpu_pids: Iterable[int], proc: str = PROC,
+         chains: Mapping[int, list[int]] | None = None) -> dict[str, LogWriters]:
+    """Who holds each log open for writing: `files` maps task id to the real path of its file.
+
+    Candidates are the GPU processes and their ancestors (`chains`, when the caller has walked
+    them already). A task's GPU processes are the GPU processes that write the log themselves
+    or descend from a process that does.
     """
     by_path: dict[str, list[str]] = {}
     for task_id, path in files.items():
         by_path.setdefault(path, []).append(task_id)
     if not by_path:
         return {}
-    parents: dict[int, int | None] = {}
-    chains = {pid: ancestors(pid, proc, parents=parents) for pid in set(gpu_pids)}
+    if chains is None:
+        chains = gpu_chains(gpu_pids, proc)
     candidates = sorted({pid for chain in chains.values() for pid in chain})
     writers: dict[str, list[int]] = {}
     for pid in candidates:
@@ -160,10 +188,14 @@ def scan(files: Mapping[str, str], gpu_pids: Iterable[int], proc: str = PROC
                 writers.setdefault(task_id, []).append(pid)
     found = {}
     for task_id, pids in writers.items():
-        holders = set(pids)
-        gpus = tuple(sorted(g for g, chain in chains.items() if holders.intersection(chain)))
-        found[task_id] = LogWriters(task_id, tuple(sorted(holders)), gpus)
+        found[task_id] = _log_writers(task_id, set(pids), chains)
     return found
+
+
+def _log_writers(task_id: str, holders: set[int], chains: Mapping[int, list[int]]
+                 ) -> LogWriters:
+    gpus = tuple(sorted(g for g, chain in chains.items() if holders.intersection(chain)))
+    return LogWriters(task_id, tuple(sorted(holders)), gpus)
 
 
 class WriterWatch:
@@ -228,6 +260,8 @@ class WriterCollector:
         self.proc = proc
         self._known: dict[str, tuple[tuple[ProcId, ...], tuple[int, ...]]] = {}
         self._scanned_at: float | None = None
+        self._written: dict[str, float] = {}
+        """Each followed file's modification time at the last full scan."""
 
     def open(self) -> None:
         """Nothing to acquire: `/proc` is read at each sample."""
@@ -247,7 +281,9 @@ class WriterCollector:
                 or now - self._scanned_at >= self.scan_every_s)
         if full:
             self._scanned_at = now
-            for task_id, found in scan(files, gpu_pids, self.proc).items():
+            chains = gpu_chains(gpu_pids, self.proc)
+            held = scan(files, gpu_pids, self.proc, chains)
+            for task_id, found in {**held, **self._by_cwd(files, held, chains)}.items():
                 ids = tuple(p for p in map(self._id, found.writer_pids) if p is not None)
                 self._known[task_id] = (ids, found.gpu_pids)
         logs = []
@@ -261,6 +297,34 @@ class WriterCollector:
             logs.append(LogWriters(task_id, tuple(p.pid for p in alive),
                                    tuple(g for g in gpus if g in gpu_pids)))
         return WritersTick(time.time(), tuple(logs), full)
+
+    def _by_cwd(self, files: Mapping[str, str], held: Mapping[str, LogWriters],
+                chains: Mapping[int, list[int]]) -> dict[str, LogWriters]:
+        """Writers found by working directory (`collectors.writers_by_cwd`).
+
+        Only for the logs written since the last full scan that no process holds open and no
+        writer known alive wrote.
+        """
+        written: dict[str, float] = {}
+        found: dict[str, LogWriters] = {}
+        cwds: dict[int, str | None] = {}
+        for task_id, path in files.items():
+            try:
+                written[path] = modified = os.stat(path).st_mtime
+            except OSError:
+                continue  # not there (yet): nothing was written
+            before = self._written.get(path)
+            if (before is None or modified <= before or task_id in held
+                    or self._known.get(task_id, ((), ()))[0]):
+                continue
+            root = job_by_cwd(path, chains, self.proc, cwds)
+            if root is None:
+                continue
+            start = started_at(root, self.proc)
+            if start is not None and start <= modified:
+                found[task_id] = _log_writers(task_id, {root}, chains)
+        self._written = written
+        return found
 
     def _id(self, pid: int) -> ProcId | None:
         return proc_id(pid, self.proc)

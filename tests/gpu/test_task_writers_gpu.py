@@ -1,6 +1,8 @@
 """A real Lightning run and a real Hugging Face Trainer run on the GPU, followed live by the
 dashboard in a real tmux pane: each task row shows the GPU index, pid and VRAM of the process
 that writes its log, the process rows name the tasks, and each turns finished when it exits.
+A third run, Lightning's `CSVLogger`, is followed through its `metrics.csv`, which Lightning
+opens and closes at each flush: its writer is found by working directory.
 
     pytest -m gpu tests/gpu/test_task_writers_gpu.py
 """
@@ -20,6 +22,7 @@ import pytest
 
 from collectors.base import CollectorUnavailable
 from collectors.nvml import NvmlCollector
+from gpuherd.tasks.view import label_of
 from tests.e2e.task_screen import task_cells
 from tests.e2e.tmux_pane import REPO, Pane
 
@@ -35,7 +38,7 @@ VRAM = re.compile(r"\d+(\.\d+)? (MiB|GiB)")
 START_S = 240.0
 """Imports, CUDA start-up and the first scan; torch and transformers import slowly cold."""
 RUN_S = 300.0
-"""Until both runs have exited (each trains for about 40 s once started)."""
+"""Until all three runs have exited (each trains for about 40 s once started)."""
 
 
 @pytest.fixture
@@ -60,18 +63,20 @@ def gpu_index_of(pid: int) -> int | None:
                  if any(p.pid == pid for p in gpu.processes or ())), None)
 
 
-Run = tuple[str, "subprocess.Popen[bytes]", Path]
-"""A task's label, its training process and its log."""
+Run = tuple[str, "subprocess.Popen[bytes]", Path, Path]
+"""A task's label, its training process, the log followed and the console log."""
 
 
-def start_run(tmp_path: Path, name: str, argv: list[str]) -> Run:
-    """Start a training with stdout and stderr in `<tmp>/<name>/train.log` (the run holds it)."""
+def start_run(tmp_path: Path, name: str, argv: list[str], follow: str = "train.log") -> Run:
+    """Start a training in `<tmp>/<name>` with stdout and stderr in `train.log` there (the run
+    holds it); the dashboard follows `follow`, a path under that directory."""
     log = tmp_path / name / "train.log"
     log.parent.mkdir()
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-u", *argv], stdout=out,
                                 stderr=subprocess.STDOUT, cwd=log.parent)
-    return f"{name}/train.log", proc, log
+    followed = log.parent / follow
+    return label_of(str(followed)), proc, followed, log
 
 
 def tail(log: Path) -> str:
@@ -88,9 +93,11 @@ def test_real_trainings_rows_show_gpu_pid_vram_then_finished(pane: Pane, tmp_pat
     runs = [
         start_run(tmp_path, "lightning", [str(WORKLOADS / "tiny_lightning.py")]),
         start_run(tmp_path, "hf", [str(WORKLOADS / "tiny_hf_trainer.py"), "out"]),
+        start_run(tmp_path, "csv", [str(WORKLOADS / "tiny_lightning.py"), "--csv"],
+                  follow="lightning_logs/version_0/metrics.csv"),
     ]
     try:
-        logs = [str(log) for _, _, log in runs]
+        logs = [str(log) for _, _, log, _ in runs]
         argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "gpuherd",
                 "--interval", "0.5", *[arg for log in logs for arg in ("--log", log)]]
         pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; sleep 60", 160, 50)
@@ -101,13 +108,13 @@ def test_real_trainings_rows_show_gpu_pid_vram_then_finished(pane: Pane, tmp_pat
         deadline = time.monotonic() + START_S
         screen = ""
         while len(seen) < len(runs):
-            for label, proc, log in runs:
+            for label, proc, _, log in runs:
                 assert proc.poll() is None or label in seen, (
                     f"{label} exited ({proc.returncode}) before its row showed it:\n"
                     f"{tail(log)}\n{screen}")
             assert time.monotonic() < deadline, f"rows never showed their pids:\n{screen}"
             screen = pane.text()
-            for label, proc, _ in runs:
+            for label, proc, _, _ in runs:
                 cells = task_cells(screen, label)
                 if label in seen or cells is None or cells.get("PID") != str(proc.pid):
                     continue
@@ -121,22 +128,22 @@ def test_real_trainings_rows_show_gpu_pid_vram_then_finished(pane: Pane, tmp_pat
                 seen[label] = cells
             time.sleep(0.2)
 
-        for label, proc, log in runs:
+        for label, proc, _, log in runs:
             try:
                 code = proc.wait(timeout=RUN_S)
             except subprocess.TimeoutExpired:
                 pytest.fail(f"{label} did not finish:\n{tail(log)}")
             assert code == 0, f"{label} failed ({code}):\n{tail(log)}"
         screen = pane.wait_for(lambda s: all(
-            (task_cells(s, label) or {}).get("STATUS") == "finished" for label, _, _ in runs),
+            (task_cells(s, label) or {}).get("STATUS") == "finished" for label, *_ in runs),
             timeout_s=30)
-        for label, proc, _ in runs:
+        for label, proc, _, _ in runs:
             cells = task_cells(screen, label)
             assert cells is not None and cells["PID"] == str(proc.pid), screen
         assert "Traceback" not in screen
         pane.keys("q")
     finally:
-        for _, proc, _ in runs:
+        for _, proc, _, _ in runs:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
