@@ -23,15 +23,16 @@ from parsers.text import metric_name, normalise_line, parse_number
 from parsers.values import to_step
 
 STEP_KEY = "time/total_timesteps"
-_NAMES = {
+NAMES = {
     "train/loss": "train/loss",
     "train/learning_rate": "lr",
     "time/fps": "throughput/samples_s",  # environment steps a second
 }
 """Keys with a standard name; the others keep theirs (`train/approx_kl`,
-`rollout/ep_rew_mean`, `eval/mean_reward`)."""
-_SKIP = frozenset({"time/iterations", "time/time_elapsed", "time/episodes", "train/n_updates",
-                   "train/clip_range", "train/clip_range_vf"})
+`rollout/ep_rew_mean`, `eval/mean_reward`). The same keys head the columns of SB3's
+`progress.csv` (`parsers.table_formats`)."""
+NOT_MEASUREMENTS = frozenset({"time/iterations", "time/time_elapsed", "time/episodes",
+                              "train/n_updates", "train/clip_range", "train/clip_range_vf"})
 """Counters and settings the table repeats, not measurements."""
 
 
@@ -71,7 +72,7 @@ class Sb3Parser:
         values: list[tuple[str, float]] = []
         step = None
         for key, text in rows:
-            if key in _SKIP:
+            if key in NOT_MEASUREMENTS:
                 continue
             try:
                 number = parse_number(text)
@@ -80,5 +81,5 @@ class Sb3Parser:
             if key == STEP_KEY:
                 step = to_step(number)
             else:
-                values.append((_NAMES.get(key) or metric_name(key), number))
+                values.append((NAMES.get(key) or metric_name(key), number))
         return LogMetric(tuple(values), step) if values else None

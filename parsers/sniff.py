@@ -5,11 +5,11 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 
-from parsers.table_formats import MISSING_CELLS
+from parsers.table_formats import EPOCH_COLUMNS, MISSING_CELLS, STEP_COLUMNS
 
 TRAINER_STATE_KEY = '"log_history"'
 
-_STEP_OR_EPOCH = frozenset({"epoch", "step", "global_step", "iteration", "iter"})
+_STEP_OR_EPOCH = STEP_COLUMNS | EPOCH_COLUMNS
 
 
 def is_trainer_state(raw_lines: Sequence[str]) -> bool:
@@ -29,7 +29,8 @@ def csv_header_columns(lines: Sequence[str]) -> list[str] | None:
     """The column names of a metrics CSV, from its header line and first row; else `None`.
 
     A metrics CSV (Keras `CSVLogger`, whose default file name is `training.log`; a pandas
-    history; any `*.csv`) names an epoch or step column and at least one other, in a header
+    history; SB3's `progress.csv`, stepped by `time/total_timesteps`; any `*.csv`) names an
+    epoch or step column and at least one other, in a header
     of plain names, and its first data row (when written yet) has no more cells than the
     header and numbers or missing-value words only.
     """

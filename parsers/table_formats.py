@@ -1,19 +1,24 @@
-"""CSV metric files (Lightning `metrics.csv`, timm `summary.csv`, YOLO `results.csv`)."""
+"""CSV metric files: Lightning `metrics.csv`, timm `summary.csv`, YOLO `results.csv`, SB3."""
 
 from __future__ import annotations
 
 import csv
 
+from parsers import sb3
 from parsers.model import LogMetric
 from parsers.text import metric_name, normalise_line, parse_number
 from parsers.values import to_epoch, to_step
 
-_STEP_COLUMNS = frozenset({"step", "global_step", "iteration", "iter"})
-_EPOCH_COLUMNS = frozenset({"epoch"})
+# Stable-Baselines3's `progress.csv` has its console table's keys as columns: its step is
+# `time/total_timesteps` (environment steps), and its counters are no measurements
+STEP_COLUMNS = frozenset({"step", "global_step", "iteration", "iter", sb3.STEP_KEY})
+"""Column names (lower-cased) whose cells are the row's step."""
+EPOCH_COLUMNS = frozenset({"epoch"})
+"""Column names (lower-cased) whose cells are the row's epoch."""
 # YOLO's `time` is the run's elapsed seconds, not a metric
-_SKIP_COLUMNS = frozenset({"time", "created", "timestamp"})
-_ROLES = {**dict.fromkeys(_SKIP_COLUMNS, "skip"), **dict.fromkeys(_STEP_COLUMNS, "step"),
-          **dict.fromkeys(_EPOCH_COLUMNS, "epoch")}
+_SKIP_COLUMNS = frozenset({"time", "created", "timestamp"}) | sb3.NOT_MEASUREMENTS
+_ROLES = {**dict.fromkeys(_SKIP_COLUMNS, "skip"), **dict.fromkeys(STEP_COLUMNS, "step"),
+          **dict.fromkeys(EPOCH_COLUMNS, "epoch")}
 """What a column is when it is not a metric, by its lower-case name."""
 
 
@@ -69,7 +74,7 @@ class CsvParser:
             self._headerless = True  # `all` of no names is true too
             raise ValueError("the file's first line is no header: it names no column")
         self.columns = columns
-        self.names = [metric_name(column) for column in columns]
+        self.names = [sb3.NAMES.get(column) or metric_name(column) for column in columns]
         self._roles = [_ROLES.get(column.lower()) if column else "skip" for column in columns]
 
     def _row(self, cells: list[str]) -> LogMetric | None:

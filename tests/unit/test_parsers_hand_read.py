@@ -255,6 +255,21 @@ HAND_READ: dict[str, Log] = {
         Read(37, "train/entropy_loss", -1.38),
         Read(79, "rollout/ep_rew_mean", 1.87, step=8192),
         Read(79, "train/approx_kl", 0.050227404))),
+    "sb3/ppo_progress.csv": Log("csv", (  # SB3's progress.csv: a row per dump, stepped by
+        # `time/total_timesteps`; the first row has no `train/` cells (the header was rewritten)
+        Read(2, "rollout/ep_rew_mean", 22.272727272727273, step=256),
+        Read(2, "throughput/samples_s", 1964),
+        Read(3, "train/loss", 46.594139099121094, step=512), Read(3, "lr", 0.0003),
+        Read(3, "train/approx_kl", 0.0005403776), Read(3, "train/value_loss", 89.17843770980835),
+        Read(3, "train/entropy_loss", -0.6928730010986328),
+        Read(9, "train/loss", 56.87999725341797, step=2048),
+        Read(9, "rollout/ep_len_mean", 28.40277777777778))),
+    "sb3/dqn_progress.csv": Log("csv", (  # DQN: no `train/` cells before `learning_starts`
+        Read(2, "rollout/ep_len_mean", 21.05, step=421),
+        Read(2, "rollout/exploration_rate", 0.05), Read(2, "throughput/samples_s", 15953),
+        Read(3, "train/loss", 0.48119455575942993, step=650), Read(3, "lr", 0.0001),
+        Read(15, "train/loss", 0.006540777161717415, step=2952),
+        Read(15, "rollout/ep_rew_mean", 9.6))),
     "timm_csv/summary.csv": Log("timm_csv", (
         Read(2, "train/loss", 2.4678056836128235, epoch=0), Read(2, "val/acc", 3.125),
         Read(2, "val/acc_top5", 71.875), Read(4, "val/loss", 0.3706856742501259, epoch=2),

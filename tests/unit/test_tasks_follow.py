@@ -58,3 +58,31 @@ def test_rotated_log_counts_every_line_once(tmp_path):
     view = tracker.view(str(log))
     assert view.lines_read == 401 and view.step == 400 and view.generation == 5
     assert len(tracker.series(str(log), "train/loss")) == 401
+
+
+SB3 = os.path.join(os.path.dirname(__file__), "..", "data")
+
+
+def test_sb3_progress_csv_rewritten_after_its_first_dump_gives_each_row_once(tmp_path):
+    # Real SB3 2.9.2 PPO output (tests/data/logs/make_logs/gen_sb3.py): the first dump has no
+    # `train/` keys, so the second rewrites the whole file under a longer header.
+    dumps = [os.path.join(SB3, "sb3_dumps", f"ppo_progress.csv.{n}") for n in (1, 2)]
+    dumps.append(os.path.join(SB3, "logs", "sb3", "ppo_progress.csv"))
+    log = tmp_path / "progress.csv"
+    tail = LogTailCollector(str(log), poll=True, poll_interval_s=0.01, settle_s=0)
+    tail.open()
+    tracker = TaskTracker()
+    for dump in dumps:
+        with open(dump, "rb") as source, open(log, "r+b" if log.exists() else "wb") as out:
+            out.write(source.read())  # in place, from its start, as SB3's CSV writer does
+        sample_all(tail, tracker)
+    tail.close()
+    steps = list(range(256, 2049, 256))
+    assert [x for x, _ in tracker.series(str(log), "rollout/ep_rew_mean")] == steps
+    assert [x for x, _ in tracker.series(str(log), "train/loss")] == steps[1:]
+    latest = dict(tracker.view(str(log)).latest)
+    assert latest["train/loss"] == 56.87999725341797 and latest["lr"] == 0.0003
+    # counters and settings the table repeats are no measurements
+    assert not {"time/iterations", "time/time_elapsed", "train/n_updates",
+                "train/clip_range"} & latest.keys()
+    assert tracker.view(str(log)).step == 2048
