@@ -47,12 +47,14 @@ def scan_line(line: str) -> LogFinding | None:
     # Plain substring tests run at C speed and rule out almost every line before any regex.
     # Each keyword is tested only when one of its rarer letters is in the line: a one-letter
     # test is a memchr, several times cheaper than a word search, and most lines lack it.
+    # Every word `_KINDS` lists must be tested here (tests/unit/test_findings_pinned.py).
     if not (
         ("y" in line and "emory" in line)
         or ("T" in line and "Traceback" in line)
         or ("w" in line and "ownload" in line)
         or ("F" in line and "Fetching" in line)
         or ("C" in line and ("NCCL" in line or "CUDA error" in line))
+        or ("W" in line and "Watchdog" in line)
         or ("K" in line and "Killed" in line)
         or ("S" in line and "Segmentation" in line)
         or ("B" in line and "B/s" in line)

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from parsers.findings import findings_from_metric, scan_line
+from parsers.findings import _KINDS, findings_from_metric, scan_line
 from parsers.model import LogMetric
 from parsers.registry import make_parser
 
@@ -142,6 +142,30 @@ def test_killed_inside_a_sentence_is_not_a_kill(line: str) -> None:
 ])
 def test_each_kind_on_the_line_that_shows_it(line: str, kind: str) -> None:
     assert line_findings(line) == [(kind, line)]
+
+
+# A line for each keyword of `_KINDS` that holds no other keyword: `scan_line` tests the
+# keywords first, spelled out for speed, so a keyword missing there silences its kind.
+KEYWORD_LINES = {
+    "emory": "RuntimeError: Out of memory while allocating",
+    "Traceback": "Traceback (most recent call last):",
+    "NCCL": "NCCL WARN Call to connect returned Connection refused",
+    "Watchdog": "[PG 0 Rank 1] Watchdog caught collective operation timeout after 600000 ms",
+    "CUDA error: ": "RuntimeError: CUDA error: device-side assert triggered",
+    "Killed": "Killed",
+    "Segmentation fault": "Segmentation fault (core dumped)",
+    "ownload": 'Downloading: "https://download.pytorch.org/models/resnet18.pth"',
+    "Fetching": "Fetching 3 files: 100%|##########| 3/3 [00:01<00:00,  2.50it/s]",
+    "B/s": "model.safetensors:  50%|#####     | 1.2G/2.4G [00:01<00:01, 1.2GB/s]",
+}
+
+
+def test_every_keyword_of_every_kind_reaches_its_pattern() -> None:
+    words = {word: kind for kind, kind_words, _ in _KINDS for word in kind_words}
+    assert words.keys() == KEYWORD_LINES.keys()  # a new keyword needs its line here
+    for word, line in KEYWORD_LINES.items():
+        assert [w for w in words if w in line] == [word], line
+        assert line_findings(line) == [(words[word], line)], word
 
 
 @pytest.mark.parametrize("line", [
