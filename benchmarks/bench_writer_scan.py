@@ -107,7 +107,7 @@ def _by_cwd_scan(n_procs: int, n_logs: int, rounds: int) -> tuple[float, float]:
                     os.makedirs(os.path.dirname(log))
                     with open(log, "w") as f:
                         f.write("epoch,step,loss\n")
-                    watch.follow(log, log)
+                    watch.follow(log, log, "lightning_csv")
                     logs.append(log)
             watch.set_gpu_pids(p.pid for p in procs)
             collector = WriterCollector(watch, scan_every_s=0)  # every sample a full scan

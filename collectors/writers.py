@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from collectors.writers_by_cwd import job_by_cwd
+from parsers.registry import REOPENED_FORMATS
 
 PROC = "/proc"
 MAX_DEPTH = 16
@@ -75,12 +76,14 @@ def started_at(pid: int, proc: str = PROC) -> float | None:
     which counts whole seconds.
     """
     found = proc_id(pid, proc)
+    if found is None:
+        return None
     try:
         with open(f"{proc}/uptime", "rb") as f:
             uptime = float(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-    return None if found is None else time.time() - uptime + found.start_ticks / _TICKS_PER_S
+    return time.time() - uptime + found.start_ticks / _TICKS_PER_S
 
 
 def _stat(pid: int, proc: str) -> tuple[int, int, bool] | None:
@@ -208,14 +211,23 @@ class WriterWatch:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._files: dict[str, str] = {}
+        self._reopened: frozenset[str] = frozenset()
         self._gpu_pids: frozenset[int] = frozenset()
         self.changed = threading.Event()
         """Set when a file or GPU pid was added: the collector scans at its next sample."""
 
-    def follow(self, task_id: str, path: str) -> None:
-        """Look for the writer of `path` (the file task `task_id` reads)."""
+    def follow(self, task_id: str, path: str, log_format: str | None = None) -> None:
+        """Look for the writer of `path` (the file task `task_id` reads).
+
+        A log in one of `REOPENED_FORMATS` (a `metrics.csv`, a `trainer_state.json`) may also
+        be tied to its writer by working directory (`collectors.writers_by_cwd`).
+        """
         real = os.path.realpath(path)
+        reopened = log_format in REOPENED_FORMATS
         with self._lock:
+            if reopened != (task_id in self._reopened):
+                self._reopened = (self._reopened | {task_id} if reopened
+                                  else self._reopened - {task_id})
             if self._files.get(task_id) == real:
                 return
             self._files = {**self._files, task_id: real}
@@ -225,6 +237,7 @@ class WriterWatch:
         """Stop looking for the writer of this task's file."""
         with self._lock:
             self._files = {k: v for k, v in self._files.items() if k != task_id}
+            self._reopened = self._reopened - {task_id}
 
     def set_gpu_pids(self, pids: Iterable[int]) -> None:
         """The pids the driver lists on any GPU now."""
@@ -239,6 +252,10 @@ class WriterWatch:
         """The followed files (task id -> real path) and the GPU pids, as they are now."""
         with self._lock:
             return self._files, self._gpu_pids
+
+    def reopened(self) -> frozenset[str]:
+        """The tasks whose log is in one of `REOPENED_FORMATS`."""
+        return self._reopened  # replaced whole, never changed in place
 
 
 class WriterCollector:
@@ -302,13 +319,16 @@ class WriterCollector:
                 chains: Mapping[int, list[int]]) -> dict[str, LogWriters]:
         """Writers found by working directory (`collectors.writers_by_cwd`).
 
-        Only for the logs written since the last full scan that no process holds open and no
-        writer known alive wrote.
+        Only for the logs in `REOPENED_FORMATS` written since the last full scan that no process
+        holds open and no writer known alive wrote.
         """
         written: dict[str, float] = {}
         found: dict[str, LogWriters] = {}
         cwds: dict[int, str | None] = {}
+        reopened = self.watch.reopened()
         for task_id, path in files.items():
+            if task_id not in reopened:
+                continue  # a console log: its writer holds it open, or is not ours to see
             try:
                 written[path] = modified = os.stat(path).st_mtime
             except OSError:

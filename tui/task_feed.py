@@ -96,7 +96,7 @@ class TaskFeed:
         new = batch.path not in tracker.task_ids
         tracker.add_batch(batch)
         if self._watch is not None and batch.file_path:
-            self._watch.follow(batch.path, batch.file_path)
+            self._watch.follow(batch.path, batch.file_path, batch.format)
         hint = self._hints.get(batch.path)
         if new and hint is not None:
             tracker.associate(batch.path, label=hint.label, gpu_uuids=hint.gpu_uuids or None)

@@ -133,7 +133,7 @@ class ExportState:
         new = batch.path not in tracker.task_ids
         tracker.add_batch(batch)
         if self._watch is not None and batch.file_path:
-            self._watch.follow(batch.path, batch.file_path)
+            self._watch.follow(batch.path, batch.file_path, batch.format)
         hint = self._hints.get(batch.path)
         if new and hint is not None:  # as the dashboard's task feed does
             tracker.associate(batch.path, label=hint.label, gpu_uuids=hint.gpu_uuids or None)

@@ -72,9 +72,10 @@ def run_dir(tmp_path: Path, levels: int = 2) -> tuple[Path, Path]:
     return where, log_dir / "metrics.csv"
 
 
-def collector_for(log: Path, gpu_pids: list[int]) -> tuple[WriterWatch, WriterCollector]:
+def collector_for(log: Path, gpu_pids: list[int], log_format: str | None = "lightning_csv"
+                  ) -> tuple[WriterWatch, WriterCollector]:
     watch = WriterWatch()
-    watch.follow("t", str(log))
+    watch.follow("t", str(log), log_format)
     watch.set_gpu_pids(gpu_pids)
     return watch, WriterCollector(watch, scan_every_s=0)  # every sample a full scan
 
@@ -100,6 +101,25 @@ def test_a_log_opened_and_closed_at_each_write_is_tied_to_the_job_running_there(
     procs[0].wait()
     # gone: the task keeps no writer and can turn finished, as with a writer found by its fd
     assert collector.sample().logs == (LogWriters("t", (), ()),)
+
+
+@pytest.mark.parametrize(("log_format", "tied"), [
+    ("lightning_csv", True), ("hf_trainer_state", True), ("llamafactory", True),
+    ("generic", False), ("hf_trainer", False), ("detectron2_json", False), (None, False)])
+def test_only_logs_whose_writers_reopen_them_are_tied_by_place(
+        tmp_path: Path, procs, log_format: str | None, tied: bool) -> None:
+    # a console log (`watch nvidia-smi >> smi.log` beside a training) is held open by its
+    # writer, which is no GPU process here: tying it to the training would be wrong
+    where, log = run_dir(tmp_path)
+    pid, _ = start(procs, where, SLEEPER)
+    log.write_text("step=1 loss=0.5\n")
+    watch, collector = collector_for(log, [pid], log_format)
+    collector.sample()
+    os.utime(log, (time.time() + 1, time.time() + 1))
+    assert collector.sample().logs == ((LogWriters("t", (pid,), (pid,)),) if tied else ())
+    if tied:  # the format turns out otherwise (detected anew): no longer looked for by place
+        watch.follow("t", str(log), "generic")
+        assert "t" not in watch.reopened()
 
 
 @pytest.mark.parametrize("levels", [0, 1, MAX_LEVELS, MAX_LEVELS + 1])
