@@ -10,9 +10,12 @@ log is tied to the GPU process whose working directory is the log's directory or
 - the log was written since the previous full scan (an old run's log beside a new run is not
   the new run's);
 - the process started before that write;
-- one job matches: the processes with the deepest matching working directory are one process
+- one job matches: the processes with the working directory nearest the log are one process
   and its descendants (Lightning's DDP ranks are children of rank 0). Two runs started in one
   directory, or `torchrun`'s sibling workers, leave the log with no writer, as before.
+
+The collector asks this only for logs of `parsers.registry.REOPENED_FORMATS`: a console log is
+held open by whoever writes it, and when that is no GPU process it is not the training's.
 """
 
 from __future__ import annotations

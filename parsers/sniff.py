@@ -30,9 +30,9 @@ def csv_header_columns(lines: Sequence[str]) -> list[str] | None:
 
     A metrics CSV (Keras `CSVLogger`, whose default file name is `training.log`; a pandas
     history; SB3's `progress.csv`, stepped by `time/total_timesteps`; any `*.csv`) names an
-    epoch or step column and at least one other, in a header
-    of plain names, and its first data row (when written yet) has no more cells than the
-    header and numbers or missing-value words only.
+    epoch or step column and at least one other, in a header of plain names, and its first
+    data row (when written yet) has no more cells than the header and numbers or
+    missing-value words only.
     """
     rows = [line for line in lines if line.strip()][:2]
     if not rows:
