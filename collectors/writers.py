@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from collectors.writers_by_cwd import job_by_cwd
-from parsers.registry import REOPENED_FORMATS
+from parsers.format_sets import REOPENED_FORMATS
 
 PROC = "/proc"
 MAX_DEPTH = 16

@@ -14,7 +14,7 @@ log is tied to the GPU process whose working directory is the log's directory or
   and its descendants (Lightning's DDP ranks are children of rank 0). Two runs started in one
   directory, or `torchrun`'s sibling workers, leave the log with no writer, as before.
 
-The collector asks this only for logs of `parsers.registry.REOPENED_FORMATS`: a console log is
+The collector asks this only for logs of `parsers.format_sets.REOPENED_FORMATS`: a console log is
 held open by whoever writes it, and when that is no GPU process it is not the training's.
 """
 

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from parsers.fairseq import parse_fairseq_line
+from parsers.format_sets import CSV_FORMATS, DOCUMENT_FORMATS
 from parsers.framework_formats import (
     Detectron2Parser,
     MmengineJsonParser,
@@ -144,22 +145,6 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
 
 FORMAT_NAMES: tuple[str, ...] = tuple(name for name, _, _ in FORMATS) + ("hf_trainer_state",)
 """Every name `make_parser` and `--format` accept."""
-
-DOCUMENT_FORMATS: frozenset[str] = frozenset({"hf_trainer_state"})
-"""Formats that are whole JSON documents rewritten in place, parsed with `parse_trainer_state`
-after each change instead of line by line."""
-
-CSV_FORMATS: frozenset[str] = frozenset({"lightning_csv", "timm_csv", "ultralytics_csv", "csv"})
-"""Formats whose first line is their header: told from a file's first lines only."""
-
-REOPENED_FORMATS: frozenset[str] = CSV_FORMATS | DOCUMENT_FORMATS | frozenset(
-    {"jsonl", "llamafactory", "mmengine_json", "detr_json"})
-"""Formats whose writers usually open the file, write and close it again at each write
-(Lightning's `CSVLogger`, the Trainer's `trainer_state.json`, LLaMA-Factory's
-`trainer_log.jsonl`, mmengine's `scalars.json`, DETR's `log.txt`): a scan of open files rarely
-catches them, so their writer is also looked for by working directory
-(`collectors.writers_by_cwd`). Not the console formats, whose log the training's stdout holds
-open, nor detectron2's `metrics.json`, which its `JSONWriter` holds open."""
 
 LATE_FORMATS: frozenset[str] = frozenset(
     name for name, _, _ in FORMATS if name != "generic" and name not in CSV_FORMATS
