@@ -42,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
     """Parse every file in `args.files`; 0, 1 if any file gave nothing, 2 on a bad --format.
 
     A file gives nothing when it cannot be read, is empty, holds no text (a binary file), or
-    when no line of it matched a forced `--format`; each is one stderr line.
+    when no line of it matched a forced `--format`; each is one stderr line. Text that holds
+    no metric and no finding (a CSV with its header only) is no failure: one stderr line says
+    so, and the status stays 0.
     """
     if args.log_format is not None and args.log_format not in FORMAT_NAMES:
         names = ", ".join(FORMAT_NAMES)
@@ -75,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
                 f"first at {report.first_unparsed_line}: {report.first_error}",
                 file=sys.stderr,
             )
+        elif not (report.metrics or report.findings):
+            # Text read without trouble that holds nothing to report (a CSV with its header
+            # only, a config file): no failure, but silence would read as one.
+            print(f"gpuherd parse: {path}: {_nothing_found(report)}", file=sys.stderr)
     sys.stdout.flush()
     return status
 
@@ -90,6 +96,13 @@ def _nothing_read(report: FileReport, forced: str | None) -> str | None:
     if forced is not None:
         return f"no line matched --format {forced}; without --format it reads as {report.detected}"
     return None
+
+
+def _nothing_found(report: FileReport) -> str:
+    if report.format in DOCUMENT_FORMATS:
+        return f"no log_history entry holds a metric (read as {report.format})"
+    return (f"no metric and no finding in {report.text_lines} text line(s), read as "
+            f"{report.format}; --format names another format")
 
 
 class FileReport:

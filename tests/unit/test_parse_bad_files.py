@@ -55,14 +55,25 @@ def test_json_that_is_no_trainer_state_elsewhere_is_no_document(tmp_path: Path) 
     doc = tmp_path / "config.json"
     doc.write_text('{\n  "n_layer": 2,\n  "vocab_size": 50257\n}\n')
     status, records, err = parse(doc)
-    assert (status, err) == (exit_codes.OK, [])
-    assert {r.get("format") for r in records} <= {"generic"}
+    assert (status, records) == (exit_codes.OK, [])
+    assert err == [f"gpuherd parse: {doc}: no metric and no finding in 4 text line(s), read as "
+                   "generic; --format names another format"]
 
 
 def test_a_csv_with_a_header_only_gives_nothing_and_no_error(tmp_path: Path) -> None:
+    # a log not written yet: no failure, but one line says why nothing was printed
     log = tmp_path / "training.log"
     log.write_text("epoch,accuracy,loss,val_accuracy,val_loss\n")
-    assert parse(log) == (exit_codes.OK, [], [])
+    assert parse(log) == (exit_codes.OK, [], [
+        f"gpuherd parse: {log}: no metric and no finding in 1 text line(s), read as csv; "
+        "--format names another format"])
+
+
+def test_a_trainer_state_with_an_empty_history_says_so(tmp_path: Path) -> None:
+    doc = tmp_path / "trainer_state.json"
+    doc.write_text('{\n  "global_step": 0,\n  "log_history": []\n}\n')
+    assert parse(doc) == (exit_codes.OK, [], [
+        f"gpuherd parse: {doc}: no log_history entry holds a metric (read as hf_trainer_state)"])
 
 
 def test_ragged_rows_are_counted_and_the_rows_around_them_kept(tmp_path: Path) -> None:
