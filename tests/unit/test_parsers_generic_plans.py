@@ -137,18 +137,25 @@ class CountingPair:
         return self.real.finditer(text, *span)
 
 
+def parse_counting_pair_runs(monkeypatch: pytest.MonkeyPatch, lines: list[str]
+                             ) -> tuple[int, list[LogMetric | None]]:
+    """How often the pair regex ran while the generic parser read `lines`, and its metrics."""
+    pair = CountingPair()
+    monkeypatch.setattr(keyvalue, "_PAIR", pair)
+    metrics = [keyvalue.parse_generic_line(line) for line in lines]
+    return pair.runs, metrics
+
+
 def test_a_log_of_one_shape_runs_the_pair_regex_only_while_the_shape_is_new(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The regex split cost a third of a timestamped line's parse, and a log prints the same
     # shape over and over: it runs for the first two lines and to make the plan, then no more.
-    pair = CountingPair()
-    monkeypatch.setattr(keyvalue, "_PAIR", pair)
     lines = [f"2031-05-06 07:08:{i // 1000:02},{i % 1000:03} INFO step={i % 900 + 100} "
              f"loss={1 + i / 10_000:.4f} lr=0.05 grad_norm={(i % 97) / 100:.2f}"
              for i in range(2000)]
-    metrics = [keyvalue.parse_generic_line(line) for line in lines]
-    assert pair.runs == 3
+    runs, metrics = parse_counting_pair_runs(monkeypatch, lines)
+    assert runs == 3
     second = time.mktime((2031, 5, 6, 7, 8, 1, 0, 0, -1))
     assert metrics[1234] == LogMetric(
         (("train/loss", 1.1234), ("lr", 0.05), ("grad_norm", 0.7)), 434, None,
@@ -160,13 +167,11 @@ def test_lines_that_are_not_ascii_are_read_by_a_plan_too(
 ) -> None:
     # a Lightning bar cut at the terminal's edge, which the tqdm format leaves to this parser:
     # the bar's `█` once made every such line take the regex
-    pair = CountingPair()
-    monkeypatch.setattr(keyvalue, "_PAIR", pair)
     lines = [f"Epoch {i // 100}: 100%|\u2588| 16/16 [00:00<00:00, {200 + i % 97}.16it/s, "
              f"v_num=0, train_loss=0.{i:03}, train_acc_step=1.000, val_loss=0.606, val_a"
              for i in range(300)]
-    metrics = [keyvalue.parse_generic_line(line) for line in lines]
-    assert pair.runs == 3
+    runs, metrics = parse_counting_pair_runs(monkeypatch, lines)
+    assert runs == 3
     assert metrics[123] == LogMetric(
         (("train/loss", 0.123), ("train/acc", 1.0), ("val/loss", 0.606)), None, 1.0)
 

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,16 +42,6 @@ def start(code: str, *args: str) -> tuple[subprocess.Popen[str], str]:
                             text=True)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
-
-
-@pytest.fixture
-def procs() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
 
 
 def test_the_scan_finds_the_gpu_process_that_writes_the_log(tmp_path: Path, procs) -> None:

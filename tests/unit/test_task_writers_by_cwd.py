@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,16 +41,6 @@ for kid in kids:
 print(" ".join(str(kid.pid) for kid in kids), flush=True)
 time.sleep(120)
 """
-
-
-@pytest.fixture
-def procs() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
 
 
 def start(procs: list[subprocess.Popen[str]], cwd: Path, code: str, *args: str
