@@ -14,7 +14,7 @@ from gpuherd.export.headless import build_feed
 from gpuherd.export.state import ExportState
 from tests.fakes import GiB
 from tests.unit.test_export_metrics import one, scrape
-from tests.unit.test_task_writers import WRITER, procs, start  # noqa: F401  (a fixture)
+from tests.unit.test_task_writers import WRITER, start
 
 OTHER_PID = 999_999_998  # a GPU process of a colleague: listed, writes nothing here
 
