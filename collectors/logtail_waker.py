@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -27,6 +28,24 @@ NETWORK_FILESYSTEMS = frozenset({
 })
 """Filesystem types on which inotify misses writes made by other machines; every `fuse.*`
 type counts too (sshfs, s3fs, gcsfuse, rclone, juicefs)."""
+
+
+
+class _DroppedWatchRace(logging.Filter):
+    """Drops watchdog's log line for a benign race, and only that line.
+
+    A watch dropped (a tail stopped) while its emitter thread was reading an event logs an
+    error; the event is lost for a directory no tail watches any more. Without a logging setup
+    Python would print the line on the user's terminal as if something had failed.
+    """
+
+    MESSAGE = "InotifyEmitter.queue_events() called when the thread is inactive"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != self.MESSAGE
+
+
+logging.getLogger("watchdog.observers.inotify").addFilter(_DroppedWatchRace())
 
 # Our own reads raise open/close-nowrite events; reacting to them would wake the tail forever.
 _IGNORED_EVENTS = frozenset({"opened", "closed_no_write"})
