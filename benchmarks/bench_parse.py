@@ -12,6 +12,10 @@ lines. Two passes run over the same lines in the same process, on one core:
 It prints lines/s for both and their ratio (goal: >= 200k lines/s and >= 0.7x the baseline).
 Rates are per second of this process's CPU time (the "one core" of the goal), so other work on
 a shared machine does not lower them; wall-clock rates follow in brackets.
+
+It measures the parsers that `import parsers` finds: those of an installed wheel, compiled with
+mypyc where it was built with a C compiler (see hatch_build.py), else this checkout's pure-Python
+ones. The first line of the output says which.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # after site-packages: an installed (maybe compiled) gpuherd wins
 
+import parsers.text  # noqa: E402
+from gpuherd import parsers_compiled  # noqa: E402
 from gpuherd.parse_command import iter_lines  # noqa: E402
 from parsers.findings import scan_line  # noqa: E402
 from parsers.registry import DOCUMENT_FORMATS, detect_format, make_parser  # noqa: E402
@@ -98,11 +104,18 @@ def best_rates(
     ]
 
 
+def parsers_build() -> str:
+    """`compiled (mypyc)` or `pure Python`, and where the parsers were imported from."""
+    where = Path(parsers.text.__file__ or "?").parent
+    return f"{'compiled (mypyc)' if parsers_compiled() else 'pure Python'}, {where}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    print(f"parsers: {parsers_build()}")
     mix = load_mix(args.lines)
     total = sum(len(lines) for _, lines in mix)
     chars = sum(len(line) for _, lines in mix for line in lines)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from gpuherd import __version__, exit_codes
+from gpuherd import __version__, exit_codes, parsers_compiled
 from gpuherd.commands import demo, note, parse, queue, record, replay, snapshot, summarize
 from gpuherd.commands import fleet as fleet_command
 from gpuherd.commands import monitor as monitor_command
@@ -104,7 +104,9 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
         "`gpuherd demo` to see it on a machine without an NVIDIA GPU; `gpuherd COMMAND --help` "
         "for a command's flags.",
     )
-    parser.add_argument("--version", action="version", version=f"gpuherd {__version__}")
+    parsers = "compiled" if parsers_compiled() else "pure Python"
+    parser.add_argument("--version", action="version",
+                        version=f"gpuherd {__version__} (log parsers: {parsers})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     children = {}
     for name, module in COMMANDS.items():

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from parsers.model import LogMetric
-from parsers.values import check_metric
+from parsers.values import check_metric, value_error
 
 LineFunction = Callable[[str], "LogMetric | None"]
 
@@ -87,7 +87,7 @@ class CheckedParser:
                 if metric is None:
                     return None
         except BAD_INPUT_ERRORS as error:
-            raise ValueError(f"{type(error).__name__}: {error}"[:200]) from error
+            raise value_error(f"{type(error).__name__}: {error}"[:200], error)  # noqa: B904
         return check_metric(metric)
 
     def reset(self) -> None:

@@ -6,6 +6,8 @@ import json
 import re
 from collections.abc import Callable
 
+from parsers.values import value_error
+
 MAX_DEPTH = 64
 """Deepest nesting of objects and arrays accepted. Metric records are one to three levels deep;
 `json.loads` recurses once per level and raises RecursionError near 1,000 (and less when
@@ -43,7 +45,7 @@ def loads(text: str) -> object:
     try:
         return json.loads(text)  # json.JSONDecodeError is a ValueError
     except RecursionError as error:  # cannot happen after check_depth; kept as a last fence
-        raise ValueError("JSON nested too deeply") from error
+        raise value_error("JSON nested too deeply", error)  # noqa: B904
 
 
 def check_depth(text: str) -> None:

@@ -7,7 +7,7 @@ import csv
 from parsers import sb3
 from parsers.model import LogMetric
 from parsers.text import metric_name, normalise_line, parse_number
-from parsers.values import to_epoch, to_step
+from parsers.values import to_epoch, to_step, value_error
 
 # Stable-Baselines3's `progress.csv` has its console table's keys as columns: its step is
 # `time/total_timesteps` (environment steps), and its counters are no measurements
@@ -58,7 +58,7 @@ class CsvParser:
         try:
             cells = next(csv.reader([line]))
         except csv.Error as error:  # a stray newline or NUL inside the row
-            raise ValueError(f"not a CSV row: {error}") from error
+            raise value_error(f"not a CSV row: {error}", error)  # noqa: B904
         if self.names is None:
             self._header(cells)
             return None

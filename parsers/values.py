@@ -15,6 +15,17 @@ _INFINITE_OK = ("loss", "grad_norm", "perplexity", "ppl")
 and perplexity really are, and that is a health finding, not a parse failure."""
 
 
+def value_error(message: str, cause: BaseException) -> ValueError:
+    """A `ValueError` whose `__cause__` is `cause`; raise it where `raise ... from cause` was.
+
+    mypyc-compiled code (hatch_build.py) drops the cause of `raise ... from`, but keeps one
+    set by hand.
+    """
+    error = ValueError(message)
+    error.__cause__ = cause
+    return error
+
+
 def to_step(number: float) -> int:
     """A step counter from a parsed number (a fraction is cut off, as `int` does).
 

@@ -1,0 +1,142 @@
+"""The wheel's compiled parsers (hatch_build.py) find what the pure-Python parsers find.
+
+A real wheel is built from this checkout, as `pip install .` builds it, and the parser tests run
+again on the parsers it holds, compiled by mypyc. Where no C compiler is there the wheel must
+still build, with the pure-Python parsers and a warning saying why.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PARSER_TESTS = sorted(
+    str(path.relative_to(ROOT)) for pattern in (
+        "test_parsers*.py", "test_parse_*.py", "test_findings*.py", "test_health*.py",
+        "test_tqdm*.py", "test_trl_names.py", "test_log_metric_contract.py",
+        "test_bench_parse_recall.py",
+    ) for path in (ROOT / "tests" / "unit").glob(pattern)
+)
+"""The tests that exercise the parsers, run again on the compiled ones."""
+
+ONLY_PURE_PYTHON = [
+    # It counts calls by replacing `time.mktime`; compiled code holds on to the function it
+    # imported, so the replacement is never called (the conversion itself is tested alike).
+    "tests/unit/test_parsers.py::test_timestamps_of_one_second_are_converted_once",
+]
+
+RUN_ON_COMPILED = """
+import importlib, importlib.machinery, pkgutil, sys
+sys.path.insert(0, sys.argv[1])
+import parsers
+names = [f"parsers.{m.name}" for m in pkgutil.iter_modules(parsers.__path__)]
+pure = [n for n in ["parsers", *names] if not importlib.import_module(n).__file__.endswith(
+    tuple(importlib.machinery.EXTENSION_SUFFIXES))]
+if pure:
+    sys.exit(f"not compiled: {pure}")
+import pytest
+sys.exit(pytest.main(sys.argv[2:]))
+"""
+
+
+def version_line(wheel: Path, into: Path) -> str:
+    """`gpuherd --version` as printed by the wheel's own code, unpacked into `into`."""
+    zipfile.ZipFile(wheel).extractall(into)
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+         "from gpuherd.cli import main; main(['--version'])", str(into)],
+        cwd=into, capture_output=True, text=True, timeout=60,
+    )
+    return done.stdout.strip()
+
+
+def no_compiler_reason() -> str | None:
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        return f"no C compiler ({compiler}) to compile the parsers with"
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
+        return "no Python headers (Python.h) to compile the parsers against"
+    return None
+
+
+def build_wheel(out: Path, env: dict[str, str] | None = None) -> tuple[Path, str]:
+    """A wheel of this checkout, built as `pip install .` builds it (the build tools of the
+    test environment, no download), and the build's output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
+         "--no-index", "-w", str(out), str(ROOT)],
+        capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [wheel] = out.glob("gpuherd-*.whl")
+    return wheel, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def compiled_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    reason = no_compiler_reason()
+    if reason:
+        pytest.skip(reason)
+    wheel, output = build_wheel(tmp_path_factory.mktemp("wheel"))
+    assert "stay pure Python" not in output, output[-3000:]
+    return wheel
+
+
+@pytest.mark.slow
+def test_a_wheel_built_with_a_compiler_holds_every_parser_compiled(compiled_wheel: Path) -> None:
+    names = zipfile.ZipFile(compiled_wheel).namelist()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    sources = sorted(n for n in names if n.startswith("parsers/") and n.endswith(".py"))
+    assert len(sources) > 20
+    assert [n for n in sources if n.removesuffix(".py") + suffix not in names] == []
+    assert f"parsers__mypyc{suffix}" in names
+    # Only the parsers are compiled; the wheel says which interpreter it is for.
+    assert [n for n in names if n.endswith(suffix) and not n.startswith("parsers")] == []
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    assert compiled_wheel.name.split("-")[2] == tag
+
+
+@pytest.mark.slow
+def test_gpuherd_version_says_the_parsers_are_compiled(compiled_wheel: Path,
+                                                       tmp_path: Path) -> None:
+    assert version_line(compiled_wheel, tmp_path).endswith("(log parsers: compiled)")
+
+
+@pytest.mark.slow
+def test_the_parser_tests_pass_on_the_compiled_parsers(compiled_wheel: Path,
+                                                       tmp_path: Path) -> None:
+    installed = tmp_path / "site"
+    zipfile.ZipFile(compiled_wheel).extractall(installed)
+    deselect = [arg for test in ONLY_PURE_PYTHON for arg in ("--deselect", test)]
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_ON_COMPILED, str(installed), "-q", "-p", "no:cacheprovider",
+         *deselect, *PARSER_TESTS],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout and " failed" not in done.stdout
+
+
+def test_without_a_c_compiler_the_wheel_keeps_the_pure_python_parsers(tmp_path: Path) -> None:
+    wheel, output = build_wheel(tmp_path, env={"CC": str(shutil.which("false"))})
+    assert "gpuherd: the log parsers stay pure Python: compiling them failed" in output
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "parsers/tqdm_bar.py" in names
+    assert [n for n in names if n.endswith(".so")] == []
+    assert wheel.name.endswith("-py3-none-any.whl")
+    assert version_line(wheel, tmp_path / "site").endswith("(log parsers: pure Python)")
+
+
+def test_gpuherd_pure_python_skips_compiling(tmp_path: Path) -> None:
+    wheel, output = build_wheel(tmp_path, env={"GPUHERD_PURE_PYTHON": "1"})
+    assert "stay pure Python: GPUHERD_PURE_PYTHON is set" in output
+    assert wheel.name.endswith("-py3-none-any.whl")
