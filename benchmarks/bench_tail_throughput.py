@@ -41,9 +41,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # after site-packages: an installed (maybe compiled) gpuherd wins
 
 from collectors.logtail import LogTailCollector  # noqa: E402
+from gpuherd import parsers_compiled  # noqa: E402
 from gpuherd.record.logsink import LogSink  # noqa: E402
 from gpuherd.session import SessionWriter  # noqa: E402
 from parsers.findings import scan_line  # noqa: E402
@@ -150,7 +151,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-tail-"))
     try:
         print(f"{args.lines:,} lines per shape, best of {args.repeats}, CPU-time rates "
-              "[wall-clock in brackets]")
+              "[wall-clock in brackets]; log parsers: "
+              f"{'compiled' if parsers_compiled() else 'pure Python'}")
         for shape, (name, make) in SHAPES.items():
             path = work / name
             write_log(path, make, args.lines)
