@@ -1,6 +1,6 @@
 """Parse throughput on a mix of the real logs in tests/data/logs, beside a one-regex scan.
 
-Usage: python benchmarks/bench_parse.py [--lines N] [--repeats R]
+Usage: python benchmarks/bench_parse.py [--lines N] [--repeats R] [--parsers WHICH]
 
 Every log under tests/data/logs (except whole-document formats) is split into lines the way the
 tail collector splits them, its format is detected once, and the mix is repeated to about N
@@ -13,15 +13,25 @@ It prints lines/s for both and their ratio (goal: >= 200k lines/s and >= 0.7x th
 Rates are per second of this process's CPU time (the "one core" of the goal), so other work on
 a shared machine does not lower them; wall-clock rates follow in brackets.
 
-It measures the parsers that `import parsers` finds: those of an installed wheel, compiled with
-mypyc where it was built with a C compiler (see hatch_build.py), else this checkout's pure-Python
-ones. The first line of the output says which.
+Which parsers it measures (`--parsers`; the first line of the output says which ran):
+
+* `compiled` (the default): what `pip install .` ships on a machine with a C compiler. This
+  checkout's parsers are compiled with mypyc as the wheel build does (hatch_build.py), once per
+  version of their sources (kept under `build/bench-parsers/`), and a second process of this
+  script measures them. Without a compiler, mypyc or hatchling, it says so and measures the
+  pure-Python parsers instead.
+* `pure`: this checkout's pure-Python parsers, as an editable install runs them.
+* `imported`: whichever `import parsers` finds (an installed wheel's, else this checkout's).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import re
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -110,11 +120,70 @@ def parsers_build() -> str:
     return f"{'compiled (mypyc)' if parsers_compiled() else 'pure Python'}, {where}"
 
 
+def compiled_parsers_dir() -> Path | None:
+    """A folder whose `parsers` package is this checkout's, compiled as the wheel build does;
+    None (after saying why) where it cannot be compiled here."""
+    sources = sorted((ROOT / "parsers").glob("*.py")) + [ROOT / "hatch_build.py"]
+    digest = hashlib.sha256(sys.version.encode())
+    for source in sources:
+        digest.update(source.name.encode() + source.read_bytes())
+    tree = ROOT / "build" / "bench-parsers" / digest.hexdigest()[:16]
+    if (tree / "done").exists():
+        return tree
+    sys.path.insert(0, str(ROOT))
+    try:
+        from hatch_build import compile_parsers
+    except ImportError as error:
+        print(f"cannot compile the parsers here ({error}); measuring the pure-Python ones")
+        return None
+    finally:
+        sys.path.remove(str(ROOT))
+    print(f"compiling this checkout's parsers with mypyc into {tree} ...", flush=True)
+    shutil.rmtree(tree, ignore_errors=True)
+    tree.mkdir(parents=True)
+    # mypyc and the compiler report on file descriptor 1, from this process and from theirs
+    with (tree / "compile.log").open("w") as log:
+        stdout = os.dup(1)
+        os.dup2(log.fileno(), 1)
+        try:
+            built = compile_parsers(ROOT, tree / "work")
+        finally:
+            os.dup2(stdout, 1)
+            os.close(stdout)
+    if not built:
+        print("measuring the pure-Python parsers instead")
+        return None
+    (tree / "parsers").mkdir()
+    for source in sources[:-1]:
+        shutil.copy(source, tree / "parsers" / source.name)
+    for path, in_wheel in built.items():
+        shutil.copy(path, tree / in_wheel)
+    shutil.rmtree(tree / "work")
+    (tree / "done").touch()
+    return tree
+
+
+def measure_in(first_on_path: Path, argv: list[str]) -> int:
+    """Run this script again, measuring the parsers of `first_on_path`."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(first_on_path), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    return subprocess.run([sys.executable, __file__, *argv, "--parsers", "imported"],
+                          env=env, check=False).returncode
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--parsers", choices=("compiled", "pure", "imported"), default="compiled")
     args = parser.parse_args()
+    passed_on = ["--lines", str(args.lines), "--repeats", str(args.repeats)]
+    if args.parsers == "compiled" and not parsers_compiled():
+        tree = compiled_parsers_dir()
+        if tree is not None:
+            return measure_in(tree, passed_on)
+    elif args.parsers == "pure" and parsers_compiled():
+        return measure_in(ROOT, passed_on)
     print(f"parsers: {parsers_build()}")
     mix = load_mix(args.lines)
     total = sum(len(lines) for _, lines in mix)
