@@ -16,7 +16,8 @@ from gpuherd.tasks.health import judge
 from parsers import vocabulary
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
-LOGS = sorted(p for p in DATA.rglob("*") if p.is_file() and p.parent.name != "make_logs"
+# Nothing under make_logs/ (the generators, and the __pycache__ that running them leaves).
+LOGS = sorted(p for p in DATA.rglob("*") if p.is_file() and "make_logs" not in p.parts
               and not p.name.endswith((".expected.json", ".md")))
 WINDOWED = {"stalled", "chance", "zero_metric", "overfitting"}
 
