@@ -82,7 +82,7 @@ def compile_parsers(root: Path, work: Path) -> dict[Path, str]:
             outputs = [Path(path) for path in build_ext.get_outputs()]
     # mypyc exits (SystemExit) on a type error; setuptools raises its own errors when the
     # compiler or the headers are missing. Either way the pure-Python parsers still work.
-    except (Exception, SystemExit) as error:  # noqa: BLE001
+    except (Exception, SystemExit) as error:
         lines = str(error).strip().splitlines()
         warn(f"compiling them failed: {lines[-1] if lines else type(error).__name__}")
         return {}
