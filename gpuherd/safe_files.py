@@ -96,6 +96,10 @@ class Directory:
                 return name, kind_of(info.st_mode)
         return None
 
+    def open(self, name: str, flags: int, mode: int = 0o644) -> int:
+        """Open `name` with `flags`, never through a link (`ELOOP` when it is one)."""
+        return os.open(name, flags | _NOFOLLOW, mode, dir_fd=self._fd())
+
     def create(self, name: str, flags: int = os.O_WRONLY, mode: int = 0o644) -> int:
         """Create `name`, which must not exist yet (not even as a link); its descriptor."""
         try:
