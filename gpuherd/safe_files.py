@@ -56,14 +56,21 @@ def others_may_write_problem(path: str | os.PathLike[str], info: os.stat_result)
 class Directory:
     """One directory opened once; files in it are created, replaced and changed through it."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        """Open `path` (which must be a directory; a link to one is followed, once, here).
+    def __init__(self, path: str | os.PathLike[str], *, no_links: bool = False) -> None:
+        """Open `path`, which must be a directory.
+
+        Args:
+            path: the directory; a link to one is followed, once, here.
+            no_links: walk an absolute, resolved `path` from `/` one name at a time, never
+                through a link: a directory on the way that another user swapped for a link
+                since the path was resolved is refused (`ELOOP`), not followed.
 
         Raises:
             OSError: it cannot be opened, or is not a directory (`NotADirectoryError`).
         """
         self.path = Path(path)
-        self.fd: int | None = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.fd: int | None = (_walk(self.path) if no_links else
+                               os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
 
     def __enter__(self) -> Directory:
         return self
@@ -184,6 +191,22 @@ class Directory:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def _walk(path: Path) -> int:
+    if not path.is_absolute():
+        raise ValueError(f"{path} is not an absolute path")
+    flags = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW
+    fd = os.open("/", flags)
+    try:
+        for name in path.parts[1:]:
+            step = os.open(name, flags, dir_fd=fd)
+            os.close(fd)
+            fd = step
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _write_all(fd: int, data: bytes) -> None:
