@@ -183,7 +183,7 @@ class Directory:
         return True
 
     def sync(self) -> None:
-        """fsync the directory: creations, renames and removals in it survive a crash."""
+        """Sync the directory to disk: creations, renames and removals in it survive a crash."""
         os.fsync(self._fd())
 
     def close(self) -> None:

@@ -420,7 +420,7 @@ def _initial_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _open_directory(directory: Path) -> Directory:
-    """Create `directory` if needed and open it: the one descriptor every file is written through."""
+    """Create `directory` if needed and open it: every session file is written through it."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         return Directory(directory)
