@@ -151,6 +151,20 @@ def test_links_planted_while_recording_are_not_written_through(box: Path) -> Non
     assert not (run / ".lock").exists()
 
 
+def test_a_file_she_made_first_under_a_session_name_is_not_written_to(box: Path) -> None:
+    # Not a link, her own regular file: root's rows would be hers to read and change.
+    run = box / "run"
+    run.mkdir()
+    run.chmod(0o1777)
+    writer = SessionWriter(run, {"driver": None})
+    as_her(f"printf 'hers\\n' > {run / 'metrics.csv'}")
+    with pytest.raises(SessionWriteError, match=rf"metrics\.csv is a file of uid {OTHER_UID}, "
+                                                "not of this user; gpuherd does not write to it"):
+        writer.append_rows("metrics.csv", ("t", "value"), [(1.0, 2.0)])
+    writer.close()
+    assert (run / "metrics.csv").read_text() == "hers\n"
+
+
 def test_record_as_root_under_sudo_into_the_callers_own_directory(box: Path) -> None:
     run = her_directory(box / "run", 0o755)
     out = gpuherd("record", str(run), "--", "true", env={"SUDO_UID": str(OTHER_UID)})
