@@ -7,7 +7,6 @@ import errno
 import json
 import math
 import os
-import pwd
 import socket
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,11 +40,11 @@ from collectors.session_format import (
     PROCESSES_FILE,
     RECORDED_FILES,
     SCHEMA_VERSION,
-    SESSION_FILES,
 )
 from collectors.session_reader import SessionReader, meta_problem, read_meta
 from gpuherd import __version__
-from gpuherd.safe_files import Directory, others_may_write_problem
+from gpuherd.safe_files import Directory
+from gpuherd.session_directory import SessionUnsafeError, refuse_unsafe
 from gpuherd.session_lock import SessionLock, SessionLockedError
 
 __all__ = [
@@ -70,13 +69,6 @@ class SessionWriteError(SessionError):
 
 class SessionExistsError(SessionError):
     """The directory already holds a session; recording into it would mix two runs."""
-
-    def __init__(self, msg: str) -> None:
-        super().__init__(msg, title="Recording")
-
-
-class SessionUnsafeError(SessionError):
-    """The directory lets another user steer what is written (a planted link, others' writes)."""
 
     def __init__(self, msg: str) -> None:
         super().__init__(msg, title="Recording")
@@ -148,7 +140,7 @@ class SessionWriter:
     def _start(self) -> None:
         # Every refusal comes before `.lock` is written: nothing is created in a directory
         # that is refused.
-        _refuse_unsafe(self._dir)
+        refuse_unsafe(self._dir)
         _refuse_existing(self._dir, self._lock)
         try:
             took_over = self._lock.acquire()
@@ -432,40 +424,6 @@ def _open_directory(directory: Path) -> Directory:
                                 "directory") from None
     except OSError as error:
         raise SessionWriteError(f"cannot create {directory}: {_reason(error)}") from None
-
-
-def _refuse_unsafe(directory: Directory) -> None:
-    """Refuse a directory where another user could steer or replace what is written."""
-    info = directory.stat()
-    problem = others_may_write_problem(directory.path, info)
-    if problem is None and os.geteuid() == 0 and info.st_uid not in _trusted_owners():
-        problem = (f"{directory.path} belongs to {_user_name(info.st_uid)}, and root writes "
-                   "there only by privilege; record into a directory root owns (or your own, "
-                   "under sudo), or run gpuherd as that user")
-    if problem is None:
-        found = directory.irregular(SESSION_FILES)
-        if found is not None:
-            name, kind = found
-            problem = (f"{directory.path / name} is {kind} where gpuherd writes its {name}; "
-                       "remove it, or record into a new directory you own")
-    if problem is not None:
-        raise SessionUnsafeError(f"refusing to record: {problem}")
-
-
-def _trusted_owners() -> set[int]:
-    """Owners of a directory root may record into: root, and the user who ran sudo."""
-    owners = {0}
-    sudo_uid = os.environ.get("SUDO_UID", "")
-    if sudo_uid.isdigit():
-        owners.add(int(sudo_uid))
-    return owners
-
-
-def _user_name(uid: int) -> str:
-    try:
-        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except KeyError:
-        return f"uid {uid}"
 
 
 def _refuse_existing(directory: Directory, lock: SessionLock) -> None:
