@@ -11,7 +11,8 @@ had no line that matched a forced `--format` (`parse`), the example file could n
 (`note`)."""
 USAGE = 2
 """Refused before anything ran: an unknown or misplaced flag, a bad value, an unknown `--format`,
-a session directory that is missing or unusable (`replay`, `summarize`, `note`), an example file
+a session directory that is missing or unusable (`replay`, `summarize`, `note`) or that `record`
+must not write into (a link where a session file goes, writable by others), an example file
 `note` must not or cannot edit, the dashboard without a terminal, a refused `queue` action (a
 second `queue run` of the same user included), a `--serve-metrics` port in use or certificate
 that does not match its key, a Prometheus that cannot be reached or holds no GPU series

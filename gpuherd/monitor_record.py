@@ -24,6 +24,7 @@ from gpuherd.argcheck import parse_duration
 from gpuherd.monitor_logs import COMMAND_TASK, TaskHint
 from gpuherd.record.dashboard import DashboardRecording, RecordResult, record_options
 from gpuherd.record.recording import RecordingOptions
+from gpuherd.session import SessionUnsafeError
 from gpuherd.sources import log_sources
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -71,6 +72,9 @@ def _record(args: argparse.Namespace, session: DashboardRecording, argv: list[st
             duration_s: float | None, exporter: Any) -> int:
     try:
         session.start()
+    except SessionUnsafeError as error:
+        _say(error.msg)
+        return exit_codes.USAGE
     except GpuherdError as error:
         _say(error.msg)
         return exit_codes.FAILED

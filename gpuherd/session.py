@@ -43,6 +43,8 @@ from collectors.session_format import (
 )
 from collectors.session_reader import SessionReader, meta_problem, read_meta
 from gpuherd import __version__
+from gpuherd.safe_files import Directory
+from gpuherd.session_directory import SessionUnsafeError, refuse_unsafe
 from gpuherd.session_lock import SessionLock, SessionLockedError
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "SessionFormatError",
     "SessionLockedError",
     "SessionReader",
+    "SessionUnsafeError",
     "SessionWriteError",
     "SessionWriter",
     "load_session",
@@ -79,10 +82,10 @@ def load_session(directory: str | os.PathLike[str]) -> SessionReader:
 class _Table:
     """One CSV file being appended to."""
 
-    def __init__(self, path: Path, columns: Sequence[str]) -> None:
-        self.path, self.columns = path, tuple(columns)
-        self.file: IO[str] = path.open("a", newline="", encoding="utf-8",
-                                       errors="backslashreplace")
+    def __init__(self, directory: Directory, name: str, columns: Sequence[str]) -> None:
+        self.path, self.columns = directory.path / name, tuple(columns)
+        self.file: IO[str] = os.fdopen(directory.append(name), "a", newline="",
+                                       encoding="utf-8", errors="backslashreplace")
         self.writer = csv.writer(self.file, lineterminator="\n")
         if self.file.tell() == 0:
             self.writer.writerow(self.columns)
@@ -120,8 +123,13 @@ class SessionWriter:
         self._synced_t: float | None = None
         self._failed: SessionWriteError | None = None
         self.closed = False
-        self._lock = SessionLock(self.directory)
-        self._start()
+        self._dir = _open_directory(self.directory)
+        self._lock = SessionLock(self.directory, self._dir)
+        try:
+            self._start()
+        except BaseException:
+            self._dir.close()
+            raise
 
     def __enter__(self) -> SessionWriter:
         return self
@@ -130,13 +138,16 @@ class SessionWriter:
         self.close()
 
     def _start(self) -> None:
-        _make_directory(self.directory)
+        # Every refusal comes before `.lock` is written: nothing is created in a directory
+        # that is refused.
+        refuse_unsafe(self._dir)
+        _refuse_existing(self._dir, self._lock)
         try:
             took_over = self._lock.acquire()
         except OSError as error:
             raise SessionWriteError(f"cannot create {self._lock.path}: {_reason(error)}") from None
         try:
-            _refuse_existing(self.directory)
+            _refuse_existing(self._dir, self._lock)  # one that ended while we took the lock
             self._table(GPU_FILE, GPU_COLUMNS)
             self._write_meta()
         except BaseException:
@@ -249,8 +260,8 @@ class SessionWriter:
         line = json.dumps(_json_safe(record), ensure_ascii=False, default=str) + "\n"
         try:
             if self._events is None:
-                self._events = (self.directory / EVENTS_FILE).open(
-                    "a", encoding="utf-8", errors="backslashreplace")
+                self._events = os.fdopen(self._dir.append(EVENTS_FILE), "a", encoding="utf-8",
+                                         errors="backslashreplace")
             self._events.write(line)
         except OSError as error:
             raise self._fail(error, self.directory / EVENTS_FILE) from None
@@ -303,6 +314,7 @@ class SessionWriter:
             self._abandon()
             if self._failed is not None and error is None:
                 self._note_failure(meta_updates)
+            self._dir.close()
         if error is not None:
             raise error
 
@@ -322,7 +334,7 @@ class SessionWriter:
         table = self._tables.get(name)
         if table is None:
             try:
-                table = self._tables[name] = _Table(self.directory / name, columns)
+                table = self._tables[name] = _Table(self._dir, name, columns)
             except OSError as error:
                 raise self._fail(error, self.directory / name) from None
         return table
@@ -330,7 +342,7 @@ class SessionWriter:
     def _write_meta(self) -> None:
         path = self.directory / META_FILE
         try:
-            _write_json_atomically(path, self.meta)
+            _write_json_atomically(self._dir, self.meta)
         except OSError as error:
             raise self._fail(error, path) from None
 
@@ -358,7 +370,7 @@ class SessionWriter:
         # `ended_at` stays null: the session is incomplete, and readers tell it by that.
         meta = {**self.meta, **meta_updates, META.write_error: str(self._failed)}
         try:
-            _write_json_atomically(self.directory / META_FILE, meta)
+            _write_json_atomically(self._dir, meta)
         except OSError:
             pass  # still full: meta.json keeps its last complete version
 
@@ -374,6 +386,17 @@ class SessionWriter:
         self._events = None
         self._lock.release()
 
+    def create_empty(self, name: str) -> None:
+        """Create the empty file `name` in the session (`command.log` before its writer starts).
+
+        Raises:
+            SessionWriteError: it cannot be created, or something already has that name.
+        """
+        try:
+            os.close(self._dir.create(name))
+        except OSError as error:
+            raise self._fail(error, self.directory / name) from None
+
 
 def _initial_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
@@ -388,45 +411,36 @@ def _initial_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _make_directory(directory: Path) -> None:
+def _open_directory(directory: Path) -> Directory:
+    """Create `directory` if needed and open it: every session file is written through it."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise SessionWriteError(f"cannot record into {directory}: it exists and is not a "
-                                "directory") from None
-    except NotADirectoryError:
+        return Directory(directory)
+    except (FileExistsError, NotADirectoryError):
+        if os.path.lexists(directory):
+            raise SessionWriteError(f"cannot record into {directory}: it exists and is not a "
+                                    "directory") from None
         raise SessionWriteError(f"cannot create {directory}: a parent of it is a file, not a "
                                 "directory") from None
     except OSError as error:
         raise SessionWriteError(f"cannot create {directory}: {_reason(error)}") from None
 
 
-def _refuse_existing(directory: Path) -> None:
+def _refuse_existing(directory: Directory, lock: SessionLock) -> None:
     for name in RECORDED_FILES:
-        path = directory / name
-        if path.is_file() and path.stat().st_size > 0:
+        info = directory.lstat(name)
+        if info is not None and info.st_size > 0:
+            held = lock.held_message()
+            if held is not None:
+                raise SessionLockedError(held)
             raise SessionExistsError(
-                f"{directory} already holds a recorded session ({name} exists); record into a "
-                "new directory, or move that one away first")
+                f"{directory.path} already holds a recorded session ({name} exists); record "
+                "into a new directory, or move that one away first")
 
 
-def _write_json_atomically(path: Path, data: Mapping[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as f:
-            json.dump(_json_safe(dict(data)), f, indent=2, default=str)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # make the rename itself durable
-    finally:
-        os.close(dir_fd)
+def _write_json_atomically(directory: Directory, data: Mapping[str, Any]) -> None:
+    text = json.dumps(_json_safe(dict(data)), indent=2, default=str) + "\n"
+    directory.write_atomic(META_FILE, text.encode("utf-8"))
 
 
 def _json_safe(value: Any) -> Any:

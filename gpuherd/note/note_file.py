@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gpuherd.note.note import BLOCK, Note, NoteError
 from gpuherd.note.yaml_edit import MAX_TEXT_CHARS, YamlEditError, set_block
+from gpuherd.safe_files import Directory
 
 MAX_EXAMPLE_BYTES = MAX_TEXT_CHARS
 """Example files are a few KB; a larger one is refused before it is parsed."""
@@ -91,32 +92,47 @@ def write_note(path: Path, note: Note) -> bool:
     one next to a complete copy of the old. A backup left over from such a crash makes the
     next run stop and say so, rather than overwrite the only good copy. Keeping the old content
     (not the new) is the choice because the new one can always be made again from the session.
+
+    The directory may belong to another user (root noting someone's example): it is opened
+    once, without following links, and the file, the backup and the backup's owner are all
+    handled through descriptors, so a link swapped in meanwhile is refused, never followed.
     """
     target = Path(os.path.realpath(path))
+    try:
+        directory = Directory(target.parent, no_links=True)
+    except OSError as error:
+        raise NoteError(f"{path}: cannot open its directory: {error.strerror}") from None
+    with directory:
+        return _write_in(directory, path, target, note)
+
+
+def _write_in(directory: Directory, path: Path, target: Path, note: Note) -> bool:
     backup = backup_path(target)
-    if os.path.lexists(backup):
+    if directory.lstat(backup.name) is not None:
         raise NoteError(f"{backup} exists: an earlier `gpuherd note` stopped while rewriting "
                         f"{target}, and this is the file as it was before. Compare the two, keep "
                         "the right one, delete the backup, then run again")
-    try:
-        info = target.stat()
-    except OSError as error:
-        raise NoteError(f"{path}: cannot read: {error.strerror}") from None
+    info = directory.lstat(target.name)
+    if info is None:
+        raise NoteError(f"{path}: cannot read: No such file or directory")
     problem = writable_problem(target, info)
     if problem is not None:
         raise NoteError(f"{path}: {problem}")
     try:
-        fd = os.open(target, os.O_RDWR)
+        fd = directory.open(target.name, os.O_RDWR)
     except OSError as error:
         raise NoteError(f"{path}: cannot open for writing: {error.strerror}") from None
     try:
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+            raise NoteError(f"{path}: it was replaced while being opened; run again")
         raw = _read_fd(fd, MAX_EXAMPLE_BYTES + 1)
         old = _decode(path, raw)
         new = _edit(path, old, note)
         if new == old:
             return False
-        _keep(backup, raw, info)
-        _rewrite(fd, target, backup, raw, new.encode("utf-8"))
+        _keep(directory, backup, raw, info)
+        _rewrite(fd, directory, target, backup, raw, new.encode("utf-8"))
     finally:
         os.close(fd)
     return True
@@ -130,24 +146,33 @@ def _read_fd(fd: int, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def _keep(backup: Path, raw: bytes, info: os.stat_result) -> None:
-    """Write the old content to the backup, synced, readable by the file's owner."""
+def _keep(directory: Directory, backup: Path, raw: bytes, info: os.stat_result) -> None:
+    """Write the old content to the backup, synced, readable by the file's owner.
+
+    Created new (never through a link) and given to the owner with `fchown` on its
+    descriptor: a chown by path would follow a link the directory's owner put there in
+    between, and give her any file of the system.
+    """
+    created = False
     try:
-        fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IMODE(info.st_mode))
+        fd = directory.create(backup.name, os.O_WRONLY, stat.S_IMODE(info.st_mode))
+        created = True
         with os.fdopen(fd, "wb") as out:
             out.write(raw)
             out.flush()
             os.fsync(out.fileno())
-        if os.geteuid() == 0:
-            os.chown(backup, info.st_uid, info.st_gid)  # the owner can read and delete it
-        _sync_directory(backup.parent)
+            if os.geteuid() == 0:
+                os.fchown(out.fileno(), info.st_uid, info.st_gid)  # she can read and delete it
+        directory.sync()
     except OSError as error:
-        backup.unlink(missing_ok=True)
+        if created:
+            directory.unlink(backup.name)
         raise NoteError(f"{backup}: cannot write the backup copy: {error.strerror}; the file "
                         "is left untouched") from None
 
 
-def _rewrite(fd: int, target: Path, backup: Path, old: bytes, new: bytes) -> None:
+def _rewrite(fd: int, directory: Directory, target: Path, backup: Path, old: bytes,
+             new: bytes) -> None:
     try:
         _overwrite(fd, new)
     except OSError as error:
@@ -156,11 +181,11 @@ def _rewrite(fd: int, target: Path, backup: Path, old: bytes, new: bytes) -> Non
         except OSError:
             raise NoteWriteError(f"{target}: cannot write: {error.strerror}; the file may be "
                                  f"half-written, and {backup} holds it as it was") from None
-        backup.unlink(missing_ok=True)
+        directory.unlink(backup.name)
         raise NoteWriteError(f"{target}: cannot write: {error.strerror}; the file is as it "
                              "was") from None
-    backup.unlink()
-    _sync_directory(backup.parent)
+    directory.unlink(backup.name)
+    directory.sync()
 
 
 def _overwrite(fd: int, data: bytes) -> None:
@@ -171,11 +196,3 @@ def _overwrite(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
     os.ftruncate(fd, len(data))
     os.fsync(fd)
-
-
-def _sync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

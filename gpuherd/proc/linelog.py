@@ -7,6 +7,8 @@ import os
 import time
 from collections.abc import Callable
 
+from gpuherd.safe_files import Directory
+
 PARTIAL_LINE_S = 0.2
 """A partial line (a prompt, a progress bar) is written after this long without more output."""
 MAX_PENDING_BYTES = 1 << 20
@@ -41,8 +43,7 @@ class LogFile:
         self._dirty_since: float | None = None
         self._fd: int | None = None
         try:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                               0o644)
+            self._fd = _open_log(self.path)
         except OSError as error:
             self._fail(error)
 
@@ -100,6 +101,16 @@ class LogFile:
         if self.error is None:
             self.error = error
             self._on_error(error)
+
+
+def _open_log(path: str) -> int:
+    """The log opened for appending, relative to its directory and never through a link.
+
+    The recorder creates `command.log` new (`O_EXCL`) just before; a link put in its place
+    since is refused (`ELOOP`), not followed. A device (`/dev/full` in the tests) is allowed.
+    """
+    with Directory(os.path.dirname(path) or ".") as directory:
+        return directory.open(os.path.basename(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 
 
 class LineJoiner:

@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gpuherd.safe_files import Directory
+
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 
@@ -59,18 +61,10 @@ def write_exit_record(path: Path, record: dict[str, Any]) -> None:
 
     Raises `OSError` when it cannot be written (the caller reports it).
     """
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=1, allow_nan=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # make the rename itself durable
-    finally:
-        os.close(dir_fd)
+    text = json.dumps(record, indent=1, allow_nan=False) + "\n"
+    # The directory may be one other users write to: never a fixed temporary name or a link.
+    with Directory(path.parent) as directory:
+        directory.write_atomic(path.name, text.encode("utf-8"))
 
 
 class StatusPipe:

@@ -23,6 +23,7 @@ from pathlib import Path
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.liveness import process_start_time
 from gpuherd.queue.store import QueueError, QueueStore
+from gpuherd.safe_files import Directory
 
 RUNNER_OUT = "runner.out"
 """The recorder's own stdout and stderr in the session directory (the command's are in
@@ -123,7 +124,8 @@ def start(job: Job, session_dir: Path, gpu_uuids: Sequence[str],
     try:
         session_dir.mkdir(parents=True, mode=0o700,
                           exist_ok=_left_by_a_cut_off_launch(session_dir))
-        out = os.open(session_dir / RUNNER_OUT, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with Directory(session_dir) as directory:  # never through a link planted there
+            out = directory.append(RUNNER_OUT, 0o600)
     except OSError as error:
         raise QueueError(f"cannot make the session directory {session_dir}: "
                          f"{error.strerror}") from None

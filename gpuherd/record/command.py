@@ -23,6 +23,7 @@ from gpuherd import exit_codes
 from gpuherd.argcheck import parse_duration
 from gpuherd.proc.child import ChildCommand, CommandStartError
 from gpuherd.record.recording import Recording, RecordingOptions
+from gpuherd.session import SessionUnsafeError
 from gpuherd.summary.report import render_short, write_summary
 
 KILL_GRACE_S = 10.0
@@ -235,6 +236,9 @@ def run(args: argparse.Namespace) -> int:
     with _Signals() as signals, exporter if exporter is not None else nullcontext():
         try:
             recording.start()
+        except SessionUnsafeError as error:
+            _say(error.msg)
+            return exit_codes.USAGE
         except GpuherdError as error:
             _say(error.msg)
             return exit_codes.FAILED

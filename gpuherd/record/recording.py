@@ -27,6 +27,7 @@ from gpuherd.record.drain import LogDrain, unread_events
 from gpuherd.record.logsink import LogSink
 from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTracker
 from gpuherd.record.recorder import Recorder
+from gpuherd.safe_files import Directory
 from gpuherd.session import SessionWriteError, SessionWriter
 from gpuherd.sources import DISCOVERY_INTERVAL_S, LiveSources, SourceOptions
 
@@ -189,7 +190,8 @@ class Recording:
             meta[META.command] = list(o.command)
         self.writer = SessionWriter(self.directory, meta)
         if o.command:
-            self.command_log.touch()
+            # Created here, new (O_EXCL, never through a link), before the supervisor appends.
+            self.writer.create_empty(COMMAND_LOG_FILE)
         self.recorder = Recorder(
             self.writer, self._collectors(), pid_watch=self.pid_watch, peaks=self._take_peaks,
             tap=o.tap,
@@ -308,10 +310,9 @@ class Recording:
 
     def _write_trace(self) -> None:
         assert self.tracker.trace is not None
-        with open(self.directory / PEAK_TRACE_FILE, "w", encoding="utf-8") as f:
-            f.write(",".join(PEAK_TRACE_COLUMNS) + "\n")
-            for t, readings in self.tracker.trace:
-                for index, used in enumerate(readings):
-                    if used is not None:
-                        f.write(f"{t!r},{index},{used}\n")
+        lines = [",".join(PEAK_TRACE_COLUMNS) + "\n"]
+        lines += [f"{t!r},{index},{used}\n" for t, readings in self.tracker.trace
+                  for index, used in enumerate(readings) if used is not None]
+        with Directory(self.directory) as directory:
+            directory.write_atomic(PEAK_TRACE_FILE, "".join(lines).encode("utf-8"))
 

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.session_format import EVENT, META, SUMMARY_SCHEMA_VERSION
+from gpuherd.safe_files import Directory
 from gpuherd.summary.containers import container_summary
 from gpuherd.summary.frames import SessionFrames, load_frames
 from gpuherd.summary.stats import (
@@ -287,16 +288,11 @@ def write_atomic(path: Path, text: str, newline: str | None = "", mode: int | No
 
     An interrupt (SIGINT) or a full disk leaves either the old file or the new one, never a
     partial file, and removes the temporary file. `mode` sets the new file's permission bits.
+    The temporary name is unpredictable and created new, never through a link, and the rename
+    is made relative to the directory's descriptor: a session directory may be one other users
+    write to (`gpuherd.safe_files`).
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline=newline) as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    if newline not in ("", "\n"):
+        text = text.replace("\n", os.linesep if newline is None else newline)
+    with Directory(path.parent) as directory:
+        directory.write_atomic(path.name, text.encode("utf-8"), mode=mode)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ from collectors.replay import SessionReplay
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample
 from gpuherd.record.recorder import Recorder
 from gpuherd.session import SessionWriter, load_session
+from tests.privileges import tmpfs
 
 META = {"host": "box", "driver": None, "started_at": 1000.0}
 
@@ -164,17 +166,22 @@ def test_stop_event_ends_an_endless_recording(tmp_path):
     assert len(ticks) >= 5 and [t.taken_at for t in ticks] == sorted(t.taken_at for t in ticks)
 
 
-def test_a_write_failure_stops_the_recording_and_says_why(tmp_path):
-    (tmp_path / "host.csv").symlink_to("/dev/full")  # every write fails with ENOSPC
+def test_a_write_failure_stops_the_recording_and_says_why(request, tmp_path):
+    # A real full disk (a link to /dev/full no longer works: the writer never follows links).
+    disk = tmpfs(request, tmp_path / "disk", "size=64k")
     hosts = Scripted("host", [], forever=lambda n: host(1000.0 + n))
-    writer = SessionWriter(tmp_path, META)
+    writer = SessionWriter(disk, META)
+    with (disk / "filler").open("wb", buffering=0) as filler:
+        with contextlib.suppress(OSError):
+            while True:
+                filler.write(b"\0" * 4096)
     recorder = Recorder(writer, [hosts])
     recorder.start()
     assert recorder.stop_event.wait(10)
     recorder.shutdown()
     writer.close()
     assert recorder.error is not None and "the disk is full" in recorder.error.msg
-    assert hosts.closed and not (tmp_path / ".lock").exists()
+    assert hosts.closed and not (disk / ".lock").exists()
 
 
 def test_a_replayed_session_records_into_an_equal_session(tmp_path):

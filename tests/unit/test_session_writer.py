@@ -215,20 +215,33 @@ def test_disk_full_stops_cleanly_and_keeps_what_was_flushed(tiny_disk):
     assert read[: len(written)] == written and len(read) - len(written) in (0, 1)
 
 
-def test_write_error_on_dev_full(tmp_path):
-    # /dev/full fails every write with ENOSPC: a real kernel error without mounting anything
-    (tmp_path / "host.csv").symlink_to("/dev/full")
-    writer = SessionWriter(tmp_path, META)
+def test_a_write_error_of_one_file_keeps_the_others(tiny_disk):
+    # A real full disk: host.csv is first created when the filesystem has no room left.
+    # (A link to /dev/full no longer works: the writer never writes through a link.)
+    writer = SessionWriter(tiny_disk / "s", META)
     writer.write_gpu_tick(tick(1000.0))
+    filler = _fill(tiny_disk)
     with pytest.raises(SessionWriteError, match="host.csv: the disk is full") as info:
         writer.write_host(host(1000.5))
     assert "nothing beyond the start of the session was safely written" in info.value.msg
+    filler.unlink()  # room again: closing hands the other files' buffered rows to the kernel
     writer.close(exit_code=1)
-    # closing still hands the other files' buffered rows to the kernel: nothing else is lost
-    assert list(load_session(tmp_path).gpu_ticks()) == [tick(1000.0)]
-    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert list(load_session(tiny_disk / "s").gpu_ticks()) == [tick(1000.0)]
+    meta = json.loads((tiny_disk / "s" / "meta.json").read_text())
     assert meta["write_error"] == info.value.msg and meta["exit_code"] == 1
     assert meta["ended_at"] is None  # incomplete
+
+
+def _fill(disk: Path) -> Path:
+    """Fill the filesystem at `disk` to its last byte; the filler file, to remove later."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError:
+            pass  # full
+    return filler
 
 
 def test_a_very_long_command_line_round_trips(tmp_path):

@@ -269,10 +269,10 @@ def test_interrupt_while_writing_leaves_no_partial_file(run_dir: Path,
     (run_dir / "summary.md").write_text("previous summary\n")
     real_replace = os.replace
 
-    def interrupted(src: str, dst: str) -> None:
+    def interrupted(src: str, dst: str, **dir_fds: int) -> None:
         if str(dst).endswith("summary.md"):
             raise KeyboardInterrupt
-        real_replace(src, dst)
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr(os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):

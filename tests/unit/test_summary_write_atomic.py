@@ -7,6 +7,7 @@ locale, the permission bits it is asked for, and a directory it may not write to
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -30,13 +31,17 @@ def test_the_text_goes_through_a_hidden_temporary_file_of_the_same_directory(
     renames: list[tuple[str, str]] = []
     real_replace = os.replace
 
-    def replace(src: str, dst: str) -> None:
+    def replace(src: str, dst: str, **dir_fds: int) -> None:
         renames.append((str(src), str(dst)))
-        real_replace(src, dst)
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr(os, "replace", replace)
     write_atomic(target, TEXT)
-    assert renames == [(str(tmp_path / f".summary.md.{os.getpid()}.tmp"), str(target))]
+    write_atomic(target, TEXT)
+    # relative to the directory, and a name nobody can guess (a pid is easy to guess)
+    assert [dst for _, dst in renames] == ["summary.md", "summary.md"]
+    assert all(re.fullmatch(r"\.summary\.md\.[0-9a-f]{16}\.tmp", src) for src, _ in renames)
+    assert renames[0][0] != renames[1][0]
     # UTF-8, and the line ends exactly as given (no newline translation)
     assert target.read_bytes() == TEXT.encode("utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.md"]

@@ -1,0 +1,51 @@
+"""Whether a session directory is safe to record into when other users can write to it."""
+
+from __future__ import annotations
+
+import os
+import pwd
+
+from collectors.rows import SessionError
+from collectors.session_format import SESSION_FILES
+from gpuherd.safe_files import Directory, others_may_write_problem
+
+
+class SessionUnsafeError(SessionError):
+    """The directory lets another user steer what is written (a planted link, others' writes)."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg, title="Recording")
+
+
+def refuse_unsafe(directory: Directory) -> None:
+    """Refuse a directory where another user could steer or replace what is written."""
+    info = directory.stat()
+    problem = others_may_write_problem(directory.path, info)
+    if problem is None and os.geteuid() == 0 and info.st_uid not in _trusted_owners():
+        problem = (f"{directory.path} belongs to {_user_name(info.st_uid)}, and root writes "
+                   "there only by privilege; record into a directory root owns (or your own, "
+                   "under sudo), or run gpuherd as that user")
+    if problem is None:
+        found = directory.irregular(SESSION_FILES)
+        if found is not None:
+            name, kind = found
+            problem = (f"{directory.path / name} is {kind} where gpuherd writes its {name}; "
+                       "remove it, or record into a new directory you own")
+    if problem is not None:
+        raise SessionUnsafeError(f"refusing to record: {problem}")
+
+
+def _trusted_owners() -> set[int]:
+    """Owners of a directory root may record into: root, and the user who ran sudo."""
+    owners = {0}
+    sudo_uid = os.environ.get("SUDO_UID", "")
+    if sudo_uid.isdigit():
+        owners.add(int(sudo_uid))
+    return owners
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
