@@ -183,6 +183,11 @@ def visible(text: str) -> str:
     return "".join(_escaped(char) if _hidden(char) else char for char in text)
 
 
+def visible_lines(text: str) -> str:
+    """`visible` line by line, for a text whose lines are its own (a file's, a diff's)."""
+    return "\n".join(visible(line) for line in text.split("\n"))
+
+
 def _hidden(char: str) -> bool:
     return unicodedata.category(char) in _HIDDEN_CATEGORIES and char not in _JOINERS
 
