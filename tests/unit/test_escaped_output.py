@@ -8,6 +8,7 @@ form and never the characters themselves.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -69,3 +70,23 @@ def test_summarize_prints_and_writes_task_names_and_evidence_visibly(tmp_path: P
     assert raw((session / "summary.md").read_text()) == []  # `cat summary.md` is safe too
     data = json.loads((session / "summary.json").read_text())
     assert f"/runs/detr/{EVIL}.log" in [t["task"] for t in data["tasks"]]  # data keeps it
+
+
+def test_queue_ls_and_show_print_names_and_environments_visibly(tmp_path: Path) -> None:
+    env = {"GPUHERD_STATE_DIR": str(tmp_path / "state")}
+
+    def queue(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "gpuherd", "queue", *argv],
+                              capture_output=True, text=True, cwd=REPO, timeout=120,
+                              env={**os.environ, **env},
+                              stdin=subprocess.DEVNULL)
+
+    missing = queue("add", "--", f"./run{EVIL}")
+    assert missing.stderr.startswith(f"gpuherd queue add: no such command: ./run{SHOWN} ")
+    added = queue("add", "--env", f"NOTE={EVIL}", "--", "echo", EVIL)
+    assert added.returncode == 0, added.stderr
+    listing, shown = queue("ls"), queue("show", "1")
+    assert f"  NOTE={SHOWN}" in shown.stdout.splitlines()
+    assert f"command:        echo '{SHOWN}'" in shown.stdout.splitlines()
+    for out in (missing, added, listing, shown):
+        assert raw(out.stdout) == [] and raw(out.stderr) == []
