@@ -90,3 +90,31 @@ def test_queue_ls_and_show_print_names_and_environments_visibly(tmp_path: Path) 
     assert f"command:        echo '{SHOWN}'" in shown.stdout.splitlines()
     for out in (missing, added, listing, shown):
         assert raw(out.stdout) == [] and raw(out.stderr) == []
+
+
+def test_snapshot_shows_a_command_line_and_a_container_name_visibly(monkeypatch,
+                                                                    tmp_path: Path) -> None:
+    import dataclasses
+
+    from collectors.nvml import ProcessEntry
+    from collectors.samples import ContainerSample, ContainerTick
+    from gpuherd.snapshot import render_table, take_snapshot, to_json
+    from gpuherd.snapshot_containers import ContainerLook
+    from tests.fakes import FakeGpu, FakeNvml, GiB
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", EVIL])
+    try:
+        snap = take_snapshot(FakeNvml([FakeGpu(uuid="GPU-a", total=80 * GiB, used=12 * GiB,
+                                               compute=[ProcessEntry(proc.pid, 10 * GiB)])]),
+                             window_s=0.0)
+    finally:
+        proc.kill()
+        proc.wait()
+    listed = ContainerTick(snap.host.taken_at, (ContainerSample(
+        id="ab" * 32, short_id="ab" * 6, name=f"box{EVIL}", image="img", status="running"),),
+        engine="Docker")
+    snap = dataclasses.replace(snap, containers=ContainerLook(tick=listed))
+    text = render_table(snap, width=300)
+    assert raw(text) == [] and f"time.sleep(30) {SHOWN}" in text and f"box{SHOWN}" in text
+    assert raw(json.dumps(to_json(snap))) == []  # JSON escapes them itself
