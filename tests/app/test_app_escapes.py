@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.roles import CONTAINERS, HOST
+from collectors.base import CollectorError
+from collectors.roles import CONTAINERS, HOST, LOG
 from collectors.samples import ContainerSample, ContainerTick, GpuProcess, ProcessInfo
 from gpuherd.sources import log_sources
 from tests.app.helpers import T0, GiB, MiB, ScriptedCollector, gpu, host, tick, until
@@ -91,3 +92,19 @@ async def test_processes_users_and_containers_with_escapes_show_them_visibly() -
         assert raw_controls(app) == []
         for source in sources:
             source.finish()
+
+
+async def test_a_failing_source_named_with_escapes_toasts_and_titles_visibly() -> None:
+    path = f"/runs/{EVIL}.log"
+    source = ScriptedCollector(f"log:{path}", role=LOG, task_id=path)
+    app = make_app([source], clock=lambda: T0, hostname="box")
+    async with app.run_test(size=SIZE) as pilot:
+        source.push(CollectorError(f"cannot read {path}: [b]permission denied",
+                                   title="Log"))
+        await until(pilot, lambda: any(SHOWN in n.message for n in app._notifications))
+        toast = next(n for n in app._notifications if SHOWN in n.message)
+        assert toast.message == f"cannot read /runs/{SHOWN}.log: [b]permission denied"
+        assert not toast.markup and toast.title == f"Log (log:/runs/{SHOWN}.log)"
+        await pilot.pause(0.3)
+        assert raw_controls(app) == []
+        source.finish()
