@@ -293,3 +293,20 @@ def test_any_answer_is_rows_or_one_clear_line(replay_server, answer: Any) -> Non
     for row in rows:
         for figure in (row.used_bytes, row.total_bytes, row.free_bytes, row.util_ratio):
             assert figure is None or figure >= 0  # what cannot be is `invalid`, not a number
+
+
+def test_fleet_with_a_malformed_first_answer_is_one_line_and_exit_2(server) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    body = json.dumps({"status": "error", "error": "\x1b[2J\x1b]0;owned\x07" + "x" * 400})
+    url = server(answering(body.encode()))
+    done = subprocess.run([sys.executable, "-m", "gpuherd", "fleet", "--prometheus", url],
+                          capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    line = done.stderr.removesuffix("\n")
+    assert "\n" not in line and line.startswith(f"gpuherd: fleet: Prometheus at {url}: "
+                                                "\\x1b[2J\\x1b]0;owned\\x07xxx")
+    assert line.endswith("x…") and len(line) < 400  # the server's words are cut
