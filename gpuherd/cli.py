@@ -21,6 +21,7 @@ from gpuherd.commands import fleet as fleet_command
 from gpuherd.commands import monitor as monitor_command
 from gpuherd.commands import serve_metrics as serve_metrics_command
 from gpuherd.commands.flags import usage_with_command
+from gpuherd.format import visible
 
 COMMANDS: dict[str, ModuleType] = {
     "monitor": monitor_command,
@@ -144,7 +145,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     check = getattr(module, "check", None)
     problem = check(args) if check is not None else None
     if problem is not None:
-        own_parser.error(problem)
+        own_parser.error(visible(problem))  # a check may name a file another user made
     args.child_command = child or []
     return args
 

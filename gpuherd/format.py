@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import unicodedata
 
 NA = "N/A"
 """Shown for every value that is not available (`None`, or not a finite number)."""
@@ -156,5 +157,43 @@ def fmt_timestamp(unix_s: float | None) -> str:
 
 
 def fmt_text(text: str | None) -> str:
-    """A string, or `N/A` when unknown or empty."""
-    return text if text else NA
+    """A string (with `visible`'s escapes), or `N/A` when unknown or empty."""
+    return visible(text) if text else NA
+
+
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+"""Controls (C0, DEL, C1: ESC and CSI among them), format characters (the bidi overrides and
+isolates that reorder a line, zero-width spaces), lone surrogates (an undecodable byte of a
+file name) and the line and paragraph separators."""
+_JOINERS = frozenset({"\u200c", "\u200d"})
+"""Zero-width (non-)joiners: format characters that shape letters and emoji, moving nothing."""
+
+
+def visible(text: str) -> str:
+    r"""`text` with every character that could steer a terminal or reorder a line made visible.
+
+    Every string that others wrote (a file name, a log line, a Prometheus label, a process's
+    command line, a container, user or task name, a server's error text) goes through this
+    before it reaches a terminal: ESC `[2J` in a log's name would otherwise clear the screen,
+    and U+202E would show a line backwards. Such a character becomes its Python escape
+    (`\x1b`, `\x9b`, `\u202e`); ordinary Unicode (accents, CJK, emoji) is kept.
+    """
+    if text.isprintable():  # the common case, at C speed; every hidden character fails it
+        return text
+    return "".join(_escaped(char) if _hidden(char) else char for char in text)
+
+
+def visible_lines(text: str) -> str:
+    """`visible` line by line, for a text whose lines are its own (a file's, a diff's)."""
+    return "\n".join(visible(line) for line in text.split("\n"))
+
+
+def _hidden(char: str) -> bool:
+    return unicodedata.category(char) in _HIDDEN_CATEGORIES and char not in _JOINERS
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

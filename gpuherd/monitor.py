@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from collectors.base import Collector, CollectorEvent, GpuherdError
 from collectors.host import PidWatch, in_host_pid_namespace
 from gpuherd import exit_codes
+from gpuherd.format import visible
 from gpuherd.monitor_logs import TaskHint, replay_hints
 from gpuherd.sources import LiveSources, LogSources, SourceOptions, TailSupervisor, log_sources
 
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace, nvml_backend: NvmlBackend | None = None) -> in
             with _metrics(args, plan), _queue(args, plan):
                 return show(plan)
     except GpuherdError as error:
-        print(f"gpuherd: {error.title}: {error.msg}", file=sys.stderr)
+        print(visible(f"gpuherd: {error.title}: {error.msg}"), file=sys.stderr)
         return exit_codes.USAGE
 
 
@@ -117,7 +118,7 @@ def _queue(args: argparse.Namespace, plan: Plan) -> Iterator[None]:
             yield
     finally:
         for line in beside.lines if beside is not None else ():
-            print(f"gpuherd: queue: {line}", file=sys.stderr)
+            print(visible(f"gpuherd: queue: {line}"), file=sys.stderr)
 
 
 def build_plan(args: argparse.Namespace, demo: Path | None = None,
@@ -282,5 +283,5 @@ def run_app(plan: Plan, guard: Guard | None = None, close_logs: bool = True) -> 
             plan.logs.close()
     # The alternate screen is gone now; repeat why a source could not run so it stays visible.
     for line in app.state.notices:
-        print(f"gpuherd: {line}", file=sys.stderr)
+        print(visible(f"gpuherd: {line}"), file=sys.stderr)
     return app

@@ -21,6 +21,7 @@ from collectors.samples import GpuTick
 from collectors.session_format import EVENT
 from gpuherd import exit_codes, monitor
 from gpuherd.argcheck import parse_duration
+from gpuherd.format import visible
 from gpuherd.monitor_logs import COMMAND_TASK, TaskHint
 from gpuherd.record.dashboard import DashboardRecording, RecordResult, record_options
 from gpuherd.record.recording import RecordingOptions
@@ -255,7 +256,7 @@ def _report(result: RecordResult) -> None:
 
 
 def _say(message: str) -> None:
-    _say_plain(f"gpuherd: {message}")
+    _say_plain(visible(f"gpuherd: {message}"))
 
 
 def _say_plain(text: str) -> None:

@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from collectors.tracebacks import TracebackHold
 from gpuherd import exit_codes
+from gpuherd.format import visible
 from gpuherd.tasks.health import judge_histories, wants
 from gpuherd.tasks.series import MetricSeries
 from parsers.findings import findings_from_metric, scan_line
@@ -58,29 +59,29 @@ def run(args: argparse.Namespace) -> int:
         except BrokenPipeError:
             raise  # the reader went away (`| head`): `cli.main` ends quietly
         except OSError as error:
-            print(f"gpuherd parse: {path}: {_reason(error)}", file=sys.stderr)
+            print(visible(f"gpuherd parse: {path}: {_reason(error)}"), file=sys.stderr)
             status = exit_codes.FAILED
             continue
         except ValueError as error:  # a document that is not valid JSON
-            print(f"gpuherd parse: {path}: {error}", file=sys.stderr)
+            print(visible(f"gpuherd parse: {path}: {error}"), file=sys.stderr)
             status = exit_codes.FAILED
             continue
         problem = _nothing_read(report, args.log_format)
         if problem is not None:
-            print(f"gpuherd parse: {path}: {problem}", file=sys.stderr)
+            print(visible(f"gpuherd parse: {path}: {problem}"), file=sys.stderr)
             status = exit_codes.FAILED
             continue
         if report.unparsed:
             what = "log_history entr(y/ies)" if report.format in DOCUMENT_FORMATS else "line(s)"
-            print(
+            print(visible(
                 f"gpuherd parse: {path}: {report.unparsed} unparsed {what} as {report.format}; "
-                f"first at {report.first_unparsed_line}: {report.first_error}",
+                f"first at {report.first_unparsed_line}: {report.first_error}"),
                 file=sys.stderr,
             )
         elif not (report.metrics or report.findings):
             # Text read without trouble that holds nothing to report (a CSV with its header
             # only, a config file): no failure, but silence would read as one.
-            print(f"gpuherd parse: {path}: {_nothing_found(report)}", file=sys.stderr)
+            print(visible(f"gpuherd parse: {path}: {_nothing_found(report)}"), file=sys.stderr)
     sys.stdout.flush()
     return status
 
@@ -364,16 +365,19 @@ class _TableEmitter:
             self.out.write(f"{'FILE:LINE':<{PATH_WIDTH}} {'FORMAT':<{FORMAT_WIDTH}} {'STEP':>8} "
                            f"{'EPOCH':>7}  {'METRIC':<28} VALUE\n")
             self.header_done = True
-        where = short_where(record["file"], record["line"])
+        # The path and the evidence are the log's (its name, its lines): shown, not obeyed.
+        where = short_where(visible(record["file"]), record["line"])
         if "finding" in record:
-            self.out.write(f"{where:<{PATH_WIDTH}} ! {record['finding']}: {record['evidence']}\n")
+            self.out.write(visible(f"{where:<{PATH_WIDTH}} ! {record['finding']}: "
+                                   f"{record['evidence']}") + "\n")
             return
         step = record.get("step", "")
         epoch = record.get("epoch", "")
         value = record["value"]
         shown = f"{value:.6g}" if isinstance(value, float) else str(value)
-        self.out.write(f"{where:<{PATH_WIDTH}} {record['format']:<{FORMAT_WIDTH}} {step!s:>8} "
-                       f"{epoch!s:>7}  {record['metric']:<28} {shown}\n")
+        self.out.write(visible(f"{where:<{PATH_WIDTH}} {record['format']:<{FORMAT_WIDTH}} "
+                               f"{step!s:>8} {epoch!s:>7}  {record['metric']:<28} {shown}")
+                       + "\n")
 
 
 def short_where(path: str, line: int, width: int = PATH_WIDTH) -> str:

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace, backend: NvmlBackend | None = None) -> int:
     """Print one snapshot as a table or JSON; the exit code is `Snapshot.exit_code`."""
     snap = take_snapshot(backend)
     if snap.gpu_error:
-        print(f"gpuherd: {snap.gpu_error}", file=sys.stderr)
+        print(fmt.visible(f"gpuherd: {snap.gpu_error}"), file=sys.stderr)
     if getattr(args, "json", False):
         print(json.dumps(to_json(snap), indent=2))
     else:
@@ -234,18 +234,22 @@ def render_table(snap: Snapshot, width: int = 120) -> str:
                          for line in container_lines(look.tick, uses, snap.gpus_known)]
     elif look.error and not look.no_engine:
         lines += ["", f"containers: {look.error}"]
-    return "\n".join(lines)
+    # Names (processes, users, containers, GPUs) are escaped where the columns are built, so
+    # they stay aligned; this pass makes sure no line carries a control character whatever
+    # its source.
+    return "\n".join(fmt.visible(line) for line in lines)
 
 
 def _gpu_table(tick: GpuTick) -> list[str]:
     rows = [["GPU", "NAME", "VRAM", "VRAM%", "UTIL", "MEM UTIL", "TEMP", "POWER", "SM CLOCK"]]
     for d in tick.devices:
         if d.error:
-            rows.append([str(d.index), d.name, fmt.fmt_gib_pair(None, d.memory_total_bytes),
-                         f"error: {d.error}"])
+            rows.append([str(d.index), fmt.visible(d.name),
+                         fmt.fmt_gib_pair(None, d.memory_total_bytes), f"error: {d.error}"])
             continue
         rows.append([
-            str(d.index), d.name, fmt.fmt_gib_pair(d.memory_used_bytes, d.memory_total_bytes),
+            str(d.index), fmt.visible(d.name),
+            fmt.fmt_gib_pair(d.memory_used_bytes, d.memory_total_bytes),
             fmt.fmt_pct(fmt.pct_of(d.memory_used_bytes, d.memory_total_bytes)),
             fmt.fmt_pct(d.gpu_util_pct), fmt.fmt_pct(d.mem_util_pct), fmt.fmt_temp(d.temperature_c),
             fmt.fmt_power_pair(d.power_w, d.power_limit_w), fmt.fmt_mhz(d.sm_clock_mhz),
@@ -285,7 +289,7 @@ def _process_lines(snap: Snapshot, tick: GpuTick, width: int) -> list[str]:
 def _command(info: ProcessInfo, names: dict[str, str]) -> str:
     text = fmt.fmt_text(info.command)
     label = container_label(info.container, names)
-    return f"{text} [{label}]" if label else text
+    return f"{text} [{fmt.visible(label)}]" if label else text
 
 
 def _host_lines(host: HostSample) -> list[str]:

@@ -93,7 +93,8 @@ def container_lines(tick: ContainerTick, uses: Mapping[str, ContainerGpuUse],
     for c in tick.containers:
         use = uses.get(c.short_id)
         gpu_memory = use.memory_bytes if use is not None else (0 if gpus_known else None)
-        rows.append([c.name, c.image, c.status, fmt.fmt_pct(c.cpu_pct),
+        rows.append([fmt.visible(c.name), fmt.visible(c.image), fmt.visible(c.status),
+                     fmt.fmt_pct(c.cpu_pct),
                      f"{fmt.fmt_bytes(c.memory_used_bytes)} / "
                      f"{fmt.fmt_bytes(c.memory_limit_bytes)}",
                      fmt.fmt_count(c.pids), ",".join(c.gpu_devices) or "-",

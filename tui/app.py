@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 
 from collectors.base import (
     Collector,
@@ -24,6 +25,7 @@ from collectors.base import (
 from collectors.containers import NoEngine
 from collectors.roles import DISCOVERY, GPU, LOG, WRITERS, role_of, sample_role
 from collectors.samples import GpuTick, LogBatch
+from gpuherd.format import visible
 from tui.collector_threads import (
     CollectorThread,
     CollectorThreads,
@@ -62,6 +64,15 @@ class GpuherdApp(App[int]):
     ]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-tiny"), (22, "-short"), (30, "-tall")]
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """A toast; its text is shown as written, never as markup, its controls made visible.
+
+        Toasts carry sources' reasons, which quote log paths and collectors' errors.
+        """
+        super().notify(visible(message), title=visible(title), severity=severity,
+                       timeout=timeout, markup=False)
 
     def __init__(
         self,

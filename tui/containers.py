@@ -8,6 +8,7 @@ from typing import Any
 
 from collectors.container_gpu import gpu_use_by_container
 from collectors.samples import ContainerTick, GpuTick, HostSample
+from gpuherd.format import visible
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,14 +92,18 @@ def build_container_rows(containers: ContainerTick | None, gpus: GpuTick | None,
     for c in containers.containers:
         gpu = use.get(c.short_id)
         rows.append(ContainerRow(
-            key=c.id, short_id=c.short_id, name=c.name, image=c.image, status=c.status,
+            # Names, images and states are the engine's (any user may name a container): the
+            # row holds them as shown, so sorting and filtering match what is on screen.
+            key=c.id, short_id=c.short_id, name=visible(c.name), image=visible(c.image),
+            status=visible(c.status),
             uptime_s=None if c.started_at is None else max(0.0, at - c.started_at),
             cpu_pct=c.cpu_pct, memory_used_bytes=c.memory_used_bytes,
             memory_limit_bytes=c.memory_limit_bytes, net_rx_bytes_per_s=c.net_rx_bytes_per_s,
             net_tx_bytes_per_s=c.net_tx_bytes_per_s,
             block_read_bytes_per_s=c.block_read_bytes_per_s,
             block_write_bytes_per_s=c.block_write_bytes_per_s, pids=c.pids,
-            gpus=",".join(c.gpu_devices), gpu_memory_bytes=gpu.memory_bytes if gpu else None,
+            gpus=visible(",".join(c.gpu_devices)),
+            gpu_memory_bytes=gpu.memory_bytes if gpu else None,
             gpu_pids=gpu.pids if gpu else ()))
     return rows
 

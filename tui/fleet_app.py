@@ -12,7 +12,7 @@ from textual.widgets import Footer, Static
 
 from collectors.base import Collector, CollectorEvent, Crashed, Failed, Recovered, Sampled
 from gpuherd.fleet.model import FleetSnapshot
-from gpuherd.format import fmt_timestamp
+from gpuherd.format import fmt_timestamp, visible
 from tui.collector_threads import CollectorThreads
 from tui.messages import CollectorEventReceived
 from tui.widgets.fleet_table import FleetTable
@@ -97,7 +97,7 @@ class FleetApp(App[int]):
 
     def _title(self) -> None:
         snap = self.snapshot
-        title = Text.assemble(("gpuherd fleet", "bold"), f"  {self.url}  ")
+        title = Text.assemble(("gpuherd fleet", "bold"), f"  {visible(self.url)}  ")
         if snap is not None:
             gpus = len(snap.rows)
             title.append(f"{snap.hosts} hosts · {gpus} GPUs")
@@ -107,5 +107,6 @@ class FleetApp(App[int]):
             title.append(f"  updated {fmt_timestamp(snap.taken_at)}{refresh}", style="dim")
         self.query_one("#fleet-title", Static).update(title)
         problem = self.query_one("#fleet-problem", Static)
-        problem.update(self.problem or "")
+        # The reason may quote the server: a Text (never markup), its controls made visible.
+        problem.update(Text(visible(self.problem or "")))
         problem.set_class(self.problem is not None, "-shown")

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from collectors.samples import GpuSample, GpuTick
 from gpuherd.chart_values import spread_repeats
-from gpuherd.format import fmt_bytes, fmt_duration, fmt_pct
+from gpuherd.format import fmt_bytes, fmt_duration, fmt_pct, visible
 from gpuherd.tasks import TaskView
 from gpuherd.tasks.health import Finding
 from gpuherd.tasks.view import label_of
@@ -114,7 +114,7 @@ def throughput_text(view: TaskView) -> str:
     rate = view.throughput
     if not view.running or rate is None or not math.isfinite(rate):
         return ""
-    unit = THROUGHPUT_UNITS.get(view.throughput_name or "", view.throughput_name or "")
+    unit = THROUGHPUT_UNITS.get(view.throughput_name or "") or visible(view.throughput_name or "")
     if rate >= 10_000:
         return f"{rate / 1000:.0f}k {unit}"
     return f"{rate:.3g} {unit}"
@@ -179,14 +179,14 @@ def process_facts(view: TaskView, tick: GpuTick | None) -> list[tuple[str, str]]
 
 def badge_label(finding: Finding) -> str:
     """The short badge of a finding: `NaN`, `OOM`, `stalled`, ..."""
-    return BADGES.get(finding.kind, finding.kind)
+    return BADGES.get(finding.kind) or visible(finding.kind)
 
 
 def health_text(view: TaskView) -> Text:
     """The error of an unreadable log, then one badge per finding kind, then unparsed lines."""
     text = Text(no_wrap=True, overflow="ellipsis")
     if view.error:
-        text.append(view.error, style="bold red")
+        text.append(visible(view.error), style="bold red")
     seen: set[str] = set()
     for finding in view.findings:
         label = badge_label(finding)
@@ -210,12 +210,14 @@ def task_row(view: TaskView, tick: GpuTick | None) -> TaskRow:
     loss, val = loss_of(view), val_of(view)
     eta = fmt_duration(view.eta_s) if view.eta_s is not None and view.running else ""
     cells = (
-        ("task", Text(view.label, style=label_style, no_wrap=True, overflow="ellipsis")),
+        ("task", Text(visible(view.label), style=label_style, no_wrap=True,
+                      overflow="ellipsis")),
         ("status", Text(view.status, style=STATUS_STYLE.get(view.status, ""))),
         ("progress", Text(progress_text(view), no_wrap=True, overflow="ellipsis")),
         ("loss", Text(fmt_metric(loss[1]) if loss else "", justify="right",
                       style="bold red" if loss and not math.isfinite(loss[1]) else "")),
-        ("val", Text(f"{VAL_SHORT.get(val[0], val[0])} {fmt_metric(val[1])}" if val else "",
+        ("val", Text(f"{VAL_SHORT.get(val[0]) or visible(val[0])} {fmt_metric(val[1])}"
+                     if val else "",
                      no_wrap=True)),
         ("speed", Text(throughput_text(view), justify="right", no_wrap=True)),
         ("eta", Text(eta, justify="right")),
@@ -225,7 +227,8 @@ def task_row(view: TaskView, tick: GpuTick | None) -> TaskRow:
         ("health", health_text(view)),
     )
     named = view.label == label_of(view.task_id)
-    return TaskRow(view.task_id, cells, view.task_id if named else "")
+    # The path is a file name anyone may have chosen: the row keeps it as shown.
+    return TaskRow(view.task_id, cells, visible(view.task_id) if named else "")
 
 
 def task_rows(views: Sequence[TaskView], tick: GpuTick | None) -> tuple[TaskRow, ...]:
@@ -246,7 +249,7 @@ def finding_lines(findings: Sequence[Finding]) -> Text:
         where = f" line {finding.line_no:,}" if finding.line_no else ""
         times = f" ×{finding.count}" if finding.count > 1 else ""
         text.append(f" {finding.severity}{where}{times}: ", style=style)
-        text.append(finding.evidence)
+        text.append(visible(finding.evidence))
     return text
 
 

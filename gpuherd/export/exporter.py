@@ -27,13 +27,14 @@ from gpuherd.export.queue_metrics import QueueProvider
 from gpuherd.export.scrape import ScrapeCollector
 from gpuherd.export.server import ExporterError, MetricsServer, tls_context
 from gpuherd.export.state import ExportState
+from gpuherd.format import visible
 from gpuherd.monitor_logs import COMMAND_TASK, TaskHint
 
 
 def say(line: str) -> None:
     """One line on stderr (a closed terminal is not worth dying for)."""
     try:
-        print(f"gpuherd: {line}", file=sys.stderr, flush=True)
+        print(visible(f"gpuherd: {line}"), file=sys.stderr, flush=True)
     except OSError:
         pass
 

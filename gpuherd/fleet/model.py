@@ -9,14 +9,17 @@ scrape only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from gpuherd.fleet.promql import Series, finite
+from gpuherd.fleet.promql import Series
 from gpuherd.tasks.health import severity_of
 
 MIB = 1 << 20
 """dcgm-exporter reports framebuffer memory in MiB."""
+MAX_RATIO = 1.0 + 1e-9
+"""Utilization above this (as a ratio of 1) is impossible; the slack absorbs float rounding."""
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 
@@ -75,6 +78,9 @@ class FleetRow:
     stale: bool = False
     age_s: float | None = None
     """How old the newest sample is; `None` when Prometheus holds no fresh one."""
+    invalid: frozenset[str] = frozenset()
+    """Figures Prometheus gave that cannot be (`memory`, `util`, `user`): shown as invalid,
+    their values `None`."""
 
     @property
     def key(self) -> str:
@@ -111,7 +117,7 @@ class FleetSnapshot:
 def sort_key(row: FleetRow) -> tuple[bool, float, str, int, str]:
     """Where to run now first: fresh before stale, most free memory first."""
     free = row.free_bytes
-    gpu = int(row.gpu) if row.gpu.isdigit() else 1 << 30
+    gpu = int(row.gpu) if row.gpu.isascii() and row.gpu.isdigit() else 1 << 30
     return (row.stale, -(free if free is not None else -1.0), row.host, gpu, row.gpu)
 
 
@@ -124,7 +130,38 @@ def build_rows(series: Iterable[Series], stale_after_s: float) -> tuple[tuple[Fl
         parts.setdefault(s.labels.get("fleet_q", ""), []).append(s)
         at = max(at, s.at)
     rows = [*_gpuherd_rows(parts, stale_after_s), *_dcgm_rows(parts, stale_after_s)]
-    return tuple(sorted(rows, key=sort_key)), at
+    return tuple(sorted((checked(row) for row in rows), key=sort_key)), at
+
+
+def checked(row: FleetRow) -> FleetRow:
+    """`row` with its impossible figures taken out and named in `invalid`.
+
+    Prometheus holds what any exporter sent: a negative or NaN memory, more used than there
+    is, a utilization above 100 % are a broken or hostile exporter's, never a GPU's, and are
+    shown as invalid rather than as numbers. A figure merely missing stays `None` (N/A).
+    """
+    bad = set()
+    used, total, util = row.used_bytes, row.total_bytes, row.util_ratio
+    if not _possible(used) or not _possible(total) or total == 0 or (
+            used is not None and total is not None and used > total):
+        bad.add("memory")
+        used = total = None
+    if not _possible(util, MAX_RATIO):
+        bad.add("util")
+        util = None
+    user_bytes = row.top_user_bytes
+    if not _possible(user_bytes):
+        bad.add("user")
+        user_bytes = None
+    if not bad:
+        return row
+    return replace(row, used_bytes=used, total_bytes=total, util_ratio=util,
+                   top_user_bytes=user_bytes, invalid=frozenset(bad))
+
+
+def _possible(value: float | None, most: float = math.inf) -> bool:
+    """Missing, or a finite number from 0 to `most`."""
+    return value is None or (math.isfinite(value) and 0 <= value <= most)
 
 
 def _host(labels: dict[str, str], name: str) -> str:
@@ -161,8 +198,8 @@ def _gpuherd_rows(parts: dict[str, list[Series]], stale_after_s: float) -> list[
         age = ages.get(key)
         user = users.get(key)
         rows.append(FleetRow(
-            key[0], key[1], "gpuherd", models.get(key), finite(used.get(key)),
-            finite(total.get(key)), finite(util.get(key)), user[0] if user else None,
+            key[0], key[1], "gpuherd", models.get(key), used.get(key),
+            total.get(key), util.get(key), user[0] if user else None,
             user[1] if user else None, tasks.get(key, ()),
             stale=age is None or age > stale_after_s, age_s=age))
     return rows
@@ -179,8 +216,8 @@ def _dcgm_rows(parts: dict[str, list[Series]], stale_after_s: float) -> list[Fle
     for key in sorted(used):
         age = ages.get(key)
         total = used[key] + free[key] if key in free else None
-        rows.append(FleetRow(key[0], key[1], "dcgm", models.get(key), finite(used[key]),
-                             finite(total), finite(util.get(key)),
+        rows.append(FleetRow(key[0], key[1], "dcgm", models.get(key), used[key],
+                             total, util.get(key),
                              stale=age is None or age > stale_after_s, age_s=age))
     return rows
 

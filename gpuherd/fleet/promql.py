@@ -1,39 +1,31 @@
 """A small client of Prometheus's HTTP query API (`/api/v1/query`), standard library only.
 
 Connections go straight to the URL given: proxy settings in the environment are not used, so a
-fleet view aimed at a Prometheus on this machine never sends a query anywhere else.
+fleet view aimed at a Prometheus on this machine never sends a query anywhere else. The server
+is not trusted to behave: one answer gets `timeout_s` in all (connecting, the headers and the
+whole body, however slowly it drips) and at most `max_bytes`, and is checked whole
+(`gpuherd.fleet.answer`) before any of it is used.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
-import math
-import urllib.error
+import socket
+import threading
+import time
 import urllib.parse
-import urllib.request
-from dataclasses import dataclass
-from typing import Any
 
-from collectors.base import GpuherdError
+from gpuherd.fleet.answer import PrometheusError, Series, read_answer, said
+from gpuherd.format import fmt_bytes
+
+__all__ = ["PrometheusClient", "PrometheusError", "Series", "check_url"]
 
 DEFAULT_TIMEOUT_S = 5.0
-
-
-class PrometheusError(GpuherdError):
-    """Prometheus cannot be asked, or answered with an error."""
-
-    def __init__(self, msg: str) -> None:
-        super().__init__(msg, title="fleet")
-
-
-@dataclass(frozen=True, slots=True)
-class Series:
-    """One element of an instant vector."""
-
-    labels: dict[str, str]
-    value: float
-    at: float
-    """The evaluation time Prometheus gave the answer (Unix seconds)."""
+"""The whole of one answer, from connecting to its last byte."""
+MAX_ANSWER_BYTES = 32 << 20
+"""The largest answer read: a fleet of 1,000 GPUs answers about 2 MiB."""
+READ_BYTES = 1 << 16
 
 
 def check_url(text: str) -> str:
@@ -55,70 +47,125 @@ def check_url(text: str) -> str:
     return text.rstrip("/")
 
 
+class _Deadline:
+    """Cuts a connection's socket when an answer has taken its time.
+
+    A read blocked on a server that drips a byte now and then returns at once: the socket's
+    own timeout is per read, and each byte would start it again.
+    """
+
+    def __init__(self, connection: http.client.HTTPConnection, seconds: float) -> None:
+        self.connection = connection
+        self.ends_at = time.monotonic() + seconds
+        self.passed = threading.Event()
+        self._timer = threading.Timer(seconds, self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _cut(self) -> None:
+        self.passed.set()
+        sock = self.connection.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
+
+    def left(self) -> float:
+        """Seconds left; raises `TimeoutError` when none are."""
+        left = self.ends_at - time.monotonic()
+        if left <= 0 or self.passed.is_set():
+            raise TimeoutError
+        return left
+
+    def cancel(self) -> None:
+        """The answer is in (or given up): the timer goes."""
+        self._timer.cancel()
+
+
 class PrometheusClient:
     """Instant queries against one Prometheus server."""
 
-    def __init__(self, url: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, url: str, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 max_bytes: int = MAX_ANSWER_BYTES) -> None:
         self.url = check_url(url)
         self.timeout_s = timeout_s
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        self.max_bytes = max_bytes
+        self._parts = urllib.parse.urlsplit(self.url)
 
     def query(self, expr: str) -> list[Series]:
         """Evaluate `expr` now; its vector. Raises `PrometheusError` with the reason."""
         body = urllib.parse.urlencode({"query": expr}).encode()
-        request = urllib.request.Request(f"{self.url}/api/v1/query", data=body, method="POST",
-                                         headers={"Accept": "application/json"})
-        try:
-            with self._opener.open(request, timeout=self.timeout_s) as answer:
-                raw = answer.read()
-        except urllib.error.HTTPError as error:
-            raise PrometheusError(self._http_problem(error)) from None
-        except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            if isinstance(reason, TimeoutError):
-                reason = f"no answer within {self.timeout_s:g} s"
-            raise PrometheusError(f"cannot reach Prometheus at {self.url}: {reason}") from None
-        return _vector(self._decode(raw))
+        status, raw = self._exchange(body)
+        if status != 200:
+            raise PrometheusError(self._http_problem(status, raw))
+        return read_answer(raw, self.url)
 
-    def _decode(self, raw: bytes) -> dict[str, Any]:
+    def _connection(self) -> http.client.HTTPConnection:
+        kind = (http.client.HTTPSConnection if self._parts.scheme == "https"
+                else http.client.HTTPConnection)
+        return kind(self._parts.hostname or "", self._parts.port, timeout=self.timeout_s)
+
+    def _exchange(self, body: bytes) -> tuple[int, bytes]:
+        """The status and the body of one POST, within the deadline and the size cap."""
+        connection = self._connection()
+        deadline = _Deadline(connection, self.timeout_s)
+        got: list[bytes] = []
+        try:
+            connection.request("POST", f"{self._parts.path}/api/v1/query", body, {
+                "Accept": "application/json",
+                "Content-Type": "application/x-www-form-urlencoded"})
+            deadline.left()
+            answer = connection.getresponse()
+            self._check_length(answer.getheader("Content-Length"))
+            return answer.status, self._body(answer, connection, deadline, got)
+        except TimeoutError:
+            raise PrometheusError(self._late(got)) from None
+        except (OSError, http.client.HTTPException) as error:
+            if deadline.passed.is_set():
+                raise PrometheusError(self._late(got)) from None
+            raise PrometheusError(f"cannot reach Prometheus at {self.url}: "
+                                  f"{said(str(error) or type(error).__name__)}") from None
+        finally:
+            deadline.cancel()
+            connection.close()
+
+    def _body(self, answer: http.client.HTTPResponse, connection: http.client.HTTPConnection,
+              deadline: _Deadline, got: list[bytes]) -> bytes:
+        size = 0
+        while True:
+            if connection.sock is not None:
+                connection.sock.settimeout(deadline.left())
+            chunk = answer.read1(READ_BYTES)
+            deadline.left()  # a cut socket reads as the end of the body: it is not
+            if not chunk:
+                return b"".join(got)
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise PrometheusError(self._too_big())
+            got.append(chunk)
+
+    def _check_length(self, header: str | None) -> None:
+        if header is not None and header.strip().isdigit() and int(header) > self.max_bytes:
+            raise PrometheusError(self._too_big())
+
+    def _too_big(self) -> str:
+        return (f"Prometheus at {self.url} answered more than {fmt_bytes(self.max_bytes)}; "
+                "gave up reading (is it the Prometheus server's URL?)")
+
+    def _late(self, got: list[bytes]) -> str:
+        if not got:
+            return f"no answer from {self.url} within {self.timeout_s:g} s"
+        size = fmt_bytes(sum(len(chunk) for chunk in got))
+        return (f"no whole answer from {self.url} within {self.timeout_s:g} s ({size} came); "
+                "gave up reading")
+
+    def _http_problem(self, status: int, raw: bytes) -> str:
         try:
             doc = json.loads(raw)
-        except ValueError:
-            doc = None
-        if not isinstance(doc, dict) or doc.get("status") not in ("success", "error"):
-            raise PrometheusError(f"{self.url} does not answer like Prometheus's query API "
-                                  "(/api/v1/query); is it the Prometheus server's URL?")
-        if doc["status"] == "error":
-            raise PrometheusError(f"Prometheus at {self.url}: {doc.get('error', 'error')}")
-        return doc
-
-    def _http_problem(self, error: urllib.error.HTTPError) -> str:
-        try:
-            doc = json.loads(error.read())
-        except (ValueError, OSError):
+        except (ValueError, RecursionError):
             doc = None
         if isinstance(doc, dict) and doc.get("error"):
-            return f"Prometheus at {self.url}: {doc['error']}"
-        return (f"{self.url} answered HTTP {error.code} to a query: is it the Prometheus "
+            return f"Prometheus at {self.url}: {said(doc['error'])}"
+        return (f"{self.url} answered HTTP {status} to a query: is it the Prometheus "
                 "server's URL?")
-
-
-def _vector(doc: dict[str, Any]) -> list[Series]:
-    data = doc.get("data")
-    if not isinstance(data, dict) or data.get("resultType") != "vector":
-        raise PrometheusError("Prometheus answered something other than an instant vector")
-    out = []
-    for element in data.get("result") or ():
-        try:
-            at, text = element["value"]
-            value = float(text)  # "NaN", "+Inf" included
-            labels = {str(k): str(v) for k, v in element["metric"].items()}
-        except (KeyError, TypeError, ValueError):
-            continue  # one odd element does not spoil the others
-        out.append(Series(labels, value, float(at)))
-    return out
-
-
-def finite(value: float | None) -> float | None:
-    """`value` when it is a finite number, else `None`."""
-    return value if value is not None and math.isfinite(value) else None

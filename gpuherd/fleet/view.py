@@ -8,6 +8,7 @@ import sys
 from gpuherd import exit_codes
 from gpuherd.fleet.promql import PrometheusClient, PrometheusError
 from gpuherd.fleet.source import FleetSource
+from gpuherd.format import visible
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
                              args.forget_after)
         first = source.check()
     except PrometheusError as error:
-        print(f"gpuherd: fleet: {error.msg}", file=sys.stderr)
+        print(visible(f"gpuherd: fleet: {error.msg}"), file=sys.stderr)
         return exit_codes.USAGE
     problem = terminal_problem()
     if problem is not None:

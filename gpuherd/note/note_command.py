@@ -8,6 +8,7 @@ from pathlib import Path
 
 from collectors.base import GpuherdError
 from gpuherd import exit_codes
+from gpuherd.format import visible, visible_lines
 from gpuherd.note.note import compose
 from gpuherd.note.note_file import NoteWriteError, diff, updated_text, write_note
 from gpuherd.summary.summary import summarize
@@ -28,18 +29,20 @@ def run(args: argparse.Namespace) -> int:
         note = compose(summarize(args.session_dir))
         if getattr(args, "dry_run", False):
             old, new = updated_text(example, note)
-            sys.stdout.write(diff(example, old, new) or f"{example}: already up to date\n")
+            # The example may be another user's file: its lines are shown, not obeyed.
+            sys.stdout.write(visible_lines(diff(example, old, new)
+                                           or f"{example}: already up to date\n"))
             return EXIT_OK
         changed = write_note(example, note)
     except NoteWriteError as error:
-        print(f"gpuherd: {error.msg}", file=sys.stderr)
+        print(visible(f"gpuherd: {error.msg}"), file=sys.stderr)
         return EXIT_FAILED
     except GpuherdError as error:
-        print(f"gpuherd: {error.msg}", file=sys.stderr)
+        print(visible(f"gpuherd: {error.msg}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     state = "updated" if changed else "already up to date"
     date = ("not changed (the run failed)" if note.last_verified is None
             else note.last_verified.isoformat())
-    print(f"{example}: {state}\n  last_verified: {date}\n"
-          f"  last_verification_note: {note.text}")
+    print(f"{visible(str(example))}: {state}\n  last_verified: {date}\n"
+          f"  last_verification_note: {visible(note.text)}")
     return EXIT_OK

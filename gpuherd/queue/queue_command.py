@@ -16,6 +16,7 @@ from collections.abc import Callable
 from collectors.base import CollectorUnavailable
 from collectors.nvml import NvmlBackend, NvmlSession
 from gpuherd import exit_codes
+from gpuherd.format import visible, visible_lines
 from gpuherd.queue import listing
 from gpuherd.queue.addspec import build_spec
 from gpuherd.queue.control import stop_job
@@ -41,7 +42,7 @@ def _add(store: QueueStore, args: argparse.Namespace, backend: NvmlBackend | Non
     spec, notes = build_spec(args, store, host)
     job = store.add(spec)
     for note in notes:
-        print(f"gpuherd queue add: {note}", file=sys.stderr)
+        print(visible(f"gpuherd queue add: {note}"), file=sys.stderr)
     place = listing.places(store.jobs((JobState.WAITING,))).get(job.id)
     gpus = "1 GPU" if spec.gpus == 1 else f"{spec.gpus} GPUs"
     need = format_size(spec.vram_bytes) if spec.vram_bytes else "0 B (no --vram)"
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace, nvml_backend: NvmlBackend | None = None) -> in
         finally:
             store.close()
     except QueueError as error:
-        print(f"gpuherd queue {action}: {error.msg}", file=sys.stderr)
+        print(visible(f"gpuherd queue {action}: {error.msg}"), file=sys.stderr)
         return exit_codes.USAGE
-    print(said)
+    print(visible_lines(said))  # names, commands, reasons, environments: shown, not obeyed
     return exit_codes.OK

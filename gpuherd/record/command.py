@@ -21,6 +21,7 @@ from collectors.base import CollectorEvent, Failed, GpuherdError, Unavailable
 from collectors.session_format import COMMAND_LOG_FILE, EVENT
 from gpuherd import exit_codes
 from gpuherd.argcheck import parse_duration
+from gpuherd.format import visible
 from gpuherd.proc.child import ChildCommand, CommandStartError
 from gpuherd.record.recording import Recording, RecordingOptions
 from gpuherd.session import SessionUnsafeError
@@ -33,7 +34,8 @@ POLL_S = 0.5
 
 
 def _say(message: str) -> None:
-    _say_plain(f"gpuherd: {message}")
+    # Messages quote log paths, collectors' errors and the recorder's notes: one shown line.
+    _say_plain(visible(f"gpuherd: {message}"))
 
 
 _SAY_LOCK = threading.Lock()

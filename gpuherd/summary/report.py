@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
+from gpuherd.format import visible, visible_lines
 from gpuherd.summary import charts
 from gpuherd.summary.frames import SessionFrames, load_frames
 from gpuherd.summary.summary import Summary, summarize_frames, write_atomic
@@ -178,9 +179,14 @@ def render_markdown(summary: Summary, frames: SessionFrames) -> str:
     """The whole `summary.md`."""
     data = summary.data
     lines = _header(data) + _gpu_section(data) + _container_section(data) + _task_section(data)
-    lines += _findings_section(data) + _charts_section(frames) + _stats_section(data)
+    lines += _findings_section(data)
+    # Each line quotes what a session holds (task names, log lines, container and command
+    # names): shown, one line each, whether printed (--md) or read with `cat summary.md`.
+    lines = [visible(line) for line in lines] + [visible_lines(line) for line in
+                                                 _charts_section(frames)]
+    lines += [visible(line) for line in _stats_section(data)]
     if data["warnings"]:
-        lines += ["## Reader notes", "", *[f"- {w}" for w in data["warnings"]], ""]
+        lines += ["## Reader notes", "", *[visible(f"- {w}") for w in data["warnings"]], ""]
     return "\n".join(lines)
 
 
@@ -215,7 +221,7 @@ def render_short(summary: Summary) -> str:
         lines.append(f"  health findings: {kinds}")
     for warning in data["warnings"]:
         lines.append(f"  note: {warning}")
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)  # one shown line each
 
 
 def write_summary(directory: str | os.PathLike[str]) -> Summary:

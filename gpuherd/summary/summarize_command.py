@@ -9,6 +9,7 @@ from pathlib import Path
 from collectors.base import GpuherdError
 from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
 from gpuherd import exit_codes
+from gpuherd.format import visible
 from gpuherd.summary.frames import load_frames
 from gpuherd.summary.report import render_json, render_markdown, render_short
 from gpuherd.summary.summary import summarize_frames, write_atomic
@@ -29,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         frames = load_frames(root)
         summary = summarize_frames(frames)
     except GpuherdError as error:
-        print(f"gpuherd: {error.msg}", file=sys.stderr)
+        print(visible(f"gpuherd: {error.msg}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     as_json = render_json(summary)
     as_md = render_markdown(summary, frames)
@@ -37,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
         write_atomic(root / SUMMARY_JSON_FILE, as_json)
         write_atomic(root / SUMMARY_MD_FILE, as_md)
     except OSError as error:
-        print(f"gpuherd: could not write the summary files into {root}: "
-              f"{error.strerror or error}", file=sys.stderr)
+        print(visible(f"gpuherd: could not write the summary files into {root}: "
+                      f"{error.strerror or error}"), file=sys.stderr)
     if getattr(args, "json", False):
         sys.stdout.write(as_json)
     elif getattr(args, "md", False):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuherd.fleet.model import MIB, FleetTask, build_rows, fleet_query
+from gpuherd.fleet.model import MIB, FleetRow, FleetTask, build_rows, checked, fleet_query
 from gpuherd.fleet.promql import Series
 from tests.fakes import GiB
 
@@ -92,3 +92,29 @@ def test_the_fleet_is_one_query_with_every_part_tagged() -> None:
     assert "last_over_time(DCGM_FI_DEV_FB_FREE[600s])" in query
     assert 'label_replace(timestamp(gpuherd_gpu_memory_used_bytes), "fleet_q", "fresh", "", "")' \
         in query
+
+
+@pytest.mark.parametrize(("used", "total", "util", "user_bytes", "invalid"), [
+    (80.0, 80.0, 1.0, 0.0, set()),  # full and fully busy: possible
+    (80.0 + 1e-6, 80.0, 1.0, 0.0, {"memory"}),  # more used than there is
+    (0.0, 80.0, 1.0 + 1e-6, 0.0, {"util"}),  # above 100 %
+    (0.0, 80.0, -1e-9, 0.0, {"util"}),
+    (-4.7, 80.0, 0.5, 0.0, {"memory"}),
+    (0.0, 0.0, 0.5, 0.0, {"memory"}),  # a GPU of no memory
+    (0.0, -0.0, 0.5, 0.0, {"memory"}),
+    (float("nan"), 80.0, 0.5, 0.0, {"memory"}),
+    (1.0, float("inf"), 0.5, 0.0, {"memory"}),
+    (1.0, 80.0, float("nan"), 0.0, {"util"}),
+    (1.0, 80.0, 0.5, -1.0, {"user"}),
+    (None, 80.0, None, None, set()),  # merely missing: N/A, not invalid
+])
+def test_impossible_figures_are_named_and_never_kept(used, total, util, user_bytes,
+                                                     invalid) -> None:
+    row = checked(FleetRow("a", "0", "gpuherd", None, used, total, util, "u", user_bytes))
+    assert row.invalid == invalid
+    if "memory" in invalid:
+        assert row.used_bytes is None and row.total_bytes is None and row.free_bytes is None
+    if "util" in invalid:
+        assert row.util_ratio is None
+    if "user" in invalid:
+        assert row.top_user_bytes is None

@@ -63,14 +63,23 @@ def test_a_vector_is_read_with_labels_values_and_the_evaluation_time(stub) -> No
     def answer(body: str) -> tuple[int, bytes]:
         seen.append(body)
         return 200, vector({"metric": {"host": "a", "gpu": "0"}, "value": [1700.5, "42"]},
-                           {"metric": {"host": "b"}, "value": [1700.5, "NaN"]},
-                           {"metric": {}, "value": "broken"})
+                           {"metric": {"host": "b"}, "value": [1700.5, "NaN"]})
     client = PrometheusClient(stub(answer) + "/")
     found = client.query("up == 1")
     assert seen == ["query=up+%3D%3D+1"]
     assert [(x.labels, x.value, x.at) for x in found[:1]] == [({"host": "a", "gpu": "0"}, 42.0,
                                                                1700.5)]
-    assert len(found) == 2 and found[1].value != found[1].value  # NaN kept, the broken one not
+    assert len(found) == 2 and found[1].value != found[1].value  # NaN kept
+
+
+def test_one_malformed_element_is_one_line_naming_it(stub) -> None:
+    url = stub(lambda body: (200, vector({"metric": {"host": "a"}, "value": [1700.5, "1"]},
+                                         {"metric": {}, "value": "broken"})))
+    with pytest.raises(PrometheusError) as caught:
+        PrometheusClient(url).query("up")
+    assert caught.value.msg == (f"Prometheus at {url} gave a malformed answer: "
+                                'data.result[1].value is the string "broken", not a '
+                                '[time, "value"] pair')
 
 
 def test_an_unreachable_server_is_one_clear_error() -> None:
@@ -103,7 +112,7 @@ def test_a_server_that_hangs_is_a_timeout_not_a_hang(stub) -> None:
         time.sleep(3)
         return 200, vector()
     url = stub(slow)
-    with pytest.raises(PrometheusError, match="no answer within 0.5 s"):
+    with pytest.raises(PrometheusError, match=r"no answer from http://127.0.0.1:\d+ within 0.5 s$"):
         PrometheusClient(url, timeout_s=0.5).query("up")
 
 

@@ -9,6 +9,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from gpuherd.format import visible
+
 
 class ErrorScreen(ModalScreen[None]):
     """Shows what crashed and the traceback; the rest of the dashboard keeps running."""
@@ -23,8 +25,10 @@ class ErrorScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         """The title line, then the details."""
         with VerticalScroll(id="error-body"):
-            yield Static(Text(self.title_text, style="bold red"))
-            yield Static(Text(self.details), id="error-details")
+            yield Static(Text(visible(self.title_text), style="bold red"))
+            # A traceback quotes exceptions' messages, which may quote paths: line by line.
+            yield Static(Text("\n".join(visible(line) for line in self.details.splitlines())),
+                         id="error-details")
 
     def on_mount(self) -> None:
         """Frame titles."""

@@ -10,6 +10,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from gpuherd.format import visible
+
 KEYS: tuple[tuple[str, str], ...] = (
     ("q  Ctrl-C", "quit; while `record --tui` runs a command: leave the dashboard, the "
                   "recording goes on until the command ends"),
@@ -70,7 +72,7 @@ class HelpScreen(ModalScreen[None]):
             for note in NOTES:
                 yield Static(Text(note, style="dim"), classes="help-note")
             for reason in self.unavailable:
-                yield Static(Text(reason, style="yellow"), classes="help-note")
+                yield Static(Text(visible(reason), style="yellow"), classes="help-note")
 
     def on_mount(self) -> None:
         """Titles on the frame."""

@@ -14,6 +14,7 @@ from textual.widgets import Footer, Input, Static
 from collectors.container_gpu import ContainerGpuUse, container_names, gpu_use_by_container
 from collectors.roles import CONTAINERS, GPU, HOST, LOG, QUEUE
 from collectors.samples import QueueSnapshot
+from gpuherd.format import visible
 from tui.containers import build_container_rows, first_tick
 from tui.processes import (
     SORT_KEYS,
@@ -231,7 +232,7 @@ class MainScreen(Screen[None]):
         if note != self._queue_note:
             self._queue_note = note
             widget = self.query_one("#queue-note", Static)
-            widget.update(Text(f"runner: {note}" if note else "", no_wrap=True,
+            widget.update(Text(visible(f"runner: {note}") if note else "", no_wrap=True,
                                overflow="ellipsis"))
             widget.display = bool(note)
 
@@ -383,12 +384,14 @@ class MainScreen(Screen[None]):
         # Assigning a border subtitle repaints the panel even when the text is the same.
         if self._subtitles.get(selector, "") != text:
             self._subtitles[selector] = text
-            self.query_one(selector).border_subtitle = text
+            # A Text, never markup: reasons and the container filter quote what others wrote.
+            self.query_one(selector).border_subtitle = None if text is None else Text(
+                visible(text))
 
     def _set_title(self, selector: str, text: str) -> None:
         if self._titles.get(selector) != text:
             self._titles[selector] = text
-            self.query_one(selector).border_title = text
+            self.query_one(selector).border_title = Text(visible(text))
 
     def watch_sort_key(self) -> None:
         """Re-sort at once rather than on the next tick."""

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from gpuherd.format import fmt_bytes, fmt_duration, fmt_gib_pair, fmt_pct, pct_of
+from gpuherd.format import fmt_bytes, fmt_duration, fmt_gib_pair, fmt_pct, pct_of, visible
 from gpuherd.tasks import TaskView
 from tui.state import MonitorState
 from tui.tasks import (
@@ -107,11 +107,12 @@ class TaskDetailScreen(Screen[None]):
     def _show(self) -> None:
         view = self.state.tasks.view(self.task_id)
         if view is None:
-            self._set("#task-title", Text(f"{self.task_id}: no longer followed", style="dim"))
+            self._set("#task-title", Text(f"{visible(self.task_id)}: no longer followed",
+                                          style="dim"))
             return
         status = Text(view.status, style=STATUS_STYLE.get(view.status, ""))
-        path = "" if view.task_id == view.label else view.task_id
-        self._set("#task-title", Text.assemble((view.label, "bold"), "  ", status, "  ",
+        path = "" if view.task_id == view.label else visible(view.task_id)
+        self._set("#task-title", Text.assemble((visible(view.label), "bold"), "  ", status, "  ",
                                                (path, "dim")))
         self._show_charts()
         self._show_facts(view)
@@ -151,11 +152,12 @@ class TaskDetailScreen(Screen[None]):
         self.query_one(selector, Static).update(content)
 
     def _show_facts(self, view: TaskView) -> None:
-        rows = _fact_rows(view) + [(name, fmt_metric(value)) for name, value in view.latest]
+        rows = _fact_rows(view) + [(visible(name), fmt_metric(value))
+                                   for name, value in view.latest]
         rows += process_facts(view, self.state.gpu_tick)
         for gpu in gpus_of(view, self.state.gpu_tick):
             pct = pct_of(gpu.memory_used_bytes, gpu.memory_total_bytes)
-            rows.append((f"GPU {gpu.index}", f"{gpu.name}\nVRAM "
+            rows.append((f"GPU {gpu.index}", f"{visible(gpu.name)}\nVRAM "
                          f"{fmt_gib_pair(gpu.memory_used_bytes, gpu.memory_total_bytes)} "
                          f"({fmt_pct(pct)})  util {fmt_pct(gpu.gpu_util_pct)}"))
         if not view.gpu_uuids:
@@ -164,7 +166,8 @@ class TaskDetailScreen(Screen[None]):
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column()
         for name, value in rows:
-            grid.add_row(name, value)
+            # Text, not str: a Rich table reads a str as markup, and metric names come from logs.
+            grid.add_row(Text(name), value if isinstance(value, Text) else Text(value))
         key = tuple((name, value.plain if isinstance(value, Text) else value)
                     for name, value in rows)
         self._set("#task-facts", grid, key)
@@ -182,7 +185,7 @@ class TaskDetailScreen(Screen[None]):
 def _fact_rows(view: TaskView) -> list[tuple[str, str | Text]]:
     rows: list[tuple[str, str | Text]] = []
     if view.error:
-        rows.append(("error", Text(view.error, style="bold red")))
+        rows.append(("error", Text(visible(view.error), style="bold red")))
     rows += [("format", view.format or "not detected yet"),
              ("progress", progress_text(view) or "no step yet"),
              ("speed", throughput_text(view) or ("unknown" if view.running else "not running")),

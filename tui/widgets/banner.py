@@ -7,6 +7,8 @@ from textual.app import RenderResult
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gpuherd.format import visible
+
 
 class Banner(Widget):
     """One line per unavailable source; hidden while there is nothing to say."""
@@ -34,4 +36,4 @@ class Banner(Widget):
 
     def render(self) -> RenderResult:
         """Each message on its own line."""
-        return Text("\n".join(self.lines), style="bold")
+        return Text("\n".join(visible(line) for line in self.lines), style="bold")

@@ -21,13 +21,15 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from gpuherd.fleet.model import FleetRow, FleetTask
-from gpuherd.format import fmt_bytes, fmt_gib_pair, fmt_pct, pct_of
+from gpuherd.format import fmt_bytes, fmt_gib_pair, fmt_pct, pct_of, visible
 from tui.tasks import BADGES, SEVERITY_STYLE, STATUS_STYLE
 from tui.text import level_style
 
 Cell = list[Segment]
 S = Style.parse
 DIM, BOLD_RED, CYAN, GREEN, HEADER = S("dim"), S("bold red"), S("cyan"), S("green"), S("bold")
+INVALID = "invalid"
+"""Shown for a figure no GPU can have (`FleetRow.invalid`): it is not a number to read."""
 BAR_CELLS = 10
 WIDE_FROM = 150
 """Narrower than this, the model column gives its room to the tasks."""
@@ -49,14 +51,22 @@ def _text(text: str, style: Style | None = None) -> Cell:
 
 
 def _host(row: FleetRow) -> Cell:
+    host = visible(row.host)  # labels are whatever an exporter sent
     if row.stale:
-        return [Segment(row.host), Segment(" stale", BOLD_RED)]
+        return [Segment(host), Segment(" stale", BOLD_RED)]
     if row.source == "dcgm":
-        return [Segment(row.host), Segment(" dcgm", CYAN)]
-    return _text(row.host)
+        return [Segment(host), Segment(" dcgm", CYAN)]
+    return _text(host)
+
+
+def _invalid(row: FleetRow, figure: str, text: str) -> Cell:
+    return _text(INVALID, BOLD_RED) if figure in row.invalid else _text(text)
 
 
 def _memory(row: FleetRow) -> Cell:
+    if "memory" in row.invalid:
+        return [Segment("[" + "?" * BAR_CELLS + "]", DIM), Segment(" "),
+                Segment(INVALID, BOLD_RED)]
     pct = pct_of(row.used_bytes, row.total_bytes)
     if pct is None:
         bar = [Segment("[" + "?" * BAR_CELLS + "]", DIM)]
@@ -71,13 +81,15 @@ def _memory(row: FleetRow) -> Cell:
 def _user(row: FleetRow) -> Cell:
     if row.top_user is None:
         return _text("-", DIM)
-    return _text(f"{row.top_user} {fmt_bytes(row.top_user_bytes)}")
+    if "user" in row.invalid:
+        return [Segment(f"{visible(row.top_user)} "), Segment(INVALID, BOLD_RED)]
+    return _text(f"{visible(row.top_user)} {fmt_bytes(row.top_user_bytes)}")
 
 
 def _task(task: FleetTask) -> Cell:
-    out = [Segment(task.name, S(STATUS_STYLE.get(task.status or "", "")))]
+    out = [Segment(visible(task.name), S(STATUS_STYLE.get(task.status or "", "")))]
     for kind in task.findings[:2]:
-        out.append(Segment(f" {BADGES.get(kind, kind)}",
+        out.append(Segment(f" {visible(BADGES.get(kind, kind))}",
                            S(SEVERITY_STYLE.get(task.severity or "", ""))))
     if not task.findings and task.status == "running":
         out.append(Segment(" ok", GREEN))
@@ -95,11 +107,12 @@ def _tasks(row: FleetRow) -> Cell:
 
 COLUMNS: tuple[Column, ...] = (
     Column("host", "HOST", 18, _host),
-    Column("gpu", "GPU", 3, lambda r: _text(r.gpu), right=True),
-    Column("model", "MODEL", 22, lambda r: _text(r.model or "")),
+    Column("gpu", "GPU", 3, lambda r: _text(visible(r.gpu)), right=True),
+    Column("model", "MODEL", 22, lambda r: _text(visible(r.model or ""))),
     Column("memory", "MEMORY", 30, _memory),
-    Column("free", "FREE", 9, lambda r: _text(fmt_bytes(r.free_bytes)), right=True),
-    Column("util", "UTIL", 5, lambda r: _text(fmt_pct(
+    Column("free", "FREE", 9, lambda r: _invalid(r, "memory", fmt_bytes(r.free_bytes)),
+           right=True),
+    Column("util", "UTIL", 7, lambda r: _invalid(r, "util", fmt_pct(
         None if r.util_ratio is None else 100 * r.util_ratio)), right=True),
     Column("user", "TOP USER", 16, _user),
 )

@@ -19,6 +19,7 @@ from gpuherd.format import (
     fmt_pstate,
     fmt_temp,
     pct_of,
+    visible,
 )
 from tui.text import bar, fit, level_style
 from tui.widgets.text_lines import TextLines
@@ -92,11 +93,12 @@ def gpu_lines(gpu: GpuSample, width: int, selected: bool) -> list[Text]:
     """The two lines of one GPU at `width` cells."""
     marker = "▶" if selected else " "
     head = Text.assemble((marker, "bold cyan"), f"{gpu.index:>2} ")
-    name = Text(gpu.name, style="bold")
+    name = Text(visible(gpu.name), style="bold")
     short_uuid = Text(_short_uuid(gpu.uuid), style="dim")
     if gpu.error is not None:
         first = fit([head + name, short_uuid], width)
-        return [first, Text(f"    ERROR: {gpu.error}", style="bold red", no_wrap=True)]
+        return [first, Text(f"    ERROR: {visible(gpu.error)}", style="bold red",
+                            no_wrap=True)]
     first = fit([head + name, short_uuid, *_detail_segments(gpu)], width)
     return [first, _usage_line(gpu, width)]
 
@@ -104,9 +106,9 @@ def gpu_lines(gpu: GpuSample, width: int, selected: bool) -> list[Text]:
 def compact_line(gpu: GpuSample, width: int, selected: bool) -> Text:
     """One GPU on one line: `▶ 0 H200  64°C 312W  VRAM [██░░] 45.5/139.8G 33%  UTIL [█░] 87%`."""
     head = Text.assemble(("▶" if selected else " ", "bold cyan"), f"{gpu.index:>2} ",
-                         (_short_name(gpu.name), "bold"))
+                         (visible(_short_name(gpu.name)), "bold"))
     if gpu.error is not None:
-        return fit([head, Text(f"ERROR: {gpu.error}", style="bold red")], width)
+        return fit([head, Text(f"ERROR: {visible(gpu.error)}", style="bold red")], width)
     mem_pct = pct_of(gpu.memory_used_bytes, gpu.memory_total_bytes)
     temp = Text(fmt_temp(gpu.temperature_c), style=level_style(gpu.temperature_c, 70, 83))
     power = Text("N/A" if gpu.power_w is None else f"{gpu.power_w:.0f}W")

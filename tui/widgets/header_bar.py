@@ -9,6 +9,8 @@ from textual.app import RenderResult
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gpuherd.format import visible
+
 
 class HeaderBar(Widget):
     """Shows where and when the figures come from."""
@@ -39,16 +41,16 @@ class HeaderBar(Widget):
         `replay finished` and the speed stay in view.
         """
         width = self.size.width
-        left = Text.assemble(("gpuherd", "bold"), "  ", (self.hostname, "bold cyan"))
+        left = Text.assemble(("gpuherd", "bold"), "  ", (visible(self.hostname), "bold cyan"))
         finished = Text("  replay finished", style="bold yellow") if (
             self.replay_label and self.finished) else Text("")
         right = Text()
-        right.append(f"driver {self.driver or 'N/A'}")
+        right.append(f"driver {visible(self.driver or 'N/A')}")
         if self.cuda:
-            right.append(f"  CUDA {self.cuda}")
+            right.append(f"  CUDA {visible(self.cuda)}")
         if self.now is not None:
             right.append("  " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.now)))
-        label = f" {self.replay_label} " if self.replay_label else ""
+        label = f" {visible(self.replay_label)} " if self.replay_label else ""
         used = left.cell_len + finished.cell_len + (2 if label else 0)
         if width - used - len(label) - right.cell_len < 2:
             # Narrow terminal: keep the host and the replay state, drop the driver first.

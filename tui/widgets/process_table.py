@@ -14,7 +14,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, RowKey
 
-from gpuherd.format import fmt_bytes, fmt_duration, fmt_pct, fmt_text
+from gpuherd.format import fmt_bytes, fmt_duration, fmt_pct, fmt_text, visible
 from tui.processes import ProcessRow
 from tui.widgets.keyed_table import update_rows
 
@@ -39,9 +39,9 @@ def _right(text: str) -> Text:
 def _command(row: ProcessRow) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     if row.container:
-        text.append(f"[{row.container}] ", style="magenta")
+        text.append(f"[{visible(row.container)}] ", style="magenta")
     if row.task:
-        text.append(f"{row.task}: ", style="bold cyan")
+        text.append(f"{visible(row.task)}: ", style="bold cyan")
     text.append(fmt_text(row.command), style="" if row.command else "dim")
     return text
 

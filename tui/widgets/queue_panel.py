@@ -10,7 +10,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable
 
 from collectors.samples import QueueJobRow, QueueSnapshot
-from gpuherd.format import fmt_duration
+from gpuherd.format import fmt_duration, visible
 from gpuherd.queue.sizes import format_size
 from tui.widgets.keyed_table import update_rows
 
@@ -70,12 +70,13 @@ def queue_rows(snapshot: QueueSnapshot) -> tuple[QueueRow, ...]:
     for job in snapshot.jobs:
         state = _state(job)
         rows.append(QueueRow(str(job.id), (
-            ("job", str(job.id)), ("name", job.name), ("state", state),
+            ("job", str(job.id)), ("name", visible(job.name)), ("state", state),
             ("gpu", ",".join(map(str, job.gpu_indices)) or NONE), ("need", _need(job)),
             ("peak", format_size(job.peak_vram_bytes) if job.peak_vram_bytes is not None
              else NONE),
             ("exit", _exit_time(job, snapshot.taken_at)),
-            ("why", job.reason or (NONE if job.state != "waiting" else "not decided yet")),
+            ("why", visible(job.reason) if job.reason else (
+                NONE if job.state != "waiting" else "not decided yet")),
         ), STATE_STYLES.get(job.state, "")))
     return tuple(rows)
 
