@@ -152,6 +152,9 @@ class LineAssembler:
         self._partial.clear()
         self._overflow = False
         for segment in reversed(segments):
+            # each segment starts as a line starts, whichever read it came in: NULs dropped
+            if segment[:1] == b"\0":
+                segment = segment.lstrip(b"\0")
             if segment.strip():
                 self._segment = segment[:self.max_line_bytes]
                 return
