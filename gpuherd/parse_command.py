@@ -136,11 +136,13 @@ class FileReport:
             self.first_error = str(error)[:200]
 
 
-def parse_file(path: str, log_format: str | None, emit: Emit) -> FileReport:
+def parse_file(path: str, log_format: str | None, emit: Emit,
+               off: frozenset[str] = frozenset()) -> FileReport:
     r"""Parse one file, streaming it, and pass each metric value and finding to `emit`.
 
     The file is cut into lines by `collectors.logtail_lines`, as a log tail and `record` cut
-    it: `\r` redraws, the line cap, NUL holes and invalid UTF-8 are read the same way.
+    it: `\r` redraws, the line cap, NUL holes and invalid UTF-8 are read the same way. Formats
+    in `off` are never detected (see `parsers.registry.FRAMEWORK_FORMATS`).
 
     Raises:
         OSError: the file cannot be opened or read (missing, a directory, no permission).
@@ -150,14 +152,14 @@ def parse_file(path: str, log_format: str | None, emit: Emit) -> FileReport:
         assembler = LineAssembler()
         lines = read_lines(handle, assembler)
         sample = list(islice(lines, SAMPLE_LINES))
-        detected = detect_format([text for _, text in sample], path)
+        detected = detect_format([text for _, text in sample], path, off)
         chosen = log_format or detected
         if chosen in DOCUMENT_FORMATS:
             report = _parse_document(path, handle, len(sample), chosen, emit)
         else:
             watch_late = log_format is None and chosen == "generic"
             report = parse_lines(path, chosen, chain(sample, lines), emit, watch_late,
-                                 forced=log_format is not None)
+                                 forced=log_format is not None, off=off)
             report.cut_lines = assembler.too_long
         report.bytes_read = handle.tell()
         report.detected = detected
@@ -165,7 +167,8 @@ def parse_file(path: str, log_format: str | None, emit: Emit) -> FileReport:
 
 
 def parse_lines(path: str, log_format: str, lines: Iterable[tuple[int, str]], emit: Emit,
-                watch_late: bool = False, forced: bool = False) -> FileReport:
+                watch_late: bool = False, forced: bool = False,
+                off: frozenset[str] = frozenset()) -> FileReport:
     """Parse numbered lines (`read_lines`) with a parser of `log_format`, emitting records.
 
     With `watch_late`, a `generic` log whose lines gave no metric yet (banners, warnings) is
@@ -177,7 +180,7 @@ def parse_lines(path: str, log_format: str, lines: Iterable[tuple[int, str]], em
     parser = make_parser(log_format, plain_lines=not forced)
     report = FileReport(log_format)
     history = _History()
-    numbered = _late_blocks(lines, path, report) if watch_late else lines
+    numbered = _late_blocks(lines, path, report, off) if watch_late else lines
     tracebacks = TracebackHold()  # as the log tail does: a Ctrl-C traceback is no failure
     for number, line in numbered:
         if report.format != log_format:  # `_late_blocks` found a console format
@@ -225,8 +228,8 @@ def _left_out(metric: LogMetric) -> str:
             "is no count, or infinite where only a loss may be); the others kept")
 
 
-def _late_blocks(numbered: Iterable[tuple[int, str]], path: str,
-                 report: FileReport) -> Iterator[tuple[int, str]]:
+def _late_blocks(numbered: Iterable[tuple[int, str]], path: str, report: FileReport,
+                 off: frozenset[str]) -> Iterator[tuple[int, str]]:
     """The lines of a `generic` log, held in blocks while none of them gave a metric.
 
     Each block of `SAMPLE_LINES` is checked for a console format (which becomes
@@ -241,11 +244,11 @@ def _late_blocks(numbered: Iterable[tuple[int, str]], path: str,
         block.append(item)
         if len(block) == SAMPLE_LINES:
             watched += len(block)
-            report.format = detect_late_format([line for _, line in block], path) or "generic"
+            report.format = detect_late_format([line for _, line in block], path, off) or "generic"
             yield from block
             block = []
     if block:
-        report.format = detect_late_format([line for _, line in block], path) or "generic"
+        report.format = detect_late_format([line for _, line in block], path, off) or "generic"
         yield from block
 
 
