@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -206,10 +207,16 @@ def top_unaccounted(score_: Score, count: int = 12) -> str:
 def report(scores: dict[str, Score]) -> list[str]:
     """The whole section body, as printed and as written to RESULTS.md."""
     lines = [*recall_rows(scores), "", "Misses by cause:", "", *cause_rows(scores), ""]
+    shown: list[str] = []
     for mode in MODES[1:]:
-        lines += [f"Misses, {mode}:", "", *miss_lines(scores[mode]), "",
-                  f"Most frequent unaccounted values, {mode}: {top_unaccounted(scores[mode])}.",
-                  ""]
+        misses = miss_lines(scores[mode])
+        extra = top_unaccounted(scores[mode])
+        if misses == shown and extra == top_unaccounted(scores[MODES[1]]):
+            lines += [f"Misses and unaccounted values, {mode}: the same as {MODES[1]}.", ""]
+            continue
+        lines += [f"Misses, {mode}:", "", *misses, "",
+                  f"Most frequent unaccounted values, {mode}: {extra}.", ""]
+        shown = misses
     return lines
 
 
@@ -218,9 +225,10 @@ def write_results(body: list[str]) -> None:
     text = RESULTS.read_text()
     block = "\n".join([
         SECTION, "",
-        "`python benchmarks/bench_generalization.py --write-results` (in-process `parse_file`, "
-        "detection included; what each column means: the script's docstring). Found / read "
-        "by eye per tests/data/logs folder, `HAND_READ` values only.", "", *body]) + "\n"
+        "`python benchmarks/bench_generalization.py --write-results`, "
+        f"{time.strftime('%Y-%m-%d')} (in-process `parse_file`, detection included; what each "
+        "column means: the script's docstring). Found / read by eye per tests/data/logs "
+        "folder, `HAND_READ` values only.", "", *body]) + "\n"
     start = text.find(SECTION + "\n")
     if start < 0:
         RESULTS.write_text(text.rstrip("\n") + "\n\n" + block)
