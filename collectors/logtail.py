@@ -181,8 +181,7 @@ class LogTailCollector:
             if update is not None:
                 digest.add_update(*update, now)
             digest.detect_if_due(force=True)
-        too_long = self._lines.too_long - long_before
-        digest.count_unparsed(too_long)
+        too_long = self._lines.too_long - long_before  # cut, their heads parsed
         parts = digest.take()
         if digest.format is not None and self._formats is not None \
                 and self._formats.is_document(digest.format):

@@ -121,10 +121,6 @@ class LineDigest:
         else:
             self._parse(line_no, text, received_at, True)
 
-    def count_unparsed(self, count: int) -> None:
-        """Count lines that could not be parsed at all (too long)."""
-        self._unparsed += count
-
     def detect_if_due(self, force: bool = False) -> None:
         """Detect the format; called at the end of each read (`force`) and on restart.
 

@@ -1,9 +1,15 @@
-r"""Turn the bytes of a growing log into complete lines, `\r` progress updates and counts."""
+r"""Cut the bytes of a log into lines, the one way `parse`, a live tail and `record` all read."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import IO
+
 DEFAULT_MAX_LINE_BYTES = 64 * 1024
-r"""Longest line (or `\r` segment) handed to a parser; longer ones are counted and skipped."""
+r"""Longest line (or `\r` segment) handed to a parser; a longer one is cut to its first
+`DEFAULT_MAX_LINE_BYTES` bytes and counted (`LineAssembler.too_long`)."""
+READ_CHUNK_BYTES = 64 * 1024
+"""Bytes read at a time from a finished file, as the tail reads a growing one."""
 
 
 def _decode(raw: bytes) -> str:
@@ -17,9 +23,11 @@ class LineAssembler:
     progress): only the last non-blank segment counts, so a bar refreshed thousands of times is
     one line. While a line is still being written, `take_update()` hands out its latest
     complete segment once per read, numbered as the line it will become. A line or segment longer
-    than `max_line_bytes` is discarded while scanning on to its end and only counted. NUL bytes at
-    the start of a line are dropped: a writer without `O_APPEND` leaves a hole of zeros after a
-    copytruncate.
+    than `max_line_bytes` keeps its first `max_line_bytes` bytes (its metrics come first; the
+    rest is skipped while scanning on to its end) and a cut final segment is counted. NUL bytes
+    at the start of a line are dropped: a writer without `O_APPEND` leaves a hole of zeros
+    after a copytruncate. Bytes are decoded as UTF-8, invalid ones replaced; ANSI colours and
+    the like are left to the parsers (`parsers.text.normalise_line`), which take raw lines.
     """
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
@@ -27,9 +35,10 @@ class LineAssembler:
         self.line_no = 0
         """Complete lines seen so far (the number of the last one)."""
         self.too_long = 0
-        """Lines whose final segment exceeded `max_line_bytes` (skipped, never parsed)."""
-        self._partial = bytearray()  # the segment being written
+        """Lines whose final segment exceeded `max_line_bytes` (cut to its first bytes)."""
+        self._partial = bytearray()  # the segment being written (its first bytes when too long)
         self._overflow = False  # the segment being written is already too long
+        self._cut = False  # the segment `_join` last returned was cut
         self._segment = b""  # last complete non-blank `\r` segment of the current line
         self._update: bytes | None = None  # an update not yet taken
         self._shown = b""  # the update last taken for the current line
@@ -103,13 +112,11 @@ class LineAssembler:
             self._close_segments(head)
         final = self._join(piece)
         self.line_no += 1
-        if final is None:
-            self.too_long += 1
-        else:
-            if self._segment and not final.strip():
-                final = self._segment
-            if final and final != self._shown:
-                out.append((self.line_no, _decode(final)))
+        self.too_long += self._cut
+        if self._segment and not final.strip():
+            final = self._segment
+        if final and final != self._shown:
+            out.append((self.line_no, _decode(final)))
         self._reset_line()
 
     def _extend(self, rest: bytes) -> None:
@@ -122,30 +129,34 @@ class LineAssembler:
             return
         if not self._partial and rest[:1] == b"\0":
             rest = rest.lstrip(b"\0")
-        if len(self._partial) + len(rest) > self.max_line_bytes:
+        room = self.max_line_bytes - len(self._partial)
+        if len(rest) > room:
             self._overflow = True
-            self._partial.clear()
-        else:
-            self._partial += rest
+            rest = rest[:room]
+        self._partial += rest
 
-    def _join(self, piece: bytes) -> bytes | None:
-        """The segment in progress completed by `piece`; `None` when it is too long."""
+    def _join(self, piece: bytes) -> bytes:
+        """The segment in progress completed by `piece`, cut to `max_line_bytes` (`_cut`)."""
         if not self._partial and piece[:1] == b"\0":
             piece = piece.lstrip(b"\0")
-        if self._overflow or len(self._partial) + len(piece) > self.max_line_bytes:
-            return None
+        room = self.max_line_bytes - len(self._partial)
+        self._cut = self._overflow or len(piece) > room
+        if self._cut:
+            piece = piece[:max(room, 0)]
         return bytes(self._partial) + piece if self._partial else piece
 
     def _close_segments(self, head: bytes) -> None:
         r"""`head` holds segments each ended by `\r`; the first continues the one in progress."""
         segments = head.split(b"\r")
-        first = self._join(segments[0])
+        segments[0] = self._join(segments[0])
         self._partial.clear()
         self._overflow = False
-        candidates = [first, *segments[1:]] if first is not None else segments[1:]
-        for segment in reversed(candidates):
-            if len(segment) <= self.max_line_bytes and segment.strip():
-                self._segment = segment
+        for segment in reversed(segments):
+            # each segment starts as a line starts, whichever read it came in: NULs dropped
+            if segment[:1] == b"\0":
+                segment = segment.lstrip(b"\0")
+            if segment.strip():
+                self._segment = segment[:self.max_line_bytes]
                 return
 
     def _reset_line(self) -> None:
@@ -154,3 +165,24 @@ class LineAssembler:
         self._segment = b""
         self._update = None
         self._shown = b""
+
+
+def read_lines(handle: IO[bytes], lines: LineAssembler | None = None,
+               chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[tuple[int, str]]:
+    """The numbered lines of a file from its offset to its end, as a tail reading it sees them.
+
+    The unfinished last line, if any, comes last. Memory stays within one chunk and one line
+    (`max_line_bytes`), however long the file or its lines.
+
+    Args:
+        handle: the file, opened in binary mode.
+        lines: the assembler to feed (to read `too_long` afterwards); a fresh one if `None`.
+        chunk_bytes: bytes read at a time.
+    """
+    assembler = LineAssembler() if lines is None else lines
+    while True:
+        chunk = handle.read(chunk_bytes)
+        if not chunk:
+            break
+        yield from assembler.feed(chunk)
+    yield from assembler.flush()

@@ -143,9 +143,9 @@ class LogBatch:
     lines_read: int = 0
     """Complete lines read in this batch (a `\\r` progress run is one line)."""
     unparsed_lines: int = 0
-    """Lines a parser matched but could not read, plus lines too long to parse."""
+    """Lines a parser matched but could not read."""
     too_long_lines: int = 0
-    """Lines longer than the tail's cap, skipped (also counted in `unparsed_lines`)."""
+    """Lines longer than the line cap, cut to their first 64 KiB (which are parsed)."""
     findings_dropped: int = 0
     """Findings beyond the per-batch cap (a log repeating one warning), counted only."""
     generation: int = 0

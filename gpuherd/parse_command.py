@@ -7,8 +7,10 @@ import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, islice
 from typing import IO, Any
 
+from collectors.logtail_lines import DEFAULT_MAX_LINE_BYTES, LineAssembler, read_lines
 from collectors.tracebacks import TracebackHold
 from gpuherd import exit_codes
 from gpuherd.format import visible
@@ -28,9 +30,6 @@ from parsers.registry import (
 
 SAMPLE_LINES = 200
 """Lines read before choosing a format."""
-READ_CHUNK = 1 << 20
-"""Bytes read at a time; a longer line keeps only its first chunk (or, for `\\r` progress
-redraws, its last), so a 50 MB line never sits in memory whole."""
 MAX_DOCUMENT_BYTES = 256 << 20
 PATH_WIDTH = 40
 """Width of the table's FILE:LINE column; a longer path is cut in its middle."""
@@ -71,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
             print(visible(f"gpuherd parse: {path}: {problem}"), file=sys.stderr)
             status = exit_codes.FAILED
             continue
+        if report.cut_lines:
+            cap = f"{DEFAULT_MAX_LINE_BYTES // 1024} KiB"
+            print(f"gpuherd parse: {path}: {report.cut_lines} line(s) longer than {cap}; "
+                  f"the first {cap} of each read", file=sys.stderr)
         if report.unparsed:
             what = "log_history entr(y/ies)" if report.format in DOCUMENT_FORMATS else "line(s)"
             print(visible(
@@ -123,6 +126,8 @@ class FileReport:
         """Lines that are not blank and hold no NUL or other control byte (a binary has none)."""
         self.detected = log_format
         """The format detection picks, even when `--format` forced another."""
+        self.cut_lines = 0
+        """Lines longer than the line cap, read up to it (as the log tail reads them)."""
 
     def count_error(self, line_number: int, error: ValueError | str, where: str = "line") -> None:
         """Count one unparsed line (or one with values left out), remembering the first."""
@@ -132,32 +137,40 @@ class FileReport:
             self.first_error = str(error)[:200]
 
 
-def parse_file(path: str, log_format: str | None, emit: Emit) -> FileReport:
-    """Parse one file, streaming it, and pass each metric value and finding to `emit`.
+def parse_file(path: str, log_format: str | None, emit: Emit,
+               off: frozenset[str] = frozenset()) -> FileReport:
+    r"""Parse one file, streaming it, and pass each metric value and finding to `emit`.
+
+    The file is cut into lines by `collectors.logtail_lines`, as a log tail and `record` cut
+    it: `\r` redraws, the line cap, NUL holes and invalid UTF-8 are read the same way. Formats
+    in `off` are never detected (see `parsers.registry.FRAMEWORK_FORMATS`).
 
     Raises:
         OSError: the file cannot be opened or read (missing, a directory, no permission).
         ValueError: a document format whose text is not valid JSON.
     """
     with open(path, "rb") as handle:
-        lines = iter_lines(handle)
-        sample = [line for _, line in zip(range(SAMPLE_LINES), lines, strict=False)]
-        detected = detect_format(sample, path)
+        assembler = LineAssembler()
+        lines = read_lines(handle, assembler)
+        sample = list(islice(lines, SAMPLE_LINES))
+        detected = detect_format([text for _, text in sample], path, off)
         chosen = log_format or detected
         if chosen in DOCUMENT_FORMATS:
-            report = _parse_document(path, handle, sample, chosen, emit)
+            report = _parse_document(path, handle, len(sample), chosen, emit)
         else:
             watch_late = log_format is None and chosen == "generic"
-            report = parse_lines(path, chosen, _chain(sample, lines), emit, watch_late,
-                                 forced=log_format is not None)
+            report = parse_lines(path, chosen, chain(sample, lines), emit, watch_late,
+                                 forced=log_format is not None, off=off)
+            report.cut_lines = assembler.too_long
         report.bytes_read = handle.tell()
         report.detected = detected
         return report
 
 
-def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
-                watch_late: bool = False, forced: bool = False) -> FileReport:
-    """Parse decoded lines with a parser of `log_format`, emitting records as they come.
+def parse_lines(path: str, log_format: str, lines: Iterable[tuple[int, str]], emit: Emit,
+                watch_late: bool = False, forced: bool = False,
+                off: frozenset[str] = frozenset()) -> FileReport:
+    """Parse numbered lines (`read_lines`) with a parser of `log_format`, emitting records.
 
     With `watch_late`, a `generic` log whose lines gave no metric yet (banners, warnings) is
     read in blocks, each checked for a console format first, for `LATE_DETECT_LINES` lines,
@@ -168,9 +181,7 @@ def parse_lines(path: str, log_format: str, lines: Iterable[str], emit: Emit,
     parser = make_parser(log_format, plain_lines=not forced)
     report = FileReport(log_format)
     history = _History()
-    numbered: Iterable[tuple[int, str]] = enumerate(lines, 1)
-    if watch_late:
-        numbered = _late_blocks(numbered, path, report)
+    numbered = _late_blocks(lines, path, report, off) if watch_late else lines
     tracebacks = TracebackHold()  # as the log tail does: a Ctrl-C traceback is no failure
     for number, line in numbered:
         if report.format != log_format:  # `_late_blocks` found a console format
@@ -218,8 +229,8 @@ def _left_out(metric: LogMetric) -> str:
             "is no count, or infinite where only a loss may be); the others kept")
 
 
-def _late_blocks(numbered: Iterable[tuple[int, str]], path: str,
-                 report: FileReport) -> Iterator[tuple[int, str]]:
+def _late_blocks(numbered: Iterable[tuple[int, str]], path: str, report: FileReport,
+                 off: frozenset[str]) -> Iterator[tuple[int, str]]:
     """The lines of a `generic` log, held in blocks while none of them gave a metric.
 
     Each block of `SAMPLE_LINES` is checked for a console format (which becomes
@@ -234,43 +245,28 @@ def _late_blocks(numbered: Iterable[tuple[int, str]], path: str,
         block.append(item)
         if len(block) == SAMPLE_LINES:
             watched += len(block)
-            report.format = detect_late_format([line for _, line in block], path) or "generic"
+            report.format = detect_late_format([line for _, line in block], path, off) or "generic"
             yield from block
             block = []
     if block:
-        report.format = detect_late_format([line for _, line in block], path) or "generic"
+        report.format = detect_late_format([line for _, line in block], path, off) or "generic"
         yield from block
 
 
 def iter_lines(handle: IO[bytes]) -> Iterator[str]:
-    r"""Decoded lines of a binary file, without their `\\n`, invalid UTF-8 replaced."""
-    while True:
-        chunk = handle.readline(READ_CHUNK)
-        if not chunk:
-            return
-        if not chunk.endswith(b"\n"):
-            chunk = _finish_long_line(handle, chunk)
-        yield chunk.decode("utf-8", errors="replace").rstrip("\n")
+    """Every line of a binary file as `parse` reads it (`read_lines`), blank ones as `""`.
 
-
-def _finish_long_line(handle: IO[bytes], first: bytes) -> bytes:
-    last = first
-    while not last.endswith(b"\n"):
-        more = handle.readline(READ_CHUNK)
-        if not more:
-            break
-        last = more
-    # a progress bar redraws with \r: its newest state is at the end
-    return last if last is not first and b"\r" in last else first
-
-
-def _chain(sample: list[str], rest: Iterator[str]) -> Iterator[str]:
-    yield from sample
-    yield from rest
+    The n-th string is line n, for callers that number lines by counting them.
+    """
+    last = 0
+    for number, text in read_lines(handle):
+        yield from [""] * (number - last - 1)
+        yield text
+        last = number
 
 
 def _parse_document(
-    path: str, handle: IO[bytes], sample: list[str], log_format: str, emit: Emit
+    path: str, handle: IO[bytes], sample_lines: int, log_format: str, emit: Emit
 ) -> FileReport:
     handle.seek(0)
     data = handle.read(MAX_DOCUMENT_BYTES + 1)
@@ -288,7 +284,7 @@ def _parse_document(
         _record_metric(path, number, log_format, metric, emit, report, history)
     for number, finding in history.findings():
         emit(_finding_record(path, number, finding))
-    report.lines = len(sample)
+    report.lines = sample_lines
     return report
 
 

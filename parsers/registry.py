@@ -163,12 +163,18 @@ progress bars and printed dicts of scripts that also print lines of their own. T
 and detectron2 loggers report every metric through their own lines and open with an
 environment and config dump (`seed: 0`, `C++ Version: 202002`) that would read as metrics."""
 
+FRAMEWORK_FORMATS: frozenset[str] = frozenset(FORMAT_NAMES) - {"csv", "jsonl", "tqdm", "generic"}
+"""Formats named after one framework or program (its logger, its files); the other four read
+any program's output. `detect_format(..., off=...)` can leave any of them out: the
+generalization benchmark scores the reader without them (benchmarks/bench_generalization.py)."""
+
 _FACTORIES = {name: factory for name, _, factory in FORMATS}
 _PLAIN_LINES = {"paddle": parse_paddle_plain_line}
 """Formats whose other lines need more than `parse_plain_line`: Paddle's config dump."""
 
 
-def detect_format(sample_lines: Sequence[str], path: str | None = None) -> str:
+def detect_format(sample_lines: Sequence[str], path: str | None = None,
+                  off: frozenset[str] = frozenset()) -> str:
     """Guess the format of a log from its first lines and its path; falls back to `generic`.
 
     The text decides first: a JSON object with `log_history` is `hf_trainer_state`, a metrics
@@ -179,18 +185,21 @@ def detect_format(sample_lines: Sequence[str], path: str | None = None) -> str:
     Args:
         sample_lines: the first lines of the file (a few dozen is plenty), raw or normalised.
         path: the file's path, when known.
+        off: formats never detected (`FRAMEWORK_FORMATS` to read with the generic ones only).
     """
     name = os.path.basename(path) if path else ""
-    if is_trainer_state(sample_lines) or name == "trainer_state.json":
+    if "hf_trainer_state" not in off and (
+            is_trainer_state(sample_lines) or name == "trainer_state.json"):
         return "hf_trainer_state"
     lines = [normalise_line(line) for line in sample_lines]
     for format_name, detect, _ in FORMATS:
-        if detect(lines, name):
+        if format_name not in off and detect(lines, name):
             return format_name
     return "generic"
 
 
-def detect_late_format(lines: Sequence[str], path: str | None = None) -> str | None:
+def detect_late_format(lines: Sequence[str], path: str | None = None,
+                       off: frozenset[str] = frozenset()) -> str | None:
     """The line format among `LATE_FORMATS` that later lines of a `generic` log show.
 
     For a log whose first lines gave no format but `generic` and no metric either (a
@@ -200,7 +209,7 @@ def detect_late_format(lines: Sequence[str], path: str | None = None) -> str | N
     name = os.path.basename(path) if path else ""
     normalised = [normalise_line(line) for line in lines]
     for format_name, detect, _ in FORMATS:
-        if format_name in LATE_FORMATS and detect(normalised, name):
+        if format_name in LATE_FORMATS and format_name not in off and detect(normalised, name):
             return format_name
     return None
 

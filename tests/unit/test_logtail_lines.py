@@ -55,13 +55,30 @@ def test_blank_clearing_segments_fall_back_to_last_real_segment():
     assert a.feed(b"\rEpoch 1: 50%\r" + b" " * 40 + b"\r\n") == [(1, "Epoch 1: 50%")]
 
 
-def test_too_long_line_is_counted_and_memory_stays_capped():
+def test_too_long_line_keeps_its_head_is_counted_and_memory_stays_capped():
     a = LineAssembler(max_line_bytes=1000)
+    assert a.feed(b"step=1 loss=0.5 ") == []
     for _ in range(50):
         assert a.feed(b"x" * 4096) == []
         assert a.pending_bytes <= 1000
-    assert a.feed(b"x\nok=1\n") == [(2, "ok=1")]
+    assert a.feed(b"x\nok=1\n") == [(1, "step=1 loss=0.5 " + "x" * 984), (2, "ok=1")]
     assert a.too_long == 1 and a.line_no == 2
+
+
+def test_a_line_of_exactly_the_cap_is_whole_and_one_byte_more_is_cut():
+    for chunks in ([b"y" * 100 + b"\n"], [b"y" * 60, b"y" * 40 + b"\n"]):
+        a = LineAssembler(max_line_bytes=100)
+        assert feed_all(a, chunks) == [(1, "y" * 100)]
+        assert a.too_long == 0
+    a = LineAssembler(max_line_bytes=100)
+    assert feed_all(a, [b"y" * 60, b"y" * 41 + b"\n"]) == [(1, "y" * 100)]
+    assert a.too_long == 1
+
+
+def test_a_too_long_redraw_segment_keeps_its_head():
+    a = LineAssembler(max_line_bytes=10)
+    assert a.feed(b"\rbar 1\rstep=2 loss=0.25\n") == [(1, "step=2 los")]
+    assert a.too_long == 1
 
 
 def test_invalid_utf8_is_replaced_not_fatal():

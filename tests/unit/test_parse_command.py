@@ -225,6 +225,7 @@ def test_odd_lines_are_counted_and_the_lines_after_them_parsed(tmp_path: Path) -
         (8, 4, "train/loss", "inf"), (8, "!", "inf"), (9, 5, "train/loss", 0.25),
         (10, 6, "train/loss", 0.125), (11, 7, "train/loss", 0.0625)]
     assert done.stderr == (
+        f"gpuherd parse: {log}: 1 line(s) longer than 64 KiB; the first 64 KiB of each read\n"
         f"gpuherd parse: {log}: 5 unparsed line(s) as generic; first at line 2: "
         "step inf is not a count from 0 to 2**53\n")
 
@@ -243,7 +244,8 @@ def test_json_lines_that_crashed_parse_are_unparsed(tmp_path: Path) -> None:
     assert _values(done.stdout) == [
         (1, 1, "train/loss", 0.5), (2, 2, "train/loss", "inf"), (2, "!", "inf"),
         (5, 5, "train/loss", 0.25)]
-    assert done.stderr == (
+    assert done.stderr == (  # line 4 is cut at 64 KiB: its head is no JSON, one unparsed line
+        f"gpuherd parse: {log}: 1 line(s) longer than 64 KiB; the first 64 KiB of each read\n"
         f"gpuherd parse: {log}: 2 unparsed line(s) as jsonl; first at line 3: "
         "step inf is not a count from 0 to 2**53\n")
     table = _parse(str(log))  # the table too, without a traceback

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from gpuherd.parse_command import iter_lines, json_number
+from collectors.logtail_lines import read_lines
+from gpuherd.parse_command import json_number
 from parsers.findings import findings_from_metric, scan_line
 from parsers.hf_trainer import parse_trainer_state
 from parsers.registry import DOCUMENT_FORMATS, FORMAT_NAMES, detect_format, make_parser
@@ -48,7 +49,7 @@ def parse_whole(log: Path, log_format: str) -> dict[str, Any]:
                 "unparsed": unparsed}
     parser = make_parser(log_format)
     with log.open("rb") as handle:
-        for number, line in enumerate(iter_lines(handle), 1):
+        for number, line in read_lines(handle):  # cut as `parse` and the tail cut it
             try:
                 metric = parser.feed(line)
             except ValueError:
@@ -82,7 +83,7 @@ def _metric_record(number: int, metric: Any) -> dict[str, Any]:
 
 def _sample(log: Path) -> list[str]:
     with log.open("rb") as handle:
-        return [line for _, line in zip(range(200), iter_lines(handle), strict=False)]
+        return [line for _, (_, line) in zip(range(200), read_lines(handle), strict=False)]
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -199,7 +199,7 @@ def _fact_rows(view: TaskView) -> list[tuple[str, str | Text]]:
         rows.append(("exit code", Text(str(view.exit_code),
                                        style="bold red" if view.exit_code else "")))
     if view.too_long_lines:
-        rows.append(("too long", f"{view.too_long_lines:,} (not parsed)"))
+        rows.append(("too long", f"{view.too_long_lines:,} (cut to 64 KiB)"))
     if view.runs > 1:
         rows.append(("runs", f"{view.runs} (history is of the latest)"))
     if view.catching_up and view.size_bytes:
