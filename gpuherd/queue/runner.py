@@ -136,7 +136,7 @@ class QueueRunner:
         waiting = [j for j in jobs if j.state is JobState.WAITING]
         with self.ledger.locked() as view:
             live = []
-            for reservation in view.live():
+            for reservation in view.live(gpu_totals=self._gpu_totals()):
                 if self._stale(reservation.job, active, reached):
                     view.release(reservation.job)
                     self._released.add(reservation.job)
@@ -158,6 +158,12 @@ class QueueRunner:
                 if plan is not None:
                     return plan
         return None
+
+    def _gpu_totals(self) -> dict[str, int]:
+        """Total memory per GPU UUID in the last reading (bounds what a reservation may claim)."""
+        devices = self._tick.devices if self._tick is not None else ()
+        return {d.uuid: d.memory_total_bytes for d in devices
+                if d.memory_total_bytes is not None}
 
     def _stale(self, key: str, active: dict[int, Job], reached: set[str]) -> bool:
         """Whether one of this queue's ledger entries should go (other users' never do)."""
