@@ -84,6 +84,7 @@ class QueueRunner:
         self._released: set[str] = set()
         self._reasons: dict[int, tuple[str | None, float]] = {}
         self._adopted = False
+        self._damaged_named: set[tuple[int, str]] = set()
         self._pid, self._pid_start = os.getpid(), process_start_time(os.getpid()) or 0.0
 
     def key(self, job_id: int, attempt: int, k: int) -> str:
@@ -132,6 +133,7 @@ class QueueRunner:
         at most one job is ever `launching` (a runner killed then costs at most that one).
         """
         jobs = self.store.jobs()
+        self._name_damaged()
         active = {j.id: j for j in jobs if j.state in (JobState.LAUNCHING, JobState.RUNNING)}
         waiting = [j for j in jobs if j.state is JobState.WAITING]
         with self.ledger.locked() as view:
@@ -158,6 +160,14 @@ class QueueRunner:
                 if plan is not None:
                     return plan
         return None
+
+    def _name_damaged(self) -> None:
+        """Say once per row which stored rows are skipped as damaged (the rest go on)."""
+        for row in self.store.damaged:
+            if (row.job_id, row.problem) not in self._damaged_named:
+                self._damaged_named.add((row.job_id, row.problem))
+                self.say(f"job {row.job_id} is damaged in the queue database ({row.problem}); "
+                         f"it is skipped (gpuherd queue rm {row.job_id} removes it)")
 
     def _gpu_totals(self) -> dict[str, int]:
         """Total memory per GPU UUID in the last reading (bounds what a reservation may claim)."""
