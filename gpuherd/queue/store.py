@@ -71,7 +71,7 @@ class QueueStore:
             db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                  check_same_thread=False)
         except sqlite3.Error as error:
-            raise QueueError(f"{path}: cannot open the queue database: {error}") from None
+            raise db_error(path, "open the queue database", error) from None
         store = cls(db, path)
         try:
             store._setup()
@@ -80,7 +80,7 @@ class QueueStore:
             raise
         except sqlite3.OperationalError as error:
             db.close()
-            raise QueueError(f"{path}: cannot use the queue database: {error}") from None
+            raise db_error(path, "use the queue database", error) from None
         except (sqlite3.DatabaseError, _Corrupt) as error:
             db.close()
             backup = backup_corrupt(path)
