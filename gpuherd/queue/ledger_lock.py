@@ -1,9 +1,10 @@
-"""The shared ledger's lock: taken when it is safe to, never waited on for long, its holder named.
+"""The shared ledger's locks: taken when it is safe to, never waited on for long, holders named.
 
-Any user who can open `ledger.lock` can hold it (`flock -s` needs only read access), and any
-user can plant something under its name before the directory's owner creates it. So the lock
-only orders honest runners: a runner that cannot use it, or waits too long for it, says so once
-and goes on with what the ledger holds (docs/queue.md, "What the ledger trusts").
+Every runner locks the ledger directory itself (owned by root or by this user, so nobody can
+plant anything in its place), and `ledger.lock` as well when that is the regular file its owner
+created (the lock older gpuherds take). Any user who can read either can hold it (`flock -s`),
+so the locks only order honest runners: a runner that cannot use one, or waits too long for it,
+says so once and goes on (docs/queue.md, "What the ledger trusts").
 """
 
 from __future__ import annotations
@@ -26,47 +27,56 @@ RETRY_WAIT_S = 0.05
 held lock does not slow every step by `LOCK_TIMEOUT_S`."""
 GOING_ON = ("going on without it: reservations are still read and written, but two runners "
             "deciding at the same moment could share headroom")
+STILL_ORDERED = "the ledger directory's own lock still orders runners"
 _OPEN_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 """O_NONBLOCK: a FIFO planted under the lock's name must not hang the open."""
 
 
 class LedgerLock:
-    """`ledger.lock` of one ledger directory, with what was last said about it."""
+    """The locks of one ledger directory, with what was last said about each."""
 
     def __init__(self, directory: Path, timeout_s: float, say: Callable[[str], None]) -> None:
+        self.directory = directory
         self.path = directory / LOCK_NAME
         self.timeout_s = timeout_s
         self._say = say
-        self._problem: str | None = None
-        self._waited_out = False
+        self._said: dict[str, str | None] = {"dir": None, "file": None}
+        self._waited_out = {"dir": False, "file": False}
 
     def take(self, dir_fd: int, dir_owner: int) -> int | None:
-        """The lock's descriptor, held exclusively; `None` (said once) when it cannot be."""
+        """Lock the directory (through `dir_fd`) and `ledger.lock`; the latter's descriptor.
+
+        Each lock that cannot be had is said once (and again only once it changes); closing
+        `dir_fd` and the descriptor returned releases them.
+        """
+        problem = self._acquire("dir", dir_fd, f"{self.directory} (the ledger directory)")
+        self._note("dir", problem and f"{problem}; {GOING_ON}")
         fd, problem = self._open(dir_fd, dir_owner)
         if fd is not None:
-            problem = self._acquire(fd)
+            problem = self._acquire("file", fd, str(self.path))
             if problem is not None:
                 os.close(fd)
                 fd = None
-        self._note(problem)
+        self._note("file", problem and f"{problem}; it is not used ({STILL_ORDERED})")
         return fd
 
-    def _note(self, problem: str | None) -> None:
-        if problem == self._problem:
+    def _note(self, which: str, problem: str | None) -> None:
+        if problem == self._said[which]:
             return
         if problem is not None:
-            self._say(f"ledger: {problem}; {GOING_ON}")
+            self._say(f"ledger: {problem}")
+        elif which == "dir":
+            self._say(f"ledger: {self.directory} can be locked again")
         else:
             self._say(f"ledger: {self.path} is usable again")
-        self._problem = problem
+        self._said[which] = problem
 
     def _open(self, dir_fd: int, dir_owner: int) -> tuple[int | None, str | None]:
         try:
             info = os.stat(LOCK_NAME, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
             if os.geteuid() != dir_owner:
-                return None, (f"{self.path} does not exist, and only the ledger directory's "
-                              f"owner ({user_name(dir_owner)}) creates it")
+                return None, None  # only the directory's owner creates it; not needed here
             problem = self._create(dir_fd)
             if problem is not None:
                 return None, problem
@@ -104,19 +114,20 @@ class LedgerLock:
             os.close(fd)
         return None
 
-    def _acquire(self, fd: int) -> str | None:
+    def _acquire(self, which: str, fd: int, what: str) -> str | None:
         # Polled rather than blocking: a holder that never lets go (a hung process, or another
         # user holding it on purpose) costs one line, not a stalled queue.
-        deadline = time.monotonic() + (RETRY_WAIT_S if self._waited_out else self.timeout_s)
+        waited_out = self._waited_out[which]
+        deadline = time.monotonic() + (RETRY_WAIT_S if waited_out else self.timeout_s)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self._waited_out = False
+                self._waited_out[which] = False
                 return None
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    self._waited_out = True
-                    return (f"{self.path} has been held for over {self.timeout_s:g} s by "
+                    self._waited_out[which] = True
+                    return (f"{what} has been held for over {self.timeout_s:g} s by "
                             f"{holders(os.fstat(fd))}")
                 time.sleep(0.002)
 

@@ -31,6 +31,7 @@ from tests.queue_helpers import GiB, Gpu, mark_spec, python_for_everyone, ran, t
 GPU = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
 GOING_ON = ("going on without it: reservations are still read and written, but two runners "
             "deciding at the same moment could share headroom")
+NOT_USED = "it is not used (the ledger directory's own lock still orders runners)"
 
 
 @pytest.fixture
@@ -146,10 +147,13 @@ def test_forged_reservations_do_not_count_and_each_is_named_once(
     assert ran(queue.cwd) == ["root"] * 3
 
 
-def test_her_shared_flock_does_not_stop_roots_runner(tmp_path: Path, shared: Path) -> None:
+@pytest.mark.parametrize("target", ["ledger.lock", "directory"])
+def test_her_shared_flock_does_not_stop_roots_runner(tmp_path: Path, shared: Path,
+                                                     target: str) -> None:
     d = root_ledger(shared)
     Ledger(d, on_warning=lambda text: None)  # root creates ledger.lock, 0644
-    holder = subprocess.Popen(as_other_user(["flock", "-s", str(d / "ledger.lock"), "sh", "-c",
+    held = d / "ledger.lock" if target == "ledger.lock" else d
+    holder = subprocess.Popen(as_other_user(["flock", "-s", str(held), "sh", "-c",
                                              "echo held; exec sleep 120"]),
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -162,8 +166,10 @@ def test_her_shared_flock_does_not_stop_roots_runner(tmp_path: Path, shared: Pat
         holder.wait()
     lines = [line for line in queue.said if line.startswith("ledger:")]
     assert len(lines) == 1, lines
-    assert lines[0].startswith(f"ledger: {d / 'ledger.lock'} has been held for over 0.3 s by pid ")
-    assert f"(user uid {OTHER_UID})" in lines[0] and lines[0].endswith(GOING_ON)
+    what = f"{held}" if target == "ledger.lock" else f"{d} (the ledger directory)"
+    assert lines[0].startswith(f"ledger: {what} has been held for over 0.3 s by pid ")
+    assert f"(user uid {OTHER_UID})" in lines[0]
+    assert lines[0].endswith(NOT_USED if target == "ledger.lock" else GOING_ON)
 
 
 @pytest.mark.parametrize("squat", ["file-0600", "directory"])
@@ -182,7 +188,7 @@ def test_her_squatted_lock_does_not_stop_roots_runner(tmp_path: Path, shared: Pa
     assert queue.run_one(1) is JobState.DONE
     assert queue.run_one(1) is JobState.DONE
     assert [line for line in queue.said if line.startswith("ledger:")] == [
-        f"ledger: {lock} {what}; {GOING_ON}"]
+        f"ledger: {lock} {what}; {NOT_USED}"]
 
 
 def test_a_ledger_directory_she_created_is_refused_by_root(shared: Path) -> None:

@@ -349,9 +349,8 @@ def test_a_lock_that_is_not_the_owners_regular_file_is_named_once_and_not_used(
         with ledger.locked() as view:
             view.reserve(GPU_A, GIB, f"j{_}", pid, start, FAR)
             assert len(view.live()) == _ + 1
-    assert said == [f"ledger: {lock} {what}; going on without it: reservations are still read "
-                    "and written, but two runners deciding at the same moment could share "
-                    "headroom"]
+    assert said == [f"ledger: {lock} {what}; it is not used (the ledger directory's own lock "
+                    "still orders runners)"]
 
 
 HOLD = textwrap.dedent("""
@@ -379,11 +378,35 @@ def test_a_lock_held_too_long_is_named_with_its_holder_and_the_ledger_goes_on(
         holder.wait()
     lock = ledger.directory / "ledger.lock"
     assert said == [f"ledger: {lock} has been held for over 0.2 s by pid {holder.pid} (user "
-                    "root (uid 0)); going on without it: reservations are still read and "
-                    "written, but two runners deciding at the same moment could share headroom"]
+                    "root (uid 0)); it is not used (the ledger directory's own lock still "
+                    "orders runners)"]
     with slow.locked() as view:  # released with its holder
         assert view.live() == []
     assert said[1:] == [f"ledger: {lock} is usable again"]
+
+
+def test_a_held_directory_is_named_with_its_holder_and_the_ledger_goes_on(
+        ledger: Ledger) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ledger.directory)],
+                              stdout=subprocess.PIPE, text=True)
+    said: list[str] = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        slow = Ledger(ledger.directory, lock_timeout_s=0.2, on_warning=said.append)
+        pid, start = me()
+        for n in range(3):
+            with slow.locked() as view:
+                view.reserve(GPU_A, GIB, f"j{n}", pid, start, FAR)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert said == [f"ledger: {ledger.directory} (the ledger directory) has been held for over "
+                    f"0.2 s by pid {holder.pid} (user root (uid 0)); going on without it: "
+                    "reservations are still read and written, but two runners deciding at the "
+                    "same moment could share headroom"]
+    with slow.locked() as view:
+        assert len(view.live()) == 3
+    assert said[1:] == [f"ledger: {ledger.directory} can be locked again"]
 
 
 PROBE = textwrap.dedent("""
@@ -507,3 +530,11 @@ def test_concurrent_reservations_of_two_uids_never_exceed_the_cap(
     race(ledger, [None, OTHER_UID] * 7, her_sleeper)
     owners = {(ledger.directory / n).lstat().st_uid for n in entry_files(ledger)}
     assert owners <= {0, OTHER_UID}
+
+
+def test_with_ledger_lock_squatted_the_directory_lock_still_orders_runners(
+        ledger: Ledger) -> None:
+    lock = ledger.directory / "ledger.lock"
+    lock.unlink()
+    lock.mkdir()  # as another user would: ledger.lock is no longer a lock anyone can take
+    race(ledger, [None] * 14)
