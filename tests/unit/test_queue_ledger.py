@@ -538,3 +538,28 @@ def test_with_ledger_lock_squatted_the_directory_lock_still_orders_runners(
     lock.unlink()
     lock.mkdir()  # as another user would: ledger.lock is no longer a lock anyone can take
     race(ledger, [None] * 14)
+
+
+def test_bytes_up_to_the_gpus_total_count_one_more_does_not(ledger: Ledger,
+                                                            warnings: list[str]) -> None:
+    pid, start = me()
+    with ledger.locked() as view:
+        view.reserve(GPU_A, 80 * GIB, "whole", pid, start, FAR)
+        view.reserve(GPU_B, 80 * GIB + 1, "more", pid, start, FAR)
+        assert view.live(gpu_totals={GPU_A: 80 * GIB, GPU_B: 80 * GIB}) == [
+            Reservation(GPU_A, 80 * GIB, "whole")]
+        # A GPU this host does not show is not judged: the decision never looks at it.
+        assert len(view.live()) == 2
+    assert len(warnings) == 1 and warnings[0].endswith(
+        f"it reserves {80 * GIB + 1} bytes on {GPU_B}, more than that GPU's total "
+        f"({80 * GIB} bytes); not counted")
+
+
+def test_an_expiry_past_the_longest_grace_after_writing_does_not_count(ledger: Ledger) -> None:
+    pid, start = me()
+    now = time.time()
+    with ledger.locked() as view:
+        view.reserve(GPU_A, GIB, "longest", pid, start, now + 3600)
+        view.reserve(GPU_A, 2 * GIB, "longer", pid, start, now + 3600 + 30)
+        view.reserve(GPU_A, 4 * GIB, "forever", pid, start, 1e300)
+        assert view.live() == [Reservation(GPU_A, GIB, "longest")]
