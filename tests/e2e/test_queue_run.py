@@ -124,7 +124,8 @@ def test_a_job_without_vram_runs_to_completion_under_the_real_runner(tmp_path: P
                               vram_bytes=GiB))
     runner = fake_runner(script, state, ledger, "--settle", "0", "--interval", "0.1")
     try:
-        wait_until(lambda: store.get(after.id).state is JobState.DONE, timeout_s=60)
+        wait_until(lambda: {store.get(j.id).state for j in (zero, after)} == {JobState.DONE},
+                   timeout_s=60)
     finally:
         code, out = _stop(runner)
     assert (code, store.get(zero.id).state) == (0, JobState.DONE), out
