@@ -27,13 +27,12 @@ from gpuherd.queue.state_files import (
 )
 from gpuherd.queue.store_rows import (
     COLUMNS,
-    SCHEMA,
-    SCHEMA_VERSION,
     DamagedRow,
     DamagedRowError,
+    NotAQueueError,
+    ensure_schema,
     job_from_row,
     read_rows,
-    required_columns,
     spec_values,
 )
 
@@ -74,42 +73,20 @@ class QueueStore:
             raise db_error(path, "open the queue database", error) from None
         store = cls(db, path)
         try:
-            store._setup()
+            ensure_schema(db, path)
         except QueueError:
             db.close()
             raise
         except sqlite3.OperationalError as error:
             db.close()
             raise db_error(path, "use the queue database", error) from None
-        except (sqlite3.DatabaseError, _Corrupt) as error:
+        except (sqlite3.DatabaseError, NotAQueueError) as error:
             db.close()
             backup = backup_corrupt(path)
             raise QueueError(f"{path}: not a valid queue database ({error}); it was moved to "
                              f"{backup} and nothing was reset: the next command starts an "
                              "empty queue") from None
         return store
-
-    def _setup(self) -> None:
-        row = self._db.execute("PRAGMA quick_check").fetchone()
-        if row is None or row[0] != "ok":
-            raise _Corrupt(str(row[0]) if row else "no answer to quick_check")
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        with self._tx():
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise QueueError(f"{self.path}: queue schema {version} is newer than this "
-                                 f"gpuherd reads ({SCHEMA_VERSION}); upgrade gpuherd")
-            if version == 0:
-                tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-                if tables:
-                    raise _Corrupt("it holds tables but no queue schema version")
-                for statement in SCHEMA:  # not executescript: it would commit first
-                    self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            missing = required_columns(self._db)
-            if missing:
-                raise _Corrupt(missing)
 
     def close(self) -> None:
         """Close the connection (the database stays as it is)."""
@@ -345,7 +322,3 @@ class QueueStore:
         """
         with self._tx() as db:
             db.execute("UPDATE jobs SET wait_reason = ? WHERE id = ?", (reason, job_id))
-
-
-class _Corrupt(Exception):
-    """SQLite opened the file but it is not an intact queue database."""

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gpuherd.queue.jobs import Job, JobSpec, JobState
+from gpuherd.queue.state_files import QueueError
 
 SCHEMA_VERSION = 1
 """`PRAGMA user_version` of the database this gpuherd writes; a newer one is refused."""
@@ -54,7 +57,45 @@ COLUMNS = ", ".join(_FIELDS)
 """The columns `job_from_row` expects, in order."""
 
 
-def required_columns(db: Any) -> str | None:
+class NotAQueueError(Exception):
+    """SQLite opened the file but it is not an intact queue database."""
+
+
+def ensure_schema(db: sqlite3.Connection, path: Path) -> None:
+    """Check an opened queue database, creating the schema in a new one.
+
+    Raises:
+        NotAQueueError: it fails quick_check, or its schema is not whole.
+        QueueError: it was written by a newer gpuherd.
+    """
+    row = db.execute("PRAGMA quick_check").fetchone()
+    if row is None or row[0] != "ok":
+        raise NotAQueueError(str(row[0]) if row else "no answer to quick_check")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise QueueError(f"{path}: queue schema {version} is newer than this gpuherd reads "
+                             f"({SCHEMA_VERSION}); upgrade gpuherd")
+        if version == 0:
+            if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise NotAQueueError("it holds tables but no queue schema version")
+            for statement in SCHEMA:  # not executescript: it would commit first
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        missing = required_columns(db)
+        if missing:
+            raise NotAQueueError(missing)
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def required_columns(db: sqlite3.Connection) -> str | None:
     """What the schema lacks (a dropped table or column), or `None` when it is whole."""
     for table, needed in (("jobs", _FIELDS), ("settings", ("key", "value"))):
         have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
