@@ -74,9 +74,7 @@ class Ledger:
         self._create()
         dir_fd, owner = self._open_dir()
         try:
-            lock_fd = self._lock.take(dir_fd, owner)
-            if lock_fd is not None:
-                os.close(lock_fd)
+            self._lock.prepare(dir_fd, owner)
         finally:
             os.close(dir_fd)
 

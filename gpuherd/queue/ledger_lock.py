@@ -60,6 +60,16 @@ class LedgerLock:
         self._note("file", problem and f"{problem}; it is not used ({STILL_ORDERED})")
         return fd
 
+    def prepare(self, dir_fd: int, dir_owner: int) -> None:
+        """Create `ledger.lock` if this user owns the directory; say if it cannot be used.
+
+        Nothing is locked: a ledger being opened waits for no one.
+        """
+        fd, problem = self._open(dir_fd, dir_owner)
+        if fd is not None:
+            os.close(fd)
+        self._note("file", problem and f"{problem}; it is not used ({STILL_ORDERED})")
+
     def _note(self, which: str, problem: str | None) -> None:
         if problem == self._said[which]:
             return
