@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -26,7 +27,7 @@ from gpuherd.queue.ledger import Ledger, LedgerError
 from gpuherd.queue.runner import QueueRunner
 from gpuherd.queue.store import QueueStore
 from tests.privileges import AS_ROOT, OTHER_UID, as_other_user
-from tests.queue_helpers import GiB, Gpu, mark_spec, python_for_everyone, ran, tick
+from tests.queue_helpers import ROOT, GiB, Gpu, mark_spec, python_for_everyone, ran, tick
 
 GPU = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
 GOING_ON = ("going on without it: reservations are still read and written, but two runners "
@@ -202,3 +203,19 @@ def test_a_ledger_directory_she_created_is_refused_by_root(shared: Path) -> None
         f"owner could delete anyone's reservations; move it away and have root create it: "
         f"install -d -m 1777 {d} (or set GPUHERD_LEDGER_DIR)")
     assert sorted(os.listdir(d)) == []  # nothing of root's was written into it
+
+
+def test_roots_runner_refuses_her_ledger_directory_with_one_line(shared: Path,
+                                                                tmp_path: Path) -> None:
+    shared.chmod(0o1777)
+    d = shared / "ledger"
+    as_her("mkdir", "-m", "1777", str(d))
+    env = {**os.environ, "GPUHERD_STATE_DIR": str(tmp_path / "state"),
+           "GPUHERD_LEDGER_DIR": str(d)}
+    out = subprocess.run([sys.executable, "-m", "gpuherd", "queue", "run"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr == (
+        f"gpuherd: queue: the ledger directory {d} belongs to uid {OTHER_UID}, not to root or "
+        f"this user, so its owner could delete anyone's reservations; move it away and have "
+        f"root create it: install -d -m 1777 {d} (or set GPUHERD_LEDGER_DIR)\n")
