@@ -1,4 +1,4 @@
-"""The reservation ledger every gpuherd of every user on the host shares, under one flock.
+"""The reservation ledger every gpuherd of every user on the host shares, under its flocks.
 
 A directory like /tmp (mode 1777) holds `ledger.lock` and one small JSON file per reservation,
 written by its owner (temp name, then rename) and readable by all. Nothing read from it is ever
