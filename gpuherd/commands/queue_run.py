@@ -32,6 +32,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_run(args: argparse.Namespace) -> str | None:
     """What is wrong with the runner's values, if anything."""
+    from gpuherd.queue.ledger_files import MAX_GRACE_S
     from gpuherd.queue.sizes import parse_size
 
     try:
@@ -43,6 +44,9 @@ def check_run(args: argparse.Namespace) -> str | None:
         return "--settle must be 0 or more seconds"
     if not args.grace > 0:
         return "--grace must be more than 0 seconds"
+    if args.grace > MAX_GRACE_S:
+        # The ledger does not trust an entry that says it counts longer than this.
+        return f"--grace must be at most {MAX_GRACE_S:g} seconds"
     return None
 
 

@@ -37,6 +37,7 @@ class QueueReader:
         self.ledger_dir = ledger_dir if ledger_dir is not None else default_ledger_dir()
         self._warn = warn if callable(warn) else (lambda text: None)
         self._store: QueueStore | None = None
+        self._ledger: Ledger | None = None
         self._lock = threading.Lock()  # two scrapes at once share one connection
 
     def __call__(self) -> QueueState:
@@ -58,7 +59,11 @@ class QueueReader:
     def _reserved(self) -> dict[str, int]:
         if not self.ledger_dir.is_dir():
             return {}
-        ledger = Ledger(self.ledger_dir, on_warning=self._warn, lock_timeout_s=LOCK_TIMEOUT_S)
+        if self._ledger is None:
+            # One ledger for every scrape, so what it cannot trust is named once, not per scrape.
+            self._ledger = Ledger(self.ledger_dir, on_warning=self._warn,
+                                  lock_timeout_s=LOCK_TIMEOUT_S)
+        ledger = self._ledger
         with ledger.locked() as view:
             live = view.live()
         out: dict[str, int] = {}

@@ -21,6 +21,8 @@ from gpuherd.queue.store import QueueError, QueueStore
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_NAME_CHARS = 80
+MAX_GPUS = 1024
+"""More GPUs than any one host holds; keeps `--gpus` far inside SQLite's 64-bit integers."""
 
 
 def _executable(path: str) -> bool:
@@ -109,6 +111,8 @@ def check_gpu_count(gpus: int, host_gpus: int | None, why_unknown: str | None,
     """Refuse more GPUs than the host has; without a driver, accept and note it."""
     if gpus < 1:
         raise QueueError(f"--gpus {gpus}: a job needs at least 1 GPU")
+    if gpus > MAX_GPUS:
+        raise QueueError(f"--gpus {gpus}: more than any host has (at most {MAX_GPUS})")
     if host_gpus is None:
         if gpus > 1:
             notes.append(f"--gpus {gpus} not checked: {why_unknown or 'no GPU count'}; "

@@ -63,8 +63,11 @@ def runner_lock(state_dir: Path) -> Iterator[None]:
             raise RunnerLockedError(
                 f"another `gpuherd queue run` (pid {holder}) already runs the queue in "
                 f"{state_dir}; stop it first (one runner per user)", title="queue") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # a full disk: the pid only names the holder; the flock itself holds
         yield
     finally:
         os.close(fd)  # the kernel drops the flock with the last descriptor, even on kill -9

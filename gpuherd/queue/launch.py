@@ -34,11 +34,21 @@ NOT_COMMITTED = 3
 """Exit status of a gated launch that gave up because its runner never committed it."""
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-# The job's cwd must not decide which gpuherd (or which `json.py`) the recorder imports: drop the
-# script directory Python puts first and pin this very gpuherd, as the supervisor is pinned.
-_PIN = f"import sys\nsys.path[:1] = []\nsys.path.insert(0, {_PACKAGE_ROOT!r})\n"
-_BOOT = _PIN + "from gpuherd.queue.launch import gate_main\nsys.exit(gate_main(sys.argv[1:]))\n"
-_RECORD = _PIN + "from gpuherd.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+_ISOLATED = "-E"
+"""The recorder ignores PYTHON* variables (the job's PYTHONPATH, PYTHONHOME, PYTHONSTARTUP):
+they stay in its environment and reach the job, never the recorder."""
+
+
+def _pinned(code: str, path: Sequence[str]) -> str:
+    """`code` run with exactly `path` as its import path (this gpuherd first)."""
+    # The job's cwd must not decide which gpuherd (or which `json.py`) the recorder imports:
+    # the path is the runner's own, never the job's PYTHONPATH or the script directory.
+    entries = [_PACKAGE_ROOT, *(p for p in path if p and p != _PACKAGE_ROOT)]
+    return f"import sys\nsys.path[:] = {entries!r}\n{code}"
+
+
+_BOOT = "from gpuherd.queue.launch import gate_main\nsys.exit(gate_main(sys.argv[1:]))\n"
+_RECORD = "from gpuherd.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 """The recorder the gate turns into (`os.execv` keeps the pid and its start time)."""
 
 
@@ -132,8 +142,8 @@ def start(job: Job, session_dir: Path, gpu_uuids: Sequence[str],
     gate_read, gate_write = os.pipe() if state_dir is not None else (None, None)
     gate = ([] if gate_read is None else
             ["--gate", str(gate_read), "--state", str(state_dir), "--job", str(job.id)])
-    argv = [sys.executable, "-c", _BOOT, *gate, "--", "record", str(session_dir), "--",
-            *job.spec.argv]
+    argv = [sys.executable, _ISOLATED, "-c", _pinned(_BOOT, sys.path), *gate, "--", "record",
+            str(session_dir), "--", *job.spec.argv]
     try:
         process = subprocess.Popen(argv, cwd=job.spec.cwd, env=env, stdin=subprocess.DEVNULL,
                                    stdout=out, stderr=out, start_new_session=True,
@@ -195,4 +205,4 @@ def gate_main(argv: Sequence[str]) -> int:
             print(f"gpuherd: the command was not started: {why}", file=sys.stderr, flush=True)
             return NOT_COMMITTED
     sys.stdout.flush()
-    os.execv(sys.executable, [sys.executable, "-c", _RECORD, *rest])
+    os.execv(sys.executable, [sys.executable, _ISOLATED, "-c", _pinned(_RECORD, sys.path), *rest])

@@ -1,21 +1,22 @@
-"""The reservation ledger every gpuherd of every user on the host shares, under one flock.
+"""The reservation ledger every gpuherd of every user on the host shares, under its flocks.
 
 A directory like /tmp (mode 1777) holds `ledger.lock` and one small JSON file per reservation,
 written by its owner (temp name, then rename) and readable by all. Nothing read from it is ever
-executed: an entry holds a GPU UUID, a byte count, who wrote it and until when it counts. The
-rules, and what is refused, are in docs/queue.md, "The shared ledger".
+executed: an entry holds a GPU UUID, a byte count, who wrote it and until when it counts. An
+entry counts only when what it claims can be checked (its process is its owner's, its bytes fit
+the GPU, its expiry is within the longest grace period); the lock orders honest runners but
+cannot stop one. The rules are in docs/queue.md, "What the ledger trusts".
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,24 +25,26 @@ from gpuherd.queue.ledger_files import (
     MAX_ENTRY_BYTES,
     LedgerEntry,
     LedgerError,
-    alive,
     check_mode,
+    doubt,
     invalid,
     is_link,
+    judge_process,
     owner_of,
     parse_entry,
 )
+from gpuherd.queue.ledger_lock import LOCK_NAME, LOCK_TIMEOUT_S, LedgerLock
 
 __all__ = ["Ledger", "LedgerEntry", "LedgerError", "LedgerView", "default_ledger_dir"]
 
 DEFAULT_DIR = "/tmp/gpuherd-ledger"
-LOCK_NAME = "ledger.lock"
 ENTRY_PREFIX = "res-"
 ENTRY_SUFFIX = ".json"
 TEMP_PREFIX = ".tmp-"
-LOCK_TIMEOUT_S = 30.0
+MAX_NAMED = 100_000
+"""Untrusted files remembered as already named; past this many, new ones are not named."""
 _OPEN_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-"""O_NONBLOCK: a FIFO planted under an entry's or the lock's name must not hang the open."""
+"""O_NONBLOCK: a FIFO planted under an entry's name must not hang the open."""
 
 
 def default_ledger_dir() -> Path:
@@ -54,36 +57,44 @@ def _say(text: str) -> None:
 
 
 class Ledger:
-    """The shared ledger in one directory; checks it (creating it 1777 if missing) at once."""
+    """The shared ledger in one directory; checks it (creating it 1777 if missing) at once.
+
+    Raises:
+        LedgerError: the directory cannot be used safely (a link, not a directory, owned by
+            another user, writable by others without the sticky bit, not writable here).
+    """
 
     def __init__(self, directory: Path, *, on_warning: Callable[[str], None] | None = None,
                  lock_timeout_s: float = LOCK_TIMEOUT_S) -> None:
         self.directory = Path(directory)
-        self.lock_timeout_s = lock_timeout_s
         self._warn = on_warning or _say
         self._warned: set[str] = set()
+        self._named: set[str] = set()
+        self._lock = LedgerLock(self.directory, lock_timeout_s, self._warn)
         self._create()
-        dir_fd = self._open_dir()
+        dir_fd, owner = self._open_dir()
         try:
-            os.close(self._open_lock(dir_fd))
+            self._lock.prepare(dir_fd, owner)
         finally:
             os.close(dir_fd)
 
     @contextmanager
     def locked(self) -> Iterator[LedgerView]:
-        """Hold the ledger exclusively (every user's gpuherd waits) for a decide + reserve."""
-        dir_fd = self._open_dir()
+        """Hold the ledger exclusively (every user's gpuherd waits) for a decide + reserve.
+
+        When the lock cannot be used (another user holds it or squats its name), this says so
+        once and yields the ledger anyway: a runner is never stopped by someone else's lock.
+        """
+        dir_fd, owner = self._open_dir()
         try:
-            lock_fd = self._open_lock(dir_fd)
+            lock_fd = self._lock.take(dir_fd, owner)
+            view = LedgerView(self, dir_fd)
             try:
-                self._acquire(lock_fd)
-                view = LedgerView(self, dir_fd)
-                try:
-                    yield view
-                finally:
-                    view._open = False
+                yield view
             finally:
-                os.close(lock_fd)  # closing the descriptor releases the flock
+                view._open = False
+                if lock_fd is not None:
+                    os.close(lock_fd)  # closing the descriptor releases the flock
         finally:
             os.close(dir_fd)
 
@@ -92,6 +103,24 @@ class Ledger:
         if text not in self._warned:
             self._warned.add(text)
             self._warn(text)
+
+    def name_untrusted(self, doubts: Mapping[str, str]) -> None:
+        """Say which files a scan did not trust: each file once, in one line per scan."""
+        if len(self._named) >= MAX_NAMED:
+            return
+        new = [(name, why) for name, why in doubts.items() if name not in self._named]
+        if not new:
+            return
+        self._named.update(name for name, _ in new)
+        first, why = new[0]
+        if len(new) == 1:
+            self._warn(f"ledger: {self.directory / first}: {why}; not counted")
+        else:
+            self._warn(f"ledger: {len(new)} files in {self.directory} are not counted (the "
+                       f"first, {first}: {why}); each is named once")
+        if len(self._named) >= MAX_NAMED:
+            self._warn(f"ledger: more than {MAX_NAMED} untrusted files in {self.directory}; "
+                       "new ones are not counted and no longer named")
 
     def _create(self) -> None:
         try:
@@ -104,7 +133,8 @@ class Ledger:
         # mkdir's mode passes through the umask; chmod sets the sticky, world-writable mode.
         os.chmod(self.directory, 0o1777)
 
-    def _open_dir(self) -> int:
+    def _open_dir(self) -> tuple[int, int]:
+        """The directory's descriptor and owner, once it is known to be safe to use."""
         where = self.directory
         try:
             if stat.S_ISLNK(os.lstat(where).st_mode):
@@ -117,48 +147,12 @@ class Ledger:
             raise LedgerError(f"cannot open the ledger directory {where}: "
                               f"{error.strerror}") from None
         try:
-            check_mode(where, os.fstat(dir_fd))
+            info = os.fstat(dir_fd)
+            check_mode(where, info)
         except LedgerError:
             os.close(dir_fd)
             raise
-        return dir_fd
-
-    def _open_lock(self, dir_fd: int) -> int:
-        path = self.directory / LOCK_NAME
-        try:
-            fd = os.open(LOCK_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
-            os.fchmod(fd, 0o644)  # readable by all: every user locks it through O_RDONLY
-            os.close(fd)
-        except FileExistsError:
-            pass
-        except OSError as error:
-            raise LedgerError(f"cannot create {path}: {error.strerror}") from None
-        try:
-            fd = os.open(LOCK_NAME, _OPEN_READ, dir_fd=dir_fd)
-        except OSError as error:
-            what = ("is a symbolic link" if is_link(dir_fd, LOCK_NAME)
-                    else f"cannot be opened: {error.strerror}")
-            raise LedgerError(f"{path} {what}; refusing to use this ledger") from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise LedgerError(f"{path} is not a regular file; refusing to use this ledger")
-        return fd
-
-    def _acquire(self, lock_fd: int) -> None:
-        # Polled rather than blocking, so a process that hangs holding the lock costs a clear
-        # error after lock_timeout_s instead of a silent, endless wait.
-        deadline = time.monotonic() + self.lock_timeout_s
-        while True:
-            try:
-                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LedgerError(
-                        f"{self.directory / LOCK_NAME} has been held by another process for "
-                        f"{self.lock_timeout_s:g} s; is a gpuherd hung?") from None
-                time.sleep(0.002)
+        return dir_fd, info.st_uid
 
 
 class LedgerView:
@@ -169,16 +163,25 @@ class LedgerView:
         self._dir_fd = dir_fd
         self._open = True
 
-    def live(self, now: float | None = None) -> list[Reservation]:
-        """Every user's live reservations; own stale entries are deleted on the way."""
-        return [entry.reservation for entry in self.entries(now)]
+    def live(self, now: float | None = None,
+             gpu_totals: Mapping[str, int] | None = None) -> list[Reservation]:
+        """Every user's live, trusted reservations; own stale entries are deleted on the way."""
+        return [entry.reservation for entry in self.entries(now, gpu_totals)]
 
-    def entries(self, now: float | None = None) -> list[LedgerEntry]:
-        """Every user's live entries, with who wrote them, in file-name order."""
+    def entries(self, now: float | None = None,
+                gpu_totals: Mapping[str, int] | None = None) -> list[LedgerEntry]:
+        """Every user's live, trusted entries, with who wrote them, in file-name order.
+
+        Args:
+            now: the time expiry is judged at (default: now).
+            gpu_totals: total memory per GPU UUID, where known: an entry reserving more than
+                its GPU holds is not trusted.
+        """
         self._check_open()
         now = time.time() if now is None else now
         me = os.geteuid()
         out: list[LedgerEntry] = []
+        doubts: dict[str, str] = {}
         for name in sorted(os.listdir(self._dir_fd)):
             if name == LOCK_NAME:
                 continue
@@ -187,19 +190,31 @@ class LedgerView:
                 if owner_of(self._dir_fd, name) == me:
                     self._unlink(name)
                 continue
-            entry, owner = self._read(name)
+            entry, owner, problem = self._read(name, dict(gpu_totals or {}))
+            if problem is not None:
+                doubts[name] = problem
             if entry is None:
                 continue
-            if now < entry.expires_at and alive(entry.pid, entry.pid_start_time):
+            alive, problem = ((False, None) if not now < entry.expires_at
+                              else judge_process(entry.pid, entry.pid_start_time, entry.uid))
+            if problem is not None:
+                doubts[name] = problem
+            elif alive:
                 out.append(entry)
             elif owner == me:
                 self._unlink(name)
+        self._ledger.name_untrusted(doubts)
         return out
 
     def reserve(self, gpu_uuid: str, bytes_: int, job: str, pid: int, pid_start_time: float,
                 expires_at: float) -> None:
-        """Write one reservation owned by this user (atomically: temp file, then rename)."""
+        """Write one reservation owned by this user (atomically: temp file, then rename).
+
+        A need of 0 bytes holds nothing, so nothing is written for it.
+        """
         self._check_open()
+        if bytes_ == 0:
+            return
         body = {"gpu_uuid": gpu_uuid, "bytes": bytes_, "uid": os.geteuid(), "pid": pid,
                 "pid_start_time": float(pid_start_time), "expires_at": float(expires_at),
                 "job": job}
@@ -232,26 +247,23 @@ class LedgerView:
         gone = 0
         for name in sorted(os.listdir(self._dir_fd)):
             if name.startswith(ENTRY_PREFIX) and name.endswith(ENTRY_SUFFIX):
-                entry, owner = self._read(name, quiet=True)
+                entry, owner, _ = self._read(name, {})
                 if entry is not None and owner == me and entry.job == job:
                     gone += self._unlink(name)
         return gone
 
-    def _read(self, name: str, quiet: bool = False) -> tuple[LedgerEntry | None, int | None]:
-        """An entry and its file's owner; (None, owner) with a warning when it is not one."""
-        where = self._ledger.directory / name
+    def _read(self, name: str, gpu_totals: dict[str, int]
+              ) -> tuple[LedgerEntry | None, int | None, str | None]:
+        """An entry and its file's owner, or why the file is not a trusted entry."""
         if not (name.startswith(ENTRY_PREFIX) and name.endswith(ENTRY_SUFFIX)):
-            self._ledger.warn(f"{where}: not a ledger entry, ignored")
-            return None, None
+            return None, None, "not a ledger entry"
         try:
             fd = os.open(name, _OPEN_READ, dir_fd=self._dir_fd)
         except FileNotFoundError:
-            return None, None
+            return None, None, None
         except OSError as error:
             why = "a symbolic link" if is_link(self._dir_fd, name) else error.strerror
-            if not quiet:
-                self._ledger.warn(f"{where}: {why}, ignored")
-            return None, None
+            return None, None, why
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
@@ -261,18 +273,16 @@ class LedgerView:
             else:
                 body, problem = parse_entry(os.read(fd, MAX_ENTRY_BYTES + 1))
                 if problem is None and body["uid"] != info.st_uid:
-                    problem = f"says uid {body['uid']} but belongs to uid {info.st_uid}"
+                    problem = f"it says uid {body['uid']} but belongs to uid {info.st_uid}"
+                if problem is None:
+                    problem = doubt(body, info.st_ctime, gpu_totals)
         except OSError as error:
-            if not quiet:
-                self._ledger.warn(f"{where}: cannot read: {error.strerror}, ignored")
-            return None, None
+            return None, None, f"cannot read: {error.strerror}"
         finally:
             os.close(fd)
         if problem is not None:
-            if not quiet:
-                self._ledger.warn(f"{where}: {problem}, ignored")
-            return None, info.st_uid
-        return LedgerEntry(name=name, **body), info.st_uid
+            return None, info.st_uid, problem
+        return LedgerEntry(name=name, **body), info.st_uid, None
 
     def _unlink(self, name: str) -> int:
         try:

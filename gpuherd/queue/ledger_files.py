@@ -20,6 +20,11 @@ MAX_TEXT = 256
 """Longest GPU UUID or job id an entry may carry."""
 SAME_START_S = 0.01
 """Two start times this close are the same process (psutil's create_time is in clock ticks)."""
+MAX_GRACE_S = 3600.0
+"""The longest grace period a runner may give (`queue run --grace`): an entry that says it
+counts for longer after it was written is not trusted."""
+CLOCK_SLACK_S = 5.0
+"""Leeway between the writer's clock and the file's change time."""
 _FIELDS = {"gpu_uuid": str, "bytes": int, "uid": int, "pid": int, "pid_start_time": float,
            "expires_at": float, "job": str}
 
@@ -79,34 +84,68 @@ def invalid(body: dict[str, Any]) -> str | None:
     return None
 
 
-def alive(pid: int, start_time: float) -> bool:
-    """Whether the process that wrote an entry still runs (same pid and same start time)."""
+def judge_process(pid: int, start_time: float, uid: int) -> tuple[bool, str | None]:
+    """Whether an entry's process runs (same pid, same start time, not a zombie) as `uid`.
+
+    Returns:
+        (alive, why it is not trusted): a live process of another user (pid 1 with init's start
+        time, say) and one that cannot be seen (/proc mounted with `hidepid`) are not trusted,
+        since nothing proves they hold a reservation of `uid`.
+    """
     try:
         process = psutil.Process(pid)
         created = process.create_time()
         if process.status() == psutil.STATUS_ZOMBIE:
-            return False
+            return False, None
+        # The effective uid, as the owner of /proc/<pid> shows it (also for processes that
+        # are not dumpable, whose /proc entry root owns).
+        owner = process.uids().effective
     except psutil.ZombieProcess:
-        return False
-    except psutil.NoSuchProcess:
-        # /proc mounted with hidepid hides other users' processes; kill(0) still sees them.
-        # Their start time cannot be checked, so the entry counts until it expires.
+        return False, None
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            return False
+            return False, None
         except PermissionError:
-            return True
-        return True
-    except psutil.AccessDenied:
-        return True
-    return abs(created - start_time) <= SAME_START_S
+            pass
+        return False, (f"its process {pid} cannot be seen in /proc (mounted with hidepid?), "
+                       "so whose it is cannot be checked")
+    if abs(created - start_time) > SAME_START_S:
+        return False, None  # the pid was reused: the entry's process is gone
+    if owner != uid:
+        return False, f"its process {pid} belongs to {user_name(owner)}, not to uid {uid}"
+    return True, None
+
+
+def doubt(body: dict[str, Any], changed_at: float, gpu_totals: dict[str, int]) -> str | None:
+    """Why a well-formed entry is not trusted (its claims exceed what any runner writes).
+
+    Args:
+        body: the entry's fields.
+        changed_at: the file's change time (`st_ctime`), which its writer cannot set back.
+        gpu_totals: total memory per GPU UUID where known.
+    """
+    if body["expires_at"] > changed_at + MAX_GRACE_S + CLOCK_SLACK_S:
+        return (f"it counts until {body['expires_at']:.6g}, more than the longest grace "
+                f"period ({MAX_GRACE_S:g} s) after it was written ({changed_at:.0f})")
+    total = gpu_totals.get(body["gpu_uuid"])
+    if total is not None and body["bytes"] > total:
+        return (f"it reserves {body['bytes']} bytes on {body['gpu_uuid']}, more than that "
+                f"GPU's total ({total} bytes)")
+    return None
 
 
 def check_mode(where: Path, info: os.stat_result) -> None:
     """Refuse a directory others could tamper with, or one this user cannot write in."""
     if not stat.S_ISDIR(info.st_mode):
         raise LedgerError(f"the ledger directory {where} is not a directory")
+    if info.st_uid not in (0, os.geteuid()):
+        # The owner of a sticky directory may still delete or replace anyone's files in it.
+        raise LedgerError(f"the ledger directory {where} belongs to {user_name(info.st_uid)}, "
+                          "not to root or this user, so its owner could delete anyone's "
+                          f"reservations; move it away and have root create it: "
+                          f"install -d -m 1777 {where} (or set GPUHERD_LEDGER_DIR)")
     mode = stat.S_IMODE(info.st_mode)
     sticky = bool(mode & stat.S_ISVTX)
     if mode & 0o022 and not sticky:
@@ -114,7 +153,7 @@ def check_mode(where: Path, info: os.stat_result) -> None:
                           f"sticky bit (mode {mode:04o}), so anyone could delete reservations; "
                           f"run: chmod 1777 {where}")
     if not _writable(info, mode):
-        raise LedgerError(f"the ledger directory {where} belongs to {_user(info.st_uid)} with "
+        raise LedgerError(f"the ledger directory {where} belongs to {user_name(info.st_uid)} with "
                           f"mode {mode:04o}, so this user cannot add reservations; it must be "
                           f"mode 1777 (its owner or root can run: chmod 1777 {where})")
 
@@ -132,7 +171,8 @@ def _writable(info: os.stat_result, mode: int) -> bool:
     return bits & 0o3 == 0o3  # write and search
 
 
-def _user(uid: int) -> str:
+def user_name(uid: int) -> str:
+    """`alice (uid 1001)`, or `uid 1001` for a uid without an account."""
     try:
         return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
     except KeyError:

@@ -9,6 +9,7 @@ from typing import Any
 from gpuherd.format import fmt_duration, fmt_timestamp
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.sizes import format_size
+from gpuherd.queue.store_rows import DamagedRow
 
 NONE = "-"
 COLUMNS = ("ID", "#", "NAME", "STATE", "GPU", "NEED", "PEAK", "EXIT", "TIME", "WHY")
@@ -73,12 +74,23 @@ def table_rows(jobs: Sequence[Job], now: float) -> list[tuple[str, ...]]:
     return rows
 
 
-def render_table(jobs: Sequence[Job], now: float, paused: bool) -> str:
+def damaged_rows(damaged: Sequence[DamagedRow]) -> list[tuple[str, ...]]:
+    """One table row per damaged row: its id, `damaged`, and why in the WHY column."""
+    return [(str(row.job_id), NONE, "?", DAMAGED, *(NONE,) * 5, _cut(row.problem, MAX_WHY_CHARS))
+            for row in damaged]
+
+
+DAMAGED = "damaged"
+"""The state `ls` shows for a stored row that is not a job this gpuherd could have written."""
+
+
+def render_table(jobs: Sequence[Job], now: float, paused: bool,
+                 damaged: Sequence[DamagedRow] = ()) -> str:
     """The `queue ls` table (and a first line when the queue is paused)."""
     lines = ["the queue is paused: no job starts until `gpuherd queue resume`"] if paused else []
-    if not jobs:
+    if not jobs and not damaged:
         return "\n".join([*lines, "the queue is empty"])
-    rows = [COLUMNS, *table_rows(jobs, now)]
+    rows = [COLUMNS, *table_rows(jobs, now), *damaged_rows(damaged)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     for row in rows:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
@@ -102,10 +114,25 @@ def job_json(job: Job, now: float, place: int | None) -> dict[str, Any]:
     }
 
 
-def jobs_json(jobs: Sequence[Job], now: float) -> list[dict[str, Any]]:
-    """`queue ls --json`: every job, in the order `ls` shows them."""
+def jobs_json(jobs: Sequence[Job], now: float,
+              damaged: Sequence[DamagedRow] = ()) -> list[dict[str, Any]]:
+    """`queue ls --json`: every job, in the order `ls` shows them, then the damaged rows.
+
+    A damaged row has every key, `null` but for `id`, `state` (`damaged`) and `reason`.
+    """
     place = places(jobs)
-    return [job_json(job, now, place.get(job.id)) for job in jobs]
+    listed = [job_json(job, now, place.get(job.id)) for job in jobs]
+    keys = list(listed[0]) if listed else list(_KEYS)
+    for row in damaged:
+        listed.append(dict.fromkeys(keys) | {"id": row.job_id, "state": DAMAGED,
+                                             "reason": row.problem})
+    return listed
+
+
+_KEYS = ("id", "name", "state", "place", "argv", "cwd", "gpus", "vram_bytes", "max_util_pct",
+         "after", "retry_oom", "attempts", "gpu_uuids", "gpu_indices", "session_dir", "pid",
+         "created_at", "started_at", "ended_at", "duration_s", "exit_code", "peak_vram_bytes",
+         "cancel_requested", "reason")
 
 
 def _time(value: float | None) -> str:

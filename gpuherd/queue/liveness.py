@@ -29,6 +29,7 @@ from collectors.session_meta import (
 )
 from collectors.session_reader import SessionReader
 from gpuherd.queue.jobs import Job, JobState
+from gpuherd.queue.state_files import disk_full_note
 from gpuherd.queue.store import QueueStore
 
 SAME_START_TOLERANCE_S = 0.01
@@ -210,6 +211,8 @@ def settle_job(store: QueueStore, job: Job, now: float) -> Job | None:
         reason = CANCELLED_BEFORE_START
     elif end is None:
         reason = LOST_WHILE_LAUNCHING if job.pid is None else NO_END_RECORDED
+        full = disk_full_note(session) if session is not None else None
+        reason += f": {full}" if full else ""
     elif end.error:
         reason = end.error
     code = end.exit_code if end is not None else None

@@ -24,6 +24,7 @@ from gpuherd.queue.jobs import JobState
 from gpuherd.queue.liveness import settle_job
 from gpuherd.queue.sizes import format_size
 from gpuherd.queue.store import QueueError, QueueStore, default_state_dir
+from gpuherd.queue.store_rows import DamagedRow
 
 
 def host_gpu_count(backend: NvmlBackend | None = None) -> tuple[int | None, str | None]:
@@ -56,8 +57,8 @@ def _add(store: QueueStore, args: argparse.Namespace, backend: NvmlBackend | Non
 def _ls(store: QueueStore, args: argparse.Namespace) -> str:
     jobs, now = store.jobs(), time.time()
     if args.json:
-        return json.dumps(listing.jobs_json(jobs, now), indent=1)
-    return listing.render_table(jobs, now, store.paused())
+        return json.dumps(listing.jobs_json(jobs, now, store.damaged), indent=1)
+    return listing.render_table(jobs, now, store.paused(), store.damaged)
 
 
 def _show(store: QueueStore, args: argparse.Namespace) -> str:
@@ -67,6 +68,8 @@ def _show(store: QueueStore, args: argparse.Namespace) -> str:
 
 def _rm(store: QueueStore, args: argparse.Namespace) -> str:
     job = store.remove(args.job)
+    if isinstance(job, DamagedRow):
+        return f"removed job {job.job_id} (damaged in the queue database, {job.state!r})"
     kept = f"; its session stays in {job.session_dir}" if job.session_dir else ""
     return f"removed job {job.id} ({listing.job_name(job)}, {job.state.value}){kept}"
 

@@ -84,6 +84,7 @@ class QueueRunner:
         self._released: set[str] = set()
         self._reasons: dict[int, tuple[str | None, float]] = {}
         self._adopted = False
+        self._damaged_named: set[tuple[int, str]] = set()
         self._pid, self._pid_start = os.getpid(), process_start_time(os.getpid()) or 0.0
 
     def key(self, job_id: int, attempt: int, k: int) -> str:
@@ -132,11 +133,12 @@ class QueueRunner:
         at most one job is ever `launching` (a runner killed then costs at most that one).
         """
         jobs = self.store.jobs()
+        self._name_damaged()
         active = {j.id: j for j in jobs if j.state in (JobState.LAUNCHING, JobState.RUNNING)}
         waiting = [j for j in jobs if j.state is JobState.WAITING]
         with self.ledger.locked() as view:
             live = []
-            for reservation in view.live():
+            for reservation in view.live(gpu_totals=self._gpu_totals()):
                 if self._stale(reservation.job, active, reached):
                     view.release(reservation.job)
                     self._released.add(reservation.job)
@@ -158,6 +160,20 @@ class QueueRunner:
                 if plan is not None:
                     return plan
         return None
+
+    def _name_damaged(self) -> None:
+        """Say once per row which stored rows are skipped as damaged (the rest go on)."""
+        for row in self.store.damaged:
+            if (row.job_id, row.problem) not in self._damaged_named:
+                self._damaged_named.add((row.job_id, row.problem))
+                self.say(f"job {row.job_id} is damaged in the queue database ({row.problem}); "
+                         f"it is skipped (gpuherd queue rm {row.job_id} removes it)")
+
+    def _gpu_totals(self) -> dict[str, int]:
+        """Total memory per GPU UUID in the last reading (bounds what a reservation may claim)."""
+        devices = self._tick.devices if self._tick is not None else ()
+        return {d.uuid: d.memory_total_bytes for d in devices
+                if d.memory_total_bytes is not None}
 
     def _stale(self, key: str, active: dict[int, Job], reached: set[str]) -> bool:
         """Whether one of this queue's ledger entries should go (other users' never do)."""

@@ -133,3 +133,37 @@ def backup_corrupt(path: Path) -> Path:
                          f"aside ({error.strerror}); nothing was changed: move it yourself"
                          ) from None
     return backup
+
+
+def db_error(path: Path, doing: str, error: Exception) -> QueueError:
+    """One line for an SQLite error met while `doing`, naming a full disk when it is one.
+
+    SQLite reports a full disk as "database or disk is full", or, when the write that failed
+    was to its WAL or shared-memory file, as a bare "disk I/O error"; both say nothing of the
+    disk, so the free space of the database's filesystem is looked at.
+    """
+    try:
+        fs = os.statvfs(path.parent)
+        full = fs.f_bavail * fs.f_frsize < FULL_BELOW_BYTES
+    except OSError:
+        full = False
+    if full:
+        return QueueError(f"{path}: cannot {doing}: the disk holding {path.parent} is full "
+                          f"({error}); free some space and run the command again")
+    return QueueError(f"{path}: cannot {doing}: {error}")
+
+
+FULL_BELOW_BYTES = 1 << 20
+"""Free space under which a failed write is blamed on a full disk (SQLite writes pages of a
+few KiB, and a filesystem keeps a little back)."""
+
+
+def disk_full_note(directory: Path) -> str | None:
+    """`the disk holding DIR is full` when it has less than `FULL_BELOW_BYTES` free."""
+    try:
+        fs = os.statvfs(directory)
+    except OSError:
+        return None
+    if fs.f_bavail * fs.f_frsize < FULL_BELOW_BYTES:
+        return f"the disk holding {directory} is full"
+    return None

@@ -21,10 +21,20 @@ from gpuherd.queue.state_files import (
     QueueError,
     backup_corrupt,
     create_db_file,
+    db_error,
     default_state_dir,
     prepare_state_dir,
 )
-from gpuherd.queue.store_rows import COLUMNS, SCHEMA, SCHEMA_VERSION, job_from_row, spec_values
+from gpuherd.queue.store_rows import (
+    COLUMNS,
+    DamagedRow,
+    DamagedRowError,
+    NotAQueueError,
+    ensure_schema,
+    job_from_row,
+    read_rows,
+    spec_values,
+)
 
 __all__ = ["QueueError", "QueueStore", "default_state_dir"]
 
@@ -43,6 +53,8 @@ class QueueStore:
         self._db = db
         self.path = path
         self._lock = threading.RLock()
+        self.damaged: tuple[DamagedRow, ...] = ()
+        """The rows the last `jobs()` skipped because they are not jobs, each with why."""
 
     @classmethod
     def open(cls, state_dir: Path) -> QueueStore:
@@ -58,42 +70,23 @@ class QueueStore:
             db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                  check_same_thread=False)
         except sqlite3.Error as error:
-            raise QueueError(f"{path}: cannot open the queue database: {error}") from None
+            raise db_error(path, "open the queue database", error) from None
         store = cls(db, path)
         try:
-            store._setup()
+            ensure_schema(db, path)
         except QueueError:
             db.close()
             raise
         except sqlite3.OperationalError as error:
             db.close()
-            raise QueueError(f"{path}: cannot use the queue database: {error}") from None
-        except (sqlite3.DatabaseError, _Corrupt) as error:
+            raise db_error(path, "use the queue database", error) from None
+        except (sqlite3.DatabaseError, NotAQueueError) as error:
             db.close()
             backup = backup_corrupt(path)
             raise QueueError(f"{path}: not a valid queue database ({error}); it was moved to "
                              f"{backup} and nothing was reset: the next command starts an "
                              "empty queue") from None
         return store
-
-    def _setup(self) -> None:
-        row = self._db.execute("PRAGMA quick_check").fetchone()
-        if row is None or row[0] != "ok":
-            raise _Corrupt(str(row[0]) if row else "no answer to quick_check")
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        with self._tx():
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise QueueError(f"{self.path}: queue schema {version} is newer than this "
-                                 f"gpuherd reads ({SCHEMA_VERSION}); upgrade gpuherd")
-            if version == 0:
-                tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-                if tables:
-                    raise _Corrupt("it holds tables but no queue schema version")
-                for statement in SCHEMA:  # not executescript: it would commit first
-                    self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         """Close the connection (the database stays as it is)."""
@@ -102,48 +95,66 @@ class QueueStore:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken at once (`BEGIN IMMEDIATE`), committed or rolled back."""
-        with self._lock:
+        """One write transaction, taken at once (`BEGIN IMMEDIATE`), committed or rolled back.
+
+        Raises:
+            QueueError: SQLite failed (a full disk is named as one).
+        """
+        with self._lock, self._sqlite("change the queue"):
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    @contextmanager
+    def _sqlite(self, doing: str) -> Iterator[None]:
+        """Turn SQLite's errors into one line (QueueError) saying what could not be done."""
+        try:
+            yield
+        except sqlite3.Error as error:
+            raise db_error(self.path, doing, error) from None
 
     def _row(self, db: sqlite3.Connection, job_id: int) -> Job:
         row = db.execute(f"SELECT {COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
         if row is None:
             raise QueueError(f"no job {job_id} in the queue")
-        return job_from_row(row)
+        try:
+            return job_from_row(row)
+        except DamagedRowError as error:
+            raise QueueError(f"job {job_id} is damaged in the queue database ({error.problem});"
+                             f" `gpuherd queue rm {job_id}` removes it") from None
 
     # Reading.
     def jobs(self, states: Collection[JobState] | None = None) -> list[Job]:
         """Jobs in `states` (default all): waiting ones in queue order, then the rest by id."""
-        with self._lock:
+        with self._lock, self._sqlite("read the queue"):
             rows = self._db.execute(f"SELECT {COLUMNS} FROM jobs ORDER BY state != 'waiting', "
                                     "CASE WHEN state = 'waiting' THEN position END, id").fetchall()
-        found = [job_from_row(row) for row in rows]
+        found, damaged = read_rows(rows)
+        self.damaged = tuple(damaged)
         return found if states is None else [job for job in found if job.state in states]
 
     def get(self, job_id: int) -> Job:
         """One job; `QueueError` when there is none with that id."""
-        with self._lock:
+        with self._lock, self._sqlite("read the queue"):
             return self._row(self._db, job_id)
 
     def paused(self) -> bool:
         """Whether the queue is paused (no new job starts; running ones go on)."""
-        with self._lock:
+        with self._lock, self._sqlite("read the queue"):
             row = self._db.execute("SELECT value FROM settings WHERE key = 'paused'").fetchone()
         return row is not None and row[0] == "1"
 
     def last_peak_for(self, argv: Sequence[str], cwd: str) -> int | None:
         """The recorded peak of the newest done or failed job with this argv and cwd."""
-        with self._lock:
+        with self._lock, self._sqlite("read the queue"):
             row = self._db.execute(
                 "SELECT peak_vram_bytes FROM jobs WHERE argv = ? AND cwd = ? AND state IN "
-                "('done', 'failed') AND peak_vram_bytes IS NOT NULL "
+                "('done', 'failed') AND typeof(peak_vram_bytes) = 'integer' "
                 "ORDER BY ended_at DESC, id DESC LIMIT 1",
                 (json.dumps(list(argv)), cwd)).fetchone()
         return None if row is None else int(row[0])
@@ -162,10 +173,21 @@ class QueueStore:
             assert cursor.lastrowid is not None
             return self._row(db, cursor.lastrowid)
 
-    def remove(self, job_id: int) -> Job:
-        """Delete a job that is not launching or running; the job as it was."""
+    def remove(self, job_id: int) -> Job | DamagedRow:
+        """Delete a job that is not launching or running; the job as it was.
+
+        A damaged row (see `damaged`) is removed too, unless it says it is launching or
+        running: what it was is returned then, as far as it can be read.
+        """
         with self._tx() as db:
-            job = self._row(db, job_id)
+            row = db.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            try:
+                job = self._row(db, job_id)
+            except QueueError:
+                if row is None or row[0] in ("launching", "running"):
+                    raise
+                db.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
+                return DamagedRow(job_id, row[0], "damaged")
             if job.state in (JobState.LAUNCHING, JobState.RUNNING):
                 raise QueueError(f"job {job_id} is {job.state.value}: cancel it first "
                                  f"(gpuherd queue cancel {job_id})")
@@ -300,7 +322,3 @@ class QueueStore:
         """
         with self._tx() as db:
             db.execute("UPDATE jobs SET wait_reason = ? WHERE id = ?", (reason, job_id))
-
-
-class _Corrupt(Exception):
-    """SQLite opened the file but it is not an intact queue database."""

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gpuherd.queue.jobs import Job, JobSpec, JobState
+from gpuherd.queue.state_files import QueueError
 
 SCHEMA_VERSION = 1
 """`PRAGMA user_version` of the database this gpuherd writes; a newer one is refused."""
@@ -53,6 +57,56 @@ COLUMNS = ", ".join(_FIELDS)
 """The columns `job_from_row` expects, in order."""
 
 
+class NotAQueueError(Exception):
+    """SQLite opened the file but it is not an intact queue database."""
+
+
+def ensure_schema(db: sqlite3.Connection, path: Path) -> None:
+    """Check an opened queue database, creating the schema in a new one.
+
+    Raises:
+        NotAQueueError: it fails quick_check, or its schema is not whole.
+        QueueError: it was written by a newer gpuherd.
+    """
+    row = db.execute("PRAGMA quick_check").fetchone()
+    if row is None or row[0] != "ok":
+        raise NotAQueueError(str(row[0]) if row else "no answer to quick_check")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise QueueError(f"{path}: queue schema {version} is newer than this gpuherd reads "
+                             f"({SCHEMA_VERSION}); upgrade gpuherd")
+        if version == 0:
+            if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise NotAQueueError("it holds tables but no queue schema version")
+            for statement in SCHEMA:  # not executescript: it would commit first
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        missing = required_columns(db)
+        if missing:
+            raise NotAQueueError(missing)
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def required_columns(db: sqlite3.Connection) -> str | None:
+    """What the schema lacks (a dropped table or column), or `None` when it is whole."""
+    for table, needed in (("jobs", _FIELDS), ("settings", ("key", "value"))):
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if not have:
+            return f"its {table} table is missing"
+        lost = [name for name in needed if name not in have]
+        if lost:
+            return f"its {table} table lacks the column(s) {', '.join(lost)}"
+    return None
+
+
 def spec_values(spec: JobSpec) -> dict[str, Any]:
     """The columns of a job's spec, ready to insert."""
     return {
@@ -63,20 +117,105 @@ def spec_values(spec: JobSpec) -> dict[str, Any]:
     }
 
 
+class DamagedRowError(ValueError):
+    """A stored row that is not a job this gpuherd could have written (edited by hand, say)."""
+
+    def __init__(self, job_id: int, problem: str) -> None:
+        super().__init__(f"job {job_id}: {problem}")
+        self.job_id = job_id
+        self.problem = problem
+
+
+@dataclass(frozen=True, slots=True)
+class DamagedRow:
+    """A row of the jobs table that is skipped, and why; the rest of the queue goes on."""
+
+    job_id: int
+    """The row's id (an alias of SQLite's rowid, so always a whole number)."""
+    state: object
+    """The row's state as stored."""
+    problem: str
+
+
+def _json_list(r: dict[str, Any], key: str, item: type) -> list[Any]:
+    try:
+        value = json.loads(r[key]) if isinstance(r[key], str) else None
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, list):
+        raise DamagedRowError(r["id"], f"{key} is not a JSON list")
+    if item is list:
+        ok = all(isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
+                 for v in value)
+    else:
+        ok = all(isinstance(v, item) and not isinstance(v, bool) for v in value)
+    if not ok:
+        raise DamagedRowError(r["id"], f"{key} holds a value of the wrong kind")
+    return value
+
+
+_INTS = ("id", "position", "owner_uid", "gpus", "vram_bytes", "retry_oom", "attempts",
+         "cancel_requested")
+_OPTIONAL_INTS = ("after_id", "pid", "exit_code", "peak_vram_bytes")
+_NUMBERS = ("created_at", "max_util_pct")
+_OPTIONAL_NUMBERS = ("pid_start_time", "started_at", "ended_at")
+_OPTIONAL_TEXTS = ("name", "session_dir", "wait_reason")
+
+
+def _check_kinds(r: dict[str, Any]) -> None:
+    for key in (*_INTS, *_OPTIONAL_INTS):
+        value = r[key]
+        if not isinstance(value, int) and not (value is None and key in _OPTIONAL_INTS):
+            raise DamagedRowError(r["id"], f"{key} is {value!r}, not a whole number")
+    for key in (*_NUMBERS, *_OPTIONAL_NUMBERS):
+        value = r[key]
+        if not isinstance(value, int | float) and not (value is None
+                                                       and key in _OPTIONAL_NUMBERS):
+            raise DamagedRowError(r["id"], f"{key} is {value!r}, not a number")
+    for key in ("cwd", *_OPTIONAL_TEXTS):
+        if not isinstance(r[key], str) and not (r[key] is None and key != "cwd"):
+            raise DamagedRowError(r["id"], f"{key} is {r[key]!r}, not text")
+    if r["gpus"] < 1 or r["vram_bytes"] < 0:
+        raise DamagedRowError(r["id"], "gpus below 1 or a negative vram_bytes")
+    if r["state"] not in {state.value for state in JobState}:
+        raise DamagedRowError(r["id"], f"unknown state {r['state']!r}")
+
+
 def job_from_row(row: tuple[Any, ...]) -> Job:
-    """A `Job` from a row selected with `COLUMNS`."""
+    """A `Job` from a row selected with `COLUMNS`.
+
+    Raises:
+        DamagedRowError: a value is not of the kind this gpuherd writes (checked one by one, so
+            the message says which).
+    """
     r = dict(zip(_FIELDS, row, strict=True))
+    _check_kinds(r)
+    argv = _json_list(r, "argv", str)
+    if not argv:
+        raise DamagedRowError(r["id"], "argv is an empty command")
     spec = JobSpec(
-        argv=tuple(json.loads(r["argv"])), cwd=r["cwd"],
-        env=tuple((str(k), str(v)) for k, v in json.loads(r["env"])), name=r["name"],
-        gpus=r["gpus"], vram_bytes=r["vram_bytes"], max_util_pct=r["max_util_pct"],
+        argv=tuple(argv), cwd=r["cwd"],
+        env=tuple((k, v) for k, v in _json_list(r, "env", list)), name=r["name"],
+        gpus=r["gpus"], vram_bytes=r["vram_bytes"], max_util_pct=float(r["max_util_pct"]),
         after=r["after_id"], retry_oom=bool(r["retry_oom"]))
     return Job(
         id=r["id"], position=r["position"], spec=spec, state=JobState(r["state"]),
         created_at=r["created_at"], attempts=r["attempts"],
-        gpu_uuids=tuple(json.loads(r["gpu_uuids"])),
-        gpu_indices=tuple(int(i) for i in json.loads(r["gpu_indices"])),
+        gpu_uuids=tuple(_json_list(r, "gpu_uuids", str)),
+        gpu_indices=tuple(_json_list(r, "gpu_indices", int)),
         session_dir=r["session_dir"], pid=r["pid"], pid_start_time=r["pid_start_time"],
         started_at=r["started_at"], ended_at=r["ended_at"], exit_code=r["exit_code"],
         peak_vram_bytes=r["peak_vram_bytes"], cancel_requested=bool(r["cancel_requested"]),
         wait_reason=r["wait_reason"], owner_uid=r["owner_uid"])
+
+
+def read_rows(rows: list[tuple[Any, ...]]) -> tuple[list[Job], list[DamagedRow]]:
+    """The jobs of `rows`, and the rows that are not jobs, each with why."""
+    jobs: list[Job] = []
+    damaged: list[DamagedRow] = []
+    for row in rows:
+        try:
+            jobs.append(job_from_row(row))
+        except DamagedRowError as error:
+            damaged.append(DamagedRow(error.job_id, row[_FIELDS.index("state")], error.problem))
+    return jobs, sorted(damaged, key=lambda row: row.job_id)

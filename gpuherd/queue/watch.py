@@ -18,9 +18,9 @@ from collectors.roles import QUEUE
 from collectors.samples import QueueJobRow, QueueSnapshot
 from gpuherd.queue.headless import RUNNER_LOCK
 from gpuherd.queue.jobs import Job, JobState
-from gpuherd.queue.listing import job_name, places
+from gpuherd.queue.listing import DAMAGED, job_name, places
 from gpuherd.queue.state_files import DB_FILE, default_state_dir
-from gpuherd.queue.store_rows import COLUMNS, job_from_row
+from gpuherd.queue.store_rows import COLUMNS, read_rows
 
 READ_TIMEOUT_S = 0.5
 """How long a look waits for a writer's lock (WAL readers rarely wait at all)."""
@@ -144,10 +144,13 @@ class QueueWatch:
         rows = db.execute(f"SELECT {COLUMNS} FROM jobs ORDER BY state != 'waiting', "
                           "CASE WHEN state = 'waiting' THEN position END, id").fetchall()
         paused = db.execute("SELECT value FROM settings WHERE key = 'paused'").fetchone()
-        jobs = [job_from_row(row) for row in rows]
+        jobs, damaged = read_rows(rows)
         place = places(jobs)
-        return (tuple(job_row(job, place.get(job.id)) for job in jobs),
-                paused is not None and paused[0] == "1")
+        # A damaged row is shown as one, with why, and the rest of the queue as usual.
+        shown = [*(job_row(job, place.get(job.id)) for job in jobs),
+                 *(QueueJobRow(id=row.job_id, name="?", state=DAMAGED, gpus=0, need_bytes=0,
+                               reason=row.problem) for row in damaged)]
+        return tuple(shown), paused is not None and paused[0] == "1"
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:

@@ -113,3 +113,21 @@ def test_an_unsafe_ledger_is_refused_with_one_line(tmp_path: Path) -> None:
     assert out.returncode == 2
     (line,) = out.stderr.splitlines()
     assert line.startswith("gpuherd: queue: ") and str(ledger) in line and "sticky" in line
+
+
+def test_a_job_without_vram_runs_to_completion_under_the_real_runner(tmp_path: Path) -> None:
+    """`queue add` without --vram is a need of 0: the runner used to die on it, every restart."""
+    script, state, ledger, work = _setup(tmp_path)
+    store = QueueStore.open(state)
+    zero = store.add(JobSpec(argv=("sh", "-c", "echo zero >> ran.txt"), cwd=str(work)))
+    after = store.add(JobSpec(argv=("sh", "-c", "echo after >> ran.txt"), cwd=str(work),
+                              vram_bytes=GiB))
+    runner = fake_runner(script, state, ledger, "--settle", "0", "--interval", "0.1")
+    try:
+        wait_until(lambda: {store.get(j.id).state for j in (zero, after)} == {JobState.DONE},
+                   timeout_s=60)
+    finally:
+        code, out = _stop(runner)
+    assert (code, store.get(zero.id).state) == (0, JobState.DONE), out
+    assert "Traceback" not in out and sorted(ran(work)) == ["after", "zero"]
+    assert not [p for p in ledger.iterdir() if p.name != "ledger.lock"]  # 0 bytes: no entry

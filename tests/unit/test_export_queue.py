@@ -56,6 +56,21 @@ def test_jobs_by_state_and_reserved_bytes_per_gpu(tmp_path: Path) -> None:
     assert state.reserved_bytes_by_uuid == {"GPU-q": 24 * GiB, "GPU-r": 8 * GiB}
 
 
+def test_untrusted_ledger_files_are_named_once_across_scrapes(tmp_path: Path) -> None:
+    a_queue(tmp_path / "state", tmp_path / "ledger")
+    for n in range(3):
+        (tmp_path / "ledger" / f"junk-{n}").write_text("x")
+    said: list[str] = []
+    reader = QueueReader(tmp_path / "state", tmp_path / "ledger", warn=said.append)
+    try:
+        for _ in range(3):
+            assert reader().reserved_bytes_by_uuid == {"GPU-q": 24 * GiB, "GPU-r": 8 * GiB}
+    finally:
+        reader.close()
+    assert said == [f"ledger: 3 files in {tmp_path / 'ledger'} are not counted (the first, "
+                    "junk-0: not a ledger entry); each is named once"]
+
+
 def test_no_queue_yet_is_no_series_and_nothing_is_created(tmp_path: Path) -> None:
     state_dir, ledger_dir = tmp_path / "state", tmp_path / "ledger"
     reader = QueueReader(state_dir, ledger_dir)

@@ -96,6 +96,12 @@ BAD_ADDS = [
     (["--vram", "auto", "--", "true"],
      "--vram auto: no recorded peak for this command yet: give --vram SIZE"),
     (["--gpus", "0", "--", "true"], "--gpus 0: a job needs at least 1 GPU"),
+    # As the attack ran it: an OverflowError traceback from SQLite before.
+    (["--gpus", "99999999999999999999", "--", "true"],
+     "--gpus 99999999999999999999: more than any host has (at most 1024)"),
+    (["--gpus", "1025", "--", "true"], "--gpus 1025: more than any host has (at most 1024)"),
+    (["--vram", "99999999999999999999", "--", "true"],
+     "--vram '99999999999999999999' is too large (at most 1024 PiB)"),
     (["--after", "9", "--", "true"], "--after 9: no job 9 in the queue"),
     (["--after", "1", "--", "true"], "--after 1: job 1 already cancelled, so this job could "
      "never start"),

@@ -260,3 +260,19 @@ def test_launches_per_step_are_capped_without_leaving_a_job_launching(
     assert len(q.entries()) == 2
     q.step_until(lambda: all(q.state_of(i) is JobState.DONE for i in ids))
     assert sorted(ran(q.cwd)) == ["a", "b", "c"]
+
+
+def test_the_jobs_pythonpath_reaches_the_job_but_not_its_recorder(tmp_path: Path) -> None:
+    """As the attack ran it: a `json.py` on the job's PYTHONPATH killed gpuherd's recorder."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    for module in ("json", "os", "signal"):
+        (shadow / f"{module}.py").write_text("raise SystemExit('the recorder imported this')\n")
+    q = Queue(tmp_path, [Gpu("GPU-a")])
+    job = q.add(JobSpec(argv=("sh", "-c", 'echo "$PYTHONPATH" > seen.txt'), cwd=str(q.cwd),
+                        env=(*os.environ.items(), ("PYTHONPATH", str(shadow))),
+                        vram_bytes=GiB))
+    q.step_until(lambda: q.state_of(job.id) in ENDED)
+    ended = q.job(job.id)
+    assert (ended.state, ended.exit_code, ended.wait_reason) == (JobState.DONE, 0, None)
+    assert (q.cwd / "seen.txt").read_text() == f"{shadow}\n"  # the job still gets its own
