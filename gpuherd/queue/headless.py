@@ -22,13 +22,14 @@ from collectors.base import (
     Unavailable,
 )
 from collectors.samples import GpuTick
+from gpuherd.format import visible
 
 Say = Callable[[str], None]
 
 
 def say_stderr(text: str) -> None:
     """One line for the person running the queue."""
-    print(f"gpuherd: queue: {text}", file=sys.stderr, flush=True)
+    print(f"gpuherd: queue: {visible(text)}", file=sys.stderr, flush=True)
 
 
 class TickSink(Protocol):

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuherd.format import visible
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.liveness import process_start_time
 from gpuherd.queue.store import QueueError, QueueStore
@@ -202,7 +203,8 @@ def gate_main(argv: Sequence[str]) -> int:
         os.close(fd)
         why = _committed(Path(options["--state"]), int(options["--job"]))
         if why is not None:
-            print(f"gpuherd: the command was not started: {why}", file=sys.stderr, flush=True)
+            print(f"gpuherd: the command was not started: {visible(why)}", file=sys.stderr,
+                  flush=True)
             return NOT_COMMITTED
     sys.stdout.flush()
     os.execv(sys.executable, [sys.executable, _ISOLATED, "-c", _pinned(_RECORD, sys.path), *rest])

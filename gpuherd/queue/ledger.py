@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from gpuherd.format import visible
 from gpuherd.queue.headroom import Reservation
 from gpuherd.queue.ledger_files import (
     MAX_ENTRY_BYTES,
@@ -53,7 +54,7 @@ def default_ledger_dir() -> Path:
 
 
 def _say(text: str) -> None:
-    print(f"gpuherd: {text}", file=sys.stderr)
+    print(f"gpuherd: {visible(text)}", file=sys.stderr)  # file names are others'
 
 
 class Ledger:

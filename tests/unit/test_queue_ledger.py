@@ -563,3 +563,15 @@ def test_an_expiry_past_the_longest_grace_after_writing_does_not_count(ledger: L
         view.reserve(GPU_A, 2 * GIB, "longer", pid, start, now + 3600 + 30)
         view.reserve(GPU_A, 4 * GIB, "forever", pid, start, 1e300)
         assert view.live() == [Reservation(GPU_A, GIB, "longest")]
+
+
+def test_a_file_name_with_terminal_escapes_is_named_with_them_visible(
+        shared: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A junk file named `ESC[2J...`: the runner's stderr line must not clear a screen."""
+    ledger = Ledger(shared / "ledger")  # the default warning sink: stderr, as the runner uses it
+    (ledger.directory / "res-\x1b[2J\x1b[Hgone.json").write_text("x")
+    with ledger.locked() as view:
+        view.live()
+    err = capsys.readouterr().err
+    assert "\x1b" not in err
+    assert "res-\\x1b[2J\\x1b[Hgone.json: not JSON; not counted" in err
