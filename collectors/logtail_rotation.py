@@ -7,6 +7,7 @@ import os
 import stat
 import threading
 from collections import deque
+from collections.abc import Iterable
 
 FileId = tuple[int, int]
 """(device, inode) of an open file: unique among files held open."""
@@ -16,6 +17,8 @@ MAX_NEXT_FILES = 64
 that were renamed away before it got to them)."""
 MAX_COPY_CANDIDATES = 1000
 """Directory entries looked at when searching for a copytruncate copy."""
+MAX_OPEN_COPIES = 64
+"""The newest copies opened when searching (an older one is no copy of what is being read)."""
 
 
 class NextFiles:
@@ -80,42 +83,164 @@ class NextFiles:
             os.close(fd)
 
 
-def find_copy(path: str, head: bytes, recent: bytes, offset: int) -> int | None:
-    """Open the copy that copytruncate made of the file at `path` before cutting it.
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".Z", ".zip")
+"""Copies already compressed: their bytes are not the log's, so they are never read."""
 
-    The copy lies beside the log under a longer name (`train.log.1`, `train.log-20250101`),
-    starts with the same `head`, is at least `offset` bytes long and holds `recent` (the last
-    bytes read) just before `offset`. The newest such file is taken.
 
-    Returns:
-        A read-only descriptor of the copy, or `None` when there is none (`> log`, a copy
-        compressed or moved away already).
+def is_copy_name(name: str, base: str) -> bool:
+    """Whether `name` is one logrotate (or a user) gives a copy of the log named `base`.
+
+    `train.log.1`, `train.log-20250101`, `train.log-2025010112.1` (the log's name plus a
+    suffix), or with logrotate's `extension .log` the suffix before the extension
+    (`train-20250101.log`, `train.1.log`). Compressed copies are left out.
     """
-    if not head:
-        return None
+    if name == base or name.endswith(COMPRESSED_SUFFIXES):
+        return False
+    if name.startswith(base):
+        return True
+    stem, extension = os.path.splitext(base)
+    return bool(extension) and len(name) > len(base) and name.startswith(stem) \
+        and name[len(stem)] in ".-_" and name.endswith(extension)
+
+
+def head_of(fd: int, length: int = 256) -> tuple[int, bytes]:
+    """Where the first byte that is not NUL lies in a file, and up to `length` bytes from there.
+
+    A writer without `O_APPEND` goes on writing at its own offset after a copytruncate: the file
+    then starts with a hole of NUL bytes, and its first real bytes lie after it.
+    """
+    position = 0
+    while True:
+        block = os.pread(fd, 64 * 1024, position)
+        if not block:
+            return position, b""
+        stripped = block.lstrip(b"\0")
+        if stripped:
+            position += len(block) - len(stripped)
+            return position, os.pread(fd, length, position)
+        position += len(block)
+
+
+def copy_candidates(path: str) -> list[tuple[int, int, str]]:
+    """(mtime in ns, inode, path) of every regular file beside `path` named like a copy of it,
+    oldest first."""
     directory, base = os.path.split(os.path.abspath(path))
-    candidates: list[tuple[int, str]] = []
+    candidates: list[tuple[int, int, str]] = []
     try:
         with os.scandir(directory) as entries:
             for entry in itertools.islice(entries, MAX_COPY_CANDIDATES):
-                if entry.name == base or not entry.name.startswith(base):
+                if not is_copy_name(entry.name, base):
                     continue
                 info = entry.stat(follow_symlinks=False)
-                if stat.S_ISREG(info.st_mode) and info.st_size >= offset:
-                    candidates.append((info.st_mtime_ns, entry.path))
+                if stat.S_ISREG(info.st_mode):
+                    candidates.append((info.st_mtime_ns, info.st_ino, entry.path))
     except OSError:
-        return None
-    for _, candidate in sorted(candidates, reverse=True):
-        try:
-            fd = os.open(candidate, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            continue
-        try:
-            same = (os.pread(fd, len(head), 0) == head
-                    and os.pread(fd, len(recent), offset - len(recent)) == recent)
-        except OSError:
-            same = False
-        if same:
-            return fd
+        return []
+    return sorted(candidates)
+
+
+def newest_copy_ns(path: str) -> int:
+    """The mtime (ns) of the newest copy beside `path`; 0 when there is none."""
+    candidates = copy_candidates(path)
+    return candidates[-1][0] if candidates else 0
+
+
+def open_copies(path: str) -> list[tuple[int, int]]:
+    """(mtime in ns, read-only descriptor) of the newest `MAX_OPEN_COPIES` copies, oldest first.
+
+    logrotate shifts `train.log.1` to `train.log.2` before it copies: a name listed may name
+    another file by the time it is opened, so each is checked by inode and the directory
+    listed again when one moved.
+    """
+    for _ in range(5):
+        opened: list[tuple[int, int]] = []
+        for mtime_ns, inode, candidate in copy_candidates(path)[-MAX_OPEN_COPIES:]:
+            try:
+                fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                continue
+            opened.append((mtime_ns, fd))
+            if os.fstat(fd).st_ino != inode:
+                break
+        else:
+            return opened
+        close_all(fd for _, fd in opened)
+    return []
+
+
+def close_all(fds: Iterable[int]) -> None:
+    """Close every descriptor of `fds`."""
+    for fd in fds:
         os.close(fd)
-    return None
+
+
+def _is_copy_of(fd: int, head: tuple[int, bytes], recent: bytes, offset: int) -> bool:
+    """Whether the file `fd` starts like the generation read (`head`) and holds `recent`
+    just before `offset`."""
+    at, first = head
+    try:
+        return (os.fstat(fd).st_size >= offset and os.pread(fd, len(first), at) == first
+                and os.pread(fd, len(recent), offset - len(recent)) == recent)
+    except OSError:
+        return False
+
+
+def find_copy(path: str, head: tuple[int, bytes], recent: bytes, offset: int,
+              current: bytes = b"") -> tuple[list[int], int]:
+    """Open the copy that copytruncate made of the file at `path` before cutting it.
+
+    The copy lies beside the log (`is_copy_name`), starts with the same `head` (the position
+    of the generation's first bytes that are not NUL, and those bytes), is at least `offset`
+    bytes long and holds `recent` (the last bytes read) just before `offset`. The newest such
+    file is taken. Copies made after it are of later generations, cut before the tail looked
+    (two cuts between two looks): they follow it, oldest first (`later_copies`).
+
+    Returns:
+        Read-only descriptors (the copy, then the later generations' copies; none when there is
+        no copy: `> log`, a copy compressed or moved away already), and the mtime of the newest
+        copy beside the log.
+    """
+    copies = open_copies(path)
+    newest = copies[-1][0] if copies else 0
+    for index in range(len(copies) - 1, -1, -1):
+        fd = copies[index][1]
+        if head[1] and _is_copy_of(fd, head, recent, offset):
+            close_all(fd for _, fd in copies[:index])
+            return [fd, *later_copies(copies[index + 1:], head[1], current)], newest
+    close_all(fd for _, fd in copies)
+    return [], newest
+
+
+def copies_since(path: str, since_ns: int, current: bytes) -> tuple[list[int], int]:
+    """Copies made beside `path` after `since_ns`: of generations cut before any of their
+    bytes was read (`later_copies`); and the mtime of the newest copy."""
+    copies = open_copies(path)
+    newest = copies[-1][0] if copies else 0
+    close_all(fd for mtime_ns, fd in copies if mtime_ns <= since_ns)
+    fresh = [(mtime_ns, fd) for mtime_ns, fd in copies if mtime_ns > since_ns]
+    return later_copies(fresh, b"", current), max(newest, since_ns)
+
+
+def later_copies(copies: list[tuple[int, int]], read: bytes, current: bytes) -> list[int]:
+    """Keep `copies` (oldest first) as generations of their own, except a second copy.
+
+    A copy that starts like the generation read (`read`) or like the file now at the path
+    (`current`: copied, but not cut yet) is a second copy of a file read anyway, not a
+    generation of its own; it is closed.
+    """
+    out = []
+    for _, fd in copies:
+        try:
+            _, first = head_of(fd, max(len(read), len(current), 1))
+        except OSError:
+            first = b""
+        if first and not _same_start(first, read) and not _same_start(first, current):
+            out.append(fd)
+        else:
+            os.close(fd)
+    return out
+
+
+def _same_start(first: bytes, other: bytes) -> bool:
+    common = min(len(first), len(other))
+    return common > 0 and first[:common] == other[:common]
