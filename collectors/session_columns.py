@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +39,8 @@ CELLS_OF = {**CELLS, CONTAINERS_FILE: CONTAINER_CELLS}
 KEYS_OF = {**KEYS, CONTAINERS_FILE: {"t": cells.TIME}}
 """Rules per file; a container row's other key, its `id`, is text (checked apart)."""
 _BOOL = cells.CellRule(0, 1, whole=True)
+_NAN_CELL = re.compile(rb"(?im)(?:^|,)\s*[+-]?nan\s*(?:,|$)")
+"""A cell `nan` (any case, any sign) in a chunk of CSV."""
 """`1`/`0` cells as numbers; words (`true`) are not numbers to pandas and take the slow path."""
 
 
@@ -149,7 +152,13 @@ def _exact_floats() -> dict[str, str]:
 
 
 def _fast(file: _File, data: bytes, line: int) -> bool:
-    """Read a plain chunk with pandas; False when a cell is text pandas will not convert."""
+    """Read a plain chunk with pandas; False when a cell is text pandas will not convert.
+
+    pandas reads a `nan` cell as it reads an empty one: a chunk holding one is read row by row,
+    where a `nan` count or time is a bad cell (a metric's value may be NaN: that stays a value).
+    """
+    if _NAN_CELL.search(data):
+        return False
     dtypes: dict[int, Any] = {at: "float64" for at, _, _ in file.keys + file.checks}
     dtypes.update({file.where[c]: "object" for c in file.texts})
     try:
@@ -173,7 +182,7 @@ def _fast(file: _File, data: bytes, line: int) -> bool:
     for at, _, rule in file.checks:
         values = frame[at].to_numpy()
         if rule is not cells.VALUE:
-            bad += keep & np.isfinite(values) & ~_valid(values, rule)
+            bad += keep & ~np.isnan(values) & ~_valid(values, rule)  # infinities too
     _count(file, data, line, bad, file.tally.first_bad_cell is None, "bad_cells")
     out = {}
     for column in file.wanted:
