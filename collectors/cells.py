@@ -5,8 +5,9 @@ the rule's range (and whole, for counts). An empty cell is "not available" (`Non
 not a number, `nan`, an infinity, or a number outside the range (a negative percentage, a byte
 count above 2**53) is a bad cell: also `None`, and counted, so the reader can say how many it
 met. No recorder writes `nan` or `inf` into a sample's cell (an unknown value is written empty),
-so one there is damage, named like any other. The streaming reader (`--replay`) applies `CellRule.read` cell by cell; the columnar
-reader of summaries applies the same `lo`, `hi` and `whole` to whole columns at once.
+so one there is damage, named like any other. The streaming reader (`--replay`) applies
+`CellRule.read` cell by cell; the columnar reader of summaries applies the same `lo`, `hi` and
+`whole` to whole columns at once.
 """
 
 from __future__ import annotations

@@ -122,8 +122,11 @@ def head_of(fd: int, length: int = 256) -> tuple[int, bytes]:
 
 
 def copy_candidates(path: str) -> list[tuple[int, int, str]]:
-    """(mtime in ns, inode, path) of every regular file beside `path` named like a copy of it,
-    oldest first."""
+    """Every regular file beside `path` named like a copy of it, oldest first.
+
+    Returns:
+        (mtime in ns, inode, path) of each.
+    """
     directory, base = os.path.split(os.path.abspath(path))
     candidates: list[tuple[int, int, str]] = []
     try:
@@ -175,8 +178,11 @@ def close_all(fds: Iterable[int]) -> None:
 
 
 def _is_copy_of(fd: int, head: tuple[int, bytes], recent: bytes, offset: int) -> bool:
-    """Whether the file `fd` starts like the generation read (`head`) and holds `recent`
-    just before `offset`."""
+    """Whether the file `fd` starts like the generation read and holds `recent` at `offset`.
+
+    `head` is where the generation's first bytes that are not NUL lie, and those bytes; `recent`
+    must end just before `offset`.
+    """
     at, first = head
     try:
         return (os.fstat(fd).st_size >= offset and os.pread(fd, len(first), at) == first
@@ -212,8 +218,13 @@ def find_copy(path: str, head: tuple[int, bytes], recent: bytes, offset: int,
 
 
 def copies_since(path: str, since_ns: int, current: bytes) -> tuple[list[int], int]:
-    """Copies made beside `path` after `since_ns`: of generations cut before any of their
-    bytes was read (`later_copies`); and the mtime of the newest copy."""
+    """Copies made beside `path` after `since_ns`, as generations of their own.
+
+    They are of generations cut before any of their bytes was read (`later_copies`).
+
+    Returns:
+        Their read-only descriptors, oldest first, and the mtime of the newest copy.
+    """
     copies = open_copies(path)
     newest = copies[-1][0] if copies else 0
     close_all(fd for mtime_ns, fd in copies if mtime_ns <= since_ns)

@@ -258,6 +258,13 @@ def clean_meta(meta: dict[str, Any]) -> list[tuple[str, str]]:
     for key, (check, why) in KEYS.items():
         if key in meta and not check(meta[key]):
             dropped.append((key, f"{why}, not {_short(meta.pop(key))}"))
+    started: Any = meta.get(META.started_at)
+    ended: Any = meta.get(META.ended_at)
+    if is_time(started) and is_time(ended) and ended < started:
+        # A clock stepped back while recording (NTP, a VM restored): no duration can come of it.
+        del meta[META.ended_at]
+        dropped.append((META.ended_at, f"{ended:.3f} is {started - ended:.3f} s before "
+                                       f"'started_at' ({started:.3f})"))
     for key, fields in ENTRIES.items():
         if key not in meta or meta[key] is None:
             continue

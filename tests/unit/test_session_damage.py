@@ -121,6 +121,10 @@ CASES: dict[str, tuple[Callable[[Path], None], Accept | Refuse]] = {
         lambda d: meta_text(d, '"ended_at": 1764130039.0', '"ended_at": Infinity'),
         Accept(notes=["{d}/meta.json: ignored 'ended_at': must be Unix seconds or null, not "
                       "'inf'"])),
+    "meta_ended_before_started": (
+        lambda d: meta_text(d, '"ended_at": 1764130039.0', '"ended_at": 1764129999.5'),
+        Accept(notes=["{d}/meta.json: ignored 'ended_at': 1764129999.500 is 0.500 s before "
+                      "'started_at' (1764130000.000)"])),
     "meta_interval_nan": (
         lambda d: meta_text(d, '"interval_s": 1.0', '"interval_s": NaN'),
         Accept(notes=["{d}/meta.json: ignored 'interval_s': must be seconds, above 0 and at "
