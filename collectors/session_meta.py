@@ -17,6 +17,7 @@ from collectors import cells
 from collectors.rows import SessionFormatError
 from collectors.session_format import (
     COMMAND_EXIT_FILE,
+    EVENT,
     META,
     META_FILE,
     REQUIRED_META,
@@ -290,4 +291,10 @@ def read_event(line: str) -> dict[str, Any]:
         raise JsonProblem(f"'t' must be Unix seconds, not {_short(value.get('t'))}")
     if not isinstance(value.get("kind"), str):
         raise JsonProblem(f"'kind' must be a string, not {_short(value.get('kind'))}")
+    if value["kind"] == EVENT.finding:
+        found = value.get("finding")
+        if not isinstance(found, str) or not found.strip():
+            # Counted, it would be a finding of no kind: a badge with no name, a note's "".
+            raise JsonProblem(f"a finding event's 'finding' must name its kind, not "
+                              f"{_short(found)}")
     return value

@@ -166,6 +166,12 @@ CASES: dict[str, tuple[Callable[[Path], None], Accept | Refuse]] = {
                             + "}"),
         Accept(notes=["{d}/events.jsonl: skipped 1 line that could not be read (first: line "
                       "3: nested deeper than 32 levels)"])),
+    "finding_events_without_a_kind": (
+        lambda d: (add_event(d, '{"t": 1764130036.0, "kind": "finding", "task": "t", "line": 1}'),
+                   add_event(d, '{"t": 1764130036.0, "kind": "finding", "finding": " "}'),
+                   add_event(d, '{"t": 1764130036.0, "kind": "finding", "finding": 5}')),
+        Accept(notes=["{d}/events.jsonl: skipped 3 lines that could not be read (first: line "
+                      "3: a finding event's 'finding' must name its kind, not None)"])),
     "event_not_an_object": (
         lambda d: add_event(d, "[1, 2]"),
         Accept(notes=["{d}/events.jsonl: skipped 1 line that could not be read (first: line "

@@ -25,7 +25,7 @@ def findings() -> list[dict]:
             "evidence": LONG},
            {"t": T0 + 3, "kind": "finding", "task": "eval", "line": 9, "finding": "oom",
             "evidence": "CUDA out of memory"},
-           {"t": T0 + 4, "kind": "finding", "line": 11},  # no task, no kind, no evidence
+           {"t": T0 + 4, "kind": "finding", "line": 11, "finding": "stalled"},  # no task
            {"t": T0 + 5, "kind": "finding", "task": "train", "line": 12, "finding": "nan",
             "evidence": "second"}]
     out += [{"t": T0 + 6 + i / 100, "kind": "finding", "task": "eval", "line": 20 + i,
@@ -43,14 +43,14 @@ def test_findings_are_counted_per_task_and_kind_and_the_first_fifty_listed(
          "evidence": "x" * 299 + "y"},
         {"task": "eval", "finding": "oom", "count": 1 + MAX_LISTED_FINDINGS, "first_line": 9,
          "first_t": T0 + 3, "evidence": "CUDA out of memory"},
-        {"task": "", "finding": "", "count": 1, "first_line": 11, "first_t": T0 + 4,
+        {"task": "", "finding": "stalled", "count": 1, "first_line": 11, "first_t": T0 + 4,
          "evidence": ""},
     ]
     listed = found["listed"]
     assert len(listed) == MAX_LISTED_FINDINGS == 50
     assert listed[0] == {"t": T0 + 2, "task": "train", "line": 3, "finding": "nan",
                          "evidence": LONG}  # the list keeps the whole evidence
-    assert listed[2] == {"t": T0 + 4, "task": None, "line": 11, "finding": None,
+    assert listed[2] == {"t": T0 + 4, "task": None, "line": 11, "finding": "stalled",
                          "evidence": None}
     assert [e["line"] for e in listed[-2:]] == [64, 65]  # the 50th finding, not the 54th
     assert [list(e) for e in listed[:1]] == [["t", "task", "line", "finding", "evidence"]]
@@ -222,3 +222,15 @@ def test_without_gpu_rows_the_window_is_the_recordings_start_and_end(tmp_path: P
                                                 (61, "1m 01s")])
 def test_a_duration_is_never_shown_negative(seconds, shown) -> None:
     assert fmt_duration(seconds) == shown
+
+
+def test_a_finding_event_without_its_kind_is_no_finding(tmp_path: Path) -> None:
+    events = [{"t": T0 + 1, "kind": "finding", "task": "a.log", "line": 3},
+              {"t": T0 + 2, "kind": "finding", "task": "a.log", "line": 4, "finding": ""},
+              {"t": T0 + 3, "kind": "finding", "task": "a.log", "line": 5, "finding": "oom"}]
+    data = summarize(write_session(tmp_path / "s", gpu_rows=[gpu_row(T0, 0, GIB, 5)],
+                                   events=events)).data
+    assert [(f["finding"], f["count"]) for f in data["findings"]["by_kind"]] == [("oom", 1)]
+    assert data["findings"]["total"] == 1
+    assert any("skipped 2 lines" in w and "'finding' must name its kind" in w
+               for w in data["warnings"])
