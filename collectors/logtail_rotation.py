@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import stat
 import threading
 from collections import deque
@@ -85,6 +86,7 @@ class NextFiles:
 
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".Z", ".zip")
 """Copies already compressed: their bytes are not the log's, so they are never read."""
+_ROTATION_SUFFIX = re.compile(r"[._-][0-9][0-9._-]*")
 
 
 def is_copy_name(name: str, base: str) -> bool:
@@ -101,6 +103,22 @@ def is_copy_name(name: str, base: str) -> bool:
     stem, extension = os.path.splitext(base)
     return bool(extension) and len(name) > len(base) and name.startswith(stem) \
         and name[len(stem)] in ".-_" and name.endswith(extension)
+
+
+def rotation_suffix(name: str, base: str) -> bool:
+    """Whether `name` is `base` with a suffix logrotate writes: numbers and dates.
+
+    `train.log.1`, `train.log-20250101`, `train.log-2025010112.3`, `train-20250101.log`; not
+    `train.log.bak` or `train.log.swp`, which no rotation made.
+    """
+    stem, extension = os.path.splitext(base)
+    if name.startswith(base):
+        suffix = name[len(base):]
+    elif extension and name.startswith(stem) and name.endswith(extension):
+        suffix = name[len(stem):len(name) - len(extension)]
+    else:
+        return False
+    return bool(_ROTATION_SUFFIX.fullmatch(suffix))
 
 
 def head_of(fd: int, length: int = 256) -> tuple[int, bytes]:
@@ -148,26 +166,28 @@ def newest_copy_ns(path: str) -> int:
     return candidates[-1][0] if candidates else 0
 
 
-def open_copies(path: str) -> list[tuple[int, int]]:
-    """(mtime in ns, read-only descriptor) of the newest `MAX_OPEN_COPIES` copies, oldest first.
+def open_copies(path: str) -> list[tuple[int, int, bool]]:
+    """Open the newest `MAX_OPEN_COPIES` copies beside `path`, oldest first.
 
-    logrotate shifts `train.log.1` to `train.log.2` before it copies: a name listed may name
-    another file by the time it is opened, so each is checked by inode and the directory
-    listed again when one moved.
+    Each is (mtime in ns, read-only descriptor, whether its name is one rotation gives:
+    `rotation_suffix`). logrotate shifts `train.log.1` to `train.log.2` before it copies: a
+    name listed may name another file by the time it is opened, so each is checked by inode
+    and the directory listed again when one moved.
     """
     for _ in range(5):
-        opened: list[tuple[int, int]] = []
+        opened: list[tuple[int, int, bool]] = []
+        base = os.path.basename(path)
         for mtime_ns, inode, candidate in copy_candidates(path)[-MAX_OPEN_COPIES:]:
             try:
                 fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
             except OSError:
                 continue
-            opened.append((mtime_ns, fd))
+            opened.append((mtime_ns, fd, rotation_suffix(os.path.basename(candidate), base)))
             if os.fstat(fd).st_ino != inode:
                 break
         else:
             return opened
-        close_all(fd for _, fd in opened)
+        close_all(fd for _, fd, _ in opened)
     return []
 
 
@@ -211,9 +231,9 @@ def find_copy(path: str, head: tuple[int, bytes], recent: bytes, offset: int,
     for index in range(len(copies) - 1, -1, -1):
         fd = copies[index][1]
         if head[1] and _is_copy_of(fd, head, recent, offset):
-            close_all(fd for _, fd in copies[:index])
+            close_all(fd for _, fd, _ in copies[:index])
             return [fd, *later_copies(copies[index + 1:], head[1], current)], newest
-    close_all(fd for _, fd in copies)
+    close_all(fd for _, fd, _ in copies)
     return [], newest
 
 
@@ -227,22 +247,23 @@ def copies_since(path: str, since_ns: int, current: bytes) -> tuple[list[int], i
     """
     copies = open_copies(path)
     newest = copies[-1][0] if copies else 0
-    close_all(fd for mtime_ns, fd in copies if mtime_ns <= since_ns)
-    fresh = [(mtime_ns, fd) for mtime_ns, fd in copies if mtime_ns > since_ns]
+    close_all(fd for mtime_ns, fd, _ in copies if mtime_ns <= since_ns)
+    fresh = [copy for copy in copies if copy[0] > since_ns]
     return later_copies(fresh, b"", current), max(newest, since_ns)
 
 
-def later_copies(copies: list[tuple[int, int]], read: bytes, current: bytes) -> list[int]:
+def later_copies(copies: list[tuple[int, int, bool]], read: bytes, current: bytes) -> list[int]:
     """Keep `copies` (oldest first) as generations of their own, except a second copy.
 
-    A copy that starts like the generation read (`read`) or like the file now at the path
+    Only a copy named as rotation names them counts (`train.log.bak` is someone's backup). A
+    copy that starts like the generation read (`read`) or like the file now at the path
     (`current`: copied, but not cut yet) is a second copy of a file read anyway, not a
-    generation of its own; it is closed.
+    generation of its own. The others are closed.
     """
     out = []
-    for _, fd in copies:
+    for _, fd, rotated in copies:
         try:
-            _, first = head_of(fd, max(len(read), len(current), 1))
+            _, first = head_of(fd, max(len(read), len(current), 1)) if rotated else (0, b"")
         except OSError:
             first = b""
         if first and not _same_start(first, read) and not _same_start(first, current):

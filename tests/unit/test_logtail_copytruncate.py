@@ -25,6 +25,7 @@ import pytest
 
 from collectors.logtail import LogTailCollector
 from collectors.logtail_files import FileFollower
+from collectors.logtail_rotation import is_copy_name, rotation_suffix
 from collectors.logtail_waker import TailWaker
 from collectors.samples import LogBatch
 from gpuherd.record.logsink import LogSink
@@ -154,3 +155,38 @@ def test_the_recorder_writes_a_log_dropped_event_for_lost_lines(tmp_path):
     [event] = [e for e in events if e["kind"] == "log_dropped"]
     assert event["lost_bytes"] == 60 and event["lost_lines_estimate"] == 3
     assert event["task"] == "/x/train.log" and "about 3 lines" in event["msg"]
+
+
+@pytest.mark.parametrize(("name", "copy", "rotated"), [
+    ("train.log.1", True, True),
+    ("train.log-20250101", True, True),  # logrotate dateext
+    ("train.log-2025010112.3", True, True),
+    ("train-20250101.log", True, True),  # dateext with `extension .log`
+    ("train.1.log", True, True),
+    ("train.log.bak", True, False),  # matched by content only, never read as a later stretch
+    ("train.log.1.gz", False, False),  # compressed: its bytes are not the log's
+    ("train.log", False, False),
+    ("train2.log", False, False),
+    ("other.log.1", False, False),
+])
+def test_which_names_are_copies_of_a_log(name, copy, rotated):
+    assert is_copy_name(name, "train.log") is copy
+    assert rotation_suffix(name, "train.log") is rotated
+
+
+def test_a_backup_made_after_the_copy_is_not_read_as_a_stretch_of_the_log(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_bytes(b"".join(f"step={i:06d} loss=0.5\n".encode() for i in range(5)))
+    tail = LogTailCollector(str(log), poll=True, poll_interval_s=0.0)
+    tail.open()
+    first = tail.sample()
+    with open(log, "ab") as f:
+        f.write(b"step=000005 loss=0.5\n")
+    shutil.copyfile(log, f"{log}.1")
+    os.truncate(log, 0)
+    (tmp_path / "train.log.bak").write_bytes(b"step=000099 loss=0.5\n")  # newer, not rotation's
+    with open(log, "ab") as f:
+        f.write(b"step=000006 loss=0.5\n")
+    got = [first] + [tail.sample() for _ in range(5)]
+    tail.close()
+    assert [m.step for b in got for _, m in b.metrics] == list(range(7))
