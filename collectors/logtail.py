@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from collectors.base import CollectorError
 from collectors.logtail_digest import LineDigest
-from collectors.logtail_files import DocumentFollower, FileFollower
+from collectors.logtail_document import DocumentFollower
+from collectors.logtail_files import FileFollower
 from collectors.logtail_formats import LogFormats, RegistryFormats
 from collectors.logtail_lines import DEFAULT_MAX_LINE_BYTES, LineAssembler
 from collectors.logtail_waker import TailWaker, WakeSubscription, needs_polling

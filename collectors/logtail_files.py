@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
 
 from collectors.base import CollectorError
 from collectors.logtail_rotation import (
@@ -20,8 +19,6 @@ from collectors.logtail_rotation import (
 HEAD_BYTES = 256
 """Bytes at the start of a file remembered to notice a rewrite that outgrew the old offset
 (the first bytes that are not NUL: a writer without `O_APPEND` leaves a hole of NULs)."""
-
-DEFAULT_MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
 
 def _error(path: str, what: str) -> CollectorError:
@@ -310,52 +307,3 @@ class FileFollower:
         had, seen = self._loss_base
         self._loss_base = None
         self.lost_bytes += max(0, max(hole, seen) - had)
-
-
-@dataclass(frozen=True, slots=True)
-class _Signature:
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
-
-
-class DocumentFollower:
-    """Re-reads a small whole-file document (a `trainer_state.json`) whenever it changes."""
-
-    def __init__(self, path: str, max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> None:
-        self.path = path
-        self.max_bytes = max_bytes
-        self.size: int | None = None
-        self.modified_at: float | None = None
-        self._signature: _Signature | None = None
-        self._pending: _Signature | None = None
-
-    def read_if_changed(self) -> str | None:
-        """The document's text when it changed since the last successful read, else `None`.
-
-        Raises:
-            CollectorError: the path is a directory, unreadable or larger than `max_bytes`.
-        """
-        opened = open_regular_file(self.path)
-        if opened is None:
-            self.size = None
-            return None
-        fd, info = opened
-        try:
-            signature = _Signature(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-            self.size, self.modified_at = info.st_size, info.st_mtime
-            if signature == self._signature:
-                return None
-            if info.st_size > self.max_bytes:
-                raise _error(self.path, f"{info.st_size} bytes is too large for a whole-file "
-                                        f"format (limit {self.max_bytes})")
-            data = os.pread(fd, self.max_bytes + 1, 0)
-        finally:
-            os.close(fd)
-        self._pending = signature
-        return data.decode("utf-8", "replace")
-
-    def accept(self) -> None:
-        """The text last returned parsed; do not hand it out again until the file changes."""
-        self._signature = self._pending
