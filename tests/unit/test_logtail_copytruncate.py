@@ -190,3 +190,19 @@ def test_a_backup_made_after_the_copy_is_not_read_as_a_stretch_of_the_log(tmp_pa
     got = [first] + [tail.sample() for _ in range(5)]
     tail.close()
     assert [m.step for b in got for _, m in b.metrics] == list(range(7))
+
+
+def test_the_task_row_says_how_many_lines_a_cut_lost():
+    from gpuherd.tasks import TaskTracker
+    from tui.tasks import health_text
+
+    tracker = TaskTracker()
+    tracker.add_batch(LogBatch("/x/train.log", 1.0, "generic", lines_read=3, generation=1))
+    assert "lost" not in health_text(tracker.view("/x/train.log")).plain
+    tracker.add_batch(LogBatch("/x/train.log", 2.0, "generic", lines_read=1, generation=2,
+                               truncated=True, lost_bytes=63, lost_lines_estimate=3))
+    tracker.add_batch(LogBatch("/x/train.log", 3.0, "generic", lost_bytes=21,
+                               lost_lines_estimate=1, generation=2))
+    view = tracker.view("/x/train.log")
+    assert (view.lost_bytes, view.lost_lines) == (84, 4)
+    assert health_text(view).plain.endswith("4 lost")
