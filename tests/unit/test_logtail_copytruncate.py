@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,9 @@ from collectors.logtail_rotation import is_copy_name, rotation_suffix
 from collectors.logtail_waker import TailWaker
 from collectors.samples import LogBatch
 from gpuherd.record.logsink import LogSink
+from gpuherd.record.recording import Recording, RecordingOptions
 from gpuherd.session import SessionWriter
+from tests.recorded import loss_steps
 from tests.unit.test_logtail_harness import TailHarness
 
 COUNT = 800  # 4 s at 200 lines/s: 7 or 8 cuts
@@ -206,3 +209,29 @@ def test_the_task_row_says_how_many_lines_a_cut_lost():
     view = tracker.view("/x/train.log")
     assert (view.lost_bytes, view.lost_lines) == (84, 4)
     assert health_text(view).plain.endswith("4 lost")
+
+
+def test_the_recorder_writes_what_a_cut_lost_as_a_log_dropped_event(tmp_path):
+    # `gpuherd record` reads once a second: two cuts fall between two reads.
+    logs, root = tmp_path / "logs", tmp_path / "s"
+    logs.mkdir()
+    log = logs / "train.log"
+    log.touch()
+    recording = Recording(root, RecordingOptions(logs=[str(log)], peak_interval_s=0))
+    recording.start()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(COUNT), "overwrite"])
+    stop = threading.Event()
+    cutter = threading.Thread(target=cut_every, args=(log, 0.5, stop))
+    cutter.start()
+    assert writer.wait(60) == 0
+    stop.set()
+    cutter.join(10)
+    in_files = {s for p in logs.iterdir() for s in steps_in(p)}
+    time.sleep(1.5)  # the recorder's next read; stop() then reads every log to its end
+    assert recording.stop() is None
+    got = loss_steps(root)
+    assert got == sorted(set(got)) and in_files <= set(got)
+    events = [json.loads(line) for line in (root / "events.jsonl").read_text().splitlines()]
+    lost = [e for e in events if e["kind"] == "log_dropped" and e.get("reason") == "cut"]
+    assert sum(e["lost_lines_estimate"] for e in lost) == COUNT - len(got)
+    assert all(e["task"] == str(log) and e["lost_bytes"] % 21 == 0 for e in lost)
