@@ -263,11 +263,10 @@ class FileFollower:
                                        self.offset, current=head_of(self._fd, HEAD_BYTES)[1])
             self._copies_ns = max(self._copies_ns, newest)
             self._rest_fd, self._copies = (copies[0], copies[1:]) if copies else (None, [])
-        elif not self._head and (size > self.offset or own.st_mtime_ns != self._checked_ns):
+        elif not self._head and own.st_mtime_ns != self._checked_ns:
             # Nothing but NULs read of this generation yet: a cut since the last look leaves
             # no mark in the file but its time, and a copy made since.
-            self._copies, self._copies_ns = copies_since(
-                self.path, self._copies_ns, head_of(self._fd, HEAD_BYTES)[1])
+            self._copies, self._copies_ns = copies_since(self.path, self._copies_ns, self._fd)
             if self._copies:
                 self.ending = "truncated"
         if self.ending is None:

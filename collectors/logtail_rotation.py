@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import re
@@ -18,6 +19,8 @@ MAX_NEXT_FILES = 64
 that were renamed away before it got to them)."""
 MAX_COPY_CANDIDATES = 1000
 """Directory entries looked at when searching for a copytruncate copy."""
+MAX_HOLE_SCAN_BYTES = 16 * 1024 * 1024
+"""NUL bytes read past at most when looking for a file's first real bytes (`head_of`)."""
 MAX_OPEN_COPIES = 64
 """The newest copies opened when searching (an older one is no copy of what is being read)."""
 
@@ -125,18 +128,27 @@ def head_of(fd: int, length: int = 256) -> tuple[int, bytes]:
     """Where the first byte that is not NUL lies in a file, and up to `length` bytes from there.
 
     A writer without `O_APPEND` goes on writing at its own offset after a copytruncate: the file
-    then starts with a hole of NUL bytes, and its first real bytes lie after it.
+    then starts with a hole of NUL bytes, and its first real bytes lie after it. The hole is
+    skipped with `SEEK_DATA` where the filesystem keeps it sparse; NULs written as data are
+    scanned for at most `MAX_HOLE_SCAN_BYTES` (beyond that the file reads as all NULs).
     """
-    position = 0
-    while True:
+    try:
+        position = os.lseek(fd, 0, os.SEEK_DATA)
+    except OSError as error:
+        if error.errno == errno.ENXIO:  # no data at all: empty, or a hole to its end
+            return 0, b""
+        position = 0  # SEEK_DATA not supported here
+    end = position + MAX_HOLE_SCAN_BYTES
+    while position < end:
         block = os.pread(fd, 64 * 1024, position)
         if not block:
-            return position, b""
+            break
         stripped = block.lstrip(b"\0")
         if stripped:
             position += len(block) - len(stripped)
             return position, os.pread(fd, length, position)
         position += len(block)
+    return 0, b""
 
 
 def copy_candidates(path: str) -> list[tuple[int, int, str]]:
@@ -237,7 +249,7 @@ def find_copy(path: str, head: tuple[int, bytes], recent: bytes, offset: int,
     return [], newest
 
 
-def copies_since(path: str, since_ns: int, current: bytes) -> tuple[list[int], int]:
+def copies_since(path: str, since_ns: int, current_fd: int) -> tuple[list[int], int]:
     """Copies made beside `path` after `since_ns`, as generations of their own.
 
     They are of generations cut before any of their bytes was read (`later_copies`).
@@ -249,7 +261,9 @@ def copies_since(path: str, since_ns: int, current: bytes) -> tuple[list[int], i
     newest = copies[-1][0] if copies else 0
     close_all(fd for mtime_ns, fd, _ in copies if mtime_ns <= since_ns)
     fresh = [copy for copy in copies if copy[0] > since_ns]
-    return later_copies(fresh, b"", current), max(newest, since_ns)
+    if not fresh:  # the common case: no head of the current file to read
+        return [], max(newest, since_ns)
+    return later_copies(fresh, b"", head_of(current_fd)[1]), max(newest, since_ns)
 
 
 def later_copies(copies: list[tuple[int, int, bool]], read: bytes, current: bytes) -> list[int]:

@@ -26,7 +26,7 @@ import pytest
 
 from collectors.logtail import LogTailCollector
 from collectors.logtail_files import FileFollower
-from collectors.logtail_rotation import is_copy_name, rotation_suffix
+from collectors.logtail_rotation import head_of, is_copy_name, rotation_suffix
 from collectors.logtail_waker import TailWaker
 from collectors.samples import LogBatch
 from gpuherd.record.logsink import LogSink
@@ -235,3 +235,20 @@ def test_the_recorder_writes_what_a_cut_lost_as_a_log_dropped_event(tmp_path):
     lost = [e for e in events if e["kind"] == "log_dropped" and e.get("reason") == "cut"]
     assert sum(e["lost_lines_estimate"] for e in lost) == COUNT - len(got)
     assert all(e["task"] == str(log) and e["lost_bytes"] % 21 == 0 for e in lost)
+
+
+def test_the_first_real_bytes_are_found_past_a_hole_sparse_or_written(tmp_path):
+    sparse, written, empty = tmp_path / "sparse", tmp_path / "written", tmp_path / "empty"
+    with open(sparse, "wb") as f:
+        f.seek(1 << 30)  # a writer without O_APPEND after a 1 GiB log was cut
+        f.write(b"step=000001 loss=0.5\n")
+    written.write_bytes(b"\0" * 100_000 + b"x")
+    empty.write_bytes(b"\0" * 1000)
+    for path, expected in ((sparse, (1 << 30, b"step=000001")), (written, (100_000, b"x")),
+                           (empty, (0, b""))):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            at, first = head_of(fd, 11)
+        finally:
+            os.close(fd)
+        assert (at, first) == expected
