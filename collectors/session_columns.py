@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,8 +38,6 @@ CELLS_OF = {**CELLS, CONTAINERS_FILE: CONTAINER_CELLS}
 KEYS_OF = {**KEYS, CONTAINERS_FILE: {"t": cells.TIME}}
 """Rules per file; a container row's other key, its `id`, is text (checked apart)."""
 _BOOL = cells.CellRule(0, 1, whole=True)
-_NAN_CELL = re.compile(rb"(?im)(?:^|,)\s*[+-]?nan\s*(?:,|$)")
-"""A cell `nan` (any case, any sign) in a chunk of CSV."""
 """`1`/`0` cells as numbers; words (`true`) are not numbers to pandas and take the slow path."""
 
 
@@ -154,11 +151,9 @@ def _exact_floats() -> dict[str, str]:
 def _fast(file: _File, data: bytes, line: int) -> bool:
     """Read a plain chunk with pandas; False when a cell is text pandas will not convert.
 
-    pandas reads a `nan` cell as it reads an empty one: a chunk holding one is read row by row,
-    where a `nan` count or time is a bad cell (a metric's value may be NaN: that stays a value).
+    Without pandas' default NA words, a `nan` cell is such text: its chunk is read row by row,
+    where the cell rules count it as bad. Infinities pandas reads, and counts as bad here.
     """
-    if _NAN_CELL.search(data):
-        return False
     dtypes: dict[int, Any] = {at: "float64" for at, _, _ in file.keys + file.checks}
     dtypes.update({file.where[c]: "object" for c in file.texts})
     try:
