@@ -1,11 +1,13 @@
 """What a valid cell of a session CSV holds: one rule per kind of value, shared by every reader.
 
 A cell is read with Python's `float()`, then checked against its rule: a finite number inside
-the rule's range (and whole, for counts). An empty cell, `nan` or an infinity is "not available"
-(`None`); text that is not a number, or a number outside the range (a negative percentage, a
-byte count above 2**53), is a bad cell: also `None`, and counted, so the reader can say how many
-it met. The streaming reader (`--replay`) applies `CellRule.read` cell by cell; the columnar
-reader of summaries applies the same `lo`, `hi` and `whole` to whole columns at once.
+the rule's range (and whole, for counts). An empty cell is "not available" (`None`); text that is
+not a number, `nan`, an infinity, or a number outside the range (a negative percentage, a byte
+count above 2**53) is a bad cell: also `None`, and counted, so the reader can say how many it
+met. No recorder writes `nan` or `inf` into a sample's cell (an unknown value is written empty),
+so one there is damage, named like any other. The streaming reader (`--replay`) applies
+`CellRule.read` cell by cell; the columnar reader of summaries applies the same `lo`, `hi` and
+`whole` to whole columns at once.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class CellRule:
             if value.is_integer():
                 return int(value), False
             return None, True
-        return None, math.isfinite(value)  # NaN and infinities are "not available"
+        return None, True  # out of range, NaN or an infinity: all damage
 
     def why(self, text: str) -> str:
         """Why `text` is a bad cell, in words."""

@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from collectors.base import CollectorError
 from collectors.logtail_digest import LineDigest
-from collectors.logtail_files import DocumentFollower, FileFollower
+from collectors.logtail_document import DocumentFollower
+from collectors.logtail_files import FileFollower
 from collectors.logtail_formats import LogFormats, RegistryFormats
 from collectors.logtail_lines import DEFAULT_MAX_LINE_BYTES, LineAssembler
 from collectors.logtail_waker import TailWaker, WakeSubscription, needs_polling
@@ -88,6 +89,7 @@ class LogTailCollector:
         self._digest: LineDigest | None = None
         self._lines = LineAssembler(max_line_bytes)
         self._announced = 0
+        self._lines_total = 0  # complete lines read in every generation
         self._doc_emitted = 0
         self._doc_generation = 0
         self._doc_failures = 0
@@ -183,6 +185,8 @@ class LogTailCollector:
             digest.detect_if_due(force=True)
         too_long = self._lines.too_long - long_before  # cut, their heads parsed
         parts = digest.take()
+        lost = follower.take_lost()
+        self._lines_total += self._lines.line_no - lines_before
         if digest.format is not None and self._formats is not None \
                 and self._formats.is_document(digest.format):
             return self._become_document(digest.format, now)
@@ -191,11 +195,18 @@ class LogTailCollector:
             self.path, now, digest.format, parts.metrics, parts.findings,
             lines_read=self._lines.line_no - lines_before, unparsed_lines=parts.unparsed_lines,
             too_long_lines=too_long, findings_dropped=parts.findings_dropped,
+            lost_bytes=lost, lost_lines_estimate=self._lines_in(lost, follower.data_bytes),
             generation=self._announced, rotated=started == "rotated",
             truncated=started == "truncated", recreated=started == "recreated",
             file_path=self.path, offset_bytes=follower.offset, size_bytes=follower.size,
             modified_at=follower.modified_at,
         )
+
+    def _lines_in(self, lost_bytes: int, data_bytes: int) -> int | None:
+        """`lost_bytes` in lines, at the bytes per line of what was read."""
+        if not lost_bytes or not self._lines_total or not data_bytes:
+            return None
+        return round(lost_bytes * self._lines_total / data_bytes)
 
     def _become_document(self, name: str, now: float) -> LogBatch:
         """Read this file as a whole document from now on.

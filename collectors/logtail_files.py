@@ -5,15 +5,20 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
 
 from collectors.base import CollectorError
-from collectors.logtail_rotation import FileId, NextFiles, find_copy
+from collectors.logtail_rotation import (
+    FileId,
+    NextFiles,
+    copies_since,
+    find_copy,
+    head_of,
+    newest_copy_ns,
+)
 
 HEAD_BYTES = 256
-"""Bytes at the start of a file remembered to notice a rewrite that outgrew the old offset."""
-
-DEFAULT_MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+"""Bytes at the start of a file remembered to notice a rewrite that outgrew the old offset
+(the first bytes that are not NUL: a writer without `O_APPEND` leaves a hole of NULs)."""
 
 
 def _error(path: str, what: str) -> CollectorError:
@@ -52,7 +57,12 @@ class FileFollower:
     file at the path (rename and create), when the file is deleted, or when it is cut below the
     offset or rewritten from the start (copytruncate, `> log`). A generation is read to its
     end before the next begins: a renamed or deleted file through the descriptor still open,
-    a copytruncated one from the copy, when it can be found (`find_copy`).
+    a copytruncated one from the copy, when it can be found (`find_copy`), and then the copies
+    of generations cut before the tail looked, each a generation of its own.
+
+    Bytes known to be lost at a cut are counted in `lost_bytes`: the old file held them when
+    it was looked at, or the hole of NULs a writer without `O_APPEND` leaves says how long the
+    file was when it was cut, and neither the reads nor the copy hold them.
 
     A renamed file is read on for as long as no newer file at the path holds a line: a writer
     often writes into the renamed file until it reopens its log (logrotate `create` and a
@@ -78,10 +88,21 @@ class FileFollower:
         events for the path say nothing about it, so it has to be looked at more often."""
         self._fd: int | None = None
         self._id: FileId | None = None
+        self.lost_bytes = 0
+        """Bytes known lost at cuts (copytruncate) since `take_lost` was last called."""
+        self.data_bytes = 0
+        """Bytes read that were not part of a hole of NULs (for a bytes-per-line estimate)."""
         self._rest_fd: int | None = None  # the copy a copytruncated generation ends in
+        self._copies: list[int] = []  # copies of later generations, cut before we looked
+        self._copies_ns = 0  # mtime of the newest copy beside the log when last looked for
+        self._cut_by_size = False
+        self._loss_base: tuple[int, int] | None = None  # (bytes had, bytes seen) of the cut file
         self._head = b""
+        self._head_at = 0  # where the generation's first bytes that are not NUL lie
+        self._in_hole = True  # nothing but NULs read of this generation yet
         self._recent = b""  # the last bytes read, to recognise a copytruncate copy
-        self._checked_size = -1
+        self._seen_size = 0  # the largest size the generation's file had at a look
+        self._checked_size = self._checked_ns = -1
         self._next_start: str | None = None
         self._next = NextFiles()
 
@@ -153,13 +174,18 @@ class FileFollower:
             if error.errno == errno.EISDIR:
                 raise _error(self.path, "is a directory, not a log file") from error
             raise _error(self.path, f"read failed: {error.strerror or error}") from error
-        if self.offset < HEAD_BYTES:
-            self._head += data[: HEAD_BYTES - self.offset]
+        if data:
+            self._note_bytes(data)
         self._recent = (self._recent + data[-HEAD_BYTES:])[-HEAD_BYTES:]
         self.offset += len(data)
         if self.size is not None and self.offset > self.size:
             self.size = self.offset
         return data
+
+    def take_lost(self) -> int:
+        """Bytes known lost at cuts since the last call (then 0 until the next loss)."""
+        lost, self.lost_bytes = self.lost_bytes, 0
+        return lost
 
     def end_generation(self) -> str:
         """Close the ended generation; the next `check()` starts the next one.
@@ -169,8 +195,14 @@ class FileFollower:
         """
         reason = self.ending or "deleted"
         self.ending = None
+        # A generation of NULs only held no byte of its own: its copy, or the next hole, still
+        # counts from where the generation before it was left.
+        if not self._in_hole:
+            seen = max(self._seen_size, self.offset) if self._cut_by_size else self.offset
+            self._loss_base = (self.offset, seen)
         self._head = self._recent = b""
-        self._checked_size = -1
+        self._head_at, self._in_hole, self._seen_size, self._cut_by_size = 0, True, 0, False
+        self._checked_size = self._checked_ns = -1
         if self._rest_fd is not None:
             os.close(self._rest_fd)
             self._rest_fd = None
@@ -178,7 +210,11 @@ class FileFollower:
             self.offset = 0
             self.generation += 1
             self.started = "truncated"
+            if self._copies:  # a later generation, cut before the tail looked: read its copy
+                self._rest_fd = self._copies.pop(0)
+                self.ending = "truncated"
             return reason
+        self._loss_base = None
         self._next.discard(self._id)  # opened as it appeared, but read already
         self._close_current()
         self.detached = False
@@ -189,9 +225,10 @@ class FileFollower:
         """Close the open file and every file opened ahead, if any."""
         self._next.close()
         self._close_current()
-        if self._rest_fd is not None:
-            os.close(self._rest_fd)
-            self._rest_fd = None
+        for fd in [self._rest_fd, *self._copies]:
+            if fd is not None:
+                os.close(fd)
+        self._rest_fd, self._copies = None, []
 
     def _close_current(self) -> None:
         if self._fd is not None:
@@ -210,6 +247,7 @@ class FileFollower:
         self.offset = 0
         self.generation += 1
         self.started = self._next_start
+        self._copies_ns = newest_copy_ns(self.path)  # copies older than the file are history
         return True
 
     def _check_truncation(self) -> None:
@@ -219,60 +257,52 @@ class FileFollower:
         self.modified_at = own.st_mtime
         if size < self.offset or (size != self._checked_size and self._head_changed()):
             self.ending = "truncated"
+            self._cut_by_size = size < self.offset
             # Lines written before the copy but not read yet are in the copy, not lost.
-            self._rest_fd = find_copy(self.path, self._head, self._recent, self.offset)
-        self._checked_size = size
+            copies, newest = find_copy(self.path, (self._head_at, self._head), self._recent,
+                                       self.offset, current=head_of(self._fd, HEAD_BYTES)[1])
+            self._copies_ns = max(self._copies_ns, newest)
+            self._rest_fd, self._copies = (copies[0], copies[1:]) if copies else (None, [])
+        elif not self._head and own.st_mtime_ns != self._checked_ns:
+            # Nothing but NULs read of this generation yet: a cut since the last look leaves
+            # no mark in the file but its time, and a copy made since.
+            self._copies, self._copies_ns = copies_since(self.path, self._copies_ns, self._fd)
+            if self._copies:
+                self.ending = "truncated"
+        if self.ending is None:
+            self._seen_size = max(self._seen_size, size)
+        self._checked_size, self._checked_ns = size, own.st_mtime_ns
 
     def _head_changed(self) -> bool:
         if not self._head or self._fd is None:
             return False
-        return os.pread(self._fd, len(self._head), 0) != self._head
+        return os.pread(self._fd, len(self._head), self._head_at) != self._head
 
+    def _note_bytes(self, data: bytes) -> None:
+        """Remember the generation's first real bytes; settle a cut's loss once they come."""
+        if self._in_hole:
+            stripped = data.lstrip(b"\0")
+            if not stripped:
+                return
+            self._in_hole = False
+            self._head_at = self.offset + len(data) - len(stripped)
+            self._settle_loss(self._head_at)
+            self.data_bytes += len(stripped)
+        else:
+            self.data_bytes += len(data)
+        if len(self._head) < HEAD_BYTES:
+            begin = self._head_at + len(self._head) - self.offset
+            self._head += data[begin:begin + HEAD_BYTES - len(self._head)]
 
-@dataclass(frozen=True, slots=True)
-class _Signature:
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
+    def _settle_loss(self, hole: int) -> None:
+        """Count what a cut lost, once the next generation's hole of NULs (`hole` bytes) is known.
 
-
-class DocumentFollower:
-    """Re-reads a small whole-file document (a `trainer_state.json`) whenever it changes."""
-
-    def __init__(self, path: str, max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> None:
-        self.path = path
-        self.max_bytes = max_bytes
-        self.size: int | None = None
-        self.modified_at: float | None = None
-        self._signature: _Signature | None = None
-        self._pending: _Signature | None = None
-
-    def read_if_changed(self) -> str | None:
-        """The document's text when it changed since the last successful read, else `None`.
-
-        Raises:
-            CollectorError: the path is a directory, unreadable or larger than `max_bytes`.
+        A writer without `O_APPEND` writes on at its own offset, so the hole is as long as the
+        cut file was; what of it was neither read nor in the copy is lost. Without a hole, what
+        the cut file was seen to hold beyond what was read is lost.
         """
-        opened = open_regular_file(self.path)
-        if opened is None:
-            self.size = None
-            return None
-        fd, info = opened
-        try:
-            signature = _Signature(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-            self.size, self.modified_at = info.st_size, info.st_mtime
-            if signature == self._signature:
-                return None
-            if info.st_size > self.max_bytes:
-                raise _error(self.path, f"{info.st_size} bytes is too large for a whole-file "
-                                        f"format (limit {self.max_bytes})")
-            data = os.pread(fd, self.max_bytes + 1, 0)
-        finally:
-            os.close(fd)
-        self._pending = signature
-        return data.decode("utf-8", "replace")
-
-    def accept(self) -> None:
-        """The text last returned parsed; do not hand it out again until the file changes."""
-        self._signature = self._pending
+        if self._loss_base is None:
+            return
+        had, seen = self._loss_base
+        self._loss_base = None
+        self.lost_bytes += max(0, max(hole, seen) - had)

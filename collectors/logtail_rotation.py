@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
+import re
 import stat
 import threading
 from collections import deque
+from collections.abc import Iterable
 
 FileId = tuple[int, int]
 """(device, inode) of an open file: unique among files held open."""
@@ -16,6 +19,10 @@ MAX_NEXT_FILES = 64
 that were renamed away before it got to them)."""
 MAX_COPY_CANDIDATES = 1000
 """Directory entries looked at when searching for a copytruncate copy."""
+MAX_HOLE_SCAN_BYTES = 16 * 1024 * 1024
+"""NUL bytes read past at most when looking for a file's first real bytes (`head_of`)."""
+MAX_OPEN_COPIES = 64
+"""The newest copies opened when searching (an older one is no copy of what is being read)."""
 
 
 class NextFiles:
@@ -80,42 +87,206 @@ class NextFiles:
             os.close(fd)
 
 
-def find_copy(path: str, head: bytes, recent: bytes, offset: int) -> int | None:
-    """Open the copy that copytruncate made of the file at `path` before cutting it.
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".Z", ".zip")
+"""Copies already compressed: their bytes are not the log's, so they are never read."""
+_ROTATION_SUFFIX = re.compile(r"[._-][0-9][0-9._-]*")
 
-    The copy lies beside the log under a longer name (`train.log.1`, `train.log-20250101`),
-    starts with the same `head`, is at least `offset` bytes long and holds `recent` (the last
-    bytes read) just before `offset`. The newest such file is taken.
+
+def is_copy_name(name: str, base: str) -> bool:
+    """Whether `name` is one logrotate (or a user) gives a copy of the log named `base`.
+
+    `train.log.1`, `train.log-20250101`, `train.log-2025010112.1` (the log's name plus a
+    suffix), or with logrotate's `extension .log` the suffix before the extension
+    (`train-20250101.log`, `train.1.log`). Compressed copies are left out.
+    """
+    if name == base or name.endswith(COMPRESSED_SUFFIXES):
+        return False
+    if name.startswith(base):
+        return True
+    stem, extension = os.path.splitext(base)
+    return bool(extension) and len(name) > len(base) and name.startswith(stem) \
+        and name[len(stem)] in ".-_" and name.endswith(extension)
+
+
+def rotation_suffix(name: str, base: str) -> bool:
+    """Whether `name` is `base` with a suffix logrotate writes: numbers and dates.
+
+    `train.log.1`, `train.log-20250101`, `train.log-2025010112.3`, `train-20250101.log`; not
+    `train.log.bak` or `train.log.swp`, which no rotation made.
+    """
+    stem, extension = os.path.splitext(base)
+    if name.startswith(base):
+        suffix = name[len(base):]
+    elif extension and name.startswith(stem) and name.endswith(extension):
+        suffix = name[len(stem):len(name) - len(extension)]
+    else:
+        return False
+    return bool(_ROTATION_SUFFIX.fullmatch(suffix))
+
+
+def head_of(fd: int, length: int = 256) -> tuple[int, bytes]:
+    """Where the first byte that is not NUL lies in a file, and up to `length` bytes from there.
+
+    A writer without `O_APPEND` goes on writing at its own offset after a copytruncate: the file
+    then starts with a hole of NUL bytes, and its first real bytes lie after it. The hole is
+    skipped with `SEEK_DATA` where the filesystem keeps it sparse; NULs written as data are
+    scanned for at most `MAX_HOLE_SCAN_BYTES` (beyond that the file reads as all NULs).
+    """
+    try:
+        position = os.lseek(fd, 0, os.SEEK_DATA)
+    except OSError as error:
+        if error.errno == errno.ENXIO:  # no data at all: empty, or a hole to its end
+            return 0, b""
+        position = 0  # SEEK_DATA not supported here
+    end = position + MAX_HOLE_SCAN_BYTES
+    while position < end:
+        block = os.pread(fd, 64 * 1024, position)
+        if not block:
+            break
+        stripped = block.lstrip(b"\0")
+        if stripped:
+            position += len(block) - len(stripped)
+            return position, os.pread(fd, length, position)
+        position += len(block)
+    return 0, b""
+
+
+def copy_candidates(path: str) -> list[tuple[int, int, str]]:
+    """Every regular file beside `path` named like a copy of it, oldest first.
 
     Returns:
-        A read-only descriptor of the copy, or `None` when there is none (`> log`, a copy
-        compressed or moved away already).
+        (mtime in ns, inode, path) of each.
     """
-    if not head:
-        return None
     directory, base = os.path.split(os.path.abspath(path))
-    candidates: list[tuple[int, str]] = []
+    candidates: list[tuple[int, int, str]] = []
     try:
         with os.scandir(directory) as entries:
             for entry in itertools.islice(entries, MAX_COPY_CANDIDATES):
-                if entry.name == base or not entry.name.startswith(base):
+                if not is_copy_name(entry.name, base):
                     continue
                 info = entry.stat(follow_symlinks=False)
-                if stat.S_ISREG(info.st_mode) and info.st_size >= offset:
-                    candidates.append((info.st_mtime_ns, entry.path))
+                if stat.S_ISREG(info.st_mode):
+                    candidates.append((info.st_mtime_ns, info.st_ino, entry.path))
     except OSError:
-        return None
-    for _, candidate in sorted(candidates, reverse=True):
-        try:
-            fd = os.open(candidate, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            continue
-        try:
-            same = (os.pread(fd, len(head), 0) == head
-                    and os.pread(fd, len(recent), offset - len(recent)) == recent)
-        except OSError:
-            same = False
-        if same:
-            return fd
+        return []
+    return sorted(candidates)
+
+
+def newest_copy_ns(path: str) -> int:
+    """The mtime (ns) of the newest copy beside `path`; 0 when there is none."""
+    candidates = copy_candidates(path)
+    return candidates[-1][0] if candidates else 0
+
+
+def open_copies(path: str) -> list[tuple[int, int, bool]]:
+    """Open the newest `MAX_OPEN_COPIES` copies beside `path`, oldest first.
+
+    Each is (mtime in ns, read-only descriptor, whether its name is one rotation gives:
+    `rotation_suffix`). logrotate shifts `train.log.1` to `train.log.2` before it copies: a
+    name listed may name another file by the time it is opened, so each is checked by inode
+    and the directory listed again when one moved.
+    """
+    for _ in range(5):
+        opened: list[tuple[int, int, bool]] = []
+        base = os.path.basename(path)
+        for mtime_ns, inode, candidate in copy_candidates(path)[-MAX_OPEN_COPIES:]:
+            try:
+                fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                continue
+            opened.append((mtime_ns, fd, rotation_suffix(os.path.basename(candidate), base)))
+            if os.fstat(fd).st_ino != inode:
+                break
+        else:
+            return opened
+        close_all(fd for _, fd, _ in opened)
+    return []
+
+
+def close_all(fds: Iterable[int]) -> None:
+    """Close every descriptor of `fds`."""
+    for fd in fds:
         os.close(fd)
-    return None
+
+
+def _is_copy_of(fd: int, head: tuple[int, bytes], recent: bytes, offset: int) -> bool:
+    """Whether the file `fd` starts like the generation read and holds `recent` at `offset`.
+
+    `head` is where the generation's first bytes that are not NUL lie, and those bytes; `recent`
+    must end just before `offset`.
+    """
+    at, first = head
+    try:
+        return (os.fstat(fd).st_size >= offset and os.pread(fd, len(first), at) == first
+                and os.pread(fd, len(recent), offset - len(recent)) == recent)
+    except OSError:
+        return False
+
+
+def find_copy(path: str, head: tuple[int, bytes], recent: bytes, offset: int,
+              current: bytes = b"") -> tuple[list[int], int]:
+    """Open the copy that copytruncate made of the file at `path` before cutting it.
+
+    The copy lies beside the log (`is_copy_name`), starts with the same `head` (the position
+    of the generation's first bytes that are not NUL, and those bytes), is at least `offset`
+    bytes long and holds `recent` (the last bytes read) just before `offset`. The newest such
+    file is taken. Copies made after it are of later generations, cut before the tail looked
+    (two cuts between two looks): they follow it, oldest first (`later_copies`).
+
+    Returns:
+        Read-only descriptors (the copy, then the later generations' copies; none when there is
+        no copy: `> log`, a copy compressed or moved away already), and the mtime of the newest
+        copy beside the log.
+    """
+    copies = open_copies(path)
+    newest = copies[-1][0] if copies else 0
+    for index in range(len(copies) - 1, -1, -1):
+        fd = copies[index][1]
+        if head[1] and _is_copy_of(fd, head, recent, offset):
+            close_all(fd for _, fd, _ in copies[:index])
+            return [fd, *later_copies(copies[index + 1:], head[1], current)], newest
+    close_all(fd for _, fd, _ in copies)
+    return [], newest
+
+
+def copies_since(path: str, since_ns: int, current_fd: int) -> tuple[list[int], int]:
+    """Copies made beside `path` after `since_ns`, as generations of their own.
+
+    They are of generations cut before any of their bytes was read (`later_copies`).
+
+    Returns:
+        Their read-only descriptors, oldest first, and the mtime of the newest copy.
+    """
+    copies = open_copies(path)
+    newest = copies[-1][0] if copies else 0
+    close_all(fd for mtime_ns, fd, _ in copies if mtime_ns <= since_ns)
+    fresh = [copy for copy in copies if copy[0] > since_ns]
+    if not fresh:  # the common case: no head of the current file to read
+        return [], max(newest, since_ns)
+    return later_copies(fresh, b"", head_of(current_fd)[1]), max(newest, since_ns)
+
+
+def later_copies(copies: list[tuple[int, int, bool]], read: bytes, current: bytes) -> list[int]:
+    """Keep `copies` (oldest first) as generations of their own, except a second copy.
+
+    Only a copy named as rotation names them counts (`train.log.bak` is someone's backup). A
+    copy that starts like the generation read (`read`) or like the file now at the path
+    (`current`: copied, but not cut yet) is a second copy of a file read anyway, not a
+    generation of its own. The others are closed.
+    """
+    out = []
+    for _, fd, rotated in copies:
+        try:
+            _, first = head_of(fd, max(len(read), len(current), 1)) if rotated else (0, b"")
+        except OSError:
+            first = b""
+        if first and not _same_start(first, read) and not _same_start(first, current):
+            out.append(fd)
+        else:
+            os.close(fd)
+    return out
+
+
+def _same_start(first: bytes, other: bytes) -> bool:
+    common = min(len(first), len(other))
+    return common > 0 and first[:common] == other[:common]

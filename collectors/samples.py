@@ -148,6 +148,13 @@ class LogBatch:
     """Lines longer than the line cap, cut to their first 64 KiB (which are parsed)."""
     findings_dropped: int = 0
     """Findings beyond the per-batch cap (a log repeating one warning), counted only."""
+    lost_bytes: int = 0
+    """Bytes of the log known to be lost before this batch: written between a copytruncate's
+    copy and its cut (a writer without `O_APPEND` shows how many by the hole it leaves), or
+    seen in the cut file but in no copy found beside it."""
+    lost_lines_estimate: int | None = None
+    """`lost_bytes` in lines, at the bytes per line read so far; `None` when nothing is lost
+    or no line was read yet."""
     generation: int = 0
     """1 for the first file seen at the path, +1 at each rotation, truncation or re-creation;
     0 while no file has been seen."""

@@ -149,7 +149,11 @@ def _exact_floats() -> dict[str, str]:
 
 
 def _fast(file: _File, data: bytes, line: int) -> bool:
-    """Read a plain chunk with pandas; False when a cell is text pandas will not convert."""
+    """Read a plain chunk with pandas; False when a cell is text pandas will not convert.
+
+    Without pandas' default NA words, a `nan` cell is such text: its chunk is read row by row,
+    where the cell rules count it as bad. Infinities pandas reads, and counts as bad here.
+    """
     dtypes: dict[int, Any] = {at: "float64" for at, _, _ in file.keys + file.checks}
     dtypes.update({file.where[c]: "object" for c in file.texts})
     try:
@@ -173,7 +177,7 @@ def _fast(file: _File, data: bytes, line: int) -> bool:
     for at, _, rule in file.checks:
         values = frame[at].to_numpy()
         if rule is not cells.VALUE:
-            bad += keep & np.isfinite(values) & ~_valid(values, rule)
+            bad += keep & ~np.isnan(values) & ~_valid(values, rule)  # infinities too
     _count(file, data, line, bad, file.tally.first_bad_cell is None, "bad_cells")
     out = {}
     for column in file.wanted:

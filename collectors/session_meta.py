@@ -17,6 +17,7 @@ from collectors import cells
 from collectors.rows import SessionFormatError
 from collectors.session_format import (
     COMMAND_EXIT_FILE,
+    EVENT,
     META,
     META_FILE,
     REQUIRED_META,
@@ -258,6 +259,13 @@ def clean_meta(meta: dict[str, Any]) -> list[tuple[str, str]]:
     for key, (check, why) in KEYS.items():
         if key in meta and not check(meta[key]):
             dropped.append((key, f"{why}, not {_short(meta.pop(key))}"))
+    started: Any = meta.get(META.started_at)
+    ended: Any = meta.get(META.ended_at)
+    if is_time(started) and is_time(ended) and ended < started:
+        # A clock stepped back while recording (NTP, a VM restored): no duration can come of it.
+        del meta[META.ended_at]
+        dropped.append((META.ended_at, f"{ended:.3f} is {started - ended:.3f} s before "
+                                       f"'started_at' ({started:.3f})"))
     for key, fields in ENTRIES.items():
         if key not in meta or meta[key] is None:
             continue
@@ -283,4 +291,10 @@ def read_event(line: str) -> dict[str, Any]:
         raise JsonProblem(f"'t' must be Unix seconds, not {_short(value.get('t'))}")
     if not isinstance(value.get("kind"), str):
         raise JsonProblem(f"'kind' must be a string, not {_short(value.get('kind'))}")
+    if value["kind"] == EVENT.finding:
+        found = value.get("finding")
+        if not isinstance(found, str) or not found.strip():
+            # Counted, it would be a finding of no kind: a badge with no name, a note's "".
+            raise JsonProblem(f"a finding event's 'finding' must name its kind, not "
+                              f"{_short(found)}")
     return value

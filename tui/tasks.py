@@ -183,7 +183,7 @@ def badge_label(finding: Finding) -> str:
 
 
 def health_text(view: TaskView) -> Text:
-    """The error of an unreadable log, then one badge per finding kind, then unparsed lines."""
+    """The error of an unreadable log, one badge per finding kind, unparsed and lost lines."""
     text = Text(no_wrap=True, overflow="ellipsis")
     if view.error:
         text.append(visible(view.error), style="bold red")
@@ -200,6 +200,12 @@ def health_text(view: TaskView) -> Text:
         if text.plain:
             text.append(" ")
         text.append(f"{view.unparsed_lines:,} unparsed", style="dim")
+    if view.lost_bytes:
+        if text.plain:
+            text.append(" ")
+        lost = (f"{view.lost_lines:,} lost" if view.lost_lines
+                else f"{view.lost_bytes:,} B lost")  # lines cut away by a copytruncate
+        text.append(lost, style="yellow")
     return text
 
 

@@ -4,7 +4,8 @@ Not `prometheus_client.start_http_server`: that one answers every path and metho
 This one answers `GET /metrics` (a query string is ignored) with the registry's text, 405 to any
 other method on that path, 404 to every other path, and never logs a request line. TLS, when a
 certificate and key are given, is set up per connection on the connection's own thread, so a
-client that never finishes its handshake holds only that thread.
+client that never finishes its handshake holds only that thread; at most `MAX_CONNECTIONS` such
+threads run, and a connection beyond them is refused at once.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -26,6 +28,15 @@ from gpuherd.export.address import METRICS_PATH, ListenAddress
 
 REQUEST_TIMEOUT_S = 10.0
 """A connection idle this long is closed (a slow or stuck client holds one thread, briefly)."""
+MAX_CONNECTIONS = 32
+"""Connections served at once, one thread each. One more is answered `503` at once (over TLS:
+closed) without a thread, so a client that opens connections without end, or a slowloris one,
+costs at most this many threads; Prometheus needs one per scrape."""
+BUSY_REPORT_S = 60.0
+"""Refusals are said on stderr at most once per this many seconds."""
+_BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                b"Retry-After: 1\r\nConnection: close\r\nContent-Length: 41\r\n\r\n"
+                b"too many connections open; retry shortly\n")
 
 
 class ExporterError(GpuherdError):
@@ -35,24 +46,58 @@ class ExporterError(GpuherdError):
         super().__init__(msg, title="metrics")
 
 
+class _PassphraseAsked(Exception):
+    """OpenSSL asked for the key's passphrase: the key is encrypted."""
+
+
+def _no_passphrase(*_: Any) -> bytes:
+    # Without a callback OpenSSL prompts on the terminal, and a service start hangs there.
+    raise _PassphraseAsked
+
+
 def tls_context(cert: str, key: str) -> ssl.SSLContext:
-    """A server context for `--metrics-cert`/`--metrics-key`; `ExporterError` if they don't fit."""
+    """A server context for `--metrics-cert`/`--metrics-key`; `ExporterError` if they don't fit.
+
+    Each file is checked on its own first, so the message names the one at fault; an
+    encrypted key is refused at once (a passphrase is never asked for).
+    """
     for flag, path in (("--metrics-cert", cert), ("--metrics-key", key)):
-        if not os.path.isfile(path):
-            raise ExporterError(f"{flag} {path}: no such file")
+        _check_readable(flag, path)
+    try:
+        ssl.create_default_context().load_verify_locations(cafile=cert)
+    except ssl.SSLError as error:
+        raise ExporterError(f"--metrics-cert {cert}: not a PEM certificate "
+                            f"({error.reason or error})") from None
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
-        context.load_cert_chain(cert, key)
+        context.load_cert_chain(cert, key, password=_no_passphrase)
+    except _PassphraseAsked:
+        raise ExporterError(f"--metrics-key {key}: the key is encrypted and gpuherd never asks "
+                            "for a passphrase; give it an unencrypted key (openssl pkey -in "
+                            "KEY -out PLAIN.key), readable only by the exporter's user") \
+            from None
     except ssl.SSLError as error:
         if "KEY_VALUES_MISMATCH" in str(error) or "key values mismatch" in str(error):
             raise ExporterError(f"--metrics-cert {cert} does not match --metrics-key {key}") \
                 from None
-        raise ExporterError(f"--metrics-cert {cert} / --metrics-key {key}: not a PEM "
-                            f"certificate and key ({error.reason or error})") from None
+        raise ExporterError(f"--metrics-key {key}: not a PEM private key "
+                            f"({error.reason or error})") from None
     except OSError as error:
-        raise ExporterError(f"{error.filename or cert}: {error.strerror or error}") from None
+        raise ExporterError(f"{error.filename or key}: {error.strerror or error}") from None
     return context
+
+
+def _check_readable(flag: str, path: str) -> None:
+    """`ExporterError` naming `flag` when `path` is missing, not a file or not readable."""
+    if not os.path.isfile(path):
+        raise ExporterError(f"{flag} {path}: no such file")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as error:
+        raise ExporterError(f"{flag} {path}: cannot read it ({error.strerror or error})") \
+            from None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -115,8 +160,14 @@ class MetricsServer(ThreadingHTTPServer):
 
     def __init__(self, address: ListenAddress, registry: CollectorRegistry,
                  tls: ssl.SSLContext | None = None,
-                 report: Callable[[str], None] | None = None) -> None:
+                 report: Callable[[str], None] | None = None,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
         self.registry = registry
+        self.max_connections = max_connections
+        self.refused = 0
+        """Connections refused because `max_connections` were open."""
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._busy_said_at: float | None = None
         self.tls = tls
         self.report = report or (lambda line: print(f"gpuherd: {line}", file=sys.stderr))
         self.listen = address
@@ -138,6 +189,39 @@ class MetricsServer(ThreadingHTTPServer):
     def port(self) -> int:
         """The port bound."""
         return int(self.server_address[1])
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve on a thread of its own while a slot is free; else refuse at once."""
+        if not self._slots.acquire(blocking=False):
+            self._refuse(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()  # no thread started: nothing else gives the slot back
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        """The connection's thread; its slot is given back however it ends."""
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def _refuse(self, request: Any) -> None:
+        self.refused += 1
+        now = time.monotonic()
+        if self._busy_said_at is None or now - self._busy_said_at >= BUSY_REPORT_S:
+            self._busy_said_at = now
+            self.report(f"metrics: {self.max_connections} connections open already; refusing "
+                        f"more ({self.refused} so far)")
+        if self.tls is None:  # over TLS a plain answer would be noise: just close
+            try:
+                request.setblocking(False)  # a fresh socket's buffer takes it, or nothing
+                request.send(_BUSY_ANSWER)
+            except OSError:
+                pass
+        self.shutdown_request(request)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         """Runs on the connection's thread: the TLS handshake happens here, not in accept."""

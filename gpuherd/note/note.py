@@ -44,6 +44,8 @@ class Note:
     last_verified: dt.date | None
     """The run's date; `None` for a failed run, which leaves the file's date as it was."""
     text: str
+    unverified_because: str = "the run failed"
+    """Why `last_verified` is `None`, in a few words."""
 
     def values(self) -> dict[str, Any]:
         """The keys and values to set (a failed run sets only the note)."""
@@ -161,6 +163,11 @@ def compose(summary: Summary) -> Note:
     started = data["session"]["started_at"]
     if not isinstance(started, (int, float)):
         raise NoteError("the session has no start time (meta.json `started_at`)")
+    if not data["session"].get("readings", 1):
+        # Nothing was measured: a note must not call the run verified.
+        return Note(None, "The session holds no readings (no GPU rows and no metrics): nothing "
+                          "was verified (last_verified keeps the date of the last run that "
+                          "passed).", "the session holds no readings")
     where, usage = gpu_sentences(data)
     task = _main_task(data)
     code = data["session"]["exit_code"]

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         print(visible(f"gpuherd: {error.msg}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     state = "updated" if changed else "already up to date"
-    date = ("not changed (the run failed)" if note.last_verified is None
+    date = (f"not changed ({note.unverified_because})" if note.last_verified is None
             else note.last_verified.isoformat())
     print(f"{visible(str(example))}: {state}\n  last_verified: {date}\n"
           f"  last_verification_note: {visible(note.text)}")

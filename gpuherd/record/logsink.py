@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.samples import LogBatch
-from collectors.session_format import METRICS_COLUMNS, METRICS_FILE
+from collectors.session_format import EVENT, METRICS_COLUMNS, METRICS_FILE
 from gpuherd.session import SessionWriter
 
 PROGRESS_ROW_INTERVAL_S = 1.0
@@ -59,6 +59,21 @@ class _TaskState:
     quoted_label: str = ""
 
 
+def lost_event(task: str, batch: LogBatch) -> dict[str, Any]:
+    """The `log_dropped` event of lines a copytruncate cut away before they were read."""
+    lines = batch.lost_lines_estimate
+    about = f"about {lines:,} lines ({batch.lost_bytes:,} bytes)" if lines is not None \
+        else f"{batch.lost_bytes:,} bytes"
+    event: dict[str, Any] = {
+        "t": batch.taken_at, "kind": EVENT.log_dropped, "source": task, "task": task,
+        "path": batch.path, "lost_bytes": batch.lost_bytes, "reason": "cut",
+        "msg": f"{about} of {batch.path} lost when it was cut (copytruncate): written after "
+               "the copy was made, or in no copy found beside the log"}
+    if lines is not None:
+        event["lost_lines_estimate"] = lines
+    return event
+
+
 class LogSink:
     """A recorder handler for `LogBatch` samples (runs on the recorder's writer thread).
 
@@ -92,6 +107,8 @@ class LogSink:
             self._flush(writer, state)
             state.line = None
             writer.write_event({"kind": "log_restarted", "task": state.label, "how": how})
+        if batch.lost_bytes:
+            writer.write_event(lost_event(state.label, batch))
         if batch.metrics:
             self._write(writer, state, self._rows(state, batch))
         for line, finding in batch.findings:

@@ -37,7 +37,7 @@ def fmt_pct(value: Any) -> str:
 
 def fmt_duration(seconds: Any) -> str:
     """`1h 02m 03s`, `4m 05s`, `12.3s`."""
-    if not isinstance(seconds, (int, float)):
+    if not isinstance(seconds, (int, float)) or not seconds >= 0:  # negative: invalid
         return "-"
     if seconds < 60:
         return f"{seconds:.1f}s"

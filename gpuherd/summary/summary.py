@@ -245,11 +245,19 @@ def _session(frames: SessionFrames, window: dict[str, Any]) -> dict[str, Any]:
         "tool": meta.get(META.tool), "driver": meta.get(META.driver), "started_at": started,
         "ended_at": ended,
         "complete": ended is not None,
-        "duration_s": None if started is None or end is None else round(end - started, 3),
+        "duration_s": _duration(started, end),
+        "readings": len(frames.gpu) + (0 if frames.metrics is None else len(frames.metrics)),
         "interval_s": meta.get(META.interval_s), "peak_interval_s": meta.get(META.peak_interval_s),
         "command": meta.get(META.command), "exit_code": exit_code,
         "run_peaks": meta.get(META.run_peaks) or [],
     }
+
+
+def _duration(started: float | None, end: float | None) -> float | None:
+    """Seconds from `started` to `end`; `None` when either is unknown or the end comes first."""
+    if started is None or end is None or end < started:
+        return None
+    return round(end - started, 3)
 
 
 def summarize(directory: str | os.PathLike[str]) -> Summary:

@@ -67,6 +67,8 @@ class _Task:
     lines_read: int = 0
     unparsed: int = 0
     too_long: int = 0
+    lost_bytes: int = 0
+    lost_lines: int = 0
     generation: int = 0
     waiting: bool = True
     offset: int = 0
@@ -132,6 +134,8 @@ class TaskTracker:
         task.lines_read += batch.lines_read
         task.unparsed += batch.unparsed_lines
         task.too_long += batch.too_long_lines
+        task.lost_bytes += batch.lost_bytes
+        task.lost_lines += batch.lost_lines_estimate or 0
         if batch.lines_read:
             task.last_progress_at = batch.taken_at
         if batch.modified_at is not None:
@@ -393,7 +397,8 @@ class TaskTracker:
             task.gpu_util, task.last_progress_at, task.offset, task.size, task.error,
             task.exit_code, tuple(sorted(task.pids)) or task.last_writers, task.writer_pids,
             task.lines.usual_interval_s(),
-            task.lines.stall_after_s(self.active_s) if task.writer_pids else None)
+            task.lines.stall_after_s(self.active_s) if task.writer_pids else None,
+            lost_bytes=task.lost_bytes, lost_lines=task.lost_lines)
 
     def _throughput(self, run: _Run) -> tuple[float | None, str | None]:
         for name in THROUGHPUT_NAMES:

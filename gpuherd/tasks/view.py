@@ -67,6 +67,10 @@ class TaskView:
     """The median gap between the log's new lines while it is followed live."""
     stall_after_s: float | None = None
     """Silence after which this task reads `stalled` (set while its writer lives)."""
+    lost_bytes: int = 0
+    """Bytes of the log known lost when it was cut (copytruncate) before they were read."""
+    lost_lines: int = 0
+    """`lost_bytes` in lines, as the tail estimated them."""
 
     @property
     def running(self) -> bool:

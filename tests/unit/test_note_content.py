@@ -14,7 +14,7 @@ from gpuherd.note.note import compose
 from gpuherd.note.note_file import write_note
 from gpuherd.summary.summary import summarize
 from tests.unit.test_note import EXAMPLES, training_session
-from tests.unit.test_summary import GIB, T0, write_session
+from tests.unit.test_summary import GIB, T0, gpu_row, write_session
 
 DAY = dt.datetime.fromtimestamp(T0).date().isoformat()
 H100_TOTAL = 85_520_809_984
@@ -110,3 +110,20 @@ def test_a_mixed_host_without_run_peaks_names_each_gpu_and_averages_none(
         "GPU 0 40.0GB VRAM (50%), 90% GPU utilization (p95 90%); GPU 1 3.0GB VRAM (8%), "
         "10% GPU utilization (p95 10%). ")
     assert "2x" not in text and "50% GPU utilization" not in text
+
+
+def test_a_session_without_readings_is_not_called_verified(tmp_path: Path) -> None:
+    example = tmp_path / "llama_lora.yaml"
+    shutil.copy(EXAMPLES / example.name, example)
+    empty = write_session(tmp_path / "s", gpu_rows=[])
+    out = subprocess.run([sys.executable, "-m", "gpuherd", "note", str(empty), "--example",
+                          str(example)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "  last_verified: not changed (the session holds no readings)\n" in out.stdout
+    block = YAML(typ="rt").load(example.read_text())["verification"]
+    assert block["last_verification_note"].startswith("The session holds no readings")
+    assert "Verified" not in block["last_verification_note"]
+    assert "last_verified" not in block
+    # One GPU row is a reading: the run is verified as before.
+    note = compose(summarize(write_session(tmp_path / "t", gpu_rows=[gpu_row(T0, 0, GIB, 5)])))
+    assert note.last_verified is not None and note.text.startswith("Verified run")

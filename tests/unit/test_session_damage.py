@@ -101,7 +101,11 @@ CASES: dict[str, tuple[Callable[[Path], None], Accept | Refuse]] = {
         lambda d: (set_cell(d / "gpu.csv", 5, "util_gpu_pct", "nan"),
                    set_cell(d / "gpu.csv", 6, "temp_c", "NaN"),
                    set_cell(d / "host.csv", 4, "cpu_pct", "nan")),
-        Accept()),
+        # No recorder writes `nan` into a sample's cell: it is damage, named as such.
+        Accept(notes=["{d}/gpu.csv: 2 bad cells read as N/A (first: line 5, util_gpu_pct: "
+                      "'nan' is not a finite number)",
+                      "{d}/host.csv: 1 bad cell read as N/A (first: line 4, cpu_pct: "
+                      "'nan' is not a finite number)"])),
     "missing_temp_c_column": (
         lambda d: drop_column(d / "gpu.csv", "temp_c"),
         Accept(notes=["{d}/gpu.csv: no temp_c column; read as N/A"])),
@@ -117,6 +121,10 @@ CASES: dict[str, tuple[Callable[[Path], None], Accept | Refuse]] = {
         lambda d: meta_text(d, '"ended_at": 1764130039.0', '"ended_at": Infinity'),
         Accept(notes=["{d}/meta.json: ignored 'ended_at': must be Unix seconds or null, not "
                       "'inf'"])),
+    "meta_ended_before_started": (
+        lambda d: meta_text(d, '"ended_at": 1764130039.0', '"ended_at": 1764129999.5'),
+        Accept(notes=["{d}/meta.json: ignored 'ended_at': 1764129999.500 is 0.500 s before "
+                      "'started_at' (1764130000.000)"])),
     "meta_interval_nan": (
         lambda d: meta_text(d, '"interval_s": 1.0', '"interval_s": NaN'),
         Accept(notes=["{d}/meta.json: ignored 'interval_s': must be seconds, above 0 and at "
@@ -158,6 +166,12 @@ CASES: dict[str, tuple[Callable[[Path], None], Accept | Refuse]] = {
                             + "}"),
         Accept(notes=["{d}/events.jsonl: skipped 1 line that could not be read (first: line "
                       "3: nested deeper than 32 levels)"])),
+    "finding_events_without_a_kind": (
+        lambda d: (add_event(d, '{"t": 1764130036.0, "kind": "finding", "task": "t", "line": 1}'),
+                   add_event(d, '{"t": 1764130036.0, "kind": "finding", "finding": " "}'),
+                   add_event(d, '{"t": 1764130036.0, "kind": "finding", "finding": 5}')),
+        Accept(notes=["{d}/events.jsonl: skipped 3 lines that could not be read (first: line "
+                      "3: a finding event's 'finding' must name its kind, not None)"])),
     "event_not_an_object": (
         lambda d: add_event(d, "[1, 2]"),
         Accept(notes=["{d}/events.jsonl: skipped 1 line that could not be read (first: line "
@@ -196,6 +210,20 @@ CASES: dict[str, tuple[Callable[[Path], None], Accept | Refuse]] = {
                    set_cell(d / "gpu.csv", 4, "mem_total_bytes", "-1")),
         Accept(notes=["{d}/gpu.csv: 2 bad cells read as N/A (first: line 3, util_gpu_pct: "
                       "'-5' is outside 0 to 100)"])),
+    "nan_and_inf_cells": (
+        lambda d: (set_cell(d / "gpu.csv", 3, "util_gpu_pct", "nan"),
+                   set_cell(d / "gpu.csv", 4, "temp_c", "inf"),
+                   set_cell(d / "gpu.csv", 5, "power_w", "-Infinity")),
+        Accept(notes=["{d}/gpu.csv: 3 bad cells read as N/A (first: line 3, util_gpu_pct: "
+                      "'nan' is not a finite number)"])),
+    "inf_cell_alone": (
+        lambda d: set_cell(d / "gpu.csv", 6, "mem_used_bytes", "inf"),
+        Accept(notes=["{d}/gpu.csv: 1 bad cell read as N/A (first: line 6, mem_used_bytes: "
+                      "'inf' is not a finite number)"])),
+    "nan_epoch_in_metrics": (
+        lambda d: set_cell(d / "metrics.csv", 4, "epoch", "NaN"),
+        Accept(notes=["{d}/metrics.csv: 1 bad cell read as N/A (first: line 4, epoch: "
+                      "'NaN' is not a finite number)"])),
     "row_cut_inside_its_last_cell": (
         lambda d: (d / "gpu.csv").write_bytes((d / "gpu.csv").read_bytes()[:-2]),
         Accept(gpu=GPU_ROWS - 1, notes=["{d}/gpu.csv: dropped the last line, cut short (no "

@@ -61,7 +61,7 @@ def test_round_trip_ticks_hosts_and_events(tmp_path):
         writer.write_host(host(1000.5))
         writer.write_gpu_tick(ticks[1])
         writer.write_gpu_tick(ticks[2])
-        writer.write_event({"kind": "finding", "value": float("nan")})
+        writer.write_event({"kind": "finding", "finding": "nan", "value": float("nan")})
     session = load_session(tmp_path / "s")
     assert list(session.gpu_ticks()) == ticks
     assert list(session.host_samples()) == [host(1000.5)]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuherd.summary.report import fmt_duration, render_short
 from gpuherd.summary.summary import MAX_LISTED_FINDINGS, summarize
 from tests.unit.test_summary import GIB, T0, gpu_row, write_session
 
@@ -24,7 +25,7 @@ def findings() -> list[dict]:
             "evidence": LONG},
            {"t": T0 + 3, "kind": "finding", "task": "eval", "line": 9, "finding": "oom",
             "evidence": "CUDA out of memory"},
-           {"t": T0 + 4, "kind": "finding", "line": 11},  # no task, no kind, no evidence
+           {"t": T0 + 4, "kind": "finding", "line": 11, "finding": "stalled"},  # no task
            {"t": T0 + 5, "kind": "finding", "task": "train", "line": 12, "finding": "nan",
             "evidence": "second"}]
     out += [{"t": T0 + 6 + i / 100, "kind": "finding", "task": "eval", "line": 20 + i,
@@ -42,14 +43,14 @@ def test_findings_are_counted_per_task_and_kind_and_the_first_fifty_listed(
          "evidence": "x" * 299 + "y"},
         {"task": "eval", "finding": "oom", "count": 1 + MAX_LISTED_FINDINGS, "first_line": 9,
          "first_t": T0 + 3, "evidence": "CUDA out of memory"},
-        {"task": "", "finding": "", "count": 1, "first_line": 11, "first_t": T0 + 4,
+        {"task": "", "finding": "stalled", "count": 1, "first_line": 11, "first_t": T0 + 4,
          "evidence": ""},
     ]
     listed = found["listed"]
     assert len(listed) == MAX_LISTED_FINDINGS == 50
     assert listed[0] == {"t": T0 + 2, "task": "train", "line": 3, "finding": "nan",
                          "evidence": LONG}  # the list keeps the whole evidence
-    assert listed[2] == {"t": T0 + 4, "task": None, "line": 11, "finding": None,
+    assert listed[2] == {"t": T0 + 4, "task": None, "line": 11, "finding": "stalled",
                          "evidence": None}
     assert [e["line"] for e in listed[-2:]] == [64, 65]  # the 50th finding, not the 54th
     assert [list(e) for e in listed[:1]] == [["t", "task", "line", "finding", "evidence"]]
@@ -134,7 +135,29 @@ def test_the_session_section_of_a_finished_command(tmp_path: Path) -> None:
         "driver": "580.159.04", "started_at": T0, "ended_at": T0 + 12.34567, "complete": True,
         "duration_s": 12.346, "interval_s": 0.5, "peak_interval_s": 0.02,
         "command": ["python", "train.py"], "exit_code": 137,
-        "run_peaks": [PEAK]}
+        "run_peaks": [PEAK], "readings": 4}
+
+
+@pytest.mark.parametrize(("ended", "duration"), [
+    (T0 - 0.001, None),  # just before the start: invalid, never negative
+    (T0, 0.0),
+    (T0 + 0.001, 0.001),
+])
+def test_an_end_before_the_start_gives_no_duration_and_a_note(tmp_path: Path, ended,
+                                                               duration) -> None:
+    # The rows end before the start too, so the duration cannot come from them either.
+    rows = [gpu_row(T0 - 5 + i, 0, GIB, 5) for i in range(3)]
+    summary = summarize(write_session(tmp_path / "s", gpu_rows=rows, meta={"ended_at": ended}))
+    session = summary.data["session"]
+    assert session["duration_s"] == duration
+    notes = [w for w in summary.data["warnings"] if "ended_at" in w]
+    if duration is None:
+        assert session["ended_at"] is None and len(notes) == 1
+        assert notes[0].endswith("ignored 'ended_at': 1764129999.999 is 0.001 s before "
+                                 "'started_at' (1764130000.000)")
+        assert render_short(summary).splitlines()[0] == f"session {tmp_path / 's'}: -"
+    else:
+        assert session["ended_at"] == ended and not notes
 
 
 def test_an_exit_code_in_meta_wins_over_the_exit_events(tmp_path: Path) -> None:
@@ -193,3 +216,21 @@ def test_without_gpu_rows_the_window_is_the_recordings_start_and_end(tmp_path: P
     data = summarize(root).data
     assert data["window"] == {"start": T0, "end": T0 + 20, "source": "session"}
     assert data["session"]["duration_s"] == 20
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(-0.001, "-"), (0.0, "0.0s"), (float("nan"), "-"),
+                                                (61, "1m 01s")])
+def test_a_duration_is_never_shown_negative(seconds, shown) -> None:
+    assert fmt_duration(seconds) == shown
+
+
+def test_a_finding_event_without_its_kind_is_no_finding(tmp_path: Path) -> None:
+    events = [{"t": T0 + 1, "kind": "finding", "task": "a.log", "line": 3},
+              {"t": T0 + 2, "kind": "finding", "task": "a.log", "line": 4, "finding": ""},
+              {"t": T0 + 3, "kind": "finding", "task": "a.log", "line": 5, "finding": "oom"}]
+    data = summarize(write_session(tmp_path / "s", gpu_rows=[gpu_row(T0, 0, GIB, 5)],
+                                   events=events)).data
+    assert [(f["finding"], f["count"]) for f in data["findings"]["by_kind"]] == [("oom", 1)]
+    assert data["findings"]["total"] == 1
+    assert any("skipped 2 lines" in w and "'finding' must name its kind" in w
+               for w in data["warnings"])

@@ -200,6 +200,10 @@ def _fact_rows(view: TaskView) -> list[tuple[str, str | Text]]:
                                        style="bold red" if view.exit_code else "")))
     if view.too_long_lines:
         rows.append(("too long", f"{view.too_long_lines:,} (cut to 64 KiB)"))
+    if view.lost_bytes:
+        rows.append(("lost", Text(f"about {view.lost_lines:,} lines ({view.lost_bytes:,} bytes) "
+                                  "cut away before they were read (copytruncate)",
+                                  style="yellow")))
     if view.runs > 1:
         rows.append(("runs", f"{view.runs} (history is of the latest)"))
     if view.catching_up and view.size_bytes:

@@ -1,0 +1,254 @@
+"""copytruncate twice a second while a real writer process writes 200 lines a second.
+
+A cutter thread does what logrotate's `copytruncate` does (shift `train.log.N` to
+`train.log.N+1`, copy the log to `train.log.1`, then open the log, cut it to nothing and close
+it) every 0.5 s, so lines written between the copy and the cut are in neither file. The real
+`LogTailCollector` runs through the real collector loop, woken by file events or polling once a
+second (as `gpuherd record` reads, so two cuts fall between two looks). Whatever the timing, each
+line still in a copy or in the log must be read exactly once and in order, and with a writer
+without `O_APPEND` (its hole of NULs tells how long the cut file was) the lines lost must be
+counted exactly. The assertions are on counts only: the timing decides which lines are lost,
+never whether the test passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from collectors.logtail import LogTailCollector
+from collectors.logtail_files import FileFollower
+from collectors.logtail_rotation import head_of, is_copy_name, rotation_suffix
+from collectors.logtail_waker import TailWaker
+from collectors.samples import LogBatch
+from gpuherd.record.logsink import LogSink
+from gpuherd.record.recording import Recording, RecordingOptions
+from gpuherd.session import SessionWriter
+from tests.recorded import loss_steps
+from tests.unit.test_logtail_harness import TailHarness
+
+COUNT = 800  # 4 s at 200 lines/s: 7 or 8 cuts
+WRITER = r"""
+import os, sys, time
+path, count, append = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "append"
+flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
+fd = os.open(path, flags, 0o644)
+due = time.monotonic()
+for i in range(count):
+    os.write(fd, f"step={i:06d} loss=0.5\n".encode())  # one write per line, all 21 bytes
+    due += 1 / 200
+    time.sleep(max(0.0, due - time.monotonic()))
+"""
+
+
+def cut_every(log: Path, every_s: float, stop: threading.Event) -> int:
+    """logrotate `copytruncate` with numbered copies, every `every_s` until `stop`."""
+    cuts = 0
+    while not stop.wait(every_s):
+        for n in range(cuts, 0, -1):
+            os.rename(f"{log}.{n}", f"{log}.{n + 1}")
+        shutil.copyfile(log, f"{log}.1")
+        with open(log, "r+b") as cut:
+            cut.truncate(0)
+        cuts += 1
+    return cuts
+
+
+def steps_in(path: Path) -> list[int]:
+    text = path.read_bytes().replace(b"\0", b"").decode()
+    return [int(line[5:11]) for line in text.splitlines() if len(line) == 20]
+
+
+def run_cut_log(tmp_path: Path, append: bool, tail: LogTailCollector):
+    log = tmp_path / "train.log"
+    log.touch()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(COUNT),
+                               "append" if append else "overwrite"])
+    stop = threading.Event()
+    cutter_result: list[int] = []
+    cutter = threading.Thread(target=lambda: cutter_result.append(cut_every(log, 0.5, stop)))
+    with TailHarness(tail) as h:
+        cutter.start()
+        assert writer.wait(60) == 0
+        stop.set()
+        cutter.join(10)
+        in_files = {s for p in tmp_path.iterdir() for s in steps_in(p)}
+        h.pump_until(lambda: in_files <= set(h.steps()), timeout_s=30,
+                     what="every line still in a file")
+        h.pump_until(lambda: False if tail._more else True, timeout_s=5)
+    assert cutter_result[0] >= 4
+    return h, in_files
+
+
+def assert_each_once_in_order(h: TailHarness, in_files: set[int]) -> None:
+    read = h.steps()
+    assert read == sorted(set(read)), "a line read twice or out of order"
+    assert in_files <= set(read)
+    assert not h.failures
+
+
+@pytest.fixture
+def waker():
+    shared = TailWaker()
+    yield shared
+    shared.close()
+
+
+@pytest.mark.parametrize("poll", [False, True], ids=["events", "poll-1s"])
+def test_lines_in_a_copy_are_read_once_and_lines_in_neither_file_are_counted(
+        tmp_path, waker, poll):
+    # A writer without O_APPEND: after each cut it writes on at its old offset, leaving a hole
+    # of NULs as long as the file was when cut; what neither the copy nor a read holds is lost.
+    tail = LogTailCollector(str(tmp_path / "train.log"), waker=None if poll else waker,
+                            poll=poll, poll_interval_s=1.0 if poll else 30.0)
+    h, in_files = run_cut_log(tmp_path, append=False, tail=tail)
+    assert_each_once_in_order(h, in_files)
+    missing = COUNT - len(h.steps())
+    assert sum(b.lost_lines_estimate or 0 for b in h.batches) == missing
+    assert sum(b.lost_bytes for b in h.batches) == missing * 21
+    # The hole is no line of its own: every line read is a metric, none is left unparsed.
+    assert sum(b.lines_read for b in h.batches) == len(h.steps())
+    assert sum(b.unparsed_lines for b in h.batches) == 0
+
+
+@pytest.mark.parametrize("poll", [False, True], ids=["events", "poll-1s"])
+def test_an_appending_writer_cut_twice_between_looks_loses_no_line_of_a_copy(
+        tmp_path, waker, poll):
+    # With O_APPEND nothing shows what fell between the copy and the cut; every line of every
+    # copy is read, including the copies of generations cut before the tail looked.
+    tail = LogTailCollector(str(tmp_path / "train.log"), waker=None if poll else waker,
+                            poll=poll, poll_interval_s=1.0 if poll else 30.0)
+    h, in_files = run_cut_log(tmp_path, append=True, tail=tail)
+    assert_each_once_in_order(h, in_files)
+    assert sum(b.lost_lines_estimate or 0 for b in h.batches) <= COUNT - len(h.steps())
+
+
+def test_a_cut_log_whose_copy_is_gone_counts_what_it_saw_but_did_not_read(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_bytes(b"".join(f"step={i:06d} loss=0.5\n".encode() for i in range(10)))
+    follower = FileFollower(str(log), chunk_bytes=100)
+    assert follower.check()
+    assert follower.read_chunk() == log.read_bytes()[:100]  # 210 bytes seen, 100 read
+    os.truncate(log, 0)  # `> log`, or a copy compressed and removed before the tail looked
+    with open(log, "ab") as f:
+        f.write(b"step=000100 loss=0.5\n")
+    assert follower.check() and follower.ending == "truncated"
+    assert follower.read_chunk() == b""  # no copy to read the rest from
+    assert follower.end_generation() == "truncated"
+    assert follower.check() and follower.read_chunk() == b"step=000100 loss=0.5\n"
+    assert follower.take_lost() == 110
+    assert follower.take_lost() == 0
+    follower.close()
+
+
+def test_the_recorder_writes_a_log_dropped_event_for_lost_lines(tmp_path):
+    writer = SessionWriter(tmp_path / "s")
+    LogSink()(writer, LogBatch("/x/train.log", 1.0, lost_bytes=60, lost_lines_estimate=3))
+    writer.close()
+    events = [json.loads(line) for line in (tmp_path / "s" / "events.jsonl").read_text()
+              .splitlines()]
+    [event] = [e for e in events if e["kind"] == "log_dropped"]
+    assert event["lost_bytes"] == 60 and event["lost_lines_estimate"] == 3
+    assert event["task"] == "/x/train.log" and "about 3 lines" in event["msg"]
+
+
+@pytest.mark.parametrize(("name", "copy", "rotated"), [
+    ("train.log.1", True, True),
+    ("train.log-20250101", True, True),  # logrotate dateext
+    ("train.log-2025010112.3", True, True),
+    ("train-20250101.log", True, True),  # dateext with `extension .log`
+    ("train.1.log", True, True),
+    ("train.log.bak", True, False),  # matched by content only, never read as a later stretch
+    ("train.log.1.gz", False, False),  # compressed: its bytes are not the log's
+    ("train.log", False, False),
+    ("train2.log", False, False),
+    ("other.log.1", False, False),
+])
+def test_which_names_are_copies_of_a_log(name, copy, rotated):
+    assert is_copy_name(name, "train.log") is copy
+    assert rotation_suffix(name, "train.log") is rotated
+
+
+def test_a_backup_made_after_the_copy_is_not_read_as_a_stretch_of_the_log(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_bytes(b"".join(f"step={i:06d} loss=0.5\n".encode() for i in range(5)))
+    tail = LogTailCollector(str(log), poll=True, poll_interval_s=0.0)
+    tail.open()
+    first = tail.sample()
+    with open(log, "ab") as f:
+        f.write(b"step=000005 loss=0.5\n")
+    shutil.copyfile(log, f"{log}.1")
+    os.truncate(log, 0)
+    (tmp_path / "train.log.bak").write_bytes(b"step=000099 loss=0.5\n")  # newer, not rotation's
+    with open(log, "ab") as f:
+        f.write(b"step=000006 loss=0.5\n")
+    got = [first] + [tail.sample() for _ in range(5)]
+    tail.close()
+    assert [m.step for b in got for _, m in b.metrics] == list(range(7))
+
+
+def test_the_task_row_says_how_many_lines_a_cut_lost():
+    from gpuherd.tasks import TaskTracker
+    from tui.tasks import health_text
+
+    tracker = TaskTracker()
+    tracker.add_batch(LogBatch("/x/train.log", 1.0, "generic", lines_read=3, generation=1))
+    assert "lost" not in health_text(tracker.view("/x/train.log")).plain
+    tracker.add_batch(LogBatch("/x/train.log", 2.0, "generic", lines_read=1, generation=2,
+                               truncated=True, lost_bytes=63, lost_lines_estimate=3))
+    tracker.add_batch(LogBatch("/x/train.log", 3.0, "generic", lost_bytes=21,
+                               lost_lines_estimate=1, generation=2))
+    view = tracker.view("/x/train.log")
+    assert (view.lost_bytes, view.lost_lines) == (84, 4)
+    assert health_text(view).plain.endswith("4 lost")
+
+
+def test_the_recorder_writes_what_a_cut_lost_as_a_log_dropped_event(tmp_path):
+    # `gpuherd record` reads once a second: two cuts fall between two reads.
+    logs, root = tmp_path / "logs", tmp_path / "s"
+    logs.mkdir()
+    log = logs / "train.log"
+    log.touch()
+    recording = Recording(root, RecordingOptions(logs=[str(log)], peak_interval_s=0))
+    recording.start()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(COUNT), "overwrite"])
+    stop = threading.Event()
+    cutter = threading.Thread(target=cut_every, args=(log, 0.5, stop))
+    cutter.start()
+    assert writer.wait(60) == 0
+    stop.set()
+    cutter.join(10)
+    in_files = {s for p in logs.iterdir() for s in steps_in(p)}
+    time.sleep(1.5)  # the recorder's next read; stop() then reads every log to its end
+    assert recording.stop() is None
+    got = loss_steps(root)
+    assert got == sorted(set(got)) and in_files <= set(got)
+    events = [json.loads(line) for line in (root / "events.jsonl").read_text().splitlines()]
+    lost = [e for e in events if e["kind"] == "log_dropped" and e.get("reason") == "cut"]
+    assert sum(e["lost_lines_estimate"] for e in lost) == COUNT - len(got)
+    assert all(e["task"] == str(log) and e["lost_bytes"] % 21 == 0 for e in lost)
+
+
+def test_the_first_real_bytes_are_found_past_a_hole_sparse_or_written(tmp_path):
+    sparse, written, empty = tmp_path / "sparse", tmp_path / "written", tmp_path / "empty"
+    with open(sparse, "wb") as f:
+        f.seek(1 << 30)  # a writer without O_APPEND after a 1 GiB log was cut
+        f.write(b"step=000001 loss=0.5\n")
+    written.write_bytes(b"\0" * 100_000 + b"x")
+    empty.write_bytes(b"\0" * 1000)
+    for path, expected in ((sparse, (1 << 30, b"step=000001")), (written, (100_000, b"x")),
+                           (empty, (0, b""))):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            at, first = head_of(fd, 11)
+        finally:
+            os.close(fd)
+        assert (at, first) == expected
