@@ -25,6 +25,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from collectors.base import GpuherdError
 from gpuherd.export.address import METRICS_PATH, ListenAddress
+from gpuherd.format import visible
 
 REQUEST_TIMEOUT_S = 10.0
 """A connection idle this long is closed (a slow or stuck client holds one thread, briefly)."""
@@ -169,7 +170,7 @@ class MetricsServer(ThreadingHTTPServer):
         self._slots = threading.BoundedSemaphore(max_connections)
         self._busy_said_at: float | None = None
         self.tls = tls
-        self.report = report or (lambda line: print(f"gpuherd: {line}", file=sys.stderr))
+        self.report = report or (lambda line: print(f"gpuherd: {visible(line)}", file=sys.stderr))
         self.listen = address
         try:
             infos = socket.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM,
