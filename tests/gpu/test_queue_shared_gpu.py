@@ -99,8 +99,8 @@ def test_a_zero_need_job_and_a_job_with_its_own_pythonpath_run_past_forged_claim
     alloc = ("import torch; x = torch.ones(256 << 20, device='cuda'); "
              "torch.cuda.synchronize(); print('zero-need job held', x.numel(), 'floats')")
     _queue(env, work, "--name", "zero", "--", sys.executable, "-c", alloc)
-    shadowed = {**env, "PYTHONPATH": str(shadow)}
-    _queue(shadowed, work, "--name", "shadowed", "--vram", "2GiB", "--", sys.executable, "-c",
+    _queue(env, work, "--name", "shadowed", "--vram", "2GiB", "--env", f"PYTHONPATH={shadow}",
+           "--", sys.executable, "-c",
            "import os; print('job PYTHONPATH', os.environ['PYTHONPATH'])")
     runner_log = tmp_path / "runner.log"
     with runner_log.open("w") as log:
