@@ -34,8 +34,8 @@ class LogFormats(Protocol):
     def detect_late(self, lines: Sequence[str], path: str | None) -> str | None:
         """A console format later lines of a `generic` log show (banners came first), or None."""
 
-    def make_parser(self, name: str) -> LineParser:
-        """A fresh parser for format `name`."""
+    def make_parser(self, name: str, plain_lines: bool = True) -> LineParser:
+        """A fresh parser for format `name`; without `plain_lines`, its own lines only."""
 
     def document_format(self, path: str, forced: str | None) -> str | None:
         """The whole-file format `path` is read with (`trainer_state.json`), else `None`."""
@@ -54,19 +54,26 @@ class LogFormats(Protocol):
 
 
 class RegistryFormats:
-    """The real formats: `parsers.registry`, `parsers.hf_trainer` and `parsers.findings`."""
+    """The real formats: `parsers.registry`, `parsers.hf_trainer` and `parsers.findings`.
+
+    Formats in `off` are never detected (`parsers.registry.FRAMEWORK_FORMATS`, to measure the
+    generic reader alone); a forced one is still used.
+    """
+
+    def __init__(self, off: frozenset[str] = frozenset()) -> None:
+        self.off = off
 
     def detect(self, lines: Sequence[str], path: str | None) -> str:
         """Delegate to `parsers.registry.detect_format`."""
-        return registry.detect_format(lines, path=path)
+        return registry.detect_format(lines, path, self.off)
 
     def detect_late(self, lines: Sequence[str], path: str | None) -> str | None:
         """Delegate to `parsers.registry.detect_late_format`."""
-        return registry.detect_late_format(lines, path=path)
+        return registry.detect_late_format(lines, path, self.off)
 
-    def make_parser(self, name: str) -> LineParser:
+    def make_parser(self, name: str, plain_lines: bool = True) -> LineParser:
         """Delegate to `parsers.registry.make_parser` (`ValueError` for an unknown name)."""
-        return registry.make_parser(name)
+        return registry.make_parser(name, plain_lines)
 
     def document_format(self, path: str, forced: str | None) -> str | None:
         """A forced document format, else the one the file's first bytes (or its name) show.
@@ -76,7 +83,7 @@ class RegistryFormats:
         """
         if forced is not None:
             return forced if forced in registry.DOCUMENT_FORMATS else None
-        name = registry.detect_format(_head_lines(path), path=path)
+        name = registry.detect_format(_head_lines(path), path, self.off)
         return name if name in registry.DOCUMENT_FORMATS else None
 
     def is_document(self, name: str) -> bool:
