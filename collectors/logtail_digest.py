@@ -59,8 +59,8 @@ class LineDigest:
     yet keeps waiting that way for `LATE_DETECT_LINES` more lines, each read's lines checked
     for a console format (`LogFormats.detect_late`), so banners before a progress bar do not
     fix the format. A new generation (`restart()`) detects again unless the format is forced.
-    A forced format reads its own lines only, not a console format's plain `key=value` lines,
-    so that a wrong one shows as lines that gave nothing.
+    A forced format reads what the detected one would: a console format's own lines and the
+    plain `key=value` lines beside them (`parsers.registry.make_parser`).
 
     `gpuherd parse` digests a finished file with this same class (no `received_at`, no cap on
     findings), so a file gives the same metrics and findings whichever way it is read.
@@ -193,10 +193,7 @@ class LineDigest:
             self._parser, self.format = _NoLines(), name
             return
         try:
-            if name == self._forced:
-                self._parser = self._formats.make_parser(name, plain_lines=False)
-            else:
-                self._parser = self._formats.make_parser(name)
+            self._parser = self._formats.make_parser(name)
         except (KeyError, ValueError) as error:
             raise CollectorUnavailable(f"{self._path}: unknown log format {name!r} ({error})",
                                        title="log") from error

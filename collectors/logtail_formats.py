@@ -34,8 +34,8 @@ class LogFormats(Protocol):
     def detect_late(self, lines: Sequence[str], path: str | None) -> str | None:
         """A console format later lines of a `generic` log show (banners came first), or None."""
 
-    def make_parser(self, name: str, plain_lines: bool = True) -> LineParser:
-        """A fresh parser for format `name`; without `plain_lines`, its own lines only."""
+    def make_parser(self, name: str) -> LineParser:
+        """A fresh parser for format `name`."""
 
     def document_format(self, path: str, forced: str | None) -> str | None:
         """The whole-file format `path` is read with (`trainer_state.json`), else `None`."""
@@ -60,6 +60,8 @@ class RegistryFormats:
     generic reader alone); a forced one is still used.
     """
 
+    off: frozenset[str] = frozenset()
+
     def __init__(self, off: frozenset[str] = frozenset()) -> None:
         self.off = off
 
@@ -71,9 +73,9 @@ class RegistryFormats:
         """Delegate to `parsers.registry.detect_late_format`."""
         return registry.detect_late_format(lines, path, self.off)
 
-    def make_parser(self, name: str, plain_lines: bool = True) -> LineParser:
+    def make_parser(self, name: str) -> LineParser:
         """Delegate to `parsers.registry.make_parser` (`ValueError` for an unknown name)."""
-        return registry.make_parser(name, plain_lines)
+        return registry.make_parser(name)
 
     def document_format(self, path: str, forced: str | None) -> str | None:
         """A forced document format, else the one the file's first bytes (or its name) show.

@@ -14,8 +14,8 @@ from parsers.model import LogMetric
 class _Failing(RegistryFormats):
     """The registry's formats, but the parser fails on `boom` with an error it does not catch."""
 
-    def make_parser(self, name: str, plain_lines: bool = True):  # type: ignore[no-untyped-def]
-        parser = super().make_parser(name, plain_lines)
+    def make_parser(self, name: str):  # type: ignore[no-untyped-def]
+        parser = super().make_parser(name)
         inner = parser.feed
         seen: list[bool] = []
 
