@@ -81,7 +81,7 @@ class LineDigest:
         """The format in use; `None` while detection waits for lines."""
         self._parser: LineParser | None = None
         self._waiting: list[tuple[int, str, float, bool]] = []
-        self._first_lines: list[str] = []
+        self._first_lines: list[tuple[int, str]] = []
         self._sampling = forced_format is None  # gathering `_first_lines` for detection
         self._held_bytes = 0
         self._provisional = False
@@ -124,7 +124,7 @@ class LineDigest:
             line_no, text = item
             self._scan(line_no, text)
             if self._sampling and len(self._first_lines) < DETECT_LINES:
-                self._first_lines.append(text)
+                self._first_lines.append((line_no, text))
             if self._holding():
                 self._hold(line_no, text, received_at, False)
             else:
@@ -173,8 +173,13 @@ class LineDigest:
                     and self._late_lines < LATE_DETECT_LINES and self._forced is None))
 
     def _detect(self) -> None:
+        earlier: list[str] = []  # lines a provisional format has parsed already
         if self._parser is None or self._provisional:
-            sample = self._first_lines or [text for _, text, _, _ in self._waiting]
+            if self._parser is not None:
+                first_waiting = self._waiting[0][0]
+                earlier = [text for number, text in self._first_lines if number < first_waiting]
+            sample = [text for _, text in self._first_lines] \
+                or [text for _, text, _, _ in self._waiting]
             self._provisional = len(self._first_lines) < DETECT_LINES
             name = self._formats.detect(sample, self._path)
             if not self._provisional:  # settled: the sample is not needed any more
@@ -185,6 +190,20 @@ class LineDigest:
             name = self._formats.detect_late(lines, self._path) or "generic"
         if name != self.format:
             self._use(name)
+            self._warm(earlier)
+
+    def _warm(self, lines: list[str]) -> None:
+        """Feed a new parser the lines read before it, dropping what they give.
+
+        A provisional format read them already (their metrics are out); its successor still
+        needs the state they set, such as an epoch header or the start of a table.
+        """
+        assert self._parser is not None
+        for text in lines:
+            try:
+                self._parser.feed(text)
+            except ValueError:
+                pass
 
     def _use(self, name: str) -> None:
         if self._formats.is_document(name):

@@ -288,3 +288,15 @@ def test_a_forced_format_with_plain_lines_gives_what_detection_gives(tmp_path: P
     assert forced == detected
     assert sorted(forced["metrics"]) == [1, 2, 3, 4]  # the plain lines 2 and 3 are read
     assert [(n, kind) for n, kind, _ in forced["findings"]] == [(2, "nan")]
+
+
+@pytest.mark.parametrize("name", ["keras/verbose2.log", "sb3/ppo_breakout.log"])
+def test_a_tail_that_sees_one_line_at_a_time_keeps_the_state_detection_comes_too_late_for(
+    name: str, tmp_path: Path,
+) -> None:
+    # The first reads hold too few lines to settle the format; the parser chosen later is fed
+    # the lines read before it (an `Epoch 1/3` header, a table's start) and reads the rest
+    # with their state, as `parse` does.
+    log = DATA / name
+    lines = log.read_bytes().splitlines(keepends=True)
+    _same_both_ways(log, tmp_path, lines)
