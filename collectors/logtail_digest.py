@@ -80,7 +80,7 @@ class LineDigest:
         self.format: str | None = None
         """The format in use; `None` while detection waits for lines."""
         self._parser: LineParser | None = None
-        self._waiting: list[tuple[int, str, float, bool]] = []
+        self._waiting: list[tuple[int, str, float | None, bool]] = []
         self._first_lines: list[tuple[int, str]] = []
         self._sampling = forced_format is None  # gathering `_first_lines` for detection
         self._held_bytes = 0
