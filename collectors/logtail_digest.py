@@ -1,4 +1,4 @@
-"""Parse the lines of one followed log: format detection, metrics, findings and counts."""
+"""Digest the lines of one log, followed or finished: detection, metrics, findings, counts."""
 
 from __future__ import annotations
 
@@ -38,6 +38,14 @@ class DigestParts:
     findings: tuple[tuple[int, LogFinding], ...]
     unparsed_lines: int
     findings_dropped: int
+    first_unparsed: tuple[int, str] | None = None
+    """The first unparsed line (or one with values left out) since the last `take()`, and why."""
+
+
+def left_out(metric: LogMetric) -> str:
+    """Why a metric's line counts as unparsed although it gave values."""
+    return (f"{metric.unparsed_values} value(s) left out (not a number, a step or epoch that "
+            "is no count, or infinite where only a loss may be); the others kept")
 
 
 class LineDigest:
@@ -51,6 +59,11 @@ class LineDigest:
     yet keeps waiting that way for `LATE_DETECT_LINES` more lines, each read's lines checked
     for a console format (`LogFormats.detect_late`), so banners before a progress bar do not
     fix the format. A new generation (`restart()`) detects again unless the format is forced.
+    A forced format reads what the detected one would: a console format's own lines and the
+    plain `key=value` lines beside them (`parsers.registry.make_parser`).
+
+    `gpuherd parse` digests a finished file with this same class (no `received_at`, no cap on
+    findings), so a file gives the same metrics and findings whichever way it is read.
     """
 
     def __init__(
@@ -58,15 +71,17 @@ class LineDigest:
         formats: LogFormats,
         path: str,
         forced_format: str | None = None,
+        max_findings: int = MAX_FINDINGS_PER_BATCH,
     ) -> None:
         self._formats = formats
         self._path = path
         self._forced = forced_format
+        self._max_findings = max_findings
         self.format: str | None = None
         """The format in use; `None` while detection waits for lines."""
         self._parser: LineParser | None = None
-        self._waiting: list[tuple[int, str, float, bool]] = []
-        self._first_lines: list[str] = []
+        self._waiting: list[tuple[int, str, float | None, bool]] = []
+        self._first_lines: list[tuple[int, str]] = []
         self._sampling = forced_format is None  # gathering `_first_lines` for detection
         self._held_bytes = 0
         self._provisional = False
@@ -75,17 +90,22 @@ class LineDigest:
         self._metrics: list[tuple[int, LogMetric]] = []
         self._findings: list[tuple[int, LogFinding]] = []
         self._unparsed = 0
+        self._first_unparsed: tuple[int, str] | None = None
         self._dropped = 0
         self._tracebacks = TracebackHold()
         if forced_format is not None:
             self._use(forced_format)
 
-    def restart(self) -> None:
-        """A new file generation begins: forget parser state, detect again unless forced."""
+    def finish(self) -> None:
+        """The file generation has ended: detect the lines still waiting, end a held traceback."""
         self.detect_if_due(force=True)
         ended = self._tracebacks.flush()
         if ended is not None:
             self._keep_finding(*ended)
+
+    def restart(self) -> None:
+        """A new file generation begins: forget parser state, detect again unless forced."""
+        self.finish()
         if self._forced is not None:
             if self._parser is not None:
                 self._parser.reset()
@@ -94,8 +114,8 @@ class LineDigest:
             self._first_lines, self._provisional, self._sampling = [], False, True
             self._late_lines, self._generic_metrics = 0, False
 
-    def add(self, lines: Iterable[tuple[int, str]], received_at: float) -> None:
-        """Digest complete lines `(line_no, text)`."""
+    def add(self, lines: Iterable[tuple[int, str]], received_at: float | None) -> None:
+        """Digest complete lines `(line_no, text)`; `received_at` stamps untimed metrics."""
         rest = iter(lines)
         while self._sampling or self._holding():
             item = next(rest, None)
@@ -104,7 +124,7 @@ class LineDigest:
             line_no, text = item
             self._scan(line_no, text)
             if self._sampling and len(self._first_lines) < DETECT_LINES:
-                self._first_lines.append(text)
+                self._first_lines.append((line_no, text))
             if self._holding():
                 self._hold(line_no, text, received_at, False)
             else:
@@ -113,7 +133,7 @@ class LineDigest:
         # checks above are skipped for the rest, the hot path of a log written fast.
         self._parse_lines(rest, received_at, False, scan=True)
 
-    def add_update(self, line_no: int, text: str, received_at: float) -> None:
+    def add_update(self, line_no: int, text: str, received_at: float | None) -> None:
         r"""Digest the newest state of a `\r`-updated line still being written."""
         self._scan(line_no, text)
         if self._holding():
@@ -141,8 +161,9 @@ class LineDigest:
         """Hand over what was gathered and start gathering afresh."""
         findings = tuple(sorted(self._findings, key=lambda item: item[0]))
         parts = DigestParts(tuple(self._metrics), findings, self._unparsed,
-                            self._dropped)
+                            self._dropped, self._first_unparsed)
         self._metrics, self._findings, self._unparsed, self._dropped = [], [], 0, 0
+        self._first_unparsed = None
         return parts
 
     def _holding(self) -> bool:
@@ -152,8 +173,13 @@ class LineDigest:
                     and self._late_lines < LATE_DETECT_LINES and self._forced is None))
 
     def _detect(self) -> None:
+        earlier: list[str] = []  # lines a provisional format has parsed already
         if self._parser is None or self._provisional:
-            sample = self._first_lines or [text for _, text, _, _ in self._waiting]
+            if self._parser is not None:
+                first_waiting = self._waiting[0][0]
+                earlier = [text for number, text in self._first_lines if number < first_waiting]
+            sample = [text for _, text in self._first_lines] \
+                or [text for _, text, _, _ in self._waiting]
             self._provisional = len(self._first_lines) < DETECT_LINES
             name = self._formats.detect(sample, self._path)
             if not self._provisional:  # settled: the sample is not needed any more
@@ -164,6 +190,20 @@ class LineDigest:
             name = self._formats.detect_late(lines, self._path) or "generic"
         if name != self.format:
             self._use(name)
+            self._warm(earlier)
+
+    def _warm(self, lines: list[str]) -> None:
+        """Feed a new parser the lines read before it, dropping what they give.
+
+        A provisional format read them already (their metrics are out); its successor still
+        needs the state they set, such as an epoch header or the start of a table.
+        """
+        assert self._parser is not None
+        for text in lines:
+            try:
+                self._parser.feed(text)
+            except ValueError:
+                pass
 
     def _use(self, name: str) -> None:
         if self._formats.is_document(name):
@@ -178,16 +218,16 @@ class LineDigest:
                                        title="log") from error
         self.format = name
 
-    def _hold(self, line_no: int, text: str, received_at: float, update: bool) -> None:
+    def _hold(self, line_no: int, text: str, received_at: float | None, update: bool) -> None:
         self._waiting.append((line_no, text, received_at, update))
         self._held_bytes += len(text)
         if len(self._waiting) >= DETECT_LINES or self._held_bytes >= DETECT_HOLD_BYTES:
             self.detect_if_due()
 
-    def _parse(self, line_no: int, text: str, received_at: float, update: bool) -> None:
+    def _parse(self, line_no: int, text: str, received_at: float | None, update: bool) -> None:
         self._parse_lines(((line_no, text),), received_at, update)
 
-    def _parse_lines(self, lines: Iterable[tuple[int, str]], received_at: float,
+    def _parse_lines(self, lines: Iterable[tuple[int, str]], received_at: float | None,
                      update: bool, scan: bool = False) -> None:
         """Parse lines with the format's parser; `scan` runs the findings scan on each first."""
         assert self._parser is not None
@@ -198,6 +238,7 @@ class LineDigest:
         tracebacks = self._tracebacks
         # Counted in locals and stored once: this loop runs for every line of a fast log.
         unparsed = 0
+        first_unparsed = self._first_unparsed
         metrics_before = len(self._metrics)
         # Every parsed line allocates a few tuples and a `LogMetric` that all stay alive until
         # `take()`: the cyclic collector finds nothing among them, yet runs again and again
@@ -216,13 +257,18 @@ class LineDigest:
                         self._add_finding(line_no, finding)
                 try:
                     metric = feed(text)
-                except ValueError:
+                except ValueError as error:
                     unparsed += 1
+                    if first_unparsed is None:
+                        first_unparsed = (line_no, str(error)[:200])
                     continue
                 if metric is None:
                     continue
-                unparsed += metric.unparsed_values > 0  # e.g. a bad CSV cell
-                if metric.taken_at is None:
+                if metric.unparsed_values:  # e.g. a bad CSV cell
+                    unparsed += 1
+                    if first_unparsed is None:
+                        first_unparsed = (line_no, left_out(metric))
+                if metric.taken_at is None and received_at is not None:
                     metric = LogMetric(metric.values, metric.step, metric.epoch, received_at)
                 keep((line_no, metric))
                 findings = from_metric(metric)
@@ -234,6 +280,7 @@ class LineDigest:
                 gc.enable()
             if not update:  # an update is parsed again when its line completes: count it then
                 self._unparsed += unparsed
+                self._first_unparsed = first_unparsed
             if self.format == "generic" and len(self._metrics) > metrics_before:
                 self._generic_metrics = True
 
@@ -258,7 +305,7 @@ class LineDigest:
         self._keep_finding(line_no, finding)
 
     def _keep_finding(self, line_no: int, finding: LogFinding) -> None:
-        if len(self._findings) < MAX_FINDINGS_PER_BATCH:
+        if len(self._findings) < self._max_findings:
             self._findings.append((line_no, finding))
         else:
             self._dropped += 1

@@ -54,15 +54,24 @@ class LogFormats(Protocol):
 
 
 class RegistryFormats:
-    """The real formats: `parsers.registry`, `parsers.hf_trainer` and `parsers.findings`."""
+    """The real formats: `parsers.registry`, `parsers.hf_trainer` and `parsers.findings`.
+
+    Formats in `off` are never detected (`parsers.registry.FRAMEWORK_FORMATS`, to measure the
+    generic reader alone); a forced one is still used.
+    """
+
+    off: frozenset[str] = frozenset()
+
+    def __init__(self, off: frozenset[str] = frozenset()) -> None:
+        self.off = off
 
     def detect(self, lines: Sequence[str], path: str | None) -> str:
         """Delegate to `parsers.registry.detect_format`."""
-        return registry.detect_format(lines, path=path)
+        return registry.detect_format(lines, path, self.off)
 
     def detect_late(self, lines: Sequence[str], path: str | None) -> str | None:
         """Delegate to `parsers.registry.detect_late_format`."""
-        return registry.detect_late_format(lines, path=path)
+        return registry.detect_late_format(lines, path, self.off)
 
     def make_parser(self, name: str) -> LineParser:
         """Delegate to `parsers.registry.make_parser` (`ValueError` for an unknown name)."""
@@ -76,7 +85,7 @@ class RegistryFormats:
         """
         if forced is not None:
             return forced if forced in registry.DOCUMENT_FORMATS else None
-        name = registry.detect_format(_head_lines(path), path=path)
+        name = registry.detect_format(_head_lines(path), path, self.off)
         return name if name in registry.DOCUMENT_FORMATS else None
 
     def is_document(self, name: str) -> bool:

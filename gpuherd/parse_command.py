@@ -6,27 +6,26 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable, Iterator
-from itertools import chain, islice
+from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import IO, Any
 
-from collectors.logtail_lines import DEFAULT_MAX_LINE_BYTES, LineAssembler, read_lines
-from collectors.tracebacks import TracebackHold
+from collectors.logtail_digest import LineDigest, left_out
+from collectors.logtail_formats import RegistryFormats
+from collectors.logtail_lines import (
+    DEFAULT_MAX_LINE_BYTES,
+    READ_CHUNK_BYTES,
+    LineAssembler,
+    read_lines,
+)
 from gpuherd import exit_codes
 from gpuherd.format import visible
 from gpuherd.tasks.health import judge_histories, wants
 from gpuherd.tasks.series import MetricSeries
-from parsers.findings import findings_from_metric, scan_line
+from parsers.findings import findings_from_metric
 from parsers.hf_trainer import read_trainer_state
 from parsers.model import LogFinding, LogMetric
-from parsers.registry import (
-    DOCUMENT_FORMATS,
-    FORMAT_NAMES,
-    LATE_DETECT_LINES,
-    detect_format,
-    detect_late_format,
-    make_parser,
-)
+from parsers.registry import DOCUMENT_FORMATS, FORMAT_NAMES
 
 SAMPLE_LINES = 200
 """Lines read before choosing a format."""
@@ -141,78 +140,89 @@ def parse_file(path: str, log_format: str | None, emit: Emit,
                off: frozenset[str] = frozenset()) -> FileReport:
     r"""Parse one file, streaming it, and pass each metric value and finding to `emit`.
 
-    The file is cut into lines by `collectors.logtail_lines`, as a log tail and `record` cut
-    it: `\r` redraws, the line cap, NUL holes and invalid UTF-8 are read the same way. Formats
+    The file is read as a log tail reads it: cut into lines by `collectors.logtail_lines`
+    (`\r` redraws, the line cap, NUL holes, invalid UTF-8) and digested by
+    `collectors.logtail_digest.LineDigest` (detection, late detection, tracebacks, findings),
+    so `parse` only adds the trend findings of the whole run and formats the output. Formats
     in `off` are never detected (see `parsers.registry.FRAMEWORK_FORMATS`).
 
     Raises:
         OSError: the file cannot be opened or read (missing, a directory, no permission).
         ValueError: a document format whose text is not valid JSON.
     """
+    formats = RegistryFormats(off)
     with open(path, "rb") as handle:
-        assembler = LineAssembler()
-        lines = read_lines(handle, assembler)
-        sample = list(islice(lines, SAMPLE_LINES))
-        detected = detect_format([text for _, text in sample], path, off)
-        chosen = log_format or detected
-        if chosen in DOCUMENT_FORMATS:
-            report = _parse_document(path, handle, len(sample), chosen, emit)
-        else:
-            watch_late = log_format is None and chosen == "generic"
-            report = parse_lines(path, chosen, chain(sample, lines), emit, watch_late,
-                                 forced=log_format is not None, off=off)
-            report.cut_lines = assembler.too_long
+        document = formats.document_format(path, log_format)
+        report = None if document is None else _parse_document(path, handle, document, emit)
+        if report is None:
+            report = _digest_file(path, handle, formats, log_format, emit)
+        if report.format in DOCUMENT_FORMATS and report.lines == 0:  # named late, by lines
+            report = _parse_document(path, handle, report.format, emit)
         report.bytes_read = handle.tell()
-        report.detected = detected
+        report.detected = report.format if log_format is None else _detected(handle, formats, path)
         return report
 
 
-def parse_lines(path: str, log_format: str, lines: Iterable[tuple[int, str]], emit: Emit,
-                watch_late: bool = False, forced: bool = False,
-                off: frozenset[str] = frozenset()) -> FileReport:
-    """Parse numbered lines (`read_lines`) with a parser of `log_format`, emitting records.
-
-    With `watch_late`, a `generic` log whose lines gave no metric yet (banners, warnings) is
-    read in blocks, each checked for a console format first, for `LATE_DETECT_LINES` lines,
-    as the log tail does: a progress bar after the banners is parsed as one. A `forced`
-    format (`--format`) reads its own lines only, without a console format's plain lines.
-    """
-    # a forced format reads its own lines only, so that it can say it matched none
-    parser = make_parser(log_format, plain_lines=not forced)
-    report = FileReport(log_format)
-    history = _History()
-    numbered = _late_blocks(lines, path, report, off) if watch_late else lines
-    tracebacks = TracebackHold()  # as the log tail does: a Ctrl-C traceback is no failure
-    for number, line in numbered:
-        if report.format != log_format:  # `_late_blocks` found a console format
-            log_format = report.format
-            parser = make_parser(log_format)
-        report.lines = number
-        if _is_text(line):
-            report.text_lines += 1
-        try:
-            metric = parser.feed(line)
-        except ValueError as error:
-            report.count_error(number, error)
-            metric = None
-        ended = tracebacks.line(line) if tracebacks.held is not None else None
-        finding = scan_line(line)
-        if finding is not None and finding.kind == "traceback":
-            ended, finding = tracebacks.hold(number, finding) or ended, None
-        for found in (ended, None if finding is None else (number, finding)):
-            if found is not None:
-                report.findings += 1
-                emit(_finding_record(path, *found))
-        if metric is not None:
-            if metric.unparsed_values:
-                report.count_error(number, _left_out(metric))
-            _record_metric(path, number, log_format, metric, emit, report, history)
-    unended = tracebacks.flush()
-    if unended is not None:
-        emit(_finding_record(path, *unended))
+def _digest_file(path: str, handle: IO[bytes], formats: RegistryFormats,
+                 forced: str | None, emit: Emit) -> FileReport:
+    """Feed the file, chunk by chunk, through the tail's `LineDigest`; emit what each gave."""
+    digest = LineDigest(formats, path, forced, max_findings=sys.maxsize)
+    assembler = LineAssembler()
+    report = FileReport(forced or "generic")
+    history = TrendHistory()
+    ended = False
+    while not ended:
+        chunk = handle.read(READ_CHUNK_BYTES)
+        ended = not chunk
+        lines = assembler.feed(chunk) if chunk else assembler.flush()
+        report.text_lines += sum(map(_is_text, (text for _, text in lines)))
+        digest.add(lines, None)
+        if ended:
+            digest.finish()
+        if digest.format in DOCUMENT_FORMATS:
+            report.format = digest.format
+            return report  # a document after all: `parse_file` reads it whole
+        _emit_parts(path, digest, report, history, emit)
+    report.format = digest.format or formats.detect([], path)
+    report.lines = assembler.line_no
+    report.cut_lines = assembler.too_long
     for number, finding in history.findings():
+        report.findings += 1
         emit(_finding_record(path, number, finding))
     return report
+
+
+def _emit_parts(path: str, digest: LineDigest, report: FileReport, history: TrendHistory,
+                emit: Emit) -> None:
+    """Emit what the digest gathered, line by line: each line's metric, then its findings."""
+    parts = digest.take()
+    log_format = digest.format or "generic"
+    report.format = log_format
+    if parts.first_unparsed is not None and report.first_unparsed_line is None:
+        report.count_error(*parts.first_unparsed)
+        report.unparsed -= 1  # counted below, with the others
+    report.unparsed += parts.unparsed_lines
+    findings = iter(parts.findings)
+    pending = next(findings, None)
+    for number, metric in parts.metrics:
+        while pending is not None and pending[0] < number:
+            report.findings += 1
+            emit(_finding_record(path, *pending))
+            pending = next(findings, None)
+        report.metrics += 1
+        _emit_metric(path, number, log_format, metric, emit)
+        history.add(number, metric)
+    while pending is not None:
+        report.findings += 1
+        emit(_finding_record(path, *pending))
+        pending = next(findings, None)
+
+
+def _detected(handle: IO[bytes], formats: RegistryFormats, path: str) -> str:
+    """The format detection picks from the file's first lines (beside a forced one)."""
+    handle.seek(0)
+    sample = [text for _, text in islice(read_lines(handle), SAMPLE_LINES)]
+    return formats.detect(sample, path)
 
 
 _CONTROL = frozenset(chr(code) for code in range(32)) - {"\t", "\r", "\x1b"} | {"\ufffd"}
@@ -222,35 +232,6 @@ text) and the replacement of invalid UTF-8."""
 
 def _is_text(line: str) -> bool:
     return bool(line.strip()) and _CONTROL.isdisjoint(line)
-
-
-def _left_out(metric: LogMetric) -> str:
-    return (f"{metric.unparsed_values} value(s) left out (not a number, a step or epoch that "
-            "is no count, or infinite where only a loss may be); the others kept")
-
-
-def _late_blocks(numbered: Iterable[tuple[int, str]], path: str, report: FileReport,
-                 off: frozenset[str]) -> Iterator[tuple[int, str]]:
-    """The lines of a `generic` log, held in blocks while none of them gave a metric.
-
-    Each block of `SAMPLE_LINES` is checked for a console format (which becomes
-    `report.format`) before it is yielded.
-    """
-    block: list[tuple[int, str]] = []
-    watched = 0
-    for item in numbered:
-        if report.format != "generic" or report.metrics or watched >= LATE_DETECT_LINES:
-            yield item
-            continue
-        block.append(item)
-        if len(block) == SAMPLE_LINES:
-            watched += len(block)
-            report.format = detect_late_format([line for _, line in block], path, off) or "generic"
-            yield from block
-            block = []
-    if block:
-        report.format = detect_late_format([line for _, line in block], path, off) or "generic"
-        yield from block
 
 
 def iter_lines(handle: IO[bytes]) -> Iterator[str]:
@@ -265,26 +246,28 @@ def iter_lines(handle: IO[bytes]) -> Iterator[str]:
         last = number
 
 
-def _parse_document(
-    path: str, handle: IO[bytes], sample_lines: int, log_format: str, emit: Emit
-) -> FileReport:
+def _parse_document(path: str, handle: IO[bytes], log_format: str, emit: Emit) -> FileReport:
     handle.seek(0)
     data = handle.read(MAX_DOCUMENT_BYTES + 1)
     if len(data) > MAX_DOCUMENT_BYTES:
         raise ValueError(f"{log_format} document larger than {MAX_DOCUMENT_BYTES} bytes")
     report = FileReport(log_format)
-    history = _History()
+    history = TrendHistory()
     # a document has no log lines: `line` counts its records (log_history entries)
     metrics, unparsed = read_trainer_state(data.decode("utf-8", "replace"))
     for entry, reason in unparsed:
         report.count_error(entry, reason, "entry")
     for number, metric in enumerate(metrics, 1):
         if metric.unparsed_values:
-            report.count_error(number, _left_out(metric), "record")
-        _record_metric(path, number, log_format, metric, emit, report, history)
+            report.count_error(number, left_out(metric), "record")
+        report.metrics += 1
+        _emit_metric(path, number, log_format, metric, emit)
+        for found in findings_from_metric(metric):
+            emit(_finding_record(path, number, found))
+        history.add(number, metric)
     for number, finding in history.findings():
         emit(_finding_record(path, number, finding))
-    report.lines = sample_lines
+    report.lines = data.count(b"\n") + 1
     return report
 
 
@@ -317,14 +300,19 @@ def json_number(value: float) -> float | int | str:
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
-class _History:
-    """Recent points of the metrics `judge` reads, kept as the dashboard keeps them."""
+class TrendHistory:
+    """The points of the metrics `judge` reads, kept as the dashboard keeps them.
+
+    The trend findings (`stalled`, a rising loss) of a whole run: `parse` judges them at the
+    end of a file; a test judges a tail's metrics the same way to compare the two.
+    """
 
     def __init__(self) -> None:
         self.series: dict[str, MetricSeries] = {}
         self.last_line: dict[str, int] = {}
 
     def add(self, number: int, metric: LogMetric) -> None:
+        """Keep the values of line `number` that a trend rule reads."""
         for name, value in metric.values:
             series = self.series.get(name)
             if series is None:
@@ -336,6 +324,7 @@ class _History:
             self.last_line[name] = number
 
     def findings(self) -> list[tuple[int, LogFinding]]:
+        """The trend findings of the points kept, each at the last line of its metric."""
         return [(self.last_line[name], found) for name, found in judge_histories(self.series)]
 
 
@@ -398,13 +387,3 @@ def _reason(error: OSError) -> str:
     if isinstance(error, PermissionError):
         return "permission denied"
     return error.strerror or str(error)
-
-
-def _record_metric(path: str, number: int, log_format: str, metric: LogMetric, emit: Emit,
-                   report: FileReport, history: _History) -> None:
-    """Emit one parsed metric, the findings it carries by itself, and keep it for trend rules."""
-    report.metrics += 1
-    _emit_metric(path, number, log_format, metric, emit)
-    for found in findings_from_metric(metric):
-        emit(_finding_record(path, number, found))
-    history.add(number, metric)

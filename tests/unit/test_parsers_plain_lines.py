@@ -47,14 +47,19 @@ def test_gpuherd_parse_gives_the_nan_finding_and_the_accuracy(
         [(3, 0.83)]
 
 
-def test_a_forced_format_reads_its_own_lines_only(
+def test_a_forced_format_reads_the_plain_lines_as_the_detected_one_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # Forcing the format detection picks changes nothing, in `parse` as in a tail: the
+    # `loss=nan` of line 2 is still a NaN finding.
     log = tmp_path / "train.log"
     log.write_text(TQDM_LOG)
+    assert main(["parse", "--json", str(log)]) == 0
+    detected = capsys.readouterr().out
     assert main(["parse", "--json", "--format", "tqdm", str(log)]) == 0
-    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert sorted({r["line"] for r in records}) == [1, 4]  # the bars; no NaN, no val/acc
+    assert capsys.readouterr().out == detected
+    records = [json.loads(line) for line in detected.splitlines()]
+    assert sorted({r["line"] for r in records}) == [1, 2, 3, 4]
 
 
 def test_the_live_tail_gives_them_too(tmp_path: Path) -> None:
