@@ -7,22 +7,24 @@ takes it), a body dripped one byte every 2 s, and a chunked body that never ends
 gpuherd's `PrometheusClient` runs one query and the benchmark reports how long it took to
 give up and the peak memory it allocated meanwhile (tracemalloc). The anchor, in the same
 run, is the plain `urllib.request` read the client used before (`urlopen(...).read()` with a
-per-read timeout), stopped by the benchmark after `--seconds`: how much it had taken in by then
-and whether it was still reading. Goals: every hostile answer ends within the client's 5 s
-deadline, with memory under 2x its 32 MiB cap.
+per-read timeout), run in a child process so nothing it holds stays in this one, and killed
+after `--seconds`: its peak resident memory and whether it was still reading. Goals: every
+hostile answer ends within the client's 5 s deadline, with memory under 2x its 32 MiB cap.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import threading
 import time
 import tracemalloc
-import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -95,6 +97,31 @@ def measure(run: Callable[[], object], bound_s: float) -> tuple[float, int, bool
     return elapsed, peak, thread.is_alive()
 
 
+PLAIN_READ = """
+import sys, urllib.request
+request = urllib.request.Request(sys.argv[1] + "/api/v1/query", data=b"query=up")
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+opener.open(request, timeout=5).read()
+"""
+
+
+def plain_read(url: str, bound_s: float) -> tuple[float, int, bool]:
+    """The anchor in a child: seconds, its peak resident bytes, whether it was still reading."""
+    child = subprocess.Popen([sys.executable, "-c", PLAIN_READ, url])
+    process, peak = psutil.Process(child.pid), 0
+    started = time.monotonic()
+    while child.poll() is None and time.monotonic() - started < bound_s:
+        try:
+            peak = max(peak, process.memory_info().rss)
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    elapsed, alive = time.monotonic() - started, child.poll() is None
+    child.kill()
+    child.wait()
+    return elapsed, peak, alive
+
+
 def _swallow(run: Callable[[], object]) -> None:
     try:
         run()
@@ -115,14 +142,12 @@ def main() -> None:
         httpd = serve(send, stop)
         url = f"http://127.0.0.1:{httpd.server_address[1]}"
         client = PrometheusClient(url)
-        plain = urllib.request.Request(f"{url}/api/v1/query", data=b"query=up")
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        for reader, run in (("gpuherd", lambda c=client: c.query("up")),
-                            ("plain urllib read", lambda r=plain, o=opener:
-                             o.open(r, timeout=5).read())):
-            elapsed, peak, alive = measure(run, args.seconds)
-            print(f"{name:<16} {reader:<18} {elapsed:8.2f} {peak / 2**20:9.1f}  "
-                  f"{'yes' if alive else 'no'}", flush=True)
+        elapsed, peak, alive = measure(lambda c=client: c.query("up"), args.seconds)
+        print(f"{name:<16} {'gpuherd':<18} {elapsed:8.2f} {peak / 2**20:9.1f}  "
+              f"{'yes' if alive else 'no'}", flush=True)
+        elapsed, peak, alive = plain_read(url, args.seconds)
+        print(f"{name:<16} {'plain urllib read':<18} {elapsed:8.2f} {peak / 2**20:9.1f}  "
+              f"{'yes' if alive else 'no'} (peak RSS)", flush=True)
         stop.set()
         httpd.shutdown()
         httpd.server_close()
