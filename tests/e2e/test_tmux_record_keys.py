@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.tmux_pane import REPO, Pane
+from tests.e2e.tmux_pane import REPO, Pane, joined
 
 pytestmark = [
     pytest.mark.tmux,
@@ -46,11 +46,6 @@ def start(pane: Pane, session: Path, script: str, *args: str, width: int, height
             *args]
     pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; "
                "sleep 30", width, height)
-
-
-def joined(screen: str) -> str:
-    """The screen's text with lines joined: a long message wraps at the pane's width."""
-    return "".join(screen.splitlines())
 
 
 def steps(session: Path) -> list[int]:

@@ -11,6 +11,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+def joined(screen: str) -> str:
+    """The screen's text with lines joined: a long message wraps at the pane's width, at any
+    character (a longer temporary path moves the break), so a phrase is searched across it."""
+    return "".join(screen.splitlines())
+
+
 class Pane:
     """One tmux pane on a private tmux server (its own socket), so no user session is touched."""
 
