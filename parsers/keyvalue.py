@@ -24,6 +24,7 @@ from parsers.keyvalue_words import (
     parse_spaced_line,
 )
 from parsers.model import LogMetric
+from parsers.records import parse_record_line, renamed
 from parsers.text import (
     STANDARD_NAMES,
     local_timestamp,
@@ -81,7 +82,33 @@ def parse_generic_line(line: str) -> LogMetric | None:
     """
     line = normalise_line(line)
     if ":" not in line and "=" not in line:
-        return parse_spaced_line(line)
+        return parse_spaced_line(line) or _record(line)
+    metric = _keyvalue_metric(line)
+    if metric is None:
+        return _record(line)
+    if metric.step is None and metric.epoch is None and _RECORD_HINT.search(line):
+        # `Step 100/ 1000; acc: 4.10; ...`: a record whose step the pairs do not name
+        record = parse_record_line(line)
+        if record is not None and (record.step is not None or record.epoch is not None):
+            return record
+    return renamed(metric)
+
+
+_RECORD_HINT = re.compile(r" [:|] |;|\t|, ")
+_MAX_RECORD_CHARS = 512
+
+
+def _record(line: str) -> LogMetric | None:
+    """`parse_record_line` of a short line with a digit in it (others are no records)."""
+    if len(line) > _MAX_RECORD_CHARS or not any(map(str.isdigit, line)):
+        return None
+    if "%|" in line or "it/s" in line or "s/it" in line:
+        return None  # a progress bar: the progress formats' to read
+    return parse_record_line(line)
+
+
+def _keyvalue_metric(line: str) -> LogMetric | None:
+    """`parse_generic_line` of a normalised line with `:` or `=`, by plan or the long way."""
     # A log prints the same few shapes of line, numbers aside: the second time a shape gives
     # a metric, what the pair regex and the checks decided is kept as a plan, and lines of
     # that shape are read by it, at a third of the cost (`keyvalue_plans`). Lines that are not

@@ -1,0 +1,139 @@
+"""A record reader by structure: fields split by separators, step anchors, units and short names.
+
+For logs of frameworks no parser knows: `Ep. 62 : Up. 20000 : Cost 0.0638 * 898,943 : Time
+111.22s : 8082.72 words/s`, `Step 100/ 1000; acc: 4.10; ppl: 24633.68; xent: 10.11`, `Epoch
+1, Step: 1160, Batch Loss: 3.41, Tokens per Sec: 834, Lr: 0.000156`, `[0]  train-mlogloss:1.5
+test-mlogloss:1.6`. A line is cut into fields at ` : `, ` | `, `;`, `, ` and tabs; a field is a
+name and a number (`name: 2.31`, `name 2.31`, `name=2.31`) or a number and its unit (`812.5
+words/s`: the unit names the metric). The vocabulary (`parsers.vocabulary_short`) says what a
+name means; a record counts when it holds a known metric, and at most a few fields it cannot
+read.
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers.model import LogMetric
+from parsers.text import STANDARD_NAMES, metric_name
+from parsers.values import to_epoch, to_step
+from parsers.vocabulary_short import COUNTERS, SHORT_NAMES, SPLIT_FREE, UNIT_NAMES, split_of
+
+# a logging prefix: `[2022-12-14 14:41:34]`, `[2024-01-09 16:24:33,925 INFO]`,
+# `2022-02-26 16:56:01,610 - INFO - joeynmt.training -`, `[name] `, `TRAIN 2021-09-14T...:`
+_PREFIX = re.compile(
+    r"^(?:\s*\[[^\]]{0,60}\])*\s*"
+    r"(?:\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:-\s*\w+\s*-\s*[\w.]+\s*-\s*)?)?")
+_SEPARATORS = re.compile(r"\s+[:|]\s+|\s*;\s*|,\s+|\t+|\s+-\s+|\s*\|\s*|\s+\(|(?<=\d):\s+")
+_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?\.?\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
+# name, optional `:` or `=`, number, optional `/total`, optional unit
+_NAMED = re.compile(
+    rf"^(?P<name>[A-Za-z][\w.@/()-]*(?: [A-Za-z][\w.()-]*){{0,3}}?)\s*[:=]?\s*"
+    rf"(?:tensor\()?(?P<num>{_NUMBER})\)?(?:\s*/\s*(?P<total>\d+))?"
+    r"(?P<unit>%|[a-z]+(?:/[a-z]+)?)?(?:\s.*)?$")
+# number then unit: `8082.72 words/s`, `12000/11000 tok/s` (the last count is the target's)
+_UNITED = re.compile(
+    rf"^(?:(?:{_NUMBER})/)?(?P<num>{_NUMBER})\s*"
+    r"(?P<unit>[A-Za-z]+(?:/[A-Za-z]+)+|[A-Za-z]+ per [A-Za-z]+)$")
+_BARE_NUMBER = re.compile(_NUMBER)
+_BARE_NAME = re.compile(r"[A-Za-z][\w.-]*")
+_TRAILING_PAIR = re.compile(rf"[A-Za-z][\w.]*\s+(?:{_NUMBER})$")
+_LEADING_COUNT = re.compile(r"^\[(\d+)\]\s*")
+_VALIDATION = re.compile(
+    r"^(?:\[valid\]|valid(?:ation)?\b|dev\b|eval(?:uation)?\b|Valid(?:ation)?\b|Dev\b"
+    r"|Eval(?:uation)?\b|VALID|EVAL)")
+MAX_UNREAD = 3
+"""Fields a record may hold besides those it reads (prose, file names, `new best`)."""
+
+
+def parse_record_line(line: str) -> LogMetric | None:
+    """The metric of a separator-delimited record line; None when it is no such record."""
+    match = _PREFIX.match(line)
+    body = line[match.end():] if match else line
+    split = "val" if _VALIDATION.match(body) or "[valid]" in line[:40] else "train"
+    step: int | None = None
+    epoch: float | None = None
+    lead = _LEADING_COUNT.match(body)
+    if lead is not None:  # `[120]  valid_0's auc: 0.81`: the round, as LightGBM and XGBoost print
+        step = to_step(int(lead[1]))
+        body = body[lead.end():]
+    values: list[tuple[str, float]] = []
+    unread = 0
+    known = 0
+    pending = ""  # `cross-entropy : 0.2433`: a name alone, its number in the next field
+    for field in _SEPARATORS.split(body):
+        field = field.strip(" ()")
+        if not field:
+            continue
+        if pending and _BARE_NUMBER.fullmatch(field):
+            field, unread = f"{pending} {field}", unread - 1
+        pending = field if _BARE_NAME.fullmatch(field) else ""
+        read = _read_field(field, split)
+        if read is None:
+            tail = _TRAILING_PAIR.search(field)  # `... at epoch 1`: the pair at the end
+            read = None if tail is None else _read_field(tail[0], split)
+        if read is None:
+            unread += 1
+            continue
+        name, number = read
+        counter = COUNTERS.get(name)
+        if counter == "step":
+            step = to_step(number) if step is None else step
+        elif counter == "epoch":
+            epoch = to_epoch(number) if epoch is None else epoch
+        elif counter is None:
+            values.append((name, number))
+            known += name in STANDARD_NAMES
+    if not known or unread > MAX_UNREAD + len(values):
+        return None
+    return LogMetric(tuple(values), step, epoch)
+
+
+def _read_field(field: str, split: str) -> tuple[str, float] | None:
+    """(metric name or counter, number) of one field, or None for a field it cannot read."""
+    united = _UNITED.match(field)
+    if united is not None:
+        name = UNIT_NAMES.get(united["unit"].lower())
+        return None if name is None else (name, float(united["num"].replace(",", "")))
+    named = _NAMED.match(field)
+    if named is None:
+        return None
+    raw, text, unit = named["name"], named["num"], named["unit"]
+    number = float(text.replace(",", ""))
+    if named["total"] is not None and COUNTERS.get(raw.lower().rstrip(".:")) is None:
+        number = number / float(named["total"]) if float(named["total"]) else number
+    low = raw.lower().rstrip(":")
+    if low in COUNTERS:
+        return low, number
+    field_split = split_of(low, split)
+    bare = _strip_split(low)
+    base = SHORT_NAMES.get(bare)
+    if base is None and bare != low:  # `dev auxiliary Loss`: the last word after a split
+        base = SHORT_NAMES.get(bare.rsplit(None, 1)[-1])
+    if base is not None:
+        return (base if "/" in base or base in SPLIT_FREE else f"{field_split}/{base}"), number
+    if unit and unit not in ("%",) and unit.lower() in UNIT_NAMES:
+        return UNIT_NAMES[unit.lower()], number
+    name = metric_name(raw.replace(" ", "_"), field_split)
+    return (name, number) if name in STANDARD_NAMES else None
+
+
+def _strip_split(low: str) -> str:
+    for prefix in ("train ", "training ", "valid ", "validation ", "val ", "test ", "dev ",
+                   "eval ", "train-", "test-", "valid-", "eval-", "train_", "val_", "test_"):
+        if low.startswith(prefix):
+            return low[len(prefix):]
+    return low
+
+
+_RENAMES = {"xent": "train/loss", "avg.loss": "train/loss", "cost": "train/loss",
+            "gnorm": "grad_norm", "l.r.": "lr"}
+"""Short names the key-value reader keeps as printed, and what they mean."""
+
+
+def renamed(metric: LogMetric) -> LogMetric:
+    """`metric` with the short names of `_RENAMES` given their meaning."""
+    if not any(name in _RENAMES for name, _ in metric.values):
+        return metric
+    values = tuple((_RENAMES.get(name, name), value) for name, value in metric.values)
+    return LogMetric(values, metric.step, metric.epoch, metric.taken_at, metric.unparsed_values)
