@@ -151,8 +151,11 @@ def parse_plain_line(line: str) -> LogMetric | None:
     (Ultralytics' 1,700-character `engine/trainer:` settings).
     """
     line = normalise_line(line)  # the last `\r` frame: the format has just normalised it
-    if len(line) > MAX_PLAIN_CHARS or (":" not in line and "=" not in line):
+    if len(line) > MAX_PLAIN_CHARS:
         return None
+    if ":" not in line and "=" not in line:
+        # `val loss 5.25` among a format's own lines (llm.c beside nanoGPT-style steps)
+        return parse_spaced_line(line) if "loss" in line else None
     if "<" in line and "|" in line and line[-1:] == "]":
         # a progress bar (`| 0/? [00:00<?, ?it/s]`) that the format read or declined (an
         # evaluation or chore bar, one with no rate yet): its business, not a plain line
