@@ -86,7 +86,8 @@ def parse_generic_line(line: str) -> LogMetric | None:
     metric = _keyvalue_metric(line)
     if metric is None:
         return _record(line)
-    if metric.step is None and metric.epoch is None and _RECORD_HINT.search(line):
+    if (metric.step is None and metric.epoch is None and _RECORD_HINT.search(line)
+            and _has_counter_word(line)):
         # `Step 100/ 1000; acc: 4.10; ...`: a record whose step the pairs do not name
         record = parse_record_line(line)
         if record is not None and (record.step is not None or record.epoch is not None):
@@ -95,6 +96,12 @@ def parse_generic_line(line: str) -> LogMetric | None:
 
 
 _RECORD_HINT = re.compile(r" [:|] |;|\t|, ")
+
+
+def _has_counter_word(line: str) -> bool:
+    """Whether a line names a step or epoch in words a record reads (`Step`, `Up.`, `Ep.`)."""
+    low = line.lower()
+    return "step" in low or "ep." in low or "up." in low or "iter" in low or "epoch" in low
 _MAX_RECORD_CHARS = 512
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from parsers.keyvalue_plans import DIGITS_AS_ZERO, PLAN_CACHE_SIZE
 from parsers.model import LogMetric
 from parsers.text import STANDARD_NAMES, metric_name
 from parsers.values import to_epoch, to_step
@@ -47,7 +48,29 @@ MAX_UNREAD = 3
 
 
 def parse_record_line(line: str) -> LogMetric | None:
-    """The metric of a separator-delimited record line; None when it is no such record."""
+    """The metric of a separator-delimited record line; None when it is no such record.
+
+    A log repeats the shapes of its lines (the same text, other digits): a shape that gave no
+    record gives none again, and is not read a second time (bounded, like the key-value
+    reader's plans).
+    """
+    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
+    if shape in _NOT_RECORDS:
+        return None
+    metric = _read_record(line)
+    if metric is None:
+        if len(_NOT_RECORDS) >= PLAN_CACHE_SIZE:
+            _NOT_RECORDS.clear()
+        _NOT_RECORDS.add(shape)
+    return metric
+
+
+_NOT_RECORDS: set[bytes] = set()
+"""Shapes of lines that gave no record."""
+
+
+def _read_record(line: str) -> LogMetric | None:
+    """`parse_record_line` without the cache."""
     match = _PREFIX.match(line)
     body = line[match.end():] if match else line
     split = "val" if _VALIDATION.match(body) or "[valid]" in line[:40] else "train"
