@@ -1,0 +1,70 @@
+"""The generic format's parser, with the context a log carries across lines (epoch blocks)."""
+
+from __future__ import annotations
+
+import re
+
+from parsers.keyvalue import parse_generic_line
+from parsers.model import LogMetric
+from parsers.text import normalise_line
+from parsers.values import to_epoch
+
+CONTEXT_LINES = 12
+"""Lines after which an epoch heading or record no longer dates the lines below it."""
+
+# `Epoch 12`, `EPOCH 7`, `===== Epoch 1 =====`, `[run] Epoch 1.0000 dev BLEU4: ...`: the epoch
+# a block of lines below belongs to (no `:` before it, so `lr: ... epoch 3` is no heading)
+_EPOCH_HEADING = re.compile(r"^[^:]{0,60}?\b(?:[Ee]poch|EPOCH)\s+(\d+(?:\.\d+)?)\b(?!\s*/)")
+_EVALUATION_SIDES = ("val/", "test/")
+
+
+class GenericParser:
+    """`parse_generic_line`, plus the epoch of the block a validation line stands in.
+
+    `Epoch 1 - ... loss=4.93` then `Validation - loss=4.09 ppl=59.5`: the validation line
+    names no epoch, and belongs to epoch 1. A validation (or test) line without a step or
+    epoch (one with a validation value and no training value) takes the epoch of the last
+    record or heading that named one, within `CONTEXT_LINES` lines; a training line never
+    does (its counters are its own).
+    """
+
+    __slots__ = ("_age", "_epoch")
+
+    def __init__(self) -> None:
+        self._epoch: float | None = None
+        self._age = CONTEXT_LINES
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Parse one line, dating a validation line by the epoch block it stands in."""
+        metric = parse_generic_line(line)
+        self._age += 1
+        if metric is None:
+            if "poch" in line or "POCH" in line:
+                self._note_heading(line)
+            return None
+        if metric.epoch is not None:
+            self._epoch, self._age = metric.epoch, 0
+        elif (metric.step is None and self._epoch is not None and self._age <= CONTEXT_LINES
+              and _evaluation_only(metric)):
+            return LogMetric(metric.values, None, self._epoch, metric.taken_at,
+                             metric.unparsed_values)
+        return metric
+
+    def reset(self) -> None:
+        """Forget the epoch block (the log was truncated or rotated)."""
+        self._epoch, self._age = None, CONTEXT_LINES
+
+    def _note_heading(self, line: str) -> None:
+        heading = _EPOCH_HEADING.match(normalise_line(line))
+        if heading is not None:
+            try:
+                self._epoch, self._age = to_epoch(float(heading[1])), 0
+            except ValueError:
+                pass
+
+
+def _evaluation_only(metric: LogMetric) -> bool:
+    """Whether a metric reports the validation (or test) side and nothing of training."""
+    names = [name for name, _ in metric.values]
+    return (any(name.startswith(_EVALUATION_SIDES) for name in names)
+            and not any(name.startswith("train/") for name in names))
