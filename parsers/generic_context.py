@@ -6,8 +6,9 @@ import re
 
 from parsers.keyvalue import parse_generic_line
 from parsers.model import LogMetric
-from parsers.text import normalise_line
+from parsers.text import STANDARD_NAMES, normalise_line
 from parsers.values import to_epoch
+from parsers.vocabulary_short import METRIC_WORDS
 
 CONTEXT_LINES = 12
 """Lines after which an epoch heading or record no longer dates the lines below it."""
@@ -19,7 +20,12 @@ _EVALUATION_SIDES = ("val/", "test/")
 
 
 class GenericParser:
-    """`parse_generic_line`, plus the epoch of the block a validation line stands in.
+    """`parse_generic_line`, plus what a line means in the lines around it.
+
+    Before the first metric with a step or epoch, a line of settings (a learning rate, an
+    epoch count, `eps`, `weight_decay`: no name of a measured quantity) is the configuration
+    a run prints before it starts, not a metric (`lr: 0.0006`, `epochs : 10`, an optimizer
+    printout's `lr: 0.001`).
 
     `Epoch 1 - ... loss=4.93` then `Validation - loss=4.09 ppl=59.5`: the validation line
     names no epoch, and belongs to epoch 1. A validation (or test) line without a step or
@@ -28,11 +34,13 @@ class GenericParser:
     does (its counters are its own).
     """
 
-    __slots__ = ("_age", "_epoch")
+    __slots__ = ("_age", "_anchored", "_epoch")
 
     def __init__(self) -> None:
         self._epoch: float | None = None
         self._age = CONTEXT_LINES
+        self._anchored = False
+        """Whether a metric with a step or epoch has been read: the run has begun."""
 
     def feed(self, line: str) -> LogMetric | None:
         """Parse one line, dating a validation line by the epoch block it stands in."""
@@ -42,6 +50,10 @@ class GenericParser:
             if "poch" in line or "POCH" in line:
                 self._note_heading(line)
             return None
+        if metric.step is not None or metric.epoch is not None:
+            self._anchored = True
+        elif not self._anchored and all(map(_is_setting, (name for name, _ in metric.values))):
+            return None  # `lr: 0.0006`, `epochs : 10`: the settings a run prints first
         if metric.epoch is not None:
             self._epoch, self._age = metric.epoch, 0
         elif (metric.step is None and self._epoch is not None and self._age <= CONTEXT_LINES
@@ -52,7 +64,7 @@ class GenericParser:
 
     def reset(self) -> None:
         """Forget the epoch block (the log was truncated or rotated)."""
-        self._epoch, self._age = None, CONTEXT_LINES
+        self._epoch, self._age, self._anchored = None, CONTEXT_LINES, False
 
     def _note_heading(self, line: str) -> None:
         heading = _EPOCH_HEADING.match(normalise_line(line))
@@ -68,3 +80,10 @@ def _evaluation_only(metric: LogMetric) -> bool:
     names = [name for name, _ in metric.values]
     return (any(name.startswith(_EVALUATION_SIDES) for name in names)
             and not any(name.startswith("train/") for name in names))
+
+
+def _is_setting(name: str) -> bool:
+    """A name of a setting rather than a measured value (`lr`, `epochs`, `eps`)."""
+    if name == "lr":
+        return True
+    return name not in STANDARD_NAMES and not any(word in name.lower() for word in METRIC_WORDS)

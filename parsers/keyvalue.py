@@ -59,7 +59,10 @@ _COUNTERS = {**dict.fromkeys(STEP_KEYS, "step"), **dict.fromkeys(EPOCH_KEYS, "ep
              **dict.fromkeys(_ETA_KEYS, "eta")}
 # Lines that are never metrics whatever pairs they hold: code in backticks, Python warnings
 # (`file.py:12: UserWarning: ...`, Lightning's `rank_zero_warn`), warning levels and tips.
-_NOT_METRICS = re.compile(r"`|\.py:\d+: |Warning\b|\bWARN(?:ING)?\b|\bwarning\b|\bTip:")
+_NOT_METRICS = re.compile(r"`|\.py:\d+: |Warning\b|\bWARN(?:ING)?\b|\bwarning\b|\bTip:"
+                          r"|[A-Za-z]\((?:[a-z_]+=|\d+, )")
+"""Also a model printout: a module built with keyword arguments (`Linear(in_features=512,
+...)`, `Dropout(p=0.1)`, `Conv2d(3, 64, ...)`)."""
 # A whitespace-separated token with two letters in a row: a word of prose (`Trainable`,
 # `cores`, `INFO`), as opposed to numbers, units and punctuation. Linear on long tokens.
 _WORD = re.compile(r"(?<!\S)(?=\S*?[A-Za-z]{2})\S+")
@@ -82,17 +85,44 @@ def parse_generic_line(line: str) -> LogMetric | None:
     """
     line = normalise_line(line)
     if ":" not in line and "=" not in line:
-        return parse_spaced_line(line) or _record(line)
-    metric = _keyvalue_metric(line)
+        metric = parse_spaced_line(line)
+    else:
+        metric = _keyvalue_metric(line)
     if metric is None:
         return _record(line)
-    if (metric.step is None and metric.epoch is None and _RECORD_HINT.search(line)
-            and _has_counter_word(line)):
-        # `Step 100/ 1000; acc: 4.10; ...`: a record whose step the pairs do not name
+    metric = renamed(metric)
+    if _may_read_better(metric, line):
+        # `Step 100/ 1000; acc: 4.10; ...` (a step the pairs do not name), `Batch Loss: 1.92,
+        # Tokens per Sec: 3100` (names the pairs cut short), `step_avg:42.13ms` (a unit)
         record = parse_record_line(line)
-        if record is not None and (record.step is not None or record.epoch is not None):
+        if record is not None and _reading(record) > _reading(metric):
             return record
-    return renamed(metric)
+    return metric
+
+
+def _may_read_better(metric: LogMetric, line: str) -> bool:
+    """Whether the record reader may read more of a line than its pairs gave.
+
+    So it may where a name is unknown on a line cut into fields, a number carries a unit, or
+    the line names a counter the pairs did not read.
+    """
+    if "%|" in line or "it/s" in line or "s/it" in line:
+        return False  # a progress bar: the progress formats' to read
+    if metric.step is None and metric.epoch is None and _has_counter_word(line):
+        return True
+    if _UNIT_HINT.search(line) is not None:  # `step_avg:42.13ms`, `dt 512.3ms`, `mfu 41.2%`
+        return True
+    return (not all(name in STANDARD_NAMES for name, _ in metric.values)
+            and _RECORD_HINT.search(line) is not None)
+
+
+_UNIT_HINT = re.compile(r"\dm?s\b|\d%")
+
+
+def _reading(metric: LogMetric) -> int:
+    """How much a reading of a line says: its counters, known metrics and step time."""
+    known = sum(name in STANDARD_NAMES or name == "step_time_ms" for name, _ in metric.values)
+    return known + (metric.step is not None) + (metric.epoch is not None)
 
 
 _RECORD_HINT = re.compile(r" [:|] |;|\t|, ")
@@ -325,7 +355,7 @@ def _split_window(body: str, end: int) -> list[str]:
 def _not_metrics(head: str) -> bool:
     # substrings first: the regex alone costs more than parsing the rest of the line
     if not ("`" in head or ".py:" in head or "Warn" in head or "WARN" in head
-            or "warn" in head or "Tip:" in head):
+            or "warn" in head or "Tip:" in head or "(" in head):
         return False
     return _NOT_METRICS.search(head) is not None
 

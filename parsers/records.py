@@ -18,14 +18,25 @@ from parsers.keyvalue_plans import DIGITS_AS_ZERO, PLAN_CACHE_SIZE
 from parsers.model import LogMetric
 from parsers.text import STANDARD_NAMES, metric_name
 from parsers.values import to_epoch, to_step
-from parsers.vocabulary_short import COUNTERS, SHORT_NAMES, SPLIT_FREE, UNIT_NAMES, split_of
+from parsers.vocabulary_short import (
+    COUNTERS,
+    METRIC_WORDS,
+    SHORT_NAMES,
+    SPLIT_FREE,
+    UNIT_NAMES,
+    split_and_base,
+)
 
 # a logging prefix: `[2022-12-14 14:41:34]`, `[2024-01-09 16:24:33,925 INFO]`,
 # `2022-02-26 16:56:01,610 - INFO - joeynmt.training -`, `[name] `, `TRAIN 2021-09-14T...:`
 _PREFIX = re.compile(
-    r"^(?:\s*\[[^\]]{0,60}\])*\s*"
+    r"^(?:\s*\[(?!\d+\])[^\]]{0,60}\])*\s*"
     r"(?:\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:-\s*\w+\s*-\s*[\w.]+\s*-\s*)?)?")
-_SEPARATORS = re.compile(r"\s+[:|]\s+|\s*;\s*|,\s+|\t+|\s+-\s+|\s*\|\s*|\s+\(|(?<=\d):\s+")
+_SEPARATORS = re.compile(
+    r"\s+[:|]\s+|\s*;\s*|,\s+|\t+|\s+-\s+|\s*\|\s*|\s+\(|(?<=\d):\s+"
+    r"|\s+(?=[A-Za-z][\w./]*[:=]\S)")
+"""Where fields part: ` : `, ` | `, `;`, `, `, tabs, ` - `, ` (`, a `:` after a number, and
+blanks before a `name:value` token (`s:400 trl:2.31`)."""
 _NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?\.?\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
 # name, optional `:` or `=`, number, optional `/total`, optional unit
 _NAMED = re.compile(
@@ -74,6 +85,9 @@ def _read_record(line: str) -> LogMetric | None:
     match = _PREFIX.match(line)
     body = line[match.end():] if match else line
     split = "val" if _VALIDATION.match(body) or "[valid]" in line[:40] else "train"
+    best = body[:5].lower() == "best "  # `Best validation result ... at step 5000: 21.3 bleu`
+    if best and "valid" in body[:20].lower():
+        split = "val"
     step: int | None = None
     epoch: float | None = None
     lead = _LEADING_COUNT.match(body)
@@ -99,64 +113,121 @@ def _read_record(line: str) -> LogMetric | None:
             unread += 1
             continue
         name, number = read
+        if best and "/" in name and not name.startswith("best/"):
+            name = "best/" + name.split("/", 1)[1]
         counter = COUNTERS.get(name)
         if counter == "step":
             step = to_step(number) if step is None else step
         elif counter == "epoch":
             epoch = to_epoch(number) if epoch is None else epoch
         elif counter is None:
+            if _placeholder(name, number):
+                continue
             values.append((name, number))
-            known += name in STANDARD_NAMES
+            known += name in STANDARD_NAMES or any(word in name for word in METRIC_WORDS)
     if not known or unread > MAX_UNREAD + len(values):
         return None
     return LogMetric(tuple(values), step, epoch)
 
 
+def _placeholder(name: str, number: float) -> bool:
+    """Whether a value is printed before there is one to print.
+
+    `mfu -100.00%` (nanoGPT's, before its first estimate), `step_avg:nanms`, `iter_dt
+    0.00ms` (no step timed yet).
+    """
+    if name == "mfu" or name.endswith("_ms") or name.startswith("throughput/"):
+        return not number > 0  # NaN too
+    return False
+
+
 def _read_field(field: str, split: str) -> tuple[str, float] | None:
     """(metric name or counter, number) of one field, or None for a field it cannot read."""
+    field = field.replace("'s ", " ").replace("'", "")  # `valid_0's auc`, `'val_loss' reached`
     united = _UNITED.match(field)
     if united is not None:
-        name = UNIT_NAMES.get(united["unit"].lower())
+        unit = united["unit"].lower()
+        name = UNIT_NAMES.get(unit)
         return None if name is None else (name, float(united["num"].replace(",", "")))
+    then_name = _NUMBER_THEN_NAME.match(field)  # `21.3 bleu`
+    if then_name is not None:
+        name = _metric(then_name["name"].lower(), split)
+        return None if name is None else (name, float(then_name["num"]))
     named = _NAMED.match(field)
     if named is None:
         return None
-    raw, text, unit = named["name"], named["num"], named["unit"]
+    raw, text, unit = named["name"], named["num"], (named["unit"] or "").lower()
     number = float(text.replace(",", ""))
-    if named["total"] is not None and COUNTERS.get(raw.lower().rstrip(".:")) is None:
-        number = number / float(named["total"]) if float(named["total"]) else number
-    low = raw.lower().rstrip(":")
+    low = _VERBS.sub("", raw.lower()).rstrip(":")
     if low in COUNTERS:
         return low, number
-    field_split = split_of(low, split)
-    bare = _strip_split(low)
+    if named["total"] is not None:  # `acc: 9820/10000`: a count of a total is a share
+        number = number / float(named["total"]) if float(named["total"]) else number
+    if unit in _TIME_UNITS:  # the unit belongs to the metric: `step_avg:42.13ms`
+        return _timed(low, unit, number)
+    name = _metric(low, split)
+    if name is None and unit in UNIT_NAMES:
+        return UNIT_NAMES[unit], number
+    return None if name is None else (name, number)
+
+
+_NUMBER_THEN_NAME = re.compile(rf"^(?P<num>{_NUMBER})\s+(?P<name>[A-Za-z][\w-]*)$")
+_VERBS = re.compile(r"\s+(?:reached|is|was|of|=)$")
+_TIME_UNITS = {"ms": 1.0, "s": 1000.0}
+_STEP_TIMES = frozenset({"dt", "step_avg", "step_time", "time/step", "iter_dt", "time per step",
+                         "ms/step", "ms/batch", "time/iter", "iter time"})
+"""Names of the time one step took (`dt 512.3ms`, `step_avg:42.13ms`); a bare `time` may be an
+epoch's (`| end of epoch 1 | time: 40.1s |`), so it keeps its name (`time_ms`)."""
+
+
+def _timed(low: str, unit: str, number: float) -> tuple[str, float] | None:
+    """A duration field as milliseconds, named by what it times."""
+    milliseconds = number * _TIME_UNITS[unit]
+    if low in _STEP_TIMES:
+        return "step_time_ms", milliseconds
+    name = re.sub(r"[^a-z0-9]+", "_", low).strip("_")
+    return (f"{name}_ms", milliseconds) if name else None
+
+
+def _metric(low: str, split: str) -> str | None:
+    """The metric a field name stands for (`xent`, `valid_0 auc`, `dev auxiliary loss`)."""
+    best = low.startswith("best ")
+    if best:
+        low = low[5:]
+    field_split, bare = split_and_base(low, split)
     base = SHORT_NAMES.get(bare)
-    if base is None and bare != low:  # `dev auxiliary Loss`: the last word after a split
+    if base is None and " " in bare:  # `auxiliary loss`, `average reward score`
         base = SHORT_NAMES.get(bare.rsplit(None, 1)[-1])
-    if base is not None:
-        return (base if "/" in base or base in SPLIT_FREE else f"{field_split}/{base}"), number
-    if unit and unit not in ("%",) and unit.lower() in UNIT_NAMES:
-        return UNIT_NAMES[unit.lower()], number
-    name = metric_name(raw.replace(" ", "_"), field_split)
-    return (name, number) if name in STANDARD_NAMES else None
-
-
-def _strip_split(low: str) -> str:
-    for prefix in ("train ", "training ", "valid ", "validation ", "val ", "test ", "dev ",
-                   "eval ", "train-", "test-", "valid-", "eval-", "train_", "val_", "test_"):
-        if low.startswith(prefix):
-            return low[len(prefix):]
-    return low
-
+    if base is None:
+        name = metric_name(bare.replace(" ", "_"), field_split)
+        if name in STANDARD_NAMES:
+            base = name.split("/", 1)[-1] if name.startswith(("train/", "val/", "test/")) else name
+        elif any(word in bare for word in METRIC_WORDS):
+            base = bare.replace(" ", "_")
+        else:
+            return None
+    if best:
+        return f"best/{base}"
+    return base if "/" in base or base in SPLIT_FREE else f"{field_split}/{base}"
 
 _RENAMES = {"xent": "train/loss", "avg.loss": "train/loss", "cost": "train/loss",
-            "gnorm": "grad_norm", "l.r.": "lr"}
+            "trl": "train/loss", "tel": "val/loss", "gnorm": "grad_norm", "norm": "grad_norm",
+            "l.r.": "lr", "tps": "throughput/tokens_s", "sps": "throughput/samples_s"}
 """Short names the key-value reader keeps as printed, and what they mean."""
 
 
 def renamed(metric: LogMetric) -> LogMetric:
-    """`metric` with the short names of `_RENAMES` given their meaning."""
-    if not any(name in _RENAMES for name, _ in metric.values):
+    """`metric` with the short names of `_RENAMES` given their meaning; `s` is the step."""
+    if not any(name in _RENAMES or name == "s" for name, _ in metric.values):
         return metric
-    values = tuple((_RENAMES.get(name, name), value) for name, value in metric.values)
-    return LogMetric(values, metric.step, metric.epoch, metric.taken_at, metric.unparsed_values)
+    step = metric.step
+    values: list[tuple[str, float]] = []
+    for name, value in metric.values:
+        if name == "s" and step is None and value == int(value) and value >= 0:
+            step = to_step(value)  # `s:400`: the step, as a short counter
+        elif name != "s":
+            values.append((_RENAMES.get(name, name), value))
+    if not values:
+        return metric
+    return LogMetric(tuple(values), step, metric.epoch, metric.taken_at,
+                     metric.unparsed_values)

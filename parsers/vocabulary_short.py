@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 COUNTERS: dict[str, str] = {
     "step": "step", "steps": "step", "up.": "step", "up": "step", "iter": "step",
     "iteration": "step", "it": "step", "update": "step", "updates": "step", "s": "step",
@@ -12,10 +14,10 @@ COUNTERS: dict[str, str] = {
 SHORT_NAMES: dict[str, str] = {
     "loss": "loss", "xent": "loss", "cost": "loss", "cross-entropy": "loss", "ce": "loss",
     "nll": "loss", "batch loss": "loss", "avg.loss": "loss", "avg loss": "loss",
-    "loss/word": "loss", "loss_train": "loss", "trl": "loss", "total loss": "loss",
+    "loss/word": "loss", "trl": "loss", "tel": "val/loss", "total loss": "loss",
     "ppl": "ppl", "perplexity": "ppl",
     "acc": "acc", "accuracy": "acc",
-    "bleu": "bleu", "bleu4": "bleu", "score": "score",
+    "bleu": "bleu", "bleu4": "bleu", "score": "score", "reward": "reward", "reward score": "reward",
     "mlogloss": "mlogloss", "logloss": "logloss", "auc": "auc", "rmse": "rmse",
     "lr": "lr", "l.r.": "lr", "learning rate": "lr",
     "gnorm": "grad_norm", "norm": "grad_norm", "grad norm": "grad_norm",
@@ -36,16 +38,30 @@ UNIT_NAMES: dict[str, str] = {
 }
 """A unit after a number that names the metric on its own (`812.5 words/s`)."""
 
-_SPLIT_WORDS = (("train", "train"), ("training", "train"), ("valid", "val"),
-                ("validation", "val"), ("val", "val"), ("dev", "val"), ("eval", "val"),
-                ("test", "test"))
+METRIC_WORDS = ("loss", "acc", "ppl", "perplexity", "auc", "logloss", "rmse", "mae", "mse",
+                "error", "bleu", "f1", "precision", "recall", "dice", "iou", "reward", "score",
+                "wer", "cer")
+"""Words that make a field name a metric (`binary_logloss`, `mlogloss`, `valid_dice`)."""
+
+_SPLIT = re.compile(
+    r"^(train|training|trn|valid|validation|val|dev|eval|evaluation|test)(?:_\d+)?[\s_\-/]+(.+)$")
+_SPLITS = {"train": "train", "training": "train", "trn": "train", "valid": "val",
+           "validation": "val", "val": "val", "dev": "val", "eval": "val", "evaluation": "val",
+           "test": "test"}
+_SILENT = ("average ", "avg ", "mean ", "batch ", "total ")
 
 
-def split_of(low: str, default: str) -> str:
-    """The split a field name says (`valid loss`, `test-mlogloss`), else `default`."""
-    for word, split in _SPLIT_WORDS:
-        if low.startswith(word) and low[len(word):len(word) + 1] in (" ", "-", "_"):
-            return split
-    if low.endswith("_train"):
-        return "train"
-    return default
+def split_and_base(low: str, default: str) -> tuple[str, str]:
+    """(split, the rest) of a lower-case field name (`valid_0 auc`, `test-mlogloss`).
+
+    The split is `default` when the name says none. `Average`, `batch` and `total` before a
+    name change nothing (`Batch Loss` is the loss).
+    """
+    match = _SPLIT.match(low)
+    split, rest = (default, low) if match is None else (_SPLITS[match[1]], match[2])
+    if rest.endswith("_train"):
+        split, rest = "train", rest[:-6]
+    for word in _SILENT:
+        if rest.startswith(word) and rest not in SHORT_NAMES:
+            rest = rest[len(word):]
+    return split, rest
