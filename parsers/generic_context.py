@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from parsers.keyvalue import parse_generic_line
@@ -52,7 +53,8 @@ class GenericParser:
             return None
         if metric.step is not None or metric.epoch is not None:
             self._anchored = True
-        elif not self._anchored and all(map(_is_setting, (name for name, _ in metric.values))):
+        elif not self._anchored and all(_is_setting(name) and math.isfinite(value)
+                                        for name, value in metric.values):
             return None  # `lr: 0.0006`, `epochs : 10`: the settings a run prints first
         if metric.epoch is not None:
             self._epoch, self._age = metric.epoch, 0

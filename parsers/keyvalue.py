@@ -24,7 +24,7 @@ from parsers.keyvalue_words import (
     parse_spaced_line,
 )
 from parsers.model import LogMetric
-from parsers.records import parse_record_line, renamed
+from parsers.records import read_better
 from parsers.text import (
     STANDARD_NAMES,
     local_timestamp,
@@ -85,63 +85,8 @@ def parse_generic_line(line: str) -> LogMetric | None:
     """
     line = normalise_line(line)
     if ":" not in line and "=" not in line:
-        metric = parse_spaced_line(line)
-    else:
-        metric = _keyvalue_metric(line)
-    if metric is None:
-        return _record(line)
-    metric = renamed(metric)
-    if _may_read_better(metric, line):
-        # `Step 100/ 1000; acc: 4.10; ...` (a step the pairs do not name), `Batch Loss: 1.92,
-        # Tokens per Sec: 3100` (names the pairs cut short), `step_avg:42.13ms` (a unit)
-        record = parse_record_line(line)
-        if record is not None and _reading(record) > _reading(metric):
-            return record
-    return metric
-
-
-def _may_read_better(metric: LogMetric, line: str) -> bool:
-    """Whether the record reader may read more of a line than its pairs gave.
-
-    So it may where a name is unknown on a line cut into fields, a number carries a unit, or
-    the line names a counter the pairs did not read.
-    """
-    if "%|" in line or "it/s" in line or "s/it" in line:
-        return False  # a progress bar: the progress formats' to read
-    if metric.step is None and metric.epoch is None and _has_counter_word(line):
-        return True
-    if _UNIT_HINT.search(line) is not None:  # `step_avg:42.13ms`, `dt 512.3ms`, `mfu 41.2%`
-        return True
-    return (not all(name in STANDARD_NAMES for name, _ in metric.values)
-            and _RECORD_HINT.search(line) is not None)
-
-
-_UNIT_HINT = re.compile(r"\dm?s\b|\d%")
-
-
-def _reading(metric: LogMetric) -> int:
-    """How much a reading of a line says: its counters, known metrics and step time."""
-    known = sum(name in STANDARD_NAMES or name == "step_time_ms" for name, _ in metric.values)
-    return known + (metric.step is not None) + (metric.epoch is not None)
-
-
-_RECORD_HINT = re.compile(r" [:|] |;|\t|, ")
-
-
-def _has_counter_word(line: str) -> bool:
-    """Whether a line names a step or epoch in words a record reads (`Step`, `Up.`, `Ep.`)."""
-    low = line.lower()
-    return "step" in low or "ep." in low or "up." in low or "iter" in low or "epoch" in low
-_MAX_RECORD_CHARS = 512
-
-
-def _record(line: str) -> LogMetric | None:
-    """`parse_record_line` of a short line with a digit in it (others are no records)."""
-    if len(line) > _MAX_RECORD_CHARS or not any(map(str.isdigit, line)):
-        return None
-    if "%|" in line or "it/s" in line or "s/it" in line:
-        return None  # a progress bar: the progress formats' to read
-    return parse_record_line(line)
+        return read_better(line, parse_spaced_line(line))
+    return read_better(line, _keyvalue_metric(line))
 
 
 def _keyvalue_metric(line: str) -> LogMetric | None:
@@ -216,7 +161,7 @@ def parse_plain_line(line: str) -> LogMetric | None:
         return None
     if shape in _NAMED_SHAPES and _named_shape(line, shape) in _NOT_PLAIN:
         return None
-    metric = parse_generic_line(line)
+    metric = _keyvalue_metric(line)  # the pairs alone: no record reading of a format's lines
     if metric is None:
         if len(_NOT_PLAIN) >= PLAN_CACHE_SIZE:
             _NOT_PLAIN.clear()
@@ -238,8 +183,8 @@ def parse_without_plans(line: str) -> LogMetric | None:
     """`parse_generic_line` the long way, never with a plan: the reference plans must match."""
     line = normalise_line(line)
     if ":" not in line and "=" not in line:
-        return parse_spaced_line(line)
-    return _parse_pairs(line) or _spaced_after_pairs(line)
+        return read_better(line, parse_spaced_line(line))
+    return read_better(line, _parse_pairs(line) or _spaced_after_pairs(line))
 
 
 def _spaced_after_pairs(line: str) -> LogMetric | None:

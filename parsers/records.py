@@ -42,7 +42,7 @@ _NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?\.?\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|
 _NAMED = re.compile(
     rf"^(?P<name>[A-Za-z][\w.@/()-]*(?: [A-Za-z][\w.()-]*){{0,3}}?)\s*[:=]?\s*"
     rf"(?:tensor\()?(?P<num>{_NUMBER})\)?(?:\s*/\s*(?P<total>\d+))?"
-    r"(?P<unit>%|[a-z]+(?:/[a-z]+)?)?(?:\s.*)?$")
+    r"(?P<unit>%|[a-z]+(?:/[a-z]+)?)?(?P<rest>\s.*)?$")
 # number then unit: `8082.72 words/s`, `12000/11000 tok/s` (the last count is the target's)
 _UNITED = re.compile(
     rf"^(?:(?:{_NUMBER})/)?(?P<num>{_NUMBER})\s*"
@@ -56,6 +56,10 @@ _VALIDATION = re.compile(
     r"|Eval(?:uation)?\b|VALID|EVAL)")
 MAX_UNREAD = 3
 """Fields a record may hold besides those it reads (prose, file names, `new best`)."""
+MAX_PROSE_WORDS = 4
+"""Words a record may hold outside what it reads: more is a sentence (`Saving the model with
+val_loss=0.123 to /ckpt after epoch 3 because it improved`)."""
+_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def parse_record_line(line: str) -> LogMetric | None:
@@ -97,6 +101,7 @@ def _read_record(line: str) -> LogMetric | None:
     values: list[tuple[str, float]] = []
     unread = 0
     known = 0
+    prose = 0
     pending = ""  # `cross-entropy : 0.2433`: a name alone, its number in the next field
     for field in _SEPARATORS.split(body):
         field = field.strip(" ()")
@@ -104,6 +109,7 @@ def _read_record(line: str) -> LogMetric | None:
             continue
         if pending and _BARE_NUMBER.fullmatch(field):
             field, unread = f"{pending} {field}", unread - 1
+            prose -= len(_WORD.findall(pending))
         pending = field if _BARE_NAME.fullmatch(field) else ""
         read = _read_field(field, split)
         if read is None:
@@ -111,7 +117,9 @@ def _read_record(line: str) -> LogMetric | None:
             read = None if tail is None else _read_field(tail[0], split)
         if read is None:
             unread += 1
+            prose += len(_WORD.findall(field))
             continue
+        prose += _prose_after(field)
         name, number = read
         if best and "/" in name and not name.startswith("best/"):
             name = "best/" + name.split("/", 1)[1]
@@ -125,9 +133,18 @@ def _read_record(line: str) -> LogMetric | None:
                 continue
             values.append((name, number))
             known += name in STANDARD_NAMES or any(word in name for word in METRIC_WORDS)
-    if not known or unread > MAX_UNREAD + len(values):
+    if not known or unread > MAX_UNREAD + len(values) or prose > MAX_PROSE_WORDS:
         return None
     return LogMetric(tuple(values), step, epoch)
+
+
+def _prose_after(field: str) -> int:
+    """Words after the number of a field read by name (`... after 35,885,885`: one)."""
+    if " " not in field:
+        return 0
+    named = _NAMED.match(field)
+    rest = None if named is None else named["rest"]
+    return 0 if not rest else len(_WORD.findall(rest))
 
 
 def _placeholder(name: str, number: float) -> bool:
@@ -142,7 +159,11 @@ def _placeholder(name: str, number: float) -> bool:
 
 
 def _read_field(field: str, split: str) -> tuple[str, float] | None:
-    """(metric name or counter, number) of one field, or None for a field it cannot read."""
+    """(metric name or counter, number) of one field, or None for a field it cannot read.
+
+    A field may run on after its number (Marian's `Cost 0.0638 * 898,943 after 35,885,885`);
+    `_prose_after` counts the words there.
+    """
     field = field.replace("'s ", " ").replace("'", "")  # `valid_0's auc`, `'val_loss' reached`
     united = _UNITED.match(field)
     if united is not None:
@@ -231,3 +252,75 @@ def renamed(metric: LogMetric) -> LogMetric:
         return metric
     return LogMetric(tuple(values), step, metric.epoch, metric.taken_at,
                      metric.unparsed_values)
+
+
+def read_better(line: str, metric: LogMetric | None) -> LogMetric | None:
+    """What the generic reader makes of a normalised line, given what its pairs gave.
+
+    Nothing from the pairs: the line may be a record (`parse_record_line`). Something: its
+    short names get their meaning (`renamed`), and the record reading wins where it reads
+    more, such as a step the pairs do not name (`Step 100/ 1000; acc: 4.10; ...`), names the
+    pairs cut short (`Batch Loss: 1.92, Tokens per Sec: 3100`) or a time with its unit
+    (`step_avg:42.13ms`).
+    """
+    if metric is None:
+        return _record(line)
+    metric = renamed(metric)
+    if _may_read_better(metric, line):
+        record = parse_record_line(line)
+        if record is not None and _reading(record) > _reading(metric):
+            return record
+    return metric
+
+
+_RECORD_HINT = re.compile(r" [:|] |;|\t|, ")
+_UNIT_HINT = re.compile(r"\dm?s\b|\d%|\dms/")
+_NUMBERS = re.compile(r"(?<![\w.])\d[\d.,]*")
+_MAX_RECORD_CHARS = 512
+_NOT_METRICS = re.compile(r"`|\.py:\d+: |Warning\b|\bWARN(?:ING)?\b|\bwarning\b|\bTip:")
+"""Lines that are never metrics (as the key-value reader has them): code in backticks, Python
+warnings, warning levels and tips."""
+
+
+def _record(line: str) -> LogMetric | None:
+    """`parse_record_line` of a short line with a digit in it, that is no warning or bar."""
+    if len(line) > _MAX_RECORD_CHARS or not any(map(str.isdigit, line)):
+        return None
+    if _is_bar(line) or _NOT_METRICS.search(line) is not None:
+        return None
+    return parse_record_line(line)
+
+
+def _is_bar(line: str) -> bool:
+    """A progress bar: the progress formats' to read."""
+    return "%|" in line or "it/s" in line or "s/it" in line
+
+
+def _may_read_better(metric: LogMetric, line: str) -> bool:
+    """Whether the record reader may read more of a line than its pairs gave.
+
+    So it may where the line names a counter the pairs did not read, a number carries a unit,
+    or a name is unknown on a line cut into fields.
+    """
+    if _is_bar(line) or len(line) > _MAX_RECORD_CHARS:
+        return False
+    if metric.step is None and metric.epoch is None and _has_counter_word(line):
+        return True
+    if _UNIT_HINT.search(line) is not None:  # `step_avg:42.13ms`, `dt 512.3ms`, `mfu 41.2%`
+        return True
+    if not all(name in STANDARD_NAMES for name, _ in metric.values):
+        return _RECORD_HINT.search(line) is not None
+    # `step 5 | loss 2.0 | norm 1.2 | sps 120.5`: fields the pairs left unread
+    return (" | " in line or ";" in line) and len(_NUMBERS.findall(line)) > len(metric.values) + 2
+
+
+def _reading(metric: LogMetric) -> int:
+    """How much a reading of a line says: its counters, known metrics and step time."""
+    known = sum(name in STANDARD_NAMES or name == "step_time_ms" for name, _ in metric.values)
+    return known + (metric.step is not None) + (metric.epoch is not None)
+
+
+def _has_counter_word(line: str) -> bool:
+    """Whether a line names a step or epoch in words a record reads (`Step`, `Up.`, `Ep.`)."""
+    low = line.lower()
+    return "step" in low or "ep." in low or "up." in low or "iter" in low or "epoch" in low

@@ -34,7 +34,8 @@ UNIT_NAMES: dict[str, str] = {
     "words/s": "throughput/tokens_s", "tok/s": "throughput/tokens_s",
     "tokens/s": "throughput/tokens_s", "words/sec": "throughput/tokens_s",
     "samples/s": "throughput/samples_s", "sents/s": "throughput/samples_s",
-    "it/s": "throughput/it_s",
+    "it/s": "throughput/it_s", "ms/step": "step_time_ms", "ms/iter": "step_time_ms",
+    "ms/it": "step_time_ms",
 }
 """A unit after a number that names the metric on its own (`812.5 words/s`)."""
 
