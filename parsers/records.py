@@ -34,13 +34,13 @@ _PREFIX = re.compile(
     r"(?:\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:-\s*\w+\s*-\s*[\w.]+\s*-\s*)?)?")
 _SEPARATORS = re.compile(
     r"\s+[:|]\s+|\s*;\s*|,\s+|\t+|\s+-\s+|\s*\|\s*|\s+\(|(?<=\d):\s+"
-    r"|\s+(?=[A-Za-z][\w./]*[:=]\S)")
+    r"|\s+(?=[A-Za-z][\w./-]*[:=]\S)")
 """Where fields part: ` : `, ` | `, `;`, `, `, tabs, ` - `, ` (`, a `:` after a number, and
 blanks before a `name:value` token (`s:400 trl:2.31`)."""
 _NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?\.?\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
 # name, optional `:` or `=`, number, optional `/total`, optional unit
 _NAMED = re.compile(
-    rf"^(?P<name>[A-Za-z][\w.@/()-]*(?: [A-Za-z][\w.()-]*){{0,3}}?)\s*[:=]?\s*"
+    rf"^(?P<name>[A-Za-z][\w.@/()-]*(?:\s+[A-Za-z][\w.()-]*){{0,3}}?)\s*[:=]?\s*"
     rf"(?:tensor\()?(?P<num>{_NUMBER})\)?(?:\s*/\s*(?P<total>\d+))?"
     r"(?P<unit>%|[a-z]+(?:/[a-z]+)?)?(?P<rest>\s.*)?$")
 # number then unit: `8082.72 words/s`, `12000/11000 tok/s` (the last count is the target's)
@@ -65,77 +65,130 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 def parse_record_line(line: str) -> LogMetric | None:
     """The metric of a separator-delimited record line; None when it is no such record.
 
-    A log repeats the shapes of its lines (the same text, other digits): a shape that gave no
-    record gives none again, and is not read a second time (bounded, like the key-value
-    reader's plans).
+    A log repeats the shapes of its lines (the same text, other digits, at the same places):
+    what the reader decided for a shape is kept as a recipe (which number is what), and the
+    lines of that shape are read by it; a shape that gave no record gives none again
+    (bounded, like the key-value reader's plans).
     """
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
-    if shape in _NOT_RECORDS:
+    if shape in _RECIPES:
+        items = _RECIPES[shape]
+        return None if items is None else _cook(line, items)
+    recipe = _read_record(line)
+    if len(_RECIPES) >= PLAN_CACHE_SIZE:
+        _RECIPES.clear()
+    if recipe is None:
+        _RECIPES[shape] = None
         return None
-    metric = _read_record(line)
-    if metric is None:
-        if len(_NOT_RECORDS) >= PLAN_CACHE_SIZE:
-            _NOT_RECORDS.clear()
-        _NOT_RECORDS.add(shape)
-    return metric
+    items, private = recipe
+    if not private:  # a name with a digit (`acc1`, `acc5`: one shape) is not kept
+        _RECIPES[shape] = items
+    return _cook(line, items)
 
 
-_NOT_RECORDS: set[bytes] = set()
-"""Shapes of lines that gave no record."""
+Item = tuple[str, str, int, int, int, int, float]
+"""(`step`, `epoch` or `value`, the metric name, where the number is, where its total is or
+(0, 0), the scale to milliseconds or 1)."""
+_RECIPES: dict[bytes, list[Item] | None] = {}
+"""By line shape: its recipe, or None for a shape that gave no record."""
 
 
-def _read_record(line: str) -> LogMetric | None:
-    """`parse_record_line` without the cache."""
+def _cook(line: str, items: list[Item]) -> LogMetric | None:
+    """The metric of a line by its shape's recipe; None when only placeholders are left."""
+    values: list[tuple[str, float]] = []
+    step: int | None = None
+    epoch: float | None = None
+    known = False
+    for kind, name, start, end, total_start, total_end, scale in items:
+        number = float(line[start:end].replace(",", ""))
+        if kind == "step":
+            step = to_step(number)
+        elif kind == "epoch":
+            epoch = to_epoch(number)
+        else:
+            if total_end:  # `acc: 9820/10000`: a count of a total is a share
+                total = float(line[total_start:total_end])
+                number = number / total if total else number
+            number *= scale
+            if _placeholder(name, number):
+                continue
+            values.append((name, number))
+            known = known or name in STANDARD_NAMES or any(w in name for w in METRIC_WORDS)
+    return LogMetric(tuple(values), step, epoch) if known else None
+
+
+def _read_record(line: str) -> tuple[list[Item], bool] | None:
+    """The recipe of a line, and whether it must not be kept for its shape; None: no record."""
     match = _PREFIX.match(line)
-    body = line[match.end():] if match else line
+    at = match.end() if match else 0
+    body = line[at:]
     split = "val" if _VALIDATION.match(body) or "[valid]" in line[:40] else "train"
     best = body[:5].lower() == "best "  # `Best validation result ... at step 5000: 21.3 bleu`
     if best and "valid" in body[:20].lower():
         split = "val"
-    step: int | None = None
-    epoch: float | None = None
+    items: list[Item] = []
     lead = _LEADING_COUNT.match(body)
     if lead is not None:  # `[120]  valid_0's auc: 0.81`: the round, as LightGBM and XGBoost print
-        step = to_step(int(lead[1]))
+        items.append(("step", "step", at + lead.start(1), at + lead.end(1), 0, 0, 1.0))
+        at += lead.end()
         body = body[lead.end():]
-    values: list[tuple[str, float]] = []
-    unread = 0
-    known = 0
-    prose = 0
+    unread = prose = 0
+    private = False  # a name with a digit (`acc1`): the recipe holds for this line only
     pending = ""  # `cross-entropy : 0.2433`: a name alone, its number in the next field
-    for field in _SEPARATORS.split(body):
-        field = field.strip(" ()")
-        if not field:
-            continue
-        if pending and _BARE_NUMBER.fullmatch(field):
-            field, unread = f"{pending} {field}", unread - 1
+    for start, field in _fields(body):
+        start += at
+        merged = bool(pending) and _BARE_NUMBER.fullmatch(field) is not None
+        if merged:
+            unread -= 1
             prose -= len(_WORD.findall(pending))
+            read = _read_field(f"{pending} {field}", split)
+            if read is not None:  # the number is this whole field
+                read = (*read[:2], len(pending) + 1, len(pending) + 1 + len(field), 0, 0, 1.0)
+                start -= len(pending) + 1
+        else:
+            read = _read_field(field, split)
         pending = field if _BARE_NAME.fullmatch(field) else ""
-        read = _read_field(field, split)
         if read is None:
             tail = _TRAILING_PAIR.search(field)  # `... at epoch 1`: the pair at the end
-            read = None if tail is None else _read_field(tail[0], split)
+            if tail is not None:
+                read = _read_field(tail[0], split)
+                start += tail.start()
         if read is None:
             unread += 1
             prose += len(_WORD.findall(field))
             continue
         prose += _prose_after(field)
-        name, number = read
+        private = private or any(map(str.isdigit, read[0]))
+        name, _, number_start, number_end, total_start, total_end, scale = read
         if best and "/" in name and not name.startswith("best/"):
             name = "best/" + name.split("/", 1)[1]
         counter = COUNTERS.get(name)
-        if counter == "step":
-            step = to_step(number) if step is None else step
-        elif counter == "epoch":
-            epoch = to_epoch(number) if epoch is None else epoch
-        elif counter is None:
-            if _placeholder(name, number):
-                continue
-            values.append((name, number))
-            known += name in STANDARD_NAMES or any(word in name for word in METRIC_WORDS)
-    if not known or unread > MAX_UNREAD + len(values) or prose > MAX_PROSE_WORDS:
+        if counter is not None and any(kind == counter for kind, *_ in items):
+            continue  # the first step or epoch a record names is its own
+        items.append((counter or "value", name, start + number_start, start + number_end,
+                      start + total_start if total_end else 0,
+                      start + total_end if total_end else 0, scale))
+    values = [item for item in items if item[0] == "value"]
+    if unread > MAX_UNREAD + len(values) or prose > MAX_PROSE_WORDS:
         return None
-    return LogMetric(tuple(values), step, epoch)
+    if _cook(line, items) is None:  # nothing known, or placeholders only
+        return None
+    return items, private
+
+
+def _fields(body: str) -> list[tuple[int, str]]:
+    """(where it starts, the field) for each field of a record, stripped of ` ()`."""
+    fields = []
+    position = 0
+    for separator in [*_SEPARATORS.finditer(body), None]:
+        end = len(body) if separator is None else separator.start()
+        raw = body[position:end]
+        field = raw.strip(" ()")
+        if field:
+            fields.append((position + len(raw) - len(raw.lstrip(" ()")), field))
+        if separator is not None:
+            position = separator.end()
+    return fields
 
 
 def _prose_after(field: str) -> int:
@@ -158,38 +211,57 @@ def _placeholder(name: str, number: float) -> bool:
     return False
 
 
-def _read_field(field: str, split: str) -> tuple[str, float] | None:
-    """(metric name or counter, number) of one field, or None for a field it cannot read.
+def _read_field(field: str, split: str) -> FieldRead | None:
+    """What one field reads as, or None for a field it cannot read.
 
     A field may run on after its number (Marian's `Cost 0.0638 * 898,943 after 35,885,885`);
     `_prose_after` counts the words there.
     """
-    field = field.replace("'s ", " ").replace("'", "")  # `valid_0's auc`, `'val_loss' reached`
+    if "'" in field:  # `valid_0's auc`, `'val_loss' reached`: read without the quotes
+        return _unquoted(field, split)
     united = _UNITED.match(field)
     if united is not None:
-        unit = united["unit"].lower()
-        name = UNIT_NAMES.get(unit)
-        return None if name is None else (name, float(united["num"].replace(",", "")))
+        name = UNIT_NAMES.get(united["unit"].lower())
+        return None if name is None else (name, 0.0, *united.span("num"), 0, 0, 1.0)
     then_name = _NUMBER_THEN_NAME.match(field)  # `21.3 bleu`
     if then_name is not None:
         name = _metric(then_name["name"].lower(), split)
-        return None if name is None else (name, float(then_name["num"]))
+        return None if name is None else (name, 0.0, *then_name.span("num"), 0, 0, 1.0)
     named = _NAMED.match(field)
     if named is None:
         return None
-    raw, text, unit = named["name"], named["num"], (named["unit"] or "").lower()
-    number = float(text.replace(",", ""))
+    raw, unit = named["name"], (named["unit"] or "").lower()
+    number_span = named.span("num")
     low = _VERBS.sub("", raw.lower()).rstrip(":")
     if low in COUNTERS:
-        return low, number
-    if named["total"] is not None:  # `acc: 9820/10000`: a count of a total is a share
-        number = number / float(named["total"]) if float(named["total"]) else number
+        return (low, 0.0, *number_span, 0, 0, 1.0)
+    total = named.span("total") if named["total"] is not None else (0, 0)
     if unit in _TIME_UNITS:  # the unit belongs to the metric: `step_avg:42.13ms`
-        return _timed(low, unit, number)
+        name = _timed(low)
+        return None if name is None else (name, 0.0, *number_span, *total, _TIME_UNITS[unit])
     name = _metric(low, split)
     if name is None and unit in UNIT_NAMES:
-        return UNIT_NAMES[unit], number
-    return None if name is None else (name, number)
+        name = UNIT_NAMES[unit]
+    return None if name is None else (name, 0.0, *number_span, *total, 1.0)
+
+
+FieldRead = tuple[str, float, int, int, int, int, float]
+"""(metric name or counter, unused, where the number is in the field, where its total is or
+(0, 0), the scale to milliseconds or 1)."""
+
+
+def _unquoted(field: str, split: str) -> FieldRead | None:
+    """`_read_field` of a field with quotes, each read as a blank (places stay the same)."""
+    bare = field.replace("'", " ")
+    stripped = bare.lstrip()
+    read = _read_field(stripped.rstrip(), split)
+    if read is None:
+        return None
+    shift = len(bare) - len(stripped)
+    name, unused, start, end, total_start, total_end, scale = read
+    return (name, unused, start + shift, end + shift,
+            total_start + shift if total_end else 0, total_end + shift if total_end else 0,
+            scale)
 
 
 _NUMBER_THEN_NAME = re.compile(rf"^(?P<num>{_NUMBER})\s+(?P<name>[A-Za-z][\w-]*)$")
@@ -201,13 +273,12 @@ _STEP_TIMES = frozenset({"dt", "step_avg", "step_time", "time/step", "iter_dt", 
 epoch's (`| end of epoch 1 | time: 40.1s |`), so it keeps its name (`time_ms`)."""
 
 
-def _timed(low: str, unit: str, number: float) -> tuple[str, float] | None:
-    """A duration field as milliseconds, named by what it times."""
-    milliseconds = number * _TIME_UNITS[unit]
+def _timed(low: str) -> str | None:
+    """The name of a duration field in milliseconds, by what it times."""
     if low in _STEP_TIMES:
-        return "step_time_ms", milliseconds
+        return "step_time_ms"
     name = re.sub(r"[^a-z0-9]+", "_", low).strip("_")
-    return (f"{name}_ms", milliseconds) if name else None
+    return f"{name}_ms" if name else None
 
 
 def _metric(low: str, split: str) -> str | None:
@@ -300,7 +371,7 @@ def _may_read_better(metric: LogMetric, line: str) -> bool:
     """Whether the record reader may read more of a line than its pairs gave.
 
     So it may where the line names a counter the pairs did not read, a number carries a unit,
-    or a name is unknown on a line cut into fields.
+    or a name is unknown.
     """
     if _is_bar(line) or len(line) > _MAX_RECORD_CHARS:
         return False
@@ -309,7 +380,7 @@ def _may_read_better(metric: LogMetric, line: str) -> bool:
     if _UNIT_HINT.search(line) is not None:  # `step_avg:42.13ms`, `dt 512.3ms`, `mfu 41.2%`
         return True
     if not all(name in STANDARD_NAMES for name, _ in metric.values):
-        return _RECORD_HINT.search(line) is not None
+        return True  # `train-mlogloss:0.81`, `Batch Loss: 1.92`: the vocabulary may know them
     # `step 5 | loss 2.0 | norm 1.2 | sps 120.5`: fields the pairs left unread
     return (" | " in line or ";" in line) and len(_NUMBERS.findall(line)) > len(metric.values) + 2
 

@@ -60,6 +60,8 @@ def split_and_base(low: str, default: str) -> tuple[str, str]:
     """
     match = _SPLIT.match(low)
     split, rest = (default, low) if match is None else (_SPLITS[match[1]], match[2])
+    if match is not None and rest.startswith("s "):  # `valid_0's auc`, its quote a blank
+        rest = rest[2:]
     if rest.endswith("_train"):
         split, rest = "train", rest[:-6]
     for word in _SILENT:
