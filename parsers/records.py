@@ -119,6 +119,8 @@ def _cook(line: str, items: list[Item]) -> LogMetric | None:
 
 def _read_record(line: str) -> tuple[list[Item], bool] | None:
     """The recipe of a line, and whether it must not be kept for its shape; None: no record."""
+    if not any(map(str.isdigit, line)) or _is_bar(line) or _NOT_METRICS.search(line):
+        return None  # no number, a progress bar, a warning
     match = _PREFIX.match(line)
     at = match.end() if match else 0
     body = line[at:]
@@ -337,11 +339,22 @@ def read_better(line: str, metric: LogMetric | None) -> LogMetric | None:
     if metric is None:
         return _record(line)
     metric = renamed(metric)
-    if _may_read_better(metric, line):
-        record = parse_record_line(line)
-        if record is not None and _reading(record) > _reading(metric):
-            return record
+    # what wins depends on the line's shape alone (its names and counters): decided once
+    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
+    record_wins = _RECORD_WINS.get(shape)
+    if record_wins is None:
+        record = parse_record_line(line) if _may_read_better(metric, line) else None
+        record_wins = record is not None and _reading(record) > _reading(metric)
+        if len(_RECORD_WINS) >= PLAN_CACHE_SIZE:
+            _RECORD_WINS.clear()
+        _RECORD_WINS[shape] = record_wins
+    if record_wins:
+        return parse_record_line(line) or metric
     return metric
+
+
+_RECORD_WINS: dict[bytes, bool] = {}
+"""By line shape: whether the record reading says more than the pairs."""
 
 
 _RECORD_HINT = re.compile(r" [:|] |;|\t|, ")
@@ -354,10 +367,8 @@ warnings, warning levels and tips."""
 
 
 def _record(line: str) -> LogMetric | None:
-    """`parse_record_line` of a short line with a digit in it, that is no warning or bar."""
-    if len(line) > _MAX_RECORD_CHARS or not any(map(str.isdigit, line)):
-        return None
-    if _is_bar(line) or _NOT_METRICS.search(line) is not None:
+    """`parse_record_line` of a line not longer than `_MAX_RECORD_CHARS`."""
+    if len(line) > _MAX_RECORD_CHARS:
         return None
     return parse_record_line(line)
 
