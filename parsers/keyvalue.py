@@ -84,19 +84,21 @@ def parse_generic_line(line: str) -> LogMetric | None:
     and lines quoting code in backticks (`` `max_epochs=6` reached ``).
     """
     line = normalise_line(line)
+    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if ":" not in line and "=" not in line:
-        return read_better(line, parse_spaced_line(line))
-    return read_better(line, _keyvalue_metric(line))
+        return read_better(line, parse_spaced_line(line), shape)
+    return read_better(line, _keyvalue_metric(line, shape), shape)
 
 
-def _keyvalue_metric(line: str) -> LogMetric | None:
+def _keyvalue_metric(line: str, shape: bytes | None = None) -> LogMetric | None:
     """`parse_generic_line` of a normalised line with `:` or `=`, by plan or the long way."""
     # A log prints the same few shapes of line, numbers aside: the second time a shape gives
     # a metric, what the pair regex and the checks decided is kept as a plan, and lines of
     # that shape are read by it, at a third of the cost (`keyvalue_plans`). Lines that are not
     # ASCII too (a bar cut at the terminal's edge, `Epoch 2: 100%|█| ... val_a`): two lines
     # with the same UTF-8 shape hold the same other characters at the same places.
-    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
+    if shape is None:
+        shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     plan = _PLANS.plans.get(shape)
     if plan is not None:
         try:
@@ -182,9 +184,10 @@ def _named_shape(line: str, shape: bytes) -> bytes:
 def parse_without_plans(line: str) -> LogMetric | None:
     """`parse_generic_line` the long way, never with a plan: the reference plans must match."""
     line = normalise_line(line)
+    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if ":" not in line and "=" not in line:
-        return read_better(line, parse_spaced_line(line))
-    return read_better(line, _parse_pairs(line) or _spaced_after_pairs(line))
+        return read_better(line, parse_spaced_line(line), shape)
+    return read_better(line, _parse_pairs(line) or _spaced_after_pairs(line), shape)
 
 
 def _spaced_after_pairs(line: str) -> LogMetric | None:

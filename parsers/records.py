@@ -62,15 +62,21 @@ val_loss=0.123 to /ckpt after epoch 3 because it improved`)."""
 _WORD = re.compile(r"[A-Za-z]{2,}")
 
 
-def parse_record_line(line: str) -> LogMetric | None:
+def parse_record_line(line: str, shape: bytes | None = None) -> LogMetric | None:
     """The metric of a separator-delimited record line; None when it is no such record.
 
     A log repeats the shapes of its lines (the same text, other digits, at the same places):
     what the reader decided for a shape is kept as a recipe (which number is what), and the
     lines of that shape are read by it; a shape that gave no record gives none again
     (bounded, like the key-value reader's plans).
+
+    Args:
+        line: a normalised line.
+        shape: the line's UTF-8 bytes with its digits as `0` (`DIGITS_AS_ZERO`), when the
+            caller has made it already.
     """
-    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
+    if shape is None:
+        shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if shape in _RECIPES:
         items = _RECIPES[shape]
         return None if items is None else _cook(line, items)
@@ -327,34 +333,49 @@ def renamed(metric: LogMetric) -> LogMetric:
                      metric.unparsed_values)
 
 
-def read_better(line: str, metric: LogMetric | None) -> LogMetric | None:
+def read_better(line: str, metric: LogMetric | None, shape: bytes) -> LogMetric | None:
     """What the generic reader makes of a normalised line, given what its pairs gave.
 
     Nothing from the pairs: the line may be a record (`parse_record_line`). Something: its
     short names get their meaning (`renamed`), and the record reading wins where it reads
     more, such as a step the pairs do not name (`Step 100/ 1000; acc: 4.10; ...`), names the
     pairs cut short (`Batch Loss: 1.92, Tokens per Sec: 3100`) or a time with its unit
-    (`step_avg:42.13ms`).
+    (`step_avg:42.13ms`). Which of these a line gets depends on its shape alone (its names
+    and counters), so it is decided once per shape.
+
+    Args:
+        line: a normalised line.
+        metric: what the key-value reader gave for it.
+        shape: the line's shape, as `parse_record_line` takes it.
     """
     if metric is None:
-        return _record(line)
-    metric = renamed(metric)
-    # what wins depends on the line's shape alone (its names and counters): decided once
-    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
-    record_wins = _RECORD_WINS.get(shape)
-    if record_wins is None:
-        record = parse_record_line(line) if _may_read_better(metric, line) else None
-        record_wins = record is not None and _reading(record) > _reading(metric)
-        if len(_RECORD_WINS) >= PLAN_CACHE_SIZE:
-            _RECORD_WINS.clear()
-        _RECORD_WINS[shape] = record_wins
-    if record_wins:
-        return parse_record_line(line) or metric
-    return metric
+        return parse_record_line(line, shape) if len(line) <= _MAX_RECORD_CHARS else None
+    action = _ACTIONS.get(shape)
+    if action is None:
+        action = _action(line, metric, shape)
+        if len(_ACTIONS) >= PLAN_CACHE_SIZE:
+            _ACTIONS.clear()
+        _ACTIONS[shape] = action
+    if action == _AS_READ:
+        return metric
+    if action == _RECORD:
+        return parse_record_line(line, shape) or renamed(metric)
+    return renamed(metric)
 
 
-_RECORD_WINS: dict[bytes, bool] = {}
-"""By line shape: whether the record reading says more than the pairs."""
+_AS_READ, _RENAMED, _RECORD = range(3)
+_ACTIONS: dict[bytes, int] = {}
+"""By line shape: the pairs' reading as it is, with short names renamed, or the record's."""
+
+
+def _action(line: str, metric: LogMetric, shape: bytes) -> int:
+    """Which reading a line of this shape gets (see `read_better`)."""
+    named = renamed(metric)
+    if _may_read_better(named, line):
+        record = parse_record_line(line, shape)
+        if record is not None and _reading(record) > _reading(named):
+            return _RECORD
+    return _AS_READ if named is metric else _RENAMED
 
 
 _RECORD_HINT = re.compile(r" [:|] |;|\t|, ")
@@ -364,13 +385,6 @@ _MAX_RECORD_CHARS = 512
 _NOT_METRICS = re.compile(r"`|\.py:\d+: |Warning\b|\bWARN(?:ING)?\b|\bwarning\b|\bTip:")
 """Lines that are never metrics (as the key-value reader has them): code in backticks, Python
 warnings, warning levels and tips."""
-
-
-def _record(line: str) -> LogMetric | None:
-    """`parse_record_line` of a line not longer than `_MAX_RECORD_CHARS`."""
-    if len(line) > _MAX_RECORD_CHARS:
-        return None
-    return parse_record_line(line)
 
 
 def _is_bar(line: str) -> bool:
