@@ -46,20 +46,28 @@ class GenericParser:
     def feed(self, line: str) -> LogMetric | None:
         """Parse one line, dating a validation line by the epoch block it stands in."""
         metric = parse_generic_line(line)
-        self._age += 1
+        if self._epoch is not None:
+            self._age += 1
         if metric is None:
             if "poch" in line or "POCH" in line:
                 self._note_heading(line)
             return None
-        if metric.step is not None or metric.epoch is not None:
+        epoch = metric.epoch
+        if epoch is not None:
+            self._epoch, self._age = epoch, 0
+        elif metric.step is None:
+            return self._in_context(metric)
+        if not self._anchored:
             self._anchored = True
-        elif not self._anchored and all(_is_setting(name) and math.isfinite(value)
-                                        for name, value in metric.values):
+        return metric
+
+    def _in_context(self, metric: LogMetric) -> LogMetric | None:
+        """A metric without a step or epoch, as the lines before it date or discard it."""
+        if not self._anchored and all(_is_setting(name) and math.isfinite(value)
+                                      for name, value in metric.values):
             return None  # `lr: 0.0006`, `epochs : 10`: the settings a run prints first
-        if metric.epoch is not None:
-            self._epoch, self._age = metric.epoch, 0
-        elif (metric.step is None and self._epoch is not None and self._age <= CONTEXT_LINES
-              and _evaluation_only(metric)):
+        if (self._epoch is not None and self._age <= CONTEXT_LINES
+                and _evaluation_only(metric)):
             return LogMetric(metric.values, None, self._epoch, metric.taken_at,
                              metric.unparsed_values)
         return metric

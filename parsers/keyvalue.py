@@ -24,7 +24,7 @@ from parsers.keyvalue_words import (
     parse_spaced_line,
 )
 from parsers.model import LogMetric
-from parsers.records import read_better
+from parsers.records import AS_READ, RECORD_ACTIONS, RECORD_RECIPES, read_better
 from parsers.text import (
     STANDARD_NAMES,
     local_timestamp,
@@ -84,10 +84,27 @@ def parse_generic_line(line: str) -> LogMetric | None:
     and lines quoting code in backticks (`` `max_epochs=6` reached ``).
     """
     line = normalise_line(line)
-    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if ":" not in line and "=" not in line:
-        return read_better(line, parse_spaced_line(line), shape)
-    return read_better(line, _keyvalue_metric(line, shape), shape)
+        metric = parse_spaced_line(line)
+        if metric is None and not _may_be_record(line):
+            return None  # prose: no field separator a record could have
+    else:
+        metric = None
+    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
+    if metric is None and (":" in line or "=" in line):
+        metric = _keyvalue_metric(line, shape)
+    # the common outcomes without a call: a metric line read as it is, a shape of no record
+    if metric is not None:
+        if RECORD_ACTIONS.get(shape) == AS_READ:
+            return metric
+    elif shape in RECORD_RECIPES and RECORD_RECIPES[shape] is None:
+        return None
+    return read_better(line, metric, shape)
+
+
+def _may_be_record(line: str) -> bool:
+    """Whether a line without `:` or `=` has a separator a record's fields may have."""
+    return "|" in line or ";" in line or "\t" in line or ", " in line or " - " in line
 
 
 def _keyvalue_metric(line: str, shape: bytes | None = None) -> LogMetric | None:

@@ -77,25 +77,25 @@ def parse_record_line(line: str, shape: bytes | None = None) -> LogMetric | None
     """
     if shape is None:
         shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
-    if shape in _RECIPES:
-        items = _RECIPES[shape]
+    if shape in RECORD_RECIPES:
+        items = RECORD_RECIPES[shape]
         return None if items is None else _cook(line, items)
     recipe = _read_record(line)
-    if len(_RECIPES) >= PLAN_CACHE_SIZE:
-        _RECIPES.clear()
+    if len(RECORD_RECIPES) >= PLAN_CACHE_SIZE:
+        RECORD_RECIPES.clear()
     if recipe is None:
-        _RECIPES[shape] = None
+        RECORD_RECIPES[shape] = None
         return None
     items, private = recipe
     if not private:  # a name with a digit (`acc1`, `acc5`: one shape) is not kept
-        _RECIPES[shape] = items
+        RECORD_RECIPES[shape] = items
     return _cook(line, items)
 
 
 Item = tuple[str, str, int, int, int, int, float]
 """(`step`, `epoch` or `value`, the metric name, where the number is, where its total is or
 (0, 0), the scale to milliseconds or 1)."""
-_RECIPES: dict[bytes, list[Item] | None] = {}
+RECORD_RECIPES: dict[bytes, list[Item] | None] = {}
 """By line shape: its recipe, or None for a shape that gave no record."""
 
 
@@ -350,21 +350,21 @@ def read_better(line: str, metric: LogMetric | None, shape: bytes) -> LogMetric 
     """
     if metric is None:
         return parse_record_line(line, shape) if len(line) <= _MAX_RECORD_CHARS else None
-    action = _ACTIONS.get(shape)
+    action = RECORD_ACTIONS.get(shape)
     if action is None:
         action = _action(line, metric, shape)
-        if len(_ACTIONS) >= PLAN_CACHE_SIZE:
-            _ACTIONS.clear()
-        _ACTIONS[shape] = action
-    if action == _AS_READ:
+        if len(RECORD_ACTIONS) >= PLAN_CACHE_SIZE:
+            RECORD_ACTIONS.clear()
+        RECORD_ACTIONS[shape] = action
+    if action == AS_READ:
         return metric
     if action == _RECORD:
         return parse_record_line(line, shape) or renamed(metric)
     return renamed(metric)
 
 
-_AS_READ, _RENAMED, _RECORD = range(3)
-_ACTIONS: dict[bytes, int] = {}
+AS_READ, _RENAMED, _RECORD = range(3)
+RECORD_ACTIONS: dict[bytes, int] = {}
 """By line shape: the pairs' reading as it is, with short names renamed, or the record's."""
 
 
@@ -375,7 +375,7 @@ def _action(line: str, metric: LogMetric, shape: bytes) -> int:
         record = parse_record_line(line, shape)
         if record is not None and _reading(record) > _reading(named):
             return _RECORD
-    return _AS_READ if named is metric else _RENAMED
+    return AS_READ if named is metric else _RENAMED
 
 
 _RECORD_HINT = re.compile(r" [:|] |;|\t|, ")
