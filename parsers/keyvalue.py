@@ -203,7 +203,10 @@ def parse_without_plans(line: str) -> LogMetric | None:
     line = normalise_line(line)
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if ":" not in line and "=" not in line:
-        return read_better(line, parse_spaced_line(line), shape)
+        metric = parse_spaced_line(line)
+        if metric is None and not _may_be_record(line):
+            return None
+        return read_better(line, metric, shape)
     return read_better(line, _parse_pairs(line) or _spaced_after_pairs(line), shape)
 
 

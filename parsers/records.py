@@ -40,7 +40,7 @@ blanks before a `name:value` token (`s:400 trl:2.31`)."""
 _NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?\.?\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
 # name, optional `:` or `=`, number, optional `/total`, optional unit
 _NAMED = re.compile(
-    rf"^(?P<name>[A-Za-z][\w.@/()-]*(?:\s+[A-Za-z][\w.()-]*){{0,3}}?)\s*[:=]?\s*"
+    rf"^(?P<name>[A-Za-z][\w.@/()-]*(?:\s+[A-Za-z][\w.()-]*){{0,3}}?)(?:\s*[:=]\s*|\s+)"
     rf"(?:tensor\()?(?P<num>{_NUMBER})\)?(?:\s*/\s*(?P<total>\d+))?"
     r"(?P<unit>%|[a-z]+(?:/[a-z]+)?)?(?P<rest>\s.*)?$")
 # number then unit: `8082.72 words/s`, `12000/11000 tok/s` (the last count is the target's)
