@@ -24,6 +24,7 @@ from parsers.keyvalue_words import (
     parse_spaced_line,
 )
 from parsers.model import LogMetric
+from parsers.records import AS_READ, RECORD_ACTIONS, RECORD_RECIPES, read_better
 from parsers.text import (
     STANDARD_NAMES,
     local_timestamp,
@@ -58,7 +59,10 @@ _COUNTERS = {**dict.fromkeys(STEP_KEYS, "step"), **dict.fromkeys(EPOCH_KEYS, "ep
              **dict.fromkeys(_ETA_KEYS, "eta")}
 # Lines that are never metrics whatever pairs they hold: code in backticks, Python warnings
 # (`file.py:12: UserWarning: ...`, Lightning's `rank_zero_warn`), warning levels and tips.
-_NOT_METRICS = re.compile(r"`|\.py:\d+: |Warning\b|\bWARN(?:ING)?\b|\bwarning\b|\bTip:")
+_NOT_METRICS = re.compile(r"`|\.py:\d+: |Warning\b|\bWARN(?:ING)?\b|\bwarning\b|\bTip:"
+                          r"|[A-Za-z]\((?:[a-z_]+=|\d+, )")
+"""Also a model printout: a module built with keyword arguments (`Linear(in_features=512,
+...)`, `Dropout(p=0.1)`, `Conv2d(3, 64, ...)`)."""
 # A whitespace-separated token with two letters in a row: a word of prose (`Trainable`,
 # `cores`, `INFO`), as opposed to numbers, units and punctuation. Linear on long tokens.
 _WORD = re.compile(r"(?<!\S)(?=\S*?[A-Za-z]{2})\S+")
@@ -81,13 +85,37 @@ def parse_generic_line(line: str) -> LogMetric | None:
     """
     line = normalise_line(line)
     if ":" not in line and "=" not in line:
-        return parse_spaced_line(line)
+        metric = parse_spaced_line(line)
+        if metric is None and not _may_be_record(line):
+            return None  # prose: no field separator a record could have
+    else:
+        metric = None
+    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
+    if metric is None and (":" in line or "=" in line):
+        metric = _keyvalue_metric(line, shape)
+    # the common outcomes without a call: a metric line read as it is, a shape of no record
+    if metric is not None:
+        if RECORD_ACTIONS.get(shape) == AS_READ:
+            return metric
+    elif shape in RECORD_RECIPES and RECORD_RECIPES[shape] is None:
+        return None
+    return read_better(line, metric, shape)
+
+
+def _may_be_record(line: str) -> bool:
+    """Whether a line without `:` or `=` has a separator a record's fields may have."""
+    return "|" in line or ";" in line or "\t" in line or ", " in line or " - " in line
+
+
+def _keyvalue_metric(line: str, shape: bytes | None = None) -> LogMetric | None:
+    """`parse_generic_line` of a normalised line with `:` or `=`, by plan or the long way."""
     # A log prints the same few shapes of line, numbers aside: the second time a shape gives
     # a metric, what the pair regex and the checks decided is kept as a plan, and lines of
     # that shape are read by it, at a third of the cost (`keyvalue_plans`). Lines that are not
     # ASCII too (a bar cut at the terminal's edge, `Epoch 2: 100%|█| ... val_a`): two lines
     # with the same UTF-8 shape hold the same other characters at the same places.
-    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
+    if shape is None:
+        shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     plan = _PLANS.plans.get(shape)
     if plan is not None:
         try:
@@ -124,8 +152,11 @@ def parse_plain_line(line: str) -> LogMetric | None:
     (Ultralytics' 1,700-character `engine/trainer:` settings).
     """
     line = normalise_line(line)  # the last `\r` frame: the format has just normalised it
-    if len(line) > MAX_PLAIN_CHARS or (":" not in line and "=" not in line):
+    if len(line) > MAX_PLAIN_CHARS:
         return None
+    if ":" not in line and "=" not in line:
+        # `val loss 5.25` among a format's own lines (llm.c beside nanoGPT-style steps)
+        return parse_spaced_line(line) if "loss" in line else None
     if "<" in line and "|" in line and line[-1:] == "]":
         # a progress bar (`| 0/? [00:00<?, ?it/s]`) that the format read or declined (an
         # evaluation or chore bar, one with no rate yet): its business, not a plain line
@@ -149,7 +180,7 @@ def parse_plain_line(line: str) -> LogMetric | None:
         return None
     if shape in _NAMED_SHAPES and _named_shape(line, shape) in _NOT_PLAIN:
         return None
-    metric = parse_generic_line(line)
+    metric = _keyvalue_metric(line)  # the pairs alone: no record reading of a format's lines
     if metric is None:
         if len(_NOT_PLAIN) >= PLAN_CACHE_SIZE:
             _NOT_PLAIN.clear()
@@ -170,9 +201,13 @@ def _named_shape(line: str, shape: bytes) -> bytes:
 def parse_without_plans(line: str) -> LogMetric | None:
     """`parse_generic_line` the long way, never with a plan: the reference plans must match."""
     line = normalise_line(line)
+    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if ":" not in line and "=" not in line:
-        return parse_spaced_line(line)
-    return _parse_pairs(line) or _spaced_after_pairs(line)
+        metric = parse_spaced_line(line)
+        if metric is None and not _may_be_record(line):
+            return None
+        return read_better(line, metric, shape)
+    return read_better(line, _parse_pairs(line) or _spaced_after_pairs(line), shape)
 
 
 def _spaced_after_pairs(line: str) -> LogMetric | None:
@@ -288,7 +323,7 @@ def _split_window(body: str, end: int) -> list[str]:
 def _not_metrics(head: str) -> bool:
     # substrings first: the regex alone costs more than parsing the rest of the line
     if not ("`" in head or ".py:" in head or "Warn" in head or "WARN" in head
-            or "warn" in head or "Tip:" in head):
+            or "warn" in head or "Tip:" in head or "(" in head):
         return False
     return _NOT_METRICS.search(head) is not None
 

@@ -228,7 +228,8 @@ def _spaced_name(first: str, second: str | None, split: str) -> tuple[str | None
     return (name, None) if name in STANDARD_NAMES else (None, None)
 
 
-_BARE_SCORES = frozenset({"loss", "Loss", "LOSS", "acc", "Acc", "accuracy", "Accuracy"})
+_BARE_SCORES = frozenset({"loss", "Loss", "LOSS", "acc", "Acc", "accuracy", "Accuracy",
+                          "perplexity", "Perplexity", "ppl"})
 _NOT_NAMING = frozenset({"INFO", "DEBUG", "WARNING", "ERROR", "CRITICAL", "TRACE", "Average",
                          "average", "Avg", "avg", "Mean", "mean"})
 """Words before a bare `loss` that do not name it: log levels, and `Average loss` is the loss."""

@@ -14,9 +14,10 @@ from parsers.framework_formats import (
     parse_detectron2_json_line,
     parse_mmengine_line,
 )
+from parsers.generic_context import GenericParser
 from parsers.hf_trainer import HfTrainerParser
 from parsers.json_records import parse_jsonl_line
-from parsers.keyvalue import parse_generic_line, parse_plain_line
+from parsers.keyvalue import parse_plain_line
 from parsers.line_parser import CheckedParser, LineParser, StatelessParser
 from parsers.megatron import parse_megatron_line
 from parsers.paddle import parse_paddle_line, parse_paddle_plain_line
@@ -139,7 +140,7 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
         _any_line(r"\[\d+:\d\d(?::\d\d)?(?:<[\d:?]+)?, *(?:[\d.?]+\S*/s|[\d.]+s/\S+)"),
         TqdmParser,
     ),
-    ("generic", lambda lines, name: True, _stateless(parse_generic_line)),
+    ("generic", lambda lines, name: True, GenericParser),
 )
 """(name, detect, factory), most specific first; detection takes the first that says yes."""
 

@@ -89,8 +89,13 @@ def direction(name: str) -> str | None:
 
 
 def is_loss(name: str) -> bool:
-    """Whether a value of `name` is a loss (whose NaN or Inf is a finding)."""
-    return "loss" in name
+    """Whether a value of `name` is a loss (whose NaN or Inf is a finding).
+
+    A best-so-far loss is not (`best_loss=inf`, `best/loss`): before the first evaluation it
+    is printed as infinite, a placeholder, not a diverging run (simple-nmt's `Validation -
+    loss=4.09 ppl=59.5 best_loss=inf`).
+    """
+    return "loss" in name and not name.startswith(("best_", "best/", "best "))
 
 
 def is_loss_part(name: str) -> bool:

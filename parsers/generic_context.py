@@ -1,0 +1,99 @@
+"""The generic format's parser, with the context a log carries across lines (epoch blocks)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from parsers.keyvalue import parse_generic_line
+from parsers.model import LogMetric
+from parsers.text import STANDARD_NAMES, normalise_line
+from parsers.values import to_epoch
+from parsers.vocabulary_short import METRIC_WORDS
+
+CONTEXT_LINES = 12
+"""Lines after which an epoch heading or record no longer dates the lines below it."""
+
+# `Epoch 12`, `EPOCH 7`, `===== Epoch 1 =====`, `[run] Epoch 1.0000 dev BLEU4: ...`: the epoch
+# a block of lines below belongs to (no `:` before it, so `lr: ... epoch 3` is no heading)
+_EPOCH_HEADING = re.compile(r"^[^:]{0,60}?\b(?:[Ee]poch|EPOCH)\s+(\d+(?:\.\d+)?)\b(?!\s*/)")
+_EVALUATION_SIDES = ("val/", "test/")
+
+
+class GenericParser:
+    """`parse_generic_line`, plus what a line means in the lines around it.
+
+    Before the first metric with a step or epoch, a line of settings (a learning rate, an
+    epoch count, `eps`, `weight_decay`: no name of a measured quantity) is the configuration
+    a run prints before it starts, not a metric (`lr: 0.0006`, `epochs : 10`, an optimizer
+    printout's `lr: 0.001`).
+
+    `Epoch 1 - ... loss=4.93` then `Validation - loss=4.09 ppl=59.5`: the validation line
+    names no epoch, and belongs to epoch 1. A validation (or test) line without a step or
+    epoch (one with a validation value and no training value) takes the epoch of the last
+    record or heading that named one, within `CONTEXT_LINES` lines; a training line never
+    does (its counters are its own).
+    """
+
+    __slots__ = ("_age", "_anchored", "_epoch")
+
+    def __init__(self) -> None:
+        self._epoch: float | None = None
+        self._age = CONTEXT_LINES
+        self._anchored = False
+        """Whether a metric with a step or epoch has been read: the run has begun."""
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Parse one line, dating a validation line by the epoch block it stands in."""
+        metric = parse_generic_line(line)
+        if self._epoch is not None:
+            self._age += 1
+        if metric is None:
+            if "poch" in line or "POCH" in line:
+                self._note_heading(line)
+            return None
+        epoch = metric.epoch
+        if epoch is not None:
+            self._epoch, self._age = epoch, 0
+        elif metric.step is None:
+            return self._in_context(metric)
+        if not self._anchored:
+            self._anchored = True
+        return metric
+
+    def _in_context(self, metric: LogMetric) -> LogMetric | None:
+        """A metric without a step or epoch, as the lines before it date or discard it."""
+        if not self._anchored and all(_is_setting(name) and math.isfinite(value)
+                                      for name, value in metric.values):
+            return None  # `lr: 0.0006`, `epochs : 10`: the settings a run prints first
+        if (self._epoch is not None and self._age <= CONTEXT_LINES
+                and _evaluation_only(metric)):
+            return LogMetric(metric.values, None, self._epoch, metric.taken_at,
+                             metric.unparsed_values)
+        return metric
+
+    def reset(self) -> None:
+        """Forget the epoch block (the log was truncated or rotated)."""
+        self._epoch, self._age, self._anchored = None, CONTEXT_LINES, False
+
+    def _note_heading(self, line: str) -> None:
+        heading = _EPOCH_HEADING.match(normalise_line(line))
+        if heading is not None:
+            try:
+                self._epoch, self._age = to_epoch(float(heading[1])), 0
+            except ValueError:
+                pass
+
+
+def _evaluation_only(metric: LogMetric) -> bool:
+    """Whether a metric reports the validation (or test) side and nothing of training."""
+    names = [name for name, _ in metric.values]
+    return (any(name.startswith(_EVALUATION_SIDES) for name in names)
+            and not any(name.startswith("train/") for name in names))
+
+
+def _is_setting(name: str) -> bool:
+    """A name of a setting rather than a measured value (`lr`, `epochs`, `eps`)."""
+    if name == "lr":
+        return True
+    return name not in STANDARD_NAMES and not any(word in name.lower() for word in METRIC_WORDS)
