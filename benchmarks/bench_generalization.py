@@ -3,8 +3,9 @@
 Usage: python benchmarks/bench_generalization.py [--write-results]
 
 Every log of tests/data/logs with values in `HAND_READ` (tests/unit/test_parsers_hand_read.py)
-is parsed in this process by `gpuherd parse`'s own code (`parse_file`: the shared line
-pipeline, detection included) three ways:
+or `UNSEEN` (tests/unit/hand_read_unseen.py: frameworks with no parser of their own) is parsed
+in this process by `gpuherd parse`'s own code (`parse_file`: the shared line pipeline,
+detection included) three ways:
 
 * all parsers: as `gpuherd parse` runs (the figure of bench_parse_recall.py);
 * generic alone: every format of `parsers.registry.FRAMEWORK_FORMATS` off, so only the readers
@@ -42,11 +43,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_parse_recall import found, same_value  # noqa: E402
+from bench_parse_recall import found, replace_section, same_value  # noqa: E402
 
 from gpuherd.parse_command import parse_file  # noqa: E402
 from parsers.registry import FRAMEWORK_FORMATS  # noqa: E402
-from tests.unit.test_parsers_hand_read import HAND_READ, Read  # noqa: E402
+from tests.unit.hand_read_unseen import UNSEEN  # noqa: E402
+from tests.unit.test_parsers_hand_read import HAND_READ as FRAMEWORK_READ  # noqa: E402
+from tests.unit.test_parsers_hand_read import Read  # noqa: E402
+
+HAND_READ = {**FRAMEWORK_READ, **UNSEEN}
+"""Every hand-read log: those of frameworks with a parser, and those of frameworks without."""
 
 DATA = ROOT / "tests" / "data" / "logs"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
@@ -222,19 +228,13 @@ def report(scores: dict[str, Score]) -> list[str]:
 
 def write_results(body: list[str]) -> None:
     """Replace (or add at the end) this benchmark's section of RESULTS.md."""
-    text = RESULTS.read_text()
     block = "\n".join([
         SECTION, "",
         "`python benchmarks/bench_generalization.py --write-results`, "
         f"{time.strftime('%Y-%m-%d')} (in-process `parse_file`, detection included; what each "
         "column means: the script's docstring). Found / read by eye per tests/data/logs "
-        "folder, `HAND_READ` values only.", "", *body]) + "\n"
-    start = text.find(SECTION + "\n")
-    if start < 0:
-        RESULTS.write_text(text.rstrip("\n") + "\n\n" + block)
-        return
-    end = text.find("\n## ", start + len(SECTION))
-    RESULTS.write_text(text[:start] + block + (text[end + 1:] if end >= 0 else ""))
+        "folder, `HAND_READ` and `UNSEEN` values only.", "", *body]) + "\n"
+    replace_section(SECTION, block)
 
 
 def main() -> int:

@@ -110,7 +110,6 @@ def table(per_format: dict[str, list[int]]) -> list[str]:
 
 def write_results(rows: list[str], missed: list[tuple[str, Read]]) -> None:
     """Replace (or add) the "Parse recall" section of RESULTS.md."""
-    text = RESULTS.read_text()
     body = [SECTION, "",
             "`python benchmarks/bench_parse_recall.py --write-results`: every `HAND_READ` value "
             "(tests/unit/test_parsers_hand_read.py) looked up in `gpuherd parse --json FILE` "
@@ -121,12 +120,17 @@ def write_results(rows: list[str], missed: list[tuple[str, Read]]) -> None:
         body += [f"- `{key}` line {read.line}: `{read.name}` = {read.value}"
                  for key, read in missed]
         body.append("")
-    block = "\n".join(body) + "\n"
-    start = text.find(SECTION + "\n")
+    replace_section(SECTION, "\n".join(body) + "\n")
+
+
+def replace_section(section: str, block: str) -> None:
+    """Put `block` in place of RESULTS.md's `section` (up to the next `## `), or at its end."""
+    text = RESULTS.read_text()
+    start = text.find(section + "\n")
     if start < 0:
         RESULTS.write_text(text.rstrip("\n") + "\n\n" + block)
         return
-    end = text.find("\n## ", start + len(SECTION))
+    end = text.find("\n## ", start + len(section))
     RESULTS.write_text(text[:start] + block + (text[end + 1:] if end >= 0 else ""))
 
 

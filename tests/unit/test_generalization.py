@@ -28,19 +28,27 @@ _spec.loader.exec_module(bench)
 
 FLOORS: dict[str, tuple[int, int]] = {
     # family: values found (generic alone, leave one family out)
-    "deit_json": (2, 2), "detectron2": (7, 7), "detectron2_json": (9, 9), "detr_json": (2, 2),
-    "fairseq": (0, 0), "generic": (19, 19), "handwritten": (18, 18), "hf_trainer": (11, 11),
-    "hf_trainer_state": (0, 0), "jsonl": (6, 6), "keras": (17, 17), "keras2": (5, 5),
-    "keras_csv": (7, 7), "lightning_csv": (5, 5), "lightning_rich": (11, 11),
-    "llamafactory": (4, 4), "megatron": (0, 0), "metric_logger": (7, 7), "mmcv": (12, 12),
-    "mmengine": (1, 1), "mmengine_json": (3, 3), "nanogpt": (5, 5), "paddle": (11, 11),
-    "pandas_csv": (9, 9), "sb3": (16, 16), "timm_csv": (8, 8), "tqdm": (24, 24), "trl": (4, 4),
-    "ultralytics": (0, 0), "ultralytics_csv": (5, 5), "yolov5": (1, 1),
+    "cgcnn": (4, 4), "deit_json": (2, 2), "detectron2": (7, 7), "detectron2_json": (9, 9),
+    "detr_json": (2, 2), "fairseq": (0, 0), "fasttext": (2, 2), "generic": (19, 19),
+    "handloop": (3, 3), "handwritten": (18, 18), "hf_trainer": (11, 11),
+    "hf_trainer_state": (0, 0), "joeynmt": (10, 10), "jsonl": (6, 6), "kan_gpt": (8, 8),
+    "keras": (17, 17), "keras2": (5, 5), "keras_csv": (7, 7), "lightning_csv": (5, 5),
+    "lightning_rich": (11, 11), "llamafactory": (4, 4), "llmc": (4, 4), "marian": (17, 17),
+    "megatron": (2, 2), "metric_logger": (7, 7), "mmcv": (12, 12), "mmengine": (1, 1),
+    "mmengine_json": (3, 3), "modded_nanogpt": (5, 5), "nanogpt": (5, 5), "opennmt": (7, 7),
+    "paddle": (11, 11), "painn": (2, 2), "pandas_csv": (9, 9), "sacrebleu": (0, 0),
+    "sb3": (16, 16), "simple_nmt": (10, 10), "sklearn_score": (3, 3), "tf_siamese": (3, 3),
+    "timm_csv": (8, 8), "tqdm": (24, 24), "trl": (4, 4), "tsetlin": (4, 4), "ultralytics": (0, 0),
+    "ultralytics_csv": (5, 5), "xgboost": (4, 4), "xnmt": (4, 4), "yolov5": (1, 1),
 }
-"""Of 417 values read by eye: 229 found by the generic reader alone, 229 leaving each family
-out (no framework parser reads another family's log better than the generic reader)."""
-UNACCOUNTED_CEILING = {"generic alone": 245, "leave one family out": 245}
-"""Values reported that neither a reading nor the full parse has on their line."""
+"""Of 511 values read by eye: 321 found by the generic reader alone, 321 leaving each family
+out (no framework parser reads another family's log better than the generic reader). 94 of
+them are in logs of frameworks with no parser (`UNSEEN`), where the generic reader is all there
+is: 90 found."""
+UNACCOUNTED_CEILING = {"generic alone": 256, "leave one family out": 256}
+"""Values reported that neither a reading nor the full parse has on their line (245 before the
+record reader: it left out 6 config values and added Keras's ms/step, SB3 table values read on
+the table's own lines, and 2 `val/loss_at_iteration` of Megatron's validation lines)."""
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +67,12 @@ def test_no_family_reads_less_than_its_floor(scores: dict[str, Any], mode: str) 
 
 def test_every_floored_family_is_still_hand_read(scores: dict[str, Any]) -> None:
     assert set(FLOORS) <= set(scores["generic alone"].per_family)
-    # in process, all parsers on, the figure of bench_parse_recall.py: every reading found
-    found, read = scores["all parsers"].total()
-    assert found == read
+    # in process, all parsers on, the figure of bench_parse_recall.py: every reading of a
+    # framework with a parser found; of those without one, what the generic reader finds
+    per_family = scores["all parsers"].per_family
+    unseen = {bench.family_of(key) for key in bench.UNSEEN}
+    assert all(found == read for family, (found, read) in per_family.items()
+               if family not in unseen)
 
 
 def test_the_framework_parsers_are_really_off(scores: dict[str, Any]) -> None:
