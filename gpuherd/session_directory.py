@@ -21,7 +21,7 @@ def refuse_unsafe(directory: Directory) -> None:
     info = directory.stat()
     problem = others_may_write_problem(directory.path, info)
     if problem is None and os.geteuid() == 0 and info.st_uid not in _trusted_owners():
-        problem = (f"{directory.path} belongs to user {user_name(info.st_uid)}, and root writes "
+        problem = (f"{directory.path} belongs to {user_name(info.st_uid)}, and root writes "
                    "there only by privilege; record into a directory root owns (or your own, "
                    "under sudo), or run gpuherd as that user")
     if problem is None:
