@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import pwd
 import secrets
 import stat
 from pathlib import Path
@@ -37,6 +38,14 @@ def kind_of(mode: int) -> str:
              (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
              (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
     return next((words for test, words in kinds if test(mode)), "not a regular file")
+
+
+def user_name(uid: int) -> str:
+    """`alice (uid 1001)`, or `uid 1001` for a uid without an account."""
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 def others_may_write_problem(path: str | os.PathLike[str], info: os.stat_result) -> str | None:

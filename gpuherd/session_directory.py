@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import pwd
 
 from collectors.rows import SessionError
 from collectors.session_format import SESSION_FILES
-from gpuherd.safe_files import Directory, others_may_write_problem
+from gpuherd.safe_files import Directory, others_may_write_problem, user_name
 
 
 class SessionUnsafeError(SessionError):
@@ -22,7 +21,7 @@ def refuse_unsafe(directory: Directory) -> None:
     info = directory.stat()
     problem = others_may_write_problem(directory.path, info)
     if problem is None and os.geteuid() == 0 and info.st_uid not in _trusted_owners():
-        problem = (f"{directory.path} belongs to {_user_name(info.st_uid)}, and root writes "
+        problem = (f"{directory.path} belongs to {user_name(info.st_uid)}, and root writes "
                    "there only by privilege; record into a directory root owns (or your own, "
                    "under sudo), or run gpuherd as that user")
     if problem is None:
@@ -43,9 +42,3 @@ def _trusted_owners() -> set[int]:
         owners.add(int(sudo_uid))
     return owners
 
-
-def _user_name(uid: int) -> str:
-    try:
-        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except KeyError:
-        return f"uid {uid}"

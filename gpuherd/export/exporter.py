@@ -67,6 +67,14 @@ class Exporter:
         self.server = MetricsServer(listen, self.registry, tls, report)
         self.url = ListenAddress(listen.host, self.server.port).url(tls is not None)
         self.queue = queue
+        use_gpu_totals = getattr(queue, "use_gpu_totals", None)
+        if callable(use_gpu_totals):  # the queue's reservations are judged as a runner does
+            use_gpu_totals(self.gpu_totals)
+
+    def gpu_totals(self) -> dict[str, int]:
+        """Total memory per GPU UUID, from the newest reading of each GPU source."""
+        return {gpu.uuid: gpu.memory_total_bytes for gpu in self.state.snapshot().gpus
+                if gpu.memory_total_bytes is not None}
 
     def emit(self, event: CollectorEvent) -> None:
         """A collector event (thread-safe): the sink every source set feeds."""

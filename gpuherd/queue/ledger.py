@@ -26,7 +26,10 @@ from gpuherd.queue.ledger_files import (
     MAX_ENTRY_BYTES,
     LedgerEntry,
     LedgerError,
+    Sightings,
+    beyond_share,
     check_mode,
+    create_shared_dir,
     doubt,
     invalid,
     is_link,
@@ -71,8 +74,9 @@ class Ledger:
         self._warn = on_warning or _say
         self._warned: set[str] = set()
         self._named: set[str] = set()
+        self.sightings = Sightings()
         self._lock = LedgerLock(self.directory, lock_timeout_s, self._warn)
-        self._create()
+        create_shared_dir(self.directory)
         dir_fd, owner = self._open_dir()
         try:
             self._lock.prepare(dir_fd, owner)
@@ -123,17 +127,6 @@ class Ledger:
             self._warn(f"ledger: more than {MAX_NAMED} untrusted files in {self.directory}; "
                        "new ones are not counted and no longer named")
 
-    def _create(self) -> None:
-        try:
-            os.mkdir(self.directory, 0o700)
-        except FileExistsError:
-            return
-        except OSError as error:
-            raise LedgerError(f"cannot create the ledger directory {self.directory}: "
-                              f"{error.strerror}") from None
-        # mkdir's mode passes through the umask; chmod sets the sticky, world-writable mode.
-        os.chmod(self.directory, 0o1777)
-
     def _open_dir(self) -> tuple[int, int]:
         """The directory's descriptor and owner, once it is known to be safe to use."""
         where = self.directory
@@ -183,7 +176,8 @@ class LedgerView:
         me = os.geteuid()
         out: list[LedgerEntry] = []
         doubts: dict[str, str] = {}
-        for name in sorted(os.listdir(self._dir_fd)):
+        names = sorted(os.listdir(self._dir_fd))
+        for name in names:
             if name == LOCK_NAME:
                 continue
             if name.startswith(TEMP_PREFIX):
@@ -191,7 +185,7 @@ class LedgerView:
                 if owner_of(self._dir_fd, name) == me:
                     self._unlink(name)
                 continue
-            entry, owner, problem = self._read(name, dict(gpu_totals or {}))
+            entry, owner, problem = self._read(name, gpu_totals or {}, now)
             if problem is not None:
                 doubts[name] = problem
             if entry is None:
@@ -204,8 +198,10 @@ class LedgerView:
                 out.append(entry)
             elif owner == me:
                 self._unlink(name)
-        self._ledger.name_untrusted(doubts)
-        return out
+        beyond = beyond_share(out, gpu_totals or {})
+        self._ledger.sightings.forget_gone(set(names))
+        self._ledger.name_untrusted(doubts | beyond)
+        return [entry for entry in out if entry.name not in beyond]
 
     def reserve(self, gpu_uuid: str, bytes_: int, job: str, pid: int, pid_start_time: float,
                 expires_at: float) -> None:
@@ -248,12 +244,12 @@ class LedgerView:
         gone = 0
         for name in sorted(os.listdir(self._dir_fd)):
             if name.startswith(ENTRY_PREFIX) and name.endswith(ENTRY_SUFFIX):
-                entry, owner, _ = self._read(name, {})
+                entry, owner, _ = self._read(name, {}, time.time())
                 if entry is not None and owner == me and entry.job == job:
                     gone += self._unlink(name)
         return gone
 
-    def _read(self, name: str, gpu_totals: dict[str, int]
+    def _read(self, name: str, gpu_totals: Mapping[str, int], now: float
               ) -> tuple[LedgerEntry | None, int | None, str | None]:
         """An entry and its file's owner, or why the file is not a trusted entry."""
         if not (name.startswith(ENTRY_PREFIX) and name.endswith(ENTRY_SUFFIX)):
@@ -276,7 +272,8 @@ class LedgerView:
                 if problem is None and body["uid"] != info.st_uid:
                     problem = f"it says uid {body['uid']} but belongs to uid {info.st_uid}"
                 if problem is None:
-                    problem = doubt(body, info.st_ctime, gpu_totals)
+                    seen = self._ledger.sightings.first(name, info.st_ino, now)
+                    problem = doubt(body, min(info.st_ctime, seen), gpu_totals)
         except OSError as error:
             return None, None, f"cannot read: {error.strerror}"
         finally:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gpuherd.queue.ledger_files import user_name
+from gpuherd.safe_files import kind_of, user_name
 
 LOCK_NAME = "ledger.lock"
 LOCK_TIMEOUT_S = 5.0
@@ -96,7 +96,7 @@ class LedgerLock:
         if stat.S_ISLNK(info.st_mode):
             return None, f"{self.path} is a symbolic link, not the ledger's lock"
         if not stat.S_ISREG(info.st_mode):
-            return None, f"{self.path} is not a regular file ({_kind(info.st_mode)})"
+            return None, f"{self.path} is not a regular file ({kind_of(info.st_mode)})"
         if info.st_uid not in (0, dir_owner):
             return None, (f"{self.path} belongs to {user_name(info.st_uid)}, not to the ledger "
                           f"directory's owner ({user_name(dir_owner)}), so it is not trusted")
@@ -172,12 +172,3 @@ def _process_user(pid: int) -> str:
     except OSError:
         return "user unknown"
 
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a device or other special file"

@@ -142,6 +142,11 @@ def _json_list(r: dict[str, Any], key: str, item: type) -> list[Any]:
         value = json.loads(r[key]) if isinstance(r[key], str) else None
     except json.JSONDecodeError:
         value = None
+    except (RecursionError, ValueError):
+        # Nesting thousands deep exhausts the parser's stack; an integer past Python's digit
+        # limit is a ValueError: a row edited so is damaged, like any other.
+        raise DamagedRowError(r["id"], f"{key} is JSON nested too deeply or with a number too "
+                                       "long to read") from None
     if not isinstance(value, list):
         raise DamagedRowError(r["id"], f"{key} is not a JSON list")
     if item is list:

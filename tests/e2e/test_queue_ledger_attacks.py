@@ -219,3 +219,28 @@ def test_roots_runner_refuses_her_ledger_directory_with_one_line(shared: Path,
         f"gpuherd: queue: the ledger directory {d} belongs to uid {OTHER_UID}, not to root or "
         f"this user, so its owner could delete anyone's reservations; move it away and have "
         f"root create it: install -d -m 1777 {d} (or set GPUHERD_LEDGER_DIR)\n")
+
+
+def test_her_entries_count_together_at_most_one_whole_gpu(
+        tmp_path: Path, shared: Path, her_sleeper: psutil.Process) -> None:
+    """Five 20 GiB entries, each tied to her live `sleep` and each passing every check alone:
+    together they count as the GPU's 80 GiB, not 100 GiB, and the one past it is named once."""
+    d = root_ledger(shared)
+    python, env = python_for_everyone() or pytest.skip("no Python the other uid can start")
+    mine = (her_sleeper.pid, her_sleeper.create_time())
+    for n in range(5):
+        done = subprocess.run(as_other_user([python, "-c", FORGE, str(d / f"res-{n}-her.json"),
+                                             json.dumps(forged(OTHER_UID, *mine,
+                                                               bytes=20 * GiB))]),
+                              env={**os.environ, **env}, capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    queue = RootQueue(tmp_path, d)
+    job = queue.store.add(mark_spec("root", queue.cwd, 1))
+    for _ in range(3):
+        queue.runner.on_gpu_tick(tick([Gpu(GPU, total=80 * GiB, used=0)]))
+        queue.runner.step()
+    assert queue.store.get(job.id).state is JobState.WAITING
+    assert "after 80 GiB reserved" in (queue.store.get(job.id).wait_reason or "")
+    assert [line for line in queue.said if line.startswith("ledger:")] == [
+        f"ledger: {d / 'res-4-her.json'}: with it, uid {OTHER_UID}'s entries on {GPU} would "
+        f"reserve more than that GPU's total ({80 * GiB} bytes); not counted"]

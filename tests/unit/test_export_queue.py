@@ -13,12 +13,16 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from collectors.base import Sampled
+from gpuherd.export.address import parse_listen
+from gpuherd.export.exporter import Exporter
 from gpuherd.export.queue_source import QueueReader
 from gpuherd.queue.jobs import JobSpec, JobState
 from gpuherd.queue.ledger import Ledger
 from gpuherd.queue.store import QueueStore
 from tests.fakes import GiB
 from tests.prometheus import free_port, get, wait_for
+from tests.queue_helpers import Gpu, tick
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION = REPO / "tests" / "data" / "sessions" / "e2e"
@@ -116,3 +120,30 @@ def test_a_live_exporter_serves_this_machines_queue_and_a_replay_does_not(
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=30)
     assert "Traceback" not in stderr and "scrape failed" not in stderr
+
+
+def test_a_reservation_larger_than_its_gpu_is_not_exported_once_the_gpu_is_read(
+        tmp_path: Path) -> None:
+    """A `2**60`-byte claim tied to a live process: judged against the exporter's own reading."""
+    a_queue(tmp_path / "state", tmp_path / "ledger")
+    with Ledger(tmp_path / "ledger").locked() as view:
+        view.reserve("GPU-q", 2**60, "7", os.getpid(), psutil.Process().create_time(),
+                     time.time() + 600)
+        view.reserve("GPU-r", 72 * GiB, "8", os.getpid(), psutil.Process().create_time(),
+                     time.time() + 600)  # 8 + 72 = the whole GPU: still counted
+    said: list[str] = []
+    reader = QueueReader(tmp_path / "state", tmp_path / "ledger", warn=said.append)
+    exporter = Exporter(parse_listen(str(free_port())), "box-1", queue=reader,
+                        report=lambda line: None)
+    try:
+        # No GPU read yet: nothing to judge sizes by, so the claim is exported as made.
+        assert reader().reserved_bytes_by_uuid == {"GPU-q": 24 * GiB + 2**60,
+                                                   "GPU-r": 80 * GiB}
+        exporter.emit(Sampled("gpus", tick([Gpu("GPU-q", total=80 * GiB),
+                                            Gpu("GPU-r", total=80 * GiB)])))
+        assert reader().reserved_bytes_by_uuid == {"GPU-q": 24 * GiB, "GPU-r": 80 * GiB}
+    finally:
+        exporter.close()
+    assert len(said) == 1 and said[0].endswith(
+        f"it reserves {2**60} bytes on GPU-q, more than that GPU's total ({80 * GiB} bytes); "
+        "not counted")

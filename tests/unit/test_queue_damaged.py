@@ -114,3 +114,31 @@ def test_a_dropped_table_is_one_line_and_moved_aside(state: Path, statement: str
     assert line.startswith(f"gpuherd queue ls: {state / 'queue.db'}: not a valid queue "
                            f"database ({why}); it was moved to {state / 'queue.db.corrupt-'}")
     assert ok(queue(state, "ls")) == "the queue is empty"
+
+
+UNREADABLE_JSON = "JSON nested too deeply or with a number too long to read"
+
+
+@pytest.mark.parametrize(("column", "text"), [
+    ("argv", "[" * 5000 + "]" * 5000),          # deeper than the parser's stack
+    ("argv", "[" + "9" * 5000 + "]"),           # past Python's 4300-digit integer limit
+    ("gpu_indices", "[" + "1" * 5000 + "]"),
+    ("gpu_indices", "[" * 5000),
+])
+def test_json_nested_too_deeply_or_too_long_a_number_is_a_damaged_row(
+        state: Path, column: str, text: str) -> None:
+    db = sqlite3.connect(state / "queue.db")
+    with db:
+        db.execute(f"UPDATE jobs SET {column} = ? WHERE id = 5", (text,))
+    db.close()
+    listed = json.loads(ok(queue(state, "ls", "--json")))
+    assert [(j["id"], j["state"]) for j in listed] == [
+        (1, "waiting"), (2, "damaged"), (3, "damaged"), (4, "damaged"), (5, "damaged")]
+    assert listed[-1]["reason"] == f"{column} is {UNREADABLE_JSON}"
+    store = QueueStore.open(state)
+    try:
+        assert [j.id for j in store.jobs()] == [1]
+        assert [(row.job_id, row.problem) for row in store.damaged][-1] == (
+            5, f"{column} is {UNREADABLE_JSON}")
+    finally:
+        store.close()

@@ -20,11 +20,13 @@ import pytest
 
 from gpuherd.queue.headroom import Reservation, reserved_by_gpu
 from gpuherd.queue.ledger import Ledger, LedgerError, default_ledger_dir
+from gpuherd.queue.ledger_files import PID_MAX, Sightings, parse_entry
 
 GIB = 1 << 30
 GPU_A = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
 GPU_B = "GPU-bbbbbbbb-0000-0000-0000-000000000000"
 OTHER_UID = 12345
+UNREADABLE = "JSON nested too deeply or with a number too long to read"
 SETPRIV = shutil.which("setpriv")
 AS_ROOT = os.geteuid() == 0
 
@@ -244,6 +246,15 @@ BAD_FILES = {
     "res-0-big.json": ("text", " " * 5000, "larger than 4096 bytes"),
     "res-0-forged.json": ("forged", None, f"it says uid {OTHER_UID} but belongs to uid "
                           f"{os.geteuid()}"),
+    # Each of these raised out of `live()` once, stopping every user's runner.
+    "res-0-deep.json": ("text", "[" * 4000, UNREADABLE),
+    "res-0-pid.json": ("override", {"pid": 2**40},
+                       f"pid above {PID_MAX} or uid outside 0..{2**32 - 2}"),
+    "res-0-start.json": ("override", {"pid_start_time": 10**400},
+                         "pid_start_time is not a finite number"),
+    # NaN is never more than 0.01 s away from a start time: it would match any process.
+    "res-0-nan.json": ("override", {"pid_start_time": float("nan")},
+                       "pid_start_time is not a finite number"),
 }
 
 
@@ -262,6 +273,8 @@ def test_each_bad_file_is_skipped_and_named_once_with_why(ledger: Ledger, warnin
         os.mkfifo(d / name)
     elif kind == "dir":
         (d / name).mkdir()
+    elif kind == "override":
+        (d / name).write_text(json.dumps(good | dict(text)))  # type: ignore[call-overload]
     else:
         (d / name).write_text(json.dumps(good | {"uid": OTHER_UID}))
     for _ in range(3):
@@ -339,7 +352,8 @@ def test_a_lock_that_is_not_the_owners_regular_file_is_named_once_and_not_used(
         lock.write_text("")
         os.chown(lock, OTHER_UID, OTHER_UID) if AS_ROOT else pytest.skip("needs root")
     what = {"symlink": "is a symbolic link, not the ledger's lock",
-            "fifo": "is not a regular file (a FIFO)", "dir": "is not a regular file (a directory)",
+            "fifo": "is not a regular file (a named pipe)",
+            "dir": "is not a regular file (a directory)",
             "foreign": f"belongs to uid {OTHER_UID}, not to the ledger directory's owner "
                        f"(root (uid 0)), so it is not trusted"}[kind]
     said: list[str] = []
@@ -575,3 +589,86 @@ def test_a_file_name_with_terminal_escapes_is_named_with_them_visible(
     err = capsys.readouterr().err
     assert "\x1b" not in err
     assert "res-\\x1b[2J\\x1b[Hgone.json: not JSON; not counted" in err
+
+
+def test_a_number_too_long_to_convert_is_a_bad_entry_not_a_crash() -> None:
+    """5000 digits pass Python's 4300-digit limit (a ValueError that is not a JSONDecodeError);
+    a ledger file that long is already refused by size, so this is read directly."""
+    assert parse_entry(b'{"bytes": ' + b"1" * 5000 + b"}") == ({}, UNREADABLE)
+    assert parse_entry(b"[" * 4000) == ({}, UNREADABLE)
+
+
+def test_one_uids_entries_count_together_up_to_the_gpus_total(ledger: Ledger,
+                                                              warnings: list[str]) -> None:
+    """Each entry fits its GPU, but together one uid's may not hold more than the whole GPU."""
+    pid, start = me()
+    with ledger.locked() as view:
+        for n in range(4):
+            view.reserve(GPU_A, 20 * GIB, f"a{n}", pid, start, FAR)  # exactly 80 GiB
+        for n in range(3):
+            view.reserve(GPU_B, 20 * GIB, f"b{n}", pid, start, FAR)
+        view.reserve(GPU_B, 20 * GIB + 1, "b3", pid, start, FAR)  # one byte past 80 GiB
+        totals = {GPU_A: 80 * GIB, GPU_B: 80 * GIB}
+        for _ in range(2):
+            counted = reserved_by_gpu(view.live(gpu_totals=totals))
+            assert counted[GPU_A] == 80 * GIB
+            assert counted[GPU_B] in (60 * GIB, 60 * GIB + 1)  # whichever name sorts last
+            assert len(view.live(gpu_totals=totals)) == 7
+        assert len(view.live()) == 8  # a GPU this host does not show is not judged
+    assert len(warnings) == 1 and warnings[0].endswith(
+        f"with it, uid {os.geteuid()}'s entries on {GPU_B} would reserve more than that GPU's "
+        f"total ({80 * GIB} bytes); not counted")
+
+
+def test_an_entry_counts_for_the_longest_grace_after_this_reader_first_saw_it(
+        ledger: Ledger, shared: Path) -> None:
+    """Refreshing a file's ctime (`touch`, `chmod`) does not move when a runner first saw it.
+
+    The runner first reads both entries 3000 s before their (refreshed) change time: from
+    then, 3605 s allow the first and not the second, although both end within 3605 s of
+    their ctime.
+    """
+    pid, start = me()
+    written = time.time()
+    seen = written - 3000
+    with ledger.locked() as view:
+        view.reserve(GPU_A, GIB, "inside", pid, start, seen + 3605 - 1)
+        view.reserve(GPU_A, 2 * GIB, "outside", pid, start, seen + 3605 + 1)
+        assert view.live(now=seen) == [Reservation(GPU_A, GIB, "inside")]
+    for name in entry_files(ledger):
+        os.chmod(ledger.directory / name, 0o644)  # ctime is now, again
+    with ledger.locked() as view:
+        assert view.live() == [Reservation(GPU_A, GIB, "inside")]
+    # A runner that starts now has seen neither before: it has only their ctimes to go by.
+    with Ledger(ledger.directory).locked() as view:
+        assert len(view.live()) == 2
+
+
+def test_first_sightings_are_bounded_and_forgotten_with_their_files() -> None:
+    sightings = Sightings(limit=2)
+    assert [sightings.first(name, 1, at) for name, at in (("a", 1.0), ("b", 2.0))] == [1, 2]
+    assert sightings.first("a", 1, 9.0) == 1.0
+    assert sightings.first("a", 2, 9.0) == 9.0  # another inode: another file, seen now
+    assert sightings.first("a", 1, 10.0) == 10.0  # the oldest sighting was forgotten for it
+    sightings.forget_gone({"x"})
+    assert sightings.first("a", 2, 11.0) == 11.0
+
+
+def test_a_ledger_dir_swapped_for_a_link_right_after_it_is_made_is_refused_untouched(
+        shared: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between mkdir and setting mode 1777, another user replaces the new directory with a link
+    to one of root's; the mode must not land on the link's target."""
+    victim = shared / "victim"
+    victim.mkdir(mode=0o755)
+    victim.chmod(0o755)
+    real_mkdir = os.mkdir
+
+    def mkdir_then_swapped(path: str | os.PathLike[str], mode: int = 0o777) -> None:
+        real_mkdir(path, mode)
+        os.rmdir(path)
+        os.symlink(victim, path)
+
+    monkeypatch.setattr(os, "mkdir", mkdir_then_swapped)
+    with pytest.raises(LedgerError, match="was replaced right after it was created"):
+        Ledger(shared / "ledger")
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o755

@@ -28,21 +28,27 @@ ANY = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
                 st.lists(st.integers(), max_size=2))
 ENTRY = st.fixed_dictionaries({
     "gpu_uuid": st.one_of(st.just(GPU), ANY), "bytes": st.one_of(st.integers(-1, 100 * GIB), ANY),
-    "uid": st.one_of(st.just(os.geteuid()), ANY), "pid": st.sampled_from([ME, 1, 2**22 + 7]),
+    "uid": st.one_of(st.just(os.geteuid()), ANY), "pid": st.sampled_from([ME, 1, 2**22 + 7, 2**40]),
     "pid_start_time": st.one_of(st.just(MY_START), ANY),
     "expires_at": st.one_of(st.floats(time.time() - 10, time.time() + 9000), ANY),
     "job": st.one_of(st.just("q0-x:1:1:0"), ANY)})
+RAW = st.one_of(st.integers(1, 4000).map(lambda depth: "[" * depth + "]" * (depth % 3)),
+                st.integers(4000, 4090).map(lambda digits: '{"bytes": ' + "7" * digits + "}"),
+                st.text(alphabet='[]{}"0123456789,:e.-', max_size=200))
+"""Files that are not JSON objects, or are nested deeper than any parser's stack."""
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(bodies=st.lists(ENTRY, min_size=1, max_size=4))
-def test_an_entry_counts_only_when_every_claim_holds(bodies: list[dict[str, object]]) -> None:
+@given(bodies=st.lists(st.one_of(ENTRY, RAW), min_size=1, max_size=4))
+def test_an_entry_counts_only_when_every_claim_holds(bodies: list[dict[str, object] | str]
+                                                     ) -> None:
     parent = Path(tempfile.mkdtemp())
     try:
         said: list[str] = []
         ledger = Ledger(parent / "ledger", on_warning=said.append)
         for n, body in enumerate(bodies):
-            (ledger.directory / f"res-0-{n}.json").write_text(json.dumps(body))
+            text = body if isinstance(body, str) else json.dumps(body)
+            (ledger.directory / f"res-0-{n}.json").write_text(text)
         now = time.time()
         with ledger.locked() as view:
             counted = view.entries(now, {GPU: 80 * GIB})
@@ -50,6 +56,7 @@ def test_an_entry_counts_only_when_every_claim_holds(bodies: list[dict[str, obje
             assert entry.pid == ME and abs(entry.pid_start_time - MY_START) <= 0.01
             assert 0 < entry.bytes <= 80 * GIB and entry.uid == os.geteuid()
             assert now < entry.expires_at <= now + 3600 + 5
+        assert sum(entry.bytes for entry in counted) <= 80 * GIB  # one uid, one GPU
         assert len(said) <= 1  # one line per scan, however many files it doubts
     finally:
         shutil.rmtree(parent)
