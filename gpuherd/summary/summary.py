@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.session_format import EVENT, META, SUMMARY_SCHEMA_VERSION
-from gpuherd.safe_files import Directory
+from gpuherd.safe_files import Directory, UnsafeFileError, swappable_path_problem
 from gpuherd.summary.containers import container_summary
 from gpuherd.summary.frames import SessionFrames, load_frames
 from gpuherd.summary.stats import (
@@ -298,9 +298,13 @@ def write_atomic(path: Path, text: str, newline: str | None = "", mode: int | No
     partial file, and removes the temporary file. `mode` sets the new file's permission bits.
     The temporary name is unpredictable and created new, never through a link, and the rename
     is made relative to the directory's descriptor: a session directory may be one other users
-    write to (`gpuherd.safe_files`).
+    write to (`gpuherd.safe_files`). A directory whose path another user could swap for a link
+    meanwhile is refused (`UnsafeFileError`, an `OSError`).
     """
     if newline not in ("", "\n"):
         text = text.replace("\n", os.linesep if newline is None else newline)
     with Directory(path.parent) as directory:
+        problem = swappable_path_problem(directory)
+        if problem is not None:
+            raise UnsafeFileError(f"refusing to write {path.name}: {problem}")
         directory.write_atomic(path.name, text.encode("utf-8"), mode=mode)
