@@ -153,9 +153,9 @@ def _refuse_foreign_hard_links(path: Path, opened: os.stat_result, directory: Di
         return
     trusted = trusted_owners()
     if opened.st_uid not in trusted or directory.stat().st_uid not in trusted:
-        raise NoteError(f"{path}: it has {opened.st_nlink} hard links and is not in a directory "
-                        "of root's or yours: another user may have linked it to a file root "
-                        "alone may write; run gpuherd as the file's owner, or copy it first")
+        raise NoteError(f"{path}: it has {opened.st_nlink} hard links, and it or its "
+                        "directory belongs to another user, who may have linked it to a file "
+                        "root alone may write; run gpuherd as the file's owner, or copy it first")
 
 
 def _read_fd(fd: int, limit: int) -> bytes:

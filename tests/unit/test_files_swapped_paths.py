@@ -178,13 +178,24 @@ def hard_linked_example(directory: Path, owner: int) -> Path:
 def test_note_refuses_roots_rewrite_of_her_hard_linked_file(box: Path) -> None:
     example = hard_linked_example(her_directory(box / "ex", 0o755), OTHER_UID)
     before = example.read_bytes()
-    with pytest.raises(NoteError, match="it has 2 hard links and is not in a directory of "
-                                        "root's or yours"):
+    with pytest.raises(NoteError, match="it has 2 hard links, and it or its directory "
+                                        "belongs to another user"):
         write_note(example, NOTE)
     assert example.read_bytes() == before
 
 
+def test_note_refuses_roots_rewrite_of_another_users_hard_linked_file_in_roots_directory(
+        box: Path) -> None:
+    # Her file, linked (by her, where the kernel lets her) into a directory of root's.
+    example = hard_linked_example(roots_directory(box / "ex"), OTHER_UID)
+    with pytest.raises(NoteError, match="it has 2 hard links"):
+        write_note(example, NOTE)
+
+
 def test_note_keeps_the_hard_links_of_roots_own_example(box: Path) -> None:
     example = hard_linked_example(roots_directory(box / "ex"), 0)
+    before = example.stat()
     assert write_note(example, NOTE)
+    after = example.stat()
+    assert (after.st_ino, after.st_nlink) == (before.st_ino, 2)
     assert "last_verification_note" in (box / "ex" / "other-name.yaml").read_text()
