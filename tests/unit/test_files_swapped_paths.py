@@ -9,8 +9,12 @@ A second real user (`OTHER_UID`, through `setpriv`) does what she can; root runs
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +25,7 @@ from gpuherd.note.note_file import write_note
 from gpuherd.session import SessionWriteError, SessionWriter
 from tests.privileges import OTHER_UID
 from tests.unit.test_files_planted_links import (
+    ROOT,
     SECRET,
     as_her,
     box,
@@ -199,3 +204,31 @@ def test_note_keeps_the_hard_links_of_roots_own_example(box: Path) -> None:
     after = example.stat()
     assert (after.st_ino, after.st_nlink) == (before.st_ino, 2)
     assert "last_verification_note" in (box / "ex" / "other-name.yaml").read_text()
+
+
+def test_the_supervisor_keeps_writing_where_it_started_after_the_path_is_swapped(
+        box: Path) -> None:
+    """The directory renamed away and a link to root's put in its place, mid-command.
+
+    Where `record` records, no other user can do this (see the refusals above); root does it
+    here, to pin that the log and the exit record do not follow the path meanwhile.
+    """
+    run = roots_directory(roots_directory(box / "parent") / "run")
+    (run / "command.log").touch()
+    elsewhere = box / "secret"
+    go = box / "go"
+    script = f"echo early; while [ ! -e {go} ]; do sleep 0.05; done; echo late"
+    child = subprocess.Popen([sys.executable, "-m", "gpuherd.proc.supervisor", "--no-echo",
+                              "--log", str(run / "command.log"), "--exit-file",
+                              str(run / "command.exit.json"), "--", "sh", "-c", script],
+                             cwd=ROOT)
+    while b"early" not in (run / "command.log").read_bytes():
+        assert child.poll() is None, "the supervisor ended before the command wrote"
+        select.select([], [], [], 0.05)
+    moved = run.rename(box / "parent" / "moved")
+    run.symlink_to(elsewhere)
+    go.touch()
+    assert child.wait(timeout=60) == 0
+    assert list(elsewhere.iterdir()) == []
+    assert (moved / "command.log").read_bytes() == b"early\nlate\n"
+    assert json.loads((moved / "command.exit.json").read_text())["exit_code"] == 0
