@@ -72,6 +72,12 @@ class Directory:
         self.fd: int | None = (_walk(self.path) if no_links else
                                os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
 
+    def duplicate(self) -> Directory:
+        """A second handle on the same open directory (not its path), closed on its own."""
+        other = Directory.__new__(Directory)
+        other.path, other.fd = self.path, os.dup(self._fd())
+        return other
+
     def __enter__(self) -> Directory:
         return self
 

@@ -387,6 +387,14 @@ class SessionWriter:
         self._events = None
         self._lock.release()
 
+    def opened_directory(self) -> Directory:
+        """The session directory as opened and checked at the start, for writes after `close`.
+
+        Writers that come later (the summary) use it rather than the path, which may name
+        something else by then. The caller closes it.
+        """
+        return self._dir.duplicate()
+
     def create_empty(self, name: str) -> None:
         """Create the empty file `name` in the session (`command.log` before its writer starts).
 

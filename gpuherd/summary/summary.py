@@ -291,7 +291,8 @@ def _summarize(frames: SessionFrames) -> Summary:
     return Summary(data, stats)
 
 
-def write_atomic(path: Path, text: str, newline: str | None = "", mode: int | None = None) -> None:
+def write_atomic(path: Path, text: str, newline: str | None = "", mode: int | None = None,
+                 opened: Directory | None = None) -> None:
     """Write `text` to `path` through a temporary file in the same directory and `os.replace`.
 
     An interrupt (SIGINT) or a full disk leaves either the old file or the new one, never a
@@ -299,10 +300,14 @@ def write_atomic(path: Path, text: str, newline: str | None = "", mode: int | No
     The temporary name is unpredictable and created new, never through a link, and the rename
     is made relative to the directory's descriptor: a session directory may be one other users
     write to (`gpuherd.safe_files`). A directory whose path another user could swap for a link
-    meanwhile is refused (`UnsafeFileError`, an `OSError`).
+    meanwhile is refused (`UnsafeFileError`, an `OSError`). With `opened` (the directory
+    already open and checked), the file is written there, whatever the path names now.
     """
     if newline not in ("", "\n"):
         text = text.replace("\n", os.linesep if newline is None else newline)
+    if opened is not None:
+        opened.write_atomic(path.name, text.encode("utf-8"), mode=mode)
+        return
     with Directory(path.parent) as directory:
         problem = swappable_path_problem(directory)
         if problem is not None:

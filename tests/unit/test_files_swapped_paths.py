@@ -232,3 +232,33 @@ def test_the_supervisor_keeps_writing_where_it_started_after_the_path_is_swapped
     assert list(elsewhere.iterdir()) == []
     assert (moved / "command.log").read_bytes() == b"early\nlate\n"
     assert json.loads((moved / "command.exit.json").read_text())["exit_code"] == 0
+
+
+def test_record_writes_nothing_through_a_link_swapped_in_mid_recording(box: Path) -> None:
+    """The session directory renamed away and `run -> secret` put in its place, mid-command.
+
+    Root swaps it (no other user can, where `record` records); the exit record, `meta.json`
+    and the summary go to the directory that was opened, or nowhere, never to the link's target.
+    """
+    run = box / "parent" / "run"
+    roots_directory(box / "parent")
+    go = box / "go"
+    secret = box / "secret"
+    target = secret_file(box, "summary.md")
+    script = f"echo early; while [ ! -e {go} ]; do sleep 0.05; done; echo late"
+    child = subprocess.Popen([sys.executable, "-m", "gpuherd", "record", str(run), "--", "sh",
+                              "-c", script], cwd=ROOT, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "GPUHERD_PEAK_TRACE": "1"})  # one more file
+    while not (run / "command.log").exists() or b"early" not in (run / "command.log").read_bytes():
+        assert child.poll() is None, child.communicate()
+        select.select([], [], [], 0.05)
+    moved = run.rename(box / "parent" / "moved")
+    run.symlink_to(secret)
+    go.touch()
+    _, err = child.communicate(timeout=120)
+    unchanged({target: SECRET})
+    assert sorted(p.name for p in secret.iterdir()) == ["summary.md"], err
+    assert json.loads((moved / "command.exit.json").read_text())["exit_code"] == 0
+    assert json.loads((moved / "meta.json").read_text())["ended_at"] is not None
+    assert (moved / "peak_trace.csv").is_file()
