@@ -81,6 +81,12 @@ class Directory:
         self.fd: int | None = (_walk(self.path) if no_links else
                                os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
 
+    def duplicate(self) -> Directory:
+        """A second handle on the same open directory (not its path), closed on its own."""
+        other = Directory.__new__(Directory)
+        other.path, other.fd = self.path, os.dup(self._fd())
+        return other
+
     def __enter__(self) -> Directory:
         return self
 
@@ -131,7 +137,8 @@ class Directory:
         """Open `name` if it is a regular file of this user; never through a link.
 
         Raises:
-            UnsafeFileError: a link, a pipe, a device, or a file of another user.
+            UnsafeFileError: a link, a pipe, a device, a file of another user, or one with
+                more than one hard link (its other names may be anywhere).
         """
         try:
             fd = os.open(name, flags | _NOFOLLOW | os.O_NONBLOCK, dir_fd=self._fd())
@@ -144,6 +151,10 @@ class Directory:
         problem = (None if stat.S_ISREG(info.st_mode) else kind_of(info.st_mode))
         if problem is None and info.st_uid != os.geteuid():
             problem = f"a file of uid {info.st_uid}, not of this user"
+        if problem is None and info.st_nlink != 1:
+            # A hard link another user made to a file of ours (where the kernel lets her:
+            # fs.protected_hardlinks=0): writing it would write that file, wherever it is.
+            problem = f"a file with {info.st_nlink} hard links, not one gpuherd created"
         if problem is not None:
             os.close(fd)
             raise UnsafeFileError(f"{self.path / name} is {problem}; gpuherd does not write to it")
@@ -200,6 +211,90 @@ class Directory:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def trusted_owners() -> set[int]:
+    """Owners whose directories this user may write in: root, itself, and the user who ran sudo."""
+    owners = {0, os.geteuid()}
+    sudo_uid = os.environ.get("SUDO_UID", "")
+    if os.geteuid() == 0 and sudo_uid.isdigit():
+        owners.add(int(sudo_uid))
+    return owners
+
+
+def swappable_path_problem(directory: Directory) -> str | None:
+    """Why another user could swap `directory`'s path for a link to elsewhere, or `None`.
+
+    Writers that reopen a file by path (the command's supervisor, the summary) trust that the
+    path still names the directory that was checked. That holds only when no other user can
+    rename anything on the way to it: every directory above it (walked up through `..` from
+    the open descriptor, so the real ones, whatever the path says) must be owned by a trusted
+    owner (`trusted_owners`) and not writable by group or others without the sticky bit; and
+    every symbolic link in the path as given must be a trusted owner's, in such a directory.
+    OpenSSH's StrictModes asks the same of `~/.ssh`; the sticky bit of `/tmp` is allowed here.
+    """
+    trusted = trusted_owners()
+    problem = _parents_problem(directory, trusted)
+    return problem or _links_problem(Path(os.path.abspath(directory.path)), trusted, 0)
+
+
+def _parents_problem(directory: Directory, trusted: set[int]) -> str | None:
+    names = list(Path(os.path.realpath(directory.path)).parents)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    child, fd = directory.stat(), os.open("..", flags, dir_fd=directory._fd())
+    try:
+        for depth in range(4096):
+            info = os.fstat(fd)
+            if (info.st_dev, info.st_ino) == (child.st_dev, child.st_ino):
+                return None  # `/`, whose `..` is itself
+            name = names[depth] if depth < len(names) else f"a directory above {directory.path}"
+            problem = _directory_problem(name, info, trusted)
+            if problem is not None:
+                return problem
+            child, step = info, os.open("..", flags, dir_fd=fd)
+            os.close(fd)
+            fd = step
+    finally:
+        os.close(fd)
+    return None
+
+
+def _links_problem(path: Path, trusted: set[int], depth: int) -> str | None:
+    """The first link of `path` (and of the links it leads to) others could point elsewhere."""
+    if depth > 40:
+        return f"{path} goes through too many symbolic links"
+    for prefix in [*reversed(path.parents), path][1:]:
+        try:
+            info = os.lstat(prefix)
+        except OSError:
+            return None  # not there yet: `record` creates it, below what was checked
+        if not stat.S_ISLNK(info.st_mode):
+            continue
+        if info.st_uid not in trusted:
+            return (f"{prefix} is a symbolic link of uid {info.st_uid}, who can point it "
+                    "elsewhere while gpuherd writes; give the real path instead")
+        parent = os.stat(prefix.parent)
+        problem = _directory_problem(prefix.parent, parent, trusted)
+        target = prefix.parent / os.readlink(prefix)
+        problem = problem or _links_problem(Path(os.path.abspath(target)), trusted, depth + 1)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _directory_problem(path: str | os.PathLike[str], info: os.stat_result,
+                       trusted: set[int]) -> str | None:
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_uid not in trusted:
+        return (f"{path} belongs to uid {info.st_uid}, who can rename what is in it and put a "
+                "link in its place while gpuherd writes; use a path whose directories only "
+                "root or you own")
+    writable = mode & stat.S_IWOTH or (mode & stat.S_IWGRP and info.st_gid != 0)
+    if writable and not mode & stat.S_ISVTX:
+        return (f"{path} is writable by other users (mode {mode:04o}) without the sticky bit, "
+                "so they can put a link in place of what is in it while gpuherd writes; run "
+                f"`chmod go-w {path}`, or use a path whose directories only root or you own")
+    return None
 
 
 def _walk(path: Path) -> int:

@@ -44,7 +44,7 @@ from collectors.session_format import (
 from collectors.session_reader import SessionReader, meta_problem, read_meta
 from gpuherd import __version__
 from gpuherd.safe_files import Directory
-from gpuherd.session_directory import SessionUnsafeError, refuse_unsafe
+from gpuherd.session_directory import SessionUnsafeError, refuse_swappable_path, refuse_unsafe
 from gpuherd.session_lock import SessionLock, SessionLockedError
 
 __all__ = [
@@ -141,6 +141,7 @@ class SessionWriter:
         # Every refusal comes before `.lock` is written: nothing is created in a directory
         # that is refused.
         refuse_unsafe(self._dir)
+        refuse_swappable_path(self._dir)
         _refuse_existing(self._dir, self._lock)
         try:
             took_over = self._lock.acquire()
@@ -385,6 +386,14 @@ class SessionWriter:
         self._tables.clear()
         self._events = None
         self._lock.release()
+
+    def opened_directory(self) -> Directory:
+        """The session directory as opened and checked at the start, for writes after `close`.
+
+        Writers that come later (the summary) use it rather than the path, which may name
+        something else by then. The caller closes it.
+        """
+        return self._dir.duplicate()
 
     def create_empty(self, name: str) -> None:
         """Create the empty file `name` in the session (`command.log` before its writer starts).

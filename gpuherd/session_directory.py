@@ -6,7 +6,13 @@ import os
 
 from collectors.rows import SessionError
 from collectors.session_format import SESSION_FILES
-from gpuherd.safe_files import Directory, others_may_write_problem, user_name
+from gpuherd.safe_files import (
+    Directory,
+    others_may_write_problem,
+    swappable_path_problem,
+    trusted_owners,
+    user_name,
+)
 
 
 class SessionUnsafeError(SessionError):
@@ -20,7 +26,7 @@ def refuse_unsafe(directory: Directory) -> None:
     """Refuse a directory where another user could steer or replace what is written."""
     info = directory.stat()
     problem = others_may_write_problem(directory.path, info)
-    if problem is None and os.geteuid() == 0 and info.st_uid not in _trusted_owners():
+    if problem is None and os.geteuid() == 0 and info.st_uid not in trusted_owners():
         problem = (f"{directory.path} belongs to {user_name(info.st_uid)}, and root writes "
                    "there only by privilege; record into a directory root owns (or your own, "
                    "under sudo), or run gpuherd as that user")
@@ -34,11 +40,13 @@ def refuse_unsafe(directory: Directory) -> None:
         raise SessionUnsafeError(f"refusing to record: {problem}")
 
 
-def _trusted_owners() -> set[int]:
-    """Owners of a directory root may record into: root, and the user who ran sudo."""
-    owners = {0}
-    sudo_uid = os.environ.get("SUDO_UID", "")
-    if sudo_uid.isdigit():
-        owners.add(int(sudo_uid))
-    return owners
+def refuse_swappable_path(directory: Directory) -> None:
+    """Refuse a directory whose path another user could swap for a link while it is written.
+
+    The command's supervisor and the summary reopen their files by path; see
+    `gpuherd.safe_files.swappable_path_problem`.
+    """
+    problem = swappable_path_problem(directory)
+    if problem is not None:
+        raise SessionUnsafeError(f"refusing to record into {directory.path}: {problem}")
 

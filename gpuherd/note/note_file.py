@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpuherd.note.note import BLOCK, Note, NoteError
 from gpuherd.note.yaml_edit import MAX_TEXT_CHARS, YamlEditError, set_block
-from gpuherd.safe_files import Directory
+from gpuherd.safe_files import Directory, trusted_owners
 
 MAX_EXAMPLE_BYTES = MAX_TEXT_CHARS
 """Example files are a few KB; a larger one is refused before it is parsed."""
@@ -96,6 +96,8 @@ def write_note(path: Path, note: Note) -> bool:
     The directory may belong to another user (root noting someone's example): it is opened
     once, without following links, and the file, the backup and the backup's owner are all
     handled through descriptors, so a link swapped in meanwhile is refused, never followed.
+    As root, a file with more than one hard link is refused unless it and its directory are
+    root's or the sudo caller's (`_refuse_foreign_hard_links`).
     """
     target = Path(os.path.realpath(path))
     try:
@@ -126,6 +128,7 @@ def _write_in(directory: Directory, path: Path, target: Path, note: Note) -> boo
         opened = os.fstat(fd)
         if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
             raise NoteError(f"{path}: it was replaced while being opened; run again")
+        _refuse_foreign_hard_links(path, opened, directory)
         raw = _read_fd(fd, MAX_EXAMPLE_BYTES + 1)
         old = _decode(path, raw)
         new = _edit(path, old, note)
@@ -136,6 +139,23 @@ def _write_in(directory: Directory, path: Path, target: Path, note: Note) -> boo
     finally:
         os.close(fd)
     return True
+
+
+def _refuse_foreign_hard_links(path: Path, opened: os.stat_result, directory: Directory) -> None:
+    """As root, refuse a hard-linked file unless it and its directory are trusted owners'.
+
+    Its other names may be anywhere: a hard link another user made (in her directory, to a
+    file of root's, where fs.protected_hardlinks=0 lets her) would get root's rewrite. A user's
+    own hard-linked example in her own directory (or root's, or the sudo caller's) is rewritten
+    as before, through its inode; without root, the kernel's permissions are the guard.
+    """
+    if os.geteuid() != 0 or opened.st_nlink == 1:
+        return
+    trusted = trusted_owners()
+    if opened.st_uid not in trusted or directory.stat().st_uid not in trusted:
+        raise NoteError(f"{path}: it has {opened.st_nlink} hard links, and it or its "
+                        "directory belongs to another user, who may have linked it to a file "
+                        "root alone may write; run gpuherd as the file's owner, or copy it first")
 
 
 def _read_fd(fd: int, limit: int) -> bytes:

@@ -56,15 +56,42 @@ def decode(line: bytes) -> dict[str, Any] | None:
     return message if isinstance(message, dict) and "event" in message else None
 
 
-def write_exit_record(path: Path, record: dict[str, Any]) -> None:
-    """Write `record` to `path` durably and atomically: a temporary file, fsync, rename.
+class ExitRecordFile:
+    """Where the exit record goes: its directory opened once, as the command starts.
 
-    Raises `OSError` when it cannot be written (the caller reports it).
+    The record is written when the command ends, hours later perhaps; by then the path may name
+    something else (the session directory renamed away, a link in its place), and the record
+    belongs in the directory the log went to. The open descriptor still names that one.
     """
-    text = json.dumps(record, indent=1, allow_nan=False) + "\n"
-    # The directory may be one other users write to: never a fixed temporary name or a link.
-    with Directory(path.parent) as directory:
-        directory.write_atomic(path.name, text.encode("utf-8"))
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._directory: Directory | None = None
+        self._error: OSError | None = None
+        try:
+            self._directory = Directory(path.parent)
+        except OSError as error:
+            self._error = error  # reported when the record cannot be written
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Write `record` durably and atomically (a temporary file, fsync, rename), then close.
+
+        Raises `OSError` when it cannot be written (the caller reports it).
+        """
+        if self._directory is None:
+            raise self._error or OSError(errno.EBADF, f"{self.path} was written already")
+        text = json.dumps(record, indent=1, allow_nan=False) + "\n"
+        # The directory may be one other users write to: never a fixed temporary name or a link.
+        try:
+            self._directory.write_atomic(self.path.name, text.encode("utf-8"))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the directory (idempotent)."""
+        if self._directory is not None:
+            self._directory.close()
+            self._directory = None
 
 
 class StatusPipe:

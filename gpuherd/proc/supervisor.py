@@ -36,10 +36,10 @@ from gpuherd.proc.status import (
     LOG_FAILED,
     START_FAILED,
     STARTED,
+    ExitRecordFile,
     StatusPipe,
     exit_status,
     start_error,
-    write_exit_record,
 )
 
 CHUNK_BYTES = 64 * 1024
@@ -209,6 +209,7 @@ def supervise(argv: Sequence[str], log_path: Path, exit_path: Path | None,
     log = LogFile(log_path, on_error=lambda error: status.send(
         LOG_FAILED, errno=error.errno, error=error.strerror or str(error)))
     record: dict[str, Any] = {"command": list(argv), "started_at": time.time()}
+    exit_file = None if exit_path is None else ExitRecordFile(exit_path)
 
     def finish(code: int, error: str | None = None) -> None:
         log.sync()
@@ -216,11 +217,11 @@ def supervise(argv: Sequence[str], log_path: Path, exit_path: Path | None,
         if error is not None:
             record["error"] = error
         message = {key: value for key, value in record.items() if key != "command"}
-        if exit_path is not None:
+        if exit_file is not None:
             try:
-                write_exit_record(exit_path, record)
+                exit_file.write(record)
             except OSError as failure:
-                message["warning"] = f"could not write {exit_path.name}: {failure.strerror}"
+                message["warning"] = f"could not write {exit_file.path.name}: {failure.strerror}"
         status.send(START_FAILED if error is not None else EXITED, **message)
         status.close()  # gpuherd sees the end of its pipe, even while the pipes stay open
 

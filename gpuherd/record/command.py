@@ -25,7 +25,7 @@ from gpuherd.format import visible
 from gpuherd.proc.child import ChildCommand, CommandStartError
 from gpuherd.record.recording import Recording, RecordingOptions
 from gpuherd.session import SessionUnsafeError
-from gpuherd.summary.report import render_short, write_summary
+from gpuherd.summary.report import render_short
 
 KILL_GRACE_S = 10.0
 """After --duration runs out, the command gets SIGTERM, then SIGKILL this much later."""
@@ -205,10 +205,11 @@ def finish(recording: Recording, code: int | None, signals: _Signals | None = No
     for warning in recording.warnings:
         _say(warning)
     if error is not None:
+        recording.release_directory()
         _say(error.msg)
         return exit_codes.FAILED
     try:
-        summary = write_summary(recording.directory)
+        summary = recording.write_summary()
     except (GpuherdError, OSError) as failure:
         _say(f"could not write the summary: {failure}")
         return None

@@ -208,13 +208,14 @@ class DashboardRecording:
         error = self.recording.stop(**updates)
         result = RecordResult(self.directory, warnings=list(self.recording.warnings))
         if error is not None:
+            self.recording.release_directory()
             result.error = error.msg
             return result
         try:
             # pandas is imported only now, so the dashboard starts without it
-            from gpuherd.summary.report import render_short, write_summary
+            from gpuherd.summary.report import render_short
 
-            result.summary = render_short(write_summary(self.directory))
+            result.summary = render_short(self.recording.write_summary())
         except (GpuherdError, OSError) as failure:
             result.warnings.append(f"could not write the summary: {failure}")
         return result

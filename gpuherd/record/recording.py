@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector, CollectorEvent, Sampled
 from collectors.discovery import DiscoveredLogs
@@ -30,6 +30,9 @@ from gpuherd.record.recorder import Recorder
 from gpuherd.safe_files import Directory
 from gpuherd.session import SessionWriteError, SessionWriter
 from gpuherd.sources import DISCOVERY_INTERVAL_S, LiveSources, SourceOptions
+
+if TYPE_CHECKING:
+    from gpuherd.summary.summary import Summary
 
 COMMAND_TASK = "command"
 FIRST_READING_WAIT_S = 2.0
@@ -118,6 +121,8 @@ class Recording:
         """Things worth telling the person after `stop` (nothing is lost because of them)."""
         self._stopped = False
         self._lock = threading.Lock()
+        self._opened: Directory | None = None
+        """The session directory as the writer opened it: later writes go there, not by path."""
 
     @property
     def stop_event(self) -> threading.Event:
@@ -189,6 +194,7 @@ class Recording:
         if o.command:
             meta[META.command] = list(o.command)
         self.writer = SessionWriter(self.directory, meta)
+        self._opened = self.writer.opened_directory()
         if o.command:
             # Created here, new (O_EXCL, never through a link), before the supervisor appends.
             self.writer.create_empty(COMMAND_LOG_FILE)
@@ -313,6 +319,25 @@ class Recording:
         lines = [",".join(PEAK_TRACE_COLUMNS) + "\n"]
         lines += [f"{t!r},{index},{used}\n" for t, readings in self.tracker.trace
                   for index, used in enumerate(readings) if used is not None]
-        with Directory(self.directory) as directory:
-            directory.write_atomic(PEAK_TRACE_FILE, "".join(lines).encode("utf-8"))
+        if self._opened is not None:
+            self._opened.write_atomic(PEAK_TRACE_FILE, "".join(lines).encode("utf-8"))
+
+    def write_summary(self) -> Summary:
+        """Write `summary.json` and `summary.md` into the directory recorded into, then let it go.
+
+        Through the descriptor the writer opened and checked, not the path, which may name
+        something else by now.
+        """
+        from gpuherd.summary.report import write_summary  # pandas, only now
+
+        try:
+            return write_summary(self.directory, self._opened)
+        finally:
+            self.release_directory()
+
+    def release_directory(self) -> None:
+        """Close the session directory's descriptor (idempotent)."""
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
 from gpuherd.format import visible, visible_lines
+from gpuherd.safe_files import Directory
 from gpuherd.summary import charts
 from gpuherd.summary.frames import SessionFrames, load_frames
 from gpuherd.summary.summary import Summary, summarize_frames, write_atomic
@@ -224,11 +225,14 @@ def render_short(summary: Summary) -> str:
     return "\n".join(visible(line) for line in lines)  # one shown line each
 
 
-def write_summary(directory: str | os.PathLike[str]) -> Summary:
-    """Summarize `directory` and write `summary.json` and `summary.md` into it, atomically."""
+def write_summary(directory: str | os.PathLike[str], opened: Directory | None = None) -> Summary:
+    """Summarize `directory` and write `summary.json` and `summary.md` into it, atomically.
+
+    With `opened` (the recorder's own descriptor of it), the files go there, not by path.
+    """
     frames = load_frames(directory)
     summary = summarize_frames(frames)
     root = Path(directory)
-    write_atomic(root / SUMMARY_JSON_FILE, render_json(summary))
-    write_atomic(root / SUMMARY_MD_FILE, render_markdown(summary, frames))
+    write_atomic(root / SUMMARY_JSON_FILE, render_json(summary), opened=opened)
+    write_atomic(root / SUMMARY_MD_FILE, render_markdown(summary, frames), opened=opened)
     return summary

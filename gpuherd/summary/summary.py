@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.session_format import EVENT, META, SUMMARY_SCHEMA_VERSION
-from gpuherd.safe_files import Directory
+from gpuherd.safe_files import Directory, UnsafeFileError, swappable_path_problem
 from gpuherd.summary.containers import container_summary
 from gpuherd.summary.frames import SessionFrames, load_frames
 from gpuherd.summary.stats import (
@@ -291,16 +291,25 @@ def _summarize(frames: SessionFrames) -> Summary:
     return Summary(data, stats)
 
 
-def write_atomic(path: Path, text: str, newline: str | None = "", mode: int | None = None) -> None:
+def write_atomic(path: Path, text: str, newline: str | None = "", mode: int | None = None,
+                 opened: Directory | None = None) -> None:
     """Write `text` to `path` through a temporary file in the same directory and `os.replace`.
 
     An interrupt (SIGINT) or a full disk leaves either the old file or the new one, never a
     partial file, and removes the temporary file. `mode` sets the new file's permission bits.
     The temporary name is unpredictable and created new, never through a link, and the rename
     is made relative to the directory's descriptor: a session directory may be one other users
-    write to (`gpuherd.safe_files`).
+    write to (`gpuherd.safe_files`). A directory whose path another user could swap for a link
+    meanwhile is refused (`UnsafeFileError`, an `OSError`). With `opened` (the directory
+    already open and checked), the file is written there, whatever the path names now.
     """
     if newline not in ("", "\n"):
         text = text.replace("\n", os.linesep if newline is None else newline)
+    if opened is not None:
+        opened.write_atomic(path.name, text.encode("utf-8"), mode=mode)
+        return
     with Directory(path.parent) as directory:
+        problem = swappable_path_problem(directory)
+        if problem is not None:
+            raise UnsafeFileError(f"refusing to write {path.name}: {problem}")
         directory.write_atomic(path.name, text.encode("utf-8"), mode=mode)

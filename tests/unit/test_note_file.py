@@ -55,23 +55,21 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="changing a file's owner needs root")
-def test_owner_group_mode_and_hard_links_survive_the_note(setup) -> None:
+def test_owner_group_and_mode_survive_the_note(setup) -> None:
+    # Hard links survive too where root may keep them: see test_files_swapped_paths.py.
     session, example = setup
     nobody, nogroup = pwd.getpwnam("nobody").pw_uid, grp.getgrnam("nogroup").gr_gid
     os.chown(example, nobody, nogroup)
     os.chmod(example, 0o640)
-    link = example.with_name("linked.yaml")
-    os.link(example, link)
     before = example.stat()
     out = note_cli(session, example)
     assert out.returncode == 0, out.stderr
     after = example.stat()
     assert (after.st_uid, after.st_gid) == (nobody, nogroup)
     assert stat.S_IMODE(after.st_mode) == 0o640
-    assert (after.st_ino, after.st_nlink) == (before.st_ino, 2)
-    assert link.read_bytes() == example.read_bytes()
+    assert after.st_ino == before.st_ino
     assert "last_verification_note: \"Verified training run" in example.read_text()
-    assert sorted(p.name for p in example.parent.iterdir()) == ["example.yaml", "linked.yaml"]
+    assert sorted(p.name for p in example.parent.iterdir()) == ["example.yaml"]
 
 
 @pytest.mark.parametrize("mode", [0o444, 0o400, 0o555])
