@@ -232,7 +232,14 @@ def swappable_path_problem(directory: Directory) -> str | None:
     owner (`trusted_owners`) and not writable by group or others without the sticky bit; and
     every symbolic link in the path as given must be a trusted owner's, in such a directory.
     OpenSSH's StrictModes asks the same of `~/.ssh`; the sticky bit of `/tmp` is allowed here.
+
+    Only root is held to it: root writes by privilege, so a swapped path could turn its writes
+    onto any file. An ordinary user's writes can only reach files she may write anyway, and
+    her runs often live below a project directory a colleague or her group owns; refusing
+    those would refuse the common case to guard a rare one.
     """
+    if os.geteuid() != 0:
+        return None
     trusted = trusted_owners()
     problem = _parents_problem(directory, trusted)
     return problem or _links_problem(Path(os.path.abspath(directory.path)), trusted, 0)

@@ -23,7 +23,8 @@ from collectors.samples import HostSample
 from gpuherd.note.note import NoteError
 from gpuherd.note.note_file import write_note
 from gpuherd.session import SessionWriteError, SessionWriter
-from tests.privileges import OTHER_UID
+from tests.privileges import OTHER_UID, as_other_user
+from tests.queue_helpers import python_for_everyone
 from tests.unit.test_files_planted_links import (
     ROOT,
     SECRET,
@@ -262,3 +263,21 @@ def test_record_writes_nothing_through_a_link_swapped_in_mid_recording(box: Path
     assert json.loads((moved / "command.exit.json").read_text())["exit_code"] == 0
     assert json.loads((moved / "meta.json").read_text())["ended_at"] is not None
     assert (moved / "peak_trace.csv").is_file()
+
+
+def test_an_ordinary_user_records_below_a_directory_a_colleague_owns(box: Path) -> None:
+    """The path rule guards root's privilege only: her run below a colleague's group-writable
+    project directory (refused to root, see above) is recorded, as her own writes reach only
+    files she may write anyway."""
+    python, env = python_for_everyone() or pytest.skip("no Python the other uid can start")
+    project = box / "project"
+    project.mkdir()
+    os.chown(project, OTHER_UID + 1, OTHER_UID)  # a colleague's, her group may write
+    project.chmod(0o775)
+    run = project / "run"
+    done = subprocess.run(as_other_user([python, "-m", "gpuherd", "record", str(run), "--",
+                                         "true"]), env={**os.environ, **env}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert (run / "meta.json").stat().st_uid == OTHER_UID
+    assert gpuherd("record", str(project / "roots-run"), "--", "true").returncode == 2
