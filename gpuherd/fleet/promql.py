@@ -97,9 +97,14 @@ class PrometheusClient:
         """Evaluate `expr` now; its vector. Raises `PrometheusError` with the reason."""
         body = urllib.parse.urlencode({"query": expr}).encode()
         status, raw = self._exchange(body)
-        if status != 200:
-            raise PrometheusError(self._http_problem(status, raw))
-        return read_answer(raw, self.url)
+        try:
+            if status != 200:
+                raise PrometheusError(self._http_problem(status, raw))
+            return read_answer(raw, self.url)
+        except PrometheusError:
+            raise
+        except Exception as error:  # noqa: BLE001 (a backstop: see `_unreadable`)
+            raise PrometheusError(self._unreadable(error)) from None
 
     def _connection(self) -> http.client.HTTPConnection:
         kind = (http.client.HTTPSConnection if self._parts.scheme == "https"
@@ -126,6 +131,10 @@ class PrometheusClient:
                 raise PrometheusError(self._late(got)) from None
             raise PrometheusError(f"cannot reach Prometheus at {self.url}: "
                                   f"{said(str(error) or type(error).__name__)}") from None
+        except PrometheusError:
+            raise
+        except Exception as error:  # noqa: BLE001 (a backstop: see `_unreadable`)
+            raise PrometheusError(self._unreadable(error)) from None
         finally:
             deadline.cancel()
             connection.close()
@@ -146,12 +155,22 @@ class PrometheusClient:
             got.append(chunk)
 
     def _check_length(self, header: str | None) -> None:
-        if header is not None and header.strip().isdigit() and int(header) > self.max_bytes:
+        # str.isdigit() is true of "²", which int() refuses: only ASCII digits are a length.
+        # int() refuses thousands of digits: a length of more than 18 is over any cap anyway.
+        length = header.strip().lstrip("0") if header is not None else ""
+        if length.isascii() and length.isdigit() and (len(length) > 18
+                                                      or int(length) > self.max_bytes):
             raise PrometheusError(self._too_big())
 
     def _too_big(self) -> str:
         return (f"Prometheus at {self.url} answered more than {fmt_bytes(self.max_bytes)}; "
                 "gave up reading (is it the Prometheus server's URL?)")
+
+    def _unreadable(self, error: Exception) -> str:
+        # The server chooses every byte: an answer that trips a check nobody thought of is
+        # still one line, so the fleet view keeps its rows and tries again.
+        return (f"Prometheus at {self.url} gave an answer gpuherd cannot read: "
+                f"{said(f'{type(error).__name__}: {error}')}")
 
     def _late(self, got: list[bytes]) -> str:
         if not got:
