@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
-import threading
-import time
 import urllib.parse
 
+from gpuherd.deadline import Deadline
 from gpuherd.fleet.answer import PrometheusError, Series, read_answer, said
 from gpuherd.format import fmt_bytes
 
@@ -45,42 +43,6 @@ def check_url(text: str) -> str:
         raise ValueError(f"--prometheus {text!r}: the port is not a number from 0 to 65535") \
             from None
     return text.rstrip("/")
-
-
-class _Deadline:
-    """Cuts a connection's socket when an answer has taken its time.
-
-    A read blocked on a server that drips a byte now and then returns at once: the socket's
-    own timeout is per read, and each byte would start it again.
-    """
-
-    def __init__(self, connection: http.client.HTTPConnection, seconds: float) -> None:
-        self.connection = connection
-        self.ends_at = time.monotonic() + seconds
-        self.passed = threading.Event()
-        self._timer = threading.Timer(seconds, self._cut)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _cut(self) -> None:
-        self.passed.set()
-        sock = self.connection.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed
-
-    def left(self) -> float:
-        """Seconds left; raises `TimeoutError` when none are."""
-        left = self.ends_at - time.monotonic()
-        if left <= 0 or self.passed.is_set():
-            raise TimeoutError
-        return left
-
-    def cancel(self) -> None:
-        """The answer is in (or given up): the timer goes."""
-        self._timer.cancel()
 
 
 class PrometheusClient:
@@ -114,7 +76,7 @@ class PrometheusClient:
     def _exchange(self, body: bytes) -> tuple[int, bytes]:
         """The status and the body of one POST, within the deadline and the size cap."""
         connection = self._connection()
-        deadline = _Deadline(connection, self.timeout_s)
+        deadline = Deadline(self.timeout_s, lambda: connection.sock)
         got: list[bytes] = []
         try:
             connection.request("POST", f"{self._parts.path}/api/v1/query", body, {
@@ -140,7 +102,7 @@ class PrometheusClient:
             connection.close()
 
     def _body(self, answer: http.client.HTTPResponse, connection: http.client.HTTPConnection,
-              deadline: _Deadline, got: list[bytes]) -> bytes:
+              deadline: Deadline, got: list[bytes]) -> bytes:
         size = 0
         while True:
             if connection.sock is not None:
