@@ -25,19 +25,26 @@ def _error(path: str, what: str) -> CollectorError:
     return CollectorError(f"{path}: {what}", title="log")
 
 
+def _check_regular(path: str, info: os.stat_result) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        raise _error(path, "is a directory, not a log file (use --watch to find logs in it)")
+    if not stat.S_ISREG(info.st_mode):
+        raise _error(path, "is not a regular file (pipes and devices cannot be followed)")
+
+
 def open_regular_file(path: str) -> tuple[int, os.stat_result] | None:
     """Open `path` read-only; `None` when it does not exist (yet).
+
+    The name is checked first, so a device is not even opened; the descriptor is checked
+    again, because a pipe may take the name's place in between, and opening one waits for a
+    writer: the open does not wait (`O_NONBLOCK`), and only a regular file is kept.
 
     Raises:
         CollectorError: the path is a directory, not a regular file, or not readable.
     """
     try:
-        info = os.stat(path)
-        if stat.S_ISDIR(info.st_mode):
-            raise _error(path, "is a directory, not a log file (use --watch to find logs in it)")
-        if not stat.S_ISREG(info.st_mode):
-            raise _error(path, "is not a regular file (pipes and devices cannot be followed)")
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        _check_regular(path, os.stat(path))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except PermissionError as error:
@@ -47,7 +54,14 @@ def open_regular_file(path: str) -> tuple[int, os.stat_result] | None:
         raise _error(path, "a parent of this path is a file, not a directory") from None
     except OSError as error:
         raise _error(path, f"cannot open: {error.strerror or error}") from error
-    return fd, os.fstat(fd)
+    try:
+        info = os.fstat(fd)
+        _check_regular(path, info)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
 
 
 class FileFollower:

@@ -184,15 +184,16 @@ def open_copies(path: str) -> list[tuple[int, int, bool]]:
     Each is (mtime in ns, read-only descriptor, whether its name is one rotation gives:
     `rotation_suffix`). logrotate shifts `train.log.1` to `train.log.2` before it copies: a
     name listed may name another file by the time it is opened, so each is checked by inode
-    and the directory listed again when one moved.
+    and the directory listed again when one moved. A name listed as a regular file may be a
+    pipe by the time it is opened, and opening one waits for a writer: the open does not wait
+    (`O_NONBLOCK`), and what is not a regular file is left alone, as the listing leaves it.
     """
     for _ in range(5):
         opened: list[tuple[int, int, bool]] = []
         base = os.path.basename(path)
         for mtime_ns, inode, candidate in copy_candidates(path)[-MAX_OPEN_COPIES:]:
-            try:
-                fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-            except OSError:
+            fd = _open_regular(candidate)
+            if fd is None:
                 continue
             opened.append((mtime_ns, fd, rotation_suffix(os.path.basename(candidate), base)))
             if os.fstat(fd).st_ino != inode:
@@ -201,6 +202,23 @@ def open_copies(path: str) -> list[tuple[int, int, bool]]:
             return opened
         close_all(fd for _, fd, _ in opened)
     return []
+
+
+def _open_regular(path: str) -> int | None:
+    """A blocking read-only descriptor of `path` if it is a regular file, else `None`."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.set_blocking(fd, True)
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
 
 
 def close_all(fds: Iterable[int]) -> None:

@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
             continue
         if report.cut_lines:
             cap = f"{DEFAULT_MAX_LINE_BYTES // 1024} KiB"
-            print(f"gpuherd parse: {path}: {report.cut_lines} line(s) longer than {cap}; "
-                  f"the first {cap} of each read", file=sys.stderr)
+            print(visible(f"gpuherd parse: {path}: {report.cut_lines} line(s) longer than "
+                          f"{cap}; the first {cap} of each read"), file=sys.stderr)
         if report.unparsed:
             what = "log_history entr(y/ies)" if report.format in DOCUMENT_FORMATS else "line(s)"
             print(visible(

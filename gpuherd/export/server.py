@@ -5,7 +5,9 @@ This one answers `GET /metrics` (a query string is ignored) with the registry's 
 other method on that path, 404 to every other path, and never logs a request line. TLS, when a
 certificate and key are given, is set up per connection on the connection's own thread, so a
 client that never finishes its handshake holds only that thread; at most `MAX_CONNECTIONS` such
-threads run, and a connection beyond them is refused at once.
+threads run, and a connection beyond them is refused at once. Each connection has
+`CONNECTION_DEADLINE_S` in all, however slowly it trickles its bytes, so a slot held by a client
+that never finishes is free again by then.
 """
 
 from __future__ import annotations
@@ -24,11 +26,16 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
 from collectors.base import GpuherdError
+from gpuherd.deadline import Deadline
 from gpuherd.export.address import METRICS_PATH, ListenAddress
 from gpuherd.format import visible
 
 REQUEST_TIMEOUT_S = 10.0
 """A connection idle this long is closed (a slow or stuck client holds one thread, briefly)."""
+CONNECTION_DEADLINE_S = 10.0
+"""A connection open this long is cut, whatever it is doing: the idle timeout is per read, and a
+client sending a byte every few seconds would hold its slot for ever. A scrape takes
+milliseconds, and Prometheus gives up on one after 10 s (its default `scrape_timeout`)."""
 MAX_CONNECTIONS = 32
 """Connections served at once, one thread each. One more is answered `503` at once (over TLS:
 closed) without a thread, so a client that opens connections without end, or a slowloris one,
@@ -225,14 +232,26 @@ class MetricsServer(ThreadingHTTPServer):
         self.shutdown_request(request)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
-        """Runs on the connection's thread: the TLS handshake happens here, not in accept."""
-        if self.tls is not None:
-            request.settimeout(REQUEST_TIMEOUT_S)
-            try:
-                request = self.tls.wrap_socket(request, server_side=True)
-            except (ssl.SSLError, OSError):
-                return  # not TLS, or gave up: nothing to answer
-        super().finish_request(request, client_address)
+        """Runs on the connection's thread: the TLS handshake happens here, not in accept.
+
+        The whole connection, handshake, request and answer, gets `CONNECTION_DEADLINE_S`.
+        """
+        current = [request]  # the socket to cut: the TLS one once the handshake is done
+        deadline = Deadline(CONNECTION_DEADLINE_S, lambda: current[0])
+        try:
+            if self.tls is not None:
+                request.settimeout(REQUEST_TIMEOUT_S)
+                try:
+                    current[0] = self.tls.wrap_socket(request, server_side=True)
+                except (ssl.SSLError, OSError):
+                    return  # not TLS, or gave up: nothing to answer
+                if deadline.passed.is_set():
+                    return  # cut while the socket was changing hands: it may not have been
+            super().finish_request(current[0], client_address)
+        finally:
+            deadline.cancel()
+            if current[0] is not request:  # the TLS socket: `shutdown_request` gets the other
+                current[0].close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away mid-answer is not worth a line; anything else is said."""

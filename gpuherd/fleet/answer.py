@@ -90,7 +90,7 @@ def _series(element: Any, where: str, url: str) -> Series:
     if not isinstance(pair, list) or len(pair) != 2:
         raise _malformed(url, f"{where}.value", pair, 'a [time, "value"] pair')
     at, text = pair
-    if not _is_number(at) or not math.isfinite(at):
+    if not _is_time(at):
         raise _malformed(url, f"{where}.value[0]", at, "a time in Unix seconds")
     value = _number(text)
     if value is None:
@@ -100,6 +100,16 @@ def _series(element: Any, where: str, url: str) -> Series:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_time(value: Any) -> bool:
+    """A finite number of seconds; an integer too large for a float is none."""
+    if not _is_number(value):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # JSON integers are unbounded; floats are not
+        return False
 
 
 def _number(text: Any) -> float | None:

@@ -21,6 +21,8 @@ MIB = 1 << 20
 MAX_RATIO = 1.0 + 1e-9
 """Utilization above this (as a ratio of 1) is impossible; the slack absorbs float rounding."""
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+MAX_GPU_INDEX_DIGITS = 9
+"""A longer `gpu` label sorts as a name: int() refuses thousands of digits."""
 
 
 def fleet_query(lookback_s: float) -> str:
@@ -117,7 +119,8 @@ class FleetSnapshot:
 def sort_key(row: FleetRow) -> tuple[bool, float, str, int, str]:
     """Where to run now first: fresh before stale, most free memory first."""
     free = row.free_bytes
-    gpu = int(row.gpu) if row.gpu.isascii() and row.gpu.isdigit() else 1 << 30
+    gpu = (int(row.gpu) if len(row.gpu) <= MAX_GPU_INDEX_DIGITS and row.gpu.isascii()
+           and row.gpu.isdigit() else 1 << 30)
     return (row.stale, -(free if free is not None else -1.0), row.host, gpu, row.gpu)
 
 

@@ -42,6 +42,18 @@ def test_parse_shows_a_log_named_and_filled_with_escapes_visibly(tmp_path: Path)
     assert finding.endswith("CUDA out of memory. owned\\x9b1;1H\\u202e")  # ANSI stripped
 
 
+def test_parse_names_a_log_with_cut_lines_visibly(tmp_path: Path) -> None:
+    from collectors.logtail_lines import DEFAULT_MAX_LINE_BYTES
+
+    log = tmp_path / f"{EVIL}.log"
+    log.write_text("step=1 loss=0.5\n" + "x" * (DEFAULT_MAX_LINE_BYTES + 1) + "\n")
+    done = gpuherd("parse", str(log))
+    assert raw(done.stderr) == []
+    cap = f"{DEFAULT_MAX_LINE_BYTES // 1024} KiB"
+    assert (f"gpuherd parse: {tmp_path}/{SHOWN}.log: 1 line(s) longer than {cap}; the first "
+            f"{cap} of each read\n") in done.stderr
+
+
 def evil_session(tmp_path: Path) -> Path:
     """The `tasks` session with its second task's log renamed and its finding's evidence
     written by someone else."""

@@ -8,13 +8,20 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from prometheus_client.registry import CollectorRegistry
 
 from gpuherd.export.address import parse_listen
-from gpuherd.export.server import MAX_CONNECTIONS, ExporterError, MetricsServer, tls_context
+from gpuherd.export.server import (
+    CONNECTION_DEADLINE_S,
+    MAX_CONNECTIONS,
+    ExporterError,
+    MetricsServer,
+    tls_context,
+)
 from tests.privileges import as_other_user, shared_directory
 from tests.prometheus import free_port
 from tests.unit.test_export_server import SESSION, make_cert, one_line, raw, request
@@ -108,7 +115,8 @@ def test_connections_beyond_the_cap_are_refused_without_a_thread() -> None:
         refused = [answer_unasked(server.port) for _ in range(20)]
         assert {answer.split(" ", 2)[1] for answer in refused} == {"503"}
         assert refused[0].endswith("too many connections open; retry shortly\n")
-        assert threading.active_count() <= before + 4  # no thread for a refused connection
+        # Two threads for a served connection (it and its deadline's timer), none for a refused
+        assert threading.active_count() <= before + 2 * 4
         assert server.refused == 20
         assert said == ["metrics: 4 connections open already; refusing more (1 so far)"]
         held.pop().close()  # its thread reads the end of the stream and gives its slot back
@@ -131,3 +139,39 @@ def test_the_default_cap_is_the_documented_one() -> None:
         server.server_close()
     docs = (REPO / "docs" / "fleet.md").read_text()
     assert f"{MAX_CONNECTIONS} connections" in docs
+
+
+def test_clients_trickling_a_byte_at_a_time_lose_their_slots_at_the_deadline() -> None:
+    # Each trickler sends a byte well within the idle timeout, which is per read: only a
+    # deadline on the whole connection frees the slots it holds for a real scrape.
+    server = MetricsServer(parse_listen(str(free_port())), CollectorRegistry(),
+                           report=lambda line: None)
+    server.start()
+    started = time.monotonic()  # before connecting: each deadline runs from its accept
+    tricklers = [idle(server.port) for _ in range(MAX_CONNECTIONS)]
+    bound_s = CONNECTION_DEADLINE_S + 8.0  # the last few are accepted seconds later
+    try:
+        for sock in tricklers:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+        while raw(server.port, request("GET", "/metrics"))[0] == 503:
+            if time.monotonic() - started > bound_s:
+                pytest.fail(f"every slot still held {bound_s:g} s on")
+            for sock in tricklers:
+                try:
+                    sock.send(b"a")
+                except OSError:
+                    pass  # cut already
+            time.sleep(1.0)
+        took = time.monotonic() - started
+        assert took > CONNECTION_DEADLINE_S - 1.0  # the tricklers did hold the slots till then
+        assert server.refused > 0
+        for sock in tricklers:  # each was cut, not left open
+            sock.settimeout(CONNECTION_DEADLINE_S)
+            try:
+                assert sock.recv(65536) == b""
+            except ConnectionResetError:
+                pass  # closed with the bytes it sent after the cut unread
+    finally:
+        for sock in tricklers:
+            sock.close()
+        server.stop()

@@ -229,8 +229,91 @@ def test_a_gpu_label_that_is_a_digit_but_not_a_number_is_a_row(server) -> None:
     assert [row.gpu for row in rows] == ["1", "²"]
 
 
+def answering_with_length(body: bytes, length: str) -> Send:
+    """`body`, under a `Content-Length` header the server chose."""
+    def send(handler: BaseHTTPRequestHandler, stop: threading.Event) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", length)
+        handler.end_headers()
+        handler.wfile.write(body)
+    return send
+
+
+ONE_ROW = json.dumps(vector(element(GPU, [1700.0, "1"]))).encode()
+
+
+@pytest.mark.parametrize("length", ["²", " ³ ", "¹²³", "1²"])
+def test_a_length_in_digits_that_are_not_ascii_is_no_length(server, length: str) -> None:
+    # "²".isdigit() is true and int("²") raises; http.client reads such an answer to its end.
+    series, _ = bounded_query(PrometheusClient(server(answering_with_length(ONE_ROW, length))),
+                              10.0)
+    assert not isinstance(series, BaseException), series
+    assert [s.labels for s in series] == [GPU]
+
+
+def test_a_length_of_thousands_of_digits_is_above_the_cap(server) -> None:
+    # int() refuses a string of more than 4,300 digits; such a length is over any cap.
+    client = PrometheusClient(server(answering_with_length(ONE_ROW, "9" * 5000)))
+    error, _ = bounded_query(client, 10.0)
+    assert isinstance(error, PrometheusError) and "answered more than 32.0 MiB" in error.msg
+
+
+def test_a_length_of_many_leading_zeros_is_its_number(server) -> None:
+    length = "0" * 5000 + str(len(ONE_ROW))
+    series, _ = bounded_query(PrometheusClient(server(answering_with_length(ONE_ROW, length))),
+                              10.0)
+    assert not isinstance(series, BaseException), series
+    assert [s.labels for s in series] == [GPU]
+
+
+def test_a_time_too_large_for_a_float_is_a_malformed_answer(server) -> None:
+    # JSON integers are unbounded: math.isfinite(10**400) raises OverflowError.
+    body = json.dumps(vector(element(GPU, [10 ** 400, "1"]))).encode()
+    error, _ = bounded_query(PrometheusClient(server(answering(body))), 10.0)
+    assert isinstance(error, PrometheusError), error
+    assert "data.result[0].value[0] is a number, not a time in Unix seconds" in error.msg
+    assert one_shown_line(error.msg)
+
+
+def test_the_largest_time_a_float_holds_is_a_time(server) -> None:
+    body = json.dumps(vector(element(GPU, [int(1.7e308), "1"]))).encode()
+    series, _ = bounded_query(PrometheusClient(server(answering(body))), 10.0)
+    assert not isinstance(series, BaseException), series
+    assert series[0].at == 1.7e308
+
+
+def test_a_gpu_label_of_thousands_of_digits_sorts_as_a_name(server) -> None:
+    long_index = "7" * 5000  # int() refuses more than 4,300 digits
+    body = json.dumps(vector(element(GPU | {"gpu": long_index}, [1700.0, "1"]),
+                             element(GPU | {"gpu": "999999999"}, [1700.0, "1"]),
+                             element(GPU | {"gpu": "2"}, [1700.0, "1"]))).encode()
+    series, _ = bounded_query(PrometheusClient(server(answering(body))), 10.0)
+    rows, _ = build_rows(series, 60.0)
+    assert [row.gpu for row in rows] == ["2", "999999999", long_index]
+
+
+def test_an_answer_that_trips_an_unforeseen_error_is_one_line(server, monkeypatch) -> None:
+    # Stands in for a check nobody has thought of yet: whatever the reading raises, the
+    # client says one line, so the fleet view keeps its rows and tries again.
+    import gpuherd.fleet.answer
+
+    def trips(*args: object) -> object:
+        raise ArithmeticError("\x1b[2Jsomething\nunforeseen")
+    monkeypatch.setattr(gpuherd.fleet.answer, "_series", trips)
+    body = json.dumps(vector(element(GPU))).encode()
+    client = PrometheusClient(server(answering(body)))
+    error, _ = bounded_query(client, 10.0)
+    assert isinstance(error, PrometheusError), error
+    assert error.msg == (f"Prometheus at {client.url} gave an answer gpuherd cannot read: "
+                         "ArithmeticError: \\x1b[2Jsomething\\x0aunforeseen")
+
+
+HUGE = st.integers(min_value=10 ** 308, max_value=10 ** 400) | \
+    st.integers(max_value=-(10 ** 308), min_value=-(10 ** 400))
+"""Integers JSON carries and a float cannot."""
 JSON = st.recursive(
-    st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | st.text(max_size=8),
+    st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | HUGE |
+    st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
                                                                  max_size=4),
     max_leaves=20)
@@ -238,27 +321,32 @@ LABELS = st.dictionaries(st.sampled_from(["fleet_q", "host", "gpu", "user", "tas
                                           "kind", "model", "Hostname", "instance"]),
                          st.sampled_from(["used", "total", "util", "fresh", "user", "status",
                                           "finding", "task_gpu", "dcgm_used", "dcgm_free",
-                                          "0", "1", "²", "-1", "", "\x1b[2J"]) | st.text(),
+                                          "0", "1", "²", "-1", "", "\x1b[2J",
+                                          "9" * 5000, "0" * 4400 + "1"]) | st.text(),
                          max_size=6)
 VALUES = st.sampled_from(["1", "-4.7", "NaN", "+Inf", "-Inf", "1e308", "0", "-0", "3e9"]) | \
     st.floats().map(repr) | JSON
 NEAR_VALID = st.builds(
     lambda items: vector(*items),
     st.lists(st.builds(lambda m, at, v: {"metric": m, "value": [at, v]},
-                       LABELS | JSON, st.floats() | st.integers() | JSON, VALUES), max_size=8))
+                       LABELS | JSON, st.floats() | st.integers() | HUGE | JSON, VALUES),
+             max_size=8))
+LENGTHS = st.none() | st.sampled_from(["²", "¹²", "9" * 5000, "0" * 5000 + "1"]) | \
+    st.text(alphabet="0123456789²³¹ ", max_size=6)
+"""A `Content-Length` the server chose: None is the body's true length."""
 
 
 @pytest.fixture(scope="module")
 def replay_server() -> Iterator[tuple[str, dict[str, bytes]]]:
     """One loopback server answering with `bodies["next"]` (for hypothesis)."""
-    bodies = {"next": b""}
+    bodies: dict[str, Any] = {"next": b"", "length": None}
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
             self.rfile.read(int(self.headers["Content-Length"]))
             body = bodies["next"]
             self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Length", bodies["length"] or str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
@@ -274,16 +362,22 @@ def replay_server() -> Iterator[tuple[str, dict[str, bytes]]]:
 
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(JSON | NEAR_VALID | st.builds(lambda d: {"status": "success", "data": d}, JSON))
-@example({"status": "success", "data": {"resultType": "vector", "result": 5}})
-@example(vector({"metric": [], "value": [1, "1"]}))
-@example(vector({"metric": None, "value": [1, "1"]}))
-@example(vector({"metric": GPU | {"gpu": "²"}, "value": [1, "1"]}))
+@given(JSON | NEAR_VALID | st.builds(lambda d: {"status": "success", "data": d}, JSON),
+       LENGTHS)
+@example({"status": "success", "data": {"resultType": "vector", "result": 5}}, None)
+@example(vector({"metric": [], "value": [1, "1"]}), None)
+@example(vector({"metric": None, "value": [1, "1"]}), None)
+@example(vector({"metric": GPU | {"gpu": "²"}, "value": [1, "1"]}), None)
 @example(vector({"metric": GPU, "value": [1, "-4.7"]},
-                {"metric": GPU | {"fleet_q": "total"}, "value": [1, "-0"]}))
-def test_any_answer_is_rows_or_one_clear_line(replay_server, answer: Any) -> None:
+                {"metric": GPU | {"fleet_q": "total"}, "value": [1, "-0"]}), None)
+@example(vector({"metric": GPU, "value": [10 ** 400, "1"]}), None)
+@example(vector({"metric": GPU | {"gpu": "9" * 5000}, "value": [1, "1"]}), None)
+@example(vector({"metric": GPU, "value": [1, "1"]}), "²")
+def test_any_answer_is_rows_or_one_clear_line(replay_server, answer: Any,
+                                              length: str | None) -> None:
     url, bodies = replay_server
     bodies["next"] = json.dumps(answer).encode()
+    bodies["length"] = length
     try:
         series = PrometheusClient(url).query("up")
     except PrometheusError as error:

@@ -252,3 +252,35 @@ def test_the_first_real_bytes_are_found_past_a_hole_sparse_or_written(tmp_path):
         finally:
             os.close(fd)
         assert (at, first) == expected
+
+
+def test_a_pipe_swapped_in_for_a_copy_after_the_listing_is_left_alone(tmp_path, monkeypatch):
+    # logrotate's copies are listed as regular files, then opened: a pipe that takes a copy's
+    # name in between would make the open wait for a writer, holding the tail for ever.
+    import collectors.logtail_rotation as rotation
+    from tests.unit.test_logtail_rotation import bounded, release
+
+    log, pipe = tmp_path / "train.log", tmp_path / "planted"
+    log.write_text("step=000003 loss=0.5\n")
+    for name, text in (("train.log.2", "step=000001 loss=0.5\n"),
+                       ("train.log.1", "step=000002 loss=0.5\n")):
+        (tmp_path / name).write_text(text)
+        time.sleep(0.01)  # distinct mtimes: the copies' order
+    os.mkfifo(pipe)
+    real_listing = rotation.copy_candidates
+
+    def listed_then_swapped(path: str) -> list[tuple[int, int, str]]:
+        listed = real_listing(path)
+        os.replace(pipe, tmp_path / "train.log.1")
+        return listed
+
+    monkeypatch.setattr(rotation, "copy_candidates", listed_then_swapped)
+    try:
+        thread, out = bounded(lambda: rotation.open_copies(str(log)))
+        assert not thread.is_alive(), "opening the planted pipe waited for a writer"
+        copies = out[0]
+        assert isinstance(copies, list) and len(copies) == 1, out
+        assert os.fstat(copies[0][1]).st_ino == os.stat(tmp_path / "train.log.2").st_ino
+        os.close(copies[0][1])
+    finally:
+        release(tmp_path / "train.log.1")

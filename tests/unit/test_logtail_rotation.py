@@ -244,3 +244,65 @@ def test_an_empty_new_file_rotated_away_does_not_hold_the_tail_back(tmp_path, wa
         h.pump_until(lambda: len(h.steps()) == 30, what="the lines of the third file")
     assert h.steps() == list(range(30))
     assert [b.generation for b in h.batches if b.rotated] == [2, 3]
+
+
+def bounded(call, bound_s: float = 10.0):
+    """What `call()` returned or raised; fails the test if it is still running after `bound_s`."""
+    out: list[object] = []
+
+    def run() -> None:
+        try:
+            out.append(call())
+        except Exception as error:  # noqa: BLE001 (the test inspects whatever came out)
+            out.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(bound_s)
+    return thread, out
+
+
+def release(fifo: Path) -> None:
+    """Let an open of `fifo` that waits for a writer go on (so no thread is left hanging)."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass  # nobody waits on it
+
+
+def test_a_pipe_swapped_in_as_the_log_after_a_rotation_is_named_not_waited_on(
+        tmp_path, monkeypatch):
+    # Between looking at the new log by name and opening it, a pipe takes its place: opening
+    # a pipe waits for a writer, which would hold the observer's thread (and the tail) for ever.
+    from collectors.base import CollectorError
+    from collectors.logtail_files import FileFollower
+
+    log, pipe = tmp_path / "train.log", tmp_path / "planted"
+    log.write_text(lines(0, 10))
+    follower = FileFollower(str(log))
+    assert follower.check() and follower.read_chunk() == log.read_bytes()
+    os.rename(log, tmp_path / "train.log.1")
+    log.write_text(lines(10, 20))
+    os.mkfifo(pipe)
+    real_stat = os.stat
+
+    def stat_then_swap(path, *args, **kwargs):
+        info = real_stat(path, *args, **kwargs)
+        if os.fspath(path) == str(log) and pipe.exists():
+            os.replace(pipe, log)
+        return info
+
+    monkeypatch.setattr(os, "stat", stat_then_swap)
+    try:
+        thread, out = bounded(follower.file_created)  # as the observer calls it
+        assert not thread.is_alive(), "opening the planted pipe waited for a writer"
+        assert out == [None]
+        monkeypatch.undo()
+        _, out = bounded(lambda: [follower.check(), follower.end_generation(),
+                                  follower.check()])
+        assert isinstance(out[0], CollectorError)
+        assert out[0].msg == (f"{log}: is not a regular file (pipes and devices cannot be "
+                              "followed)")
+    finally:
+        release(log)
+        follower.close()
