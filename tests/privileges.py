@@ -12,10 +12,12 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 import pytest
 
 OTHER_UID = 12345
@@ -35,6 +37,27 @@ def as_other_user(argv: list[str]) -> list[str]:
         pytest.skip("setpriv (util-linux) is not installed; it runs the check as another user")
     return [setpriv, "--reuid", str(OTHER_UID), "--regid", str(OTHER_UID), "--clear-groups",
             *argv]
+
+
+@contextmanager
+def other_users_process() -> Iterator[psutil.Process]:
+    """A live `sleep` of `OTHER_UID`, once `setpriv` has switched to it; killed at the end.
+
+    What a reservation of hers names: one of root's processes would not count as hers.
+    """
+    if not AS_ROOT:
+        pytest.skip("a process of a second uid needs root (CI runs as root)")
+    proc = subprocess.Popen(as_other_user(["sleep", "120"]))
+    try:
+        process = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 30
+        while process.uids().effective != OTHER_UID:  # setpriv has not switched yet
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        yield process
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @contextmanager

@@ -26,7 +26,7 @@ from gpuherd.queue.jobs import JobState
 from gpuherd.queue.ledger import Ledger, LedgerError
 from gpuherd.queue.runner import QueueRunner
 from gpuherd.queue.store import QueueStore
-from tests.privileges import AS_ROOT, OTHER_UID, as_other_user
+from tests.privileges import AS_ROOT, OTHER_UID, as_other_user, other_users_process
 from tests.queue_helpers import ROOT, GiB, Gpu, mark_spec, python_for_everyone, ran, tick
 
 GPU = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
@@ -48,16 +48,8 @@ def shared() -> Iterator[Path]:
 
 @pytest.fixture
 def her_sleeper() -> Iterator[psutil.Process]:
-    """A live process of hers: a reservation she writes may name it."""
-    proc = subprocess.Popen(as_other_user(["sleep", "120"]))
-    process = psutil.Process(proc.pid)
-    deadline = time.monotonic() + 30
-    while process.uids().effective != OTHER_UID:  # setpriv has not switched yet
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    yield process
-    proc.kill()
-    proc.wait()
+    with other_users_process() as process:
+        yield process
 
 
 def as_her(*argv: str) -> None:

@@ -21,6 +21,7 @@ import pytest
 from gpuherd.queue.headroom import Reservation, reserved_by_gpu
 from gpuherd.queue.ledger import Ledger, LedgerError, default_ledger_dir
 from gpuherd.queue.ledger_files import PID_MAX, Sightings, parse_entry
+from tests.privileges import other_users_process
 
 GIB = 1 << 30
 GPU_A = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
@@ -71,17 +72,8 @@ def sleeper() -> Iterator[psutil.Process]:
 
 @pytest.fixture
 def her_sleeper() -> Iterator[psutil.Process]:
-    """A live process of OTHER_UID: her reservations name it (one of root's would not count)."""
-    needs_two_uids()
-    proc = subprocess.Popen(as_uid(OTHER_UID, ["sleep", "120"]))
-    process = psutil.Process(proc.pid)
-    deadline = time.monotonic() + 30
-    while process.uids().effective != OTHER_UID:  # setpriv has not switched yet
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    yield process
-    proc.kill()
-    proc.wait()
+    with other_users_process() as process:
+        yield process
 
 
 def me() -> tuple[int, float]:
