@@ -241,6 +241,9 @@ def _read_field(field: str, split: str) -> FieldRead | None:
     raw, unit = named["name"], (named["unit"] or "").lower()
     number_span = named.span("num")
     low = _VERBS.sub("", raw.lower()).rstrip(":")
+    anchored = _AT_COUNTER.search(low)  # `validation loss at iteration 100`: the step, no metric
+    if anchored is not None and anchored["counter"] in COUNTERS:
+        low = anchored["counter"]
     if low in COUNTERS:
         return (low, 0.0, *number_span, 0, 0, 1.0)
     total = named.span("total") if named["total"] is not None else (0, 0)
@@ -274,6 +277,9 @@ def _unquoted(field: str, split: str) -> FieldRead | None:
 
 _NUMBER_THEN_NAME = re.compile(rf"^(?P<num>{_NUMBER})\s+(?P<name>[A-Za-z][\w-]*)$")
 _VERBS = re.compile(r"\s+(?:reached|is|was|of|=)$")
+_AT_COUNTER = re.compile(r"\s(?:at|after|for)\s+(?P<counter>\S+)$")
+"""A name that ends on `at <counter>` (Megatron's `validation loss at iteration 100`) names
+where the record stands, not a metric; only counters the vocabulary knows are taken."""
 _TIME_UNITS = {"ms": 1.0, "s": 1000.0}
 _STEP_TIMES = frozenset({"dt", "step_avg", "step_time", "time/step", "iter_dt", "time per step",
                          "ms/step", "ms/batch", "time/iter", "iter time"})

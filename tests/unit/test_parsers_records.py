@@ -190,3 +190,21 @@ def test_recall_on_logs_of_frameworks_without_a_parser() -> None:
     # the reader handles turns this red; benchmarks/bench_unseen_recall.py lists the misses
     assert recall(sorted(set(UNSEEN) - BLIND)) >= 0.95
     assert recall(sorted(BLIND)) >= 0.78
+
+
+@pytest.mark.parametrize(("line", "values", "step"), [
+    # Megatron-LM (tests/data/logs/megatron/gpt2_base_n4.log line 12): the phrase names the step
+    (" validation loss at iteration 100 | lm loss value: 8.017406E+00 | lm loss PPL: "
+     "3.033300E+03 | ", {"val/lm_loss_value": 8.017406, "val/ppl": 3033.3}, 100),
+    ("eval loss after step 300 | acc 0.9", {"val/acc": 0.9}, 300),
+    # `for`/`at` before a word that is no counter leaves the field as it was
+    ("time for forward 12.3 | loss 0.5", {"train/loss": 0.5}, None),
+])
+def test_a_name_ending_at_a_counter_is_the_step_not_a_metric(line, values, step):
+    assert read(line) == (values, step, None)
+
+
+def test_a_lone_field_ending_at_a_counter_is_no_metric_of_that_counter():
+    """`loss at epoch 3: 0.25` once read as `train/loss_at_epoch` = 3."""
+    metric = parse_generic_line("loss at epoch 3: 0.25")
+    assert metric is None or not any("_at_" in name for name, _ in metric.values)
