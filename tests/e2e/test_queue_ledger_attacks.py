@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -26,7 +24,13 @@ from gpuherd.queue.jobs import JobState
 from gpuherd.queue.ledger import Ledger, LedgerError
 from gpuherd.queue.runner import QueueRunner
 from gpuherd.queue.store import QueueStore
-from tests.privileges import AS_ROOT, OTHER_UID, as_other_user, other_users_process
+from tests.privileges import (
+    AS_ROOT,
+    OTHER_UID,
+    as_other_user,
+    other_users_process,
+    shared_directory,
+)
 from tests.queue_helpers import ROOT, GiB, Gpu, mark_spec, python_for_everyone, ran, tick
 
 GPU = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
@@ -40,10 +44,8 @@ def shared() -> Iterator[Path]:
     """A parent the other uid can enter (pytest's tmp_path is 0700 under root)."""
     if not AS_ROOT:
         pytest.skip("a second real user needs root (CI runs as root)")
-    parent = Path(tempfile.mkdtemp(prefix="gpuherd-attack-"))
-    parent.chmod(0o755)
-    yield parent
-    shutil.rmtree(parent, ignore_errors=True)
+    with shared_directory() as parent:
+        yield parent
 
 
 @pytest.fixture

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -29,7 +27,7 @@ import pytest
 from collectors.nvml import NvmlCollector
 from gpuherd.queue.jobs import JobState
 from gpuherd.queue.store import QueueStore
-from tests.privileges import AS_ROOT, OTHER_UID, as_other_user
+from tests.privileges import AS_ROOT, OTHER_UID, as_other_user, shared_directory
 from tests.queue_helpers import python_for_everyone
 
 pytestmark = pytest.mark.gpu
@@ -52,12 +50,11 @@ FORGE = textwrap.dedent("""
 
 @pytest.fixture
 def shared() -> Iterator[Path]:
+    """A parent the other uid can enter (pytest's tmp_path is 0700 under root)."""
     if not AS_ROOT:
-        pytest.skip("a second real user needs root")
-    parent = Path(tempfile.mkdtemp(prefix="gpuherd-gpu-attack-"))
-    parent.chmod(0o755)
-    yield parent
-    shutil.rmtree(parent, ignore_errors=True)
+        pytest.skip("a second real user needs root (CI runs as root)")
+    with shared_directory() as parent:
+        yield parent
 
 
 def _gpu_uuid() -> str:
