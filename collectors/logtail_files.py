@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections import deque
 
 from collectors.base import CollectorError
 from collectors.logtail_rotation import (
@@ -16,6 +17,9 @@ from collectors.logtail_rotation import (
     newest_copy_ns,
 )
 
+READ_HEADS = 128
+"""First bytes remembered of the generations read last, to know their copies again (twice the
+copies ever opened at once, `MAX_OPEN_COPIES`)."""
 HEAD_BYTES = 256
 """Bytes at the start of a file remembered to notice a rewrite that outgrew the old offset
 (the first bytes that are not NUL: a writer without `O_APPEND` leaves a hole of NULs)."""
@@ -108,7 +112,8 @@ class FileFollower:
         """Bytes read that were not part of a hole of NULs (for a bytes-per-line estimate)."""
         self._rest_fd: int | None = None  # the copy a copytruncated generation ends in
         self._copies: list[int] = []  # copies of later generations, cut before we looked
-        self._copies_ns = 0  # mtime of the newest copy beside the log when last looked for
+        self._copies_ns = 0  # copies beside the log no newer than this are history
+        self._read_heads: deque[bytes] = deque(maxlen=READ_HEADS)  # of generations read
         self._cut_by_size = False
         self._loss_base: tuple[int, int] | None = None  # (bytes had, bytes seen) of the cut file
         self._head = b""
@@ -211,6 +216,8 @@ class FileFollower:
         self.ending = None
         # A generation of NULs only held no byte of its own: its copy, or the next hole, still
         # counts from where the generation before it was left.
+        if self._head:
+            self._read_heads.append(self._head)
         if not self._in_hole:
             seen = max(self._seen_size, self.offset) if self._cut_by_size else self.offset
             self._loss_base = (self.offset, seen)
@@ -269,18 +276,20 @@ class FileFollower:
         own = os.fstat(self._fd)
         size = self.size = own.st_size
         self.modified_at = own.st_mtime
-        if size < self.offset or (size != self._checked_size and self._head_changed()):
+        changed = (size, own.st_mtime_ns) != (self._checked_size, self._checked_ns)
+        if size < self.offset or (changed and self._head_changed()):
             self.ending = "truncated"
             self._cut_by_size = size < self.offset
             # Lines written before the copy but not read yet are in the copy, not lost.
-            copies, newest = find_copy(self.path, (self._head_at, self._head), self._recent,
-                                       self.offset, current=head_of(self._fd, HEAD_BYTES)[1])
-            self._copies_ns = max(self._copies_ns, newest)
+            copies, copied_ns = find_copy(
+                self.path, (self._head_at, self._head), self._recent, self.offset,
+                current=head_of(self._fd, HEAD_BYTES)[1], read=self._read_heads)
+            self._copies_ns = max(self._copies_ns, copied_ns)
             self._rest_fd, self._copies = (copies[0], copies[1:]) if copies else (None, [])
         elif not self._head and own.st_mtime_ns != self._checked_ns:
             # Nothing but NULs read of this generation yet: a cut since the last look leaves
             # no mark in the file but its time, and a copy made since.
-            self._copies, self._copies_ns = copies_since(self.path, self._copies_ns, self._fd)
+            self._copies = copies_since(self.path, self._copies_ns, self._fd, self._read_heads)
             if self._copies:
                 self.ending = "truncated"
         if self.ending is None:

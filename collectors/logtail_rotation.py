@@ -242,63 +242,66 @@ def _is_copy_of(fd: int, head: tuple[int, bytes], recent: bytes, offset: int) ->
 
 
 def find_copy(path: str, head: tuple[int, bytes], recent: bytes, offset: int,
-              current: bytes = b"") -> tuple[list[int], int]:
+              current: bytes = b"", read: Iterable[bytes] = ()) -> tuple[list[int], int]:
     """Open the copy that copytruncate made of the file at `path` before cutting it.
 
     The copy lies beside the log (`is_copy_name`), starts with the same `head` (the position
     of the generation's first bytes that are not NUL, and those bytes), is at least `offset`
     bytes long and holds `recent` (the last bytes read) just before `offset`. The newest such
     file is taken. Copies made after it are of later generations, cut before the tail looked
-    (two cuts between two looks): they follow it, oldest first (`later_copies`).
+    (two cuts between two looks): they follow it, oldest first (`later_copies`), unless they
+    start like a generation `read` already.
 
     Returns:
-        Read-only descriptors (the copy, then the later generations' copies; none when there is
-        no copy: `> log`, a copy compressed or moved away already), and the mtime of the newest
-        copy beside the log.
+        Read-only descriptors: the copy, then the later generations' copies; none when there is
+        no copy (`> log`, a copy compressed or moved away already). And the copy's mtime (ns;
+        0 without one): copies no newer than it are of generations before it.
     """
     copies = open_copies(path)
-    newest = copies[-1][0] if copies else 0
     for index in range(len(copies) - 1, -1, -1):
         fd = copies[index][1]
         if head[1] and _is_copy_of(fd, head, recent, offset):
             close_all(fd for _, fd, _ in copies[:index])
-            return [fd, *later_copies(copies[index + 1:], head[1], current)], newest
+            later = later_copies(copies[index + 1:], [head[1], *read], current)
+            return [fd, *later], copies[index][0]
     close_all(fd for _, fd, _ in copies)
-    return [], newest
+    return [], 0
 
 
-def copies_since(path: str, since_ns: int, current_fd: int) -> tuple[list[int], int]:
-    """Copies made beside `path` after `since_ns`, as generations of their own.
+def copies_since(path: str, since_ns: int, current_fd: int, read: Iterable[bytes]) -> list[int]:
+    """Copies made beside `path` after `since_ns` of generations not read yet, oldest first.
 
-    They are of generations cut before any of their bytes was read (`later_copies`).
-
-    Returns:
-        Their read-only descriptors, oldest first, and the mtime of the newest copy.
+    They are of generations cut before any of their bytes was read (`later_copies`). A copy is
+    judged by its first bytes, never by its time alone: a copy missed at its cut (renamed on
+    while the copies were listed) starts like a generation `read` already, and a copy made
+    before its cut (skipped then: its lines were still in the log) may be of a generation the
+    log no longer holds.
     """
     copies = open_copies(path)
-    newest = copies[-1][0] if copies else 0
     close_all(fd for mtime_ns, fd, _ in copies if mtime_ns <= since_ns)
     fresh = [copy for copy in copies if copy[0] > since_ns]
     if not fresh:  # the common case: no head of the current file to read
-        return [], max(newest, since_ns)
-    return later_copies(fresh, b"", head_of(current_fd)[1]), max(newest, since_ns)
+        return []
+    return later_copies(fresh, list(read), head_of(current_fd)[1])
 
 
-def later_copies(copies: list[tuple[int, int, bool]], read: bytes, current: bytes) -> list[int]:
+def later_copies(copies: list[tuple[int, int, bool]], read: list[bytes],
+                 current: bytes) -> list[int]:
     """Keep `copies` (oldest first) as generations of their own, except a second copy.
 
     Only a copy named as rotation names them counts (`train.log.bak` is someone's backup). A
-    copy that starts like the generation read (`read`) or like the file now at the path
-    (`current`: copied, but not cut yet) is a second copy of a file read anyway, not a
-    generation of its own. The others are closed.
+    copy that starts like a generation read (the first bytes of each, `read`) or like the file
+    now at the path (`current`: copied, but not cut yet) is a second copy of a file read
+    anyway, not a generation of its own. The others are closed.
     """
     out = []
+    longest = max([len(current), 1, *map(len, read)])
     for _, fd, rotated in copies:
         try:
-            _, first = head_of(fd, max(len(read), len(current), 1)) if rotated else (0, b"")
+            _, first = head_of(fd, longest) if rotated else (0, b"")
         except OSError:
             first = b""
-        if first and not _same_start(first, read) and not _same_start(first, current):
+        if first and not any(_same_start(first, other) for other in (*read, current)):
             out.append(fd)
         else:
             os.close(fd)

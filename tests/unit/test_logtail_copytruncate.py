@@ -284,3 +284,61 @@ def test_a_pipe_swapped_in_for_a_copy_after_the_listing_is_left_alone(tmp_path, 
         os.close(copies[0][1])
     finally:
         release(tmp_path / "train.log.1")
+
+
+def lines(first: int, last: int) -> bytes:
+    return b"".join(f"step={i:06d} loss=0.5\n".encode() for i in range(first, last + 1))
+
+
+def read_all(follower: FileFollower) -> bytes:
+    """What one look and the reads after it give, across the generations that end on the way."""
+    out = b""
+    for _ in range(10):
+        if not follower.check():
+            break
+        while chunk := follower.read_chunk():
+            out += chunk
+        if follower.ending is None:
+            break
+        follower.end_generation()
+    return out
+
+
+def test_a_copy_that_turns_up_after_its_cut_was_seen_is_not_read_again(tmp_path):
+    # A copy renamed on by the next rotation while the tail listed the copies is missed at the
+    # cut and seen at a later look: it starts like the generation read, so it is no new one.
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(0, 9))
+    follower = FileFollower(str(log))
+    assert read_all(follower) == lines(0, 9)
+    os.truncate(log, 0)
+    assert read_all(follower) == b""  # the cut is seen; no copy is there yet
+    (tmp_path / "train.log.1").write_bytes(lines(0, 9))
+    with open(log, "ab") as f:
+        f.write(lines(10, 11))
+    assert read_all(follower) == lines(10, 11)
+    follower.close()
+
+
+def test_a_second_copy_made_before_the_first_cut_was_seen_is_read_after_the_first(tmp_path):
+    # Two cuts between two looks, the second seen half done: its copy is made, the log not cut
+    # yet. That copy is skipped then (its lines are still in the log), and once the log is cut
+    # before the tail read them, it is read as the generation it is.
+    log, first, second = (tmp_path / n for n in ("train.log", "train.log.2", "train.log.1"))
+    log.write_bytes(lines(0, 9))
+    follower = FileFollower(str(log))
+    assert read_all(follower) == lines(0, 9)
+    shutil.copyfile(log, second)
+    os.truncate(log, 0)
+    with open(log, "ab") as f:
+        f.write(lines(10, 19))
+    os.rename(second, first)
+    shutil.copyfile(log, second)  # the second cut's copy; the cut itself comes later
+    assert follower.check() and follower.ending == "truncated"
+    assert follower.read_chunk() == b""  # the first copy holds nothing past what was read
+    follower.end_generation()
+    os.truncate(log, 0)
+    with open(log, "ab") as f:
+        f.write(lines(20, 21))
+    assert read_all(follower) == lines(10, 21)
+    follower.close()
