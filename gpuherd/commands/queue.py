@@ -61,7 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     usage_with_command(add)
     ls = sub.add_parser("ls", help="list the jobs")
     ls.add_argument("--json", action="store_true", help="a JSON list of jobs (docs/queue.md)")
-    _job(sub.add_parser("show", help="everything about one job"))
+    show = sub.add_parser("show", help="everything about one job")
+    _job(show)
+    show.add_argument("--show-secrets", action="store_true",
+                      help="print the values of variables named like secrets (*TOKEN*, *KEY*, "
+                           "*SECRET*, *PASSWORD*, *CREDENTIAL*, *AUTH*), masked otherwise")
     _job(sub.add_parser("rm", help="remove a job that is not running"))
     cancel = sub.add_parser("cancel", help="cancel a job; a running one gets SIGTERM, then "
                             "SIGKILL")

@@ -139,8 +139,20 @@ def _time(value: float | None) -> str:
     return fmt_timestamp(value) if value is not None else NONE
 
 
-def render_job(job: Job, now: float, place: int | None) -> str:
-    """`queue show JOB`: every field of one job, its environment last."""
+SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+"""A variable whose name holds one of these (any case) has its value masked by `queue show`:
+the output is pasted into chats and tickets; `--show-secrets` prints it."""
+MASK = "****"
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says its value is a secret (`HF_TOKEN`)."""
+    upper = name.upper()
+    return any(word in upper for word in SECRET_WORDS)
+
+
+def render_job(job: Job, now: float, place: int | None, show_secrets: bool = False) -> str:
+    """`queue show JOB`: every field of one job, its environment last, secrets masked."""
     spec = job.spec
     took = duration_s(job, now)
     fields = [
@@ -169,6 +181,9 @@ def render_job(job: Job, now: float, place: int | None) -> str:
     ]
     width = max(len(name) for name, _ in fields)
     lines = [f"{name + ':':<{width + 1}} {value}" for name, value in fields]
-    lines.append(f"environment ({len(spec.env)} variables):")
-    lines += [f"  {key}={value}" for key, value in spec.env]
+    masked = [key for key, _ in spec.env if not show_secrets and is_secret_name(key)]
+    lines.append(f"environment ({len(spec.env)} variables"
+                 + (f"; {len(masked)} masked, --show-secrets prints them" if masked else "")
+                 + "):")
+    lines += [f"  {key}={MASK if key in masked else value}" for key, value in spec.env]
     return "\n".join(lines)

@@ -63,7 +63,8 @@ def _ls(store: QueueStore, args: argparse.Namespace) -> str:
 
 def _show(store: QueueStore, args: argparse.Namespace) -> str:
     job = store.get(args.job)
-    return listing.render_job(job, time.time(), listing.places(store.jobs()).get(job.id))
+    return listing.render_job(job, time.time(), listing.places(store.jobs()).get(job.id),
+                              show_secrets=args.show_secrets)
 
 
 def _rm(store: QueueStore, args: argparse.Namespace) -> str:

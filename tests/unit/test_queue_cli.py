@@ -318,3 +318,22 @@ def test_a_current_directory_that_vanished_is_refused(state: Path, tmp_path: Pat
     assert (out.returncode, out.stderr) == (
         2, "gpuherd queue add: the current directory no longer exists: give --cwd DIR\n")
     assert listed(state) == []
+
+
+def test_show_masks_the_values_of_variables_named_like_secrets(state: Path) -> None:
+    ok(queue(state, "add", "--env", "HF_TOKEN=hf_abc123", "--env", "wandb_api_key=k9",
+             "--env", "DB_PASSWORD=pw", "--env", "TOKENIZERS_PARALLELISM=false",
+             "--env", "SEED=7", "--", "true"))
+    shown = ok(queue(state, "show", "1")).splitlines()
+    [heading] = [line for line in shown if line.startswith("environment (")]
+    saved = re.fullmatch(r"environment \((\d+) variables; (\d+) masked, --show-secrets "
+                         r"prints them\):", heading)
+    assert saved is not None and int(saved[2]) >= 4 and int(saved[1]) >= 5, heading
+    assert {"  HF_TOKEN=****", "  wandb_api_key=****", "  DB_PASSWORD=****",
+            "  SEED=7"} <= set(shown)
+    assert not any(secret in line for line in shown for secret in ("hf_abc123", "k9", "=pw"))
+    # a name that only holds a secret word is masked too: better hidden than leaked
+    assert "  TOKENIZERS_PARALLELISM=****" in shown
+    revealed = ok(queue(state, "show", "1", "--show-secrets")).splitlines()
+    assert {"  HF_TOKEN=hf_abc123", "  wandb_api_key=k9", "  DB_PASSWORD=pw",
+            f"environment ({saved[1]} variables):"} <= set(revealed)
