@@ -111,7 +111,9 @@ def run(args: argparse.Namespace, backend: NvmlBackend | None = None) -> int:
     if getattr(args, "json", False):
         print(json.dumps(to_json(snap), indent=2))
     else:
-        print(render_table(snap, width=shutil.get_terminal_size().columns))
+        # A terminal's width cuts long lines; a file or a pipe gets them whole.
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        print(render_table(snap, width=width))
     return snap.exit_code
 
 
@@ -213,8 +215,11 @@ def _round(value: float | None) -> float | None:
 
 # Table.
 
-def render_table(snap: Snapshot, width: int = 120) -> str:
-    """The readable form: a header line, a GPU table, a process table and the host figures."""
+def render_table(snap: Snapshot, width: int | None = 120) -> str:
+    """The readable form: a header line, a GPU table, a process table and the host figures.
+
+    Lines longer than `width` are cut with `…`; `None` cuts none (output that is no terminal).
+    """
     tick = snap.tick
     head = [f"host {snap.hostname}",
             fmt.fmt_timestamp(tick.taken_at if tick else snap.host.taken_at)]
@@ -257,7 +262,7 @@ def _gpu_table(tick: GpuTick) -> list[str]:
     return _align(rows, right={0, 2, 3, 4, 5, 6, 7, 8})
 
 
-def _process_lines(snap: Snapshot, tick: GpuTick, width: int) -> list[str]:
+def _process_lines(snap: Snapshot, tick: GpuTick, width: int | None) -> list[str]:
     details = {p.pid: p for p in snap.host.processes}
     rows = [["GPU", "PID", "USER", "GPU MEM", "CPU", "RSS", "ELAPSED", "COMMAND"]]
     notes: list[str] = []
@@ -319,5 +324,5 @@ def _align(rows: list[list[str]], right: set[int]) -> list[str]:
     return out
 
 
-def _clip(line: str, width: int) -> str:
-    return line if len(line) <= width else line[: max(1, width - 1)] + "…"
+def _clip(line: str, width: int | None) -> str:
+    return line if width is None or len(line) <= width else line[: max(1, width - 1)] + "…"

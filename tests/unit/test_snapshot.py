@@ -215,3 +215,18 @@ def test_run_without_driver_writes_stderr(capsys):
     assert code == 3
     assert captured.err.startswith("gpuherd: no NVIDIA GPU found")
     assert "CPU" in captured.out and "GPUs: N/A" in captured.out
+
+
+def test_output_that_is_no_terminal_is_never_cut(capsys, monkeypatch):
+    # `gpuherd snapshot > file`: an 80-column terminal size must not cut what goes to the file.
+    monkeypatch.setenv("COLUMNS", "80")
+    argument = "a-long-argument-" * 12
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", argument])
+    try:
+        assert run(argparse.Namespace(json=False), backend=busy_fake(proc.pid)) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    out = capsys.readouterr().out
+    [row] = [line for line in out.splitlines() if str(proc.pid) in line]
+    assert row.endswith(argument) and len(row) > 200 and "…" not in out
