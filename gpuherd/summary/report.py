@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
-from gpuherd.format import visible, visible_lines
+from gpuherd.format import GIB, fmt_bytes, visible, visible_lines
 from gpuherd.safe_files import Directory
 from gpuherd.summary import charts
 from gpuherd.summary.frames import SessionFrames, load_frames
@@ -26,9 +26,14 @@ def fmt_num(value: Any, digits: int = 4) -> str:
     return f"{value:.{digits}g}" if isinstance(value, float) else f"{value:,}"
 
 
-def fmt_gib(value: Any) -> str:
-    """Bytes as GiB with one decimal."""
-    return "-" if not isinstance(value, (int, float)) else f"{value / (1 << 30):.1f} GiB"
+def fmt_size(value: Any) -> str:
+    """Bytes as GiB with one decimal, and below 1 GiB in the unit that fits.
+
+    `700 KiB`, not `0.0 GiB`, which reads as nothing.
+    """
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    return f"{value / GIB:.1f} GiB" if abs(value) >= GIB else fmt_bytes(value)
 
 
 def fmt_pct(value: Any) -> str:
@@ -87,13 +92,13 @@ def _gpu_section(data: dict[str, Any]) -> list[str]:
         at = "-" if g["peak_at_elapsed_s"] is None else f"+{fmt_duration(g['peak_at_elapsed_s'])}"
         temp = "-" if g["temp_max_c"] is None else f"{g['temp_max_c']:.0f} C"
         power = "-" if g["power_max_w"] is None else f"{g['power_max_w']:.0f} W"
-        lines.append(f"| {g['index']} | {g['name']} | {fmt_gib(g['peak_mem_bytes'])} | "
+        lines.append(f"| {g['index']} | {g['name']} | {fmt_size(g['peak_mem_bytes'])} | "
                      f"{fmt_pct(g['peak_mem_pct'])} | {at} | {fmt_pct(g['util_mean_pct'])} | "
                      f"{fmt_pct(g['util_p95_pct'])} | {temp} | {power} |")
     lines.append("")
     for peak in data["session"]["run_peaks"]:
         lines.append(f"- The command's own peak on GPU {peak.get('gpu')}: "
-                     f"{fmt_gib(peak.get('peak_bytes'))} ({peak.get('method')}).")
+                     f"{fmt_size(peak.get('peak_bytes'))} ({peak.get('method')}).")
     return lines + ([""] if data["session"]["run_peaks"] else [])
 
 
@@ -106,10 +111,10 @@ def _container_section(data: dict[str, Any]) -> list[str]:
              "peak memory |", "|---|---|---|---|---|---|---|---|"]
     for c in containers:
         at = c["gpu_mem_peak_at_elapsed_s"]
-        lines.append(f"| {c['name']} | {c['image'] or '-'} | {fmt_gib(c['gpu_mem_peak_bytes'])} | "
+        lines.append(f"| {c['name']} | {c['image'] or '-'} | {fmt_size(c['gpu_mem_peak_bytes'])} | "
                      f"{'-' if at is None else '+' + fmt_duration(at)} | "
                      f"{fmt_pct(c['cpu_mean_pct'])} | {fmt_pct(c['cpu_p95_pct'])} | "
-                     f"{fmt_pct(c['cpu_max_pct'])} | {fmt_gib(c['mem_peak_bytes'])} |")
+                     f"{fmt_pct(c['cpu_max_pct'])} | {fmt_size(c['mem_peak_bytes'])} |")
     return lines + [""]
 
 
@@ -203,14 +208,14 @@ def render_short(summary: Summary) -> str:
     lines = [f"session {s['directory']}: {fmt_duration(s['duration_s'])}"
              + ("" if s["exit_code"] is None else f", exit code {s['exit_code']}")]
     for g in data["gpus"]:
-        lines.append(f"  GPU {g['index']} {g['name']}: peak {fmt_gib(g['peak_mem_bytes'])} "
+        lines.append(f"  GPU {g['index']} {g['name']}: peak {fmt_size(g['peak_mem_bytes'])} "
                      f"({fmt_pct(g['peak_mem_pct'])}), util mean {fmt_pct(g['util_mean_pct'])}"
                      f" p95 {fmt_pct(g['util_p95_pct'])}")
     for peak in s["run_peaks"]:
-        lines.append(f"  command peak on GPU {peak.get('gpu')}: {fmt_gib(peak.get('peak_bytes'))}"
+        lines.append(f"  command peak on GPU {peak.get('gpu')}: {fmt_size(peak.get('peak_bytes'))}"
                      f" ({peak.get('method')})")
     for c in data.get("containers") or []:
-        lines.append(f"  container {c['name']}: peak GPU memory {fmt_gib(c['gpu_mem_peak_bytes'])}"
+        lines.append(f"  container {c['name']}: peak GPU memory {fmt_size(c['gpu_mem_peak_bytes'])}"
                      f", CPU mean {fmt_pct(c['cpu_mean_pct'])} max {fmt_pct(c['cpu_max_pct'])}")
     for task in data["tasks"]:
         trend = [f"{name} {fmt_num(m['first'])} -> {fmt_num(m['last'])}"

@@ -327,3 +327,11 @@ def test_the_short_summary_and_the_note_show_the_same_metrics(tmp_path: Path) ->
     summary = summarize(write_session(tmp_path / "seg", gpu_rows=rows, metrics=metrics))
     assert "  task seg: val/pixel_acc 0.5 -> 0.75" in report.render_short(summary).splitlines()
     assert "val/pixel_acc 0.5 -> 0.75" in compose(summary).text
+
+
+@pytest.mark.parametrize(("size", "shown"), [
+    (700 * 1024, "700 KiB"), (615 * 1024 * 1024, "615 MiB"), ((1 << 30) - 1, "1024 MiB"),
+    (1 << 30, "1.0 GiB"), (30 * (1 << 30), "30.0 GiB"), (0, "0 B"), (None, "-")])
+def test_sizes_take_the_unit_their_magnitude_needs(size, shown) -> None:
+    # a 700 KiB container peak read `0.0 GiB`: nothing, where something was there
+    assert report.fmt_size(size) == shown
