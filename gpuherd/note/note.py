@@ -22,7 +22,11 @@ FINDING_TEXT = {"oom": "CUDA out of memory", "nan": "NaN loss", "inf": "Inf loss
                 "traceback": "a traceback in the log", "stalled": "loss not falling",
                 "download": "downloads on this run (cache miss)"}
 SOURCE_TEXT = {"nvml": "no GPU readings (the NVIDIA driver could not be used)",
+               "nvml-memory": "no fast VRAM peak readings (peaks are those of the 1 s GPU "
+                              "readings)",
                "host": "no host readings (CPU, memory)",
+               "docker": "no container readings (the Docker engine could not be reached)",
+               "writers": "no search for the processes that write the logs",
                "discovery": "no search for new logs (--log globs and --watch directories)"}
 """What a missing source costs the note, in the words of its reader (sources by name)."""
 TOTAL_EPOCH_METRICS = ("total_epochs", "max_epochs", "num_epochs", "num_train_epochs", "epochs")
@@ -154,7 +158,7 @@ def _missing_source(source: str) -> str:
         return SOURCE_TEXT[source]
     if source.startswith("log:"):
         return f"the log {source[4:]} could not be read"
-    return f"no readings from {source or 'one source'}"
+    return "one source of readings could not be used"  # its name means nothing to a reader
 
 
 def compose(summary: Summary) -> Note:

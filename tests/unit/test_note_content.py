@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from ruamel.yaml import YAML
 
 from gpuherd.note.note import compose
@@ -83,6 +85,17 @@ def test_a_missing_source_is_said_in_words_a_user_reads(tmp_path: Path) -> None:
     assert text.endswith("Known limitations: no GPU readings (the NVIDIA driver could not be "
                          "used); the log /runs/a.log could not be read.")
     assert "nvml" not in text
+
+
+@pytest.mark.parametrize("source", ["nvml", "nvml-memory", "docker", "writers", "discovery",
+                                    "peak-probe-v2"])
+def test_no_source_reaches_the_note_by_its_internal_name(tmp_path: Path, source: str) -> None:
+    root = training_session(tmp_path / "s")
+    with (root / "events.jsonl").open("a") as f:
+        f.write(json.dumps({"t": T0 + 1, "kind": "collector_unavailable", "source": source,
+                            "msg": "x", "title": "x"}) + "\n")
+    limits = compose(summarize(root)).text.split("Known limitations: ", 1)[1]
+    assert source not in limits and limits.startswith(("no ", "one source"))
 
 
 def mixed_row(t: float, gpu: int, used: float, util: float) -> str:
