@@ -15,8 +15,6 @@ from collectors.samples import GpuProcess, GpuSample, GpuTick
 
 T = TypeVar("T")
 
-DEMO_HINT = "Run `gpuherd --demo` to see gpuherd without a GPU."
-
 STATIC_REFRESH_TICKS = 60
 """Power limit and MIG mode change only by an administrator's hand; re-read them this often."""
 
@@ -265,18 +263,22 @@ def merge_processes(
 
 
 def unavailable_message(error: BaseException) -> str:
-    """The sentence a person sees when NVML cannot start, with what to try next."""
+    """The sentence a person sees when NVML cannot start.
+
+    It names no way out: the dashboard and `snapshot` add `gpuherd --demo` where it helps; the
+    queue, the exporter and the recorder need the GPU itself.
+    """
     if isinstance(error, _nvml_errors("LibraryNotFound")):
         why = "the NVML library (libnvidia-ml.so.1) could not be loaded"
-        return f"NVIDIA driver not found: {why}. {DEMO_HINT}"
+        return f"NVIDIA driver not found: {why}."
     if isinstance(error, _nvml_errors("DriverNotLoaded")):
-        return f"NVIDIA driver not found: the NVIDIA kernel driver is not loaded. {DEMO_HINT}"
+        return "NVIDIA driver not found: the NVIDIA kernel driver is not loaded."
     if isinstance(error, _nvml_errors("LibRmVersionMismatch")):
         return ("NVIDIA driver mismatch: the NVML library and the loaded kernel driver differ, "
-                f"usually after a driver update without a reboot. {DEMO_HINT}")
+                "usually after a driver update without a reboot.")
     if isinstance(error, _nvml_errors("NoPermission")):
-        return f"cannot access the NVIDIA driver: permission denied ({error}). {DEMO_HINT}"
-    return f"NVIDIA driver could not be used: NVML failed to start ({error}). {DEMO_HINT}"
+        return f"cannot access the NVIDIA driver: permission denied ({error})."
+    return f"NVIDIA driver could not be used: NVML failed to start ({error})."
 
 
 class NvmlSession:
@@ -301,7 +303,7 @@ class NvmlSession:
         if count <= 0:
             self.close()
             raise CollectorUnavailable(
-                f"no NVIDIA GPU found: the driver is loaded but reports no devices. {DEMO_HINT}",
+                "no NVIDIA GPU found: the driver is loaded but reports no devices.",
                 title="NVML",
             )
         return count

@@ -108,6 +108,8 @@ def run(args: argparse.Namespace, backend: NvmlBackend | None = None) -> int:
     snap = take_snapshot(backend)
     if snap.gpu_error:
         print(fmt.visible(f"gpuherd: {snap.gpu_error}"), file=sys.stderr)
+        if snap.exit_code == exit_codes.NO_SOURCE:  # no GPU at all: the demo shows one
+            print("gpuherd: run `gpuherd --demo` to see gpuherd without a GPU", file=sys.stderr)
     if getattr(args, "json", False):
         print(json.dumps(to_json(snap), indent=2))
     else:

@@ -182,7 +182,8 @@ def test_missing_driver_is_unavailable_with_clear_message(error):
     with pytest.raises(CollectorUnavailable) as info:
         collector.open()
     assert info.value.msg.startswith("NVIDIA driver not found: ")
-    assert "gpuherd --demo" in info.value.msg
+    # the queue, the exporter and the recorder show this message too: the demo helps none
+    assert "demo" not in info.value.msg
     collector.close()
     assert fake.calls[("shutdown", None)] == 0
 
@@ -203,7 +204,7 @@ def test_real_pynvml_without_driver_is_unavailable():
         collector.open()
     except CollectorUnavailable as error:
         assert error.msg.startswith(("NVIDIA driver not found: ", "no NVIDIA GPU found"))
-        assert "gpuherd --demo" in error.msg
+        assert "demo" not in error.msg
     else:
         collector.close()
         pytest.skip("an NVIDIA driver is present; tests/gpu covers this machine")

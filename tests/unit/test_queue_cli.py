@@ -160,6 +160,7 @@ def test_without_a_driver_the_gpu_count_is_accepted_and_said(state: Path) -> Non
     assert out.returncode == 0 and out.stdout.startswith("queued job 1 (true)")
     assert re.fullmatch(r"gpuherd queue add: --gpus 9 not checked: NVIDIA driver not found: "
                         r".*; the runner checks it\n", out.stderr), out.stderr
+    assert "demo" not in out.stderr  # the demo runs no queue
 
 
 def test_vram_auto_takes_the_last_recorded_peak(state: Path) -> None:
