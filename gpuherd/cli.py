@@ -20,7 +20,7 @@ from gpuherd.commands import demo, note, parse, queue, record, replay, snapshot,
 from gpuherd.commands import fleet as fleet_command
 from gpuherd.commands import monitor as monitor_command
 from gpuherd.commands import serve_metrics as serve_metrics_command
-from gpuherd.commands.flags import usage_with_command
+from gpuherd.commands.flags import OneLineParser, deepest_parser, usage_with_command
 from gpuherd.format import visible
 
 COMMANDS: dict[str, ModuleType] = {
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpuherd",
         description="Terminal monitor for shared GPU hosts.",
         epilog="Without a command, gpuherd runs `monitor`. The old spellings still work: "
@@ -136,7 +136,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         cut = argv.index("--")
         argv, child = argv[:cut], argv[cut + 1 :]
     args, extra = parser.parse_known_args(argv)
-    module, own_parser = COMMANDS[args.command], children[args.command]
+    module = COMMANDS[args.command]
+    own_parser = deepest_parser(children[args.command], args)  # `queue add`, not `queue`
     if extra:  # named by the command that refuses them, not by the root
         own_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if child is not None and not getattr(module, "ACCEPTS_COMMAND", False):

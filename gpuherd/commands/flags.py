@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
+from typing import NoReturn
 
 from gpuherd.argcheck import finite_float
 from gpuherd.export.address import parse_listen  # standard library only
@@ -79,3 +81,33 @@ def usage_with_command(parser: argparse.ArgumentParser) -> None:
     """
     usage = parser.format_usage().removeprefix("usage: ").rstrip("\n")
     parser.usage = usage.replace("%", "%%") + " [-- CMD ARGS...]"
+
+
+_EXPECTED_ONE = re.compile(r"^argument ([^:]+): expected one argument$")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line of what is wrong, then where help is.
+
+    argparse prints the whole usage (four or five lines for `record`) before the line that
+    matters; here that line comes alone, and `see gpuherd CMD --help` after it.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print `PROG: error: MESSAGE` and the help hint on stderr; exit with status 2."""
+        expected = _EXPECTED_ONE.match(message)
+        if expected is not None:  # `--vram -5GiB`: argparse takes `-5GiB` for a flag
+            flag = expected[1].split("/")[-1]
+            message += f" (a value that starts with `-` is written {flag}=VALUE)"
+        self.exit(2, f"{self.prog}: error: {message}\nsee `{self.prog} --help`\n")
+
+
+def deepest_parser(parser: argparse.ArgumentParser,
+                   args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the innermost subcommand `args` chose (`queue add`, not `queue`)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                return deepest_parser(chosen, args)
+    return parser

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpuherd.cli import COMMANDS
+from tests.usage_errors import error_line
 
 REPO = Path(__file__).resolve().parents[2]
 E2E_SESSION = REPO / "tests" / "data" / "sessions" / "e2e"
@@ -168,7 +169,7 @@ def test_record_refuses_bad_arguments_before_it_starts(tmp_path: Path, args: lis
     assert out.returncode == 2, out.stderr
     if not message.startswith("gpuherd"):  # the record command names itself
         message = f"gpuherd record: error: {message}"
-    assert out.stderr.splitlines()[-1] == message
+    assert error_line(out.stderr) == message
     assert "Traceback" not in out.stderr and not session.exists()
 
 
@@ -186,7 +187,7 @@ def test_record_refuses_bad_arguments_before_it_starts(tmp_path: Path, args: lis
 def test_the_dashboard_refuses_bad_numbers_before_it_starts(args: list[str], message: str) -> None:
     out = gpuherd(*args)
     assert out.returncode == 2
-    assert out.stderr.splitlines()[-1] == message
+    assert error_line(out.stderr) == message
 
 
 @pytest.mark.parametrize(("args"), [["--interval", "0.05"], ["--peak-interval", "0"],

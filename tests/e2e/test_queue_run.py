@@ -16,6 +16,7 @@ from gpuherd.queue.liveness import same_process
 from gpuherd.queue.store import QueueStore
 from tests.queue_helpers import ROOT, GiB, Gpu, fake_runner, ledger_dir, ran, write_script
 from tests.recorded import wait_until
+from tests.usage_errors import error_line
 
 HOLD_JOB = "while [ -e hold ]; do sleep 0.05; done; echo held >> ran.txt"
 
@@ -98,7 +99,7 @@ def test_bad_runner_flags_are_one_line_and_exit_2(tmp_path: Path, flags: list[st
     out = subprocess.run([sys.executable, "-m", "gpuherd", "queue", "run", *flags], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr.splitlines()[-1].startswith(f"gpuherd queue: error: {why}")
+    assert error_line(out.stderr).startswith(f"gpuherd queue run: error: {why}")
     assert not (tmp_path / "state").exists()  # refused before anything was made
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from gpuherd import exit_codes
 from gpuherd.cli import COMMANDS, UsageError, rewrite_aliases
+from tests.usage_errors import error_line
 
 REPO = Path(__file__).resolve().parents[2]
 SESSIONS = REPO / "tests" / "data" / "sessions"
@@ -90,7 +91,7 @@ def test_two_modes_at_once_are_refused(argv: list[str], message: str) -> None:
 def test_misplaced_flags_are_usage_errors(tmp_path: Path, argv: list[str], message: str) -> None:
     out = gpuherd(*argv, cwd=tmp_path)
     assert out.returncode == exit_codes.USAGE == 2
-    assert out.stderr.splitlines()[-1] == message
+    assert error_line(out.stderr) == message
     assert out.stdout == "" and "Traceback" not in out.stderr
     assert list(tmp_path.iterdir()) == [], "nothing was recorded"
 

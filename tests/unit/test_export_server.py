@@ -19,6 +19,7 @@ from gpuherd.export.exporter import Exporter
 from gpuherd.export.server import ExporterError
 from tests.fakes import GiB
 from tests.prometheus import free_port
+from tests.usage_errors import error_line
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION = REPO / "tests" / "data" / "sessions" / "e2e"
@@ -123,7 +124,7 @@ def one_line(stderr: str) -> str:
 def test_a_bad_host_port_is_one_line_and_exit_2(listen: str, says: str) -> None:
     done = gpuherd("serve-metrics", listen, "--replay", str(SESSION))
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    last = done.stderr.strip().splitlines()[-1]  # argparse's usage, then the one line
+    last = error_line(done.stderr)
     assert last.startswith(f"gpuherd serve-metrics: error: --serve-metrics {listen!r}: {says}")
 
 

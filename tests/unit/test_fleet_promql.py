@@ -15,6 +15,7 @@ import pytest
 
 from gpuherd.fleet.promql import PrometheusClient, PrometheusError
 from tests.prometheus import free_port
+from tests.usage_errors import error_line
 
 REPO = Path(__file__).resolve().parents[2]
 Answer = Callable[[str], tuple[int, bytes]]
@@ -148,4 +149,4 @@ def test_fleet_with_a_prometheus_without_gpu_series_is_one_line_and_exit_2(stub)
 ])
 def test_fleet_flags_are_checked_before_anything_runs(argv: list[str], says: str) -> None:
     done = fleet(*argv)
-    assert done.returncode == 2 and says in done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and says in error_line(done.stderr)

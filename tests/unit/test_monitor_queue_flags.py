@@ -12,6 +12,7 @@ import pytest
 from gpuherd.cli import parse_args
 from tests.queue_helpers import ROOT, GiB, Gpu, fake_runner, ledger_dir, write_script
 from tests.recorded import wait_until
+from tests.usage_errors import error_line
 
 
 def test_queue_flags_take_the_runners_defaults_and_values() -> None:
@@ -35,7 +36,7 @@ def test_bad_queue_flags_are_one_line_and_exit_2(argv: list[str], message: str,
     with pytest.raises(SystemExit) as stop:
         parse_args(argv)
     assert stop.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
+    err = error_line(capsys.readouterr().err)
     assert err.startswith("gpuherd monitor: error: ") and message in err
 
 

@@ -15,6 +15,7 @@ import pytest
 from gpuherd.queue.jobs import JobState
 from gpuherd.queue.store import QueueStore
 from tests.queue_jobs import REPO, command_pid, run_job
+from tests.usage_errors import error_line
 
 GIB = 1 << 30
 NO_DRIVER = not any(Path(p).exists() for p in ("/dev/nvidiactl", "/proc/driver/nvidia"))
@@ -276,11 +277,13 @@ def test_a_state_dir_others_may_write_is_refused(state: Path) -> None:
 
 
 @pytest.mark.parametrize(("argv", "last_line"), [
-    (["add"], "gpuherd queue: error: give the job's command after `--`: gpuherd queue add "
+    (["add"], "gpuherd queue add: error: give the job's command after `--`: gpuherd queue add "
      "[flags] -- CMD ARGS..."),
-    (["add", "--"], "gpuherd queue: error: give the job's command after `--`: gpuherd queue add "
-     "[flags] -- CMD ARGS..."),
-    (["ls", "--", "true"], "gpuherd queue: error: a command after `--` is only for `gpuherd "
+    (["add", "--"], "gpuherd queue add: error: give the job's command after `--`: gpuherd "
+     "queue add [flags] -- CMD ARGS..."),
+    (["add", "--vram", "-5GiB", "--", "true"], "gpuherd queue add: error: argument --vram: "
+     "expected one argument (a value that starts with `-` is written --vram=VALUE)"),
+    (["ls", "--", "true"], "gpuherd queue ls: error: a command after `--` is only for `gpuherd "
      "queue add`"),
     (["show"], "gpuherd queue show: error: the following arguments are required: JOB"),
     (["move", "1"], "gpuherd queue move: error: the following arguments are required: --to"),
@@ -290,7 +293,7 @@ def test_a_state_dir_others_may_write_is_refused(state: Path) -> None:
 def test_usage_errors(state: Path, argv: list[str], last_line: str) -> None:
     out = queue(state, *argv)
     assert out.returncode == 2
-    assert out.stderr.splitlines()[-1] == last_line
+    assert error_line(out.stderr) == last_line
     assert not state.exists(), "nothing was created"
 
 
