@@ -20,6 +20,11 @@ class GpuherdError(Exception):
     def __str__(self) -> str:
         return self.msg
 
+    @property
+    def shown(self) -> str:
+        """The error as a command prints it after `gpuherd: `: its title, then the message."""
+        return f"{self.title}: {self.msg}"
+
 
 class CollectorError(GpuherdError):
     """The source failed this tick (GPU lost, socket gone, file vanished); it may recover."""

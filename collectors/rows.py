@@ -13,6 +13,14 @@ from collectors.session_format import REQUIRED_COLUMNS, WRITTEN_COLUMNS
 class SessionError(GpuherdError):
     """A session directory cannot be used (missing, malformed, locked, unwritable)."""
 
+    @property
+    def shown(self) -> str:
+        """The message alone: it names the directory or file, which says more than a title.
+
+        `replay` and `summarize` print the same line.
+        """
+        return self.msg
+
 
 class SessionFormatError(SessionError):
     """A file of a session directory is malformed; the message names the file and line."""

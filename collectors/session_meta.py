@@ -92,13 +92,13 @@ def read_meta(directory: Path, warn: Callable[[str], None] | None = None) -> dic
     path = directory / META_FILE
     if not directory.is_dir():
         what = "no such directory" if not directory.exists() else "not a directory"
-        raise SessionFormatError(f"{what}, so not a gpuherd session", str(directory))
+        raise SessionFormatError(f"not a gpuherd session ({what})", str(directory))
     try:
         with path.open("rb") as f:
             raw = f.read(MAX_META_BYTES + 1)
     except FileNotFoundError:
         raise SessionFormatError(
-            "missing: this is not a gpuherd session directory", str(path)) from None
+            f"not a gpuherd session (no {META_FILE} in it)", str(directory)) from None
     except OSError as error:
         raise SessionFormatError(f"cannot read: {error.strerror}", str(path)) from None
     if len(raw) > MAX_META_BYTES:

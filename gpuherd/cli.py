@@ -20,7 +20,13 @@ from gpuherd.commands import demo, note, parse, queue, record, replay, snapshot,
 from gpuherd.commands import fleet as fleet_command
 from gpuherd.commands import monitor as monitor_command
 from gpuherd.commands import serve_metrics as serve_metrics_command
-from gpuherd.commands.flags import OneLineParser, deepest_parser, usage_with_command
+from gpuherd.commands.flags import (
+    OneLineParser,
+    deepest_parser,
+    usage_with_command,
+    watch_notes,
+    watch_problem,
+)
 from gpuherd.format import visible
 
 COMMANDS: dict[str, ModuleType] = {
@@ -144,9 +150,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         own_parser.error(NO_RECORD)
     args.child_command = child
     check = getattr(module, "check", None)
-    problem = check(args) if check is not None else None
+    problem = (check(args) if check is not None else None) or watch_problem(args)
     if problem is not None:
         own_parser.error(visible(problem))  # a check may name a file another user made
+    for note in watch_notes(args):
+        print(visible(f"{own_parser.prog}: {note}"), file=sys.stderr)
     args.child_command = child or []
     return args
 

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace, nvml_backend: NvmlBackend | None = None) -> in
             with _metrics(args, plan), _queue(args, plan):
                 return show(plan)
     except GpuherdError as error:
-        print(visible(f"gpuherd: {error.title}: {error.msg}"), file=sys.stderr)
+        print(visible(f"gpuherd: {error.shown}"), file=sys.stderr)
         return exit_codes.USAGE
 
 

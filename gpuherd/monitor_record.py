@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         exporter = _metrics(args, options)
     except GpuherdError as error:
-        _say(f"{error.title}: {error.msg}")
+        _say(error.shown)
         return exit_codes.USAGE
     with exporter if exporter is not None else nullcontext():
         return _record(args, DashboardRecording(args.record, options, duration_s), argv,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections.abc import Callable
 from typing import NoReturn
@@ -30,6 +31,26 @@ def add_speed(parser: argparse.ArgumentParser) -> None:
     """`--speed N`: the replay speed factor."""
     parser.add_argument("--speed", type=finite_float, default=1.0, metavar="N",
                         help="replay speed factor (default 1; 10 plays ten times faster)")
+
+
+def watch_problem(args: argparse.Namespace) -> str | None:
+    """A `--watch` that names a file: it would be scanned for ever and never followed."""
+    for directory in getattr(args, "watch", None) or []:
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            return (f"--watch {directory}: a file, not a directory (follow a file with "
+                    f"--log {directory})")
+    return None
+
+
+def watch_notes(args: argparse.Namespace) -> list[str]:
+    """What a person should hear about `--watch` directories that are not there (yet).
+
+    Not an error: a run may create its log directory after gpuherd starts, and the scan finds
+    it then; but a typo must not pass without a word.
+    """
+    return [f"--watch {directory}: no such directory yet; logs are found in it once it "
+            "appears" for directory in getattr(args, "watch", None) or []
+            if not os.path.exists(directory)]
 
 
 def first_problem(*checks: tuple[Callable[[float], float], float]) -> str | None:

@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
                              queue=live_queue() if feed.sources is not None else None,
                              watch=feed.writers)
     except GpuherdError as error:
-        say(f"{error.title}: {error.msg}")
+        say(error.shown)
         return exit_codes.USAGE
     assert exporter is not None
     threads = SourceThreads(sink(exporter, feed))

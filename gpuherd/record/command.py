@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         exporter = _metrics(args, options)
     except GpuherdError as error:
-        _say(f"{error.title}: {error.msg}")
+        _say(error.shown)
         return exit_codes.USAGE
     options.tap = _say_log_problems(options.tap)
     recording = Recording(Path(args.record), options)

@@ -227,5 +227,5 @@ def test_a_session_that_cannot_be_replayed_is_one_line_and_exit_2() -> None:
     bad = REPO / "tests" / "data" / "sessions" / "no_meta"
     done = gpuherd("serve-metrics", str(free_port()), "--replay", str(bad))
     assert done.returncode == 2
-    assert one_line(done.stderr) == (f"gpuherd: Session format: {bad}/meta.json: missing: this "
-                                     "is not a gpuherd session directory")
+    assert one_line(done.stderr) == (f"gpuherd: {bad}: not a gpuherd session (no meta.json "
+                                     "in it)")

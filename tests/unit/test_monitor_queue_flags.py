@@ -60,3 +60,23 @@ def test_the_dashboard_refuses_to_run_the_queue_while_queue_run_holds_it(tmp_pat
     finally:
         runner.terminate()
         runner.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("command", [["record", "DIR"], ["monitor"], ["serve-metrics", "9400"]])
+def test_a_watch_directory_not_there_is_said_and_a_file_refused(
+        tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    command = [str(tmp_path / "s") if part == "DIR" else part for part in command]
+    missing, there, a_file = tmp_path / "runz", tmp_path / "runs", tmp_path / "train.log"
+    there.mkdir()
+    a_file.write_text("step=1 loss=2\n")
+    args = parse_args([*command, "--watch", str(there), "--watch", str(missing)])
+    assert args.watch == [str(there), str(missing)]  # a run may make it later: not refused
+    assert capsys.readouterr().err == (
+        f"gpuherd {command[0]}: --watch {missing}: no such directory yet; logs are found in it "
+        "once it appears\n")
+    with pytest.raises(SystemExit) as stop:
+        parse_args([*command, "--watch", str(a_file)])
+    assert stop.value.code == 2
+    assert error_line(capsys.readouterr().err) == (
+        f"gpuherd {command[0]}: error: --watch {a_file}: a file, not a directory (follow a file "
+        f"with --log {a_file})")

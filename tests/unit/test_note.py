@@ -275,4 +275,4 @@ def test_cli_missing_session_is_an_error(tmp_path: Path, example) -> None:
     path = example("llama_lora.yaml")
     out = run_cli("note", str(tmp_path / "nope"), "--example", str(path))
     assert (out.returncode, out.stderr) == (
-        2, f"gpuherd: {tmp_path / 'nope'}: no such directory, so not a gpuherd session\n")
+        2, f"gpuherd: {tmp_path / 'nope'}: not a gpuherd session (no such directory)\n")

@@ -177,7 +177,7 @@ def test_a_session_without_meta_json_is_one_line_and_exit_2(setup) -> None:
     before = example.read_bytes()
     out = note_cli(session, example)
     assert (out.returncode, out.stderr) == (
-        2, f"gpuherd: {session}/meta.json: missing: this is not a gpuherd session directory\n")
+        2, f"gpuherd: {session}: not a gpuherd session (no meta.json in it)\n")
     assert example.read_bytes() == before
 
 

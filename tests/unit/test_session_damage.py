@@ -148,7 +148,7 @@ CASES: dict[str, tuple[Callable[[Path], None], Accept | Refuse]] = {
         Refuse("{d}/meta.json:5: not valid JSON (Expecting ',' delimiter, column 3)")),
     "meta_missing": (
         lambda d: (d / "meta.json").unlink(),
-        Refuse("{d}/meta.json: missing: this is not a gpuherd session directory")),
+        Refuse("{d}: not a gpuherd session (no meta.json in it)")),
     "meta_newer_schema": (
         lambda d: meta_text(d, '"schema": 1', '"schema": 2'),
         Refuse("{d}/meta.json: schema 2 is newer than this gpuherd reads (1); upgrade gpuherd")),
@@ -316,7 +316,7 @@ def test_summarize_and_replay_agree_on_a_damaged_session(
     if isinstance(expected, Refuse):
         message = expected.message.format(d=d)
         assert (summary.returncode, summary.stderr) == (2, f"gpuherd: {message}\n")
-        assert (code, replay_err) == (2, f"gpuherd: Session format: {message}\n")
+        assert (code, replay_err) == (2, f"gpuherd: {message}\n")
         assert (note_code, note_out, note_err) == (2, "", f"gpuherd: {message}\n")
         for read in (load_frames, SessionReplay):
             with pytest.raises(SessionFormatError) as refused:
@@ -348,9 +348,9 @@ def test_missing_directory_is_refused_by_both(tmp_path: Path, capsys, monkeypatc
     missing = tmp_path / "nowhere"
     summary = summarize_cli(missing)
     assert (summary.returncode, summary.stderr) == (
-        2, f"gpuherd: {missing}: no such directory, so not a gpuherd session\n")
+        2, f"gpuherd: {missing}: not a gpuherd session (no such directory)\n")
     assert replay_cli(missing, capsys, monkeypatch) == (
-        2, f"gpuherd: Session format: {missing}: no such directory, so not a gpuherd session\n")
+        2, f"gpuherd: {missing}: not a gpuherd session (no such directory)\n")
 
 
 def test_bad_cells_read_as_na_in_both_readers(tmp_path: Path) -> None:
