@@ -153,8 +153,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     problem = (check(args) if check is not None else None) or watch_problem(args)
     if problem is not None:
         own_parser.error(visible(problem))  # a check may name a file another user made
-    for note in watch_notes(args):
-        print(visible(f"{own_parser.prog}: {note}"), file=sys.stderr)
+    for said in watch_notes(args):
+        print(visible(f"{own_parser.prog}: {said}"), file=sys.stderr)
     args.child_command = child or []
     return args
 
