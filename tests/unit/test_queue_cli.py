@@ -341,3 +341,17 @@ def test_show_masks_the_values_of_variables_named_like_secrets(state: Path) -> N
     revealed = ok(queue(state, "show", "1", "--show-secrets")).splitlines()
     assert {"  HF_TOKEN=hf_abc123", "  wandb_api_key=k9", "  DB_PASSWORD=pw",
             f"environment ({saved[1]} variables):"} <= set(revealed)
+
+
+def test_the_readme_queue_example_works_in_its_order_on_a_fresh_queue(
+        state: Path, tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("\n## Queue\n", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    adds = [line.split("#", 1)[0].split() for line in block.splitlines()
+            if line.startswith("gpuherd queue add ")]
+    assert len(adds) >= 2
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "eval.py").write_text("")
+    for number, argv in enumerate(adds, 1):
+        argv = [sys.executable if word == "python" else word for word in argv[3:]]
+        assert ok(queue(state, "add", *argv, cwd=tmp_path)).startswith(f"queued job {number} ")
