@@ -141,7 +141,9 @@ def _limitations(data: dict[str, Any]) -> list[str]:
         out.append(f"{text} ({found['task']}{line})")
     session = data["session"]
     code = session["exit_code"]
-    if isinstance(code, int) and code != 0:
+    if session.get("stopped_at_duration"):
+        out.append("the command was stopped at the --duration limit")
+    elif isinstance(code, int) and code != 0:
         out.append(f"the command exited with code {code}")
     for event in data["events"]["notable"]:
         if event.get("kind") == EVENT.collector_unavailable:
@@ -175,7 +177,8 @@ def compose(summary: Summary) -> Note:
     where, usage = gpu_sentences(data)
     task = _main_task(data)
     code = data["session"]["exit_code"]
-    failed = isinstance(code, int) and code != 0
+    limited = bool(data["session"].get("stopped_at_duration"))
+    failed = isinstance(code, int) and code != 0 and not limited  # a limit reached: no failure
     kind = "training run" if task and task["metrics"] else "run"
     on = f" on {where}" if where else ""
     date = dt.datetime.fromtimestamp(started).date()
@@ -186,7 +189,8 @@ def compose(summary: Summary) -> Note:
         sentences.append(usage)
     if task:
         total = total_epochs(task, data["session"]["command"])
-        training = "; ".join(p for p in (_extent(task, failed, total), _trend(task)) if p)
+        training = "; ".join(p for p in (_extent(task, failed or limited, total), _trend(task))
+                             if p)
         if training:
             sentences.append(training)
     limits = _limitations(data)

@@ -90,7 +90,11 @@ class _Signals:
 
 def record_command(recording: Recording, argv: Sequence[str], deadline: float | None,
                    signals: _Signals | None = None) -> int:
-    """Run the command while recording; its exit status (126/127 when it cannot start)."""
+    """Run the command while recording; its exit status (126/127 when it cannot start).
+
+    A command that --duration stopped is said to be so; `gpuherd record` then exits with
+    `exit_codes.OK` (the person asked for that end), while the session keeps the real status.
+    """
     signals = signals or _Signals()
     child = ChildCommand(argv, recording.command_log, exit_path=recording.command_exit,
                          on_log_error=lambda error: recording.event(
@@ -123,8 +127,11 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
         recording.event(EVENT.signal, signal=signal.Signals(signum).name,
                         forwarded=signal.Signals(sent).name if sent else None)
 
+    limited: list[int] = []
+
     def stop_for_duration(signum: int) -> None:
         # sent by gpuherd itself: a `signal` event would read as one gpuherd received
+        limited.append(signum)
         sent = child.forward(signum)
         recording.event(EVENT.duration_reached, sent=signal.Signals(sent).name if sent else None)
 
@@ -144,6 +151,9 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
              "be written); they went to the terminal only")
     recording.event(EVENT.exit, exit_code=code,
                     **({"log_dropped_bytes": dropped} if dropped else {}))
+    if limited:
+        recording.stopped_at_duration = True
+        _say(f"stopped the command at the --duration limit (it exited with code {code})")
     return code
 
 
@@ -251,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
             if argv:
                 code = record_command(recording, argv, deadline, signals)
                 status = finish(recording, code, signals)
+                if recording.stopped_at_duration:
+                    code = exit_codes.OK  # the person's own limit: no failure
                 return code if code != 0 or status is None else status
             failed = record_until_stopped(recording, deadline, signals)
             status = finish(recording, None, signals)
@@ -298,5 +310,7 @@ def _announce(recording: Recording, argv: Sequence[str], duration: str | None) -
         _say(warning)
     if recording.sampler is not None and recording.sampler.unavailable:
         _say(f"recording without GPU figures: {recording.sampler.unavailable}")
-    until = "the command ends" if argv else duration or "Ctrl-C"
+    until = ("the command ends" if not duration else
+             f"the command ends or {duration} (--duration) has passed") if argv \
+        else duration or "Ctrl-C"
     _say(f"recording into {recording.directory} until {until}")

@@ -65,6 +65,15 @@ def _command_text(command: Any) -> str:
     return str(command) if command else ""
 
 
+def _ending(session: dict[str, Any], joint: str) -> str:
+    """How the command ended, after `joint`: its exit code, or the --duration limit."""
+    code = session["exit_code"]
+    if session.get("stopped_at_duration"):
+        told = "" if code is None else f" (exit code {code})"
+        return f"{joint}stopped at the --duration limit{told}"
+    return "" if code is None else f"{joint}exit code {code}"
+
+
 def _header(data: dict[str, Any]) -> list[str]:
     s = data["session"]
     lines = ["# gpuherd session summary", ""]
@@ -73,8 +82,8 @@ def _header(data: dict[str, Any]) -> list[str]:
     lines.append(f"- Recorded: {fmt_time(s['started_at'])}, {fmt_duration(s['duration_s'])}"
                  f"{state}")
     if s["command"]:
-        lines.append(f"- Command: `{_command_text(s['command'])}`; exit code "
-                     f"{'-' if s['exit_code'] is None else s['exit_code']}")
+        lines.append(f"- Command: `{_command_text(s['command'])}`"
+                     + (_ending(s, "; ") or "; exit code -"))
     window = data["window"]
     if window["source"] == "command":
         lines.append(f"- Utilization and statistics cover the command's run "
@@ -205,8 +214,7 @@ def render_short(summary: Summary) -> str:
     """A few lines for the terminal at the end of `--record` and from `gpuherd summarize`."""
     data = summary.data
     s = data["session"]
-    lines = [f"session {s['directory']}: {fmt_duration(s['duration_s'])}"
-             + ("" if s["exit_code"] is None else f", exit code {s['exit_code']}")]
+    lines = [f"session {s['directory']}: {fmt_duration(s['duration_s'])}" + _ending(s, ", ")]
     for g in data["gpus"]:
         lines.append(f"  GPU {g['index']} {g['name']}: peak {fmt_size(g['peak_mem_bytes'])} "
                      f"({fmt_pct(g['peak_mem_pct'])}), util mean {fmt_pct(g['util_mean_pct'])}"

@@ -249,6 +249,9 @@ def _session(frames: SessionFrames, window: dict[str, Any]) -> dict[str, Any]:
         "readings": len(frames.gpu) + (0 if frames.metrics is None else len(frames.metrics)),
         "interval_s": meta.get(META.interval_s), "peak_interval_s": meta.get(META.peak_interval_s),
         "command": meta.get(META.command), "exit_code": exit_code,
+        # the person's own --duration ended the command: a limit reached, not a failure
+        "stopped_at_duration": any(e.get("kind") == EVENT.duration_reached
+                                   for e in frames.events),
         "run_peaks": meta.get(META.run_peaks) or [],
     }
 

@@ -140,3 +140,18 @@ def test_a_session_without_readings_is_not_called_verified(tmp_path: Path) -> No
     # One GPU row is a reading: the run is verified as before.
     note = compose(summarize(write_session(tmp_path / "t", gpu_rows=[gpu_row(T0, 0, GIB, 5)])))
     assert note.last_verified is not None and note.text.startswith("Verified run")
+
+
+def test_a_run_stopped_at_its_duration_limit_is_no_failure(tmp_path: Path) -> None:
+    root = with_command(training_session(tmp_path / "s", exit_code=143),
+                        ["python", "train.py", "--epochs", "4"])
+    with (root / "events.jsonl").open("a") as f:
+        f.write(json.dumps({"t": T0 + 30, "kind": "duration_reached", "sent": "SIGTERM"}) + "\n")
+    note = compose(summarize(root))
+    assert note.last_verified is not None and "failed" not in note.text
+    assert "Stopped in epoch 3 of 4 (2 epochs completed, 1,200 steps)" in note.text
+    assert note.text.endswith("Known limitations: the command was stopped at the --duration "
+                              "limit.")
+    # without the limit, the same exit is a failure
+    plain = compose(summarize(training_session(tmp_path / "p", exit_code=143)))
+    assert plain.last_verified is None and "failed" in plain.text

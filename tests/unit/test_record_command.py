@@ -121,8 +121,15 @@ def test_sigterm_is_forwarded_and_the_command_decides_the_exit(tmp_path: Path) -
 def test_duration_stops_a_command_that_runs_too_long(tmp_path: Path) -> None:
     root = tmp_path / "s"
     out = run("--record", str(root), "--duration", "1s", "--", "sleep", "60")
-    assert out.returncode == 128 + signal.SIGTERM
+    # the person's own limit: said as such, and no failure of gpuherd's or of the command's
+    assert out.returncode == 0, out.stderr
+    assert f"recording into {root} until the command ends or 1s (--duration) has passed" \
+        in out.stderr
     assert "--duration reached" in out.stderr
+    assert (f"stopped the command at the --duration limit (it exited with code "
+            f"{128 + signal.SIGTERM})") in out.stderr
+    assert f", stopped at the --duration limit (exit code {128 + signal.SIGTERM})" in out.stderr
+    assert json.loads((root / "meta.json").read_text())["exit_code"] == 128 + signal.SIGTERM
     # gpuherd sent that SIGTERM; it received no signal, so none is logged as received
     kinds = [e["kind"] for e in events(root)]
     assert "signal" not in kinds
