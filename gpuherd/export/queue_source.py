@@ -57,13 +57,13 @@ class QueueReader:
         return QueueState(self._jobs(), self._reserved())
 
     def _jobs(self) -> dict[str, int]:
+        counts = dict.fromkeys((state.value for state in JobState), 0)
         with self._lock:
             if self._store is None:
                 if not (self.state_dir / DB_FILE).is_file():
-                    return {}  # no queue yet: nothing to say, and nothing is created
+                    return counts  # no queue yet: no jobs, and nothing is created
                 self._store = QueueStore.open(self.state_dir)
             jobs = self._store.jobs()
-        counts = dict.fromkeys((state.value for state in JobState), 0)
         for job in jobs:
             counts[job.state.value] += 1
         return counts

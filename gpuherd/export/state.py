@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.base import CollectorEvent, Failed, Recovered, Sampled
+from collectors.base import CollectorEvent, Failed, Recovered, Sampled, Unavailable
+from collectors.containers import NoEngine
 from collectors.discovery import DiscoveredLogs
 from collectors.host import gpu_pids
 from collectors.samples import GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
@@ -80,6 +81,10 @@ class ExportState:
                 task_id = self._task_of.get(event.source)
                 if task_id is not None:
                     self._tracker.collector_failed(task_id, event.error.msg)
+            elif isinstance(event, Unavailable) and not isinstance(event.error, NoEngine):
+                # a source that never started (NVML without a driver) fails for good; a host
+                # without a container engine has nothing to fail
+                self._failing[event.source] = event.error.msg
             elif isinstance(event, Recovered):
                 self._failing.pop(event.source, None)
                 task_id = self._task_of.get(event.source)

@@ -10,7 +10,15 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
-from collectors.base import CollectorError, Failed, Recovered, Sampled
+from collectors.base import (
+    CollectorError,
+    CollectorUnavailable,
+    Failed,
+    Recovered,
+    Sampled,
+    Unavailable,
+)
+from collectors.containers import NoEngine
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
 from gpuherd import __version__
@@ -161,6 +169,14 @@ def test_failing_sources_are_counted_and_a_failing_log_marks_its_task() -> None:
     assert one(found, "gpuherd_task_status", task="a/train.log", status="error") == 1.0
     state.emit(Recovered("log:/w/a/train.log"))
     assert one(scrape(state), "gpuherd_sources_failing") == 0
+
+
+def test_a_source_that_never_started_is_failing_and_no_container_engine_is_not() -> None:
+    state = ExportState("box-1")
+    state.emit(Unavailable("docker", NoEngine("no container engine at /var/run/docker.sock")))
+    assert one(scrape(state), "gpuherd_sources_failing") == 0
+    state.emit(Unavailable("nvml", CollectorUnavailable("NVIDIA driver not found: ...")))
+    assert one(scrape(state), "gpuherd_sources_failing") == 1
 
 
 def test_a_flood_of_processes_and_tasks_stays_within_the_series_bound() -> None:

@@ -75,11 +75,14 @@ def test_untrusted_ledger_files_are_named_once_across_scrapes(tmp_path: Path) ->
                     "junk-0: not a ledger entry); each is named once"]
 
 
-def test_no_queue_yet_is_no_series_and_nothing_is_created(tmp_path: Path) -> None:
+def test_no_queue_yet_is_every_state_at_zero_and_nothing_is_created(tmp_path: Path) -> None:
+    # docs/fleet.md: 0 when none; an absent series reads as "no data", not as "no jobs"
     state_dir, ledger_dir = tmp_path / "state", tmp_path / "ledger"
     reader = QueueReader(state_dir, ledger_dir)
     state = reader()
-    assert (state.jobs_by_state, state.reserved_bytes_by_uuid) == ({}, {})
+    assert state.jobs_by_state == {"waiting": 0, "launching": 0, "running": 0, "done": 0,
+                                   "failed": 0, "cancelled": 0}
+    assert state.reserved_bytes_by_uuid == {}
     assert not state_dir.exists() and not ledger_dir.exists()
 
 
