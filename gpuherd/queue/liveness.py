@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +185,39 @@ def _supervisor_alive(job: Job) -> bool:
     if job.pid is not None and job.pid_start_time is not None:
         return same_process(job.pid, job.pid_start_time)
     return False
+
+
+ENDED_UNSETTLED = "ended while no runner was running; the next `gpuherd queue run` records it"
+
+
+def end_seen(job: Job) -> JobEnd | None:
+    """How a running job ended, once its supervisor and command are gone; `None` while it runs.
+
+    Reads only: no runner may be there to record the end (`settle_job` writes it). `queue
+    ls`, `queue show` and the dashboard's Queue panel show such a job as ended, not as running
+    for ever, while no runner is there to settle it.
+    """
+    if job.state is not JobState.RUNNING or job.pid is None or job.pid_start_time is None:
+        return None
+    if _supervisor_alive(job):
+        return None
+    session = Path(job.session_dir) if job.session_dir else None
+    if (session is not None and not (session / COMMAND_EXIT_FILE).exists()
+            and command_process(session, job.pid_start_time) is not None):
+        return None  # the recorder was killed, but the command it started runs on
+    end = read_job_end(session) if session is not None else None
+    return end if end is not None else JobEnd(None, None, None, False, NO_END_RECORDED)
+
+
+def as_ended(job: Job, end: JobEnd, now: float) -> Job:
+    """`job` as it will be recorded once settled: its end state, code, time and peak."""
+    code = end.exit_code
+    state = (JobState.CANCELLED if job.cancel_requested
+             else JobState.DONE if code == 0 else JobState.FAILED)
+    reason = end.error or (NO_END_RECORDED if code is None else ENDED_UNSETTLED)
+    return replace(job, state=state, exit_code=code,
+                   ended_at=end.ended_at if end.ended_at is not None else now,
+                   peak_vram_bytes=end.peak_vram_bytes, wait_reason=reason)
 
 
 def settle_job(store: QueueStore, job: Job, now: float) -> Job | None:

@@ -20,8 +20,8 @@ from gpuherd.format import visible, visible_lines
 from gpuherd.queue import listing
 from gpuherd.queue.addspec import build_spec
 from gpuherd.queue.control import stop_job
-from gpuherd.queue.jobs import JobState
-from gpuherd.queue.liveness import settle_job
+from gpuherd.queue.jobs import Job, JobState
+from gpuherd.queue.liveness import as_ended, end_seen, settle_job
 from gpuherd.queue.sizes import format_size
 from gpuherd.queue.store import QueueError, QueueStore, default_state_dir
 from gpuherd.queue.store_rows import DamagedRow
@@ -54,16 +54,30 @@ def _add(store: QueueStore, args: argparse.Namespace, backend: NvmlBackend | Non
     return said + ("; the queue is paused" if store.paused() else "")
 
 
+def _as_seen(jobs: list[Job], now: float) -> list[Job]:
+    """The jobs, a running one whose supervisor and command are gone shown as it ended.
+
+    Only shown: the runner records the end (it may retry an OOM), and none may be running.
+    """
+    seen = []
+    for job in jobs:
+        end = end_seen(job)
+        seen.append(job if end is None else as_ended(job, end, now))
+    return seen
+
+
 def _ls(store: QueueStore, args: argparse.Namespace) -> str:
-    jobs, now = store.jobs(), time.time()
+    now = time.time()
+    jobs = _as_seen(store.jobs(), now)
     if args.json:
         return json.dumps(listing.jobs_json(jobs, now, store.damaged), indent=1)
     return listing.render_table(jobs, now, store.paused(), store.damaged)
 
 
 def _show(store: QueueStore, args: argparse.Namespace) -> str:
-    job = store.get(args.job)
-    return listing.render_job(job, time.time(), listing.places(store.jobs()).get(job.id),
+    now = time.time()
+    [job] = _as_seen([store.get(args.job)], now)
+    return listing.render_job(job, now, listing.places(store.jobs()).get(job.id),
                               show_secrets=args.show_secrets)
 
 

@@ -19,6 +19,7 @@ from collectors.samples import QueueJobRow, QueueSnapshot
 from gpuherd.queue.headless import RUNNER_LOCK
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.listing import DAMAGED, job_name, places
+from gpuherd.queue.liveness import JobEnd, as_ended, end_seen
 from gpuherd.queue.state_files import DB_FILE, default_state_dir
 from gpuherd.queue.store_rows import COLUMNS, read_rows
 
@@ -100,9 +101,12 @@ class QueueWatch:
         self._db: sqlite3.Connection | None = None
         self._opened: tuple[int, int] | None = None
         """Device and inode of the file the connection reads."""
-        self._last: tuple[int, tuple[QueueJobRow, ...], bool] | None = None
-        """`PRAGMA data_version` of the last read and what it read: while no other connection
-        has committed since, the jobs are not read again (a look then costs a stat or two)."""
+        self._last: tuple[int, tuple[QueueJobRow, ...], bool, tuple[Job, ...]] | None = None
+        """`PRAGMA data_version` of the last read and what it read (rows, paused, the running
+        jobs): while no other connection has committed since, the jobs are not read again (a
+        look then costs a stat or two, and a liveness check per running job)."""
+        self._ends: dict[int, JobEnd] = {}
+        """Running jobs seen ended that no runner has recorded yet: read once each."""
 
     @property
     def path(self) -> Path:
@@ -135,12 +139,27 @@ class QueueWatch:
             self.close()  # a database replaced or moved aside is opened afresh next time
             raise CollectorError(f"{self.path}: cannot read the queue: {error}",
                                  title="queue") from None
-        _, jobs, paused = self._last
-        return QueueSnapshot(now, exists=True, jobs=jobs, paused=paused,
+        _, jobs, paused, running = self._last
+        return QueueSnapshot(now, exists=True, jobs=self._as_seen(jobs, running, now),
+                             paused=paused,
                              runner_pid=runner_pid(self.state_dir), runner_note=note)
 
+    def _as_seen(self, rows: tuple[QueueJobRow, ...], running: tuple[Job, ...],
+                 now: float) -> tuple[QueueJobRow, ...]:
+        """The rows, a running job whose supervisor and command are gone shown as ended."""
+        ended: dict[int, QueueJobRow] = {}
+        for job in running:
+            end = self._ends.get(job.id) or end_seen(job)
+            if end is not None:
+                self._ends[job.id] = end
+                ended[job.id] = job_row(as_ended(job, end, now), None)
+        for job_id in set(self._ends) - {job.id for job in running}:
+            del self._ends[job_id]  # recorded by a runner since: the database says it now
+        return tuple(ended.get(row.id, row) for row in rows) if ended else rows
+
     @staticmethod
-    def _read(db: sqlite3.Connection) -> tuple[tuple[QueueJobRow, ...], bool]:
+    def _read(db: sqlite3.Connection
+              ) -> tuple[tuple[QueueJobRow, ...], bool, tuple[Job, ...]]:
         rows = db.execute(f"SELECT {COLUMNS} FROM jobs ORDER BY state != 'waiting', "
                           "CASE WHEN state = 'waiting' THEN position END, id").fetchall()
         paused = db.execute("SELECT value FROM settings WHERE key = 'paused'").fetchone()
@@ -150,7 +169,8 @@ class QueueWatch:
         shown = [*(job_row(job, place.get(job.id)) for job in jobs),
                  *(QueueJobRow(id=row.job_id, name="?", state=DAMAGED, gpus=0, need_bytes=0,
                                reason=row.problem) for row in damaged)]
-        return tuple(shown), paused is not None and paused[0] == "1"
+        running = tuple(job for job in jobs if job.state is JobState.RUNNING)
+        return tuple(shown), paused is not None and paused[0] == "1", running
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:

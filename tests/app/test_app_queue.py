@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import psutil
+
 from gpuherd.queue.jobs import JobState
 from gpuherd.queue.store import QueueStore
 from gpuherd.queue.watch import QueueWatch
@@ -36,7 +38,9 @@ def fill(state: Path, cwd: Path) -> dict[str, int]:
                                   ("launching", 1, UUID1), ("running", 0, UUID0)):
             assert store.mark_launching(ids[name], [uuid], [index], str(cwd / name))
         for name, started in (("done", T0 - 60), ("failed", T0 - 30), ("running", T0 - 125)):
-            assert store.mark_running(ids[name], os.getpid(), 1.0, started)
+            # this test process stands in for the live supervisors (pid and start time)
+            assert store.mark_running(ids[name], os.getpid(), psutil.Process().create_time(),
+                                      started)
         assert store.mark_ended(ids["done"], JobState.DONE, 0, T0, int(19.5 * GiB))
         assert store.mark_ended(ids["failed"], JobState.FAILED, 1, T0 - 25, 3 * GiB)
         store.request_cancel(ids["cancelled"])

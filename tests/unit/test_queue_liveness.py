@@ -237,3 +237,32 @@ def test_a_killed_recorder_whose_command_runs_on_is_still_running(store: QueueSt
     wait_until(lambda: (session / "command.exit.json").exists(), 60)
     [settled] = settle_ended(store, time.time())
     assert (settled.state, settled.exit_code) == (JobState.FAILED, 6)
+
+
+def test_a_job_that_ended_with_no_runner_is_shown_ended_and_left_to_the_runner(
+        store: QueueStore, tmp_path: Path) -> None:
+    from gpuherd.queue.watch import QueueWatch
+
+    gate = tmp_path / "gate"
+    job_id, recorder = run_job(store, tmp_path / "s1", "sh", "-c",
+                               f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 3")
+    env = {**os.environ, "GPUHERD_STATE_DIR": str(tmp_path / "state")}
+
+    def listed() -> dict:
+        out = subprocess.run([sys.executable, "-m", "gpuherd", "queue", "ls", "--json"],
+                             capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+        [job] = json.loads(out.stdout)
+        return job
+
+    watch = QueueWatch(tmp_path / "state")
+    assert listed()["state"] == "running"
+    assert [row.state for row in watch.sample().jobs] == ["running"]
+    gate.touch()
+    recorder.wait(60)
+    job = listed()
+    assert (job["state"], job["exit_code"]) == ("failed", 3) and job["ended_at"] is not None
+    [row] = watch.sample().jobs
+    assert (row.state, row.exit_code, row.reason) == (
+        "failed", 3, "ended while no runner was running; the next `gpuherd queue run` records it")
+    assert store.get(job_id).state is JobState.RUNNING  # shown only: the runner records it
+    watch.close()
