@@ -37,6 +37,10 @@ class OwnerHint(Protocol):
 STOPPED_EXIT_CODES = frozenset({128 + 2, 128 + 15})
 """Exit statuses of a command stopped on purpose: SIGINT (Ctrl-C) and SIGTERM. SIGKILL (137)
 may be the kernel's OOM killer, so it reads as failed."""
+ERROR_QUIET_S = 5.0
+"""A log whose last news is an error (a traceback, a CUDA OOM) and that has not been written
+for this long, with no live writer known, has failed: its short-lived writer may never have
+been seen, and `running` for another minute would be wrong."""
 REPLAY_PROBE = 8
 """First metrics of a file generation remembered to tell a rewrite from a new run."""
 
@@ -370,15 +374,28 @@ class TaskTracker:
         if task.exit_code is not None:
             return ("done" if task.exit_code == 0 else
                     "stopped" if task.exit_code in STOPPED_EXIT_CODES else "failed")
+        ended_in_error = self._ended_in_error(task)
+        if ended_in_error and not task.writer_pids and self._quiet_for(task, ERROR_QUIET_S):
+            return "failed"
         if self._running(task):
             return "running"
         if task.writer_pids:
             return "stalled"
-        last_metric = task.run.last_metric_at or -math.inf
-        if any(f.severity == "error" and (f.last_seen_at or 0.0) >= last_metric
-               for f in task.run.log_findings.values()):
+        if ended_in_error:
             return "failed"
         return "finished" if task.had_writer else "idle"
+
+    @staticmethod
+    def _ended_in_error(task: _Task) -> bool:
+        """Whether an error finding (traceback, OOM) is the run's last news: no metric since."""
+        last_metric = task.run.last_metric_at or -math.inf
+        return any(f.severity == "error" and (f.last_seen_at or 0.0) >= last_metric
+                   for f in task.run.log_findings.values())
+
+    def _quiet_for(self, task: _Task, seconds: float) -> bool:
+        """Whether the log has not been written for `seconds` (its mtime, else a line read)."""
+        last = task.modified_at if task.modified_at is not None else task.last_progress_at
+        return last is not None and self.now is not None and self.now - last >= seconds
 
     def _view(self, task: _Task) -> TaskView:
         if task.health_dirty:

@@ -123,3 +123,32 @@ def test_the_exporter_beside_the_dashboard_shows_the_same_statuses() -> None:
     state.emit(Sampled("writers", WritersTick(3.0, (LogWriters(TASK, (), ()),))))
     assert [v.status for v in state.snapshot().tasks] == ["finished"]
     assert {"stalled", "finished", "done", "stopped"} <= set(STATUSES)
+
+
+def test_a_log_that_ends_in_an_oom_and_goes_quiet_with_no_writer_seen_has_failed() -> None:
+    # The short-lived writer was never seen: the OOM and the silence after it say it ended.
+    from gpuherd.tasks.tracker import ERROR_QUIET_S
+    from parsers.model import LogFinding
+
+    tracker = TaskTracker(active_s=60.0)
+    lines_at(tracker, 0.0, 1.0)
+    oom = LogFinding("oom", "torch.OutOfMemoryError: CUDA out of memory.")
+    tracker.add_batch(batch(2.0, (), [(3, oom)], lines=1, modified_at=2.0, offset_bytes=300,
+                            size_bytes=300))
+    tracker.writers_seen(TASK, 2.0 + ERROR_QUIET_S - 0.1, ())
+    assert tracker.view(TASK).status == "running"  # type: ignore[union-attr]  # still writing?
+    tracker.writers_seen(TASK, 2.0 + ERROR_QUIET_S, ())
+    assert tracker.view(TASK).status == "failed"  # type: ignore[union-attr]
+    # a metric after the error: the run went on, and it runs again
+    lines_at(tracker, 8.0)
+    assert tracker.view(TASK).status == "running"  # type: ignore[union-attr]
+
+
+def test_an_error_with_a_live_writer_known_is_not_failed_while_it_writes() -> None:
+    from parsers.model import LogFinding
+
+    tracker = TaskTracker(active_s=60.0)
+    lines_at(tracker, 0.0, 1.0)
+    tracker.add_batch(batch(2.0, (), [(3, LogFinding("traceback", "Traceback (most recent"))],
+                            lines=1, modified_at=2.0, offset_bytes=300, size_bytes=300))
+    assert status_at(tracker, 30.0) == "running"  # caught and logged; the writer lives on
