@@ -239,7 +239,9 @@ class GpuherdApp(App[int]):
             self._refresh_view()
             return
         gpu_role = self.state.role(event.source) == GPU
-        if gpu_role and self.replay_label is None and "--demo" not in line:
+        # the demo helps a person looking around, not a recording (which needs the GPU)
+        if gpu_role and self.replay_label is None and self.record is None \
+                and "--demo" not in line:
             line = f"{line} — {DEMO_HINT}"
         self.state.mark_unavailable(event.source, event.error.msg, notice=line)
         self.tasks.failed(event.source, event.error.msg)  # a log's row says why, too

@@ -89,3 +89,23 @@ def test_ctrl_c_leaves_the_viewer_then_stops_the_command_without_a_traceback_fin
     assert [(e["signal"], e["forwarded"]) for e in events if e["kind"] == "signal"] == [
         ("SIGINT", "SIGINT")]
     assert json.loads((session / "meta.json").read_text())["exit_code"] == 130
+
+
+@pytest.mark.parametrize(("width", "height"), [(140, 35), (80, 24)])
+def test_k_asks_its_question_with_the_keys_that_answer_it_then_stops_the_command(
+        pane: Pane, tmp_path: Path, width: int, height: int) -> None:
+    session = tmp_path / "session"
+    start(pane, session, FOREVER, width=width, height=height)
+    pane.wait_for(lambda s: "command" in s and "running" in s and "Stop command" in s,
+                  timeout_s=30)
+    pane.keys("k")
+    screen = pane.wait_for(lambda s: "Stop the command" in s, timeout_s=20)
+    assert "Stop the command" in screen  # the dialog's title
+    asked = pane.wait_for(lambda s: "y yes" in s and "Esc no" in s, timeout_s=10)
+    assert "Stop the recorded command?" in joined(asked) and "SIGTERM" in joined(asked)
+    assert "gpuherd --demo" not in joined(asked)  # a recording needs the GPU, not the demo
+    pane.keys("y")
+    screen = pane.wait_for(lambda s: "stopped" in s, timeout_s=30)
+    pane.keys("q")
+    screen = pane.wait_for(lambda s: "GPUHERD_EXIT=" in s, timeout_s=30)
+    assert "Traceback" not in screen

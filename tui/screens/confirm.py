@@ -25,6 +25,12 @@ class ConfirmScreen(ModalScreen[bool]):
         background: $surface;
         padding: 0 1;
     }
+    /* a Static takes its parent's width by default; in a box as wide as its content, that
+       left both lines 0 columns wide (an empty frame, no question, no keys) */
+    #confirm-body > Static {
+        width: auto;
+        max-width: 100%;
+    }
     """
 
     BINDINGS = [
