@@ -16,6 +16,7 @@ from collectors.rows import SessionError, SessionFormatError
 from collectors.samples import ContainerTick, GpuSample, GpuTick, HostSample, LogBatch
 from collectors.session_format import (
     CONTAINERS_FILE,
+    EVENT,
     EVENTS_FILE,
     GPU_FILE,
     HOST_FILE,
@@ -85,8 +86,12 @@ class ReplayCollector(Generic[T]):
     """
 
     def __init__(self, name: str, rows: Callable[[], Iterator[T]], timeline: _Timeline,
-                 loop: bool, *, role: str) -> None:
+                 loop: bool, *, role: str, none_recorded: Callable[[], str] | None = None
+                 ) -> None:
         self.name = name
+        self._none_recorded = none_recorded
+        """Why the session holds no sample of this kind: said at `open`, as the live source
+        would have said it, instead of waiting for a first sample that never comes."""
         self.role = role
         self.interval_s = 0.0
         self.start_delay_s = 0.0
@@ -105,6 +110,8 @@ class ReplayCollector(Generic[T]):
         self._pending = self._advance()
         if self._pending is None and self._broken is not None:
             raise CollectorUnavailable(self._broken.msg, title="Replay")
+        if self._pending is None and self._none_recorded is not None:
+            raise CollectorUnavailable(self._none_recorded(), title="Replay")
         self.start_delay_s = self._wait(self._pending, self._timeline.clock())
 
     def sample(self) -> T:
@@ -249,7 +256,15 @@ class SessionReplay:
         """A collector of the recorded `GpuTick`s."""
         return self._keep(ReplayCollector(
             "replay:gpu", lambda: held_readings(self.session.gpu_ticks()), self._timeline,
-            self._loop, role=GPU))
+            self._loop, role=GPU, none_recorded=self._why_no_gpu))
+
+    def _why_no_gpu(self) -> str:
+        """The session holds no GPU reading: why, as the recording was told (no driver)."""
+        told = next((str(e.get("msg")) for e in self.session.events()
+                     if e.get("kind") == EVENT.collector_unavailable
+                     and e.get("source") == "nvml" and e.get("msg")), None)
+        return "this session holds no GPU readings" + (
+            f" (when it was recorded: {told.rstrip('.')})" if told else "")
 
     def _keep(self, collector: ReplayCollector[T]) -> ReplayCollector[T]:
         self._collectors[collector.name] = collector

@@ -249,8 +249,9 @@ class GpuherdApp(App[int]):
 
     def _finished(self, event: Finished) -> None:
         """A replay ended: say so in the header and once as a notification."""
+        over = self.state.replay_over()
         self.state.mark_finished(event.source)
-        if self.replay_label and self.state.role(event.source) == GPU:
+        if self.replay_label and not over and self.state.replay_over():
             self.notify("replay finished; q quits", title="Replay")
         self._refresh_view()
 

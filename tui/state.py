@@ -196,6 +196,19 @@ class MonitorState:
         """True when a source of `role` has finished (a replay reached its end)."""
         return any(s.health == "finished" for s in self.status.values() if s.role == role)
 
+    def replay_over(self) -> bool:
+        """Whether a replay has reached its end.
+
+        Its GPU readings ran out, or the session holds none (the GPU source was unavailable)
+        and every other source has ended too.
+        """
+        gpus = [s for s in self.status.values() if s.role == GPU]
+        if any(s.health == "finished" for s in gpus):
+            return True
+        others = [s for s in self.status.values() if s.role != GPU]
+        return (bool(gpus) and all(s.health == "unavailable" for s in gpus) and bool(others)
+                and all(s.health != "ok" and s.health != "waiting" for s in others))
+
     def mark_crashed(self, source: str, reason: str) -> None:
         """The worker running the source died of a bug."""
         status = self.status_of(source)

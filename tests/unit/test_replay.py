@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.base import Finished, Sampled, SourceExhausted
+from collectors.base import Finished, Sampled, SourceExhausted, Unavailable
 from collectors.loop import run_collector
 from collectors.replay import ReplayError, SessionFormatError, SessionReplay
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample
@@ -178,7 +178,7 @@ def test_the_slowest_speed_waits_at_most_a_day_between_samples():
 
 
 def test_unusable_directory_fails_before_any_collector_runs():
-    with pytest.raises(SessionFormatError, match=r"meta\.json: missing"):
+    with pytest.raises(SessionFormatError, match=r"no meta\.json in it"):
         SessionReplay(SESSIONS / "no_meta")
     with pytest.raises(SessionFormatError, match=r"meta\.json:2: not valid JSON"):
         SessionReplay(SESSIONS / "bad_meta")
@@ -192,11 +192,13 @@ def test_truncated_session_warns_at_once_and_replays_up_to_the_cut():
     assert [s[2] for s in shown] == [1764130000.0, 1764130001.0, 1764130002.0]
 
 
-def test_empty_session_finishes_at_once(tmp_path):
+def test_a_session_without_gpu_readings_says_so_at_once(tmp_path):
+    # not "waiting for the first GPU reading" for ever: the GPU source is unavailable, and why
     path = write_session(tmp_path / "s", [])
     events: list = []
     run_collector(SessionReplay(path).gpu_collector(), events.append, threading.Event())
-    assert [type(e) for e in events] == [Finished]
+    assert [type(e) for e in events] == [Unavailable]
+    assert events[0].error.msg == "this session holds no GPU readings"
 
 
 def test_replay_streams_instead_of_loading_the_session(tmp_path):

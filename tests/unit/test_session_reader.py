@@ -99,7 +99,7 @@ def test_a_missing_measure_column_reads_as_na():
 @pytest.mark.parametrize(
     ("case", "message"),
     [
-        ("no_meta", r"no_meta/meta\.json: missing"),
+        ("no_meta", r"no_meta: not a gpuherd session \(no meta\.json in it\)"),
         ("bad_meta", r"bad_meta/meta\.json:2: not valid JSON"),
         ("newer_schema", r"schema 2 is newer than this gpuherd reads \(1\)"),
     ],

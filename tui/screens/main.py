@@ -243,7 +243,7 @@ class MainScreen(Screen[None]):
         header.driver = tick.driver_version if tick else None
         header.cuda = tick.cuda_driver_version if tick else None
         header.now = state.now
-        header.finished = state.finished(GPU)
+        header.finished = state.replay_over()
         self.query_one(Banner).lines = (*state.notices, *state.problems_outside(PANEL_FOR_ROLE))
 
     def _show_chart(self, force: bool = False) -> None:
