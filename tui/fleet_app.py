@@ -23,7 +23,7 @@ class FleetApp(App[int]):
 
     TITLE = "gpuherd fleet"
     ENABLE_COMMAND_PALETTE = False
-    BINDINGS = [Binding("q", "quit", "Quit")]
+    BINDINGS = [Binding("q", "quit", "Quit"), Binding("question_mark", "help", "Help")]
     DEFAULT_CSS = """
     #fleet-title { height: 1; padding: 0 1; background: $primary 30%; }
     #fleet-problem { height: auto; padding: 0 1; color: $error; display: none; }
@@ -82,6 +82,13 @@ class FleetApp(App[int]):
             self.log.error("".join(traceback.format_exception(event.error)))
         self._title()
 
+    def action_help(self) -> None:
+        """The fleet view's keys and what its rows mean."""
+        from tui.screens.help import FLEET_KEYS, FLEET_NOTES, HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(keys=FLEET_KEYS, notes=FLEET_NOTES))
+
     def _shown(self) -> bool:
         try:
             return self.is_running and bool(self.screen.query("#fleet-title"))
@@ -100,7 +107,7 @@ class FleetApp(App[int]):
         title = Text.assemble(("gpuherd fleet", "bold"), f"  {visible(self.url)}  ")
         if snap is not None:
             gpus = len(snap.rows)
-            title.append(f"{snap.hosts} hosts · {gpus} GPUs")
+            title.append(f"{_count(snap.hosts, 'host')} · {_count(gpus, 'GPU')}")
             if snap.stale_hosts:
                 title.append(f" · {snap.stale_hosts} stale", style="bold red")
             refresh = "" if self.refresh_s is None else f" in {self.refresh_s * 1000:.0f} ms"
@@ -110,3 +117,8 @@ class FleetApp(App[int]):
         # The reason may quote the server: a Text (never markup), its controls made visible.
         problem.update(Text(visible(self.problem or "")))
         problem.set_class(self.problem is not None, "-shown")
+
+
+def _count(number: int, noun: str) -> str:
+    """`1 host`, `2 hosts`."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -164,3 +164,22 @@ async def test_impossible_figures_show_as_invalid_and_labels_as_text() -> None:
             assert "\x1b" not in segments and "\x9b" not in segments
     finally:
         answers.close()
+
+
+async def test_one_host_is_said_so_and_question_mark_shows_the_fleet_keys() -> None:
+    from tui.screens.help import FLEET_KEYS, HelpScreen
+
+    source = ScriptedCollector("prometheus", role="fleet")
+    app = FleetApp(source, snapshot(A0), url="http://127.0.0.1:9090")
+    async with app.run_test(size=(160, 30)) as pilot:
+        await until(pilot, lambda: len(app.query_one(FleetTable).lines()) == 1)
+        assert "1 host · 1 GPU  " in str(app.query_one("#fleet-title").render())
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen) and help_screen.keys == FLEET_KEYS
+        notes = " ".join(str(s.render()) for s in help_screen.query(".help-note"))
+        assert "stale" in notes and "Containers" not in notes  # not the dashboard's notes
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+        source.finish()

@@ -46,8 +46,37 @@ NOTES = (
 )
 
 
+FLEET_KEYS: tuple[tuple[str, str], ...] = (
+    ("q  Ctrl-C", "quit"),
+    ("?", "this help (Esc or ? closes it)"),
+    ("↑ ↓ PgUp PgDn", "move in the table"),
+)
+FLEET_NOTES = (
+    "One row per GPU of every host whose exporter Prometheus scrapes, the most free memory "
+    "first. A host whose series stopped coming is `stale`: its last figures, struck out.",
+    "The view asks Prometheus again at every interval; when it cannot, the last answer stays "
+    "and the line above the table says why.",
+)
+
+
 class HelpScreen(ModalScreen[None]):
-    """A modal list of keys and notes."""
+    """A modal list of keys and notes (the dashboard's, or those given: the fleet view's)."""
+
+    # Here, not in a stylesheet of one app: the fleet view shows it too.
+    DEFAULT_CSS = """
+    HelpScreen {
+        align: center middle;
+    }
+    #help-body {
+        width: 80%;
+        max-width: 90;
+        height: auto;
+        max-height: 90%;
+        border: round $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    """
 
     BINDINGS = [
         Binding("escape", "dismiss", "Close"),
@@ -55,21 +84,24 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "dismiss", "Close", show=False),
     ]
 
-    def __init__(self, unavailable: tuple[str, ...] = ()) -> None:
+    def __init__(self, unavailable: tuple[str, ...] = (),
+                 keys: tuple[tuple[str, str], ...] = KEYS,
+                 notes: tuple[str, ...] = NOTES) -> None:
         super().__init__()
         self.unavailable = unavailable
+        self.keys, self.notes = keys, notes
 
     def compose(self) -> ComposeResult:
         """Keys table, then notes, then why a source is missing."""
         keys = Table.grid(padding=(0, 2))
         keys.add_column(style="bold cyan", no_wrap=True)
         keys.add_column()
-        for key, meaning in KEYS:
+        for key, meaning in self.keys:
             keys.add_row(key, meaning)
         with VerticalScroll(id="help-body"):
             yield Static(Text("gpuherd keys", style="bold"))
             yield Static(keys)
-            for note in NOTES:
+            for note in self.notes:
                 yield Static(Text(note, style="dim"), classes="help-note")
             for reason in self.unavailable:
                 yield Static(Text(visible(reason), style="yellow"), classes="help-note")
