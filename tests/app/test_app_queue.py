@@ -159,3 +159,19 @@ async def test_a_corrupt_database_is_named_on_the_panel_and_left_as_it_is(
         assert subtitle.startswith(f"{state / 'queue.db'}: cannot read the queue: ")
     assert (state / "queue.db").read_bytes() == junk
     assert sorted(p.name for p in state.iterdir()) == ["queue.db"]
+
+
+async def test_a_long_runner_message_wraps_instead_of_being_cut(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    fill(state, tmp_path)
+    said = ("waiting: job 7 needs 20 GiB + 1 GiB margin on 1 GPU; GPU 0 has 12.5 GiB free "
+            "(another user's job holds 60 GiB), GPU 1 is 97 % busy; the next look is in 10 s, "
+            "and the reservation ledger holds 8 GiB for job 3 of another user until it allocates")
+    watch = QueueWatch(state, interval_s=0.05, note=lambda: said, clock=lambda: T0)
+    app = make_app([watch], clock=lambda: T0)
+    async with app.run_test(size=(120, 50)) as pilot:
+        note = app.screen.query_one("#queue-note")
+        await until(pilot, lambda: note.display and note.size.height > 0)
+        assert note.size.height >= 2  # 260 characters on a 120-column screen
+        lines = [strip.text for strip in note.render_lines(note.region.reset_offset)]
+        assert " ".join(line.strip() for line in lines).endswith("until it allocates")

@@ -232,7 +232,8 @@ class MainScreen(Screen[None]):
         if note != self._queue_note:
             self._queue_note = note
             widget = self.query_one("#queue-note", Static)
-            widget.update(Text(visible(f"runner: {note}") if note else "", no_wrap=True,
+            # wrapped, not cut: the runner's last word is why nothing starts
+            widget.update(Text(visible(f"runner: {note}") if note else "",
                                overflow="ellipsis"))
             widget.display = bool(note)
 
