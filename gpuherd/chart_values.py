@@ -100,7 +100,7 @@ def even_ticks(low: float, high: float, rows: int, max_ticks: int = 6,
         pad = abs(low) * 0.1 or 1.0
         low, high = low - pad, high + pad
     span_rows = max(1, rows - 1)
-    best: tuple[float, list[float], float, float] | None = None
+    best: tuple[tuple[bool, bool, int, float], list[float], float, float] | None = None
     for intervals in range(1, min(max_ticks - 1, span_rows) + 1):
         per = span_rows // intervals  # rows between two ticks
         for step in nice_steps((high - low) * per / span_rows):

@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     return _build()[0]
 
 
-def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+def _build() -> tuple[OneLineParser, dict[str, argparse.ArgumentParser]]:
     parser = OneLineParser(
         prog="gpuherd",
         description="Terminal monitor for shared GPU hosts.",
@@ -115,7 +115,7 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     parser.add_argument("--version", action="version",
                         version=f"gpuherd {__version__} (log parsers: {parsers})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    children = {}
+    children: dict[str, argparse.ArgumentParser] = {}
     for name, module in COMMANDS.items():
         child = sub.add_parser(name, help=module.HELP, description=module.HELP,
                                epilog=module.EPILOG,

@@ -35,7 +35,7 @@ class FleetApp(App[int]):
                  url: str | None = None) -> None:
         super().__init__()
         self.source = source
-        self.url = url or getattr(getattr(source, "client", None), "url", "")
+        self.url: str = url or str(getattr(getattr(source, "client", None), "url", "") or "")
         self.snapshot = first
         self.problem: str | None = None
         self.refresh_s: float | None = None
