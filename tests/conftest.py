@@ -84,9 +84,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     last would keep one worker busy after the others are done. The order is the same in every
     worker, as pytest-xdist requires, and no test depends on it. The tests on the machine's
     Docker engine run one at a time, on one worker: their busy containers each spin a core, and
-    they read CPU percentages that other such containers would take from them.
+    they read CPU percentages that other such containers would take from them. So do the GPU
+    tests: each puts a known load on the GPU and checks what NVML reads of it.
     """
     for item in items:
-        if item.get_closest_marker("docker") is not None:
-            item.add_marker(pytest.mark.xdist_group("docker-engine"))
+        for marker, group in (("docker", "docker-engine"), ("gpu", "gpu")):
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
