@@ -67,6 +67,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"gpuherd tests, cwd={os.path.basename(os.getcwd())}"
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook, known only when it is installed
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto` (pyproject's addopts): twice the cores, at most 8, since most tests wait on a
     subprocess, a terminal or a socket; `PYTEST_XDIST_AUTO_NUM_WORKERS` sets it instead."""
