@@ -65,3 +65,31 @@ def procs() -> Iterator[list[subprocess.Popen[str]]]:
 
 def pytest_report_header(config: pytest.Config) -> str:
     return f"gpuherd tests, cwd={os.path.basename(os.getcwd())}"
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook, known only when it is installed
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (pyproject's addopts): twice the cores, at most 8, since most tests wait on a
+    subprocess, a terminal or a socket; `PYTEST_XDIST_AUTO_NUM_WORKERS` sets it instead."""
+    wanted = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
+    if wanted.isdigit():
+        return int(wanted)
+    return max(2, min(8, 2 * len(os.sched_getaffinity(0))))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order and group the tests for the workers of pyproject's addopts.
+
+    Tests marked `slow` run first, in their usual order, then the rest: a long test handed out
+    last would keep one worker busy after the others are done. The order is the same in every
+    worker, as pytest-xdist requires, and no test depends on it. The tests on the machine's
+    Docker engine run one at a time, on one worker: their busy containers each spin a core, and
+    they read CPU percentages that other such containers would take from them. So do the GPU
+    tests: each puts a known load on the GPU and checks what NVML reads of it.
+    """
+    for item in items:
+        for marker, group in (("docker", "docker-engine"), ("gpu", "gpu")):
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

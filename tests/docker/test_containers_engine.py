@@ -13,7 +13,7 @@ import pytest
 from collectors.base import Failed
 from collectors.containers import DockerCollector
 from collectors.samples import ContainerSample, ContainerTick
-from tests.docker_env import Containers, LoopRun, docker, stats_cpu_pct
+from tests.docker_env import BUSY_PCT, Containers, LoopRun, docker, stats_cpu_pct
 from tests.recorded import wait_until
 
 pytestmark = pytest.mark.docker
@@ -45,8 +45,9 @@ def test_busy_cpu_is_within_ten_points_of_docker_stats(containers: Containers) -
         ours = sampled(run, busy.name).cpu_pct
         quiet = sampled(run, idle.name).cpu_pct
     assert ours is not None and quiet is not None
-    # One `yes` fills what the engine gives it; on a shared 2-core VM that is 50 to 100 %.
-    assert theirs > 20
+    # One `yes` fills what the engine gives it: 50 to 100 % of a quiet 2-core VM, less beside
+    # other work (BUSY_PCT).
+    assert theirs > BUSY_PCT
     assert abs(ours - theirs) <= 10, (ours, theirs)
     assert quiet < 5
     assert not [e for e in run.events if isinstance(e, Failed)]
@@ -99,7 +100,7 @@ def test_a_container_started_later_is_listed_and_read(containers: Containers) ->
         wait_until(lambda: run.latest() is not None, 30)
         late = containers.busy("late")
         found = sampled(run, late.name)
-    assert found.cpu_pct is not None and found.cpu_pct > 20
+    assert found.cpu_pct is not None and found.cpu_pct > BUSY_PCT
 
 
 def test_the_engine_restarted_fails_the_ticks_then_recovers(private_engine) -> None:

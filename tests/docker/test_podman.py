@@ -6,7 +6,7 @@ import pytest
 
 from collectors.base import Failed
 from collectors.containers import DockerCollector
-from tests.docker_env import LoopRun, PrivatePodman, unique_name
+from tests.docker_env import BUSY_PCT, LoopRun, PrivatePodman, unique_name
 from tests.docker_env import docker as docker_cli
 from tests.recorded import wait_until
 
@@ -38,5 +38,5 @@ def test_podman_containers_are_listed_with_their_stats(private_podman: PrivatePo
         private_podman.podman("stop", "-t", "0", idle)
         wait_until(lambda: named(run, idle) is None, 30)
         assert named(run, busy) is not None
-    assert ours > 20, (ours, theirs)
+    assert ours > BUSY_PCT, (ours, theirs)
     assert not [e for e in run.events if isinstance(e, Failed)]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from collectors.replay import SessionReplay
-from tests.docker_env import Containers
+from tests.docker_env import BUSY_PCT, Containers
 
 pytestmark = pytest.mark.docker
 
@@ -31,7 +31,7 @@ def test_a_recording_keeps_the_containers_for_replay_and_summary(
         mine = [r for r in csv.DictReader(f) if r["name"] == busy.name]
     assert len(mine) >= 3 and {r["id"] for r in mine} == {busy.id}
     assert {r["mem_limit_bytes"] for r in mine if r["mem_limit_bytes"]} == {str(64 * MiB)}
-    assert any(float(r["cpu_pct"]) > 20 for r in mine if r["cpu_pct"])
+    assert any(float(r["cpu_pct"]) > BUSY_PCT for r in mine if r["cpu_pct"])
 
     replay = SessionReplay(session, check_all=True)
     collector = replay.container_collector()
@@ -45,6 +45,6 @@ def test_a_recording_keeps_the_containers_for_replay_and_summary(
     summary = json.loads((session / "summary.json").read_text())
     (entry,) = [c for c in summary["containers"] if c["name"] == busy.name]
     assert entry["id"] == busy.id and entry["mem_limit_bytes"] == 64 * MiB
-    assert entry["cpu_max_pct"] > 20
+    assert entry["cpu_max_pct"] > BUSY_PCT
     assert entry["gpu_mem_peak_bytes"] is None  # no GPU here: not known, never 0
     assert f"container {busy.name}: peak GPU memory -" in out.stderr  # the short summary

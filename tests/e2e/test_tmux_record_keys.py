@@ -62,7 +62,7 @@ def test_q_leaves_the_viewer_and_the_command_is_recorded_to_its_end(
     screen = pane.wait_for(lambda s: "command" in s and "running" in s and "Stop command" in s,
                            timeout_s=30)
     pane.keys("q")
-    screen = pane.wait_for(lambda s: "kill -INT" in joined(s), timeout_s=20)
+    screen = pane.wait_for(lambda s: "kill -INT" in joined(s), timeout_s=20, unwrap=True)
     assert f"gpuherd: left the dashboard; still recording into {session}" in joined(screen)
     assert "GPUHERD_EXIT" not in screen  # still recording
     go.touch()  # the command goes on and ends by itself
@@ -79,7 +79,7 @@ def test_ctrl_c_leaves_the_viewer_then_stops_the_command_without_a_traceback_fin
     start(pane, session, FOREVER, width=120, height=40)
     pane.wait_for(lambda s: "command" in s and "running" in s, timeout_s=30)
     pane.keys("C-c")  # leaves the dashboard, as q does
-    pane.wait_for(lambda s: "kill -INT" in joined(s), timeout_s=20)
+    pane.wait_for(lambda s: "kill -INT" in joined(s), timeout_s=20, unwrap=True)
     pane.keys("C-c")  # now SIGINT to the command: Python prints its KeyboardInterrupt
     screen = pane.wait_for(lambda s: "GPUHERD_EXIT=" in s, timeout_s=30)
     assert "GPUHERD_EXIT=130" in screen

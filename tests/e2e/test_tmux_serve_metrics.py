@@ -83,7 +83,7 @@ def test_record_tui_serves_the_recorded_command_as_a_task(pane: Pane, tmp_path) 
 
     assert wait_for(lambda: loss() == 1.0, what="the command's last loss")
     pane.keys("q")  # leaves the dashboard; the recording (and its exporter) goes on
-    pane.wait_for(lambda s: "kill -INT" in joined(s), timeout_s=20)
+    pane.wait_for(lambda s: "kill -INT" in joined(s), timeout_s=20, unwrap=True)
     assert loss() == 1.0, "still served after the dashboard left"
     pane.keys("C-c")  # now stops the command, closes the session and the exporter
     screen = pane.wait_for(lambda s: "GPUHERD_EXIT=" in s, timeout_s=40)

@@ -12,8 +12,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def joined(screen: str) -> str:
-    """The screen's text with lines joined: a long message wraps at the pane's width, at any
-    character (a longer temporary path moves the break), so a phrase is searched across it."""
+    """The screen's text with lines joined, for a screen taken with `Pane.text("-J")` (each
+    wrapped line already one line, trailing spaces kept): a long message wraps at the pane's
+    width, at any character (a longer temporary path moves the break), so a phrase is searched
+    across it. Without `-J` a space at the end of a row is dropped, and "kill -INT" wrapped
+    after its space would read "kill-INT"."""
     return "".join(screen.splitlines())
 
 
@@ -44,12 +47,16 @@ class Pane:
     def text(self, *args: str) -> str:
         return self.tmux("capture-pane", "-p", "-t", "e2e", *args)
 
-    def wait_for(self, check: Callable[[str], bool], timeout_s: float = 15.0) -> str:
+    def wait_for(self, check: Callable[[str], bool], timeout_s: float = 15.0,
+                 unwrap: bool = False) -> str:
+        """The screen once `check` accepts it; `unwrap`: each wrapped line is given as one
+        line, its spaces kept (`capture-pane -J`), for a message whose wrap depends on a path."""
+        args = ("-J",) if unwrap else ()
         deadline = time.monotonic() + timeout_s
-        screen = self.text()
+        screen = self.text(*args)
         while not check(screen):
             if time.monotonic() > deadline:
                 raise AssertionError(f"screen never matched; last screen:\n{screen}")
             time.sleep(0.1)
-            screen = self.text()
+            screen = self.text(*args)
         return screen

@@ -7,6 +7,7 @@ still build, with the pure-Python parsers and a warning saying why.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -35,6 +36,10 @@ ONLY_PURE_PYTHON = [
     "tests/unit/test_parsers.py::test_timestamps_of_one_second_are_converted_once",
 ]
 
+SHARES = 4
+"""The parser tests run on the compiled parsers in this many parts, each its own test, so the
+suite's workers share them."""
+
 RUN_ON_COMPILED = """
 import importlib, importlib.machinery, pkgutil, sys
 sys.path.insert(0, sys.argv[1])
@@ -45,7 +50,15 @@ pure = [n for n in ["parsers", *names] if not importlib.import_module(n).__file_
 if pure:
     sys.exit(f"not compiled: {pure}")
 import pytest
-sys.exit(pytest.main(sys.argv[2:]))
+share, shares = int(sys.argv[2]), int(sys.argv[3])
+
+class Share:
+    # Every `shares`-th test from the `share`-th: the parts together are the whole run.
+    def pytest_collection_modifyitems(self, config, items):
+        config.hook.pytest_deselected(items=[t for i, t in enumerate(items) if i % shares != share])
+        items[:] = items[share::shares]
+
+sys.exit(pytest.main(sys.argv[4:], plugins=[Share()]))
 """
 
 
@@ -82,14 +95,25 @@ def build_wheel(out: Path, env: dict[str, str] | None = None) -> tuple[Path, str
     return wheel, done.stdout + done.stderr
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def compiled_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The compiled wheel, built once for the whole run: under pytest-xdist the workers share
+    the run's temporary root, and the first to get its lock builds the wheel there."""
     reason = no_compiler_reason()
     if reason:
         pytest.skip(reason)
-    wheel, output = build_wheel(tmp_path_factory.mktemp("wheel"))
-    assert "stay pure Python" not in output, output[-3000:]
-    return wheel
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    out = shared / "compiled-wheel"
+    with open(shared / "compiled-wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = sorted(out.glob("gpuherd-*.whl"))
+        if built:
+            return built[0]
+        wheel, output = build_wheel(out)
+        assert "stay pure Python" not in output, output[-3000:]
+        return wheel
 
 
 @pytest.mark.slow
@@ -113,14 +137,17 @@ def test_gpuherd_version_says_the_parsers_are_compiled(compiled_wheel: Path,
 
 
 @pytest.mark.slow
-def test_the_parser_tests_pass_on_the_compiled_parsers(compiled_wheel: Path,
-                                                       tmp_path: Path) -> None:
+@pytest.mark.parametrize("share", range(SHARES))
+def test_the_parser_tests_pass_on_the_compiled_parsers(compiled_wheel: Path, tmp_path: Path,
+                                                       share: int) -> None:
     installed = tmp_path / "site"
     zipfile.ZipFile(compiled_wheel).extractall(installed)
     deselect = [arg for test in ONLY_PURE_PYTHON for arg in ("--deselect", test)]
+    # `-n 0`: in this one process, which alone has the compiled parsers first on its path
+    # (pyproject's addopts would start workers importing the pure-Python ones).
     done = subprocess.run(
-        [sys.executable, "-c", RUN_ON_COMPILED, str(installed), "-q", "-p", "no:cacheprovider",
-         *deselect, *PARSER_TESTS],
+        [sys.executable, "-c", RUN_ON_COMPILED, str(installed), str(share), str(SHARES), "-q",
+         "-n", "0", "-p", "no:cacheprovider", *deselect, *PARSER_TESTS],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]

@@ -22,6 +22,8 @@ from parsers.registry import DOCUMENT_FORMATS, FORMAT_NAMES, detect_format, make
 from parsers.text import MAX_LINE_CHARS, normalise_line
 from parsers.values import MAX_COUNTER, MAX_TAKEN_AT, may_be_infinite
 
+pytestmark = pytest.mark.slow  # thousands of generated inputs
+
 LINE_FORMATS = [name for name in FORMAT_NAMES if name not in DOCUMENT_FORMATS]
 # Text built from the pieces log lines are made of, so the regexes get near-misses, not noise.
 PIECES = st.sampled_from(

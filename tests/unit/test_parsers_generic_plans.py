@@ -99,6 +99,7 @@ def variants(line: str, rng: random.Random, count: int) -> Iterator[str]:
         yield re.sub(r"[0-9]", lambda _: rng.choice("0123456789"), line)
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(template=TEMPLATES, seed=st.integers(0, 2**32 - 1))
 def test_lines_of_one_shape_parse_as_the_regex_path_parses_them(

@@ -11,12 +11,16 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from collectors.logtail import LogTailCollector
 from collectors.loop import run_collector
 from gpuherd.record.dashboard import DashboardRecording, record_options
 from gpuherd.record.drain import STALLED, LogDrain
 from gpuherd.record.recording import Recording, RecordingOptions
 from tests.recorded import loss_steps as steps
+
+pytestmark = pytest.mark.slow  # logs of 10^5 to 10^6 lines
 
 PY = sys.executable
 

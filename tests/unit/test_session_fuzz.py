@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,9 @@ from gpuherd.summary.frames import load_frames
 from gpuherd.summary.summary import summarize_frames
 
 TASKS = Path(__file__).resolve().parents[1] / "data" / "sessions" / "tasks"
+
+pytestmark = pytest.mark.slow  # hundreds of sessions read twice each
+
 SETTINGS = settings(max_examples=200, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 

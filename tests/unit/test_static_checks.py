@@ -24,6 +24,7 @@ def test_ruff_finds_nothing() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_mypy_finds_nothing() -> None:
     # The files mypy checks, and how strictly, are set in pyproject.toml.
     out = subprocess.run([_tool("mypy"), "--no-incremental"], cwd=REPO,
