@@ -84,6 +84,8 @@ def _named(raw: str, unit: str, number_span: tuple[int, int], total: tuple[int, 
     if low in COUNTERS:
         return (COUNTERS[low], "value", *number_span, 0, 0, 1.0)
     if unit in _TIME_UNITS:  # the unit belongs to the metric: `step_avg:42.13ms`
+        if is_count_or_setting(low):
+            return None  # a wall clock: `total: 1.2s`
         if _PER_STEP.search(low) is not None:  # `time per iteration (ms)`: a rate of steps
             return ("throughput/it_s", "rate", *number_span, 0, 0, 1000.0 / _TIME_UNITS[unit])
         name = _timed(low)

@@ -50,7 +50,8 @@ _BARE_NAME = re.compile(r"[A-Za-z][\w.-]*")
 _TRAILING_PAIR = re.compile(rf"[A-Za-z][\w.]*\s+(?:{NUMBER})$")
 _TRAILING_TO = re.compile(rf"[A-Za-z][\w.]*(?:\s+[A-Za-z][\w.]*)?\s+to\s+(?:{NUMBER})(?=\.?$)")
 """A sentence that sets one value: `LearningRateScheduler setting learning rate to 0.003.`"""
-_LEADING_COUNT = re.compile(r"^\[(\d+)\]\s*")
+_LEADING_COUNT = re.compile(r"^\[?(\d+)(?:\]|:(?=\s))\s*")
+"""The round a record opens with: `[120]` (LightGBM, XGBoost), `120:` then a blank (CatBoost)."""
 _VALIDATION = re.compile(
     r"^(?:\[valid\]|valid(?:ation)?\b|dev\b|eval(?:uation)?\b|Valid(?:ation)?\b|Dev\b"
     r"|Eval(?:uation)?\b|VALID|EVAL)")
@@ -155,7 +156,7 @@ def _read_record(line: str) -> tuple[list[Item], bool] | None:
         at += head.end()
         body = body[head.end():]
     lead = _LEADING_COUNT.match(body)
-    if lead is not None:  # `[120]  valid_0's auc: 0.81`: the round, as LightGBM and XGBoost print
+    if lead is not None:  # `[120]  valid_0's auc: 0.81`, `120:\tlearn: 0.25`: the round
         items.append(("step", "step", at + lead.start(1), at + lead.end(1), 0, 0, 1.0))
         at += lead.end()
         body = body[lead.end():]

@@ -26,7 +26,7 @@ SHORT_NAMES: dict[str, str] = {
     "tps": "throughput/tokens_s", "words/s": "throughput/tokens_s",
     "words/sec": "throughput/tokens_s", "sps": "throughput/samples_s",
     "wps": "throughput/tokens_s", "ups": "throughput/it_s", "ips": "throughput/samples_s",
-    "hmean": "hmean",
+    "hmean": "hmean", "learn": "loss",
 }
 """Names a log prints for a metric, lower case, without their split: `xent` is a loss."""
 
@@ -54,8 +54,8 @@ EVALUATION_ONLY = frozenset({"precision", "recall", "hmean", "f1", "bleu"})
 """Scores a run computes on held-out data only: without a split of their own, `val`."""
 
 _NOT_METRIC = re.compile(
-    r"(?:^|[\s_])(?:scale|size)$|^(?:num|number|consumed)[\s_]|^(?:wpb|bsz|clip|oom|wall"
-    r"|train_wall|gb_free)$")
+    r"(?:^|[\s_])(?:scale|size)$|^(?:num|number|consumed)[\s_]|^init|^(?:wpb|bsz|clip|oom|wall"
+    r"|train_wall|gb_free|total|remaining|elapsed)$")
 
 
 def is_count_or_setting(low: str) -> bool:
@@ -63,7 +63,9 @@ def is_count_or_setting(low: str) -> bool:
 
     `loss scale` and `loss_scale` (mixed precision's), `global batch size`, `consumed samples`,
     `number of skipped iterations`, `num zeros`, and fairseq's words per batch (`wpb`), batch
-    size (`bsz`), clipped share (`clip`), out-of-memory count (`oom`) and wall clocks.
+    size (`bsz`), clipped share (`clip`), out-of-memory count (`oom`) and wall clocks
+    (CatBoost's `total: 1.2s  remaining: 19m 56s`); a starting value is a setting
+    (LightGBM's `initscore=0.003864`, `init_lr`).
     """
     return _NOT_METRIC.search(low) is not None
 
