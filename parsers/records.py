@@ -371,7 +371,9 @@ def _may_read_better(metric: LogMetric, line: str) -> bool:
     if not all(name in STANDARD_NAMES for name, _ in metric.values):
         return True  # `train-mlogloss:0.81`, `Batch Loss: 1.92`: the vocabulary may know them
     # `step 5 | loss 2.0 | norm 1.2 | sps 120.5`: fields the pairs left unread
-    return (" | " in line or ";" in line) and len(_NUMBERS.findall(line)) > len(metric.values) + 2
+    counters = (metric.step is not None) + (metric.epoch is not None)
+    return ((" | " in line or ";" in line)
+            and len(_NUMBERS.findall(line)) > len(metric.values) + counters)
 
 
 def _reading(metric: LogMetric) -> int:

@@ -77,6 +77,7 @@ UNSEEN: dict[str, Log] = {
     "catboost/insurance_fit.log": Log(None, (
         Read(9, "train/loss", 0.2987243, step=0), Read(12, "train/loss", 0.2662971, step=3),
         Read(31, "train/loss", 0.2591086, step=22))),
+    "lightgbm/info_banner.log": Log(None, ()),  # `[Info]` banners: no value to read
     # ---- held out (blind) ----
     "xgboost/dermatology.log": Log(None, (
         Read(4, "train/mlogloss", 1.54662, step=0), Read(4, "test/mlogloss", 1.57447, step=0))),
