@@ -90,7 +90,8 @@ def parse_generic_line(line: str) -> LogMetric | None:
             return None  # prose: no field separator a record could have
     else:
         metric = None
-        line = last_redraw(line)
+        if line.find(line[:8], 8) > 0:  # its start comes back: maybe records run together
+            line = last_redraw(line)
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if metric is None and (":" in line or "=" in line):
         metric = _keyvalue_metric(line, shape)
