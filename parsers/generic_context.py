@@ -17,7 +17,8 @@ CONTEXT_LINES = 12
 # `Epoch 12`, `EPOCH 7`, `===== Epoch 1 =====`, `[run] Epoch 1.0000 dev BLEU4: ...`: the epoch
 # a block of lines below belongs to (no `:` before it, so `lr: ... epoch 3` is no heading)
 _EPOCH_HEADING = re.compile(r"^[^:]{0,60}?\b(?:[Ee]poch|EPOCH)\s+(\d+(?:\.\d+)?)\b(?!\s*/)")
-_EVALUATION_SIDES = ("val/", "test/")
+_EVALUATION_SIDES = ("val/", "test/", "best/")
+"""A best-so-far (`best metric, hmean: 0.14`) is scored on the validation side too."""
 
 
 class GenericParser:

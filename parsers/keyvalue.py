@@ -90,6 +90,8 @@ def parse_generic_line(line: str) -> LogMetric | None:
             return None  # prose: no field separator a record could have
     else:
         metric = None
+        if line.find(line[:8], 8) > 0:  # its start comes back: maybe records run together
+            line = last_redraw(line)
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if metric is None and (":" in line or "=" in line):
         metric = _keyvalue_metric(line, shape)
@@ -100,6 +102,28 @@ def parse_generic_line(line: str) -> LogMetric | None:
     elif shape in RECORD_RECIPES and RECORD_RECIPES[shape] is None:
         return None
     return read_better(line, metric, shape)
+
+
+_KEYS = re.compile(r"[A-Za-z][\w./]*:")
+
+
+def last_redraw(line: str) -> str:
+    r"""The last of the records a line repeats, run together where a `\r` was lost.
+
+    fastText prints `Progress:  24.7% ... avg.loss:  1.294877 ETA: Progress:  49.9% ...` on
+    one line when its output goes to a file: the last record is the current one. A line is
+    such a run when its first key comes back after a blank with the same keys before it.
+    """
+    colon = line.find(":")
+    if not 0 < colon < 24:
+        return line
+    head = " " + line[:colon + 1]
+    again = line.rfind(head)
+    if again <= colon or " " in head[1:]:
+        return line  # the common case: the first key does not come back
+    last = line[again + 1:]
+    first_keys = _KEYS.findall(line[:line.find(head, colon)])
+    return last if len(first_keys) > 1 and first_keys == _KEYS.findall(last) else line
 
 
 def _may_be_record(line: str) -> bool:
@@ -200,7 +224,7 @@ def _named_shape(line: str, shape: bytes) -> bytes:
 
 def parse_without_plans(line: str) -> LogMetric | None:
     """`parse_generic_line` the long way, never with a plan: the reference plans must match."""
-    line = normalise_line(line)
+    line = last_redraw(normalise_line(line))
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if ":" not in line and "=" not in line:
         metric = parse_spaced_line(line)
@@ -279,12 +303,29 @@ def _infos(line: str, keys: list[str]) -> list[_KeyInfo]:
     validation line) is one too.
     """
     infos = list(map(_KEY_INFO.__getitem__, keys))  # a loop in C for keys seen before
-    if opens_evaluation(line) or (
+    if _opens_evaluation(line) or (
         not _VAL_SCORES.isdisjoint(map(_NAME, infos))  # loops in C
         and not any(map(_COUNTER, infos)) and "poch" not in line and "[" not in line
     ):
         return list(map(_VAL_KEY_INFO.__getitem__, keys))
     return infos
+
+
+_LOGGER_PREFIX = re.compile(r"\s*\[[^\]]{0,40}\]\s*(?:[\w.]+\s+)?(?:INFO|DEBUG):?\s+")
+"""`[2022/04/04 17:51:49] root INFO: `: a logger's stamp, name and level before the line."""
+
+
+def _opens_evaluation(line: str) -> bool:
+    """`opens_evaluation` of a line, or of what follows its logger's prefix.
+
+    `[2022/04/04 17:51:49] root INFO: [Eval][Epoch 5][Avg]CELoss: 3.06` is an evaluation line.
+    """
+    if opens_evaluation(line):
+        return True
+    if "INFO" not in line[:80] and "DEBUG" not in line[:80]:
+        return False
+    prefix = _LOGGER_PREFIX.match(line)
+    return prefix is not None and opens_evaluation(line[prefix.end():])
 
 
 def _body(line: str) -> str:

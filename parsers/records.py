@@ -3,11 +3,13 @@
 For logs of frameworks no parser knows: `Ep. 62 : Up. 20000 : Cost 0.0638 * 898,943 : Time
 111.22s : 8082.72 words/s`, `Step 100/ 1000; acc: 4.10; ppl: 24633.68; xent: 10.11`, `Epoch
 1, Step: 1160, Batch Loss: 3.41, Tokens per Sec: 834, Lr: 0.000156`, `[0]  train-mlogloss:1.5
-test-mlogloss:1.6`. A line is cut into fields at ` : `, ` | `, `;`, `, ` and tabs; a field is a
-name and a number (`name: 2.31`, `name 2.31`, `name=2.31`) or a number and its unit (`812.5
-words/s`: the unit names the metric). The vocabulary (`parsers.vocabulary_short`) says what a
-name means; a record counts when it holds a known metric, and at most a few fields it cannot
-read.
+test-mlogloss:1.6`, ` iteration 60/ 1000 | consumed samples: 240 | elapsed time per iteration
+(ms): 1378.0 | lm loss: 8.39E+00 |`, `[Eval][Epoch 5][Avg]CELoss: 3.06, top1: 0.58`. A line is
+cut into fields at ` : `, ` | `, `;`, `, ` and tabs; a field is a name and a number (`name:
+2.31`, `name 2.31`, `name=2.31`) or a number and its unit (`812.5 words/s`: the unit names the
+metric). The vocabulary (`parsers.vocabulary_short`) says what a name means; a record counts
+when it holds a known metric, and at most a few fields it cannot read. Bracketed anchors before
+the first field (`[Train]`, `[Epoch 1/20]`, `[Iter: 0/8]`) give its split and counters.
 """
 
 from __future__ import annotations
@@ -16,44 +18,48 @@ import re
 
 from parsers.keyvalue_plans import DIGITS_AS_ZERO, PLAN_CACHE_SIZE
 from parsers.model import LogMetric
-from parsers.text import STANDARD_NAMES, metric_name
-from parsers.values import to_epoch, to_step
-from parsers.vocabulary_short import (
-    COUNTERS,
-    METRIC_WORDS,
-    SHORT_NAMES,
-    SPLIT_FREE,
-    UNIT_NAMES,
-    split_and_base,
+from parsers.record_fields import (
+    NUMBER,
+    FieldRead,
+    placeholder,
+    prose_after,
+    read_field,
+    settled,
 )
+from parsers.text import STANDARD_NAMES, parse_duration
+from parsers.values import to_epoch, to_step
+from parsers.vocabulary_short import COUNTERS, METRIC_WORDS, SCALED_NAMES
 
 # a logging prefix: `[2022-12-14 14:41:34]`, `[2024-01-09 16:24:33,925 INFO]`,
-# `2022-02-26 16:56:01,610 - INFO - joeynmt.training -`, `[name] `, `TRAIN 2021-09-14T...:`
+# `2022-02-26 16:56:01,610 - INFO - joeynmt.training -`, `[name] `, `TRAIN 2021-09-14T...:`,
+# `[2022/04/04 17:51:12] root INFO: [Train][Epoch 1/20][Iter: 0/8]` (a logger and its level,
+# then bracketed anchors run into the first field)
 _PREFIX = re.compile(
     r"^(?:\s*\[(?!\d+\])[^\]]{0,60}\])*\s*"
-    r"(?:\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:-\s*\w+\s*-\s*[\w.]+\s*-\s*)?)?")
+    r"(?:\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:-\s*\w+\s*-\s*[\w.]+\s*-\s*)?)?"
+    r"(?:(?:[\w.]+\s+)?(?:INFO|DEBUG):?\s+)?(?:\[(?!\d+\])[^\]]{0,60}\]\s*)*")
+_ANCHOR = re.compile(r"\[\s*([^\]]*?)\s*\]")
 _SEPARATORS = re.compile(
-    r"\s+[:|]\s+|\s*;\s*|,\s+|\t+|\s+-\s+|\s*\|\s*|\s+\(|(?<=\d):\s+"
-    r"|\s+(?=[A-Za-z][\w./-]*[:=]\S)")
-"""Where fields part: ` : `, ` | `, `;`, `, `, tabs, ` - `, ` (`, a `:` after a number, and
-blanks before a `name:value` token (`s:400 trl:2.31`)."""
-_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?\.?\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
-# name, optional `:` or `=`, number, optional `/total`, optional unit
-_NAMED = re.compile(
-    rf"^(?P<name>[A-Za-z][\w.@/()-]*(?:\s+[A-Za-z][\w.()-]*){{0,3}}?)(?:\s*[:=]\s*|\s+)"
-    rf"(?:tensor\()?(?P<num>{_NUMBER})\)?(?:\s*/\s*(?P<total>\d+))?"
-    r"(?P<unit>%|[a-z]+(?:/[a-z]+)?)?(?P<rest>\s.*)?$")
-# number then unit: `8082.72 words/s`, `12000/11000 tok/s` (the last count is the target's)
-_UNITED = re.compile(
-    rf"^(?:(?:{_NUMBER})/)?(?P<num>{_NUMBER})\s*"
-    r"(?P<unit>[A-Za-z]+(?:/[A-Za-z]+)+|[A-Za-z]+ per [A-Za-z]+)$")
-_BARE_NUMBER = re.compile(_NUMBER)
+    r"\s+[:|]\s+|\s*;\s*|,\s+|\t+|\s+-\s+|\s*\|\s*|\s+\((?![a-z]{1,3}\)\s*[:=])|(?<=\d):\s+"
+    r"|\s+(?=[A-Za-z][\w./-]*[:=]\S)|(?<=\d)\s+(?=[A-Za-z][\w@.-]*\s+[-+]?\.?\d)")
+"""Where fields part: ` : `, ` | `, `;`, `, `, tabs, ` - `, ` (` (not a unit's: `time (ms):
+1378.0`), a `:` after a number, blanks before a `name:value` token (`s:400 trl:2.31`) and
+blanks between a number and the next `name number` (`Acc@1 62.500 Acc@5 100.000`)."""
+_BARE_NUMBER = re.compile(NUMBER)
 _BARE_NAME = re.compile(r"[A-Za-z][\w.-]*")
-_TRAILING_PAIR = re.compile(rf"[A-Za-z][\w.]*\s+(?:{_NUMBER})$")
-_LEADING_COUNT = re.compile(r"^\[(\d+)\]\s*")
+_TRAILING_PAIR = re.compile(rf"[A-Za-z][\w.]*\s+(?:{NUMBER})$")
+_TRAILING_TO = re.compile(rf"[A-Za-z][\w.]*(?:\s+[A-Za-z][\w.]*)?\s+to\s+(?:{NUMBER})(?=\.?$)")
+"""A sentence that sets one value: `LearningRateScheduler setting learning rate to 0.003.`"""
+_LEADING_COUNT = re.compile(r"^\[?(\d+)(?:\]|:(?=\s))\s*")
+"""The round a record opens with: `[120]` (LightGBM, XGBoost), `120:` then a blank (CatBoost)."""
 _VALIDATION = re.compile(
     r"^(?:\[valid\]|valid(?:ation)?\b|dev\b|eval(?:uation)?\b|Valid(?:ation)?\b|Dev\b"
     r"|Eval(?:uation)?\b|VALID|EVAL)")
+_SPLIT_HEAD = re.compile(r"(?:Test|Eval|Evaluation|Valid|Validation|Val|Train)\s*:\s+(?=[A-Za-z])")
+"""`Test:  Acc@1 62.500 Acc@5 100.000`: a split, then the fields (torchvision's summary)."""
+_TAG = re.compile(
+    r"(?i:train|training|valid|validation|val|eval|evaluation|test|dev)\b[^\d]{0,40}")
+"""A field of no number that names the record's split: `valid on 'valid' subset`, `[Eval]`."""
 MAX_UNREAD = 3
 """Fields a record may hold besides those it reads (prose, file names, `new best`)."""
 MAX_PROSE_WORDS = 4
@@ -93,8 +99,8 @@ def parse_record_line(line: str, shape: bytes | None = None) -> LogMetric | None
 
 
 Item = tuple[str, str, int, int, int, int, float]
-"""(`step`, `epoch` or `value`, the metric name, where the number is, where its total is or
-(0, 0), the scale to milliseconds or 1)."""
+"""(`step`, `epoch`, `value`, `rate` or `duration` (see `record_fields.FieldRead`), the metric
+name, where the number is, where its total is or (0, 0), the scale to milliseconds or 1)."""
 RECORD_RECIPES: dict[bytes, list[Item] | None] = {}
 """By line shape: its recipe, or None for a shape that gave no record."""
 
@@ -106,20 +112,27 @@ def _cook(line: str, items: list[Item]) -> LogMetric | None:
     epoch: float | None = None
     known = False
     for kind, name, start, end, total_start, total_end, scale in items:
+        if kind == "duration":  # `eta: 0:08:23`
+            values.append((name, parse_duration(line[start:end])))
+            continue
         number = float(line[start:end].replace(",", ""))
         if kind == "step":
             step = to_step(number)
         elif kind == "epoch":
             epoch = to_epoch(number)
         else:
-            if total_end:  # `acc: 9820/10000`: a count of a total is a share
-                total = float(line[total_start:total_end])
-                number = number / total if total else number
-            number *= scale
-            if _placeholder(name, number):
+            if kind == "rate":  # `time per iteration (ms): 1378.0`: iterations a second
+                number = scale / number if number > 0 else 0.0
+            else:
+                if total_end:  # `acc: 9820/10000`: a count of a total is a share
+                    total = float(line[total_start:total_end])
+                    number = number / total if total else number
+                number *= scale
+            if placeholder(name, number):
                 continue
             values.append((name, number))
-            known = known or name in STANDARD_NAMES or any(w in name for w in METRIC_WORDS)
+            known = (known or name in STANDARD_NAMES or any(w in name for w in METRIC_WORDS)
+                     or name[:5] == "best/")
     return LogMetric(tuple(values), step, epoch) if known else None
 
 
@@ -135,11 +148,60 @@ def _read_record(line: str) -> tuple[list[Item], bool] | None:
     if best and "valid" in body[:20].lower():
         split = "val"
     items: list[Item] = []
+    if "[" in line[:at]:
+        split = _anchors(line, at, split, items)
+    head = _SPLIT_HEAD.match(body) if body[:1] in "TEV" else None
+    if head is not None:
+        split = "train" if body[:2] == "Tr" else "val"
+        at += head.end()
+        body = body[head.end():]
     lead = _LEADING_COUNT.match(body)
-    if lead is not None:  # `[120]  valid_0's auc: 0.81`: the round, as LightGBM and XGBoost print
+    if lead is not None:  # `[120]  valid_0's auc: 0.81`, `120:\tlearn: 0.25`: the round
         items.append(("step", "step", at + lead.start(1), at + lead.end(1), 0, 0, 1.0))
         at += lead.end()
         body = body[lead.end():]
+    read = _read_fields(body, at, split, best, items)
+    if read is None:
+        return None
+    unread, prose, private = read
+    values = [item for item in items if item[0] not in COUNTERS.values()]
+    if unread > MAX_UNREAD + len(values) or prose > MAX_PROSE_WORDS:
+        return None
+    if _cook(line, items) is None:  # nothing known, or placeholders only
+        return None
+    return items, private
+
+
+def _anchors(line: str, end: int, split: str, items: list[Item]) -> str:
+    """Read the bracketed anchors of a record's prefix into `items`; the split they name.
+
+    `[Train]`/`[Eval]` name the split, `[Epoch 1/20]` and `[Iter: 0/8]` the counters,
+    `[best metric: 0.586]` a value; others (`[Avg]`, `[Rank 0]`, a date) say nothing.
+    """
+    for anchor in _ANCHOR.finditer(line, 0, end):
+        text = anchor[1]
+        if _TAG.fullmatch(text) is not None:
+            split = "train" if text[:2].lower() == "tr" else "val"
+            continue
+        read = read_field(text, split)
+        if read is None:
+            continue
+        name, how, start, stop, _, _, scale = read
+        kind = COUNTERS.get(name) or how
+        if kind in ("step", "epoch") and any(item[0] == kind for item in items):
+            continue
+        at = anchor.start(1)
+        items.append((kind, name, at + start, at + stop, 0, 0, scale))
+    return split
+
+
+def _read_fields(body: str, at: int, split: str, best: bool,
+                 items: list[Item]) -> tuple[int, int, bool] | None:
+    """Read the fields of a record's body into `items`.
+
+    Returns:
+        (fields unread, words of prose, whether a name holds a digit).
+    """
     unread = prose = 0
     private = False  # a name with a digit (`acc1`): the recipe holds for this line only
     pending = ""  # `cross-entropy : 0.2433`: a name alone, its number in the next field
@@ -149,39 +211,48 @@ def _read_record(line: str) -> tuple[list[Item], bool] | None:
         if merged:
             unread -= 1
             prose -= len(_WORD.findall(pending))
-            read = _read_field(f"{pending} {field}", split)
+            read = read_field(f"{pending} {field}", split)
             if read is not None:  # the number is this whole field
-                read = (*read[:2], len(pending) + 1, len(pending) + 1 + len(field), 0, 0, 1.0)
+                read = (*read[:2], len(pending) + 1, len(pending) + 1 + len(field), 0, 0, read[6])
                 start -= len(pending) + 1
         else:
-            read = _read_field(field, split)
+            read = read_field(field, split)
         pending = field if _BARE_NAME.fullmatch(field) else ""
         if read is None:
-            tail = _TRAILING_PAIR.search(field)  # `... at epoch 1`: the pair at the end
-            if tail is not None:
-                read = _read_field(tail[0], split)
-                start += tail.start()
+            read, start = _read_tail(field, start, split)
         if read is None:
-            unread += 1
-            prose += len(_WORD.findall(field))
+            if _TAG.fullmatch(field) is not None:  # `valid on 'valid' subset`: the split
+                split = "train" if field[:2].lower() == "tr" else "val"
+            elif not settled(field):  # a count or setting (`global batch size: 4`) is no prose
+                unread += 1
+                prose += len(_WORD.findall(field))
             continue
-        prose += _prose_after(field)
+        prose += prose_after(field)
         private = private or any(map(str.isdigit, read[0]))
-        name, _, number_start, number_end, total_start, total_end, scale = read
+        name, how, number_start, number_end, total_start, total_end, scale = read
         if best and "/" in name and not name.startswith("best/"):
             name = "best/" + name.split("/", 1)[1]
         counter = COUNTERS.get(name)
         if counter is not None and any(kind == counter for kind, *_ in items):
             continue  # the first step or epoch a record names is its own
-        items.append((counter or "value", name, start + number_start, start + number_end,
+        items.append((counter or how, name, start + number_start, start + number_end,
                       start + total_start if total_end else 0,
                       start + total_end if total_end else 0, scale))
-    values = [item for item in items if item[0] == "value"]
-    if unread > MAX_UNREAD + len(values) or prose > MAX_PROSE_WORDS:
-        return None
-    if _cook(line, items) is None:  # nothing known, or placeholders only
-        return None
-    return items, private
+    return unread, prose, private
+
+
+def _read_tail(field: str, start: int, split: str) -> tuple[FieldRead | None, int]:
+    """The pair that ends a field of prose, and where the field's reading starts.
+
+    `... at epoch 1`, `LearningRateScheduler setting learning rate to 0.003.`
+    """
+    for pattern in (_TRAILING_PAIR, _TRAILING_TO):
+        tail = pattern.search(field)
+        if tail is not None:
+            read = read_field(tail[0], split)
+            if read is not None:
+                return read, start + tail.start()
+    return None, start
 
 
 def _fields(body: str) -> list[tuple[int, str]]:
@@ -199,126 +270,11 @@ def _fields(body: str) -> list[tuple[int, str]]:
     return fields
 
 
-def _prose_after(field: str) -> int:
-    """Words after the number of a field read by name (`... after 35,885,885`: one)."""
-    if " " not in field:
-        return 0
-    named = _NAMED.match(field)
-    rest = None if named is None else named["rest"]
-    return 0 if not rest else len(_WORD.findall(rest))
-
-
-def _placeholder(name: str, number: float) -> bool:
-    """Whether a value is printed before there is one to print.
-
-    `mfu -100.00%` (nanoGPT's, before its first estimate), `step_avg:nanms`, `iter_dt
-    0.00ms` (no step timed yet).
-    """
-    if name == "mfu" or name.endswith("_ms") or name.startswith("throughput/"):
-        return not number > 0  # NaN too
-    return False
-
-
-def _read_field(field: str, split: str) -> FieldRead | None:
-    """What one field reads as, or None for a field it cannot read.
-
-    A field may run on after its number (Marian's `Cost 0.0638 * 898,943 after 35,885,885`);
-    `_prose_after` counts the words there.
-    """
-    if "'" in field:  # `valid_0's auc`, `'val_loss' reached`: read without the quotes
-        return _unquoted(field, split)
-    united = _UNITED.match(field)
-    if united is not None:
-        name = UNIT_NAMES.get(united["unit"].lower())
-        return None if name is None else (name, 0.0, *united.span("num"), 0, 0, 1.0)
-    then_name = _NUMBER_THEN_NAME.match(field)  # `21.3 bleu`
-    if then_name is not None:
-        name = _metric(then_name["name"].lower(), split)
-        return None if name is None else (name, 0.0, *then_name.span("num"), 0, 0, 1.0)
-    named = _NAMED.match(field)
-    if named is None:
-        return None
-    raw, unit = named["name"], (named["unit"] or "").lower()
-    number_span = named.span("num")
-    low = _VERBS.sub("", raw.lower()).rstrip(":")
-    anchored = _AT_COUNTER.search(low)  # `validation loss at iteration 100`: the step, no metric
-    if anchored is not None and anchored["counter"] in COUNTERS:
-        low = anchored["counter"]
-    if low in COUNTERS:
-        return (low, 0.0, *number_span, 0, 0, 1.0)
-    total = named.span("total") if named["total"] is not None else (0, 0)
-    if unit in _TIME_UNITS:  # the unit belongs to the metric: `step_avg:42.13ms`
-        name = _timed(low)
-        return None if name is None else (name, 0.0, *number_span, *total, _TIME_UNITS[unit])
-    name = _metric(low, split)
-    if name is None and unit in UNIT_NAMES:
-        name = UNIT_NAMES[unit]
-    return None if name is None else (name, 0.0, *number_span, *total, 1.0)
-
-
-FieldRead = tuple[str, float, int, int, int, int, float]
-"""(metric name or counter, unused, where the number is in the field, where its total is or
-(0, 0), the scale to milliseconds or 1)."""
-
-
-def _unquoted(field: str, split: str) -> FieldRead | None:
-    """`_read_field` of a field with quotes, each read as a blank (places stay the same)."""
-    bare = field.replace("'", " ")
-    stripped = bare.lstrip()
-    read = _read_field(stripped.rstrip(), split)
-    if read is None:
-        return None
-    shift = len(bare) - len(stripped)
-    name, unused, start, end, total_start, total_end, scale = read
-    return (name, unused, start + shift, end + shift,
-            total_start + shift if total_end else 0, total_end + shift if total_end else 0,
-            scale)
-
-
-_NUMBER_THEN_NAME = re.compile(rf"^(?P<num>{_NUMBER})\s+(?P<name>[A-Za-z][\w-]*)$")
-_VERBS = re.compile(r"\s+(?:reached|is|was|of|=)$")
-_AT_COUNTER = re.compile(r"\s(?:at|after|for)\s+(?P<counter>\S+)$")
-"""A name that ends on `at <counter>` (Megatron's `validation loss at iteration 100`) names
-where the record stands, not a metric; only counters the vocabulary knows are taken."""
-_TIME_UNITS = {"ms": 1.0, "s": 1000.0}
-_STEP_TIMES = frozenset({"dt", "step_avg", "step_time", "time/step", "iter_dt", "time per step",
-                         "ms/step", "ms/batch", "time/iter", "iter time"})
-"""Names of the time one step took (`dt 512.3ms`, `step_avg:42.13ms`); a bare `time` may be an
-epoch's (`| end of epoch 1 | time: 40.1s |`), so it keeps its name (`time_ms`)."""
-
-
-def _timed(low: str) -> str | None:
-    """The name of a duration field in milliseconds, by what it times."""
-    if low in _STEP_TIMES:
-        return "step_time_ms"
-    name = re.sub(r"[^a-z0-9]+", "_", low).strip("_")
-    return f"{name}_ms" if name else None
-
-
-def _metric(low: str, split: str) -> str | None:
-    """The metric a field name stands for (`xent`, `valid_0 auc`, `dev auxiliary loss`)."""
-    best = low.startswith("best ")
-    if best:
-        low = low[5:]
-    field_split, bare = split_and_base(low, split)
-    base = SHORT_NAMES.get(bare)
-    if base is None and " " in bare:  # `auxiliary loss`, `average reward score`
-        base = SHORT_NAMES.get(bare.rsplit(None, 1)[-1])
-    if base is None:
-        name = metric_name(bare.replace(" ", "_"), field_split)
-        if name in STANDARD_NAMES:
-            base = name.split("/", 1)[-1] if name.startswith(("train/", "val/", "test/")) else name
-        elif any(word in bare for word in METRIC_WORDS):
-            base = bare.replace(" ", "_")
-        else:
-            return None
-    if best:
-        return f"best/{base}"
-    return base if "/" in base or base in SPLIT_FREE else f"{field_split}/{base}"
-
 _RENAMES = {"xent": "train/loss", "avg.loss": "train/loss", "cost": "train/loss",
             "trl": "train/loss", "tel": "val/loss", "gnorm": "grad_norm", "norm": "grad_norm",
-            "l.r.": "lr", "tps": "throughput/tokens_s", "sps": "throughput/samples_s"}
+            "l.r.": "lr", "tps": "throughput/tokens_s", "sps": "throughput/samples_s",
+            "ips": "throughput/samples_s", "wps": "throughput/tokens_s",
+            **{name: scaled[0] for name, scaled in SCALED_NAMES.items()}}
 """Short names the key-value reader keeps as printed, and what they mean."""
 
 
@@ -331,6 +287,8 @@ def renamed(metric: LogMetric) -> LogMetric:
     for name, value in metric.values:
         if name == "s" and step is None and value == int(value) and value >= 0:
             step = to_step(value)  # `s:400`: the step, as a short counter
+        elif name in SCALED_NAMES:  # `mtps:1.2`: million tokens a second
+            values.append((SCALED_NAMES[name][0], value * SCALED_NAMES[name][1]))
         elif name != "s":
             values.append((_RENAMES.get(name, name), value))
     if not values:
@@ -413,7 +371,9 @@ def _may_read_better(metric: LogMetric, line: str) -> bool:
     if not all(name in STANDARD_NAMES for name, _ in metric.values):
         return True  # `train-mlogloss:0.81`, `Batch Loss: 1.92`: the vocabulary may know them
     # `step 5 | loss 2.0 | norm 1.2 | sps 120.5`: fields the pairs left unread
-    return (" | " in line or ";" in line) and len(_NUMBERS.findall(line)) > len(metric.values) + 2
+    counters = (metric.step is not None) + (metric.epoch is not None)
+    return ((" | " in line or ";" in line)
+            and len(_NUMBERS.findall(line)) > len(metric.values) + counters)
 
 
 def _reading(metric: LogMetric) -> int:

@@ -7,6 +7,7 @@ import re
 COUNTERS: dict[str, str] = {
     "step": "step", "steps": "step", "up.": "step", "up": "step", "iter": "step",
     "iteration": "step", "it": "step", "update": "step", "updates": "step", "s": "step",
+    "num_updates": "step", "global_step": "step", "global step": "step",
     "epoch": "epoch", "ep.": "epoch", "ep": "epoch",
 }
 """Field names that anchor a record: the step (`Up. 6500`, `s:400`) or the epoch (`Ep. 3`)."""
@@ -24,8 +25,13 @@ SHORT_NAMES: dict[str, str] = {
     "tokens per sec": "throughput/tokens_s", "tok/s": "throughput/tokens_s",
     "tps": "throughput/tokens_s", "words/s": "throughput/tokens_s",
     "words/sec": "throughput/tokens_s", "sps": "throughput/samples_s",
+    "wps": "throughput/tokens_s", "ups": "throughput/it_s", "ips": "throughput/samples_s",
+    "hmean": "hmean", "learn": "loss",
 }
 """Names a log prints for a metric, lower case, without their split: `xent` is a loss."""
+
+SCALED_NAMES: dict[str, tuple[str, float]] = {"mtps": ("throughput/tokens_s", 1e6)}
+"""Names of a metric in a larger unit, and the factor to its own (`mtps`: million tokens/s)."""
 
 SPLIT_FREE = frozenset({"lr", "grad_norm"})
 """Bases that belong to no split."""
@@ -41,8 +47,28 @@ UNIT_NAMES: dict[str, str] = {
 
 METRIC_WORDS = ("loss", "acc", "ppl", "perplexity", "auc", "logloss", "rmse", "mae", "mse",
                 "error", "bleu", "f1", "precision", "recall", "dice", "iou", "reward", "score",
-                "wer", "cer")
+                "wer", "cer", "hmean")
 """Words that make a field name a metric (`binary_logloss`, `mlogloss`, `valid_dice`)."""
+
+EVALUATION_ONLY = frozenset({"precision", "recall", "hmean", "f1", "bleu"})
+"""Scores a run computes on held-out data only: without a split of their own, `val`."""
+
+_NOT_METRIC = re.compile(
+    r"(?:^|[\s_])(?:scale|size)$|^(?:num|number|consumed)[\s_]|^init|^(?:wpb|bsz|clip|oom|wall"
+    r"|train_wall|gb_free|total|remaining|elapsed)$")
+
+
+def is_count_or_setting(low: str) -> bool:
+    """Whether a lower-case field name is a count or a setting, not a metric.
+
+    `loss scale` and `loss_scale` (mixed precision's), `global batch size`, `consumed samples`,
+    `number of skipped iterations`, `num zeros`, and fairseq's words per batch (`wpb`), batch
+    size (`bsz`), clipped share (`clip`), out-of-memory count (`oom`) and wall clocks
+    (CatBoost's `total: 1.2s  remaining: 19m 56s`); a starting value is a setting
+    (LightGBM's `initscore=0.003864`, `init_lr`).
+    """
+    return _NOT_METRIC.search(low) is not None
+
 
 _SPLIT = re.compile(
     r"^(train|training|trn|valid|validation|val|dev|eval|evaluation|test)(?:_\d+)?[\s_\-/]+(.+)$")

@@ -195,7 +195,7 @@ def test_recall_on_logs_of_frameworks_without_a_parser() -> None:
 @pytest.mark.parametrize(("line", "values", "step"), [
     # Megatron-LM (tests/data/logs/megatron/gpt2_base_n4.log line 12): the phrase names the step
     (" validation loss at iteration 100 | lm loss value: 8.017406E+00 | lm loss PPL: "
-     "3.033300E+03 | ", {"val/lm_loss_value": 8.017406, "val/ppl": 3033.3}, 100),
+     "3.033300E+03 | ", {"val/loss": 8.017406, "val/ppl": 3033.3}, 100),
     ("eval loss after step 300 | acc 0.9", {"val/acc": 0.9}, 300),
     # `for`/`at` before a word that is no counter leaves the field as it was
     ("time for forward 12.3 | loss 0.5", {"train/loss": 0.5}, None),
