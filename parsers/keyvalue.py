@@ -185,7 +185,7 @@ def parse_plain_line(line: str) -> LogMetric | None:
     if not ("loss" in low or "acc" in low or "step" in low or "epoch" in low or "iter" in low
             or "lr" in low or "map" in low or "iou" in low or "ppl" in low or "perplexity" in low
             or "top1" in low or "top5" in low or "prec@" in low or "learning_rate" in low
-            or "grad_norm" in low):
+            or "grad_norm" in low or "reward" in low):
         return None
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if shape in _NOT_PLAIN:
