@@ -233,10 +233,11 @@ class _Reader:
         if kind == _NAME:
             if text in _CONSTANTS:
                 return _CONSTANTS[text]
-            if self.line.startswith("(", self.at):
-                self.at += 1
-                first = self.sequence(")", depth + 1)
-                return first if _NUMBER_WRAPPER.fullmatch(text) else None
+            if not self.line.startswith("(", self.at):
+                return None  # a name (`int` in `defaultdict(int, ...)`): no value
+            self.at += 1
+            first = self.sequence(")", depth + 1)
+            return first if _NUMBER_WRAPPER.fullmatch(text) else None
         raise _Cut
 
     def sequence(self, close: str, depth: int) -> object:
