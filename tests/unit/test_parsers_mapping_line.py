@@ -11,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parsers.generic_context import GenericParser
+from parsers.json_document import is_record_document, read_record_document
 from parsers.json_records import EPOCH_KEYS, STEP_KEYS
 from parsers.keyvalue import parse_generic_line, parse_plain_line
 from parsers.mapping_line import MAX_DEPTH, MAX_PROSE_WORDS, find_mapping, parse_mapping_line
-from parsers.registry import make_parser
+from parsers.registry import FRAMEWORK_FORMATS, detect_format, make_parser
 
 
 def values(line: str) -> dict[str, float]:
@@ -205,3 +206,36 @@ def test_words_never_become_a_metric(record: dict[str, str]) -> None:
         assert parse_mapping_line(repr(record)) is None
     except ValueError:
         pass  # a known metric's value that is no number
+
+
+HISTORY = """{
+  "best_metric": 0.5,
+  "history": [
+    {"epoch": 1, "loss": "0.9", "val": {"acc": 0.5}},
+    {"epoch": 2, "loss": 0.7, "note": "resumed"},
+    {"epoch": -1, "loss": 0.6},
+    {"lr": 0.001}
+  ],
+  "tags": [{"name": "a"}]
+}
+"""
+
+
+def test_a_json_document_is_read_record_by_record_by_its_structure() -> None:
+    lines = HISTORY.splitlines()
+    assert is_record_document(lines)
+    assert detect_format(lines, "any/name.json", FRAMEWORK_FORMATS) == "json_document"
+    metrics, unparsed = read_record_document(HISTORY)
+    assert [(dict(m.values), m.epoch) for m in metrics] == [
+        ({"train/loss": 0.9, "val/acc": 0.5}, 1.0), ({"train/loss": 0.7}, 2.0)]
+    assert [number for number, _ in unparsed] == [3]  # a negative epoch; the settings: nothing
+    assert read_record_document('[{"step": 3, "loss": 1.5}]')[0][0].step == 3
+
+
+@pytest.mark.parametrize("text", [
+    '{"loss": 0.5, "epoch": 1}',  # a JSON line: the line formats read it
+    '{\n  "architectures": "x",\n  "hidden_size": 768\n}',  # an object with no list
+    "loss: 0.5", "", "[1, 2, 3]\n",
+])
+def test_other_text_is_no_record_document(text: str) -> None:
+    assert not is_record_document(text.splitlines())
