@@ -15,6 +15,10 @@ RECORD_DOCUMENT = "json_document"
 """The generic document format: any program's JSON document whose top level holds records."""
 _LIST_OPENS = re.compile(r'\s*"[^"\\]*":\s*\[\s*(?:\{\s*)?$')
 """A pretty-printed key whose value, a list, opens on the lines below (`  "log_history": [`)."""
+_JSON_LINE = re.compile(r'[\[\]{}"\d-]|(?:true|false|null|NaN|-?Infinity)\b')
+"""How every line of pretty-printed JSON starts (stripped): a bracket, a key or string, a
+number or a constant. A log that prints its configuration as JSON first goes on with lines
+of its own (`Epoch 1 ...`), which do not."""
 
 
 def is_record_document(raw_lines: Sequence[str]) -> bool:
@@ -22,10 +26,11 @@ def is_record_document(raw_lines: Sequence[str]) -> bool:
 
     Its first line opens an array, or an object one of whose keys opens a list on its own line
     (`trainer_state.json`'s `"log_history": [`, a history dump's `"train": [`). A JSON object
-    on one line is a JSON-lines log, which the line formats read.
+    on one line is a JSON-lines log, which the line formats read, and a log that opens with
+    a configuration printed as JSON goes on with lines that are no JSON.
     """
     lines = [line.strip() for line in raw_lines[:64] if line.strip()]
-    if not lines:
+    if not lines or not all(_JSON_LINE.match(line) for line in lines):
         return False
     first = lines[0].lstrip("\ufeff")
     if first in ("[", "[{"):

@@ -236,6 +236,8 @@ def test_a_json_document_is_read_record_by_record_by_its_structure() -> None:
     '{"loss": 0.5, "epoch": 1}',  # a JSON line: the line formats read it
     '{\n  "architectures": "x",\n  "hidden_size": 768\n}',  # an object with no list
     "loss: 0.5", "", "[1, 2, 3]\n",
+    # a configuration printed as JSON at the top of a training log
+    '{\n  "gpus": [\n    0\n  ]\n}\nEpoch 1 loss: 0.5\n',
 ])
 def test_other_text_is_no_record_document(text: str) -> None:
     assert not is_record_document(text.splitlines())
