@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from parsers.json_records import record_to_metric
@@ -34,6 +35,11 @@ _CONSTANTS: dict[str, object] = {"True": True, "False": False, "None": None, "tr
 # `np.float64(0.93)` (numpy 2's repr), `tensor(0.52, device='cuda:0')`, `float32(1.5)`
 _NUMBER_WRAPPER = re.compile(r"(?:(?:np|numpy|torch)\.)?(?:float|int|uint)\d*|tensor")
 _ESCAPE = re.compile(r"\\(.)")
+_PYTHON_WORDS = re.compile(r"\b(?:nan|inf|True|False|None)\b")
+_JSON_WORDS = {"nan": "NaN", "inf": "Infinity", "True": "true", "False": "false",
+               "None": "null"}
+_JSON_DECODE = json.JSONDecoder().raw_decode
+"""(value, end) of the JSON value at an index; `NaN` and `Infinity` accepted."""
 _PROSE_WORD = re.compile(r"[A-Za-z]{2,}")
 _EPISODES_KEY, _EPISODES_NAME = "eps", "throughput/samples_s"
 """TRL's PPO and RLOO dicts open with `eps`, episodes (prompts) a second printed as an int:
@@ -74,16 +80,61 @@ def read_mappings(line: str, start: int) -> list[dict[str, object]]:
     """
     mappings = []
     while start >= 0:
-        reader = _Reader(line, start + 1)
-        mapping: dict[str, object] = {}
-        try:
-            reader.mapping_items(mapping, 1)
-        except _Cut:
-            pass
+        mapping, end = _decode_whole(line, start)
+        if mapping is None:
+            reader = _Reader(line, start + 1)
+            mapping = {}
+            try:
+                reader.mapping_items(mapping, 1)
+            except _Cut:
+                pass
+            end = reader.at
         if mapping:
             mappings.append(mapping)
-        start = find_mapping(line, max(reader.at, start + 1))
+        start = find_mapping(line, max(end, start + 1))
     return mappings
+
+
+def _decode_whole(line: str, start: int) -> tuple[dict[str, object] | None, int]:
+    """(the mapping, where it ends) by the C JSON decoder, or (None, -1) to read it token by token.
+
+    The common mapping is whole: a JSON object, or a flat Python dict whose quotes become
+    JSON's (`{'loss': 0.5, 'epoch': 1.0}`: no `"`, backslash, call or nesting inside), read
+    at C speed; anything else (cut short, nested Python, `np.float64(...)`) is left to the
+    tokenizer.
+    """
+    if line.startswith('{"', start):
+        try:
+            value, end = _JSON_DECODE(line, start)
+        except (ValueError, RecursionError):  # cut short, or nested deeper than a stack
+            return None, -1
+        return (value, end) if type(value) is dict and _depth_ok(value) else (None, -1)
+    close = line.find("}", start)
+    if close < 0:
+        return None, -1
+    text = line[start:close + 1]
+    if '"' in text or "\\" in text or "(" in text or "{" in text[1:] or "[" in text:
+        return None, -1
+    text = text.replace("'", '"')
+    # `in` tests in C first: most dicts hold none of Python's own words
+    if ("nan" in text or "inf" in text or "True" in text or "False" in text
+            or "None" in text):
+        text = _PYTHON_WORDS.sub(_json_word, text)
+    try:
+        value = _JSON_DECODE(text, 0)[0]
+    except ValueError:
+        return None, -1
+    return (value, close + 1) if type(value) is dict else (None, -1)
+
+
+def _depth_ok(mapping: dict[str, object], depth: int = 1) -> bool:
+    """Whether nested mappings stay within `MAX_DEPTH` levels, as the tokenizer reads them."""
+    return depth <= MAX_DEPTH and all(
+        _depth_ok(value, depth + 1) for value in mapping.values() if type(value) is dict)
+
+
+def _json_word(match: re.Match[str]) -> str:
+    return _JSON_WORDS[match[0]]
 
 
 def parse_mapping_line(line: str) -> LogMetric | None:
