@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from parsers import findings, registry
-from parsers.hf_trainer import parse_trainer_state
+from parsers.json_document import read_document
 from parsers.model import LogFinding, LogMetric
 
 
@@ -93,8 +93,8 @@ class RegistryFormats:
         return name in registry.DOCUMENT_FORMATS
 
     def parse_document(self, name: str, text: str) -> list[LogMetric]:
-        """Delegate to `parsers.hf_trainer.parse_trainer_state`."""
-        return parse_trainer_state(text)
+        """Delegate to `parsers.json_document.read_document` (its unparsed records dropped)."""
+        return read_document(name, text)[0]
 
     # Called for every line of a fast log: the function itself, not a method that calls it.
     scan_line = staticmethod(findings.scan_line)

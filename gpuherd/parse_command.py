@@ -23,7 +23,7 @@ from gpuherd.format import visible
 from gpuherd.tasks.health import judge_histories, wants
 from gpuherd.tasks.series import MetricSeries
 from parsers.findings import findings_from_metric
-from parsers.hf_trainer import read_trainer_state
+from parsers.json_document import read_document
 from parsers.model import LogFinding, LogMetric
 from parsers.registry import DOCUMENT_FORMATS, FORMAT_NAMES
 
@@ -254,7 +254,7 @@ def _parse_document(path: str, handle: IO[bytes], log_format: str, emit: Emit) -
     report = FileReport(log_format)
     history = TrendHistory()
     # a document has no log lines: `line` counts its records (log_history entries)
-    metrics, unparsed = read_trainer_state(data.decode("utf-8", "replace"))
+    metrics, unparsed = read_document(log_format, data.decode("utf-8", "replace"))
     for entry, reason in unparsed:
         report.count_error(entry, reason, "entry")
     for number, metric in enumerate(metrics, 1):

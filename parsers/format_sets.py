@@ -6,9 +6,9 @@ parsers (`parsers.registry`) are not loaded yet.
 
 from __future__ import annotations
 
-DOCUMENT_FORMATS: frozenset[str] = frozenset({"hf_trainer_state"})
-"""Formats that are whole JSON documents rewritten in place, parsed with `parse_trainer_state`
-after each change instead of line by line."""
+DOCUMENT_FORMATS: frozenset[str] = frozenset({"hf_trainer_state", "json_document"})
+"""Formats that are whole JSON documents rewritten in place, parsed with
+`parsers.json_document.read_document` after each change instead of line by line."""
 
 CSV_FORMATS: frozenset[str] = frozenset({"lightning_csv", "timm_csv", "ultralytics_csv", "csv"})
 """Formats whose first line is their header: told from a file's first lines only."""

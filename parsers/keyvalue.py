@@ -23,6 +23,7 @@ from parsers.keyvalue_words import (
     opens_evaluation,
     parse_spaced_line,
 )
+from parsers.mapping_line import parse_mapping_line
 from parsers.model import LogMetric
 from parsers.records import AS_READ, RECORD_ACTIONS, RECORD_RECIPES, read_better
 from parsers.text import (
@@ -82,8 +83,15 @@ def parse_generic_line(line: str) -> LogMetric | None:
     pairs, or with any word when none of its keys is a known metric (`Modules in train mode:
     17`, `TPU available: False, using: 0 TPU cores`), gives nothing, and so do warnings, tips
     and lines quoting code in backticks (`` `max_epochs=6` reached ``).
+
+    A printed mapping (`{'loss': 0.5, 'epoch': 1.0}`, a JSON object after a logging prefix)
+    is read as a record: see `parsers.mapping_line`.
     """
     line = normalise_line(line)
+    if "{'" in line or '{"' in line:
+        mapped = _mapping_metric(line)
+        if mapped is not None:
+            return mapped
     if ":" not in line and "=" not in line:
         metric = parse_spaced_line(line)
         if metric is None and not _may_be_record(line):
@@ -176,6 +184,10 @@ def parse_plain_line(line: str) -> LogMetric | None:
     (Ultralytics' 1,700-character `engine/trainer:` settings).
     """
     line = normalise_line(line)  # the last `\r` frame: the format has just normalised it
+    if "{'" in line or '{"' in line:  # a printed mapping: no longer than a record needs
+        mapped = _mapping_metric(line)
+        if mapped is not None:
+            return mapped
     if len(line) > MAX_PLAIN_CHARS:
         return None
     if ":" not in line and "=" not in line:
@@ -197,7 +209,7 @@ def parse_plain_line(line: str) -> LogMetric | None:
     if not ("loss" in low or "acc" in low or "step" in low or "epoch" in low or "iter" in low
             or "lr" in low or "map" in low or "iou" in low or "ppl" in low or "perplexity" in low
             or "top1" in low or "top5" in low or "prec@" in low or "learning_rate" in low
-            or "grad_norm" in low):
+            or "grad_norm" in low or "reward" in low):
         return None
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if shape in _NOT_PLAIN:
@@ -217,6 +229,17 @@ def parse_plain_line(line: str) -> LogMetric | None:
     return metric
 
 
+def _mapping_metric(line: str) -> LogMetric | None:
+    """`parse_mapping_line`, dated by the ISO timestamp a logging prefix gives the line."""
+    metric = parse_mapping_line(line)
+    if metric is None or metric.taken_at is not None:
+        return metric
+    taken_at = _timestamp(line)
+    if taken_at is None:
+        return metric
+    return LogMetric(metric.values, metric.step, metric.epoch, taken_at, metric.unparsed_values)
+
+
 def _named_shape(line: str, shape: bytes) -> bytes:
     """A line's shape with the digits its words hold (`ResNet50`, `acc1`), which it zeroes."""
     return shape + b"\0" + ",".join(_WORD_DIGITS.findall(line)).encode()
@@ -224,7 +247,12 @@ def _named_shape(line: str, shape: bytes) -> bytes:
 
 def parse_without_plans(line: str) -> LogMetric | None:
     """`parse_generic_line` the long way, never with a plan: the reference plans must match."""
-    line = last_redraw(normalise_line(line))
+    line = normalise_line(line)
+    if "{'" in line or '{"' in line:  # as `parse_generic_line`: mappings first
+        mapped = _mapping_metric(line)
+        if mapped is not None:
+            return mapped
+    line = last_redraw(line)
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if ":" not in line and "=" not in line:
         metric = parse_spaced_line(line)

@@ -16,6 +16,7 @@ from parsers.framework_formats import (
 )
 from parsers.generic_context import GenericParser
 from parsers.hf_trainer import HfTrainerParser
+from parsers.json_document import RECORD_DOCUMENT, is_record_document
 from parsers.json_records import parse_jsonl_line
 from parsers.keyvalue import parse_plain_line
 from parsers.line_parser import CheckedParser, LineParser, StatelessParser
@@ -144,7 +145,8 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
 )
 """(name, detect, factory), most specific first; detection takes the first that says yes."""
 
-FORMAT_NAMES: tuple[str, ...] = tuple(name for name, _, _ in FORMATS) + ("hf_trainer_state",)
+FORMAT_NAMES: tuple[str, ...] = tuple(name for name, _, _ in FORMATS) + (
+    "hf_trainer_state", RECORD_DOCUMENT)
 """Every name `make_parser` and `--format` accept."""
 
 LATE_FORMATS: frozenset[str] = frozenset(
@@ -164,8 +166,9 @@ progress bars and printed dicts of scripts that also print lines of their own. T
 and detectron2 loggers report every metric through their own lines and open with an
 environment and config dump (`seed: 0`, `C++ Version: 202002`) that would read as metrics."""
 
-FRAMEWORK_FORMATS: frozenset[str] = frozenset(FORMAT_NAMES) - {"csv", "jsonl", "tqdm", "generic"}
-"""Formats named after one framework or program (its logger, its files); the other four read
+FRAMEWORK_FORMATS: frozenset[str] = frozenset(FORMAT_NAMES) - {
+    "csv", "jsonl", "tqdm", "generic", RECORD_DOCUMENT}
+"""Formats named after one framework or program (its logger, its files); the other five read
 any program's output. `detect_format(..., off=...)` can leave any of them out: the
 generalization benchmark scores the reader without them (benchmarks/bench_generalization.py)."""
 
@@ -178,7 +181,8 @@ def detect_format(sample_lines: Sequence[str], path: str | None = None,
                   off: frozenset[str] = frozenset()) -> str:
     """Guess the format of a log from its first lines and its path; falls back to `generic`.
 
-    The text decides first: a JSON object with `log_history` is `hf_trainer_state`, a metrics
+    The text decides first: a JSON object with `log_history` is `hf_trainer_state`, any other
+    pretty-printed JSON document that may hold a list of records `json_document`, a metrics
     CSV header is CSV and JSON records are JSON whatever the file is called; the name decides
     only what the text leaves open (`trainer_state.json` still being written, an empty
     `metrics.csv`).
@@ -192,6 +196,8 @@ def detect_format(sample_lines: Sequence[str], path: str | None = None,
     if "hf_trainer_state" not in off and (
             is_trainer_state(sample_lines) or name == "trainer_state.json"):
         return "hf_trainer_state"
+    if RECORD_DOCUMENT not in off and is_record_document(sample_lines):
+        return RECORD_DOCUMENT
     lines = [normalise_line(line) for line in sample_lines]
     for format_name, detect, _ in FORMATS:
         if format_name not in off and detect(lines, name):
@@ -230,7 +236,7 @@ def make_parser(name: str, plain_lines: bool = True) -> LineParser:
         ValueError: an unknown name, or a document format (see `DOCUMENT_FORMATS`).
     """
     if name in DOCUMENT_FORMATS:
-        raise ValueError(f"{name} is a document format: use parse_trainer_state on the file")
+        raise ValueError(f"{name} is a document format: use read_document on the file")
     factory = _FACTORIES.get(name)
     if factory is None:
         raise ValueError(f"unknown log format {name!r}; known: {', '.join(FORMAT_NAMES)}")

@@ -9,7 +9,7 @@ FORMAT_NAMES = ("lightning_csv", "timm_csv", "ultralytics_csv", "csv", "detr_jso
                 "llamafactory", "detectron2_json", "mmengine_json", "jsonl", "mmengine",
                 "detectron2", "sb3", "ultralytics", "lightning_rich", "keras", "nanogpt",
                 "megatron", "fairseq", "paddle", "metric_logger", "hf_trainer", "tqdm",
-                "generic", "hf_trainer_state")
+                "generic", "hf_trainer_state", "json_document")
 """`parsers.registry.FORMAT_NAMES`, written out: importing the registry to print `--help` would
 cost every command's start-up; a test keeps the two equal."""
 EPILOG = ("FILE is a training log (plain text, CSV, JSON lines, or a trainer_state.json); its "

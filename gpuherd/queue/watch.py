@@ -12,6 +12,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from collectors.base import CollectorError
 from collectors.roles import QUEUE
@@ -19,9 +20,11 @@ from collectors.samples import QueueJobRow, QueueSnapshot
 from gpuherd.queue.headless import RUNNER_LOCK
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.listing import DAMAGED, job_name, places
-from gpuherd.queue.liveness import JobEnd, as_ended, end_seen
 from gpuherd.queue.state_files import DB_FILE, default_state_dir
 from gpuherd.queue.store_rows import COLUMNS, read_rows
+
+if TYPE_CHECKING:
+    from gpuherd.queue.liveness import JobEnd
 
 READ_TIMEOUT_S = 0.5
 """How long a look waits for a writer's lock (WAL readers rarely wait at all)."""
@@ -147,6 +150,11 @@ class QueueWatch:
     def _as_seen(self, rows: tuple[QueueJobRow, ...], running: tuple[Job, ...],
                  now: float) -> tuple[QueueJobRow, ...]:
         """The rows, a running job whose supervisor and command are gone shown as ended."""
+        if not running and not self._ends:
+            return rows
+        # Only now: the session reader it brings is no part of a dashboard's first frame.
+        from gpuherd.queue.liveness import as_ended, end_seen
+
         ended: dict[int, QueueJobRow] = {}
         for job in running:
             end = self._ends.get(job.id) or end_seen(job)
