@@ -212,7 +212,7 @@ class LineDigest:
             self._parser, self.format = _NoLines(), name
             return
         try:
-            self._parser = self._formats.make_parser(name)
+            self._parser = self._formats.make_parser(name, self._path)
         except (KeyError, ValueError) as error:
             raise CollectorUnavailable(f"{self._path}: unknown log format {name!r} ({error})",
                                        title="log") from error

@@ -34,8 +34,8 @@ class LogFormats(Protocol):
     def detect_late(self, lines: Sequence[str], path: str | None) -> str | None:
         """A console format later lines of a `generic` log show (banners came first), or None."""
 
-    def make_parser(self, name: str) -> LineParser:
-        """A fresh parser for format `name`."""
+    def make_parser(self, name: str, path: str | None = None) -> LineParser:
+        """A fresh parser for format `name`, for the file at `path` (some name metrics by it)."""
 
     def document_format(self, path: str, forced: str | None) -> str | None:
         """The whole-file format `path` is read with (`trainer_state.json`), else `None`."""
@@ -73,9 +73,9 @@ class RegistryFormats:
         """Delegate to `parsers.registry.detect_late_format`."""
         return registry.detect_late_format(lines, path, self.off)
 
-    def make_parser(self, name: str) -> LineParser:
+    def make_parser(self, name: str, path: str | None = None) -> LineParser:
         """Delegate to `parsers.registry.make_parser` (`ValueError` for an unknown name)."""
-        return registry.make_parser(name)
+        return registry.make_parser(name, path=path)
 
     def document_format(self, path: str, forced: str | None) -> str | None:
         """A forced document format, else the one the file's first bytes (or its name) show.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Iterator
 from itertools import islice
@@ -166,7 +167,8 @@ def parse_file(path: str, log_format: str | None, emit: Emit,
 def _digest_file(path: str, handle: IO[bytes], formats: RegistryFormats,
                  forced: str | None, emit: Emit) -> FileReport:
     """Feed the file, chunk by chunk, through the tail's `LineDigest`; emit what each gave."""
-    digest = LineDigest(formats, path, forced, max_findings=sys.maxsize)
+    # the whole path: MLflow's metric files are named by the directories above them
+    digest = LineDigest(formats, os.path.abspath(path), forced, max_findings=sys.maxsize)
     assembler = LineAssembler()
     report = FileReport(forced or "generic")
     history = TrendHistory()
@@ -183,7 +185,7 @@ def _digest_file(path: str, handle: IO[bytes], formats: RegistryFormats,
             report.format = digest.format
             return report  # a document after all: `parse_file` reads it whole
         _emit_parts(path, digest, report, history, emit)
-    report.format = digest.format or formats.detect([], path)
+    report.format = digest.format or formats.detect([], os.path.abspath(path))
     report.lines = assembler.line_no
     report.cut_lines = assembler.too_long
     for number, finding in history.findings():
@@ -222,7 +224,7 @@ def _detected(handle: IO[bytes], formats: RegistryFormats, path: str) -> str:
     """The format detection picks from the file's first lines (beside a forced one)."""
     handle.seek(0)
     sample = [text for _, text in islice(read_lines(handle), SAMPLE_LINES)]
-    return formats.detect(sample, path)
+    return formats.detect(sample, os.path.abspath(path))
 
 
 _CONTROL = frozenset(chr(code) for code in range(32)) - {"\t", "\r", "\x1b"} | {"\ufffd"}
