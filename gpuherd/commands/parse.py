@@ -6,7 +6,8 @@ import argparse
 
 HELP = "print the metrics and health findings found in training-log files"
 FORMAT_NAMES = ("tensorboard_csv", "mlflow", "lightning_csv", "timm_csv", "ultralytics_csv",
-                "csv", "detr_json", "llamafactory", "detectron2_json", "mmengine_json", "jsonl", "mmengine",
+                "csv", "detr_json", "llamafactory", "detectron2_json", "mmengine_json", "jsonl",
+                "mmengine",
                 "detectron2", "sb3", "ultralytics", "lightning_rich", "keras", "nanogpt",
                 "megatron", "fairseq", "paddle", "metric_logger", "hf_trainer", "tqdm",
                 "generic", "hf_trainer_state")
