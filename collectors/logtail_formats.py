@@ -52,6 +52,9 @@ class LogFormats(Protocol):
     def findings_from_metric(self, metric: LogMetric) -> Sequence[LogFinding]:
         """Findings the metric alone supports (NaN or Inf loss)."""
 
+    def ends_run(self, line: str) -> bool:
+        """Whether the line says the training run has ended (`Training completed.`)."""
+
 
 class RegistryFormats:
     """The real formats: `parsers.registry`, `parsers.hf_trainer` and `parsers.findings`.
@@ -96,8 +99,9 @@ class RegistryFormats:
         """Delegate to `parsers.hf_trainer.parse_trainer_state`."""
         return parse_trainer_state(text)
 
-    # Called for every line of a fast log: the function itself, not a method that calls it.
+    # Called for every line of a fast log: the functions themselves, not methods calling them.
     scan_line = staticmethod(findings.scan_line)
+    ends_run = staticmethod(findings.ends_run)
 
     def findings_from_metric(self, metric: LogMetric) -> Sequence[LogFinding]:
         """Delegate to `parsers.findings.findings_from_metric` when a value is not finite."""

@@ -204,6 +204,8 @@ def _emit_parts(path: str, digest: LineDigest, report: FileReport, history: Tren
         report.count_error(*parts.first_unparsed)
         report.unparsed -= 1  # counted below, with the others
     report.unparsed += parts.unparsed_lines
+    if parts.run_end_line is not None:
+        history.end_line = parts.run_end_line
     findings = iter(parts.findings)
     pending = next(findings, None)
     for number, metric in parts.metrics:
@@ -312,9 +314,13 @@ class TrendHistory:
     def __init__(self) -> None:
         self.series: dict[str, MetricSeries] = {}
         self.last_line: dict[str, int] = {}
+        self.last_metric_line = 0
+        self.end_line: int | None = None
+        """The last line that said the run ended (`parsers.findings.ends_run`)."""
 
     def add(self, number: int, metric: LogMetric) -> None:
         """Keep the values of line `number` that a trend rule reads."""
+        self.last_metric_line = number
         for name, value in metric.values:
             series = self.series.get(name)
             if series is None:
@@ -327,7 +333,11 @@ class TrendHistory:
 
     def findings(self) -> list[tuple[int, LogFinding]]:
         """The trend findings of the points kept, each at the last line of its metric."""
-        return [(self.last_line[name], found) for name, found in judge_histories(self.series)]
+        # a run whose log said it ended, with no metric after, is judged as ended: its loss is
+        # flat at the end because it converged (`gpuherd.tasks.health.LIVE_ONLY_KINDS`)
+        ended = self.end_line is not None and self.end_line >= self.last_metric_line
+        return [(self.last_line[name], found)
+                for name, found in judge_histories(self.series, ended=ended)]
 
 
 def _json_emitter(out: IO[str]) -> Emit:

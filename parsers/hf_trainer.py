@@ -23,6 +23,7 @@ can put step dicts, whose `loss` is the step's, on the same line."""
 _EPISODES_KEY, _EPISODES_NAME = "eps", "throughput/samples_s"
 """TRL's PPO and RLOO dicts open with `eps`, episodes (prompts) a second printed as an int:
 samples a second, and `0` is a rounding of a slow run, not a stall."""
+_LIST_STARTS = ("[", "array(")
 _METRICS_BLOCK = re.compile(r"^\*{5} (\w+) metrics \*{5}$")
 _BLOCK_ITEM = re.compile(r"^\s+(\w+)\s+=\s+(\S+)$")
 
@@ -132,6 +133,9 @@ def _dicts_to_metric(line: str, start: int) -> LogMetric | None:
             pairs.extend((key, text) for key, text in _ITEM.findall(line, start, end)
                          if text.strip())
         start = following
+    # a per-class list (`'eval_per_category_iou': [nan, 0.61]`, or a numpy `array([...])`) is
+    # no single value: left out, the dict's other values kept
+    pairs = [(key, text) for key, text in pairs if not text.startswith(_LIST_STARTS)]
     if pairs and pairs[0][0] == _EPISODES_KEY:  # a TRL online trainer's dict (PPO, RLOO)
         pairs[0:1] = [] if pairs[0][1].strip() == "0" else [(_EPISODES_NAME, pairs[0][1])]
     return pairs_to_metric(pairs) if pairs else None

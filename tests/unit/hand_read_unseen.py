@@ -11,6 +11,8 @@ well the rules generalize; the others are the ones the rules were developed on.
 
 from __future__ import annotations
 
+import math
+
 from tests.unit.test_parsers_hand_read import Log, Read
 
 UNSEEN: dict[str, Log] = {
@@ -103,6 +105,12 @@ UNSEEN: dict[str, Log] = {
     "kan_gpt/eval_blocks_late.log": Log(None, (
         Read(12, "test/loss", 6.6267), Read(19, "train/loss", 6.40867, step=300),
         Read(31, "test/loss", 6.5726))),
+    # ---- end of a run, NaN in per-class lists (nnU-Net, pasted in its issue threads) ----
+    "nnunet/spine_per_class_nan.log": Log(None, (  # per-class NaN dice: no NaN finding
+        Read(17, "train/loss", 0.2669), Read(18, "val/loss", 0.0517))),
+    "nnunet/nan_loss.log": Log(None, (
+        Read(10, "train/loss", math.nan), Read(11, "val/loss", math.nan)),
+        findings=frozenset({(10, "nan"), (11, "nan")})),
 }
 
 BLIND = frozenset({
