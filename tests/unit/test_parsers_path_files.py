@@ -187,3 +187,9 @@ def test_a_relative_path_inside_the_run_is_still_named(monkeypatch: pytest.Monke
     monkeypatch.chdir(RUN / "metrics")
     records = _records(Path("train") / "loss")
     assert records[0]["metric"] == "train/loss" and records[0]["format"] == "mlflow"
+
+
+def test_read_as_a_plain_csv_the_wall_clock_is_no_metric() -> None:
+    parser = make_parser("csv")
+    assert parser.feed("Wall time,Step,Value") is None
+    assert parser.feed("1575618724.7,43,0.5") == LogMetric((("Value", 0.5),), 43)
