@@ -200,6 +200,7 @@ class LogTailCollector:
             truncated=started == "truncated", recreated=started == "recreated",
             file_path=self.path, offset_bytes=follower.offset, size_bytes=follower.size,
             modified_at=follower.modified_at,
+            run_end_line=parts.run_end_line,
         )
 
     def _lines_in(self, lost_bytes: int, data_bytes: int) -> int | None:

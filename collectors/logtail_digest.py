@@ -40,6 +40,8 @@ class DigestParts:
     findings_dropped: int
     first_unparsed: tuple[int, str] | None = None
     """The first unparsed line (or one with values left out) since the last `take()`, and why."""
+    run_end_line: int | None = None
+    """The last line since the last `take()` that says the run ended (`ends_run`)."""
 
 
 def left_out(metric: LogMetric) -> str:
@@ -92,6 +94,7 @@ class LineDigest:
         self._unparsed = 0
         self._first_unparsed: tuple[int, str] | None = None
         self._dropped = 0
+        self._run_end: int | None = None
         self._tracebacks = TracebackHold()
         if forced_format is not None:
             self._use(forced_format)
@@ -161,9 +164,9 @@ class LineDigest:
         """Hand over what was gathered and start gathering afresh."""
         findings = tuple(sorted(self._findings, key=lambda item: item[0]))
         parts = DigestParts(tuple(self._metrics), findings, self._unparsed,
-                            self._dropped, self._first_unparsed)
+                            self._dropped, self._first_unparsed, self._run_end)
         self._metrics, self._findings, self._unparsed, self._dropped = [], [], 0, 0
-        self._first_unparsed = None
+        self._first_unparsed, self._run_end = None, None
         return parts
 
     def _holding(self) -> bool:
@@ -212,7 +215,7 @@ class LineDigest:
             self._parser, self.format = _NoLines(), name
             return
         try:
-            self._parser = self._formats.make_parser(name)
+            self._parser = self._formats.make_parser(name, self._path)
         except (KeyError, ValueError) as error:
             raise CollectorUnavailable(f"{self._path}: unknown log format {name!r} ({error})",
                                        title="log") from error
@@ -233,6 +236,7 @@ class LineDigest:
         assert self._parser is not None
         feed = self._parser.feed
         scan_line = self._formats.scan_line if scan else None
+        ends_run = self._formats.ends_run
         from_metric = self._formats.findings_from_metric
         keep = self._metrics.append
         tracebacks = self._tracebacks
@@ -255,6 +259,8 @@ class LineDigest:
                     finding = scan_line(text)
                     if finding is not None:
                         self._add_finding(line_no, finding)
+                    if ends_run(text):
+                        self._run_end = line_no
                 try:
                     metric = feed(text)
                 except ValueError as error:
@@ -290,6 +296,8 @@ class LineDigest:
         finding = self._formats.scan_line(text)
         if finding is not None:
             self._add_finding(line_no, finding)
+        if self._formats.ends_run(text):
+            self._run_end = line_no
 
     def _traceback_line(self, text: str) -> None:
         ended = self._tracebacks.line(text)

@@ -34,8 +34,8 @@ class LogFormats(Protocol):
     def detect_late(self, lines: Sequence[str], path: str | None) -> str | None:
         """A console format later lines of a `generic` log show (banners came first), or None."""
 
-    def make_parser(self, name: str) -> LineParser:
-        """A fresh parser for format `name`."""
+    def make_parser(self, name: str, path: str | None = None) -> LineParser:
+        """A fresh parser for format `name`, for the file at `path` (some name metrics by it)."""
 
     def document_format(self, path: str, forced: str | None) -> str | None:
         """The whole-file format `path` is read with (`trainer_state.json`), else `None`."""
@@ -51,6 +51,9 @@ class LogFormats(Protocol):
 
     def findings_from_metric(self, metric: LogMetric) -> Sequence[LogFinding]:
         """Findings the metric alone supports (NaN or Inf loss)."""
+
+    def ends_run(self, line: str) -> bool:
+        """Whether the line says the training run has ended (`Training completed.`)."""
 
 
 class RegistryFormats:
@@ -73,9 +76,9 @@ class RegistryFormats:
         """Delegate to `parsers.registry.detect_late_format`."""
         return registry.detect_late_format(lines, path, self.off)
 
-    def make_parser(self, name: str) -> LineParser:
+    def make_parser(self, name: str, path: str | None = None) -> LineParser:
         """Delegate to `parsers.registry.make_parser` (`ValueError` for an unknown name)."""
-        return registry.make_parser(name)
+        return registry.make_parser(name, path=path)
 
     def document_format(self, path: str, forced: str | None) -> str | None:
         """A forced document format, else the one the file's first bytes (or its name) show.
@@ -96,8 +99,9 @@ class RegistryFormats:
         """Delegate to `parsers.json_document.read_document` (its unparsed records dropped)."""
         return read_document(name, text)[0]
 
-    # Called for every line of a fast log: the function itself, not a method that calls it.
+    # Called for every line of a fast log: the functions themselves, not methods calling them.
     scan_line = staticmethod(findings.scan_line)
+    ends_run = staticmethod(findings.ends_run)
 
     def findings_from_metric(self, metric: LogMetric) -> Sequence[LogFinding]:
         """Delegate to `parsers.findings.findings_from_metric` when a value is not finite."""

@@ -178,6 +178,10 @@ class LogBatch:
     ended_with: int | None = None
     """The exit status of the recorded command whose output this log is, when this batch
     tells that it ended (a replayed `exit` event)."""
+    run_end_line: int | None = None
+    """The last line of this batch that says the training run ended (`Training completed.`,
+    `` `Trainer.fit` stopped ``: `parsers.findings.ends_run`); a run that ended is never
+    `stalled`."""
 
     @property
     def starts_generation(self) -> bool:

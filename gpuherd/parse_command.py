@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Iterator
 from itertools import islice
@@ -166,7 +167,8 @@ def parse_file(path: str, log_format: str | None, emit: Emit,
 def _digest_file(path: str, handle: IO[bytes], formats: RegistryFormats,
                  forced: str | None, emit: Emit) -> FileReport:
     """Feed the file, chunk by chunk, through the tail's `LineDigest`; emit what each gave."""
-    digest = LineDigest(formats, path, forced, max_findings=sys.maxsize)
+    # the whole path: MLflow's metric files are named by the directories above them
+    digest = LineDigest(formats, os.path.abspath(path), forced, max_findings=sys.maxsize)
     assembler = LineAssembler()
     report = FileReport(forced or "generic")
     history = TrendHistory()
@@ -183,7 +185,7 @@ def _digest_file(path: str, handle: IO[bytes], formats: RegistryFormats,
             report.format = digest.format
             return report  # a document after all: `parse_file` reads it whole
         _emit_parts(path, digest, report, history, emit)
-    report.format = digest.format or formats.detect([], path)
+    report.format = digest.format or formats.detect([], os.path.abspath(path))
     report.lines = assembler.line_no
     report.cut_lines = assembler.too_long
     for number, finding in history.findings():
@@ -202,6 +204,8 @@ def _emit_parts(path: str, digest: LineDigest, report: FileReport, history: Tren
         report.count_error(*parts.first_unparsed)
         report.unparsed -= 1  # counted below, with the others
     report.unparsed += parts.unparsed_lines
+    if parts.run_end_line is not None:
+        history.end_line = parts.run_end_line
     findings = iter(parts.findings)
     pending = next(findings, None)
     for number, metric in parts.metrics:
@@ -222,7 +226,7 @@ def _detected(handle: IO[bytes], formats: RegistryFormats, path: str) -> str:
     """The format detection picks from the file's first lines (beside a forced one)."""
     handle.seek(0)
     sample = [text for _, text in islice(read_lines(handle), SAMPLE_LINES)]
-    return formats.detect(sample, path)
+    return formats.detect(sample, os.path.abspath(path))
 
 
 _CONTROL = frozenset(chr(code) for code in range(32)) - {"\t", "\r", "\x1b"} | {"\ufffd"}
@@ -310,9 +314,13 @@ class TrendHistory:
     def __init__(self) -> None:
         self.series: dict[str, MetricSeries] = {}
         self.last_line: dict[str, int] = {}
+        self.last_metric_line = 0
+        self.end_line: int | None = None
+        """The last line that said the run ended (`parsers.findings.ends_run`)."""
 
     def add(self, number: int, metric: LogMetric) -> None:
         """Keep the values of line `number` that a trend rule reads."""
+        self.last_metric_line = number
         for name, value in metric.values:
             series = self.series.get(name)
             if series is None:
@@ -325,7 +333,11 @@ class TrendHistory:
 
     def findings(self) -> list[tuple[int, LogFinding]]:
         """The trend findings of the points kept, each at the last line of its metric."""
-        return [(self.last_line[name], found) for name, found in judge_histories(self.series)]
+        # a run whose log said it ended, with no metric after, is judged as ended: its loss is
+        # flat at the end because it converged (`gpuherd.tasks.health.LIVE_ONLY_KINDS`)
+        ended = self.end_line is not None and self.end_line >= self.last_metric_line
+        return [(self.last_line[name], found)
+                for name, found in judge_histories(self.series, ended=ended)]
 
 
 def _json_emitter(out: IO[str]) -> Emit:

@@ -78,3 +78,43 @@ def findings_from_metric(metric: LogMetric) -> list[LogFinding]:
                 where += f" in epoch {metric.epoch:g}"
             found.append(LogFinding(kind=kind, evidence=f"{name} = {value}{where}"))
     return found
+
+
+# What frameworks print once a run has ended: the Trainer, Lightning, Ultralytics/YOLOv5,
+# detectron2, fairseq, Megatron, MONAI's tutorials (anywhere in the line: no run prints them
+# before its end), and torchvision's references, nnU-Net, PyTorch's tutorials (words common
+# enough that they count only as the whole message, after a logging prefix).
+_END_OF_RUN = re.compile(
+    r"Training completed\. Do not forget to share your model"
+    r"|^\{'train_runtime': "
+    r"|`Trainer\.fit` stopped: `max_(?:epochs|steps|time)"
+    r"|\d+ epochs completed in [\d.]+ hours\."
+    r"|Total training time: \d"
+    r"|done training in [\d.]+ seconds"
+    r"|\[after training is done\]"
+    r"|train completed, best_metric: "
+    r"|(?:^|[\]|>-]\s+|\.\d+: )(?:Training time \d+:\d\d:\d\d|Training done\.|Done!"
+    r"|(?:Finished [Tt]raining|Training (?:finished|complete|completed))[.!]?)\s*$"
+)
+
+
+def ends_run(line: str) -> bool:
+    """Whether the line says the training run has ended.
+
+    `Training completed. Do not forget ...`, `` `Trainer.fit` stopped: `max_epochs=6` ``,
+    `100 epochs completed in 1.2 hours.`, `Total training time: ...`, `Training done.`, ...
+
+    A run that ended is never `stalled`: its flat loss at the end is a finished run's, and a
+    process still alive after it is saving, evaluating or uploading (`gpuherd.tasks`).
+    """
+    # Called for every line: substring tests at C speed turn away almost all before the regex
+    # (`rain` is in `Training`, `Trainer.fit`, `train_runtime`, `train completed`).
+    if len(line) > _RAW_SCAN_CHARS:  # a redrawn bar ending in Lightning's last line
+        line = normalise_line(line)[:_SCAN_CHARS]
+    if "rain" in line:
+        if not ("raining" in line or "Trainer.fit" in line or "train_runtime" in line
+                or "train completed" in line):
+            return False
+    elif not ("Done!" in line or "ompleted in" in line):
+        return False
+    return _END_OF_RUN.search(normalise_line(line)) is not None

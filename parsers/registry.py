@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from parsers.fairseq import parse_fairseq_line
-from parsers.format_sets import CSV_FORMATS, DOCUMENT_FORMATS
+from parsers.format_sets import CSV_FORMATS, DOCUMENT_FORMATS, PATH_NAMED_FORMATS
 from parsers.framework_formats import (
     Detectron2Parser,
     MmengineJsonParser,
@@ -22,6 +22,12 @@ from parsers.keyvalue import parse_plain_line
 from parsers.line_parser import CheckedParser, LineParser, StatelessParser
 from parsers.megatron import parse_megatron_line
 from parsers.paddle import parse_paddle_line, parse_paddle_plain_line
+from parsers.path_formats import (
+    MlflowMetricParser,
+    TensorBoardCsvParser,
+    is_mlflow_metric_file,
+    is_tensorboard_csv,
+)
 from parsers.progress_formats import KerasParser, RichBarParser, UltralyticsParser
 from parsers.record_formats import parse_detr_json_line, parse_llamafactory_line
 from parsers.sb3 import Sb3Parser
@@ -32,7 +38,7 @@ from parsers.text import normalise_line
 from parsers.tqdm_bar import TqdmParser
 
 Detect = Callable[[Sequence[str], str], bool]
-"""detect(normalised sample lines, file name) -> whether the sample is in this format."""
+"""detect(normalised sample lines, file path) -> whether the sample is in this format."""
 
 
 def _any_line(pattern: str) -> Detect:
@@ -66,6 +72,8 @@ def _stateless(parse_line: Callable[[str], object]) -> Callable[[], LineParser]:
 
 
 FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
+    ("tensorboard_csv", is_tensorboard_csv, TensorBoardCsvParser),
+    ("mlflow", is_mlflow_metric_file, MlflowMetricParser),
     ("lightning_csv", _csv_header("epoch", "step"), CsvParser),
     ("timm_csv", _csv_header("epoch", "train_loss"), CsvParser),
     ("ultralytics_csv", _csv_header("epoch", "train/box_loss"), CsvParser),
@@ -150,11 +158,13 @@ FORMAT_NAMES: tuple[str, ...] = tuple(name for name, _, _ in FORMATS) + (
 """Every name `make_parser` and `--format` accept."""
 
 LATE_FORMATS: frozenset[str] = frozenset(
-    name for name, _, _ in FORMATS if name != "generic" and name not in CSV_FORMATS
+    name for name, _, _ in FORMATS
+    if name != "generic" and name not in CSV_FORMATS and name not in PATH_NAMED_FORMATS
 )
 """Line formats a log may turn out to be after its first lines gave no metric (banners, then a
 progress bar or JSON records; see `detect_late_format`). Not the CSV formats, whose header is
-the file's first line, and not documents, which are whole files from their first byte."""
+the file's first line, not the metric files named by their path (one metric from the first
+line), and not documents, which are whole files from their first byte."""
 
 LATE_DETECT_LINES = 10_000
 """Lines after the first ones of a `generic` log without a metric so far (banners, warnings)
@@ -173,6 +183,8 @@ any program's output. `detect_format(..., off=...)` can leave any of them out: t
 generalization benchmark scores the reader without them (benchmarks/bench_generalization.py)."""
 
 _FACTORIES = {name: factory for name, _, factory in FORMATS}
+_PATH_FACTORIES: dict[str, Callable[[str], LineParser]] = {
+    "tensorboard_csv": TensorBoardCsvParser, "mlflow": MlflowMetricParser}
 _PLAIN_LINES = {"paddle": parse_paddle_plain_line}
 """Formats whose other lines need more than `parse_plain_line`: Paddle's config dump."""
 
@@ -200,7 +212,7 @@ def detect_format(sample_lines: Sequence[str], path: str | None = None,
         return RECORD_DOCUMENT
     lines = [normalise_line(line) for line in sample_lines]
     for format_name, detect, _ in FORMATS:
-        if format_name not in off and detect(lines, name):
+        if format_name not in off and detect(lines, path or ""):
             return format_name
     return "generic"
 
@@ -213,15 +225,15 @@ def detect_late_format(lines: Sequence[str], path: str | None = None,
     command's output: banners, warnings, then a progress bar or JSON records), so that the
     parser can still change; `None` when these lines show none of them.
     """
-    name = os.path.basename(path) if path else ""
     normalised = [normalise_line(line) for line in lines]
     for format_name, detect, _ in FORMATS:
-        if format_name in LATE_FORMATS and format_name not in off and detect(normalised, name):
+        if format_name in LATE_FORMATS and format_name not in off and detect(normalised,
+                                                                              path or ""):
             return format_name
     return None
 
 
-def make_parser(name: str, plain_lines: bool = True) -> LineParser:
+def make_parser(name: str, plain_lines: bool = True, path: str | None = None) -> LineParser:
     """A fresh parser for the named line format, behind the `CheckedParser` boundary.
 
     Its `feed` returns `None` or a metric that obeys `parsers.values.check_metric`, and
@@ -230,7 +242,8 @@ def make_parser(name: str, plain_lines: bool = True) -> LineParser:
     counter to the generic parser (`keyvalue.parse_plain_line`): a script that shows a
     progress bar also prints its own `step=45 loss=nan` and `val_acc=0.83` lines.
     `plain_lines=False` leaves them out: the format's own lines only (a format forced with
-    `gpuherd parse --format`, which says when it matched no line).
+    `gpuherd parse --format`, which says when it matched no line). A format of
+    `PATH_NAMED_FORMATS` names its metric from `path` (the file the parser is for).
 
     Raises:
         ValueError: an unknown name, or a document format (see `DOCUMENT_FORMATS`).
@@ -240,6 +253,8 @@ def make_parser(name: str, plain_lines: bool = True) -> LineParser:
     factory = _FACTORIES.get(name)
     if factory is None:
         raise ValueError(f"unknown log format {name!r}; known: {', '.join(FORMAT_NAMES)}")
+    if name in PATH_NAMED_FORMATS:
+        return CheckedParser(_PATH_FACTORIES[name](path or ""))
     if not plain_lines or name not in PLAIN_LINE_FORMATS:
         return CheckedParser(factory())
     return CheckedParser(factory(), _PLAIN_LINES.get(name, parse_plain_line))

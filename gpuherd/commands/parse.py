@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 
 HELP = "print the metrics and health findings found in training-log files"
-FORMAT_NAMES = ("lightning_csv", "timm_csv", "ultralytics_csv", "csv", "detr_json",
-                "llamafactory", "detectron2_json", "mmengine_json", "jsonl", "mmengine",
+FORMAT_NAMES = ("tensorboard_csv", "mlflow", "lightning_csv", "timm_csv", "ultralytics_csv",
+                "csv", "detr_json", "llamafactory", "detectron2_json", "mmengine_json", "jsonl",
+                "mmengine",
                 "detectron2", "sb3", "ultralytics", "lightning_rich", "keras", "nanogpt",
                 "megatron", "fairseq", "paddle", "metric_logger", "hf_trainer", "tqdm",
                 "generic", "hf_trainer_state", "json_document")
 """`parsers.registry.FORMAT_NAMES`, written out: importing the registry to print `--help` would
 cost every command's start-up; a test keeps the two equal."""
-EPILOG = ("FILE is a training log (plain text, CSV, JSON lines, or a trainer_state.json); its "
+EPILOG = ("FILE is a training log (plain text, CSV, JSON lines, a trainer_state.json, a "
+          "TensorBoard CSV export or an MLflow metric file, named by its path); its "
           "format is detected from its first lines' text (then its name) unless --format names it "
           "(docs/parsers.md).\n"
           f"--format names: {', '.join(FORMAT_NAMES)}.")

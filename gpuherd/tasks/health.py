@@ -18,6 +18,10 @@ from parsers.model import LogFinding
 
 ERROR_KINDS = frozenset({"oom", "traceback", "nan", "inf", "nccl", "cuda_error", "killed"})
 """Findings that mean the run is broken or about to be."""
+LIVE_ONLY_KINDS = frozenset({"stalled"})
+"""Trend findings that speak of a run still going: a run that ended (its command exited, its
+writer is gone, or its log said so) has a flat loss because it converged, not because it
+stalled."""
 WINDOW_POINTS = 256
 """Most recent points of each metric the windowed rules see, in the dashboard and in `parse`."""
 GPU_MIN_SAMPLES = 30
@@ -67,16 +71,17 @@ class History(Protocol):
         """Points spread evenly over the whole run, ending with the newest."""
 
 
-def judge_histories(histories: Mapping[str, History],
-                    num_classes: int | None = None) -> list[tuple[str, LogFinding]]:
+def judge_histories(histories: Mapping[str, History], num_classes: int | None = None,
+                    ended: bool = False) -> list[tuple[str, LogFinding]]:
     """`judge` over metric histories: the one call of the dashboard and of `gpuherd parse`."""
     windows = {name: h.window for name, h in histories.items()}
     runs = {name: h.points() for name, h in histories.items() if _whole_run(name)}
-    return judge(windows, num_classes, runs=runs)
+    return judge(windows, num_classes, runs=runs, ended=ended)
 
 
 def judge(series: Mapping[str, Series], num_classes: int | None = None, *,
-          runs: Mapping[str, Series] | None = None) -> list[tuple[str, LogFinding]]:
+          runs: Mapping[str, Series] | None = None,
+          ended: bool = False) -> list[tuple[str, LogFinding]]:
     """Findings that need a metric history, each with the metric whose history shows it.
 
     Stalled loss, validation accuracy near chance while training improves, mAP/mIoU exactly 0
@@ -88,12 +93,14 @@ def judge(series: Mapping[str, Series], num_classes: int | None = None, *,
         num_classes: the class count of a classifier, when known (chance is 1/num_classes).
         runs: the losses' points over the whole run (chart series); the `stalled` rule judges
             the later half of the run. Without them it judges `series`.
+        ended: the run has ended: no `LIVE_ONLY_KINDS` finding (a finished run's loss is flat
+            at its end because it converged).
     """
     loss_name, loss = _loss(series)
     train_acc = _window(series, vocabulary.TRAIN_ACC)
     val_acc = _window(series, vocabulary.VAL_ACC)
     found: list[tuple[str, LogFinding | None]] = []
-    if loss:
+    if loss and not ended:
         whole_name, whole = _loss(runs) if runs else (loss_name, loss)
         found.append((whole_name, health.stalled(whole or loss)))
     if val_acc:

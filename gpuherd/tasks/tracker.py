@@ -9,7 +9,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from collectors.samples import GpuTick, LogBatch
-from gpuherd.tasks.health import Finding, gpu_findings, judge_histories, severity_of
+from gpuherd.tasks.health import (
+    LIVE_ONLY_KINDS,
+    Finding,
+    gpu_findings,
+    judge_histories,
+    severity_of,
+)
 from gpuherd.tasks.line_clock import LineClock
 from gpuherd.tasks.series import DEFAULT_CHART_POINTS, DEFAULT_WINDOW_POINTS, MetricSeries, StepRate
 from gpuherd.tasks.view import TaskView, label_of, sort_findings
@@ -59,6 +65,10 @@ class _Run:
     max_position: float | None = None
     first: list[tuple[float, dict[str, float]]] = field(default_factory=list)
     last_metric_at: float | None = None
+    last_metric_line: tuple[int, int] | None = None
+    """(generation, line) of the newest metric."""
+    end_line: tuple[int, int] | None = None
+    """(generation, line) of the newest line that said the run ended (`Training completed.`)."""
 
 
 @dataclass
@@ -152,6 +162,10 @@ class TaskTracker:
             task.exit_code = batch.ended_with
         for _line_no, metric in batch.metrics:
             self._add_metric(task, metric, batch.taken_at, catching_up)
+        if batch.metrics:
+            task.run.last_metric_line = (batch.generation, batch.metrics[-1][0])
+        if batch.run_end_line is not None:
+            task.run.end_line = (batch.generation, batch.run_end_line)
         for line_no, finding in batch.findings:
             self._add_log_finding(task, line_no, finding, batch.taken_at)
 
@@ -379,11 +393,16 @@ class TaskTracker:
             return "failed"
         if self._running(task):
             return "running"
-        if task.writer_pids:
+        if task.writer_pids and not _said_it_ended(task.run):
             return "stalled"
         if ended_in_error:
             return "failed"
-        return "finished" if task.had_writer else "idle"
+        return "finished" if task.had_writer or _said_it_ended(task.run) else "idle"
+
+    def _ended(self, task: _Task) -> bool:
+        """Whether the run has ended: its command exited, its writers left, or its log said so."""
+        return (task.exit_code is not None or (task.had_writer and not task.writer_pids)
+                or _said_it_ended(task.run))
 
     @staticmethod
     def _ended_in_error(task: _Task) -> bool:
@@ -405,7 +424,10 @@ class TaskTracker:
                 for _, f in judge_histories(task.run.series, task.num_classes)]
         run = task.run
         throughput, throughput_name = self._throughput(run)
-        findings = [*run.log_findings.values(), *task.window_findings, *task.gpu_findings]
+        # judged while the run went on; what speaks of a live run is left out once it ended
+        window = [f for f in task.window_findings
+                  if f.kind not in LIVE_ONLY_KINDS or not self._ended(task)]
+        findings = [*run.log_findings.values(), *window, *task.gpu_findings]
         return TaskView(
             task.task_id, task.label, self._status(task), task.format, run.step, run.epoch,
             tuple(run.latest.items()), throughput, throughput_name,
@@ -439,6 +461,16 @@ class TaskTracker:
 
     def _fresh(self, run: _Run, name: str) -> bool:
         return self.now is None or self.now - run.latest_at[name] <= self.active_s
+
+
+def _said_it_ended(run: _Run) -> bool:
+    """Whether the log said the run ended, and no metric came after that line.
+
+    A metric after it is a new run in the same file; an end line's own metric (the Trainer's
+    `train_runtime` dict) still counts as the end.
+    """
+    return run.end_line is not None and (run.last_metric_line is None
+                                         or run.end_line >= run.last_metric_line)
 
 
 def _place(task: _Task, tick: GpuTick) -> None:

@@ -144,6 +144,12 @@ UNSEEN: dict[str, Log] = {
     "hf_trainoutput/phi2_qlora.log": Log(None, (
         Read(27, "train/loss_run_mean", 1.711106170654297, step=500, epoch=0.81),
         Read(27, "throughput/samples_s", 1.532))),
+    # ---- end of a run, NaN in per-class lists (nnU-Net, pasted in its issue threads) ----
+    "nnunet/spine_per_class_nan.log": Log(None, (  # per-class NaN dice: no NaN finding
+        Read(17, "train/loss", 0.2669), Read(18, "val/loss", 0.0517))),
+    # its only values are NaN losses (`train_loss nan`): read as the findings they are, since
+    # a recall counts a value equal to the reading, which NaN never is
+    "nnunet/nan_loss.log": Log(None, (), findings=frozenset({(10, "nan"), (11, "nan")})),
 }
 
 BLIND = frozenset({

@@ -14,8 +14,8 @@ from parsers.model import LogMetric
 class _Failing(RegistryFormats):
     """The registry's formats, but the parser fails on `boom` with an error it does not catch."""
 
-    def make_parser(self, name: str):  # type: ignore[no-untyped-def]
-        parser = super().make_parser(name)
+    def make_parser(self, name: str, path: str | None = None):  # type: ignore[no-untyped-def]
+        parser = super().make_parser(name, path)
         inner = parser.feed
         seen: list[bool] = []
 

@@ -47,7 +47,7 @@ def parse_whole(log: Path, log_format: str) -> dict[str, Any]:
             metrics.append(_metric_record(number, metric))
         return {"format": log_format, "metrics": metrics, "findings": findings,
                 "unparsed": unparsed}
-    parser = make_parser(log_format)
+    parser = make_parser(log_format, path=str(log))  # some formats name metrics by path
     with log.open("rb") as handle:
         for number, line in read_lines(handle):  # cut as `parse` and the tail cut it
             try:

@@ -363,6 +363,21 @@ HAND_READ: dict[str, Log] = {
         Read(2, "train/box_loss", 2.69252), Read(2, "val/map", 0.0),
         Read(2, "lr", 0.000333333), Read(9, "train/cls_loss", 2.93586),
         Read(9, "val/box_loss", 0.3243))),
+    # TensorBoard "download CSV" exports: the metric is named from the file's name
+    "tensorboard_csv/run-.-tag-loss.csv": Log("tensorboard_csv", (  # a resumed run
+        Read(2, "train/loss", 2.8416740894317627, step=43),
+        Read(73, "train/loss", 0.7162510752677917, step=2454),
+        Read(74, "train/loss", 0.6309272050857544, step=41),
+        Read(150, "train/loss", 0.1691078096628189, step=4055))),
+    "tensorboard_csv/run-.-tag-lr.csv": Log("tensorboard_csv", (
+        Read(2, "lr", 0.10000000149011612, step=0),
+        Read(31, "lr", 0.0007999999797903001, step=29))),
+    "tensorboard_csv/run-.-tag-pred_age_loss.csv": Log("tensorboard_csv", (
+        Read(2, "pred_age_loss", 8.24930191040039, step=0),
+        Read(31, "pred_age_loss", 3.511948823928833, step=29))),
+    "tensorboard_csv/run-.-tag-val_pred_gender_acc.csv": Log("tensorboard_csv", (
+        Read(2, "val_pred_gender_acc", 0.45531246066093445, step=0),
+        Read(31, "val_pred_gender_acc", 0.912777841091156, step=29))),
 }
 
 
