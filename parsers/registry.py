@@ -14,7 +14,7 @@ from parsers.framework_formats import (
     parse_detectron2_json_line,
     parse_mmengine_line,
 )
-from parsers.generic_context import GenericParser
+from parsers.generic_context import GenericParser, TablesBeside
 from parsers.hf_trainer import HfTrainerParser
 from parsers.json_records import parse_jsonl_line
 from parsers.keyvalue import parse_plain_line
@@ -169,6 +169,11 @@ FRAMEWORK_FORMATS: frozenset[str] = frozenset(FORMAT_NAMES) - {"csv", "jsonl", "
 any program's output. `detect_format(..., off=...)` can leave any of them out: the
 generalization benchmark scores the reader without them (benchmarks/bench_generalization.py)."""
 
+TABLE_FORMATS: frozenset[str] = frozenset({"tqdm"})
+"""Console formats that know no framework whose logs' tables are read beside them (see
+`generic_context.TablesBeside`): YOLOv5 prints its table rows before its tqdm bars. The
+`generic` format reads tables itself."""
+
 _FACTORIES = {name: factory for name, _, factory in FORMATS}
 _PLAIN_LINES = {"paddle": parse_paddle_plain_line}
 """Formats whose other lines need more than `parse_plain_line`: Paddle's config dump."""
@@ -234,6 +239,9 @@ def make_parser(name: str, plain_lines: bool = True) -> LineParser:
     factory = _FACTORIES.get(name)
     if factory is None:
         raise ValueError(f"unknown log format {name!r}; known: {', '.join(FORMAT_NAMES)}")
-    if not plain_lines or name not in PLAIN_LINE_FORMATS:
+    plain = _PLAIN_LINES.get(name, parse_plain_line) if name in PLAIN_LINE_FORMATS else None
+    if name in TABLE_FORMATS:
+        return CheckedParser(TablesBeside(factory(), plain if plain_lines else None))
+    if not plain_lines or plain is None:
         return CheckedParser(factory())
-    return CheckedParser(factory(), _PLAIN_LINES.get(name, parse_plain_line))
+    return CheckedParser(factory(), plain)
