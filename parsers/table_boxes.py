@@ -11,9 +11,9 @@ from parsers.values import to_epoch, to_step
 BORDERS = frozenset("|┃│║")
 """What a boxed row opens and closes with: ASCII and markdown pipes, Rich's heavy and light
 bars."""
-_RULE_CHARS = frozenset("-=+:|─━═┏┓┗┛┡┩└┘├┤┬┴┼╇╈┳┻╋┃│║╭╮╰╯╞╡╪╘╛╒╕ \t")
+_RULE_CHARS = "-=+:|─━═┏┓┗┛┡┩└┘├┤┬┴┼╇╈┳┻╋┃│║╭╮╰╯╞╡╪╘╛╒╕ \t"
 _RULE_LINES = frozenset("-=─━═")
-BOX_STARTS = BORDERS | _RULE_CHARS
+BOX_STARTS: frozenset[str] = BORDERS | frozenset(_RULE_CHARS)
 """First characters of the lines a boxed table is drawn with (its rows and its rules)."""
 _SPLITS = {"train": "train", "training": "train", "eval": "val", "val": "val",
            "valid": "val", "validation": "val", "validate": "val", "test": "test"}
@@ -31,7 +31,7 @@ def box_cells(stripped: str) -> list[str] | None:
 def is_rule(stripped: str) -> bool:
     """Whether a line is a table's rule: `-----`, `+---+---+`, `|:---:|`, `└───┴───┘`."""
     return (len(stripped) >= 3 and any(char in _RULE_LINES for char in stripped[:3])
-            and all(char in _RULE_CHARS for char in stripped))
+            and not stripped.strip(_RULE_CHARS))
 
 
 def split_of(text: str) -> str | None:
@@ -48,16 +48,14 @@ class NameValueRows:
     (its closing rule), at the step its anchor row names (`total_timesteps`).
     """
 
-    __slots__ = ("_rows", "_section", "split")
+    __slots__ = ("_section", "rows", "split")
 
     def __init__(self) -> None:
-        self._rows: list[tuple[str, str, str]] = []
+        self.rows: list[tuple[str, str, str]] = []
+        """(section, name, value as printed) of each row so far."""
         self._section = ""
         self.split = "train"
         """The split a row names none of belongs to (a header's `Test metric` says test)."""
-
-    def __bool__(self) -> bool:
-        return bool(self._rows)
 
     def add(self, cells: list[str]) -> bool:
         """Add a row of two cells; False when it is no name/value row (nor a section)."""
@@ -71,15 +69,15 @@ class NameValueRows:
                 return False
             self._section = name
             return True
-        if not self._rows and not is_number(text):
+        if not self.rows and not is_number(text):
             return False  # a value that is no number continues a table, never opens one
-        self._rows.append((self._section, name, text))
+        self.rows.append((self._section, name, text))
         return True
 
     def take(self) -> LogMetric | None:
         """The table's metric (None: no value in it), and forget the table."""
-        rows, default = self._rows, self.split
-        self._rows, self._section, self.split = [], "", "train"
+        rows, default = self.rows, self.split
+        self.rows, self._section, self.split = [], "", "train"
         values: list[tuple[str, float]] = []
         step: int | None = None
         epoch: float | None = None

@@ -14,6 +14,7 @@ Four shapes, one state per log (`TableLines`):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from parsers.model import LogMetric
 from parsers.table_boxes import BOX_STARTS, NameValueRows, box_cells, is_rule, split_of
@@ -71,7 +72,7 @@ class TableLines:
         previous, self._previous = self._previous, stripped
         self._epoch_age += 1
         if not stripped:
-            return self._other()
+            return self._other() if self._header is not None or self._rows.rows else NOT_TABLE
         if stripped[0] in BOX_STARTS:
             boxed = self._boxed(stripped)
             if boxed is not None:
@@ -90,7 +91,9 @@ class TableLines:
         if found is not None:
             self._header, self._age = found, 0
             return CLAIMED
-        if header is not None and header.summary and header.kind != "box":
+        if header is None:
+            return (False, self._rows.take()) if self._rows.rows else NOT_TABLE
+        if header.summary and header.kind != "box":
             cells = stripped.split("|") if header.kind == "pipe" else stripped.split()
             if read_row(header, cells)[0]:
                 self._age = 0
@@ -118,12 +121,12 @@ class TableLines:
             self._age += 1
             if self._age >= TABLE_REACH:
                 self._header = None
-        return (False, self._rows.take()) if self._rows else NOT_TABLE
+        return (False, self._rows.take()) if self._rows.rows else NOT_TABLE
 
     def _boxed(self, stripped: str) -> TableRead | None:
         """A boxed row or rule; None when the line is neither."""
         if is_rule(stripped):
-            if self._rows:
+            if self._rows.rows:
                 return True, self._rows.take()
             if self._header is None:
                 return None
@@ -150,10 +153,7 @@ class TableLines:
 
     def _open(self, cells: list[str], kind: str) -> TableRead | None:
         """A header of boxed or pipe-separated names; None when the cells are no header."""
-        cells = [cell.strip() for cell in cells]
-        if not all(map(is_header_cell, cells)):
-            return None
-        found = make_header(cells, kind)
+        found = _header(kind, "|".join(cells), lambda: _box_names(cells, kind))
         if found is None:
             return None
         self._header, self._age = found, 0
@@ -182,12 +182,40 @@ class TableLines:
                                metric.epoch)
 
 
+_HEADERS: dict[tuple[str, str], Header | None] = {}
+"""What a header candidate made, by its kind and text: a log repeats its headers (YOLO prints
+its two at each epoch), and most candidates are no header. Bounded; never changes a reading."""
+_HEADERS_MAX = 512
+
+
+def _header(kind: str, text: str, build: Callable[[], Header | None]) -> Header | None:
+    """`build()`, or what it gave for this kind and text before."""
+    key = (kind, text)
+    try:
+        return _HEADERS[key]
+    except KeyError:
+        pass
+    if len(_HEADERS) >= _HEADERS_MAX:
+        _HEADERS.clear()
+    found = _HEADERS[key] = build()
+    return found
+
+
 def _space_header(stripped: str) -> Header | None:
     """A header of names aligned by blanks (`Epoch  GPU_mem  box_loss`), a bar after `: `."""
-    names = stripped.partition(": ")[0].split()
+    text = stripped.partition(": ")[0]
+    return _header("space", text, lambda: _space_names(text.split()))
+
+
+def _space_names(names: list[str]) -> Header | None:
     if len(names) < 3 or not all(is_name(name) for name in names):
         return None
     return make_header(names, "space")
+
+
+def _box_names(cells: list[str], kind: str) -> Header | None:
+    names = [cell.strip() for cell in cells]
+    return make_header(names, kind) if all(map(is_header_cell, names)) else None
 
 
 def _comma_header(stripped: str, previous: str) -> Header | None:
@@ -195,8 +223,11 @@ def _comma_header(stripped: str, previous: str) -> Header | None:
     at = stripped.rfind(": ")
     if at < 0 and not stripped[0].isalpha():
         return None
-    names = stripped[at + 2:].split(",") if at >= 0 else stripped.split(",")
-    if len(names) < 3 or not all(is_name(name) for name in names):
+    tail = stripped[at + 2:]
+    if " " in tail or tail.count(",") < 2:  # prose: `a, b and c`
+        return None
+    names = tail.split(",")
+    if not all(is_name(name) for name in names):
         return None
     tag = stripped[:at].rsplit(None, 1)[-1] if at > 0 else ""
     title = ""
