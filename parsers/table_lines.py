@@ -14,7 +14,6 @@ Four shapes, one state per log (`TableLines`):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from parsers.model import LogMetric
 from parsers.table_boxes import BOX_STARTS, NameValueRows, box_cells, is_rule, split_of
@@ -35,6 +34,8 @@ the next line or the one after it (past a blank or a bar) belongs to it, later o
 EPOCH_REACH = 12
 """Lines after a training row that an evaluation table without an epoch column belongs to it."""
 _RATE = re.compile(r"(\d+(?:\.\d+)?)(it/s|s/it)")
+_DECIMAL = re.compile(r"(?<![\w@.])\d+\.\d+(?![\w.])")
+"""A number with decimals standing alone: a value, which no header holds (`mAP@0.5` may)."""
 
 
 class TableLines:
@@ -153,7 +154,11 @@ class TableLines:
 
     def _open(self, cells: list[str], kind: str) -> TableRead | None:
         """A header of boxed or pipe-separated names; None when the cells are no header."""
-        found = _header(kind, "|".join(cells), lambda: _box_names(cells, kind))
+        text = "|".join(cells)
+        if _DECIMAL.search(text) is not None:
+            return None  # a value: `| epoch 1 | lr 20.00 | loss 7.63`, a record (not kept)
+        key = (kind, text)
+        found = _HEADERS[key] if key in _HEADERS else _remember(key, _box_names(cells, kind))
         if found is None:
             return None
         self._header, self._age = found, 0
@@ -188,23 +193,20 @@ its two at each epoch), and most candidates are no header. Bounded; never change
 _HEADERS_MAX = 512
 
 
-def _header(kind: str, text: str, build: Callable[[], Header | None]) -> Header | None:
-    """`build()`, or what it gave for this kind and text before."""
-    key = (kind, text)
-    try:
-        return _HEADERS[key]
-    except KeyError:
-        pass
+def _remember(key: tuple[str, str], found: Header | None) -> Header | None:
+    """Keep what a header candidate made, by its kind and text."""
     if len(_HEADERS) >= _HEADERS_MAX:
         _HEADERS.clear()
-    found = _HEADERS[key] = build()
+    _HEADERS[key] = found
     return found
 
 
 def _space_header(stripped: str) -> Header | None:
     """A header of names aligned by blanks (`Epoch  GPU_mem  box_loss`), a bar after `: `."""
-    text = stripped.partition(": ")[0]
-    return _header("space", text, lambda: _space_names(text.split()))
+    key = ("space", stripped.partition(": ")[0])
+    if key in _HEADERS:
+        return _HEADERS[key]
+    return _remember(key, _space_names(key[1].split()))
 
 
 def _space_names(names: list[str]) -> Header | None:

@@ -45,6 +45,10 @@ _MEMORY_UNITS = {"G": 1.0, "GB": 1.0, "GiB": 1.0, "M": 1 / 1024, "MB": 1 / 1024,
 """A cell's memory unit and its scale to GB (`3.2G` under YOLO's `GPU_mem`)."""
 
 
+_NAMED: dict[tuple[str, str, bool], str | None] = {}
+"""`column_name` by its arguments: a log repeats its tables' names. Bounded."""
+
+
 def column_name(raw: str, split: str, training_table: bool = False) -> str | None:
     """The metric a column or row name stands for; None for a name that is no metric.
 
@@ -58,6 +62,18 @@ def column_name(raw: str, split: str, training_table: bool = False) -> str | Non
         split: the split a bare name belongs to (`train` or `val`).
         training_table: whether the table has an epoch or step column (loss parts are named).
     """
+    key = (raw, split, training_table)
+    try:
+        return _NAMED[key]
+    except KeyError:
+        pass
+    if len(_NAMED) >= 2048:
+        _NAMED.clear()
+    name = _NAMED[key] = _column_name(raw, split, training_table)
+    return name
+
+
+def _column_name(raw: str, split: str, training_table: bool) -> str | None:
     raw = raw.strip()
     low = raw.lower()
     if not low or anchor_of(low) is not None or _is_count(low.rsplit("/", 1)[-1]):
