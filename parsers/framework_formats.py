@@ -7,6 +7,7 @@ import re
 from parsers import safe_json
 from parsers.json_records import ITER_TIME_KEYS, SKIP_KEYS, record_to_metric
 from parsers.model import LogMetric
+from parsers.table_lines import TableLines
 from parsers.text import (
     local_timestamp,
     metric_name,
@@ -117,7 +118,6 @@ class MmengineJsonParser:
 
 
 _D2_EVENTS = re.compile(r"d2\.utils\.events[^:]*:\s+(.*)")
-_D2_COPYPASTE = re.compile(r"copypaste: (.*)")
 
 
 class Detectron2Parser:
@@ -128,8 +128,8 @@ class Detectron2Parser:
 
     def reset(self) -> None:
         """Forget the evaluation block and the last iteration."""
-        self.task: str | None = None
-        self.names: list[str] | None = None
+        self.tables = TableLines()
+        """The `copypaste:` lines, a comma table under its task."""
         self.step: int | None = None
 
     def feed(self, line: str) -> LogMetric | None:
@@ -156,27 +156,14 @@ class Detectron2Parser:
         return LogMetric(values=tuple(values), step=self.step)
 
     def _copypaste(self, line: str) -> LogMetric | None:
-        match = _D2_COPYPASTE.search(line)
-        if match is None:
-            return None
-        text = match[1].strip()
-        if text.startswith("Task: "):
-            self.task, self.names = text[6:].strip(), None
-            return None
-        if self.task is None:
-            return None
-        if self.names is None:
-            self.names = text.split(",")
-            return None
-        cells = text.split(",")
-        names, self.names = self.names, None
-        if len(cells) != len(names):
-            raise ValueError(f"copypaste row has {len(cells)} values for {len(names)} names")
-        values = tuple(
-            (metric_name(f"{self.task}/{name}", "val"), parse_number(cell))
-            for name, cell in zip(names, cells, strict=False)
-        )
-        return LogMetric(values=values, step=self.step)
+        """An evaluation row of the `copypaste:` block, read as any comma table in a log.
+
+        `copypaste: Task: bbox` names the block, `copypaste: AP,AP50,...` its columns and
+        the next `copypaste:` line their values (`parsers.table_lines`): `bbox/AP` is
+        `val/map`, `bbox/APs` keeps its name.
+        """
+        metric = self.tables.read(line)[1]
+        return None if metric is None else LogMetric(metric.values, step=self.step)
 
 
 def parse_detectron2_json_line(line: str) -> LogMetric | None:

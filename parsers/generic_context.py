@@ -6,7 +6,9 @@ import math
 import re
 
 from parsers.keyvalue import parse_generic_line
+from parsers.line_parser import LineFunction, LineParser
 from parsers.model import LogMetric
+from parsers.table_lines import TableLines
 from parsers.text import STANDARD_NAMES, normalise_line
 from parsers.values import to_epoch
 from parsers.vocabulary_short import METRIC_WORDS
@@ -36,9 +38,11 @@ class GenericParser:
     does (its counters are its own).
     """
 
-    __slots__ = ("_age", "_anchored", "_epoch")
+    __slots__ = ("_age", "_anchored", "_epoch", "_tables")
 
     def __init__(self) -> None:
+        self._tables = TableLines()
+        """The tables printed in the log (`parsers.table_lines`): their lines are theirs."""
         self._epoch: float | None = None
         self._age = CONTEXT_LINES
         self._anchored = False
@@ -46,7 +50,13 @@ class GenericParser:
 
     def feed(self, line: str) -> LogMetric | None:
         """Parse one line, dating a validation line by the epoch block it stands in."""
-        metric = parse_generic_line(line)
+        claimed, table = self._tables.read(normalise_line(line))
+        if claimed:
+            metric = table
+        else:
+            metric = parse_generic_line(line)
+            if table is not None:  # a name/value table that this line ends
+                metric = table if metric is None else merged(table, metric)
         if self._epoch is not None:
             self._age += 1
         if metric is None:
@@ -74,8 +84,9 @@ class GenericParser:
         return metric
 
     def reset(self) -> None:
-        """Forget the epoch block (the log was truncated or rotated)."""
+        """Forget the epoch block and the tables (the log was truncated or rotated)."""
         self._epoch, self._age, self._anchored = None, CONTEXT_LINES, False
+        self._tables.reset()
 
     def _note_heading(self, line: str) -> None:
         heading = _EPOCH_HEADING.match(normalise_line(line))
@@ -84,6 +95,47 @@ class GenericParser:
                 self._epoch, self._age = to_epoch(float(heading[1])), 0
             except ValueError:
                 pass
+
+
+def merged(first: LogMetric, second: LogMetric) -> LogMetric:
+    """One metric of two read on one line: `first`'s values and anchors win, `second` adds."""
+    names = {name for name, _ in first.values}
+    values = (*first.values, *(pair for pair in second.values if pair[0] not in names))
+    return LogMetric(values, second.step if first.step is None else first.step,
+                     second.epoch if first.epoch is None else first.epoch,
+                     first.taken_at if first.taken_at is not None else second.taken_at,
+                     first.unparsed_values + second.unparsed_values)
+
+
+class TablesBeside:
+    """A console format's parser, with the tables its log prints read beside it.
+
+    YOLOv5 prints its table rows with a tqdm bar after them (`0/299  5.05G  0.06  ...  1280:
+    100%|███| 213/213 [06:21<00:00, 1.79s/it]`): the bar is the format's, the row the table's,
+    and the line gives both. The lines neither claims go to `plain` (a pure line function).
+    """
+
+    __slots__ = ("_parser", "_plain", "_tables")
+
+    def __init__(self, parser: LineParser, plain: LineFunction | None = None) -> None:
+        self._parser = parser
+        self._plain = plain
+        self._tables = TableLines()
+
+    def feed(self, line: str) -> LogMetric | None:
+        """Parse one line with the format's parser and the table reader."""
+        claimed, table = self._tables.read(normalise_line(line))
+        own = self._parser.feed(line)
+        if own is None and not claimed and self._plain is not None:
+            own = self._plain(line)
+        if table is None or own is None:
+            return table or own
+        return merged(table, own)
+
+    def reset(self) -> None:
+        """Reset the format's parser and forget the tables."""
+        self._parser.reset()
+        self._tables.reset()
 
 
 def _evaluation_only(metric: LogMetric) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from parsers.model import LogMetric
+from parsers.table_lines import TableLines
 from parsers.text import metric_name, normalise_line, parse_duration, parse_number
 from parsers.values import to_epoch
 
@@ -179,97 +180,36 @@ class RichBarParser:
         return LogMetric(values=tuple(values), epoch=self.epoch)
 
 
-_YOLO_RATE = re.compile(r"([\d.]+)(it/s|s/it)")
 _YOLO_ETA = re.compile(r"<([\d.:]+)s?\b")
-_YOLO_VAL_NAMES = {
-    "p": "precision", "r": "recall", "map50": "map_50", "map50-95": "map",
-    "map@.5": "map_50", "map@.5:.95": "map",  # YOLOv5 before 7.0, and YOLOv7
-}
-# YOLOv5 before 7.0 and YOLOv7 name the loss columns `box obj cls` (and `total`); `labels`
-# and `img_size` are the batch's box count and the image size, not metrics
-_YOLO_TRAIN_NAMES = {"box": "box_loss", "obj": "obj_loss", "cls": "cls_loss", "total": "loss"}
-_YOLO_NOT_METRICS = frozenset({"Instances", "Size", "labels", "targets", "img_size"})
 
 
 class UltralyticsParser:
     """Ultralytics YOLO training console: the epoch table and the validation `all` row.
 
-    Column names come from the header lines (`Epoch GPU_mem box_loss ...` and
-    `Class Images Instances Box(P R mAP50 mAP50-95)`), so other tasks' columns work too, and
-    so do YOLOv5's and YOLOv7's older headers (`Epoch gpu_mem box obj cls labels img_size`,
-    `Class Images Labels P R mAP@.5 mAP@.5:.95`). The epoch is the table's, as printed
-    (YOLOv5 counts from 0, Ultralytics 8 from 1).
+    The tables are read as the generic reader reads any table printed in a log
+    (`parsers.table_lines`): column names from the header lines (`Epoch GPU_mem box_loss ...`
+    and `Class Images Instances Box(P R mAP50 mAP50-95)`), so other tasks' columns work too,
+    and so do YOLOv5's and YOLOv7's older headers (`Epoch gpu_mem box obj cls labels
+    img_size`, `Class Images Labels P R mAP@.5 mAP@.5:.95`). The epoch is the table's, as
+    printed (YOLOv5 counts from 0, Ultralytics 8 from 1). A training row's bar also gives
+    the remaining time.
     """
 
     def __init__(self) -> None:
-        self.reset()
+        self._tables = TableLines()
 
     def reset(self) -> None:
         """Forget the column headers."""
-        self.train_columns: list[str] = []
-        self.val_columns: list[str] = []
-        self.epoch: float | None = None
+        self._tables.reset()
 
     def feed(self, line: str) -> LogMetric | None:
         """Parse a training progress row or a validation `all` row."""
         line = normalise_line(line)
-        stripped = line.strip()
-        if ("GPU_mem" in stripped or "gpu_mem" in stripped) and stripped.startswith("Epoch "):
-            self.train_columns = stripped.split()
-            return None
-        if ("Instances" in stripped or "Labels" in stripped) and stripped.startswith("Class "):
-            # `mAP@.5:.95: 100%|...`: the progress bar starts after a colon and a space
-            self.val_columns = _val_columns(stripped.partition(": ")[0].split()[3:])
-            return None
-        if self.val_columns and stripped[:4] == "all ":
-            return self._val_row(stripped.split()[3:])
-        if self.train_columns and stripped[:1].isdigit():
-            # the row without its bar when only the final frame was kept (a README, a paste)
-            return self._train_row(stripped)
-        return None
-
-    def _train_row(self, stripped: str) -> LogMetric | None:
-        table, _, progress = stripped.partition(":")
-        cells = table.split()
-        if len(cells) != len(self.train_columns) or "/" not in cells[0]:
-            return None
-        self.epoch = None  # stays unknown if the new epoch is no count
-        self.epoch = to_epoch(float(cells[0].split("/")[0]))
-        values: list[tuple[str, float]] = []
-        for column, cell in zip(self.train_columns[1:], cells[1:], strict=False):
-            if column in ("GPU_mem", "gpu_mem"):
-                values.append(("gpu_mem_gb", parse_number(cell.rstrip("G"))))
-            elif column not in _YOLO_NOT_METRICS:
-                column = _YOLO_TRAIN_NAMES.get(column, column)
-                values.append((metric_name(f"train/{column}"), parse_number(cell)))
-        rate = _YOLO_RATE.search(progress)
-        if rate is not None:
-            speed = float(rate[1])
-            if rate[2] == "it/s" or speed > 0:  # `0.00s/it` is too fast to show: no rate
-                values.append(("throughput/it_s", speed if rate[2] == "it/s" else 1.0 / speed))
-        eta = _YOLO_ETA.search(progress)
-        if eta is not None:
-            values.append(("eta_s", parse_duration(eta[1] if ":" in eta[1] else eta[1] + "s")))
-        return LogMetric(values=tuple(values), epoch=self.epoch)
-
-    def _val_row(self, cells: list[str]) -> LogMetric | None:
-        if len(cells) != len(self.val_columns):
-            return None
-        pairs = zip(self.val_columns, cells, strict=True)
-        values = tuple((name, parse_number(cell)) for name, cell in pairs)
-        return LogMetric(values=values, epoch=self.epoch)
-
-
-def _val_columns(words: list[str]) -> list[str]:
-    names: list[str] = []
-    group = ""
-    for word in words:
-        if "(" in word:
-            group, _, word = word.partition("(")
-            group = "" if group == "Box" else group.lower() + "_"
-        low = word.rstrip(")").lower()
-        if low in _YOLO_VAL_NAMES:
-            names.append(metric_name(f"val/{group}{_YOLO_VAL_NAMES[low]}", "val"))
-        else:
-            names.append(metric_name(low, "val"))
-    return names
+        metric = self._tables.read(line)[1]
+        if metric is None or metric.epoch is None or ": " not in line:
+            return metric
+        eta = _YOLO_ETA.search(line.partition(": ")[2])
+        if eta is None:
+            return metric
+        remaining = parse_duration(eta[1] if ":" in eta[1] else eta[1] + "s")
+        return LogMetric((*metric.values, ("eta_s", remaining)), metric.step, metric.epoch)

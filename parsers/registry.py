@@ -14,7 +14,7 @@ from parsers.framework_formats import (
     parse_detectron2_json_line,
     parse_mmengine_line,
 )
-from parsers.generic_context import GenericParser
+from parsers.generic_context import GenericParser, TablesBeside
 from parsers.hf_trainer import HfTrainerParser
 from parsers.json_document import RECORD_DOCUMENT, is_record_document
 from parsers.json_records import parse_jsonl_line
@@ -182,6 +182,11 @@ FRAMEWORK_FORMATS: frozenset[str] = frozenset(FORMAT_NAMES) - {
 any program's output. `detect_format(..., off=...)` can leave any of them out: the
 generalization benchmark scores the reader without them (benchmarks/bench_generalization.py)."""
 
+TABLE_FORMATS: frozenset[str] = frozenset({"tqdm"})
+"""Console formats that know no framework whose logs' tables are read beside them (see
+`generic_context.TablesBeside`): YOLOv5 prints its table rows before its tqdm bars. The
+`generic` format reads tables itself."""
+
 _FACTORIES = {name: factory for name, _, factory in FORMATS}
 _PATH_FACTORIES: dict[str, Callable[[str], LineParser]] = {
     "tensorboard_csv": TensorBoardCsvParser, "mlflow": MlflowMetricParser}
@@ -255,6 +260,9 @@ def make_parser(name: str, plain_lines: bool = True, path: str | None = None) ->
         raise ValueError(f"unknown log format {name!r}; known: {', '.join(FORMAT_NAMES)}")
     if name in PATH_NAMED_FORMATS:
         return CheckedParser(_PATH_FACTORIES[name](path or ""))
-    if not plain_lines or name not in PLAIN_LINE_FORMATS:
+    plain = _PLAIN_LINES.get(name, parse_plain_line) if name in PLAIN_LINE_FORMATS else None
+    if name in TABLE_FORMATS:
+        return CheckedParser(TablesBeside(factory(), plain if plain_lines else None))
+    if not plain_lines or plain is None:
         return CheckedParser(factory())
-    return CheckedParser(factory(), _PLAIN_LINES.get(name, parse_plain_line))
+    return CheckedParser(factory(), plain)

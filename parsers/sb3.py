@@ -19,6 +19,7 @@ what SB3 plots against).
 from __future__ import annotations
 
 from parsers.model import LogMetric
+from parsers.table_boxes import box_cells
 from parsers.text import metric_name, normalise_line, parse_number
 from parsers.values import to_step
 
@@ -57,10 +58,10 @@ class Sb3Parser:
             ValueError: the table's step is no count.
         """
         line = normalise_line(line).strip()
-        if line[:1] == "|" and line[-1:] == "|" and len(line) > 2:
-            cells = line[1:-1].split("|")
+        cells = box_cells(line)  # a boxed row, as the generic reader cuts it
+        if cells is not None:
             if len(cells) == 2:
-                key, text = cells[0].strip(), cells[1].strip()
+                key, text = cells
                 if not text:  # `| rollout/ |  |` opens a section
                     self.section = key if key.endswith("/") else ""
                 elif key:

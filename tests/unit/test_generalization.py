@@ -28,32 +28,36 @@ _spec.loader.exec_module(bench)
 
 FLOORS: dict[str, tuple[int, int]] = {
     # family: values found (generic alone, leave one family out)
-    "axolotl": (5, 5), "catboost": (3, 3), "cgcnn": (4, 4), "deit_json": (2, 2),
-    "detectron2": (7, 7), "detectron2_json": (9, 9), "detr_json": (2, 2), "fairseq": (8, 8),
-    "fasttext": (4, 4), "generic": (19, 19), "handloop": (3, 3), "handwritten": (18, 18),
-    "hf_trainer": (42, 42), "hf_trainer_state": (7, 7), "hf_trainoutput": (1, 1),
-    "joeynmt": (10, 10), "jsonl": (6, 6), "kan_gpt": (8, 8), "keras": (17, 17), "keras2": (7, 7),
-    "keras_csv": (7, 7), "lightning_csv": (5, 5), "lightning_rich": (11, 11),
-    "llamafactory": (4, 4), "llmc": (4, 4), "marian": (17, 17), "megatron": (15, 15),
-    "metric_logger": (10, 10), "mmcv": (12, 12), "mmengine": (1, 1), "mmengine_json": (3, 3),
-    "modded_nanogpt": (5, 5), "nanogpt": (5, 5), "opennmt": (7, 7), "paddle": (26, 26),
-    "painn": (2, 2), "pandas_csv": (9, 9), "sacrebleu": (0, 0), "sb3": (16, 16),
-    "simple_nmt": (10, 10), "sklearn_score": (3, 3), "speechbrain": (10, 10), "tf_siamese": (3, 3),
-    "timm_csv": (8, 8), "tqdm": (24, 24), "trl": (25, 25), "trl_grpo": (23, 23), "tsetlin": (4, 4),
-    "ultralytics": (0, 0), "ultralytics_csv": (5, 5), "xgboost": (4, 4), "xnmt": (4, 4),
-    "yolov5": (1, 1),
+    "axolotl": (5, 5), "baselines": (4, 4), "catboost": (3, 3), "cgcnn": (4, 4),
+    "deit_json": (2, 2), "detectron2": (10, 10), "detectron2_json": (9, 9), "detr_json": (2, 2),
+    "fairseq": (8, 8), "fasttext": (4, 4), "gcpnet": (4, 4), "generic": (19, 19),
+    "handloop": (3, 3), "handwritten": (18, 18), "hf_trainer": (42, 42),
+    "hf_trainer_state": (7, 7), "hf_trainoutput": (1, 1), "joeynmt": (10, 10), "jsonl": (6, 6),
+    "kan_gpt": (8, 8), "keras": (17, 17), "keras2": (7, 7), "keras_csv": (7, 7),
+    "lightning_csv": (5, 5), "lightning_rich": (11, 11), "llamafactory": (4, 4), "llmc": (4, 4),
+    "marian": (17, 17), "megatron": (15, 15), "metric_logger": (10, 10), "mmcv": (12, 12),
+    "mmengine": (1, 1), "mmengine_json": (3, 3), "mmseg": (5, 5), "modded_nanogpt": (5, 5),
+    "nanogpt": (5, 5), "nnunet": (2, 2), "opennmt": (7, 7), "paddle": (26, 26), "painn": (2, 2),
+    "pandas_csv": (9, 9), "raytune": (0, 0), "sacrebleu": (0, 0), "sb3": (26, 26),
+    "simple_nmt": (10, 10), "sklearn_score": (3, 3), "speechbrain": (10, 10), "spinningup": (5, 5),
+    "tensorboard_csv": (0, 0), "tf_siamese": (3, 3), "timm_csv": (8, 8), "tqdm": (24, 24),
+    "trl": (25, 25), "trl_grpo": (23, 23), "tsetlin": (4, 4), "ultralytics": (8, 8),
+    "ultralytics_csv": (5, 5), "xgboost": (4, 4), "xnmt": (4, 4), "yolov5": (18, 18),
 }
-"""Of 560 values read by eye: 465 found by the generic reader alone, 465 leaving each family
-out (no framework parser reads another family's log better than the generic reader). 143 of
-them are in logs of frameworks with no parser (`UNSEEN`), where the generic reader is all there
-is: 134 found (78 of 79 on the logs the rules were developed on, 56 of 64 on those held out).
-Printed mappings (`parsers.mapping_line`) and record documents (`parsers.json_document`) took
-the Trainer, TRL and trainer_state families from 15 to 74."""
-UNACCOUNTED_CEILING = {"generic alone": 261, "leave one family out": 261}
+"""Of 597 values read by eye: 523 found by the generic reader alone (87.6 %), 523 leaving
+each family out (no framework parser reads another family's log better than the generic
+reader). 170 of them are in logs of frameworks with no parser (`UNSEEN`), where the generic
+reader is all there is: 154 found (89 of 90 on the logs the rules were developed on, 65 of 80
+on those held out). 321 of 511 before the record reader read pipe records and anchors, printed
+mappings (`parsers.mapping_line`) and record documents were read, and tables were read whole
+(`parsers.table_lines`)."""
+UNACCOUNTED_CEILING = {"generic alone": 249, "leave one family out": 249}
 """Values reported that neither a reading nor the full parse has on their line (245 before the
 record reader: it left out 6 config values and added Keras's ms/step and SB3 table values read
-on the table's own lines; 254 before it read Megatron, fairseq and PaddleClas records: their
-parsers leave out PaddleClas's `batch_cost` (6, a step time) and fairseq's `best_accuracy`)."""
+on the table's own lines; 254 before it read Megatron, fairseq and PaddleClas records, whose
+parsers leave out PaddleClas's `batch_cost` (6, a step time) and fairseq's `best_accuracy`;
+then 249 once tables were read whole: SB3's rows are no longer read one by one, away from the
+table's step)."""
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +72,14 @@ def test_no_family_reads_less_than_its_floor(scores: dict[str, Any], mode: str) 
     assert got == {family: max(got[family], floor[index]) for family, floor in FLOORS.items()}
     unaccounted = sum(sum(scores[mode].unaccounted.get(f, {}).values()) for f in FLOORS)
     assert unaccounted <= UNACCOUNTED_CEILING[mode]
+
+
+@pytest.mark.parametrize("mode", ["generic alone", "leave one family out"])
+def test_at_least_four_values_in_five_are_found_without_their_framework_parser(
+        scores: dict[str, Any], mode: str) -> None:
+    found = sum(got for got, _ in scores[mode].per_family.values())
+    read = sum(total for _, total in scores[mode].per_family.values())
+    assert read >= 500 and found / read >= 0.80, (found, read)
 
 
 def test_every_floored_family_is_still_hand_read(scores: dict[str, Any]) -> None:
