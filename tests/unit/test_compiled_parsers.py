@@ -130,13 +130,13 @@ def test_a_wheel_built_with_a_compiler_holds_every_parser_compiled(compiled_whee
     assert compiled_wheel.name.split("-")[2] == tag
 
 
-@pytest.mark.slow
+# Not `slow`: the build above, handed out first, makes the wheel while the workers run other
+# tests; marked `slow` too, these waited idle on its lock at the start of every run.
 def test_gpuherd_version_says_the_parsers_are_compiled(compiled_wheel: Path,
                                                        tmp_path: Path) -> None:
     assert version_line(compiled_wheel, tmp_path).endswith("(log parsers: compiled)")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("share", range(SHARES))
 def test_the_parser_tests_pass_on_the_compiled_parsers(compiled_wheel: Path, tmp_path: Path,
                                                        share: int) -> None:

@@ -84,7 +84,7 @@ def test_markdown_and_the_short_text_name_the_containers(tmp_path: Path) -> None
             in markdown)
     short = report.render_short(summary)
     assert "  container trainer: peak GPU memory 12.0 GiB, CPU mean 110% max 119%" in short
-    assert "  container db: peak GPU memory 0.0 GiB, CPU mean 3% max 4%" in short
+    assert "  container db: peak GPU memory 0 B, CPU mean 3% max 4%" in short
 
 
 def test_without_containers_csv_there_is_no_container_section(tmp_path: Path) -> None:

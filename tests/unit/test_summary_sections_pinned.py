@@ -134,7 +134,7 @@ def test_the_session_section_of_a_finished_command(tmp_path: Path) -> None:
         "directory": str(root), "host": "box-7", "tool": "gpuherd 1.4.0",
         "driver": "580.159.04", "started_at": T0, "ended_at": T0 + 12.34567, "complete": True,
         "duration_s": 12.346, "interval_s": 0.5, "peak_interval_s": 0.02,
-        "command": ["python", "train.py"], "exit_code": 137,
+        "command": ["python", "train.py"], "exit_code": 137, "stopped_at_duration": False,
         "run_peaks": [PEAK], "readings": 4}
 
 
