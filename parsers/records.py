@@ -31,12 +31,14 @@ from parsers.values import to_epoch, to_step
 from parsers.vocabulary_short import COUNTERS, METRIC_WORDS, SCALED_NAMES
 
 # a logging prefix: `[2022-12-14 14:41:34]`, `[2024-01-09 16:24:33,925 INFO]`,
-# `2022-02-26 16:56:01,610 - INFO - joeynmt.training -`, `[name] `, `TRAIN 2021-09-14T...:`,
+# `2022-02-26 16:56:01,610 - INFO - joeynmt.training -`, Python's documented
+# `%(asctime)s - %(name)s - %(levelname)s - ` (`... - speechbrain.utils.train_logger - INFO -`),
+# `[name] `, `TRAIN 2021-09-14T...:`,
 # `[2022/04/04 17:51:12] root INFO: [Train][Epoch 1/20][Iter: 0/8]` (a logger and its level,
 # then bracketed anchors run into the first field)
 _PREFIX = re.compile(
     r"^(?:\s*\[(?!\d+\])[^\]]{0,60}\])*\s*"
-    r"(?:\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:-\s*\w+\s*-\s*[\w.]+\s*-\s*)?)?"
+    r"(?:\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:-\s*[\w.]+\s*-\s*[\w.]+\s*-\s*)?)?"
     r"(?:(?:[\w.]+\s+)?(?:INFO|DEBUG):?\s+)?(?:\[(?!\d+\])[^\]]{0,60}\]\s*)*")
 _ANCHOR = re.compile(r"\[\s*([^\]]*?)\s*\]")
 _SEPARATORS = re.compile(

@@ -130,6 +130,7 @@ UNSEEN: dict[str, Log] = {
     "speechbrain/meld_train_log.log": Log(None, (
         Read(1, "train/loss", 2.01, epoch=1), Read(1, "val/loss", 2.03), Read(1, "lr", 1e-4),
         Read(12, "train/loss", 0.967, epoch=12), Read(12, "val/loss", 2.81))),
+    # no longer held out: the `date - name - LEVEL -` prefix rule was written after it failed
     "speechbrain/meld_logger.log": Log(None, (
         Read(9, "train/loss", 1.79, epoch=1), Read(9, "val/loss", 1.83), Read(9, "lr", 1e-4),
         Read(24, "train/loss", 1.74, epoch=3), Read(40, "val/loss", 1.78, epoch=5))),
@@ -181,11 +182,10 @@ BLIND = frozenset({
     "tsetlin/spelling_run2.log", "sklearn_score/knn_polarity.log", "cgcnn/aws.log",
     "painn/dynamofix.log", "handloop/mri_unet.log", "sacrebleu/nmt_exp1.log",
     "kan_gpt/eval_blocks.log", "kan_gpt/eval_blocks_late.log",
-    "speechbrain/meld_train_log.log", "speechbrain/meld_logger.log",
-    "speechbrain/meld_f1_train_log.log",
+    "speechbrain/meld_train_log.log", "speechbrain/meld_f1_train_log.log",
     # printed mappings
     "trl_grpo/aokvqa_blind.log", "axolotl/terminal_copy.log", "hf_trainoutput/phi2_qlora.log",
     # tables
     "spinningup/ppo_cartpole.log", "gcpnet/eval_tables.log", "raytune/apex_status.log",
 })
-"""Logs held out while the generic reader's rules were written (20 of 45)."""
+"""Logs held out while the generic reader's rules were written (19 of 45)."""
