@@ -101,15 +101,45 @@ def parse_generic_line(line: str) -> LogMetric | None:
         if line.find(line[:8], 8) > 0:  # its start comes back: maybe records run together
             line = last_redraw(line)
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
-    if metric is None and (":" in line or "=" in line):
-        metric = _keyvalue_metric(line, shape)
+    if metric is None:
+        # A log repeats the shapes of its other lines (banners, chores, tables of words): a
+        # shape that gave nothing gives nothing again, without the pairs and records read.
+        if shape in _GAVE_NOTHING or (
+                shape in _GAVE_NOTHING_NAMED and _named_shape(line, shape) in _GAVE_NOTHING):
+            return None
+        if ":" in line or "=" in line:
+            metric = _keyvalue_metric(line, shape)
     # the common outcomes without a call: a metric line read as it is, a shape of no record
     if metric is not None:
         if RECORD_ACTIONS.get(shape) == AS_READ:
             return metric
     elif shape in RECORD_RECIPES and RECORD_RECIPES[shape] is None:
+        _remember_nothing(line, shape)
         return None
-    return read_better(line, metric, shape)
+    better = read_better(line, metric, shape)
+    if better is None:
+        _remember_nothing(line, shape)
+    return better
+
+
+_GAVE_NOTHING: set[bytes] = set()
+"""Shapes of lines `parse_generic_line` read in full and found no metric in (bounded); where
+a line's words hold digits (`acc1`, `ResNet50`), its shape is kept with them (`_named_shape`),
+since those digits are part of the names, not values."""
+_GAVE_NOTHING_NAMED: set[bytes] = set()
+"""Shapes of such lines whose words hold digits: look up `_named_shape` in `_GAVE_NOTHING`."""
+
+
+def _remember_nothing(line: str, shape: bytes) -> None:
+    """Keep that a shape gave no metric (the cache is emptied when it is full)."""
+    if len(_GAVE_NOTHING) >= PLAN_CACHE_SIZE:
+        _GAVE_NOTHING.clear()
+        _GAVE_NOTHING_NAMED.clear()
+    if _WORD_DIGITS.search(line) is None:
+        _GAVE_NOTHING.add(shape)
+    else:
+        _GAVE_NOTHING_NAMED.add(shape)
+        _GAVE_NOTHING.add(_named_shape(line, shape))
 
 
 _KEYS = re.compile(r"[A-Za-z][\w./]*:")
