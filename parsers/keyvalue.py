@@ -104,8 +104,7 @@ def parse_generic_line(line: str) -> LogMetric | None:
     if metric is None:
         # A log repeats the shapes of its other lines (banners, chores, tables of words): a
         # shape that gave nothing gives nothing again, without the pairs and records read.
-        if shape in _GAVE_NOTHING or (
-                shape in _GAVE_NOTHING_NAMED and _named_shape(line, shape) in _GAVE_NOTHING):
+        if _GAVE_NOTHING.holds(line, shape):
             return None
         if ":" in line or "=" in line:
             metric = _keyvalue_metric(line, shape)
@@ -114,32 +113,48 @@ def parse_generic_line(line: str) -> LogMetric | None:
         if RECORD_ACTIONS.get(shape) == AS_READ:
             return metric
     elif shape in RECORD_RECIPES and RECORD_RECIPES[shape] is None:
-        _remember_nothing(line, shape)
+        _GAVE_NOTHING.add(line, shape)
         return None
     better = read_better(line, metric, shape)
     if better is None:
-        _remember_nothing(line, shape)
+        _GAVE_NOTHING.add(line, shape)
     return better
 
 
-_GAVE_NOTHING: set[bytes] = set()
-"""Shapes of lines `parse_generic_line` read in full and found no metric in (bounded); where
-a line's words hold digits (`acc1`, `ResNet50`), its shape is kept with them (`_named_shape`),
-since those digits are part of the names, not values."""
-_GAVE_NOTHING_NAMED: set[bytes] = set()
-"""Shapes of such lines whose words hold digits: look up `_named_shape` in `_GAVE_NOTHING`."""
+class ShapesWithoutMetric:
+    """Line shapes that gave no metric (bounded: emptied when full).
+
+    Where a line's words hold digits (`acc1`, `ResNet50`, `lr0`), its shape is kept with them
+    (`_named_shape`): those digits are part of the names, not values, and `acc1` may be known
+    where `acc2` is not.
+    """
+
+    __slots__ = ("_named", "_shapes")
+
+    def __init__(self) -> None:
+        self._shapes: set[bytes] = set()
+        self._named: set[bytes] = set()  # shapes whose lines' words hold digits
+
+    def holds(self, line: str, shape: bytes) -> bool:
+        """Whether a line of this shape (and these named digits) gave no metric before."""
+        return shape in self._shapes or (
+            shape in self._named and _named_shape(line, shape) in self._shapes)
+
+    def add(self, line: str, shape: bytes) -> None:
+        """Keep that this line's shape gave no metric."""
+        if len(self._shapes) >= PLAN_CACHE_SIZE:
+            self._shapes.clear()
+            self._named.clear()
+        if _WORD_DIGITS.search(line) is None:
+            self._shapes.add(shape)
+        else:
+            self._named.add(shape)
+            self._shapes.add(_named_shape(line, shape))
 
 
-def _remember_nothing(line: str, shape: bytes) -> None:
-    """Keep that a shape gave no metric (the cache is emptied when it is full)."""
-    if len(_GAVE_NOTHING) >= PLAN_CACHE_SIZE:
-        _GAVE_NOTHING.clear()
-        _GAVE_NOTHING_NAMED.clear()
-    if _WORD_DIGITS.search(line) is None:
-        _GAVE_NOTHING.add(shape)
-    else:
-        _GAVE_NOTHING_NAMED.add(shape)
-        _GAVE_NOTHING.add(_named_shape(line, shape))
+_GAVE_NOTHING = ShapesWithoutMetric()
+"""Shapes of lines `parse_generic_line` read in full and found no metric in: a log repeats
+its other lines' shapes (banners, chores, tables of words)."""
 
 
 _KEYS = re.compile(r"[A-Za-z][\w./]*:")
@@ -194,11 +209,8 @@ def _keyvalue_metric(line: str, shape: bytes | None = None) -> LogMetric | None:
 
 
 _WORD_DIGITS = re.compile(r"[A-Za-z_][0-9]+")
-_NOT_PLAIN: set[bytes] = set()
-"""Shapes of console lines that gave no metric (bounded, see `parse_plain_line`); a shape
-whose words hold digits is kept with them (`_named_shape`)."""
-_NAMED_SHAPES: set[bytes] = set()
-"""Shapes of lines that gave no metric and whose words hold digits."""
+_NOT_PLAIN = ShapesWithoutMetric()
+"""Shapes of console lines that gave no metric (see `parse_plain_line`)."""
 MAX_PLAIN_CHARS = 512
 """Longest line `parse_plain_line` reads: a longer one is a dump (a config, an environment)."""
 
@@ -242,20 +254,11 @@ def parse_plain_line(line: str) -> LogMetric | None:
             or "grad_norm" in low or "reward" in low):
         return None
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
-    if shape in _NOT_PLAIN:
-        return None
-    if shape in _NAMED_SHAPES and _named_shape(line, shape) in _NOT_PLAIN:
+    if _NOT_PLAIN.holds(line, shape):
         return None
     metric = _keyvalue_metric(line)  # the pairs alone: no record reading of a format's lines
     if metric is None:
-        if len(_NOT_PLAIN) >= PLAN_CACHE_SIZE:
-            _NOT_PLAIN.clear()
-            _NAMED_SHAPES.clear()
-        if _WORD_DIGITS.search(line) is None:
-            _NOT_PLAIN.add(shape)
-        else:
-            _NAMED_SHAPES.add(shape)
-            _NOT_PLAIN.add(_named_shape(line, shape))
+        _NOT_PLAIN.add(line, shape)
     return metric
 
 

@@ -174,14 +174,14 @@ def make_plan(
         if counter is None:
             if ":" in text:
                 continue
-            kind = VALUE if _is_float(text) else NUMBER
+            kind = VALUE if is_float(text) else NUMBER
         elif ":" in text:
             if counter != "eta":
                 continue
             kind, name = DURATION, "eta_s"
         else:
             kind = {"step": STEP, "epoch": EPOCH}.get(counter, NUMBER)
-            float_counts = float_counts and _is_float(text)
+            float_counts = float_counts and is_float(text)
         actions.append(((kind, name), text_at))
     if not actions:
         return None
@@ -216,7 +216,8 @@ def read_count(text: str) -> float:
     return parse_number(text.partition("/")[0] if "/" in text else text)
 
 
-def _is_float(text: str) -> bool:
+def is_float(text: str) -> bool:
+    """Whether `float()` reads `text`."""
     try:
         float(text)
     except ValueError:

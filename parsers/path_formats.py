@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Sequence
 
+from parsers.keyvalue_plans import is_float
 from parsers.model import LogMetric
 from parsers.text import metric_name, normalise_line
 from parsers.values import to_step
@@ -112,20 +113,13 @@ def is_mlflow_metric_file(lines: Sequence[str], path: str) -> bool:
         return "/mlruns/" in unixy or _has_run_id(unixy)
     # the last line may still be being written: judge the complete ones when there are some
     judged = written[:-1] or written
-    return all(_MLFLOW_LINE.match(line) and _is_float(line.split(" ")[1]) for line in judged)
+    return all(_MLFLOW_LINE.match(line) and is_float(line.split(" ")[1]) for line in judged)
 
 
 def _has_run_id(path: str) -> bool:
     parts = path.split("/")
     return any(_RUN_ID.match(a) and b == "metrics" for a, b in zip(parts, parts[1:], strict=False))
 
-
-def _is_float(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 class TensorBoardCsvParser:
