@@ -88,7 +88,7 @@ def parse_generic_line(line: str) -> LogMetric | None:
     is read as a record: see `parsers.mapping_line`.
     """
     line = normalise_line(line)
-    if "{'" in line or '{"' in line:
+    if "{" in line and ("{'" in line or '{"' in line):  # one scan for the lines without
         mapped = _mapping_metric(line)
         if mapped is not None:
             return mapped
@@ -104,8 +104,8 @@ def parse_generic_line(line: str) -> LogMetric | None:
     if metric is None:
         # A log repeats the shapes of its other lines (banners, chores, tables of words): a
         # shape that gave nothing gives nothing again, without the pairs and records read.
-        if _GAVE_NOTHING.holds(line, shape):
-            return None
+        if shape not in _PLANS.plans and _GAVE_NOTHING.holds(line, shape):
+            return None  # (a planned shape gives a metric: no need to ask)
         if ":" in line or "=" in line:
             metric = _keyvalue_metric(line, shape)
     # the common outcomes without a call: a metric line read as it is, a shape of no record
@@ -119,6 +119,12 @@ def parse_generic_line(line: str) -> LogMetric | None:
     if better is None:
         _GAVE_NOTHING.add(line, shape)
     return better
+
+
+_COUNTER_VALUE = re.compile(
+    r"(?i)(?<![a-z])(?:steps?|up\.?|iter(?:ation)?|it|updates?|s|num_updates|global[_ ]step"
+    r"|epoch|ep\.?|batch)\s*[:=]?\s*[-+]?[\d.]")
+"""A counter and its value (`step=5`, `Epoch: 3`, `s:400`): see `ShapesWithoutMetric.add`."""
 
 
 class ShapesWithoutMetric:
@@ -141,7 +147,13 @@ class ShapesWithoutMetric:
             shape in self._named and _named_shape(line, shape) in self._shapes)
 
     def add(self, line: str, shape: bytes) -> None:
-        """Keep that this line's shape gave no metric."""
+        """Keep that this line's shape gave no metric, unless its values could change that.
+
+        A counter's value can: `step=5` alone gives nothing, `step=-5` of the same shape is
+        no count (a `ValueError`, an unparsed line); such lines are read in full each time.
+        """
+        if _COUNTER_VALUE.search(line) is not None:
+            return
         if len(self._shapes) >= PLAN_CACHE_SIZE:
             self._shapes.clear()
             self._named.clear()

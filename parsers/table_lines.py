@@ -69,9 +69,13 @@ class TableLines:
         A line of no table returns `NOT_TABLE` at once, or the metric of a name/value table
         that it ends.
         """
-        stripped = line.strip()
-        previous, self._previous = self._previous, stripped
         self._epoch_age += 1
+        if "=" in line and self._header is None and not self._rows.rows:
+            # `step=5 loss=0.61`: no table is open, and no name of a header holds a `=`
+            self._previous = line
+            return NOT_TABLE
+        stripped = line.strip()
+        previous, self._previous = self._previous.strip(), stripped
         if not stripped:
             return self._other() if self._header is not None or self._rows.rows else NOT_TABLE
         if stripped[0] in BOX_STARTS:
