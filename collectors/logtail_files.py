@@ -216,7 +216,9 @@ class FileFollower:
         self.ending = None
         # A generation of NULs only held no byte of its own: its copy, or the next hole, still
         # counts from where the generation before it was left.
-        if self._head:
+        if len(self._head) >= HEAD_BYTES:
+            # A short head (a generation cut after a few bytes) would match any later one that
+            # starts alike, and lose it; its copy is read again instead, never lost.
             self._read_heads.append(self._head)
         if not self._in_hole:
             seen = max(self._seen_size, self.offset) if self._cut_by_size else self.offset

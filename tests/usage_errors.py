@@ -12,6 +12,8 @@ def error_line(stderr: str) -> str:
     that refuses its input itself prints its one line alone.
     """
     lines = stderr.strip().splitlines()
+    if any(": error: " in line for line in lines):  # a usage error: its line, then the hint
+        assert lines[-1].startswith(SEE_HELP), f"no `see ... --help` after the error: {lines}"
     if lines and lines[-1].startswith(SEE_HELP):
         assert len(lines) == 2, f"more than the line and the hint: {lines}"
         assert lines[-1].endswith(" --help`") and lines[0].startswith("gpuherd")

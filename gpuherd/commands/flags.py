@@ -119,7 +119,7 @@ class OneLineParser(argparse.ArgumentParser):
         expected = _EXPECTED_ONE.match(message)
         if expected is not None:  # `--vram -5GiB`: argparse takes `-5GiB` for a flag
             flag = expected[1].split("/")[-1]
-            message += f" (a value that starts with `-` is written {flag}=VALUE)"
+            message += f" (give one; a value that starts with `-` is written {flag}=VALUE)"
         self.exit(2, f"{self.prog}: error: {message}\nsee `{self.prog} --help`\n")
 
 

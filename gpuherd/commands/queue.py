@@ -65,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _job(show)
     show.add_argument("--show-secrets", action="store_true",
                       help="print the values of variables named like secrets (*TOKEN*, *KEY*, "
-                           "*SECRET*, *PASSWORD*, *CREDENTIAL*, *AUTH*), masked otherwise")
+                           "*SECRET*, *PASSWORD*, *PASSWD*, *CREDENTIAL*, *AUTH*), masked "
+                           "otherwise")
     _job(sub.add_parser("rm", help="remove a job that is not running"))
     cancel = sub.add_parser("cancel", help="cancel a job; a running one gets SIGTERM, then "
                             "SIGKILL")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.base import CollectorEvent, Failed, Recovered, Sampled, Unavailable
-from collectors.containers import NoEngine
+from collectors.containers import DockerCollector
 from collectors.discovery import DiscoveredLogs
 from collectors.host import gpu_pids
 from collectors.samples import GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
@@ -81,9 +81,9 @@ class ExportState:
                 task_id = self._task_of.get(event.source)
                 if task_id is not None:
                     self._tracker.collector_failed(task_id, event.error.msg)
-            elif isinstance(event, Unavailable) and not isinstance(event.error, NoEngine):
+            elif isinstance(event, Unavailable) and not _containers(event):
                 # a source that never started (NVML without a driver) fails for good; a host
-                # without a container engine has nothing to fail
+                # without a container engine (or one this user may not use) has none to fail
                 self._failing[event.source] = event.error.msg
             elif isinstance(event, Recovered):
                 self._failing.pop(event.source, None)
@@ -152,3 +152,8 @@ class ExportState:
             if self._watch is not None:
                 self._watch.forget(task_id)
             self._task_of = {s: t for s, t in self._task_of.items() if t != task_id}
+
+
+def _containers(event: Unavailable) -> bool:
+    """Whether an unavailable source is the container engine's (optional on every host)."""
+    return event.source == DockerCollector.name

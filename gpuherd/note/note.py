@@ -146,13 +146,19 @@ def _limitations(data: dict[str, Any]) -> list[str]:
     elif isinstance(code, int) and code != 0:
         out.append(f"the command exited with code {code}")
     for event in data["events"]["notable"]:
-        if event.get("kind") == EVENT.collector_unavailable:
+        if event.get("kind") == EVENT.collector_unavailable and not _no_engine(event):
             out.append(_missing_source(str(event.get("source") or "")))
         elif event.get("kind") == EVENT.disk_full:
             out.append("the recording stopped early: disk full")
     if not session["complete"]:
         out.append("the recording did not end cleanly")
     return list(dict.fromkeys(out))
+
+
+def _no_engine(event: dict[str, Any]) -> bool:
+    """A host without a container engine: nothing was missed (`collectors.containers.NoEngine`)."""
+    return event.get("source") == "docker" and str(event.get("msg", "")).startswith(
+        "no container engine")
 
 
 def _missing_source(source: str) -> str:

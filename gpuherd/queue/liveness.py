@@ -188,6 +188,7 @@ def _supervisor_alive(job: Job) -> bool:
 
 
 ENDED_UNSETTLED = "ended while no runner was running; the next `gpuherd queue run` records it"
+"""Shown only while no runner holds the queue (a runner records an end within seconds)."""
 
 
 def end_seen(job: Job) -> JobEnd | None:

@@ -25,6 +25,7 @@ from gpuherd.queue.liveness import as_ended, end_seen, settle_job
 from gpuherd.queue.sizes import format_size
 from gpuherd.queue.store import QueueError, QueueStore, default_state_dir
 from gpuherd.queue.store_rows import DamagedRow
+from gpuherd.queue.watch import runner_pid
 
 
 def host_gpu_count(backend: NvmlBackend | None = None) -> tuple[int | None, str | None]:
@@ -54,11 +55,14 @@ def _add(store: QueueStore, args: argparse.Namespace, backend: NvmlBackend | Non
     return said + ("; the queue is paused" if store.paused() else "")
 
 
-def _as_seen(jobs: list[Job], now: float) -> list[Job]:
+def _as_seen(store: QueueStore, jobs: list[Job], now: float) -> list[Job]:
     """The jobs, a running one whose supervisor and command are gone shown as it ended.
 
-    Only shown: the runner records the end (it may retry an OOM), and none may be running.
+    Only while no runner holds the queue, and only shown: a runner records the end itself (it
+    may retry an OOM) within seconds.
     """
+    if runner_pid(store.path.parent) is not None:
+        return jobs
     seen = []
     for job in jobs:
         end = end_seen(job)
@@ -68,7 +72,7 @@ def _as_seen(jobs: list[Job], now: float) -> list[Job]:
 
 def _ls(store: QueueStore, args: argparse.Namespace) -> str:
     now = time.time()
-    jobs = _as_seen(store.jobs(), now)
+    jobs = _as_seen(store, store.jobs(), now)
     if args.json:
         return json.dumps(listing.jobs_json(jobs, now, store.damaged), indent=1)
     return listing.render_table(jobs, now, store.paused(), store.damaged)
@@ -76,7 +80,7 @@ def _ls(store: QueueStore, args: argparse.Namespace) -> str:
 
 def _show(store: QueueStore, args: argparse.Namespace) -> str:
     now = time.time()
-    [job] = _as_seen([store.get(args.job)], now)
+    [job] = _as_seen(store, [store.get(args.job)], now)
     return listing.render_job(job, now, listing.places(store.jobs()).get(job.id),
                               show_secrets=args.show_secrets)
 

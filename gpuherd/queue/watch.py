@@ -108,8 +108,9 @@ class QueueWatch:
         """`PRAGMA data_version` of the last read and what it read (rows, paused, the running
         jobs): while no other connection has committed since, the jobs are not read again (a
         look then costs a stat or two, and a liveness check per running job)."""
-        self._ends: dict[int, JobEnd] = {}
-        """Running jobs seen ended that no runner has recorded yet: read once each."""
+        self._ends: dict[tuple[int, int | None, float | None], JobEnd] = {}
+        """Running jobs seen ended that no runner has recorded yet, by id and the attempt's
+        supervisor (an OOM retry keeps its id): read once each."""
 
     @property
     def path(self) -> Path:
@@ -143,9 +144,11 @@ class QueueWatch:
             raise CollectorError(f"{self.path}: cannot read the queue: {error}",
                                  title="queue") from None
         _, jobs, paused, running = self._last
+        runner = runner_pid(self.state_dir)
+        if runner is not None:  # the runner records ends itself, within seconds
+            running = ()
         return QueueSnapshot(now, exists=True, jobs=self._as_seen(jobs, running, now),
-                             paused=paused,
-                             runner_pid=runner_pid(self.state_dir), runner_note=note)
+                             paused=paused, runner_pid=runner, runner_note=note)
 
     def _as_seen(self, rows: tuple[QueueJobRow, ...], running: tuple[Job, ...],
                  now: float) -> tuple[QueueJobRow, ...]:
@@ -156,13 +159,14 @@ class QueueWatch:
         from gpuherd.queue.liveness import as_ended, end_seen
 
         ended: dict[int, QueueJobRow] = {}
-        for job in running:
-            end = self._ends.get(job.id) or end_seen(job)
+        attempts = {(job.id, job.pid, job.pid_start_time): job for job in running}
+        for attempt, job in attempts.items():
+            end = self._ends.get(attempt) or end_seen(job)
             if end is not None:
-                self._ends[job.id] = end
+                self._ends[attempt] = end
                 ended[job.id] = job_row(as_ended(job, end, now), None)
-        for job_id in set(self._ends) - {job.id for job in running}:
-            del self._ends[job_id]  # recorded by a runner since: the database says it now
+        for attempt in set(self._ends) - set(attempts):
+            del self._ends[attempt]  # recorded by a runner since: the database says it now
         return tuple(ended.get(row.id, row) for row in rows) if ended else rows
 
     @staticmethod

@@ -131,8 +131,9 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
 
     def stop_for_duration(signum: int) -> None:
         # sent by gpuherd itself: a `signal` event would read as one gpuherd received
-        limited.append(signum)
         sent = child.forward(signum)
+        if sent:  # a command that had ended already was not stopped by the limit
+            limited.append(signum)
         recording.event(EVENT.duration_reached, sent=signal.Signals(sent).name if sent else None)
 
     signals.on_signal = forward

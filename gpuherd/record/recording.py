@@ -118,9 +118,9 @@ class Recording:
         self._tails: list[LogTailCollector] = []
         self._follow_lock = threading.Lock()
         self.warnings: list[str] = []
+        """Things worth telling the person after `stop` (nothing is lost because of them)."""
         self.stopped_at_duration = False
         """--duration ended the command: the person's own limit, not a failure."""
-        """Things worth telling the person after `stop` (nothing is lost because of them)."""
         self._stopped = False
         self._lock = threading.Lock()
         self._opened: Directory | None = None

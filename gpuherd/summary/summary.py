@@ -250,7 +250,7 @@ def _session(frames: SessionFrames, window: dict[str, Any]) -> dict[str, Any]:
         "interval_s": meta.get(META.interval_s), "peak_interval_s": meta.get(META.peak_interval_s),
         "command": meta.get(META.command), "exit_code": exit_code,
         # the person's own --duration ended the command: a limit reached, not a failure
-        "stopped_at_duration": any(e.get("kind") == EVENT.duration_reached
+        "stopped_at_duration": any(e.get("kind") == EVENT.duration_reached and e.get("sent")
                                    for e in frames.events),
         "run_peaks": meta.get(META.run_peaks) or [],
     }

@@ -46,7 +46,9 @@ may be the kernel's OOM killer, so it reads as failed."""
 ERROR_QUIET_S = 5.0
 """A log whose last news is an error (a traceback, a CUDA OOM) and that has not been written
 for this long, with no live writer known, has failed: its short-lived writer may never have
-been seen, and `running` for another minute would be wrong."""
+been seen, and `running` for another minute would be wrong. A log that writes more slowly
+than every second gets five of its usual intervals instead (`_error_quiet_s`): a caught
+traceback before a slow step is no end."""
 REPLAY_PROBE = 8
 """First metrics of a file generation remembered to tell a rewrite from a new run."""
 
@@ -389,7 +391,7 @@ class TaskTracker:
             return ("done" if task.exit_code == 0 else
                     "stopped" if task.exit_code in STOPPED_EXIT_CODES else "failed")
         ended_in_error = self._ended_in_error(task)
-        if ended_in_error and not task.writer_pids and self._quiet_for(task, ERROR_QUIET_S):
+        if ended_in_error and not task.writer_pids and self._quiet_for(task, _error_quiet_s(task)):
             return "failed"
         if self._running(task):
             return "running"
@@ -484,3 +486,9 @@ def _same(a: dict[str, float], b: dict[str, float]) -> bool:
     common = a.keys() & b.keys()
     return bool(common) and all(a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k]))
                                 for k in common)
+
+
+def _error_quiet_s(task: _Task) -> float:
+    """How long a log whose last news is an error must be quiet to have failed."""
+    usual = task.lines.usual_interval_s()
+    return ERROR_QUIET_S if usual is None else max(ERROR_QUIET_S, 5 * usual)

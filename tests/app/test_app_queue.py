@@ -116,7 +116,9 @@ async def test_the_runners_own_wait_reasons_reach_the_panel_and_its_rows_follow_
         # The settle period has passed: the first job starts on GPU 0, runs and ends.
         queue.step(T0 + 7)
         queue.step_until(lambda: queue.state_of(first.id) is JobState.DONE)
-        await until(pilot, lambda: cells(panel, first.id)["state"] == "done")
+        # (seen ended before the runner recorded it, the row says so until it has)
+        await until(pilot, lambda: cells(panel, first.id)["state"] == "done"
+                    and cells(panel, first.id)["why"] == "-")
         done = cells(panel, first.id)
         assert (done["gpu"], done["exit"].split(" · ")[0], done["why"]) == ("0", "0", "-")
         assert cells(panel, second.id)["state"] == "waiting"

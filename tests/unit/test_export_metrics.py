@@ -174,6 +174,7 @@ def test_failing_sources_are_counted_and_a_failing_log_marks_its_task() -> None:
 def test_a_source_that_never_started_is_failing_and_no_container_engine_is_not() -> None:
     state = ExportState("box-1")
     state.emit(Unavailable("docker", NoEngine("no container engine at /var/run/docker.sock")))
+    state.emit(Unavailable("docker", CollectorUnavailable("permission denied on the socket")))
     assert one(scrape(state), "gpuherd_sources_failing") == 0
     state.emit(Unavailable("nvml", CollectorUnavailable("NVIDIA driver not found: ...")))
     assert one(scrape(state), "gpuherd_sources_failing") == 1

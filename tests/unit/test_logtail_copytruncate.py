@@ -308,12 +308,12 @@ def test_a_copy_that_turns_up_after_its_cut_was_seen_is_not_read_again(tmp_path)
     # A copy renamed on by the next rotation while the tail listed the copies is missed at the
     # cut and seen at a later look: it starts like the generation read, so it is no new one.
     log = tmp_path / "train.log"
-    log.write_bytes(lines(0, 9))
+    log.write_bytes(lines(0, 19))  # 420 bytes: a whole head (HEAD_BYTES) to know its copy by
     follower = FileFollower(str(log))
-    assert read_all(follower) == lines(0, 9)
+    assert read_all(follower) == lines(0, 19)
     os.truncate(log, 0)
     assert read_all(follower) == b""  # the cut is seen; no copy is there yet
-    (tmp_path / "train.log.1").write_bytes(lines(0, 9))
+    (tmp_path / "train.log.1").write_bytes(lines(0, 19))
     with open(log, "ab") as f:
         f.write(lines(10, 11))
     assert read_all(follower) == lines(10, 11)
@@ -325,13 +325,13 @@ def test_a_second_copy_made_before_the_first_cut_was_seen_is_read_after_the_firs
     # yet. That copy is skipped then (its lines are still in the log), and once the log is cut
     # before the tail read them, it is read as the generation it is.
     log, first, second = (tmp_path / n for n in ("train.log", "train.log.2", "train.log.1"))
-    log.write_bytes(lines(0, 9))
+    log.write_bytes(lines(0, 19))  # each stretch a whole head long (HEAD_BYTES)
     follower = FileFollower(str(log))
-    assert read_all(follower) == lines(0, 9)
+    assert read_all(follower) == lines(0, 19)
     shutil.copyfile(log, second)
     os.truncate(log, 0)
     with open(log, "ab") as f:
-        f.write(lines(10, 19))
+        f.write(lines(20, 39))
     os.rename(second, first)
     shutil.copyfile(log, second)  # the second cut's copy; the cut itself comes later
     assert follower.check() and follower.ending == "truncated"
@@ -339,6 +339,6 @@ def test_a_second_copy_made_before_the_first_cut_was_seen_is_read_after_the_firs
     follower.end_generation()
     os.truncate(log, 0)
     with open(log, "ab") as f:
-        f.write(lines(20, 21))
-    assert read_all(follower) == lines(10, 21)
+        f.write(lines(40, 41))
+    assert read_all(follower) == lines(20, 41)
     follower.close()

@@ -282,7 +282,7 @@ def test_a_state_dir_others_may_write_is_refused(state: Path) -> None:
     (["add", "--"], "gpuherd queue add: error: give the job's command after `--`: gpuherd "
      "queue add [flags] -- CMD ARGS..."),
     (["add", "--vram", "-5GiB", "--", "true"], "gpuherd queue add: error: argument --vram: "
-     "expected one argument (a value that starts with `-` is written --vram=VALUE)"),
+     "expected one argument (give one; a value that starts with `-` is written --vram=VALUE)"),
     (["ls", "--", "true"], "gpuherd queue ls: error: a command after `--` is only for `gpuherd "
      "queue add`"),
     (["show"], "gpuherd queue show: error: the following arguments are required: JOB"),

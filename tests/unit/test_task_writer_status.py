@@ -152,3 +152,16 @@ def test_an_error_with_a_live_writer_known_is_not_failed_while_it_writes() -> No
     tracker.add_batch(batch(2.0, (), [(3, LogFinding("traceback", "Traceback (most recent"))],
                             lines=1, modified_at=2.0, offset_bytes=300, size_bytes=300))
     assert status_at(tracker, 30.0) == "running"  # caught and logged; the writer lives on
+
+
+def test_a_slow_log_after_an_error_gets_five_of_its_intervals_before_it_has_failed() -> None:
+    from parsers.model import LogFinding
+
+    tracker = TaskTracker(active_s=600.0)
+    lines_at(tracker, 0.0, 20.0, 40.0, 60.0)  # a line every 20 s
+    tracker.add_batch(batch(61.0, (), [(5, LogFinding("traceback", "Traceback (most recent"))],
+                            lines=1, modified_at=61.0, offset_bytes=500, size_bytes=500))
+    tracker.writers_seen(TASK, 61.0 + 99.0, ())
+    assert tracker.view(TASK).status == "running"  # type: ignore[union-attr]
+    tracker.writers_seen(TASK, 61.0 + 100.0, ())
+    assert tracker.view(TASK).status == "failed"  # type: ignore[union-attr]

@@ -53,7 +53,8 @@ FLEET_KEYS: tuple[tuple[str, str], ...] = (
 )
 FLEET_NOTES = (
     "One row per GPU of every host whose exporter Prometheus scrapes, the most free memory "
-    "first. A host whose series stopped coming is `stale`: its last figures, struck out.",
+    "first. A host whose series stopped coming is `stale`: its last figures, dimmed and "
+    "listed last.",
     "The view asks Prometheus again at every interval; when it cannot, the last answer stays "
     "and the line above the table says why.",
 )
