@@ -127,13 +127,11 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
         recording.event(EVENT.signal, signal=signal.Signals(signum).name,
                         forwarded=signal.Signals(sent).name if sent else None)
 
-    limited: list[int] = []
-
     def stop_for_duration(signum: int) -> None:
         # sent by gpuherd itself: a `signal` event would read as one gpuherd received
         sent = child.forward(signum)
         if sent:  # a command that had ended already was not stopped by the limit
-            limited.append(signum)
+            recording.stopped_at_duration = True
         recording.event(EVENT.duration_reached, sent=signal.Signals(sent).name if sent else None)
 
     signals.on_signal = forward
@@ -152,8 +150,7 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
              "be written); they went to the terminal only")
     recording.event(EVENT.exit, exit_code=code,
                     **({"log_dropped_bytes": dropped} if dropped else {}))
-    if limited:
-        recording.stopped_at_duration = True
+    if recording.stopped_at_duration:
         _say(f"stopped the command at the --duration limit (it exited with code {code})")
     return code
 

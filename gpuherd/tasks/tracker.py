@@ -378,7 +378,7 @@ class TaskTracker:
         """
         if task.exit_code is not None or (task.had_writer and not task.writer_pids):
             return False
-        last = task.modified_at if task.modified_at is not None else task.last_progress_at
+        last = _last_write(task)
         window = task.lines.stall_after_s(self.active_s) if task.writer_pids else self.active_s
         return last is not None and self.now is not None and self.now - last <= window
 
@@ -415,7 +415,7 @@ class TaskTracker:
 
     def _quiet_for(self, task: _Task, seconds: float) -> bool:
         """Whether the log has not been written for `seconds` (its mtime, else a line read)."""
-        last = task.modified_at if task.modified_at is not None else task.last_progress_at
+        last = _last_write(task)
         return last is not None and self.now is not None and self.now - last >= seconds
 
     def _view(self, task: _Task) -> TaskView:
@@ -486,6 +486,11 @@ def _same(a: dict[str, float], b: dict[str, float]) -> bool:
     common = a.keys() & b.keys()
     return bool(common) and all(a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k]))
                                 for k in common)
+
+
+def _last_write(task: _Task) -> float | None:
+    """When the log was last written: its file's mtime, else when a line was last read."""
+    return task.modified_at if task.modified_at is not None else task.last_progress_at
 
 
 def _error_quiet_s(task: _Task) -> float:
