@@ -216,7 +216,8 @@ def test_plans_follow_a_time_zone_change(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_a_shape_whose_start_comes_back_is_never_read_by_its_plan_alone() -> None:
     # `acc1: ... acc5: ...` is one line of pairs; the same shape with its first key repeated
     # exactly is two records run together, of which the last counts (`last_redraw`)
-    whole, run = ("acc1: 0.5 loss: 0.7 acc5: 0.4 loss: 0.6", "acc1: 0.5 loss: 0.7 acc1: 0.4 loss: 0.6")
+    whole = "acc1: 0.5 loss: 0.7 acc5: 0.4 loss: 0.6"
+    run = "acc1: 0.5 loss: 0.7 acc1: 0.4 loss: 0.6"
     for _ in range(4):  # the plan is made and replayed
         assert outcome(keyvalue.parse_generic_line, whole) == outcome(reference, whole)
     assert keyvalue.parse_generic_line(run) == LogMetric((("train/acc", 0.4), ("train/loss", 0.6)))
