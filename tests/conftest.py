@@ -89,7 +89,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests: each puts a known load on the GPU and checks what NVML reads of it.
     """
     for item in items:
-        for marker, group in (("docker", "docker-engine"), ("gpu", "gpu")):
+        for marker, group in (("docker", "docker-engine"), ("gpu", "gpu"), ("slurm", "slurm")):
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
