@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from collectors.base import CollectorError, CollectorUnavailable
 from collectors.host import PidWatch
@@ -53,10 +54,10 @@ class SlurmCollector:
     def sample(self) -> SlurmTick:
         """One reading: the jobs here, with GPUs, and the job of each watched pid."""
         taken_at = time.time()
-        jobs = self._squeue()
-        for gone in self._gpus.keys() - {j.job_id for j in jobs}:
+        listed = self._squeue()
+        for gone in self._gpus.keys() - {j.job_id for j in listed}:
             del self._gpus[gone]
-        jobs = tuple(self._with_gpus(job) for job in jobs)
+        jobs = tuple(self._with_gpus(job) for job in listed)
         processes = self.pids.map(self.pid_watch.get(), jobs_running=bool(jobs))
         return SlurmTick(taken_at, self.node, jobs, processes)
 
@@ -76,10 +77,4 @@ class SlurmCollector:
             except CollectorError:
                 return job  # ended between the two calls; asked again next tick if still here
         indexes = self._gpus[job.job_id]
-        return job if indexes is None else _replace_gpus(job, indexes)
-
-
-def _replace_gpus(job: SlurmJob, indexes: tuple[int, ...]) -> SlurmJob:
-    from dataclasses import replace
-
-    return replace(job, gpu_indexes=indexes)
+        return job if indexes is None else replace(job, gpu_indexes=indexes)

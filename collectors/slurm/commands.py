@@ -7,7 +7,7 @@ import re
 import shutil
 import socket
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from collectors.base import CollectorError, CollectorUnavailable
 
@@ -22,7 +22,8 @@ CONF_PATHS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf",
 whose slurmd keeps the controller's copy there). Without one they retry for a minute."""
 
 
-def slurm_missing(env: dict[str, str] | None = None) -> str | None:
+def slurm_missing(env: Mapping[str, str] | None = None,
+                  conf_paths: Sequence[str] = CONF_PATHS) -> str | None:
     """Why Slurm cannot be read here (no commands, no configuration); `None` when it can.
 
     The cheap check a machine without Slurm pays: a PATH lookup and a few `stat` calls.
@@ -30,13 +31,13 @@ def slurm_missing(env: dict[str, str] | None = None) -> str | None:
     env = os.environ if env is None else env
     if shutil.which("scontrol", path=env.get("PATH")) is None:
         return "no Slurm here (scontrol is not on PATH)"
-    confs = (env.get("SLURM_CONF", ""), *CONF_PATHS)
+    confs = (env.get("SLURM_CONF", ""), *conf_paths)
     if not any(path and os.path.isfile(path) for path in confs):
         return "Slurm's commands are installed but no slurm.conf was found"
     return None
 
 
-def node_name(env: dict[str, str] | None = None) -> str:
+def node_name(env: Mapping[str, str] | None = None) -> str:
     """This node's Slurm name: `SLURMD_NODENAME` when set, else the short host name."""
     env = os.environ if env is None else env
     return env.get("SLURMD_NODENAME") or socket.gethostname().split(".", 1)[0]
