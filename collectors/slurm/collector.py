@@ -26,6 +26,7 @@ class SlurmCollector:
     """
 
     name = "slurm"
+    role = "slurm"
 
     def __init__(self, pid_watch: PidWatch | None = None, interval_s: float = 1.0, *,
                  node: str | None = None, runner: Runner = run_slurm,

@@ -31,6 +31,8 @@ def slurm_missing(env: Mapping[str, str] | None = None,
     env = os.environ if env is None else env
     if shutil.which("scontrol", path=env.get("PATH")) is None:
         return "no Slurm here (scontrol is not on PATH)"
+    if shutil.which("slurmd", path=f"{env.get('PATH', '')}:/usr/sbin:/usr/local/sbin") is None:
+        return "no slurmd here: this machine is no Slurm compute node"
     confs = (env.get("SLURM_CONF", ""), *conf_paths)
     if not any(path and os.path.isfile(path) for path in confs):
         return "Slurm's commands are installed but no slurm.conf was found"

@@ -79,3 +79,13 @@ def test_an_ended_job_leaves_the_next_tick(slurm_jobs: SlurmJobs) -> None:
     assert collector.sample().job(job_id) is not None
     slurm_jobs.cancel_all()
     wait_for(lambda: collector.sample().job(job_id) is None, f"job {job_id} to leave")
+
+
+def test_the_root_runs_the_slurm_source_on_a_slurm_node(slurm_node: None) -> None:
+    from gpuherd.sources import LiveSources, SourceOptions
+
+    sources = LiveSources(SourceOptions(containers=False))
+    (slurm,) = [c for c in sources.machine() if isinstance(c, SlurmCollector)]
+    assert slurm.pid_watch is sources.pid_watch, "it maps the GPU pids the root watches"
+    assert not any(isinstance(c, SlurmCollector)
+                   for c in LiveSources(SourceOptions(slurm=False)).machine())

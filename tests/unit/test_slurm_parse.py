@@ -117,9 +117,10 @@ def test_slurms_reason_is_its_last_line_without_the_prefix():
 
 def test_no_slurm_commands_or_no_configuration_is_no_slurm(tmp_path):
     assert slurm_missing({"PATH": str(tmp_path)}) == "no Slurm here (scontrol is not on PATH)"
-    fake = tmp_path / "scontrol"
-    fake.write_text("#!/bin/sh\n")
-    fake.chmod(0o755)
+    for name in ("scontrol", "slurmd"):
+        fake = tmp_path / name
+        fake.write_text("#!/bin/sh\n")
+        fake.chmod(0o755)
     conf = tmp_path / "slurm.conf"
     env = {"PATH": str(tmp_path), "SLURM_CONF": str(conf)}
     assert "no slurm.conf" in (slurm_missing(env, conf_paths=()) or "")
@@ -135,3 +136,12 @@ def test_snapshot_without_slurm_says_nothing_of_it(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     data = to_json(take_snapshot(FakeNvml([]), window_s=0.0))
     assert data["slurm"] is None
+
+
+def test_without_slurm_the_root_builds_no_slurm_source(tmp_path, monkeypatch):
+    from collectors.slurm.collector import SlurmCollector
+    from gpuherd.sources import LiveSources, SourceOptions
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    collectors = LiveSources(SourceOptions(containers=False)).machine()
+    assert not any(isinstance(c, SlurmCollector) for c in collectors)
