@@ -62,7 +62,12 @@ def test_a_submitted_command_runs_recorded_and_its_exit_code_is_listed(queue, tm
     assert session == tmp_path / "gpuherd-sessions" / f"job-{job_id}"
     assert row["summary"] == str(session / "summary.md")
     assert "from-the-job" in (session / "command.log").read_text()
-    assert json.loads((session / "meta.json").read_text())["exit_code"] == 3
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["exit_code"] == 3
+    assert (meta["slurm"]["job_id"], meta["slurm"]["step"]) == (job_id, "batch")
+    assert f",job,{job_id},,root,three,debug,RUNNING,300," in (session / "slurm.csv").read_text()
+    assert f"- Recorded inside Slurm job {job_id}, step batch" in \
+        (session / "summary.md").read_text()
     table = queue("ls").stdout
     assert f"{job_id}  three" in table and "FAILED" in table
 
