@@ -89,3 +89,37 @@ def test_the_root_runs_the_slurm_source_on_a_slurm_node(slurm_node: None) -> Non
     assert slurm.pid_watch is sources.pid_watch, "it maps the GPU pids the root watches"
     assert not any(isinstance(c, SlurmCollector)
                    for c in LiveSources(SourceOptions(slurm=False)).machine())
+
+
+def test_squeue_runs_every_refresh_and_at_once_for_a_process_of_a_new_job(
+        slurm_jobs: SlurmJobs) -> None:
+    from collectors.slurm.commands import run_slurm
+
+    calls: list[str] = []
+
+    def counting(argv):  # type: ignore[no-untyped-def]
+        calls.append(argv[0])
+        return run_slurm(argv)
+
+    now = [1000.0]
+    watch = PidWatch()
+    collector = SlurmCollector(watch, runner=counting, refresh_s=5.0, clock=lambda: now[0])
+    collector.open()
+    first, _ = slurm_jobs.running("sleep 120")
+    running = collector.sample().job(first)
+    assert running is not None and running.elapsed_s is not None
+    calls.clear()
+    now[0] += 4.0
+    aged = collector.sample().job(first)
+    assert calls == [], "within the refresh nothing is asked of Slurm"
+    assert aged is not None and aged.elapsed_s == running.elapsed_s + 4
+    second, pid = slurm_jobs.running("sleep 120")
+    watch.set({pid})
+    now[0] += 0.5
+    tick = collector.sample()
+    assert calls.count("squeue") == 1, "a process of an unlisted job reads the jobs at once"
+    assert tick.job(second) is not None and tick.job_of(pid) is not None
+    calls.clear()
+    now[0] += 5.0
+    collector.sample()
+    assert calls == ["squeue"]
