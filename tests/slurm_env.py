@@ -34,14 +34,15 @@ def slurm_problem() -> str | None:
     return None
 
 
-def wait_for(predicate, what: str, timeout_s: float = WAIT_S):  # type: ignore[no-untyped-def]
+def wait_for(predicate, what: str, timeout_s: float = WAIT_S,  # type: ignore[no-untyped-def]
+             every_s: float = 0.1):
     """Poll `predicate` until it returns something true; fail naming `what` after the wait."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
-        time.sleep(0.1)
+        time.sleep(every_s)
     raise AssertionError(f"waited {timeout_s:g} s for {what}")
 
 

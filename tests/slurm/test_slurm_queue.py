@@ -15,6 +15,8 @@ from tests.slurm_env import SlurmJobs, wait_for
 pytestmark = pytest.mark.slurm
 
 ROOT = Path(__file__).resolve().parents[2]
+EVERY_S = 0.5
+"""Between two `queue ls` runs while waiting: each is a Python start, a third of a core-second."""
 
 
 @pytest.fixture
@@ -54,7 +56,7 @@ def test_a_submitted_command_runs_recorded_and_its_exit_code_is_listed(queue, tm
     assert out.returncode == 0, out.stderr
     job_id = out.stdout.split()[3]
     assert out.stdout.startswith(f"submitted Slurm job {job_id} (three) on 1 GPU")
-    row = wait_for(lambda: _ended(queue, job_id), f"Slurm job {job_id} to end", 60)
+    row = wait_for(lambda: _ended(queue, job_id), f"Slurm job {job_id} to end", 60, EVERY_S)
     assert (row["state"], row["exit_code"]) == ("failed", 3)
     assert row["slurm"]["state"] == "FAILED" and row["slurm"]["node"]
     assert row["slurm"]["time_limit"] == "5"
@@ -75,16 +77,17 @@ def test_a_submitted_command_runs_recorded_and_its_exit_code_is_listed(queue, tm
 def test_a_job_that_succeeds_is_done_with_exit_code_0(queue):
     out = queue("add", "--slurm", "--gpus", "2", "--", "true")
     job_id = out.stdout.split()[3]
-    row = wait_for(lambda: _ended(queue, job_id), f"Slurm job {job_id} to end", 60)
+    row = wait_for(lambda: _ended(queue, job_id), f"Slurm job {job_id} to end", 60, EVERY_S)
     assert (row["state"], row["exit_code"], row["gpus"]) == ("done", 0, 2)
 
 
 def test_a_cancelled_job_is_listed_cancelled(queue):
     job_id = queue("add", "--slurm", "--", "sleep", "300").stdout.split()[3]
-    wait_for(lambda: _listed(queue, job_id)["state"] == "running", f"job {job_id} to run")
+    wait_for(lambda: _listed(queue, job_id)["state"] == "running", f"job {job_id} to run",
+             every_s=EVERY_S)
     out = queue("cancel", "--slurm", job_id)
     assert out.returncode == 0 and out.stdout.startswith(f"asked Slurm to cancel job {job_id}")
-    row = wait_for(lambda: _ended(queue, job_id), f"Slurm job {job_id} to end", 60)
+    row = wait_for(lambda: _ended(queue, job_id), f"Slurm job {job_id} to end", 60, EVERY_S)
     assert row["state"] == "cancelled" and row["slurm"]["state"] == "CANCELLED"
 
 
@@ -93,7 +96,7 @@ def test_a_job_waiting_for_gpus_shows_slurms_reason(queue, slurm_jobs: SlurmJobs
         slurm_jobs.running("sleep 300", "--gres=gpu:1")
     job_id = queue("add", "--slurm", "--", "true").stdout.split()[3]
     row = wait_for(lambda: (r := _listed(queue, job_id))["slurm"]["reason"] and r,
-                   "a pending reason")
+                   "a pending reason", every_s=EVERY_S)
     assert row["state"] == "waiting"
     assert row["slurm"]["state"] == "PENDING" and row["slurm"]["reason"] in ("Resources",
                                                                              "Priority")

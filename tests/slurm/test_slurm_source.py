@@ -75,7 +75,8 @@ def test_listpids_names_the_step_of_a_process_whose_environment_is_unreadable(
 
 def test_an_ended_job_leaves_the_next_tick(slurm_jobs: SlurmJobs) -> None:
     job_id, _ = slurm_jobs.running("sleep 120")
-    collector = _opened()
+    collector = SlurmCollector(PidWatch(), refresh_s=0.0)
+    collector.open()
     assert collector.sample().job(job_id) is not None
     slurm_jobs.cancel_all()
     wait_for(lambda: collector.sample().job(job_id) is None, f"job {job_id} to leave")
