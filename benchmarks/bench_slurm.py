@@ -121,6 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     problem = slurm_problem()
     if problem is None:
+        started = time.perf_counter()
+        for _ in range(50):
+            slurm_missing()
+        result["check_on_a_slurm_node_ms"] = round((time.perf_counter() - started) / 50 * 1e3,
+                                                   2)
         with tempfile.TemporaryDirectory() as directory:
             result["with_slurm"] = with_jobs(args.jobs, args.ticks, Path(directory))
     else:

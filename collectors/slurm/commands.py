@@ -23,20 +23,40 @@ whose slurmd keeps the controller's copy there). Without one they retry for a mi
 
 
 def slurm_missing(env: Mapping[str, str] | None = None,
-                  conf_paths: Sequence[str] = CONF_PATHS) -> str | None:
-    """Why Slurm cannot be read here (no commands, no configuration); `None` when it can.
+                  conf_paths: Sequence[str] = CONF_PATHS, proc_root: str = "/proc") -> str | None:
+    """Why Slurm cannot be read here (no commands, no configuration, no slurmd); `None` if it can.
 
-    The cheap check a machine without Slurm pays: a PATH lookup and a few `stat` calls.
+    A machine without Slurm pays a PATH lookup; one with Slurm's commands also a few `stat`
+    calls and a look for a running `slurmd`.
     """
     env = os.environ if env is None else env
     if shutil.which("scontrol", path=env.get("PATH")) is None:
         return "no Slurm here (scontrol is not on PATH)"
-    if shutil.which("slurmd", path=f"{env.get('PATH', '')}:/usr/sbin:/usr/local/sbin") is None:
-        return "no slurmd here: this machine is no Slurm compute node"
     confs = (env.get("SLURM_CONF", ""), *conf_paths)
     if not any(path and os.path.isfile(path) for path in confs):
         return "Slurm's commands are installed but no slurm.conf was found"
+    if not slurmd_runs(proc_root):
+        return "no slurmd runs here: this machine is no Slurm compute node"
     return None
+
+
+def slurmd_runs(proc_root: str = "/proc") -> bool:
+    """Whether a `slurmd` process is visible here (a compute node; a login node has none).
+
+    One pass over the process names, paid only where Slurm's commands are installed.
+    """
+    try:
+        entries = [e.name for e in os.scandir(proc_root) if e.name.isdigit()]
+    except OSError:
+        return False
+    for pid in entries:
+        try:
+            with open(f"{proc_root}/{pid}/comm", "rb") as f:
+                if f.read(16) == b"slurmd\n":
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def node_name(env: Mapping[str, str] | None = None) -> str:

@@ -115,17 +115,22 @@ def test_slurms_reason_is_its_last_line_without_the_prefix():
     assert last_line("") == ""
 
 
-def test_no_slurm_commands_or_no_configuration_is_no_slurm(tmp_path):
+def test_no_slurm_commands_no_configuration_or_no_slurmd_is_no_slurm(tmp_path):
     assert slurm_missing({"PATH": str(tmp_path)}) == "no Slurm here (scontrol is not on PATH)"
-    for name in ("scontrol", "slurmd"):
-        fake = tmp_path / name
-        fake.write_text("#!/bin/sh\n")
-        fake.chmod(0o755)
+    fake = tmp_path / "scontrol"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
     conf = tmp_path / "slurm.conf"
     env = {"PATH": str(tmp_path), "SLURM_CONF": str(conf)}
-    assert "no slurm.conf" in (slurm_missing(env, conf_paths=()) or "")
+    proc = tmp_path / "proc"
+    (proc / "17").mkdir(parents=True)
+    (proc / "17" / "comm").write_text("slurmstepd\n")
+    assert "no slurm.conf" in (slurm_missing(env, (), str(proc)) or "")
     conf.write_text("ClusterName=x\n")
-    assert slurm_missing(env, conf_paths=()) is None
+    assert "no Slurm compute node" in (slurm_missing(env, (), str(proc)) or "")
+    (proc / "23").mkdir()
+    (proc / "23" / "comm").write_text("slurmd\n")
+    assert slurm_missing(env, conf_paths=(), proc_root=str(proc)) is None
 
 
 def test_snapshot_without_slurm_says_nothing_of_it(tmp_path, monkeypatch):
