@@ -71,6 +71,12 @@ def add_process_jobs(gpus_json: list[dict[str, Any]], look: SlurmLook) -> None:
             process["slurm_step"] = found.step if found else None
 
 
+def process_job(look: SlurmLook, pid: int) -> str:
+    """`job 4711.0 ` before a process's command in the table ('' outside a job)."""
+    found = look.tick.job_of(pid) if look.tick else None
+    return f"{found.label} " if found else ""
+
+
 def slurm_lines(look: SlurmLook, gpus: GpuTick | None) -> list[str]:
     """The readable table of jobs here (empty without Slurm)."""
     if look.absent:

@@ -54,6 +54,7 @@ def test_snapshot_table_shows_the_job_line(slurm_jobs: SlurmJobs) -> None:
     table = render_table(take_snapshot(_gpus(pid), window_s=0.0), width=None)
     assert re.search(rf"job {job_id}  root  bert  debug  RUNNING  GPUs 0  VRAM 30\.0 GiB  "
                      r"util 80%", table), table
+    assert re.search(rf" {pid} .* job {job_id}\.batch sleep 120$", table, re.M), table
 
 
 def test_a_process_outside_slurm_has_no_job(slurm_jobs: SlurmJobs) -> None:
