@@ -28,6 +28,7 @@ from gpuherd.snapshot_slurm import (
     SlurmLook,
     add_process_jobs,
     look_at_slurm,
+    process_job,
     slurm_json,
     slurm_lines,
 )
@@ -296,7 +297,7 @@ def _process_lines(snap: Snapshot, tick: GpuTick, width: int | None) -> list[str
             rows.append([str(d.index), str(p.pid), fmt.fmt_text(info.user),
                          fmt.fmt_bytes(p.used_memory_bytes), fmt.fmt_pct(info.cpu_pct),
                          fmt.fmt_bytes(info.rss_bytes), fmt.fmt_elapsed(info.started_at, now),
-                         _command(info, snap.container_names)])
+                         process_job(snap.slurm, p.pid) + _command(info, snap.container_names)])
         hidden = d.unattributed_memory_bytes
         if hidden:
             notes.append(f"GPU {d.index}: {fmt.fmt_bytes(hidden)} in use by processes not "
