@@ -20,7 +20,7 @@ WAIT_S = 30.0
 
 def slurm_problem() -> str | None:
     """Why the tests cannot use a Slurm here; `None` when this node answers and is usable."""
-    missing = slurm_missing()
+    missing = slurm_missing({k: v for k, v in os.environ.items() if k != "GPUHERD_SLURM"})
     if missing is not None:
         return missing + " (.ci/slurm-up starts a one-node Slurm)"
     try:

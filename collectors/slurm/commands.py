@@ -13,6 +13,10 @@ from collectors.base import CollectorError, CollectorUnavailable
 
 _PREFIX = re.compile(r"^[\w-]+: (?:error|fatal): ")
 
+OFF_ENV = "GPUHERD_SLURM"
+"""`GPUHERD_SLURM=off` keeps gpuherd from reading Slurm on a node (and the tests that are not
+about Slurm from the machine's Slurm and other tests' jobs)."""
+
 TIMEOUT_S = 5.0
 """A query slower than this fails the tick (a controller that does not answer)."""
 
@@ -30,6 +34,8 @@ def slurm_missing(env: Mapping[str, str] | None = None,
     calls and a look for a running `slurmd`.
     """
     env = os.environ if env is None else env
+    if env.get(OFF_ENV, "").lower() in ("off", "0", "no"):
+        return f"Slurm is turned off ({OFF_ENV}={env[OFF_ENV]})"
     if shutil.which("scontrol", path=env.get("PATH")) is None:
         return "no Slurm here (scontrol is not on PATH)"
     confs = (env.get("SLURM_CONF", ""), *conf_paths)

@@ -10,6 +10,12 @@ import pytest
 from tests.slurm_env import SlurmJobs, in_ci, slurm_problem
 
 
+@pytest.fixture(autouse=True)
+def _slurm_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests here read the machine's Slurm (tests/conftest.py turns it off elsewhere)."""
+    monkeypatch.delenv("GPUHERD_SLURM", raising=False)
+
+
 @pytest.fixture(scope="session")
 def slurm_node() -> None:
     """Passes once this node answers in Slurm; fails under CI=true, skips elsewhere."""

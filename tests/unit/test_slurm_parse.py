@@ -150,3 +150,8 @@ def test_without_slurm_the_root_builds_no_slurm_source(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     collectors = LiveSources(SourceOptions(containers=False)).machine()
     assert not any(isinstance(c, SlurmCollector) for c in collectors)
+
+
+def test_slurm_can_be_turned_off():
+    assert slurm_missing({"GPUHERD_SLURM": "off", "PATH": "/usr/bin"}) == (
+        "Slurm is turned off (GPUHERD_SLURM=off)")
