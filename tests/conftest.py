@@ -38,6 +38,9 @@ def _quiet_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "120")
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("TZ", "UTC")
+    # CI runs a Slurm node (.ci/slurm-up): its jobs, other tests' among them, stay out of the
+    # panels and snapshots of tests that are not about Slurm (tests/slurm turns it back on).
+    monkeypatch.setenv("GPUHERD_SLURM", "off")
 
 
 @pytest.fixture
