@@ -61,7 +61,7 @@ class SlurmCollector:
         if missing is not None:
             raise CollectorUnavailable(missing, "slurm")
         try:
-            self._squeue()
+            self._listed = (self._squeue(), self.clock())
         except CollectorError as error:
             if "Invalid node name" in error.msg:
                 raise CollectorUnavailable(

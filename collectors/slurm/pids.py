@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
+from collectors.base import GpuherdError
 from collectors.slurm.parse import parse_listpids
 from collectors.slurm.samples import ProcessJob
 
@@ -65,21 +66,29 @@ class PidJobs:
         for gone in self._known.keys() - wanted:
             del self._known[gone]
         unresolved = [pid for pid in wanted if pid not in self._known]
-        from_slurmd: dict[int, tuple[str, str | None]] = {}
-        for pid in unresolved:
-            self._known[pid] = self._from_proc(pid)
-        missing = [pid for pid in unresolved if self._known[pid] is None]
-        if missing and jobs_running and self.listpids is not None:
-            try:
-                from_slurmd = parse_listpids(self.listpids())
-            except OSError:
-                from_slurmd = {}
-            for pid in missing:
-                if pid in from_slurmd:
-                    job, step = from_slurmd[pid]
-                    self._known[pid] = ProcessJob(pid, job, step, "listpids")
+        found = {pid: self._from_proc(pid) for pid in unresolved}
+        missing = [pid for pid, job in found.items() if job is None]
+        if missing and self.listpids is not None:
+            if not jobs_running:
+                # No job listed (yet): a pid found nowhere is asked about again next tick,
+                # not taken for one of no job before slurmd could be asked.
+                for pid in missing:
+                    del found[pid]
+            else:
+                from_slurmd = self._ask_slurmd()
+                for pid in missing:
+                    if pid in from_slurmd:
+                        found[pid] = ProcessJob(pid, *from_slurmd[pid], "listpids")
+        self._known.update(found)
         return tuple(sorted((j for j in self._known.values() if j is not None),
                             key=lambda j: j.pid))
+
+    def _ask_slurmd(self) -> dict[int, tuple[str, str | None]]:
+        assert self.listpids is not None
+        try:
+            return parse_listpids(self.listpids())
+        except (OSError, GpuherdError):  # slurmd gone or refusing: the pids stay jobless
+            return {}
 
     def _from_proc(self, pid: int) -> ProcessJob | None:
         base = f"{self.proc_root}/{pid}"

@@ -104,9 +104,9 @@ def test_squeue_runs_every_refresh_and_at_once_for_a_process_of_a_new_job(
 
     now = [1000.0]
     watch = PidWatch()
+    first, _ = slurm_jobs.running("sleep 120")
     collector = SlurmCollector(watch, runner=counting, refresh_s=5.0, clock=lambda: now[0])
     collector.open()
-    first, _ = slurm_jobs.running("sleep 120")
     running = collector.sample().job(first)
     assert running is not None and running.elapsed_s is not None
     calls.clear()
@@ -124,3 +124,19 @@ def test_squeue_runs_every_refresh_and_at_once_for_a_process_of_a_new_job(
     now[0] += 5.0
     collector.sample()
     assert calls == ["squeue"]
+
+
+def test_a_pid_seen_before_its_job_is_listed_is_asked_about_again(
+        slurm_jobs: SlurmJobs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    job_id, pid = slurm_jobs.running("sleep 120")
+
+    def listpids() -> str:
+        return subprocess.run(["scontrol", "listpids"], capture_output=True, text=True,
+                              check=True).stdout
+
+    mapper = PidJobs(str(tmp_path), listpids)  # no /proc files: only slurmd can tell
+    assert mapper.map({pid}, jobs_running=False) == ()
+    (found,) = mapper.map({pid}, jobs_running=True)
+    assert found.job_id == job_id
