@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuherd.format import fmt_timestamp
+from gpuherd.queue.read_peak import recorded_peak
 from gpuherd.queue.slurm_ledger import SlurmLedger, SlurmSubmission
 from gpuherd.queue.slurm_status import SlurmStatus, statuses
 from gpuherd.queue.slurm_submit import add_slurm, slurm_reason
@@ -35,8 +36,6 @@ def check_slurm_flags(args: argparse.Namespace) -> str | None:
 def _entry_json(entry: SlurmSubmission, status: SlurmStatus | None) -> dict[str, Any]:
     session = Path(entry.session_dir)
     summary = session / "summary.md"
-    from gpuherd.queue.read_peak import recorded_peak
-
     return {
         "id": None, "name": entry.name,
         "state": status.queue_state if status else "unknown",

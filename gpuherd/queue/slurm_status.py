@@ -11,7 +11,9 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from gpuherd.queue.liveness import read_job_end
 from gpuherd.queue.slurm_ledger import SlurmSubmission
 
 SEP = "\x1f"
@@ -102,10 +104,6 @@ def from_sacct(ids: Sequence[str]) -> tuple[dict[str, SlurmStatus], str | None]:
 
 def from_session(entry: SlurmSubmission) -> SlurmStatus | None:
     """The recorded command's end, when Slurm no longer says (no accounting, long ended)."""
-    from pathlib import Path
-
-    from gpuherd.queue.liveness import read_job_end
-
     end = read_job_end(Path(entry.session_dir))
     if end is None or end.exit_code is None:
         return None
