@@ -20,6 +20,8 @@ from collectors.containers import DockerCollector
 from collectors.host import HostCollector, PidWatch
 from collectors.nvml import NvmlBackend, NvmlCollector
 from collectors.samples import LogBatch
+from collectors.slurm.collector import SlurmCollector
+from collectors.slurm.commands import slurm_missing
 
 if TYPE_CHECKING:
     from collectors.discovery import DiscoveredLog, DiscoveredLogs, LogDiscovery
@@ -157,6 +159,8 @@ class SourceOptions:
     containers: bool = True
     """Read the container engine (Docker, or podman through `DOCKER_HOST`). Without a socket
     its collector is unavailable at once and costs nothing more."""
+    slurm: bool = True
+    """Read Slurm where this machine is a Slurm node; elsewhere one PATH lookup decides that."""
 
 
 @dataclass
@@ -180,6 +184,8 @@ class LiveSources:
                                             HostCollector(self.pid_watch, o.interval_s)]
         if o.containers:
             collectors.append(DockerCollector(o.interval_s))
+        if o.slurm and slurm_missing() is None:
+            collectors.append(SlurmCollector(self.pid_watch, o.interval_s))
         return collectors
 
     def gpus(self) -> NvmlCollector:

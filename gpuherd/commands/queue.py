@@ -11,8 +11,10 @@ HELP = "queue jobs that start when a GPU has room for them (add, ls, show, rm, c
 EPILOG = """\
 gpuherd queue add [--name N] [--gpus K] [--vram SIZE|auto] [--max-util PCT] [--cwd DIR]
                   [--env K=V ...] [--after JOB] [--retry-oom] -- CMD ARGS...
+gpuherd queue add --slurm [--partition P] [--time T] [--gpus K] [--vram SIZE|auto]
+                  [--record-dir DIR] -- CMD ARGS...       (sbatch; docs/slurm.md)
 gpuherd queue ls [--json]        gpuherd queue show JOB      gpuherd queue rm JOB
-gpuherd queue cancel JOB [--grace S]                         gpuherd queue move JOB --to N
+gpuherd queue cancel [--slurm] JOB [--grace S]               gpuherd queue move JOB --to N
 gpuherd queue pause              gpuherd queue resume        gpuherd queue run
 
 A job waits until a GPU has its --vram free (plus a 1 GiB margin) and is under --max-util
@@ -49,6 +51,9 @@ def _add_arguments_add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-oom", action="store_true",
                         help="if the job dies of CUDA out-of-memory, queue it once more with "
                         "1.5 times the need (at least 2 GiB more)")
+    from gpuherd.commands.queue_slurm_flags import add_slurm_arguments
+
+    add_slurm_arguments(parser)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cancel = sub.add_parser("cancel", help="cancel a job; a running one gets SIGTERM, then "
                             "SIGKILL")
     _job(cancel)
+    cancel.add_argument("--slurm", action="store_true",
+                        help="JOB is a Slurm job id this queue submitted: scancel it")
     cancel.add_argument("--grace", metavar="S", type=float, default=10.0,
                         help="seconds between SIGTERM and SIGKILL (default 10)")
     sub.add_parser("pause", help="start no new job (running jobs go on)")
@@ -91,7 +98,9 @@ def check(args: argparse.Namespace) -> str | None:
     if args.queue_command == "run" and args.child_command is None:
         return queue_run.check_run(args)
     if args.queue_command == "add":
-        return NEEDS_COMMAND if not args.child_command else None
+        from gpuherd.queue.slurm_command import check_slurm_flags
+
+        return NEEDS_COMMAND if not args.child_command else check_slurm_flags(args)
     return NO_COMMAND_HERE if args.child_command is not None else None
 
 

@@ -40,6 +40,10 @@ def host_gpu_count(backend: NvmlBackend | None = None) -> tuple[int | None, str 
 
 
 def _add(store: QueueStore, args: argparse.Namespace, backend: NvmlBackend | None) -> str:
+    if getattr(args, "slurm", False):
+        from gpuherd.queue.slurm_command import add_slurm
+
+        return add_slurm(store, args)
     host = host_gpu_count(backend) if args.gpus > 1 else (None, None)
     spec, notes = build_spec(args, store, host)
     job = store.add(spec)
@@ -73,9 +77,12 @@ def _as_seen(store: QueueStore, jobs: list[Job], now: float) -> list[Job]:
 def _ls(store: QueueStore, args: argparse.Namespace) -> str:
     now = time.time()
     jobs = _as_seen(store, store.jobs(), now)
+    from gpuherd.queue.slurm_command import slurm_json, slurm_table
+
     if args.json:
-        return json.dumps(listing.jobs_json(jobs, now, store.damaged), indent=1)
-    return listing.render_table(jobs, now, store.paused(), store.damaged)
+        return json.dumps(listing.jobs_json(jobs, now, store.damaged) + slurm_json(store)[0],
+                          indent=1)
+    return listing.render_table(jobs, now, store.paused(), store.damaged) + slurm_table(store)
 
 
 def _show(store: QueueStore, args: argparse.Namespace) -> str:
@@ -94,6 +101,10 @@ def _rm(store: QueueStore, args: argparse.Namespace) -> str:
 
 
 def _cancel(store: QueueStore, args: argparse.Namespace) -> str:
+    if getattr(args, "slurm", False):
+        from gpuherd.queue.slurm_command import cancel_slurm
+
+        return cancel_slurm(store, str(args.job))
     if not args.grace >= 0:
         raise QueueError(f"--grace {args.grace:g}: give seconds, 0 or more")
     job = store.request_cancel(args.job)

@@ -23,10 +23,12 @@ from collectors.session_format import (
     PEAK_TRACE_COLUMNS,
     PEAK_TRACE_FILE,
 )
+from collectors.slurm.samples import SlurmTick
 from gpuherd.record.drain import LogDrain, unread_events
 from gpuherd.record.logsink import LogSink
 from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTracker
 from gpuherd.record.recorder import Recorder
+from gpuherd.record.slurm_record import SlurmRecord, slurm_meta
 from gpuherd.safe_files import Directory
 from gpuherd.session import SessionWriteError, SessionWriter
 from gpuherd.sources import DISCOVERY_INTERVAL_S, LiveSources, SourceOptions
@@ -192,7 +194,7 @@ class Recording:
         o = self.options
         meta = {META.interval_s: o.interval_s,
                 META.peak_interval_s: o.peak_interval_s if o.peak_interval_s > 0 else None,
-                **o.extra_meta}
+                **slurm_meta(os.environ), **o.extra_meta}
         if o.command:
             meta[META.command] = list(o.command)
         self.writer = SessionWriter(self.directory, meta)
@@ -204,7 +206,7 @@ class Recording:
             self.writer, self._collectors(), pid_watch=self.pid_watch, peaks=self._take_peaks,
             tap=o.tap,
             handlers={LogBatch: self.log_sink, RecordEvent: _write_record_event,
-                      DiscoveredLogs: self._on_discovered},
+                      DiscoveredLogs: self._on_discovered, SlurmTick: SlurmRecord()},
         )
         self.sources.tails.attach(self._run_tail)  # a recording keeps tails of vanished runs
         if o.peak_interval_s > 0:

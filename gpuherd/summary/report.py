@@ -13,6 +13,7 @@ from gpuherd.format import GIB, fmt_bytes, visible, visible_lines
 from gpuherd.safe_files import Directory
 from gpuherd.summary import charts
 from gpuherd.summary.frames import SessionFrames, load_frames
+from gpuherd.summary.slurm_summary import slurm_lines
 from gpuherd.summary.summary import Summary, summarize_frames, write_atomic
 from parsers.vocabulary import SUMMARY_METRICS
 
@@ -195,6 +196,7 @@ def render_markdown(summary: Summary, frames: SessionFrames) -> str:
     data = summary.data
     lines = _header(data) + _gpu_section(data) + _container_section(data) + _task_section(data)
     lines += _findings_section(data)
+    lines += [visible(line) for line in slurm_lines(data)]
     # Each line quotes what a session holds (task names, log lines, container and command
     # names): shown, one line each, whether printed (--md) or read with `cat summary.md`.
     lines = [visible(line) for line in lines] + [visible_lines(line) for line in

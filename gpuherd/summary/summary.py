@@ -15,6 +15,7 @@ from collectors.session_format import EVENT, META, SUMMARY_SCHEMA_VERSION
 from gpuherd.safe_files import Directory, UnsafeFileError, swappable_path_problem
 from gpuherd.summary.containers import container_summary
 from gpuherd.summary.frames import SessionFrames, load_frames
+from gpuherd.summary.slurm_summary import slurm_summary
 from gpuherd.summary.stats import (
     STAT_COLUMNS,
     in_window,
@@ -291,6 +292,9 @@ def _summarize(frames: SessionFrames) -> Summary:
         "stats": stats_records(stats),
         "warnings": list(frames.warnings),
     }
+    slurm = slurm_summary(Path(frames.directory), frames.meta)
+    if slurm is not None:  # a session without Slurm keeps its summary as it was
+        data["slurm"] = slurm
     return Summary(data, stats)
 
 

@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from collectors.container_gpu import ContainerGpuUse, container_names, gpu_use_by_container
-from collectors.roles import CONTAINERS, GPU, HOST, LOG, QUEUE
+from collectors.roles import CONTAINERS, GPU, HOST, LOG, QUEUE, SLURM
 from collectors.samples import QueueSnapshot
 from gpuherd.format import visible
 from tui.containers import build_container_rows, first_tick
@@ -26,6 +26,7 @@ from tui.processes import (
     sort_rows,
 )
 from tui.screens.task_detail import TaskDetailScreen
+from tui.slurm_view import SlurmView, job_labels, latest_slurm
 from tui.state import MonitorState
 from tui.tasks import TaskRow
 from tui.views import chart_series, chart_title, gap_note, process_subtitle
@@ -37,6 +38,7 @@ from tui.widgets.host_panel import HostPanel
 from tui.widgets.plot import Plot
 from tui.widgets.process_table import ProcessTable
 from tui.widgets.queue_panel import QueuePanel, queue_rows, queue_title
+from tui.widgets.slurm_panel import SlurmPanel
 from tui.widgets.tasks_panel import TasksPanel
 
 CHART_STEP_S = 5.0
@@ -91,7 +93,7 @@ GPU_ACTIONS = frozenset({"filter", "cycle_sort", "clear_filter", "next_gpu"})
 """Keys that act on the process table and the GPU chart: gone with them when there is no GPU."""
 
 PANEL_FOR_ROLE: dict[str, str] = {GPU: "#gpus", HOST: "#host", LOG: "#tasks",
-                                  CONTAINERS: "#containers", QUEUE: "#queue"}
+                                  CONTAINERS: "#containers", QUEUE: "#queue", SLURM: "#slurm"}
 """The bordered panel that subscribes to each role: it shows the role's samples (`show`) and
 marks the failures of its sources. A source of any other role, or of none, has its failures on
 the banner as `source: reason` until it recovers."""
@@ -142,6 +144,7 @@ class MainScreen(Screen[None]):
         self._queue_note: str | None = None
         self._containers_drawn: tuple[object, dict[str, ContainerGpuUse]] = (None, {})
         """The container tick on the panel and its containers' GPU use when it was drawn."""
+        self._slurm = SlurmView()
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
@@ -155,6 +158,8 @@ class MainScreen(Screen[None]):
             with Vertical(id="host", classes="panel"):
                 yield HostPanel()
         yield ContainerPanel(id="containers", classes="panel")  # shown once an engine answers
+        with Vertical(id="slurm", classes="panel"):  # shown on a Slurm node
+            yield SlurmPanel()
         with Vertical(id="processes", classes="panel"):
             with Vertical(id="table-box"):
                 yield ProcessTable()
@@ -198,6 +203,11 @@ class MainScreen(Screen[None]):
             self._show_queue()
             self._show_health()
             return
+        if changed == SLURM:
+            self._show_slurm()
+            self._show_processes()
+            self._show_header()
+            return
         fresh = changed == HOST and self._details_new()
         if changed == HOST and state.gpu_streaming() and not fresh:
             return
@@ -211,6 +221,7 @@ class MainScreen(Screen[None]):
             self._show_chart()
             self._show_processes(force=False)
             self._show_containers(gpu_tick=True)
+            self._show_slurm()
         self.query_one(HostPanel).sample = state.host_sample
         if changed is None:
             self._show_queue()
@@ -237,6 +248,17 @@ class MainScreen(Screen[None]):
                                overflow="ellipsis"))
             widget.display = bool(note)
 
+    def _show_slurm(self) -> None:
+        """The Slurm panel: shown once this node's Slurm answers (or fails after answering)."""
+        tick = latest_slurm(self.state.samples(SLURM))
+        box = self.query_one("#slurm")
+        box.set_class(tick is not None or bool(self.state.problems(SLURM)), "-shown")
+        if tick is None:
+            return
+        now = self.state.now if self.state.now is not None else tick.taken_at
+        self.query_one(SlurmPanel).rows_shown = self._slurm.update(tick, self.state.gpu_tick, now)
+        self._set_title("#slurm", self._slurm.title(tick))
+
     def _show_header(self) -> None:
         state = self.state
         tick = state.gpu_tick
@@ -245,7 +267,8 @@ class MainScreen(Screen[None]):
         header.cuda = tick.cuda_driver_version if tick else None
         header.now = state.now
         header.finished = state.replay_over()
-        self.query_one(Banner).lines = (*state.notices, *state.problems_outside(PANEL_FOR_ROLE))
+        self.query_one(Banner).lines = (*state.notices, *state.problems_outside(PANEL_FOR_ROLE),
+                                        *self._slurm.findings)
 
     def _show_chart(self, force: bool = False) -> None:
         plot = self.query_one(Plot)
@@ -282,7 +305,8 @@ class MainScreen(Screen[None]):
             return
         self._processes_drawn = (keys, now)
         self._names = container_names(first_tick(self.state.samples(CONTAINERS)))
-        every = build_rows(tick, host, self._names, self._task_labels)
+        every = build_rows(tick, host, self._names, self._task_labels,
+                           job_labels(latest_slurm(self.state.samples(SLURM))))
         self._detailed_pids = frozenset(p.pid for p in host.processes) if host else frozenset()
         short_id, name = self._container or (None, None)
         shown = sort_rows(filter_rows(in_container(every, short_id), self.filter_text),

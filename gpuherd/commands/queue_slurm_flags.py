@@ -1,0 +1,20 @@
+"""The flags `queue add` takes to hand a job to Slurm instead of running it here."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--slurm` and the flags that go with it."""
+    parser.add_argument("--slurm", action="store_true",
+                        help="submit the job to Slurm (sbatch --gres=gpu:K) instead of "
+                        "waiting for room here; it runs under `gpuherd record` on the node "
+                        "Slurm picks (docs/slurm.md)")
+    parser.add_argument("--partition", metavar="P", help="with --slurm: the partition")
+    parser.add_argument("--time", metavar="T",
+                        help="with --slurm: the time limit, in Slurm's form (90, 2:00:00, "
+                        "1-12:00:00)")
+    parser.add_argument("--record-dir", metavar="DIR",
+                        help="with --slurm: where the job's session goes, as DIR/job-<id> "
+                        "(default ./gpuherd-sessions; on a filesystem the nodes share)")
