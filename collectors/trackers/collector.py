@@ -36,6 +36,11 @@ class RunReader(Protocol):
         ...
 
 
+def is_tracker_run(task_id: str) -> bool:
+    """Whether a task id names a tracker's run (read from the disk: a directory, a database)."""
+    return stores.run_kind(task_id) is not None
+
+
 def open_reader(task_id: str, kind: str) -> RunReader:
     """The reader of one run.
 
