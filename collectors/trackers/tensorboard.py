@@ -39,7 +39,8 @@ def load_protos() -> tuple[Any, Callable[[bytes], int], bool]:
         from tensorboardX.proto.event_pb2 import Event
     except ImportError as error:
         raise missing_extra(f"a TensorBoard run needs tensorboardX ({error})",
-                            "'gpuherd[tensorboard]' (tensorboardX and protobuf)") from error
+                            "tensorboardX and protobuf (gpuherd's own dependencies: "
+                            "pip install tensorboardX)") from error
     return Event, crc32c, _crc32c_native is not None
 
 
