@@ -86,8 +86,10 @@ def wandb_store(root: str) -> None:
             disable_git=True, disable_code=True, save_code=False, disable_job_creation=True,
             x_save_requirements=False, host="host", program="make_stores.py",
             program_abspath="make_stores.py", program_relpath="make_stores.py")
+        # a config record larger than W&B's 32 KiB block: written as FIRST, MIDDLE, LAST chunks
+        config = {"notes": "n" * 40_000} if not nan else {}
         run = wandb.init(project="demo", name=name, dir=root, mode="offline",
-                         settings=settings)
+                         settings=settings, config=config)
         for step in range(STEPS):
             row = {"train/loss": loss_at(step, nan)}
             if step % 5 == 4:
