@@ -151,6 +151,8 @@ class TrackerRunCollector:
             if not history:
                 numbered = numbered + parts.metrics
         self._note_damage()
+        if self._damage is not None and not numbered:
+            return self.sample()  # nothing to hand on first: say it now
         status = read.status
         return LogBatch(
             self.path, now, FORMATS.get(self.kind or ""), numbered,

@@ -34,6 +34,8 @@ def split_tfrecords(data: bytes, crc32c: Callable[[bytes], int] | None,
                     check_data: bool = True) -> tuple[list[bytes], int]:
     """The whole records at the start of `data` and how many bytes they take.
 
+    Records before a damaged one are returned; the damage is raised when it comes first.
+
     Args:
         data: bytes from a record boundary on.
         crc32c: the CRC-32C function; `None` checks no checksum.
@@ -46,10 +48,15 @@ def split_tfrecords(data: bytes, crc32c: Callable[[bytes], int] | None,
     offset, size = 0, len(data)
     while size - offset >= 12:
         length, length_crc = _TF_HEADER.unpack_from(data, offset)
+        problem = None
         if crc32c is not None and masked_crc(crc32c(data[offset:offset + 8])) != length_crc:
-            raise FramingError(f"record length checksum does not match at byte {offset}")
-        if length > MAX_RECORD_BYTES:
-            raise FramingError(f"record of {length} bytes at byte {offset}")
+            problem = "record length checksum does not match"
+        elif length > MAX_RECORD_BYTES:
+            problem = f"record of {length} bytes"
+        if problem is not None:
+            if records:
+                break  # hand over the whole records first
+            raise FramingError(f"{problem} at byte {offset}")
         end = offset + 12 + length + 4
         if end > size:
             break  # still being written
@@ -57,6 +64,8 @@ def split_tfrecords(data: bytes, crc32c: Callable[[bytes], int] | None,
         if check_data and crc32c is not None:
             (body_crc,) = struct.unpack_from("<I", data, end - 4)
             if masked_crc(crc32c(body)) != body_crc:
+                if records:
+                    break
                 raise FramingError(f"record data checksum does not match at byte {offset}")
         records.append(body)
         offset = end
@@ -86,6 +95,8 @@ class WandbLogReader:
 
     def feed(self, data: bytes) -> tuple[list[bytes], int]:
         """The records completed by `data` (bytes from `offset` on) and the bytes used.
+
+        Records before a damaged chunk are returned; the damage is raised when it comes first.
 
         Raises:
             FramingError: not a W&B log, or a chunk whose checksum does not match.
@@ -117,6 +128,8 @@ class WandbLogReader:
                 break
             body = data[start:end]
             if kind > _LAST or zlib.crc32(body, _TYPE_CRC[kind]) != crc:
+                if records:
+                    break
                 raise FramingError(f"W&B chunk checksum does not match at byte {position}")
             used = end
             self._take(kind, body, records)
