@@ -77,16 +77,17 @@ class TensorBoardRun:
     def read(self, budget_bytes: int = READ_CHUNK_BYTES) -> RunRead:
         """New scalar points of every event file, at most `budget_bytes` of records."""
         out = RunRead()  # named by its path, as TensorBoard names a run by its directory
+        read = 0
         for events in self._list():
-            if budget_bytes <= 0:
-                out.more = True
+            if read >= budget_bytes:
                 break
-            budget_bytes -= self._read_file(events, out, budget_bytes)
+            read += self._read_file(events, out, budget_bytes - read)
         files = list(self._files.values())
         out.read_bytes = sum(f.offset for f in files)
         out.size_bytes = sum(f.size for f in files)
-        out.more = out.more or out.read_bytes < out.size_bytes and not any(
-            f.damaged for f in files)
+        # a record still being written keeps the offset below the size: read on only while
+        # reading gets somewhere, else wait for the writer
+        out.more = read > 0 and out.read_bytes < out.size_bytes
         out.file_path = files[-1].path if files else None
         return out
 

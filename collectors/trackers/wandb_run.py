@@ -88,14 +88,14 @@ class WandbRun:
         except OSError:
             return out
         try:
-            records, _used = self._log.feed(data)
+            records, used = self._log.feed(data)
         except FramingError as error:
-            self.damaged, records = f"{os.path.basename(self._path)}: {error}", []
+            self.damaged, records, used = f"{os.path.basename(self._path)}: {error}", [], 0
         for raw in records:
             self._decode(raw, out)
         out.label, out.status = self._label, self._status
         out.read_bytes = self._log.offset
-        out.more = not self.damaged and len(data) >= budget_bytes
+        out.more = not self.damaged and used > 0 and len(data) >= budget_bytes
         return out
 
     def _decode(self, raw: bytes, out: RunRead) -> None:

@@ -47,6 +47,7 @@ def test_tensorboard_file_followed_through_a_partial_record_and_a_new_file(
     first = _points(collector)
     assert first[-1] == (19, "train/loss", 0.1)  # the accuracy at 19 is still being written
     assert _points(collector) == []
+    assert not collector.backlog  # a record being written is waited for, not spun on
     with events.open("ab") as handle:
         handle.write(data[cut:])
     assert _points(collector) == [(19, "val/acc", 0.88)]

@@ -1,4 +1,4 @@
-"""`gpuherd parse` on the trackers' own stores, written by the real libraries (tests/data/trackers)."""
+"""`gpuherd parse` on the trackers' own stores, written by the real libraries."""
 
 from __future__ import annotations
 
