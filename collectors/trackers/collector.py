@@ -65,11 +65,17 @@ def open_reader(task_id: str, kind: str) -> RunReader:
     return WandbRun(task_id)
 
 
-def number_points(first: int, metrics: list[LogMetric]
+def number_points(first: int, metrics: list[LogMetric], in_order: bool = True
                   ) -> tuple[tuple[tuple[int, LogMetric], ...], tuple[tuple[int, LogFinding], ...]]:
-    """Points in the order they were logged, numbered from `first`, and their findings."""
-    # a file store gives one metric file after another: the order of logging is the times'
-    ordered = sorted(metrics, key=lambda m: m.taken_at or 0.0) if len(metrics) > 1 else metrics
+    """Points in the order they were logged, numbered from `first`, and their findings.
+
+    Args:
+        first: the number of the first point.
+        metrics: the points of one read.
+        in_order: whether they come in the order they were logged; else they are put in the
+            order of their times (MLflow's file store gives one metric file after another).
+    """
+    ordered = metrics if in_order else sorted(metrics, key=_time_of)
     numbered = tuple(enumerate(ordered, first))
     findings = tuple((number, found) for number, metric in numbered
                      for found in findings_from_metric(metric))
@@ -139,7 +145,7 @@ class TrackerRunCollector:
                 return LogBatch(self.path, now, None, waiting=True, file_path=self.path)
         read = self._reader.read()
         self._more = read.more
-        numbered, findings = number_points(self._points + 1, read.metrics)
+        numbered, findings = number_points(self._points + 1, read.metrics, read.in_order)
         self._points += len(numbered)
         console_findings: tuple[tuple[int, LogFinding], ...] = ()
         console_unparsed = 0
@@ -179,6 +185,10 @@ class TrackerRunCollector:
             close()
         if self._console is not None:
             self._console.close()
+
+
+def _time_of(metric: LogMetric) -> float:
+    return metric.taken_at or 0.0
 
 
 def _take_unparsed(reader: RunReader) -> int:

@@ -30,6 +30,8 @@ class RunRead:
     modified_at: float | None = None
     more: bool = False
     """A backlog is left: read again without waiting."""
+    in_order: bool = True
+    """The points come in the order they were logged (else they are put in time order)."""
 
 
 def missing_extra(what: str, install: str) -> CollectorUnavailable:

@@ -30,6 +30,20 @@ def masked_crc(crc: int) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
+_LENGTH_CRCS: dict[bytes, int] = {}
+"""Masked CRC of each length header seen: scalar events come in a few lengths, and the pure
+Python CRC-32C costs more than decoding the event it frames."""
+
+
+def _length_crc(header: bytes, crc32c: Callable[[bytes], int]) -> int:
+    found = _LENGTH_CRCS.get(header)
+    if found is None:
+        found = masked_crc(crc32c(header))
+        if len(_LENGTH_CRCS) < 65536:
+            _LENGTH_CRCS[header] = found
+    return found
+
+
 def split_tfrecords(data: bytes, crc32c: Callable[[bytes], int] | None,
                     check_data: bool = True) -> tuple[list[bytes], int]:
     """The whole records at the start of `data` and how many bytes they take.
@@ -49,7 +63,7 @@ def split_tfrecords(data: bytes, crc32c: Callable[[bytes], int] | None,
     while size - offset >= 12:
         length, length_crc = _TF_HEADER.unpack_from(data, offset)
         problem = None
-        if crc32c is not None and masked_crc(crc32c(data[offset:offset + 8])) != length_crc:
+        if crc32c is not None and _length_crc(data[offset:offset + 8], crc32c) != length_crc:
             problem = "record length checksum does not match"
         elif length > MAX_RECORD_BYTES:
             problem = f"record of {length} bytes"

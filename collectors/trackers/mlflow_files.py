@@ -63,7 +63,7 @@ class MlflowFileRun:
         """New points of every metric file, and the run's name and status."""
         self._read_meta()
         out = RunRead(label=self._label, status=self._status,
-                      file_path=os.path.join(self.run_dir, "meta.yaml"))
+                      file_path=os.path.join(self.run_dir, "meta.yaml"), in_order=False)
         for metric in self._list():
             if budget_bytes <= 0:
                 out.more = True

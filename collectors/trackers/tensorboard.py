@@ -10,6 +10,7 @@ tag's first value, so it is remembered per file.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from collections.abc import Callable
@@ -132,24 +133,26 @@ class TensorBoardRun:
             event.ParseFromString(record)
         except Exception:  # noqa: BLE001 - protobuf's DecodeError: one damaged record
             return
-        if not event.HasField("summary"):
+        values = event.summary.value  # empty for the file version, graphs, run metadata
+        if not values:
             return
-        step = int(event.step)
-        for value in event.summary.value:
-            number = self._scalar(value, events)
+        step, wall_time, plugins = event.step, event.wall_time, events.plugins
+        for value in values:
+            tag = value.tag
+            plugin = plugins.get(tag)
+            if plugin is None:  # the plugin is named in a tag's first value only
+                plugin = plugins[tag] = value.metadata.plugin_data.plugin_name
+            kind = value.WhichOneof("value")
+            if kind == "simple_value":
+                number: float | None = float32_value(value.simple_value)
+            elif kind == "tensor" and plugin in _SCALAR_PLUGINS:
+                number = tensor_scalar(value.tensor)
+            else:
+                continue
             if number is not None:
-                name = self._name(value.tag)
-                out.metrics.append(LogMetric(((name, number),), step, taken_at=event.wall_time))
-
-    def _scalar(self, value: Any, events: _EventFile) -> float | None:
-        kind = value.WhichOneof("value")
-        if value.HasField("metadata") and value.metadata.plugin_data.plugin_name:
-            events.plugins[value.tag] = value.metadata.plugin_data.plugin_name
-        if kind == "simple_value":
-            return float32_value(value.simple_value)
-        if kind != "tensor" or events.plugins.get(value.tag, "") not in _SCALAR_PLUGINS:
-            return None
-        return tensor_scalar(value.tensor)
+                names = self._names
+                name = names[tag] if tag in names else self._name(tag)
+                out.metrics.append(LogMetric(((name, number),), step, taken_at=wall_time))
 
     def _name(self, tag: str) -> str:
         name = self._names.get(tag)
@@ -187,7 +190,7 @@ def tensor_scalar(tensor: Any) -> float | None:
     return float32_value(values[0]) if dtype == _DT_FLOAT else float(values[0])
 
 
-_F32 = struct.Struct("<f")
+_pack_f32 = struct.Struct("<f").pack
 
 
 def float32_value(value: float) -> float:
@@ -196,12 +199,12 @@ def float32_value(value: float) -> float:
     The writer stored the number it was given in 32 bits; the shortest decimal that rounds to
     those bits is what the training logged.
     """
-    if value != value or value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):
         return value
-    packed = _F32.pack(value)
-    for digits in (6, 7, 8):
-        shorter = float(f"{value:.{digits}g}")
-        if _F32.pack(shorter) == packed:
+    packed = _pack_f32(value)
+    for digits in ("%.6g", "%.7g", "%.8g"):
+        shorter = float(digits % value)
+        if _pack_f32(shorter) == packed:
             return shorter
     return value
 

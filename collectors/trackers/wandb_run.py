@@ -49,13 +49,11 @@ def history_value(text: str) -> float | None:
     if special is not None:
         return special
     if not text or text[0] not in "-0123456789":
-        return None
+        return None  # a string, an object, true/false, null
     try:
-        value = json.loads(text)
+        return float(text)  # a JSON number is a Python float literal
     except ValueError:
         return None
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else None
 
 
 class WandbRun:
@@ -122,9 +120,9 @@ class WandbRun:
         step: int | None = int(history.step.num) if history.HasField("step") else None
         stamp: float | None = None
         for item in history.item:
-            key = item.nested_key[0] if len(item.nested_key) == 1 else (
-                "/".join(item.nested_key) or item.key)
-            if key.startswith("_"):
+            keys = item.nested_key
+            key = keys[0] if len(keys) == 1 else ("/".join(keys) or item.key)
+            if key[:1] == "_":
                 if key == "_timestamp":
                     stamp = history_value(item.value_json)
                 elif key == "_step" and step is None:
@@ -133,7 +131,8 @@ class WandbRun:
                 continue
             number = history_value(item.value_json)
             if number is not None:
-                values.append((self._name(key), number))
+                names = self._names
+                values.append((names[key] if key in names else self._name(key), number))
         return LogMetric(tuple(values), step, taken_at=stamp) if values else None
 
     def _name(self, key: str) -> str:
