@@ -178,7 +178,8 @@ def write_wandb(root: Path, points: int) -> Path | None:
         return None
     from collectors.trackers.framing import WandbLogReader
 
-    source = sorted((STORES / "wandb").glob("*/run-*.wandb"), key=lambda p: p.stat().st_size)[0]
+    # the good run (the larger file): the NaN run would add a finding to most rows
+    source = sorted((STORES / "wandb").glob("*/run-*.wandb"), key=lambda p: p.stat().st_size)[-1]
     records, _used = WandbLogReader().feed(source.read_bytes())
     history = [r for r in records if b"train/loss" in r and b"_step" in r]
     run = root / "offline-run-bench-x" / "run-x.wandb"

@@ -77,9 +77,13 @@ def number_points(first: int, metrics: list[LogMetric], in_order: bool = True
     """
     ordered = metrics if in_order else sorted(metrics, key=_time_of)
     numbered = tuple(enumerate(ordered, first))
-    findings = tuple((number, found) for number, metric in numbered
-                     for found in findings_from_metric(metric))
-    return numbered, findings
+    findings: list[tuple[int, LogFinding]] = []
+    for number, metric in numbered:
+        for _name, value in metric.values:
+            if value - value != 0.0:  # NaN or an infinity: the only values with findings
+                findings.extend((number, found) for found in findings_from_metric(metric))
+                break
+    return numbered, tuple(findings)
 
 
 class TrackerRunCollector:

@@ -130,10 +130,14 @@ class MlflowSqliteRun:
         if run is not None:
             name, out.status, exp = run
             out.label = f"{exp}/{name or self.run_uuid}" if exp else (name or self.run_uuid)
-        for rowid, key, value, stamp, step, is_nan in rows:
-            out.metrics.append(LogMetric(((self._name(key), metric_value(value, is_nan)),),
-                                         int(step), taken_at=stamp / 1000.0))
-            self._last_rowid = rowid
+        names, append = self._names, out.metrics.append
+        for _rowid, key, value, stamp, step, is_nan in rows:
+            if is_nan or not -_MAX_DOUBLE < value < _MAX_DOUBLE:
+                value = metric_value(value, is_nan)
+            name = names[key] if key in names else self._name(key)
+            append(LogMetric(((name, value),), step, taken_at=stamp / 1000.0))
+        if rows:
+            self._last_rowid = rows[-1][0]
         try:
             out.modified_at = max(os.stat(p).st_mtime for p in (self.db_path, self.db_path + "-wal")
                                   if os.path.exists(p))

@@ -68,6 +68,7 @@ class WandbRun:
         self._label = os.path.basename(run_dir.rstrip(os.sep))
         self._status: str | None = None
         self.damaged: str | None = None
+        self._summary_stamp: int | None = None
 
     def read(self, budget_bytes: int = READ_CHUNK_BYTES) -> RunRead:
         """New history rows; the run's name and, once it exited, its end state."""
@@ -75,7 +76,10 @@ class WandbRun:
             found = sorted(glob.glob(os.path.join(glob.escape(self.run_dir), "run-*.wandb")))
             self._path = found[-1] if found else None
         out = RunRead(label=self._label, file_path=self._path)
-        if self._path is None or self.record_class is None:
+        if self.record_class is None:
+            self._read_summary(out)  # the final values, at least, without the history
+            return out
+        if self._path is None:
             return out
         try:
             with open(self._path, "rb") as handle:
@@ -95,6 +99,18 @@ class WandbRun:
         out.read_bytes = self._log.offset
         out.more = not self.damaged and used > 0 and len(data) >= budget_bytes
         return out
+
+    def _read_summary(self, out: RunRead) -> None:
+        path = os.path.join(self.run_dir, "files", "wandb-summary.json")
+        try:
+            stamp = os.stat(path).st_mtime_ns
+        except OSError:
+            return
+        if stamp != self._summary_stamp:
+            self._summary_stamp = stamp
+            summary = read_summary(self.run_dir)
+            if summary is not None:
+                out.metrics.append(summary)
 
     def _decode(self, raw: bytes, out: RunRead) -> None:
         assert self.record_class is not None

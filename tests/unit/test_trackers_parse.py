@@ -136,3 +136,21 @@ def test_a_directory_without_runs_is_still_no_log(tmp_path: Path,
     (tmp_path / "notes.txt").write_text("nothing\n")
     assert main(["parse", str(tmp_path)]) == 1
     assert "is a directory, not a log file" in capsys.readouterr().err
+
+
+def test_wandb_summary_read_without_the_package(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from collectors.trackers import wandb_run
+    from collectors.trackers.collector import TrackerRunCollector
+
+    monkeypatch.setattr(wandb_run, "load_record_class", lambda: None)
+    run = tmp_path / "wandb" / "offline-run-x"
+    shutil.copytree(next((STORES / "wandb").glob("offline-run-*")), run)
+    (run / "files" / "wandb-summary.json").write_text(
+        json.dumps({"train/loss": 0.1, "val/acc": 0.88, "_step": 19, "_runtime": 3.5,
+                    "media": {"_type": "image-file"}}))
+    collector = TrackerRunCollector(str(run), poll_interval_s=0.0)
+    collector.open()
+    summaries = [m for _n, m in collector.sample().metrics if m.step == 19 and len(m.values) == 2]
+    assert [m.values for m in summaries] == [(("train/loss", 0.1), ("val/acc", 0.88))]
+    assert collector.sample().metrics == ()  # unchanged: not given again
