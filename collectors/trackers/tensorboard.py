@@ -128,9 +128,8 @@ class TensorBoardRun:
         return used
 
     def _decode(self, record: bytes, events: _EventFile, out: RunRead) -> None:
-        event = self._event()
         try:
-            event.ParseFromString(record)
+            event = self._event.FromString(record)
         except Exception:  # noqa: BLE001 - protobuf's DecodeError: one damaged record
             return
         values = event.summary.value  # empty for the file version, graphs, run metadata

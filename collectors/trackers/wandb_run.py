@@ -114,9 +114,8 @@ class WandbRun:
 
     def _decode(self, raw: bytes, out: RunRead) -> None:
         assert self.record_class is not None
-        record = self.record_class()
         try:
-            record.ParseFromString(raw)
+            record = self.record_class.FromString(raw)
         except Exception:  # noqa: BLE001 - protobuf's DecodeError: one damaged record
             return
         kind = record.WhichOneof("record_type")
