@@ -135,7 +135,7 @@ class MlflowSqliteRun:
             if is_nan or not -_MAX_DOUBLE < value < _MAX_DOUBLE:
                 value = metric_value(value, is_nan)
             name = names[key] if key in names else self._name(key)
-            append(LogMetric(((name, value),), step, taken_at=stamp / 1000.0))
+            append(LogMetric(((name, value),), step, None, stamp / 1000.0))
         if rows:
             self._last_rowid = rows[-1][0]
         try:

@@ -135,23 +135,26 @@ class TensorBoardRun:
         values = event.summary.value  # empty for the file version, graphs, run metadata
         if not values:
             return
-        step, wall_time, plugins = event.step, event.wall_time, events.plugins
+        step, wall_time, plugins, names = event.step, event.wall_time, events.plugins, self._names
         for value in values:
             tag = value.tag
             plugin = plugins.get(tag)
             if plugin is None:  # the plugin is named in a tag's first value only
                 plugin = plugins[tag] = value.metadata.plugin_data.plugin_name
-            kind = value.WhichOneof("value")
-            if kind == "simple_value":
-                number: float | None = float32_value(value.simple_value)
-            elif kind == "tensor" and plugin in _SCALAR_PLUGINS:
-                number = tensor_scalar(value.tensor)
+            number: float | None = value.simple_value
+            # a simple value other than 0 is one; 0 may be the default of another kind
+            if number:
+                number = float32_value(number)
             else:
-                continue
+                kind = value.WhichOneof("value")
+                if kind == "tensor" and plugin in _SCALAR_PLUGINS:
+                    number = tensor_scalar(value.tensor)
+                elif kind != "simple_value":
+                    continue
             if number is not None:
-                names = self._names
                 name = names[tag] if tag in names else self._name(tag)
-                out.metrics.append(LogMetric(((name, number),), step, taken_at=wall_time))
+                # positional: the keyword call costs more, once per point
+                out.metrics.append(LogMetric(((name, number),), step, None, wall_time))
 
     def _name(self, tag: str) -> str:
         name = self._names.get(tag)

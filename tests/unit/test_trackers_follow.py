@@ -225,3 +225,29 @@ def test_float32_values_read_as_the_number_logged(stored: float, shown: float) -
     as_float32 = struct.unpack("<f", struct.pack("<f", stored))[0]
     assert as_float32 != stored or stored in (2.0, math.inf)
     assert float32_value(as_float32) == shown
+
+
+def test_tensor_scalars_of_other_types_keep_their_precision(tmp_path: Path) -> None:
+    from tensorboardX.event_file_writer import EventsWriter
+    from tensorboardX.proto.event_pb2 import Event
+    from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
+    from tensorboardX.proto.tensor_pb2 import TensorProto
+
+    scalars = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars"))
+    (tmp_path / "run").mkdir()
+    writer = EventsWriter(str(tmp_path / "run" / "events"))
+    tensors = [("lr", TensorProto(dtype=2, double_val=[0.1234567890123]), scalars),
+               ("tokens", TensorProto(dtype=9, int64_val=[2**40]), scalars),
+               ("zero", TensorProto(dtype=1, float_val=[0.0]), scalars),
+               ("lr", TensorProto(dtype=2, double_val=[0.5]), None)]  # plugin named once
+    for step, (tag, tensor, metadata) in enumerate(tensors):
+        value = Summary.Value(tag=tag, tensor=tensor, metadata=metadata)
+        writer.write_event(Event(step=step, summary=Summary(value=[value])))
+    (tag, tensor, _m) = ("hist", TensorProto(dtype=1, float_val=[1.0]), None)
+    histo = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="histograms"))
+    writer.write_event(Event(step=9, summary=Summary(value=[
+        Summary.Value(tag=tag, tensor=tensor, metadata=histo)])))
+    writer.close()
+    assert _points(_collector(tmp_path / "run")) == [
+        (0, "lr", 0.1234567890123), (1, "tokens", float(2**40)), (2, "zero", 0.0),
+        (3, "lr", 0.5)]
