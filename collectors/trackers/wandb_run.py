@@ -24,6 +24,7 @@ from parsers.text import metric_name
 READ_CHUNK_BYTES = 256 * 1024
 MISSING = "the W&B history (run-*.wandb) needs the wandb package: install 'gpuherd[wandb]'"
 _SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_NUMBER_START = frozenset("-0123456789")
 
 
 def load_record_class() -> Any | None:
@@ -48,7 +49,7 @@ def history_value(text: str) -> float | None:
     special = _SPECIAL.get(text)
     if special is not None:
         return special
-    if not text or text[0] not in "-0123456789":
+    if not text or text[0] not in _NUMBER_START:
         return None  # a string, an object, true/false, null
     try:
         return float(text)  # a JSON number is a Python float literal
@@ -132,23 +133,33 @@ class WandbRun:
 
     def _history(self, history: Any) -> LogMetric | None:
         values: list[tuple[str, float]] = []
-        step: int | None = int(history.step.num) if history.HasField("step") else None
+        step: int | None = history.step.num if history.HasField("step") else None
         stamp: float | None = None
+        names, special = self._names, _SPECIAL
         for item in history.item:
             keys = item.nested_key
             key = keys[0] if len(keys) == 1 else ("/".join(keys) or item.key)
-            if key[:1] == "_":
+            text = item.value_json
+            if not key or key[0] == "_":  # W&B's own: `_step`, `_timestamp`, `_runtime`
                 if key == "_timestamp":
-                    stamp = history_value(item.value_json)
+                    stamp = history_value(text)
                 elif key == "_step" and step is None:
-                    number = history_value(item.value_json)
+                    number = history_value(text)
                     step = None if number is None else int(number)
                 continue
-            number = history_value(item.value_json)
-            if number is not None:
-                names = self._names
-                values.append((names[key] if key in names else self._name(key), number))
-        return LogMetric(tuple(values), step, taken_at=stamp) if values else None
+            # inlined `history_value`: a JSON number is a Python float literal
+            if text and text[0] in _NUMBER_START:
+                try:
+                    number = float(text)
+                except ValueError:
+                    continue
+            elif text in special:
+                number = special[text]
+            else:
+                continue
+            values.append((names[key] if key in names else self._name(key), number))
+        # positional: the keyword call costs more, once per row
+        return LogMetric(tuple(values), step, None, stamp) if values else None
 
     def _name(self, key: str) -> str:
         name = self._names.get(key)
