@@ -251,3 +251,25 @@ def test_tensor_scalars_of_other_types_keep_their_precision(tmp_path: Path) -> N
     assert _points(_collector(tmp_path / "run")) == [
         (0, "lr", 0.1234567890123), (1, "tokens", float(2**40)), (2, "zero", 0.0),
         (3, "lr", 0.5)]
+
+
+def test_a_run_followed_live_has_a_speed_from_its_points_times(tmp_path: Path) -> None:
+    from tensorboardX.event_file_writer import EventsWriter
+    from tensorboardX.proto.event_pb2 import Event
+    from tensorboardX.summary import scalar
+
+    (tmp_path / "version_0").mkdir()
+    writer = EventsWriter(str(tmp_path / "version_0" / "events"))
+    collector, tracker = None, TaskTracker()
+    for step in range(12):  # two steps a second, by the writer's own clock
+        writer.write_event(Event(wall_time=1000.0 + step / 2, step=step,
+                                 summary=scalar("train/loss", 1.0 / (1 + step))))
+        writer.flush()
+        if collector is None:
+            collector = _collector(tmp_path / "version_0")
+        tracker.add_batch(collector.sample())
+    writer.close()
+    (view,) = tracker.views()
+    assert view.label == f"{tmp_path.name}/version_0"
+    assert view.throughput_name == "steps_s" and view.throughput == pytest.approx(2.0)
+    assert view.step == 11 and dict(view.latest)["train/loss"] == pytest.approx(1 / 12)
