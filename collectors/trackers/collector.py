@@ -151,15 +151,8 @@ class TrackerRunCollector:
         self._more = read.more
         numbered, findings = number_points(self._points + 1, read.metrics, read.in_order)
         self._points += len(numbered)
-        console_findings: tuple[tuple[int, LogFinding], ...] = ()
-        console_unparsed = 0
-        if self._console is not None:
-            # with the history readable, the console's own metric lines would count twice
-            history = getattr(self._reader, "record_class", None) is not None
-            parts = self._console.read(now)
-            console_findings, console_unparsed = parts.findings, parts.unparsed_lines
-            if not history:
-                numbered = numbered + parts.metrics
+        console_metrics, console_findings, console_unparsed = self._read_console(now)
+        numbered += console_metrics
         self._note_damage()
         if self._damage is not None and not numbered:
             return self.sample()  # nothing to hand on first: say it now
@@ -173,6 +166,16 @@ class TrackerRunCollector:
             modified_at=read.modified_at,
             ended_with=STATUS_EXIT_CODES.get(status) if status else None,
             label=read.label)
+
+    def _read_console(self, now: float) -> tuple[tuple[tuple[int, LogMetric], ...],
+                                                 tuple[tuple[int, LogFinding], ...], int]:
+        """A W&B run's console: its metrics (only without the history), findings, unparsed."""
+        if self._console is None:
+            return (), (), 0
+        parts = self._console.read(now)
+        # with the history readable, the console's own metric lines would count twice
+        history = getattr(self._reader, "record_class", None) is not None
+        return (() if history else parts.metrics), parts.findings, parts.unparsed_lines
 
     def _note_damage(self) -> None:
         """Say once, at the next sample, that a file of the run was given up on."""
