@@ -53,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
     emit = _json_emitter(sys.stdout) if args.json else _TableEmitter(sys.stdout)
     status = exit_codes.OK
     for path in args.files:
+        tracked = _parse_store(path, emit)
+        if tracked is not None:
+            status = status if tracked else exit_codes.FAILED
+            continue
         try:
             report = parse_file(path, args.log_format, emit)
         except BrokenPipeError:
@@ -87,6 +91,26 @@ def run(args: argparse.Namespace) -> int:
             print(visible(f"gpuherd parse: {path}: {_nothing_found(report)}"), file=sys.stderr)
     sys.stdout.flush()
     return status
+
+
+def _parse_store(path: str, emit: Emit) -> bool | None:
+    """Parse a tracker's store (`gpuherd.parse_trackers`); `None` when `path` is none."""
+    from gpuherd import parse_trackers
+
+    try:
+        runs = parse_trackers.store_runs(path)
+    except OSError:
+        return None  # said as for any file, by `parse_file`
+    if runs is None:
+        return None
+
+    def warn(message: str) -> None:
+        print(visible(f"gpuherd parse: {message}"), file=sys.stderr)
+
+    if parse_trackers.parse_runs(runs, emit, warn, json_number) == 0:
+        warn(f"{path}: {len(runs)} run(s), no metric in any")
+        return False
+    return True
 
 
 def _nothing_read(report: FileReport, forced: str | None) -> str | None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collectors.discovery import DiscoveredLog, DiscoveredLogs, LogDiscovery
     from collectors.logtail import LogTailCollector
     from collectors.logtail_waker import TailWaker
+    from collectors.trackers.collector import TrackerRunCollector
 
 # The tail, its parsers and watchdog are imported when there are logs to follow: the
 # dashboard's start-up (a first frame within a second) does not pay for them.
@@ -219,10 +220,17 @@ class LiveSources:
 
         return DiscoveryCollector(self.discovery, self.options.discovery_interval_s)
 
-    def tail(self, path: str) -> LogTailCollector:
-        """A new tail of `path`, woken by the one shared waker."""
+    def tail(self, path: str) -> LogTailCollector | TrackerRunCollector:
+        """A new tail of `path`, woken by the one shared waker.
+
+        A tracker's run is read by its own collector (`collectors.trackers`), every second.
+        """
         from collectors.logtail import LogTailCollector
         from collectors.logtail_waker import TailWaker
+        from collectors.trackers.collector import TrackerRunCollector, is_tracker_run
+
+        if is_tracker_run(path):
+            return TrackerRunCollector(path)
 
         with self._lock:
             if self._waker is None:

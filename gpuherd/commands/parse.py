@@ -16,7 +16,9 @@ cost every command's start-up; a test keeps the two equal."""
 EPILOG = ("FILE is a training log (plain text, CSV, JSON lines, a trainer_state.json, a "
           "TensorBoard CSV export or an MLflow metric file, named by its path); its "
           "format is detected from its first lines' text (then its name) unless --format names it "
-          "(docs/parsers.md).\n"
+          "(docs/parsers.md). FILE may also be a tracker's store: a TensorBoard run directory "
+          "or event file, an mlruns/ directory, an mlflow.db, a W&B run directory or any "
+          "directory holding such runs; every run in it is printed (docs/trackers.md).\n"
           f"--format names: {', '.join(FORMAT_NAMES)}.")
 
 

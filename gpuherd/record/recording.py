@@ -24,6 +24,7 @@ from collectors.session_format import (
     PEAK_TRACE_FILE,
 )
 from collectors.slurm.samples import SlurmTick
+from collectors.trackers.collector import TrackerRunCollector
 from gpuherd.record.drain import LogDrain, unread_events
 from gpuherd.record.logsink import LogSink
 from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTracker
@@ -117,7 +118,7 @@ class Recording:
         self.writer: SessionWriter | None = None
         self.recorder: Recorder | None = None
         self.sampler: PeakSampler | None = None
-        self._tails: list[LogTailCollector] = []
+        self._tails: list[LogTailCollector | TrackerRunCollector] = []
         self._follow_lock = threading.Lock()
         self.warnings: list[str] = []
         """Things worth telling the person after `stop` (nothing is lost because of them)."""
@@ -157,7 +158,8 @@ class Recording:
 
     def _run_tail(self, tail: Collector[LogBatch]) -> bool:
         """Run a tail the supervisor started; False once the recording is stopping."""
-        assert self.recorder is not None and isinstance(tail, LogTailCollector)
+        assert self.recorder is not None
+        assert isinstance(tail, LogTailCollector | TrackerRunCollector)
         if not self.recorder.add_collector(tail):
             return False
         with self._follow_lock:
