@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events
@@ -14,15 +15,23 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
+from collectors.container_gpu import ContainerGpuUse, gpu_use_by_container
+from collectors.roles import CONTAINERS, GPU
 from gpuherd.format import NA, fmt_bytes, fmt_pct, fmt_text
 from tui.containers import (
     CONTAINER_SORTS,
     ContainerRow,
     ContainerSort,
+    build_container_rows,
+    first_tick,
     next_container_sort,
     sort_containers,
 )
 from tui.widgets.keyed_table import update_rows
+from tui.widgets.panel import Panel
+
+if TYPE_CHECKING:
+    from tui.state import MonitorState
 
 WIDE_FROM = 148
 """From this width the panel also shows image, uptime and the I/O rates."""
@@ -106,12 +115,16 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 
-class ContainerPanel(DataTable[Text]):
+class ContainerPanel(DataTable[Text], Panel):
     """Shows `container_rows` in the chosen order; touches only the cells that changed.
 
     `s` cycles the sort key and `r` reverses it; Enter posts `ContainerPanel.Selected`, which
-    the screen turns into a filter of the process table.
+    the screen turns into a filter of the process table. Shown while an engine answers (or
+    fails after answering).
     """
+
+    ROLES = frozenset({GPU, CONTAINERS})
+    HEALTH_ROLE = CONTAINERS
 
     DEFAULT_CSS = """
     ContainerPanel {
@@ -148,6 +161,27 @@ class ContainerPanel(DataTable[Text]):
         self._columns: tuple[Column, ...] | None = None
         """The columns shown, fitted to the panel's width; `None` until it has one."""
         self._title = ""
+        self._drawn: tuple[object, dict[str, ContainerGpuUse]] = (None, {})
+        """The container tick on the panel and its containers' GPU use when it was drawn."""
+
+    def show_state(self, state: MonitorState, changed: str | None) -> None:
+        """New containers' stats; on a GPU tick only if their GPU memory or processes moved.
+
+        Uptimes and stats advance with the engine's own ticks.
+        """
+        ticks = state.samples(CONTAINERS)
+        shown = bool(ticks or state.problems(CONTAINERS))
+        if shown != self.has_class("-shown"):
+            self.set_class(shown, "-shown")
+            self.screen.refresh_bindings()  # `c` appears in the footer with the panel
+        latest = first_tick(ticks)
+        use = gpu_use_by_container(state.gpu_tick, state.host_sample.processes
+                                   if state.host_sample else ()) if latest else {}
+        if changed != CONTAINERS and self._drawn == (latest, use):
+            return
+        self._drawn = (latest, use)
+        self.container_rows = tuple(build_container_rows(
+            latest, state.gpu_tick, state.host_sample, state.now))
 
     def on_resize(self, event: events.Resize) -> None:
         """Rebuild the columns when the width changes which ones fit."""
