@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -166,6 +166,8 @@ class QueueSection(Vertical, Panel):
         super().__init__(id=id, classes=classes)
         self._drawn: QueueSnapshot | None = None
         self._note: str | None = None
+        self.draws = 0
+        """How many looks redrew the table (a look like the one on screen redraws nothing)."""
 
     def compose(self) -> ComposeResult:
         """The jobs table and the runner's last word under it."""
@@ -178,9 +180,17 @@ class QueueSection(Vertical, Panel):
         snapshot = looks[-1] if looks else None
         self.set_class((snapshot is not None and snapshot.exists)
                        or bool(state.problems(QUEUE)), "-shown")
-        if snapshot is None or snapshot == self._drawn:
+        if snapshot is None:
             return
-        self._drawn = snapshot
+        # The look's time shows only in the time column of a job under way: without one, a
+        # look that found the same queue draws as the one on screen.
+        under_way = any(job.started_at is not None and job.ended_at is None
+                        for job in snapshot.jobs)
+        seen = snapshot if under_way else replace(snapshot, taken_at=0.0)
+        if seen == self._drawn:
+            return
+        self._drawn = seen
+        self.draws += 1
         self.query_one(QueuePanel).rows_shown = queue_rows(snapshot)
         self.set_title(queue_title(snapshot))
         note = snapshot.runner_note
