@@ -49,10 +49,12 @@ def etas_by_epoch(relative: str) -> tuple[str, dict[float | None, set[bool]]]:
 
 @pytest.mark.parametrize("relative", ["tqdm/lightning_file.log", "tqdm/lightning_tty.log",
                                       "tqdm/tqdm_file.log", "tqdm/tqdm_tty.log",
-                                      "yolov5/train.log"])
+                                      "yolov5/train.log", "keras/verbose1_tty.log",
+                                      "keras2/lr_scheduler.log"])
 def test_an_epochs_bar_never_gives_the_run_an_eta(relative: str) -> None:
     # `Epoch 0:  50%|...| 8/16 [00:01<00:01, ...]`: the time left is the epoch's, and these bars
-    # never say how many epochs the run has; YOLO's row bars count one epoch's batches
+    # never say how many epochs the run has; YOLO's row bars count one epoch's batches; Keras'
+    # logs kept each epoch's last frame, whose time column is the epoch's duration
     _, shown = etas_by_epoch(relative)
     assert len(shown) >= 1 and all(seen == {False} for seen in shown.values()), shown
 
