@@ -111,6 +111,8 @@ class QueueWatch:
         self._ends: dict[tuple[int, int | None, float | None], JobEnd] = {}
         """Running jobs seen ended that no runner has recorded yet, by id and the attempt's
         supervisor (an OOM retry keeps its id): read once each."""
+        self.reads = 0
+        """How many looks read the jobs table (the others found the database unchanged)."""
 
     @property
     def path(self) -> Path:
@@ -139,6 +141,7 @@ class QueueWatch:
             version = db.execute("PRAGMA data_version").fetchone()[0]
             if self._last is None or self._last[0] != version:
                 self._last = (version, *self._read(db))
+                self.reads += 1
         except (sqlite3.Error, ValueError, KeyError, TypeError) as error:
             self.close()  # a database replaced or moved aside is opened afresh next time
             raise CollectorError(f"{self.path}: cannot read the queue: {error}",
