@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from gpuherd.fleet.promql import Series
+from gpuherd.format import MIB
 from gpuherd.tasks.health import severity_of
 
-MIB = 1 << 20
 """dcgm-exporter reports framebuffer memory in MiB."""
 MAX_RATIO = 1.0 + 1e-9
 """Utilization above this (as a ratio of 1) is impossible; the slack absorbs float rounding."""

@@ -15,8 +15,9 @@ import re
 import stat
 from collections.abc import Mapping, Sequence
 
+from gpuherd.format import format_size
 from gpuherd.queue.jobs import JobSpec, JobState
-from gpuherd.queue.sizes import format_size, parse_size
+from gpuherd.queue.sizes import parse_size
 from gpuherd.queue.store import QueueError, QueueStore
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -11,14 +11,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
+from gpuherd.format import fmt_gib_or_mib as _size
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.readings import GpuReading, HeadroomWindow
 
 __all__ = ["Decision", "GpuReading", "HeadroomWindow", "Launch", "Reservation", "decide",
            "reserved_by_gpu"]
 
-_GIB = 1 << 30
-_MIB = 1 << 20
 _EPS_S = 1e-6
 """Float slack when comparing a covered span with the settle period (sums of tick times)."""
 
@@ -293,11 +292,3 @@ def _free(free_bytes: int, reserved: int) -> str:
 
 def _minutes(seconds: float) -> str:
     return f"{int(seconds // 60)} min"
-
-
-def _size(n_bytes: int) -> str:
-    """`12.1 GiB`, `512 MiB`; a whole number of units shows no decimals (`20 GiB`)."""
-    unit, name = (_GIB, "GiB") if abs(n_bytes) >= _GIB else (_MIB, "MiB")
-    if n_bytes % unit == 0:
-        return f"{n_bytes // unit} {name}"
-    return f"{n_bytes / unit:.1f} {name}"

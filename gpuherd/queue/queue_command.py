@@ -16,13 +16,12 @@ from collections.abc import Callable
 from collectors.base import CollectorUnavailable
 from collectors.nvml import NvmlBackend, NvmlSession
 from gpuherd import exit_codes
-from gpuherd.format import visible, visible_lines
+from gpuherd.format import format_size, visible, visible_lines
 from gpuherd.queue import listing
 from gpuherd.queue.addspec import build_spec
 from gpuherd.queue.control import stop_job
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.liveness import as_ended, end_seen, settle_job
-from gpuherd.queue.sizes import format_size
 from gpuherd.queue.store import QueueError, QueueStore, default_state_dir
 from gpuherd.queue.store_rows import DamagedRow
 from gpuherd.queue.watch import runner_pid

@@ -10,8 +10,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable
 
 from collectors.samples import QueueJobRow, QueueSnapshot
-from gpuherd.format import fmt_duration, visible
-from gpuherd.queue.sizes import format_size
+from gpuherd.format import fmt_duration, format_size, visible
 from tui.widgets.keyed_table import update_rows
 
 NONE = "-"
