@@ -6,6 +6,7 @@ import argparse
 
 from gpuherd.commands import queue_run
 from gpuherd.commands.flags import usage_with_command
+from gpuherd.queue.defaults import MAX_UTIL_PCT, STOP_GRACE_S
 
 HELP = "queue jobs that start when a GPU has room for them (add, ls, show, rm, cancel, ...)"
 EPILOG = """\
@@ -38,8 +39,9 @@ def _add_arguments_add(parser: argparse.ArgumentParser) -> None:
                         help="memory the job needs per GPU, e.g. 20GiB, 512MiB; `auto`: the "
                         "recorded peak of the last run of the same command (default: 0, only "
                         "the margin)")
-    parser.add_argument("--max-util", metavar="PCT", type=float, default=10.0,
-                        help="a GPU busier than this %% does not qualify (default 10)")
+    parser.add_argument("--max-util", metavar="PCT", type=float, default=MAX_UTIL_PCT,
+                        help="a GPU busier than this %% does not qualify "
+                        f"(default {MAX_UTIL_PCT:g})")
     parser.add_argument("--cwd", metavar="DIR", help="directory to run in (default: here)")
     parser.add_argument("--env", metavar="K=V", action="append", default=[],
                         help="set a variable for the job (repeatable); the job gets the "
@@ -71,8 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cancel = sub.add_parser("cancel", help="cancel a job; a running one gets SIGTERM, then "
                             "SIGKILL")
     _job(cancel)
-    cancel.add_argument("--grace", metavar="S", type=float, default=10.0,
-                        help="seconds between SIGTERM and SIGKILL (default 10)")
+    cancel.add_argument("--grace", metavar="S", type=float, default=STOP_GRACE_S,
+                        help=f"seconds between SIGTERM and SIGKILL (default {STOP_GRACE_S:g})")
     sub.add_parser("pause", help="start no new job (running jobs go on)")
     sub.add_parser("resume", help="start jobs again")
     move = sub.add_parser("move", help="change a waiting job's place in line")

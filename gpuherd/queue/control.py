@@ -16,10 +16,11 @@ from pathlib import Path
 
 import psutil
 
+from gpuherd.queue.defaults import STOP_GRACE_S
 from gpuherd.queue.jobs import Job
 from gpuherd.queue.liveness import command_process, same_process
 
-DEFAULT_GRACE_S = 10.0
+DEFAULT_GRACE_S = STOP_GRACE_S
 POLL_S = 0.05
 KILL_WAIT_S = 2.0
 """How long SIGKILL is given to take effect before `stop_job` returns."""

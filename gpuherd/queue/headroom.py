@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from gpuherd.format import fmt_gib_or_mib as _size
+from gpuherd.queue.defaults import MARGIN_BYTES, SETTLE_S
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.readings import GpuReading, HeadroomWindow
 
@@ -76,7 +77,7 @@ def reserved_by_gpu(reservations: Iterable[Reservation]) -> dict[str, int]:
 
 
 def decide(window: HeadroomWindow, jobs: Sequence[Job], reservations: Sequence[Reservation],
-           now: float, *, margin_bytes: int = 1 << 30, settle_s: float = 10.0,
+           now: float, *, margin_bytes: int = MARGIN_BYTES, settle_s: float = SETTLE_S,
            starve_after_s: float = STARVE_AFTER_S) -> Decision:
     """Which waiting jobs start now, and on which GPUs; why the others wait.
 
