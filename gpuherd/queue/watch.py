@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from collectors.base import CollectorError
+from collectors.process_alive import process_alive
 from collectors.roles import QUEUE
 from collectors.samples import QueueJobRow, QueueSnapshot
 from gpuherd.queue.headless import RUNNER_LOCK
@@ -59,7 +60,7 @@ def runner_pid(state_dir: Path, locks: Path = Path("/proc/locks")) -> int | None
     try:
         table = locks.read_text(encoding="ascii", errors="replace")
     except OSError:
-        return written if written is not None and _alive(written) else None
+        return written if written is not None and process_alive(written) else None
     inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
     for line in table.splitlines():
         fields = line.split()
@@ -69,16 +70,6 @@ def runner_pid(state_dir: Path, locks: Path = Path("/proc/locks")) -> int | None
             # The table's pid is in the kernel's first namespace; the file's is ours.
             return written if written is not None else holder if holder > 0 else None
     return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class QueueWatch:
