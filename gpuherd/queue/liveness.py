@@ -23,7 +23,7 @@ from collectors.session_meta import (
     MAX_EVENT_BYTES,
     JsonProblem,
     is_number,
-    loads,
+    read_command_exit,
     read_event,
     read_meta,
 )
@@ -85,8 +85,7 @@ class JobEnd:
 
 def _exit_record(session_dir: Path) -> dict[str, Any]:
     try:
-        with (session_dir / COMMAND_EXIT_FILE).open("rb") as f:
-            record = loads(f.read(MAX_EVENT_BYTES).decode("utf-8", "replace"))
+        record = read_command_exit(session_dir)
     except (OSError, JsonProblem):
         return {}
     return record if isinstance(record, dict) else {}
