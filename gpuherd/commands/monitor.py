@@ -12,6 +12,7 @@ from gpuherd.commands.flags import (
     first_problem,
     metrics_problem,
 )
+from gpuherd.options import MonitorOptions, from_namespace
 from gpuherd.queue.defaults import GRACE_S, MARGIN_TEXT, SETTLE_S
 
 HELP = "the live dashboard of this machine (the default command)"
@@ -67,8 +68,15 @@ def _queue_problem(args: argparse.Namespace) -> str | None:
     return problem
 
 
+def options(args: argparse.Namespace) -> MonitorOptions:
+    """The dashboard's typed options (without --queue, the runner's flags keep defaults)."""
+    return from_namespace(
+        MonitorOptions, args, settle=SETTLE_S if args.settle is None else args.settle,
+        grace=GRACE_S if args.grace is None else args.grace)
+
+
 def run(args: argparse.Namespace) -> int:
     """Show the dashboard until `q`."""
     from gpuherd import monitor
 
-    return monitor.run(args)
+    return monitor.run(options(args))

@@ -6,7 +6,9 @@ import argparse
 
 from gpuherd.commands import queue_run
 from gpuherd.commands.flags import usage_with_command
+from gpuherd.options import from_namespace
 from gpuherd.queue.defaults import MAX_UTIL_PCT, STOP_GRACE_S
+from gpuherd.queue.options import QueueOptions
 
 HELP = "queue jobs that start when a GPU has room for them (add, ls, show, rm, cancel, ...)"
 EPILOG = """\
@@ -97,10 +99,15 @@ def check(args: argparse.Namespace) -> str | None:
     return NO_COMMAND_HERE if args.child_command is not None else None
 
 
+def options(args: argparse.Namespace) -> QueueOptions:
+    """The typed options this command hands the engine."""
+    return from_namespace(QueueOptions, args)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run one queue action."""
     if args.queue_command == "run":
         return queue_run.run_queue_run(args)
     from gpuherd.queue import queue_command
 
-    return queue_command.run(args)
+    return queue_command.run(options(args))

@@ -7,7 +7,6 @@ then.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -22,6 +21,7 @@ from gpuherd.queue.addspec import build_spec
 from gpuherd.queue.control import stop_job
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.liveness import as_ended, end_seen, settle_job
+from gpuherd.queue.options import QueueOptions
 from gpuherd.queue.store import QueueError, QueueStore, default_state_dir
 from gpuherd.queue.store_rows import DamagedRow
 from gpuherd.queue.watch import runner_pid
@@ -38,7 +38,7 @@ def host_gpu_count(backend: NvmlBackend | None = None) -> tuple[int | None, str 
         session.close()
 
 
-def _add(store: QueueStore, args: argparse.Namespace, backend: NvmlBackend | None) -> str:
+def _add(store: QueueStore, args: QueueOptions, backend: NvmlBackend | None) -> str:
     host = host_gpu_count(backend) if args.gpus > 1 else (None, None)
     spec, notes = build_spec(args, store, host)
     job = store.add(spec)
@@ -69,7 +69,7 @@ def _as_seen(store: QueueStore, jobs: list[Job], now: float) -> list[Job]:
     return seen
 
 
-def _ls(store: QueueStore, args: argparse.Namespace) -> str:
+def _ls(store: QueueStore, args: QueueOptions) -> str:
     now = time.time()
     jobs = _as_seen(store, store.jobs(), now)
     if args.json:
@@ -77,14 +77,14 @@ def _ls(store: QueueStore, args: argparse.Namespace) -> str:
     return listing.render_table(jobs, now, store.paused(), store.damaged)
 
 
-def _show(store: QueueStore, args: argparse.Namespace) -> str:
+def _show(store: QueueStore, args: QueueOptions) -> str:
     now = time.time()
     [job] = _as_seen(store, [store.get(args.job)], now)
     return listing.render_job(job, now, listing.places(store.jobs()).get(job.id),
                               show_secrets=args.show_secrets)
 
 
-def _rm(store: QueueStore, args: argparse.Namespace) -> str:
+def _rm(store: QueueStore, args: QueueOptions) -> str:
     job = store.remove(args.job)
     if isinstance(job, DamagedRow):
         return f"removed job {job.job_id} (damaged in the queue database, {job.state!r})"
@@ -92,7 +92,7 @@ def _rm(store: QueueStore, args: argparse.Namespace) -> str:
     return f"removed job {job.id} ({listing.job_name(job)}, {job.state.value}){kept}"
 
 
-def _cancel(store: QueueStore, args: argparse.Namespace) -> str:
+def _cancel(store: QueueStore, args: QueueOptions) -> str:
     if not args.grace >= 0:
         raise QueueError(f"--grace {args.grace:g}: give seconds, 0 or more")
     job = store.request_cancel(args.job)
@@ -107,33 +107,33 @@ def _cancel(store: QueueStore, args: argparse.Namespace) -> str:
     return said
 
 
-def _pause(store: QueueStore, args: argparse.Namespace) -> str:
+def _pause(store: QueueStore, args: QueueOptions) -> str:
     if store.paused():
         return "the queue was already paused"
     store.set_paused(True)
     return "queue paused: running jobs go on; no new job starts until `gpuherd queue resume`"
 
 
-def _resume(store: QueueStore, args: argparse.Namespace) -> str:
+def _resume(store: QueueStore, args: QueueOptions) -> str:
     if not store.paused():
         return "the queue was not paused"
     store.set_paused(False)
     return "queue resumed"
 
 
-def _move(store: QueueStore, args: argparse.Namespace) -> str:
+def _move(store: QueueStore, args: QueueOptions) -> str:
     job = store.move(args.job, args.to)
     place = listing.places(store.jobs((JobState.WAITING,)))
     return f"moved job {job.id} ({listing.job_name(job)}) to place {place[job.id]} of {len(place)}"
 
 
-_ACTIONS: dict[str, Callable[[QueueStore, argparse.Namespace], str]] = {
+_ACTIONS: dict[str, Callable[[QueueStore, QueueOptions], str]] = {
     "ls": _ls, "show": _show, "rm": _rm, "cancel": _cancel, "pause": _pause,
     "resume": _resume, "move": _move,
 }
 
 
-def run(args: argparse.Namespace, nvml_backend: NvmlBackend | None = None) -> int:
+def run(args: QueueOptions, nvml_backend: NvmlBackend | None = None) -> int:
     """Run `args.queue_command` on the person's queue; 0, or 2 with one line on stderr.
 
     Args:
