@@ -6,21 +6,23 @@ import argparse
 
 from gpuherd.commands import queue_run
 from gpuherd.commands.flags import usage_with_command
+from gpuherd.format import format_size
 from gpuherd.options import from_namespace
-from gpuherd.queue.defaults import MAX_UTIL_PCT, STOP_GRACE_S
+from gpuherd.queue.defaults import MARGIN_BYTES, MAX_UTIL_PCT, SETTLE_S, STOP_GRACE_S
 from gpuherd.queue.options import QueueOptions
 
 HELP = "queue jobs that start when a GPU has room for them (add, ls, show, rm, cancel, ...)"
-EPILOG = """\
+EPILOG = f"""\
 gpuherd queue add [--name N] [--gpus K] [--vram SIZE|auto] [--max-util PCT] [--cwd DIR]
                   [--env K=V ...] [--after JOB] [--retry-oom] -- CMD ARGS...
 gpuherd queue ls [--json]        gpuherd queue show JOB      gpuherd queue rm JOB
 gpuherd queue cancel JOB [--grace S]                         gpuherd queue move JOB --to N
 gpuherd queue pause              gpuherd queue resume        gpuherd queue run
 
-A job waits until a GPU has its --vram free (plus a 1 GiB margin) and is under --max-util
-for 10 s, then runs as a recorded session in <state>/jobs/<id>-<name>/. The queue lives in
-$GPUHERD_STATE_DIR, else $XDG_STATE_HOME/gpuherd, else ~/.local/state/gpuherd
+A job waits until a GPU has its --vram free (plus a {format_size(MARGIN_BYTES)} margin) and is
+under --max-util for {SETTLE_S:g} s, then runs as a recorded session in
+<state>/jobs/<id>-<name>/. The queue lives in $GPUHERD_STATE_DIR, else
+$XDG_STATE_HOME/gpuherd, else ~/.local/state/gpuherd
 (docs/queue.md)."""
 
 ACCEPTS_COMMAND = True
