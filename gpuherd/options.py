@@ -8,7 +8,6 @@ actions have theirs in `gpuherd.queue.options`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, TypeVar
 
@@ -20,10 +19,13 @@ T = TypeVar("T")
 def from_namespace(cls: type[T], namespace: object, **overrides: Any) -> T:
     """`cls` with each field from the attribute of the same name (or `overrides`), else its default.
 
-    A flag that a command does not have (a replay has no `--log`) keeps the field's default.
+    A flag that a command does not have (a replay has no `--log`) keeps the field's default;
+    a list (a repeatable flag) becomes a tuple.
     """
     names = {field.name for field in fields(cls)}  # type: ignore[arg-type]
     values = {name: getattr(namespace, name) for name in names if hasattr(namespace, name)}
+    # A repeatable flag (`--log`) arrives as a list: a tuple keeps the options frozen inside.
+    values = {name: tuple(v) if isinstance(v, list) else v for name, v in values.items()}
     values.update(overrides)
     return cls(**values)
 
@@ -49,8 +51,8 @@ class MonitorOptions:
     """The dashboard: live (`monitor`), a recorded session (`replay`) or the demo (`demo`)."""
 
     interval: float = 1.0
-    log: Sequence[str] = ()
-    watch: Sequence[str] = ()
+    log: tuple[str, ...] = ()
+    watch: tuple[str, ...] = ()
     serve_metrics: str | None = None
     metrics_cert: str | None = None
     metrics_key: str | None = None
@@ -70,14 +72,14 @@ class RecordOptions:
     record: str
     duration: str | None = None
     tui: bool = False
-    log: Sequence[str] = ()
-    watch: Sequence[str] = ()
+    log: tuple[str, ...] = ()
+    watch: tuple[str, ...] = ()
     interval: float = 1.0
     peak_interval: float = 0.02
     serve_metrics: str | None = None
     metrics_cert: str | None = None
     metrics_key: str | None = None
-    child_command: Sequence[str] = ()
+    child_command: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +90,8 @@ class ServeMetricsOptions:
     replay: str | None = None
     speed: float = 1.0
     interval: float = 1.0
-    log: Sequence[str] = ()
-    watch: Sequence[str] = ()
+    log: tuple[str, ...] = ()
+    watch: tuple[str, ...] = ()
     metrics_cert: str | None = None
     metrics_key: str | None = None
     serve_metrics: str | None = None
@@ -117,7 +119,7 @@ class SnapshotOptions:
 class ParseOptions:
     """`parse FILE...`."""
 
-    files: Sequence[str] = ()
+    files: tuple[str, ...] = ()
     log_format: str | None = None
     json: bool = False
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuherd.queue.defaults import MAX_UTIL_PCT, STOP_GRACE_S
@@ -24,7 +23,7 @@ class QueueOptions:
     vram: str | None = None
     max_util: float = MAX_UTIL_PCT
     cwd: str | None = None
-    env: Sequence[str] = ()
+    env: tuple[str, ...] = ()
     after: int | None = None
     retry_oom: bool = False
-    child_command: Sequence[str] = ()
+    child_command: tuple[str, ...] = ()
