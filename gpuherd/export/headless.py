@@ -8,7 +8,6 @@ thread of its own and emits into the exporter; nothing is written anywhere.
 
 from __future__ import annotations
 
-import argparse
 import signal
 import socket
 import threading
@@ -36,6 +35,7 @@ from collectors.writers import WriterCollector, WriterWatch
 from gpuherd import exit_codes
 from gpuherd.export.exporter import Exporter, from_args, live_queue, say
 from gpuherd.monitor_logs import TaskHint, replay_hints
+from gpuherd.options import ServeMetricsOptions
 from gpuherd.sources import LiveSources, SourceOptions
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -58,7 +58,7 @@ class Feed:
     """What the writer collector looks for; the exporter's state tells it (live logs only)."""
 
 
-def build_feed(args: argparse.Namespace) -> Feed:
+def build_feed(args: ServeMetricsOptions) -> Feed:
     """The replayed session (`--replay DIR`) or this machine; raises `GpuherdError` when bad."""
     if args.replay is not None:
         from collectors.replay import SessionReplay
@@ -153,7 +153,7 @@ def sink(exporter: Exporter, feed: Feed) -> Callable[[CollectorEvent], None]:
     return emit
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: ServeMetricsOptions) -> int:
     """Export until SIGINT or SIGTERM; exit status 2 when it cannot start."""
     try:
         feed = build_feed(args)
