@@ -7,7 +7,9 @@ redirect, `torchrun`, gpuherd's own supervisor) often holds the log while its ch
 GPU. Other users' `/proc` entries are unreadable without privileges; they are skipped.
 
 A log that is opened and closed at each write is rarely caught open; the collector then looks
-for the job that runs where it is written (`collectors.writers_by_cwd`).
+for the job that runs where it is written (`collectors.writers_by_cwd`); a W&B run log,
+written by a child of the training, is looked for in the GPU processes' children
+(`collectors.writers_by_child`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from collectors.process_alive import proc_stat
+from collectors.writers_by_child import writers_by_child
 from collectors.writers_by_cwd import job_by_cwd
 from parsers.format_sets import REOPENED_FORMATS
 
@@ -171,6 +174,9 @@ def scan(files: Mapping[str, str], gpu_pids: Iterable[int], proc: str = PROC,
         for path in written_files(pid, proc, by_path.keys()):
             for task_id in by_path[path]:
                 writers.setdefault(task_id, []).append(pid)
+    for task_id, pids in writers_by_child(by_path, chains, proc, candidates,
+                                          written_files).items():
+        writers.setdefault(task_id, []).extend(pids)  # `wandb-core`'s parent, the training
     found = {}
     for task_id, pids in writers.items():
         found[task_id] = _log_writers(task_id, set(pids), chains)

@@ -67,7 +67,7 @@ class LogSink:
 
     def __call__(self, writer: SessionWriter, batch: LogBatch) -> None:
         """Write one batch: metric rows to `metrics.csv`, findings to `events.jsonl`."""
-        state = self._state(batch.path)
+        state = self._state(batch.path, batch.label)
         self.offsets[batch.path] = batch.offset_bytes
         self.seen[batch.path] = (batch.generation, batch.size_bytes or 0)
         state.format = batch.format or state.format
@@ -144,11 +144,18 @@ class LogSink:
         state = self._tasks.get(path)
         return state.label if state is not None else self._labels.get(path, path)
 
-    def _state(self, path: str) -> _TaskState:
+    def _state(self, path: str, named: str | None = None) -> _TaskState:
+        """The task of `path`, named by `labels`, else as its source names it, else by its path.
+
+        A tracker's run name (`demo/good-run`) may come after the first batches: the task
+        takes it while nothing is written under the old name (a task is never split).
+        """
         state = self._tasks.get(path)
+        label = self._labels.get(path) or named or path
         if state is None:
-            label = self._labels.get(path, path)
             state = self._tasks[path] = _TaskState(label, quoted_label=self._quoted[label])
+        elif label != state.label and not (state.metric_rows or state.pending or state.findings):
+            state.label, state.quoted_label = label, self._quoted[label]  # a W&B run's name
         return state
 
     def _flush(self, writer: SessionWriter, state: _TaskState) -> None:
