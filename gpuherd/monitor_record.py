@@ -19,6 +19,7 @@ from collectors.base import GpuherdError
 from collectors.session_format import EVENT
 from gpuherd import exit_codes, monitor
 from gpuherd.argcheck import parse_duration
+from gpuherd.engine.gate import EarlyCollectors
 from gpuherd.format import visible
 from gpuherd.monitor_logs import COMMAND_TASK, TaskHint
 from gpuherd.record.dashboard import DashboardRecording, RecordResult, record_options
@@ -90,7 +91,7 @@ def _record(args: argparse.Namespace, session: DashboardRecording, argv: list[st
     try:
         assert plan.running is not None
         if not plan.running.running.stopped:  # the dashboard left the recording running
-            return record_after_dashboard(session, plan)
+            return record_after_dashboard(session, plan.running)
         return close(session)
     finally:
         if plan.logs is not None:
@@ -152,7 +153,7 @@ def exit_on_signals(app: Any, session: DashboardRecording) -> Iterator[None]:
             signal.signal(number, handler)
 
 
-def record_after_dashboard(session: DashboardRecording, plan: monitor.Plan) -> int:
+def record_after_dashboard(session: DashboardRecording, early: EarlyCollectors) -> int:
     """The dashboard was left while the command runs: record it to its end, headless.
 
     The running set goes on without the dashboard (`GpuherdApp.on_unmount` left it), its
@@ -163,8 +164,7 @@ def record_after_dashboard(session: DashboardRecording, plan: monitor.Plan) -> i
     command has ended the logs are read to their end, the session is closed and the sources
     stopped; the exit status is the command's.
     """
-    assert plan.running is not None
-    plan.running.running.detach(plan.running.gate.emit)  # nobody shows events any more
+    early.running.detach(early.gate.emit)  # nobody shows events any more
     directory, pid = session.directory, os.getpid()
     _say(f"left the dashboard; still recording into {directory} until the command ends")
     _say(f"the command's output goes to {session.recording.command_log}; to stop the "
@@ -176,7 +176,7 @@ def record_after_dashboard(session: DashboardRecording, plan: monitor.Plan) -> i
                 pass
             result = session.finish()  # the tails still run: the logs are read to their end
     finally:
-        for name in plan.running.running.stop():
+        for name in early.running.stop():
             _say(f"the {name} collector did not stop; abandoned at exit")
     _report(result)
     return session.exit_status(result)

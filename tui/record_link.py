@@ -32,9 +32,6 @@ class RecordLink:
         self.result: RecordResult | None = None
         self.stopping = False
         """The command was asked to stop (the stop key, or SIGTERM to gpuherd)."""
-        self.detached = False
-        """The dashboard exited while the command ran: its collectors were left running, and
-        the recording goes on headless (`gpuherd.monitor_record`)."""
         self._quit_asked = False
         self._line = next((n for n in app.state.notices
                            if n.startswith(f"recording into {recording.directory} until")), None)
