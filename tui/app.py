@@ -81,7 +81,7 @@ class GpuherdApp(App[int]):
         self._main = MainScreen(self.state, hostname=self.hostname,
                                 replay_label=self.replay_label)
         early = options.early if options.early is not None else _own_set(options)
-        self.tasks = TaskFeed(self, self._main, self.state, early.running.tails,
+        self.tasks = TaskFeed(self, self._main, self.state, early.running,
                               options.task_hints)
         self.record: RecordLink | None = None
         if options.recording is not None:

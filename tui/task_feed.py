@@ -10,14 +10,15 @@ from collectors.discovery import DiscoveredLogs
 from collectors.roles import LOG, role_of
 from collectors.samples import GpuTick, LogBatch
 from collectors.writers import WritersTick
-from gpuherd.sources import TailSupervisor
+from gpuherd.engine.running import RunningSet
 from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState
 from tui.tasks import task_rows
 
 if TYPE_CHECKING:
+    from textual.app import App
+
     from gpuherd.monitor_logs import TaskHint
-    from tui.app import GpuherdApp
     from tui.screens.main import MainScreen
 
 REDRAW_S = 0.25
@@ -33,10 +34,11 @@ class TaskFeed:
     on the app's collector threads; a log that cannot be read stays on its row with the reason.
     """
 
-    def __init__(self, app: GpuherdApp, main: MainScreen, state: MonitorState,
-                 tails: TailSupervisor | None, hints: Sequence[TaskHint] = ()) -> None:
+    def __init__(self, app: App[Any], main: MainScreen, state: MonitorState,
+                 running: RunningSet, hints: Sequence[TaskHint] = ()) -> None:
         self._app, self._main, self.state = app, main, state
-        self._tails = tails
+        self._running = running
+        self._tails = running.tails
         self._hints = {hint.task_id: hint for hint in hints}
         self._task_of: dict[str, str] = {}
         """Source name -> task id, for every tail (one log, one task) started or adopted."""
@@ -54,7 +56,7 @@ class TaskFeed:
     def discovered(self, found: DiscoveredLogs) -> None:
         """Note the tails the running set started for a scan; drop the tasks of vanished runs."""
         for task_id in found.started or ():
-            tail = self._app.running.find_task(task_id)
+            tail = self._running.find_task(task_id)
             if tail is not None:
                 self._task_of[tail.name] = task_id
                 self.state.add_source(tail.name, role_of(tail))
@@ -72,6 +74,8 @@ class TaskFeed:
         status = self.state.status_of(source)
         if status.health == "waiting":
             status.health = "ok"
+        if batch.notice:  # on the banner, once: the tail polls, and why
+            self.state.notices.append(f"{source}: {batch.notice}")
         if batch.recreated and source not in self._task_of:
             tracker.remove(batch.path)  # a looping replay starts its next lap: a fresh task
         new = batch.path not in tracker.task_ids
@@ -121,7 +125,7 @@ class TaskFeed:
         """The task a tail feeds, also before its scan reached the UI thread."""
         task_id = self._task_of.get(source)
         if task_id is None:
-            tail = self._app.running.find(source)
+            tail = self._running.find(source)
             found = getattr(tail, "task_id", None) if role_of(tail) == LOG else None
             if isinstance(found, str):
                 task_id = self._task_of[source] = found

@@ -25,8 +25,10 @@ from collectors.base import (
     Failed,
     GpuherdError,
     Recovered,
+    Sampled,
     Unavailable,
 )
+from collectors.samples import LogBatch
 from collectors.writers import WriterWatch
 from gpuherd import exit_codes
 from gpuherd.engine.running import RunningSet
@@ -89,6 +91,9 @@ def sink(exporter: Exporter) -> Callable[[CollectorEvent], None]:
             failing.discard(event.source)
         elif isinstance(event, (Unavailable, Crashed)):
             say(f"metrics: {event.source}: {event.error}")
+        elif (isinstance(event, Sampled) and isinstance(event.sample, LogBatch)
+              and event.sample.notice):
+            say(f"metrics: {event.source}: {event.sample.notice}")  # a tail polls, and why
         exporter.emit(event)
 
     return emit
