@@ -137,7 +137,9 @@ class RunningSet:
             if self.writers is not None:
                 self.writers.set_gpu_pids(pids)
         elif isinstance(sample, LogBatch):
-            if self.writers is not None and sample.file_path:
+            # A tail stopped with its vanished run may still hand in what it read last.
+            if (self.writers is not None and sample.file_path
+                    and (self.tails is None or self.tails.is_followed(sample.path))):
                 self.writers.follow(sample.path, sample.file_path, sample.format)
         elif isinstance(sample, DiscoveredLogs) and self.tails is not None:
             return Sampled(event.source, self.discovered(sample))
