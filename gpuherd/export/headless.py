@@ -114,8 +114,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         feed = build_feed(args)
         exporter = from_args(args, feed.host, feed.hints, listen=args.listen,
-                             queue=live_queue() if feed.sources is not None else None,
-                             watch=feed.writers)
+                             queue=live_queue() if feed.sources is not None else None)
     except GpuherdError as error:
         say(error.shown)
         return exit_codes.USAGE
