@@ -1,4 +1,4 @@
-"""The Textual app: starts one thread per collector and routes their messages into state."""
+"""The Textual app: a sink of one running set of sources; routes their events into state."""
 
 from __future__ import annotations
 
