@@ -166,3 +166,15 @@ def _wait(running: RunningSet) -> None:
             return
         threading.Event().wait(0.01)
     raise AssertionError(f"still running: {running.threads.alive()}")
+
+
+def test_record_tui_builds_its_sources_once_the_dashboards(tmp_path: Path) -> None:
+    """The recording of `record --tui` is a sink: it builds no sources of its own."""
+    from gpuherd.record.dashboard import DashboardRecording, record_options
+    from gpuherd.record.recording import Recording, RecordingOptions
+
+    shown = DashboardRecording(tmp_path / "s", record_options(["a.log"], [], [], 1.0, 0.0))
+    assert shown.recording.sources is None
+    headless = Recording(tmp_path / "h", RecordingOptions(logs=["a.log"]))
+    assert headless.sources is not None  # a headless recording runs its own set
+    headless.sources.close()
