@@ -64,6 +64,8 @@ class RunningSet:
         self._sinks: tuple[Emit, ...] = ()
         self._lock = threading.Lock()
         self._stopping = False
+        self._started: set[int] = set()
+        """`id` of every source started here: a source whose thread ended is not run again."""
         self._stop_event = stop
         if tails is not None:
             tails.attach(self.start, None if keep_vanished else self._stop_tail)
@@ -80,8 +82,8 @@ class RunningSet:
 
     def run(self) -> None:
         """Start every source of the set that is not running yet, each on its own thread."""
-        for collector in self.collectors:
-            if not self.threads.running(collector):
+        for collector in list(self.collectors):
+            if not self.running(collector):
                 self.start(collector)
 
     def start(self, collector: Collector[Any]) -> CollectorThread | bool:
@@ -91,6 +93,7 @@ class RunningSet:
                 return False
             if collector not in self.collectors:
                 self.collectors.append(collector)
+            self._started.add(id(collector))
         return self.threads.start(collector, self._stop_event)
 
     @property
@@ -101,7 +104,8 @@ class RunningSet:
 
     def running(self, collector: Collector[Any]) -> bool:
         """Whether `collector` was started (its thread may have ended since)."""
-        return self.threads.running(collector)
+        with self._lock:
+            return id(collector) in self._started
 
     def find(self, name: str) -> Collector[Any] | None:
         """The started source named `name`, if any."""

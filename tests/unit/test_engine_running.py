@@ -178,3 +178,18 @@ def test_record_tui_builds_its_sources_once_the_dashboards(tmp_path: Path) -> No
     headless = Recording(tmp_path / "h", RecordingOptions(logs=["a.log"]))
     assert headless.sources is not None  # a headless recording runs its own set
     headless.sources.close()
+
+
+def test_a_source_whose_thread_ended_is_not_run_again() -> None:
+    """The dashboard runs its set again on mount: a source that already ended stays ended,
+    even after later tails started (and the ended thread was forgotten)."""
+    ended = FakeCollector([], name="nvml")
+    running = RunningSet([ended])
+    running.run()
+    _wait(running)
+    running.start(FakeCollector([], name="log:/r/a.log"))  # forgets the ended thread
+    _wait(running)
+    running.run()
+    _wait(running)
+    assert ended.opened == 1
+    running.stop(timeout_s=10)
