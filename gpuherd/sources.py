@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from collectors.base import Collector
 from collectors.containers import DockerCollector
 from collectors.host import HostCollector, PidWatch
-from collectors.nvml import NvmlBackend, NvmlCollector
+from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
 from collectors.samples import LogBatch
 
 if TYPE_CHECKING:
@@ -271,6 +271,16 @@ def gpu_source(interval_s: float = 1.0, nvml_backend: NvmlBackend | None = None
                ) -> NvmlCollector:
     """The GPUs alone, for a sink that needs no host figures or logs (the queue runner)."""
     return live_sources(SourceOptions(interval_s=interval_s, nvml_backend=nvml_backend)).gpus()
+
+
+def peak_probe(interval_s: float, nvml_backend: NvmlBackend | None = None) -> NvmlMemoryProbe:
+    """The fast memory-only GPU probe that runs beside the GPU source while recording.
+
+    Its readings feed the recording's `PeakTracker` directly (`gpuherd.record.peaks`), not
+    the sinks: fifty events a second would cost every sink for a figure only the recording
+    keeps.
+    """
+    return NvmlMemoryProbe(nvml_backend, interval_s)
 
 
 @dataclass

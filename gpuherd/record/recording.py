@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from collectors.base import Collector, CollectorEvent, Sampled
 from collectors.discovery import DiscoveredLog, DiscoveredLogs
 from collectors.logtail import LogTailCollector
-from collectors.nvml import NvmlBackend, NvmlMemoryProbe
+from collectors.nvml import NvmlBackend
 from collectors.samples import GpuTick, LogBatch
 from collectors.session_format import (
     COMMAND_EXIT_FILE,
@@ -29,7 +29,13 @@ from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTrack
 from gpuherd.record.recorder import Recorder
 from gpuherd.safe_files import Directory
 from gpuherd.session import SessionWriteError, SessionWriter
-from gpuherd.sources import DISCOVERY_INTERVAL_S, LiveSources, SourceOptions, live_sources
+from gpuherd.sources import (
+    DISCOVERY_INTERVAL_S,
+    LiveSources,
+    SourceOptions,
+    live_sources,
+    peak_probe,
+)
 
 if TYPE_CHECKING:
     from gpuherd.summary.summary import Summary
@@ -215,7 +221,7 @@ class Recording:
                       DiscoveredLogs: self._on_discovered},
         )
         if o.peak_interval_s > 0:
-            probe = NvmlMemoryProbe(o.nvml_backend, o.peak_interval_s)
+            probe = peak_probe(o.peak_interval_s, o.nvml_backend)
             self.sampler = PeakSampler(probe, self.tracker, self.recorder.emit)
         self.recorder.start()
         if self.sampler is not None:
