@@ -78,7 +78,7 @@ class RunningSet:
     def detach(self, sink: Emit) -> None:
         """Stop sending events to `sink`."""
         with self._lock:
-            self._sinks = tuple(s for s in self._sinks if s is not sink)
+            self._sinks = tuple(s for s in self._sinks if s != sink)  # bound methods: equal
 
     def run(self) -> None:
         """Start every source of the set that is not running yet, each on its own thread."""

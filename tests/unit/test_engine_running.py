@@ -114,7 +114,19 @@ def test_a_stopped_set_starts_nothing_and_a_crash_reaches_every_sink() -> None:
     assert sink.events == [Crashed("broken", bug)]
     assert running.stop(timeout_s=10) == [] and running.stopped
     assert running.start(FakeCollector([1], name="late")) is False
-    running.detach(sink)
+
+
+def test_a_sink_given_as_a_bound_method_can_be_detached() -> None:
+    """`record --tui` detaches the dashboard's gate (`gate.emit`, a new object each time)."""
+    kept, dropped = Sink(), Sink()
+    running = RunningSet([FakeCollector([1], name="a")])
+    running.attach(kept)
+    running.attach(dropped.__call__)
+    running.detach(dropped.__call__)
+    running.run()
+    _wait(running)
+    assert dropped.events == [] and kept.samples(int) == [1]
+    running.stop(timeout_s=10)
 
 
 def test_every_sink_runs_the_roots_list_of_sources(tmp_path: Path) -> None:
