@@ -27,7 +27,18 @@ Examples, from the repository root:
     python benchmarks/bench_tui_startup.py --runs 15 --tree old=.old --tree new=. \
         --expect NVIDIA --expect '│\\s+0\\s+\\d+\\s+\\w+' -- python -m gpuherd
 
-Prints a table (with --tree, one line per tree), and one JSON object with --json.
+    # on the GPU machine, gpuherd and nvitop in one run, alternating (nvitop installed from the
+    # wheels in .whl-nvitop: `python3 -m pip install -q --no-index --no-deps --target
+    # /tmp/nvitop-site .whl-nvitop/*.whl`); nvitop's process rows read `GPU PID TYPE USER`
+    python benchmarks/bench_tui_startup.py --runs 10 --expect NVIDIA \
+        --expect '│\\s+0\\s+\\d+\\s+\\w+' \
+        --beside 'nvitop=env PYTHONPATH=/tmp/nvitop-site python3 -m nvitop' \
+        --beside-expect 'nvitop=NVIDIA' \
+        --beside-expect 'nvitop=│\\s+\\d+\\s+\\d+\\s+[CGX]+\\s+\\S' \
+        -- python3 -m gpuherd
+
+Prints a table (with --tree or --beside, one line per tree or command), and one JSON object
+with --json.
 """
 
 from __future__ import annotations
@@ -135,6 +146,12 @@ def main() -> int:
     parser.add_argument("--tree", action="append", default=[], metavar="LABEL=DIR",
                         help="run the command in DIR (repeatable): runs alternate between the "
                              "trees, each tree first equally often, and each gets a median")
+    parser.add_argument("--beside", action="append", default=[], metavar="LABEL=COMMAND",
+                        help="another monitor measured in the same run (repeatable), its runs "
+                             "alternating with the trees'")
+    parser.add_argument("--beside-expect", action="append", default=[], metavar="LABEL=REGEX",
+                        help="a pattern of that monitor's full frame (repeatable; default: "
+                             "the command's own patterns)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     args = parser.parse_args()
@@ -151,26 +168,31 @@ def main() -> int:
     patterns = [re.compile(p, re.MULTILINE) for p in (args.expect or DEFAULT_EXPECT)]
     baseline = [measure("echo READY", [re.compile("READY")], args.width, args.height,
                         5.0, args.poll, 1000 + i) for i in range(3)]
-    trees = [_tree(parser, spec) for spec in args.tree] or [("", ROOT)]
-    times: dict[str, list[float | None]] = {label: [] for label, _ in trees}
+    trees = [_tree(parser, spec) for spec in args.tree] or [
+        ("gpuherd" if args.beside else "", ROOT)]
+    runs = [(label, cwd, command, patterns) for label, cwd in trees]
+    runs += _beside(parser, args.beside, args.beside_expect, patterns)
+    times: dict[str, list[float | None]] = {label: [] for label, *_ in runs}
     for i in range(args.runs):
-        k = i % len(trees)
-        for j, (label, cwd) in enumerate(trees[k:] + trees[:k]):  # each tree first as often
+        k = i % len(runs)
+        # each tree or command first as often
+        for j, (label, cwd, line, expect) in enumerate(runs[k:] + runs[:k]):
             # A tmux server of its own per run: a name reused at once may reach the last one
             # while it is still shutting down.
-            times[label].append(measure(command, patterns, args.width, args.height,
-                                        args.timeout, args.poll, i * len(trees) + j, cwd))
+            times[label].append(measure(line, expect, args.width, args.height,
+                                        args.timeout, args.poll, i * len(runs) + j, cwd))
     base = statistics.median([t for t in baseline if t is not None] or [0.0])
     print(f"# {command}  ({args.width}x{args.height}, {args.runs} runs, "
           f"{'pty' if measure is first_frame_pty_s else 'tmux'})")
     print(f"terminal baseline (echo READY): {base * 1000:.0f} ms")
-    for label, _ in trees:
+    for label in times:
         print(_summary(f"{label}: " if label else "", times[label]))
     if args.json:
-        runs = {label: t for label, t in times.items()} if args.tree else times[""]
+        several = len(times) > 1 or "" not in times
         medians = {label: _median(t) for label, t in times.items()}
-        print(json.dumps({"command": command, "runs_s": runs, "baseline_s": base,
-                          "median_s": medians if args.tree else medians[""]}))
+        print(json.dumps({"command": command, "runs_s": times if several else times[""],
+                          "baseline_s": base,
+                          "median_s": medians if several else medians[""]}))
     return 0 if all(t is not None for ts in times.values() for t in ts) else 1
 
 
@@ -180,6 +202,26 @@ def _tree(parser: argparse.ArgumentParser, spec: str) -> tuple[str, Path]:
     if not sep or not label or not path.is_dir():
         parser.error(f"--tree {spec}: give LABEL=DIR with an existing directory")
     return label, path
+
+
+def _beside(parser: argparse.ArgumentParser, specs: list[str], expects: list[str],
+            default: list[re.Pattern[str]]) -> list[tuple[str, Path, str, list[re.Pattern[str]]]]:
+    """The `--beside` monitors: (label, directory, command line, full-frame patterns)."""
+    patterns: dict[str, list[re.Pattern[str]]] = {}
+    for spec in expects:
+        label, sep, regex = spec.partition("=")
+        if not sep or not label:
+            parser.error(f"--beside-expect {spec}: give LABEL=REGEX")
+        patterns.setdefault(label, []).append(re.compile(regex, re.MULTILINE))
+    runs = []
+    for spec in specs:
+        label, sep, line = spec.partition("=")
+        if not sep or not label or not line:
+            parser.error(f"--beside {spec}: give LABEL=COMMAND")
+        runs.append((label, ROOT, line, patterns.pop(label, default)))
+    if patterns:
+        parser.error(f"--beside-expect for no --beside: {', '.join(patterns)}")
+    return runs
 
 
 def _median(times: list[float | None]) -> float | None:

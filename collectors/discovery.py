@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from collectors.trackers.discovery import SKIP, TRACKER, TrackerRuns, tracker_file
+
 IGNORED_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env"})
 """Directories never entered (besides every hidden one: `.git`, `.venv`, `.cache`, ...)."""
 IGNORED_FILES = frozenset({"debug.log", "debug-internal.log"})
@@ -111,7 +113,12 @@ class LogDiscovery:
 
     def _walk(self, root: str) -> Iterator[DiscoveredLog]:
         checkpoints: set[str] = set()
+        trackers = TrackerRuns()  # a TensorBoard, MLflow or W&B run: one task per run
         for path, kind in self._files(root):
+            if kind == TRACKER:
+                for task_id, store in trackers.runs(path):
+                    yield DiscoveredLog(task_id, store, root)
+                continue
             parent = os.path.dirname(path)
             if kind == "trainer_state" and fnmatch.fnmatch(os.path.basename(parent),
                                                            "checkpoint-*"):
@@ -156,7 +163,9 @@ class LogDiscovery:
                 return None if skip else "dir"
             if not entry.is_file() or name in IGNORED_FILES or name.startswith("."):
                 return None
-            kind = run_file_kind(entry.path)
+            kind = tracker_file(entry.path) or run_file_kind(entry.path)
+            if kind == SKIP:
+                return None
             if kind is not None and self.max_age_s is not None:
                 if now - entry.stat().st_mtime > self.max_age_s:
                     return None

@@ -6,6 +6,7 @@ from typing import Any, Final
 
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import ContainerTick, GpuTick, HostSample, LogBatch, QueueSnapshot
+from collectors.slurm.samples import SlurmTick
 from collectors.writers import WritersTick
 
 GPU: Final = "gpu"
@@ -22,6 +23,8 @@ QUEUE: Final = "queue"
 """Looks at this user's job queue (`QueueSnapshot`): the queue panel."""
 WRITERS: Final = "writers"
 """Which processes write the followed logs (`WritersTick`): the tasks' pids, GPUs and status."""
+SLURM: Final = "slurm"
+"""The Slurm jobs on this node and the job of each GPU process (`SlurmTick`)."""
 
 ROLE_OF_SAMPLE: dict[type, str] = {
     GpuTick: GPU,
@@ -31,10 +34,11 @@ ROLE_OF_SAMPLE: dict[type, str] = {
     ContainerTick: CONTAINERS,
     QueueSnapshot: QUEUE,
     WritersTick: WRITERS,
+    SlurmTick: SLURM,
 }
 """The role of a sample type; a new kind of sample adds its line here."""
 
-LATEST_ONLY: frozenset[str] = frozenset({GPU, HOST, CONTAINERS, QUEUE, WRITERS})
+LATEST_ONLY: frozenset[str] = frozenset({GPU, HOST, CONTAINERS, QUEUE, WRITERS, SLURM})
 """Roles whose every sample is a whole snapshot, so a newer one may replace an older one that a
 lagging sink has not handled yet (a queue look lists every job). Log batches and scans carry
 news the next one does not repeat."""

@@ -182,6 +182,9 @@ class LogBatch:
     """The last line of this batch that says the training run ended (`Training completed.`,
     `` `Trainer.fit` stopped ``: `parsers.findings.ends_run`); a run that ended is never
     `stalled`."""
+    label: str | None = None
+    """The task as its source names it, when not by its path (a tracker's run name:
+    `demo/good-run`); the path's last parts otherwise."""
     notice: str | None = None
     """Said once, on the first batch after it happened: why this tail reads its file on a
     timer instead of being woken by writes (inotify refused to watch its directory)."""

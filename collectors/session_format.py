@@ -22,6 +22,8 @@ PROCESSES_FILE = "processes.csv"
 HOST_FILE = "host.csv"
 METRICS_FILE = "metrics.csv"
 CONTAINERS_FILE = "containers.csv"
+SLURM_FILE = "slurm.csv"
+"""The Slurm jobs seen on the node while recording (a Slurm node only)."""
 EVENTS_FILE = "events.jsonl"
 COMMAND_LOG_FILE = "command.log"
 """The recorded command's own output, written by its supervisor."""
@@ -35,7 +37,8 @@ LOCK_FILE = ".lock"
 """Held by the recorder while recording: one recorder per directory."""
 
 SESSION_FILES = (
-    META_FILE, GPU_FILE, PROCESSES_FILE, HOST_FILE, CONTAINERS_FILE, METRICS_FILE, EVENTS_FILE,
+    META_FILE, GPU_FILE, PROCESSES_FILE, HOST_FILE, CONTAINERS_FILE, SLURM_FILE, METRICS_FILE,
+    EVENTS_FILE,
     COMMAND_LOG_FILE, COMMAND_EXIT_FILE, SUMMARY_JSON_FILE, SUMMARY_MD_FILE, PEAK_TRACE_FILE,
     LOCK_FILE,
 )
@@ -73,6 +76,10 @@ CONTAINER_COLUMNS = CONTAINER_WRITTEN + (
     "pids", "gpus", "gpu_mem_bytes",
 )
 METRICS_COLUMNS = ("t", "task", "line", "metric", "value", "step", "epoch")
+SLURM_COLUMNS = ("t", "event", "job_id", "array_id", "user", "name", "partition", "state",
+                 "time_limit_s", "gpus", "pid", "step")
+"""`slurm.csv`: one row when a job appears or changes (`job`), leaves (`gone`), or a GPU
+process is found to belong to it (`process`); read by `gpuherd summarize` alone."""
 PEAK_TRACE_COLUMNS = ("t", "gpu", "used_bytes")
 
 COLUMNS = {
@@ -115,6 +122,7 @@ class MetaKeys:
     run_peaks: str = "run_peaks"
     tasks: str = "tasks"
     write_error: str = "write_error"
+    slurm: str = "slurm"
 
 
 META = MetaKeys()

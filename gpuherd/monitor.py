@@ -12,7 +12,6 @@ stderr when the dashboard exits.
 
 from __future__ import annotations
 
-import argparse
 import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -27,6 +26,7 @@ from collectors.roles import DISCOVERY, WRITERS, role_of
 from gpuherd import exit_codes
 from gpuherd.format import visible
 from gpuherd.monitor_logs import TaskHint, replay_hints
+from gpuherd.options import MonitorOptions
 from gpuherd.sources import LiveSources, LogSources, SourceOptions, TailSupervisor, live_sources
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class Plan:
         return self.logs.tails if self.logs is not None else None
 
 
-def run(args: argparse.Namespace, nvml_backend: NvmlBackend | None = None) -> int:
+def run(args: MonitorOptions, nvml_backend: NvmlBackend | None = None) -> int:
     """Run the dashboard (live, `args.replay` or `args.demo`) until `q`; the exit status.
 
     `nvml_backend` is the NVML seam for tests (`None`: the real driver).
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace, nvml_backend: NvmlBackend | None = None) -> in
         return exit_codes.USAGE
 
 
-def _metrics(args: argparse.Namespace, plan: Plan) -> AbstractContextManager[Any]:
+def _metrics(args: MonitorOptions, plan: Plan) -> AbstractContextManager[Any]:
     """`--serve-metrics`: the exporter, fed by the dashboard's tap (docs/fleet.md)."""
     if getattr(args, "serve_metrics", None) is None:
         return nullcontext()
@@ -102,7 +102,7 @@ def _metrics(args: argparse.Namespace, plan: Plan) -> AbstractContextManager[Any
 
 
 @contextmanager
-def _queue(args: argparse.Namespace, plan: Plan) -> Iterator[None]:
+def _queue(args: MonitorOptions, plan: Plan) -> Iterator[None]:
     """`--queue`: run the queue beside the dashboard, fed by its GPU ticks (docs/queue.md).
 
     The runner lock is taken here, before the terminal is taken over, so a second runner is
@@ -127,12 +127,12 @@ def _queue(args: argparse.Namespace, plan: Plan) -> Iterator[None]:
             print(visible(f"gpuherd: queue: {line}"), file=sys.stderr)
 
 
-def build_plan(args: argparse.Namespace, demo: Path | None = None,
+def build_plan(args: MonitorOptions, demo: Path | None = None,
                nvml_backend: NvmlBackend | None = None) -> Plan:
     """Collectors and labels for live mode, `replay DIR` or `demo` (given its directory)."""
     if demo is not None:
         return _replay_plan(demo, args.speed, loop=True, label_prefix="DEMO")
-    if getattr(args, "replay", None):
+    if args.replay:
         return _replay_plan(Path(args.replay), args.speed, loop=False, label_prefix="REPLAY")
     plan = live_plan(args.interval, nvml_backend, logs=args.log, watch=args.watch)
     from gpuherd.queue.watch import queue_source  # no SQLite until the dashboard is live
@@ -199,7 +199,7 @@ def _csv_bytes(directory: Path) -> int:
 
 
 @contextmanager
-def _demo_directory(args: argparse.Namespace) -> Iterator[Path | None]:
+def _demo_directory(args: MonitorOptions) -> Iterator[Path | None]:
     """The bundled demo session as a real directory while the app runs; `None` without --demo."""
     if not getattr(args, "demo", False):
         yield None

@@ -5,7 +5,6 @@ Builds on gpuherd.monitor (the plan and the app); monitor never imports this mod
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import signal
@@ -22,6 +21,7 @@ from gpuherd.argcheck import parse_duration
 from gpuherd.engine.gate import EarlyCollectors
 from gpuherd.format import visible
 from gpuherd.monitor_logs import COMMAND_TASK, TaskHint
+from gpuherd.options import RecordOptions
 from gpuherd.record.dashboard import DashboardRecording, RecordResult, record_options
 from gpuherd.record.recording import RecordingOptions
 from gpuherd.session import SessionUnsafeError
@@ -32,7 +32,7 @@ POLL_S = 0.5
 """How often the command is looked at while recording after the dashboard."""
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: RecordOptions) -> int:
     """Record into `args.record` while the dashboard runs; the command's exit status, or 0/1/2."""
     problem = monitor.terminal_problem()
     if problem is not None:
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                        duration_s, exporter)
 
 
-def _metrics(args: argparse.Namespace, options: RecordingOptions) -> Any:
+def _metrics(args: RecordOptions, options: RecordingOptions) -> Any:
     """`--serve-metrics`: the exporter, fed through the recording (the dashboard's tap)."""
     if getattr(args, "serve_metrics", None) is None:
         return None
@@ -68,7 +68,7 @@ def _metrics(args: argparse.Namespace, options: RecordingOptions) -> Any:
     return exporter
 
 
-def _record(args: argparse.Namespace, session: DashboardRecording, argv: list[str],
+def _record(args: RecordOptions, session: DashboardRecording, argv: list[str],
             duration_s: float | None, exporter: Any) -> int:
     try:
         session.start()
@@ -98,7 +98,7 @@ def _record(args: argparse.Namespace, session: DashboardRecording, argv: list[st
             plan.logs.close()
 
 
-def _plan(args: argparse.Namespace, session: DashboardRecording, argv: list[str],
+def _plan(args: RecordOptions, session: DashboardRecording, argv: list[str],
           duration_s: float | None) -> monitor.Plan:
     # The session directory is never scanned: its `command.log` is the command's task already,
     # and following its `events.jsonl` would feed the recording into itself.

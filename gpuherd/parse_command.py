@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -21,6 +20,7 @@ from collectors.logtail_lines import (
 )
 from gpuherd import exit_codes
 from gpuherd.format import visible
+from gpuherd.options import ParseOptions
 from gpuherd.tasks.health import judge_histories, wants
 from gpuherd.tasks.series import MetricSeries
 from parsers.findings import findings_from_metric
@@ -38,7 +38,7 @@ FORMAT_WIDTH = max(len(name) for name in FORMAT_NAMES)
 Emit = Callable[[dict[str, Any]], None]
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: ParseOptions) -> int:
     """Parse every file in `args.files`; 0, 1 if any file gave nothing, 2 on a bad --format.
 
     A file gives nothing when it cannot be read, is empty, holds no text (a binary file), or
@@ -53,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
     emit = _json_emitter(sys.stdout) if args.json else _TableEmitter(sys.stdout)
     status = exit_codes.OK
     for path in args.files:
+        tracked = _parse_store(path, emit)
+        if tracked is not None:
+            status = status if tracked else exit_codes.FAILED
+            continue
         try:
             report = parse_file(path, args.log_format, emit)
         except BrokenPipeError:
@@ -87,6 +91,26 @@ def run(args: argparse.Namespace) -> int:
             print(visible(f"gpuherd parse: {path}: {_nothing_found(report)}"), file=sys.stderr)
     sys.stdout.flush()
     return status
+
+
+def _parse_store(path: str, emit: Emit) -> bool | None:
+    """Parse a tracker's store (`gpuherd.parse_trackers`); `None` when `path` is none."""
+    from gpuherd import parse_trackers
+
+    try:
+        runs = parse_trackers.store_runs(path)
+    except OSError:
+        return None  # said as for any file, by `parse_file`
+    if runs is None:
+        return None
+
+    def warn(message: str) -> None:
+        print(visible(f"gpuherd parse: {message}"), file=sys.stderr)
+
+    if parse_trackers.parse_runs(runs, emit, warn, json_number) == 0:
+        warn(f"{path}: {len(runs)} run(s), no metric in any")
+        return False
+    return True
 
 
 def _nothing_read(report: FileReport, forced: str | None) -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import socket
@@ -18,11 +17,20 @@ from collectors.nvml import NvmlBackend, NvmlCollector
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
 from gpuherd import __version__, exit_codes
 from gpuherd import format as fmt
+from gpuherd.options import SnapshotOptions
 from gpuherd.snapshot_containers import (
     ContainerLook,
     ContainerProbe,
     container_json,
     container_lines,
+)
+from gpuherd.snapshot_slurm import (
+    SlurmLook,
+    add_process_jobs,
+    look_at_slurm,
+    process_job,
+    slurm_json,
+    slurm_lines,
 )
 
 SCHEMA = 1
@@ -46,6 +54,7 @@ class Snapshot:
     pids_visible: bool = True
     """False when gpuherd runs in its own PID namespace and cannot look up GPU pids."""
     containers: ContainerLook = ContainerLook(error="containers were not looked at")
+    slurm: SlurmLook = SlurmLook()
 
     @property
     def container_names(self) -> dict[str, str]:
@@ -73,6 +82,7 @@ def take_snapshot(
     proc_root: str = "/proc",
     hostname: str | None = None,
     containers: ContainerProbe | None = None,
+    slurm: bool = True,
 ) -> Snapshot:
     """Read every GPU once, then the host twice `window_s` apart (for CPU percent and rates).
 
@@ -99,18 +109,19 @@ def take_snapshot(
         time.sleep(window_s)
     sample = host.sample()
     host.close()
+    jobs = look_at_slurm(gpu_pids(tick) if tick else ()) if slurm else SlurmLook()
     return Snapshot(hostname or socket.gethostname(), sample, tick, error, missing,
-                    host.pids_visible, probe.finish())
+                    host.pids_visible, probe.finish(), jobs)
 
 
-def run(args: argparse.Namespace, backend: NvmlBackend | None = None) -> int:
+def run(args: SnapshotOptions, backend: NvmlBackend | None = None) -> int:
     """Print one snapshot as a table or JSON; the exit code is `Snapshot.exit_code`."""
     snap = take_snapshot(backend)
     if snap.gpu_error:
         print(fmt.visible(f"gpuherd: {snap.gpu_error}"), file=sys.stderr)
         if snap.exit_code == exit_codes.NO_SOURCE:  # no GPU at all: the demo shows one
             print("gpuherd: run `gpuherd --demo` to see gpuherd without a GPU", file=sys.stderr)
-    if getattr(args, "json", False):
+    if args.json:
         print(json.dumps(to_json(snap), indent=2))
     else:
         # A terminal's width cuts long lines; a file or a pipe gets them whole.
@@ -128,6 +139,8 @@ def to_json(snap: Snapshot) -> dict[str, Any]:
     names = snap.container_names
     uses = gpu_use_by_container(tick, snap.host.processes)
     listed = snap.containers.tick
+    gpus = [_gpu_json(d, details, names) for d in tick.devices] if tick else []
+    add_process_jobs(gpus, snap.slurm)
     return {
         "schema": SCHEMA,
         "tool": f"gpuherd {__version__}",
@@ -138,12 +151,13 @@ def to_json(snap: Snapshot) -> dict[str, Any]:
         "cuda_driver_version": tick.cuda_driver_version if tick else None,
         "gpu_error": snap.gpu_error,
         "processes_visible": snap.pids_visible,
-        "gpus": [_gpu_json(d, details, names) for d in tick.devices] if tick else [],
+        "gpus": gpus,
         "host": _host_json(snap.host),
         "container_engine": listed.engine if listed else None,
         "containers_error": snap.containers.error,
         "containers": [container_json(c, uses.get(c.short_id), snap.gpus_known)
                        for c in listed.containers] if listed else [],
+        "slurm": slurm_json(snap.slurm, tick),
     }
 
 
@@ -233,6 +247,8 @@ def render_table(snap: Snapshot, width: int | None = 120) -> str:
         lines += [f"GPUs: {fmt.NA} (see the message on stderr)", ""]
     else:
         lines += _gpu_table(tick) + [""] + _process_lines(snap, tick, width) + [""]
+    jobs = slurm_lines(snap.slurm, tick)
+    lines += [_clip(line, width) for line in jobs] + [""] if jobs else []
     lines += _host_lines(snap.host)
     look = snap.containers
     if look.tick is not None and look.tick.containers:
@@ -281,7 +297,7 @@ def _process_lines(snap: Snapshot, tick: GpuTick, width: int | None) -> list[str
             rows.append([str(d.index), str(p.pid), fmt.fmt_text(info.user),
                          fmt.fmt_bytes(p.used_memory_bytes), fmt.fmt_pct(info.cpu_pct),
                          fmt.fmt_bytes(info.rss_bytes), fmt.fmt_elapsed(info.started_at, now),
-                         _command(info, snap.container_names)])
+                         process_job(snap.slurm, p.pid) + _command(info, snap.container_names)])
         hidden = d.unattributed_memory_bytes
         if hidden:
             notes.append(f"GPU {d.index}: {fmt.fmt_bytes(hidden)} in use by processes not "

@@ -20,11 +20,14 @@ from collectors.containers import DockerCollector
 from collectors.host import HostCollector, PidWatch
 from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
 from collectors.samples import LogBatch
+from collectors.slurm.collector import SlurmCollector
+from collectors.slurm.commands import slurm_missing
 
 if TYPE_CHECKING:
     from collectors.discovery import DiscoveredLog, DiscoveredLogs, LogDiscovery
     from collectors.logtail import LogTailCollector
     from collectors.logtail_waker import TailWaker
+    from collectors.trackers.collector import TrackerRunCollector
     from collectors.writers import WriterWatch
 
 # The tail, its parsers and watchdog are imported when there are logs to follow: the
@@ -158,6 +161,8 @@ class SourceOptions:
     containers: bool = True
     """Read the container engine (Docker, or podman through `DOCKER_HOST`). Without a socket
     its collector is unavailable at once and costs nothing more."""
+    slurm: bool = True
+    """Read Slurm where this machine is a Slurm node; elsewhere one PATH lookup decides that."""
 
 
 @dataclass
@@ -184,6 +189,8 @@ class LiveSources:
                                             HostCollector(self.pid_watch, o.interval_s)]
         if o.containers:
             collectors.append(DockerCollector(o.interval_s))
+        if o.slurm and slurm_missing() is None:
+            collectors.append(SlurmCollector(self.pid_watch, o.interval_s))
         return collectors
 
     def collectors(self) -> list[Collector[Any]]:
@@ -237,10 +244,17 @@ class LiveSources:
 
         return DiscoveryCollector(self.discovery, self.options.discovery_interval_s)
 
-    def tail(self, path: str) -> LogTailCollector:
-        """A new tail of `path`, woken by the one shared waker."""
+    def tail(self, path: str) -> LogTailCollector | TrackerRunCollector:
+        """A new tail of `path`, woken by the one shared waker.
+
+        A tracker's run is read by its own collector (`collectors.trackers`), every second.
+        """
         from collectors.logtail import LogTailCollector
         from collectors.logtail_waker import TailWaker
+        from collectors.trackers.collector import TrackerRunCollector, is_tracker_run
+
+        if is_tracker_run(path):
+            return TrackerRunCollector(path)
 
         with self._lock:
             if self._waker is None:

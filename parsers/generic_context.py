@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from parsers.keyvalue import parse_generic_line
+from parsers.keyvalue import parse_normalised_line
 from parsers.line_parser import LineFunction, LineParser
 from parsers.model import LogMetric
 from parsers.table_lines import TableLines
@@ -50,11 +50,12 @@ class GenericParser:
 
     def feed(self, line: str) -> LogMetric | None:
         """Parse one line, dating a validation line by the epoch block it stands in."""
-        claimed, table = self._tables.read(normalise_line(line))
+        seen = normalise_line(line)
+        claimed, table = self._tables.read(seen)
         if claimed:
             metric = table
         else:
-            metric = parse_generic_line(line)
+            metric = parse_normalised_line(seen)
             if table is not None:  # a name/value table that this line ends
                 metric = table if metric is None else merged(table, metric)
         if self._epoch is not None:

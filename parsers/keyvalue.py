@@ -87,20 +87,39 @@ def parse_generic_line(line: str) -> LogMetric | None:
     A printed mapping (`{'loss': 0.5, 'epoch': 1.0}`, a JSON object after a logging prefix)
     is read as a record: see `parsers.mapping_line`.
     """
-    line = normalise_line(line)
+    return parse_normalised_line(normalise_line(line))
+
+
+def parse_normalised_line(line: str) -> LogMetric | None:
+    """`parse_generic_line` of a line `normalise_line` has made what a person sees."""
+    shape = b""
+    if ":" in line or "=" in line:
+        # the most common line of all: a shape read before by its plan, as it was read
+        shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
+        ready = _PLANS.ready.get(shape)
+        if ready is not None:
+            try:
+                metric = ready.replay(line)
+            except (ValueError, ArithmeticError):
+                metric = None  # the long way below raises the parser's own error
+            if metric is not None:
+                return metric
     if "{" in line and ("{'" in line or '{"' in line):  # one scan for the lines without
         mapped = _mapping_metric(line)
         if mapped is not None:
             return mapped
-    if ":" not in line and "=" not in line:
+    if not shape:
         metric = parse_spaced_line(line)
         if metric is None and not _may_be_record(line):
             return None  # prose: no field separator a record could have
+        shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     else:
         metric = None
-        if line.find(line[:8], 8) > 0:  # its start comes back: maybe records run together
-            line = last_redraw(line)
-    shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
+        if ":" in line:  # its first key may come back: records run together
+            redrawn = last_redraw(line)
+            if redrawn is not line:
+                line = redrawn
+                shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if metric is None:
         # A log repeats the shapes of its other lines (banners, chores, tables of words): a
         # shape that gave nothing gives nothing again, without the pairs and records read.
@@ -111,6 +130,7 @@ def parse_generic_line(line: str) -> LogMetric | None:
     # the common outcomes without a call: a metric line read as it is, a shape of no record
     if metric is not None:
         if RECORD_ACTIONS.get(shape) == AS_READ:
+            _PLANS.keep_ready(shape)
             return metric
     elif shape in RECORD_RECIPES and RECORD_RECIPES[shape] is None:
         _GAVE_NOTHING.add(line, shape)

@@ -236,6 +236,28 @@ class LinePlans:
     def __init__(self) -> None:
         self.plans: dict[bytes, LinePlan | None] = {}
         """A plan per shape, or None for a shape seen once."""
+        self.ready: dict[bytes, LinePlan] = {}
+        """Shapes whose lines are read by their plan alone: see `keep_ready`."""
+
+    def keep_ready(self, shape: bytes) -> None:
+        """Keep a shape whose line its plan has just read, and no other reading changed.
+
+        The caller checked the rest: the record reading kept the plan's metric as it was
+        (`parsers.records.read_better` decides that per shape). What is checked here: the shape
+        holds no `{` and its first key does not come back in it, so no line of that shape is a
+        printed mapping or records run together (`parsers.keyvalue.last_redraw`). Its next
+        lines skip those readings, which cannot change what they give. Bounded: emptied when
+        full.
+        """
+        plan = self.plans.get(shape)
+        if plan is None or shape in self.ready or b"{" in shape:
+            return
+        colon = shape.find(b":")  # a first key with digits: zeros in the shape, as in its copy
+        if colon > 0 and shape.find(b" " + shape[:colon + 1], colon) > 0:
+            return
+        if len(self.ready) >= PLAN_CACHE_SIZE:
+            self.ready = {}
+        self.ready[shape] = plan
 
     def learn(self, shape: bytes, make: Callable[[], LinePlan | None]) -> None:
         """Note a shape that gave a metric; make its plan when it is seen the second time."""

@@ -30,11 +30,14 @@ class KerasParser:
     Keras 3 draws `━━━`, Keras 2 `[====]`. The epoch comes from the last `Epoch N/M` line, as
     Keras prints it (counting from 1). Keras 2 fed with arrays counts samples, not batches
     (`Train on 60000 samples`, then `60000/60000 [===] - 12s 195us/step`, or `us/sample` in
-    TensorFlow 2.0 and 2.1): its rate is `throughput/samples_s`.
+    TensorFlow 2.0 and 2.1): its rate is `throughput/samples_s`. The step bar counts one
+    epoch's batches: its remaining time is the run's ETA only in the last epoch (`Epoch 8/8`).
     """
 
     def __init__(self) -> None:
         self.epoch: float | None = None
+        self.last_epoch = False
+        """The bar under way belongs to the run's last epoch (`Epoch M/M`)."""
         self.counts_samples = False
         """A `Train on N samples` line was seen: the counts and times are per sample."""
 
@@ -50,6 +53,7 @@ class KerasParser:
             match = _KERAS_EPOCH.match(line)
             if match is not None:
                 self.epoch = None  # stays unknown if the new epoch is no count
+                self.last_epoch = match[1] == match[2]
                 self.epoch = to_epoch(float(match[1]))
                 return None
             lr = _KERAS_LR.match(line)
@@ -68,7 +72,7 @@ class KerasParser:
         per_sample = self.counts_samples or match[6] == "sample"
         rate_name = "throughput/samples_s" if per_sample else "throughput/it_s"
         values = [(rate_name, 1.0 / step_s)] if step_s > 0 else []
-        if match[1] != match[2]:  # mid-epoch the time column is the ETA
+        if match[1] != match[2] and self.last_epoch:  # mid-epoch the time column is the ETA
             values.append(("eta_s", parse_duration(match[3])))
         for key, text in _KERAS_PAIR.findall(match[7]):
             values.append((metric_name(key), parse_number(text)))
@@ -77,6 +81,7 @@ class KerasParser:
     def reset(self) -> None:
         """Forget the epoch and what the counts count."""
         self.epoch = None
+        self.last_epoch = False
         self.counts_samples = False
 
 
@@ -87,7 +92,7 @@ _RICH_HEAD = re.compile(
     r"(?:(?P<remaining>-:--:--|\d+(?::\d\d)+)\s*)?(?:(?P<rate>[\d.]+)(?P<unit>it/s|s/it))?"
     r"\s*(?P<rest>.*)"
 )
-_RICH_EPOCH = re.compile(r"Epoch (\d+)")
+_RICH_EPOCH = re.compile(r"Epoch (\d+)(?:/(\d+))?")
 _RICH_WRAPPED_ETA = re.compile(r"\s+(\d+(?::\d\d)+)(?=\s|$)")
 # the next print can land right after the last value: `0.758`Trainer.fit` stopped: ...`; but
 # `nan` or `inf` that a lowercase letter goes on from is a word (`nanoGPT`, `info`), no NaN.
@@ -101,7 +106,9 @@ class RichBarParser:
 
     Rich wraps the metrics column onto indented continuation lines, sometimes splitting a
     `key:` from its value, so the parser carries the pending key across lines and reports each
-    line's complete pairs with the epoch of the bar they belong to.
+    line's complete pairs with the epoch of the bar they belong to. An `Epoch N/M` bar counts
+    one epoch's batches: its remaining time is the run's ETA only in the last epoch (Lightning
+    counts from 0 and prints `max_epochs - 1` as M, so the last is `Epoch M/M`).
     """
 
     def __init__(self) -> None:
@@ -155,8 +162,9 @@ class RichBarParser:
                 name = "eval/throughput/it_s" if self.is_eval else "throughput/it_s"
                 values.append((name, rate))
         remaining = head["remaining"]
-        self.eta_wrapped = remaining is None and not self.is_eval
-        if not self.is_eval and remaining is not None and remaining[0].isdigit():
+        run_bar = not self.is_eval and (epoch is None or epoch[1] == epoch[2])
+        self.eta_wrapped = remaining is None and run_bar
+        if run_bar and remaining is not None and remaining[0].isdigit():
             values.append(("eta_s", parse_duration(remaining)))
         return self._pairs(head["rest"].split(), values)
 
@@ -180,9 +188,6 @@ class RichBarParser:
         return LogMetric(values=tuple(values), epoch=self.epoch)
 
 
-_YOLO_ETA = re.compile(r"<([\d.:]+)s?\b")
-
-
 class UltralyticsParser:
     """Ultralytics YOLO training console: the epoch table and the validation `all` row.
 
@@ -191,8 +196,8 @@ class UltralyticsParser:
     and `Class Images Instances Box(P R mAP50 mAP50-95)`), so other tasks' columns work too,
     and so do YOLOv5's and YOLOv7's older headers (`Epoch gpu_mem box obj cls labels
     img_size`, `Class Images Labels P R mAP@.5 mAP@.5:.95`). The epoch is the table's, as
-    printed (YOLOv5 counts from 0, Ultralytics 8 from 1). A training row's bar also gives
-    the remaining time.
+    printed (YOLOv5 counts from 0, Ultralytics 8 from 1). A training row's bar counts one
+    epoch's batches: its remaining time is the epoch's, no ETA of the run.
     """
 
     def __init__(self) -> None:
@@ -204,12 +209,4 @@ class UltralyticsParser:
 
     def feed(self, line: str) -> LogMetric | None:
         """Parse a training progress row or a validation `all` row."""
-        line = normalise_line(line)
-        metric = self._tables.read(line)[1]
-        if metric is None or metric.epoch is None or ": " not in line:
-            return metric
-        eta = _YOLO_ETA.search(line.partition(": ")[2])
-        if eta is None:
-            return metric
-        remaining = parse_duration(eta[1] if ":" in eta[1] else eta[1] + "s")
-        return LogMetric((*metric.values, ("eta_s", remaining)), metric.step, metric.epoch)
+        return self._tables.read(normalise_line(line))[1]

@@ -13,7 +13,7 @@ _TAIL = re.compile(
     r"(?P<nunit>[^\s\[]*) ?\[(?P<elapsed>[\d:]+)(?:<(?P<remaining>[\d:?]+))?"
     r"(?:, *(?P<rate>[\d.?]+[kMGT]?)(?P<unit>[^\s,\]]*))?(?:, *(?P<postfix>[^\]]*))?\]\s*$"
 )
-_EPOCH = re.compile(r"epoch[\s:\[]*(\d+)")  # searched in the lower-cased description
+_EPOCH = re.compile(r"epoch[\s:\[]*(\d+)(?:\s*/\s*(\d+))?")  # in the lower-cased description
 _PAIR = re.compile(r"([^\s=,]+)=([^,\s]+)")
 _EVAL_WORDS = ("val", "eval", "test", "predict", "sanity")
 # bars that load, save or fetch something are not training progress (the first four words
@@ -89,8 +89,13 @@ class Bar:
             throughput = _throughput(_scaled(rate), self.unit, is_eval)
             if throughput[1] != _NO_RATE:
                 values.append(throughput)
+        low_desc = self.desc
+        epoch_match = _EPOCH.search(low_desc) if "epoch" in low_desc else None
         remaining = self.remaining
-        if remaining and "?" not in remaining and not is_eval:
+        # A bar of one epoch's batches (`Epoch 1: 50%|...`) ends with the epoch, not the run:
+        # its remaining time is the run's ETA only in the last epoch (`Epoch 8/8`).
+        run_bar = epoch_match is None or epoch_match[1] == epoch_match[2]
+        if remaining and "?" not in remaining and not is_eval and run_bar:
             values.append(("eta_s", parse_duration(remaining)))
         if self.postfix:
             values.extend(_postfix(self.postfix, "val" if is_eval else "train"))
@@ -102,8 +107,6 @@ class Bar:
                           if item[0] in STANDARD_NAMES and "loss" in item[0])
         if not values:
             return None
-        low_desc = self.desc
-        epoch_match = _EPOCH.search(low_desc) if "epoch" in low_desc else None
         epoch = to_epoch(float(epoch_match.group(1))) if epoch_match else None
         step = None if epoch is not None or is_eval else to_step(_scaled(self.count))
         return LogMetric(values=tuple(values), step=step, epoch=epoch)

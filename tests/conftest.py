@@ -38,6 +38,9 @@ def _quiet_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "120")
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("TZ", "UTC")
+    # CI runs a Slurm node (.ci/slurm-up): its jobs, other tests' among them, stay out of the
+    # panels and snapshots of tests that are not about Slurm (tests/slurm turns it back on).
+    monkeypatch.setenv("GPUHERD_SLURM", "off")
 
 
 @pytest.fixture
@@ -89,7 +92,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests: each puts a known load on the GPU and checks what NVML reads of it.
     """
     for item in items:
-        for marker, group in (("docker", "docker-engine"), ("gpu", "gpu")):
+        for marker, group in (("docker", "docker-engine"), ("gpu", "gpu"), ("slurm", "slurm")):
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -31,6 +31,8 @@ class ProcessRow:
     """The short container id from the process's cgroup."""
     task: str | None = None
     """The label of the task whose log this process (or its parent) writes."""
+    job: str | None = None
+    """The Slurm job and step the process belongs to (`job 4711.0`)."""
 
 
 @dataclass(frozen=True)
@@ -67,12 +69,14 @@ def next_sort_key(current: SortKey) -> SortKey:
 
 def build_rows(tick: GpuTick | None, host: HostSample | None,
                names: Mapping[str, str] | None = None,
-               tasks: Mapping[int, str] | None = None) -> list[ProcessRow]:
+               tasks: Mapping[int, str] | None = None,
+               jobs: Mapping[int, str] | None = None) -> list[ProcessRow]:
     """One row per (GPU, pid) in `tick`, with host details where the host sample has them.
 
     Elapsed time is measured against the tick's own time, so a replay shows the recorded age;
     `names` (short container id -> name) names the containers the engine lists; `tasks`
-    (pid -> task label) names the task each process runs.
+    (pid -> task label) names the task each process runs; `jobs` (pid -> `job 4711.0`) its
+    Slurm job.
     """
     if tick is None:
         return []
@@ -82,8 +86,8 @@ def build_rows(tick: GpuTick | None, host: HostSample | None,
         for proc in gpu.processes or ():
             info = details.get(proc.pid)
             row = _row(gpu, proc.pid, proc.used_memory_bytes, info, tick.taken_at, names or {})
-            task = (tasks or {}).get(proc.pid)
-            rows.append(row if task is None else replace(row, task=task))
+            task, job = (tasks or {}).get(proc.pid), (jobs or {}).get(proc.pid)
+            rows.append(row if task is None and job is None else replace(row, task=task, job=job))
     return rows
 
 
@@ -124,7 +128,7 @@ def in_container(rows: Iterable[ProcessRow], short_id: str | None) -> list[Proce
 
 def _haystack(row: ProcessRow) -> str:
     return " ".join((str(row.pid), row.user or "", row.command or "", row.container or "",
-                     row.task or "")).lower()
+                     row.task or "", row.job or "")).lower()
 
 
 @dataclass(frozen=True, slots=True)

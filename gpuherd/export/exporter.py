@@ -8,7 +8,6 @@ its collectors' events already go (the dashboard's tap, the recorder, the headle
 
 from __future__ import annotations
 
-import argparse
 import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +27,7 @@ from gpuherd.export.server import ExporterError, MetricsServer, tls_context
 from gpuherd.export.state import ExportState
 from gpuherd.format import visible
 from gpuherd.monitor_logs import COMMAND_TASK, TaskHint
+from gpuherd.options import MetricsFlags, RecordOptions
 
 
 def say(line: str) -> None:
@@ -102,7 +102,7 @@ class Exporter:
 
 
 @contextmanager
-def beside(args: argparse.Namespace, host: str, hints: Sequence[TaskHint],
+def beside(args: MetricsFlags, host: str, hints: Sequence[TaskHint],
            taps: list[Callable[[CollectorEvent], None]],
            notices: list[str] | None = None, live: bool = True) -> Iterator[Exporter | None]:
     """Serve `--serve-metrics` (if given) while the body runs, fed by one more tap.
@@ -125,7 +125,7 @@ def beside(args: argparse.Namespace, host: str, hints: Sequence[TaskHint],
         exporter.close()
 
 
-def for_recording(args: argparse.Namespace, options: Any) -> Exporter | None:
+def for_recording(args: RecordOptions, options: Any) -> Exporter | None:
     """`record --serve-metrics`: an exporter fed by the recording (`RecordingOptions.tap`).
 
     It also gets each row's fast-sampler peaks (`on_peaks`), and names the recorded command's
@@ -145,7 +145,7 @@ def live_queue() -> QueueProvider:
     return QueueReader(warn=lambda text: say(f"metrics: queue: {text}"))
 
 
-def from_args(args: argparse.Namespace, host: str, hints: Sequence[TaskHint] = (),
+def from_args(args: MetricsFlags, host: str, hints: Sequence[TaskHint] = (),
               listen: str | None = None,
               queue: QueueProvider | None = None) -> Exporter | None:
     """The exporter `--serve-metrics` asks for (bound, not yet serving), or `None` without it.

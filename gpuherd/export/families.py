@@ -17,6 +17,12 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from collectors.samples import GpuSample
+from gpuherd.export.slurm_families import (
+    MAX_SLURM_JOBS,
+    gpu_job,
+    job_label_names,
+    process_job,
+)
 from gpuherd.export.state import ExportSnapshot
 from gpuherd.tasks import TaskView
 from parsers.vocabulary import LOSS_NAMES, VALIDATION_NAMES
@@ -63,7 +69,8 @@ def max_series(gpus: int) -> int:
     """The most series one scrape shows on a host with `gpus` GPUs (the queue's aside)."""
     per_gpu = len(GPU_GAUGES) + 3  # info, ok, peak
     per_task = 5 + len(STATUSES) + len(FINDING_KINDS) + gpus
-    return gpus * per_gpu + MAX_PROCESSES + 1 + MAX_TASKS * per_task + 1 + OWN_SERIES_MAX
+    return (gpus * per_gpu + MAX_PROCESSES + 1 + MAX_TASKS * per_task + 1 + OWN_SERIES_MAX
+            + 3 * MAX_SLURM_JOBS)
 
 
 def cut(value: str | None) -> str:
@@ -74,19 +81,20 @@ def cut(value: str | None) -> str:
 def gpu_families(snap: ExportSnapshot) -> Iterator[Metric]:
     """Per-GPU gauges, the info series and the recent peak."""
     for name, text, value_of in GPU_GAUGES:
-        family = GaugeMetricFamily(name, text, labels=GPU_LABELS)
+        family = GaugeMetricFamily(name, text, labels=_gpu_label_names(snap))
         for device in snap.gpus:
             value = value_of(device)
             if value is not None:
                 family.add_metric(_gpu_labels(snap, device), value)
         yield family
     info = GaugeMetricFamily("gpuherd_gpu_info", "One series per GPU: its model (value 1).",
-                             labels=(*GPU_LABELS, "model"))
+                             labels=(*_gpu_label_names(snap), "model"))
     ok = GaugeMetricFamily("gpuherd_gpu_ok", "1 when the GPU was read this round, 0 when it "
-                           "failed (for example lost from the bus).", labels=GPU_LABELS)
+                           "failed (for example lost from the bus).",
+                           labels=_gpu_label_names(snap))
     peak = GaugeMetricFamily("gpuherd_gpu_memory_peak_bytes", "Highest GPU memory the fast "
                              "sampler read over the last 15 s (only while recording).",
-                             labels=GPU_LABELS)
+                             labels=_gpu_label_names(snap))
     for device in snap.gpus:
         labels = _gpu_labels(snap, device)
         info.add_metric([*labels, cut(device.name)], 1.0)
@@ -97,11 +105,16 @@ def gpu_families(snap: ExportSnapshot) -> Iterator[Metric]:
 
 
 def _gpu_labels(snap: ExportSnapshot, device: GpuSample) -> list[str]:
-    return [snap.host, str(device.index), cut(device.uuid)]
+    return [snap.host, str(device.index), cut(device.uuid), *gpu_job(snap, device)]
+
+
+def _gpu_label_names(snap: ExportSnapshot) -> tuple[str, ...]:
+    """GPU_LABELS, and `slurm_job` on a Slurm node."""
+    return (*GPU_LABELS, *job_label_names(snap))
 
 
 def process_families(snap: ExportSnapshot) -> Iterator[Metric]:
-    """GPU memory per process, labelled with its user and container; the largest first."""
+    """GPU memory per process, labelled with user, container and Slurm job; largest first."""
     rows: list[tuple[int, list[str]]] = []
     for device in snap.gpus:
         for process in device.processes or ():
@@ -109,13 +122,15 @@ def process_families(snap: ExportSnapshot) -> Iterator[Metric]:
                 continue
             info = snap.processes.get(process.pid)
             rows.append((process.used_memory_bytes, [
-                *_gpu_labels(snap, device), str(process.pid),
-                cut(info.user if info else None), cut(info.container if info else None)]))
+                snap.host, str(device.index), cut(device.uuid), str(process.pid),
+                cut(info.user if info else None), cut(info.container if info else None),
+                *process_job(snap, process.pid)]))
     rows.sort(key=lambda row: -row[0])
     family = GaugeMetricFamily("gpuherd_process_gpu_memory_bytes",
                                "GPU memory of one process (bytes); the largest "
                                f"{MAX_PROCESSES} per host.",
-                               labels=(*GPU_LABELS, "pid", "user", "container"))
+                               labels=(*GPU_LABELS, "pid", "user", "container",
+                                       *job_label_names(snap)))
     for used, labels in rows[:MAX_PROCESSES]:
         family.add_metric(labels, used)
     yield family

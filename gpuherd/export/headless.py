@@ -8,7 +8,6 @@ Nothing is written anywhere.
 
 from __future__ import annotations
 
-import argparse
 import signal
 import socket
 import threading
@@ -34,6 +33,7 @@ from gpuherd import exit_codes
 from gpuherd.engine.running import RunningSet
 from gpuherd.export.exporter import Exporter, from_args, live_queue, say
 from gpuherd.monitor_logs import TaskHint, replay_hints
+from gpuherd.options import ServeMetricsOptions
 from gpuherd.sources import LiveSources, SourceOptions, live_sources
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -56,7 +56,7 @@ class Feed:
     """What the writer collector looks for; the exporter's state tells it (live logs only)."""
 
 
-def build_feed(args: argparse.Namespace) -> Feed:
+def build_feed(args: ServeMetricsOptions) -> Feed:
     """The replayed session (`--replay DIR`) or this machine; raises `GpuherdError` when bad."""
     if args.replay is not None:
         from collectors.replay import SessionReplay
@@ -109,7 +109,7 @@ def running_set(feed: Feed) -> RunningSet:
                       writers=feed.writers, prefix="export:")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: ServeMetricsOptions) -> int:
     """Export until SIGINT or SIGTERM; exit status 2 when it cannot start."""
     try:
         feed = build_feed(args)

@@ -16,11 +16,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from gpuherd import __version__
 from gpuherd.export.families import gpu_families, process_families, task_families
 from gpuherd.export.queue_metrics import QueueProvider, queue_families
+from gpuherd.export.slurm_families import slurm_families
 from gpuherd.export.state import ExportSnapshot, ExportState
 
 Part = Callable[[ExportSnapshot], Iterable[Metric]]
 PARTS: tuple[tuple[str, Part], ...] = (
     ("gpu", gpu_families), ("process", process_families), ("task", task_families),
+    ("slurm", slurm_families),
 )
 
 

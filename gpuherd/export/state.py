@@ -18,6 +18,7 @@ from collectors.base import CollectorEvent, Failed, Recovered, Sampled, Unavaila
 from collectors.containers import DockerCollector
 from collectors.discovery import DiscoveredLogs
 from collectors.samples import GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
+from collectors.slurm.samples import SlurmTick
 from collectors.writers import WritersTick
 from gpuherd.monitor_logs import TaskHint
 from gpuherd.tasks import TaskTracker, TaskView
@@ -41,6 +42,8 @@ class ExportSnapshot:
     """Recent peak memory per GPU UUID (only while a recording's fast sampler runs)."""
     failing: Mapping[str, str] = field(default_factory=dict)
     """Source name -> why it fails now."""
+    slurm: SlurmTick | None = None
+    """The newest Slurm tick, on a Slurm node: its jobs label the GPU and process series."""
 
 
 class ExportState:
@@ -54,6 +57,7 @@ class ExportState:
         self._lock = threading.Lock()
         self._ticks: dict[str, GpuTick] = {}
         self._host: HostSample | None = None
+        self._slurm: SlurmTick | None = None
         self._tracker = TaskTracker()
         self._task_of: dict[str, str] = {}
         self._failing: dict[str, str] = {}
@@ -62,6 +66,7 @@ class ExportState:
             GpuTick: self._tick, HostSample: self._host_sample, LogBatch: self._batch,
             WritersTick: self._writers,
             DiscoveredLogs: self._discovered,
+            SlurmTick: self._slurm_tick,
         }
         """How each sample type changes the state; other types are not exported."""
 
@@ -110,10 +115,14 @@ class ExportState:
                 for uuid, value in row.items():
                     peaks[uuid] = max(value, peaks.get(uuid, value))
             failing = dict(self._failing)
+            slurm = self._slurm
         processes = {p.pid: p for p in host.processes} if host is not None else {}
-        return ExportSnapshot(self.host, gpus, processes, tasks, peaks, failing)
+        return ExportSnapshot(self.host, gpus, processes, tasks, peaks, failing, slurm)
 
     # The handlers below run under the lock.
+
+    def _slurm_tick(self, source: str, tick: SlurmTick) -> None:
+        self._slurm = tick
 
     def _tick(self, source: str, tick: GpuTick) -> None:
         self._ticks[source] = tick

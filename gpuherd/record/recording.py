@@ -23,10 +23,13 @@ from collectors.session_format import (
     PEAK_TRACE_COLUMNS,
     PEAK_TRACE_FILE,
 )
+from collectors.slurm.samples import SlurmTick
+from collectors.trackers.collector import TrackerRunCollector
 from gpuherd.record.drain import LogDrain, unread_events
 from gpuherd.record.logsink import LogSink
 from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTracker
 from gpuherd.record.recorder import Recorder
+from gpuherd.record.slurm_record import SlurmRecord, slurm_meta
 from gpuherd.safe_files import Directory
 from gpuherd.session import SessionWriteError, SessionWriter
 from gpuherd.sources import (
@@ -166,11 +169,12 @@ class Recording:
         """Whether anything can appear later: a `--log` glob or a `--watch` directory."""
         return self.sources is not None and self.sources.rescans()
 
-    def _tails(self) -> list[LogTailCollector]:
+    def _tails(self) -> list[LogTailCollector | TrackerRunCollector]:
         """The tails this recording runs (those it started with and those found later)."""
         if self.recorder is None:
             return []
-        return [c for c in self.recorder.collectors if isinstance(c, LogTailCollector)]
+        return [c for c in self.recorder.collectors
+                if isinstance(c, LogTailCollector | TrackerRunCollector)]
 
     def _on_discovered(self, writer: SessionWriter, found: DiscoveredLogs) -> None:
         """A discovery scan while recording (on the writer thread): note what it started.
@@ -203,7 +207,7 @@ class Recording:
         o = self.options
         meta = {META.interval_s: o.interval_s,
                 META.peak_interval_s: o.peak_interval_s if o.peak_interval_s > 0 else None,
-                **o.extra_meta}
+                **slurm_meta(os.environ), **o.extra_meta}
         if o.command:
             meta[META.command] = list(o.command)
         self.writer = SessionWriter(self.directory, meta)
@@ -218,7 +222,7 @@ class Recording:
             tails=sources.tails if sources is not None and self._rescans() else None,
             peaks=self._take_peaks, tap=o.tap,
             handlers={LogBatch: self.log_sink, RecordEvent: _write_record_event,
-                      DiscoveredLogs: self._on_discovered},
+                      DiscoveredLogs: self._on_discovered, SlurmTick: SlurmRecord()},
         )
         if o.peak_interval_s > 0:
             probe = peak_probe(o.peak_interval_s, o.nvml_backend)

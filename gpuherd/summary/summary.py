@@ -12,9 +12,11 @@ import numpy as np
 import pandas as pd
 
 from collectors.session_format import EVENT, META, SUMMARY_SCHEMA_VERSION
+from gpuherd.format import GIB
 from gpuherd.safe_files import Directory, UnsafeFileError, swappable_path_problem
 from gpuherd.summary.containers import container_summary
 from gpuherd.summary.frames import SessionFrames, load_frames
+from gpuherd.summary.slurm_summary import slurm_summary
 from gpuherd.summary.stats import (
     STAT_COLUMNS,
     in_window,
@@ -26,7 +28,6 @@ from parsers.vocabulary import direction
 
 __all__ = ["STAT_COLUMNS", "Summary", "direction", "stat_key", "summarize", "summarize_frames"]
 
-GIB = float(1 << 30)
 MAX_LISTED_FINDINGS = 50
 
 
@@ -291,6 +292,9 @@ def _summarize(frames: SessionFrames) -> Summary:
         "stats": stats_records(stats),
         "warnings": list(frames.warnings),
     }
+    slurm = slurm_summary(Path(frames.directory), frames.meta)
+    if slurm is not None:  # a session without Slurm keeps its summary as it was
+        data["slurm"] = slurm
     return Summary(data, stats)
 
 

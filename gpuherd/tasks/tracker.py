@@ -140,6 +140,7 @@ class TaskTracker:
         task.error = None
         task.waiting = batch.waiting
         task.format = batch.format or task.format
+        task.label = batch.label or task.label
         task.offset, task.size = batch.offset_bytes, batch.size_bytes
         if batch.starts_generation and not batch.rotated:
             task.replay = (task.run.max_position or -math.inf, list(task.run.first))

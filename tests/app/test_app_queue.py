@@ -13,7 +13,7 @@ from gpuherd.queue.watch import QueueWatch
 from tests.app.helpers import T0, UUID0, UUID1, gpu_source, host, host_source, tick, until
 from tests.queue_helpers import Gpu, Queue, mark_spec
 from tui.app import make_app
-from tui.widgets.queue_panel import QueuePanel
+from tui.widgets.queue_panel import QueuePanel, QueueSection
 
 GiB = 1 << 30
 WHY = "GPU 0: 12.1 GiB free for 4 s of 10 s; needs 20 GiB + 1 GiB margin"
@@ -177,3 +177,31 @@ async def test_a_long_runner_message_wraps_instead_of_being_cut(tmp_path: Path) 
         assert note.size.height >= 2  # 260 characters on a 120-column screen
         lines = [strip.text for strip in note.render_lines(note.region.reset_offset)]
         assert " ".join(line.strip() for line in lines).endswith("until it allocates")
+
+
+async def test_a_look_that_found_the_same_waiting_queue_redraws_nothing(tmp_path: Path) -> None:
+    # The queue is looked at every second; with no job under way nothing on the panel moves
+    # with the clock, so only a look that found another queue redraws the table.
+    state = tmp_path / "state"
+    store = QueueStore.open(state)
+    store.add(mark_spec("a", tmp_path, 2))
+    store.close()
+    now = [T0]
+
+    def clock() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    watch = QueueWatch(state, interval_s=0.02, clock=clock)
+    app = make_app([watch], clock=lambda: T0)
+    async with app.run_test(size=(160, 50)) as pilot:
+        section = app.screen.query_one(QueueSection)
+        await until(pilot, lambda: app.screen.query_one(QueuePanel).row_count == 1)
+        seen = now[0]
+        await until(pilot, lambda: now[0] >= seen + 5)  # five more looks, a second apart
+        assert section.draws == 1
+        store = QueueStore.open(state)
+        store.add(mark_spec("b", tmp_path, 1))
+        store.close()
+        await until(pilot, lambda: app.screen.query_one(QueuePanel).row_count == 2)
+        assert section.draws == 2

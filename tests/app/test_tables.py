@@ -6,6 +6,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
@@ -18,7 +19,7 @@ from tui.containers import ContainerRow
 from tui.processes import ProcessRow
 from tui.tasks import TaskRow
 from tui.text import same_text
-from tui.widgets.container_panel import ContainerPanel
+from tui.widgets.container_panel import ContainerPanel, fitting_columns
 from tui.widgets.keyed_table import update_rows
 from tui.widgets.process_table import ProcessTable
 from tui.widgets.tasks_panel import TasksPanel
@@ -80,7 +81,7 @@ async def test_container_rows_show_though_no_resize_laid_the_columns_out() -> No
         panel = app.query_one(ContainerPanel)
         await pilot.pause()
         panel.clear(columns=True)
-        panel._wide = None  # as if no resize had reached the panel yet
+        panel._columns = None  # as if no resize had reached the panel yet
         panel.container_rows = (ContainerRow(
             "c0ffee" * 10, "c0ffeec0ffee", "trainer", "pytorch:24.05", "running", 60.0, 50.0,
             2 * 2**30, 8 * 2**30, None, None, None, None, 12, "0", 10 * 2**30, (4242,)),)
@@ -228,3 +229,19 @@ async def test_the_process_table_has_its_columns_and_rows_before_its_first_paint
         assert rows == ["GPU-0/4242"]
         # The guessed width was the real one: the COMMAND column fills the rest of the 86.
         assert table.size.width == 86 and list(table.columns.values())[-1].width == 38
+
+
+@pytest.mark.parametrize("width", [60, 77, 78, 98, 147, 148, 200])
+def test_the_container_columns_fit_the_panel_so_it_never_scrolls_sideways(width: int) -> None:
+    columns = fitting_columns(width)
+    keys = [c.key for c in columns]
+    assert sum(c.width + 2 for c in columns) <= width - 1 or keys == ["name", "gpus", "gpu_mem"]
+    assert {"name", "gpus", "gpu_mem"} <= set(keys)
+    assert ("image" in keys) == (width >= 148)
+
+
+def test_at_80_columns_the_pids_go_first() -> None:
+    # 78 cells inside the borders, one of them the scrollbar's
+    assert [c.key for c in fitting_columns(78)] == [
+        "name", "status", "cpu", "memory", "gpus", "gpu_mem"]
+    assert "pids" in [c.key for c in fitting_columns(84)]

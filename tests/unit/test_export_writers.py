@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from collectors.writers import WriterCollector, WriterWatch
 from gpuherd.engine.running import RunningSet
 from gpuherd.export.headless import build_feed
 from gpuherd.export.state import ExportState
+from gpuherd.options import ServeMetricsOptions
 from tests.fakes import GiB
 from tests.unit.test_export_metrics import one, scrape
 from tests.unit.test_task_writers import WRITER, start
@@ -86,8 +86,8 @@ def test_the_running_set_tells_the_watch_and_the_exported_task_follows_its_write
 
 def test_a_live_feed_with_logs_runs_the_writer_collector_and_a_replay_does_not(
         tmp_path: Path) -> None:
-    args = argparse.Namespace(replay=None, interval=1.0, log=[str(tmp_path / "train.log")],
-                              watch=[])
+    args = ServeMetricsOptions(listen="9400", interval=1.0,
+                               log=[str(tmp_path / "train.log")])
     feed = build_feed(args)
     try:
         found = [c for c in feed.collectors if isinstance(c, WriterCollector)]
@@ -95,7 +95,7 @@ def test_a_live_feed_with_logs_runs_the_writer_collector_and_a_replay_does_not(
     finally:
         assert feed.sources is not None
         feed.sources.close()
-    bare = build_feed(argparse.Namespace(replay=None, interval=1.0, log=[], watch=[]))
+    bare = build_feed(ServeMetricsOptions(listen="9400", interval=1.0))
     try:
         assert feed.writers is not None and bare.writers is None
         assert not any(isinstance(c, WriterCollector) for c in bare.collectors)

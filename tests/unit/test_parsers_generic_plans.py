@@ -211,3 +211,23 @@ def test_plans_follow_a_time_zone_change(monkeypatch: pytest.MonkeyPatch) -> Non
         time.tzset()
     for utc, est in zip(stamps["UTC"], stamps["EST+05"], strict=True):
         assert math.isclose(est - utc, 5 * 3600)
+
+
+def test_a_shape_whose_start_comes_back_is_never_read_by_its_plan_alone() -> None:
+    # `acc1: ... acc5: ...` is one line of pairs; the same shape with its first key repeated
+    # exactly is two records run together, of which the last counts (`last_redraw`)
+    whole = "acc1: 0.5 loss: 0.7 acc5: 0.4 loss: 0.6"
+    run = "acc1: 0.5 loss: 0.7 acc1: 0.4 loss: 0.6"
+    for _ in range(4):  # the plan is made and replayed
+        assert outcome(keyvalue.parse_generic_line, whole) == outcome(reference, whole)
+    assert keyvalue.parse_generic_line(run) == LogMetric((("train/acc", 0.4), ("train/loss", 0.6)))
+
+
+def test_a_shape_read_as_it_is_skips_the_other_readings(monkeypatch: pytest.MonkeyPatch) -> None:
+    # after its plan is made, a `step: 12 loss: 0.4567` line is read by the plan alone
+    for i in range(3):
+        keyvalue.parse_generic_line(f"step: {i} loss: 0.{i}567")
+    for other in ("_mapping_metric", "last_redraw", "read_better", "_keyvalue_metric"):
+        monkeypatch.setattr(keyvalue, other, None)  # would raise if called
+    assert keyvalue.parse_generic_line("step: 7 loss: 0.1234") == LogMetric(
+        (("train/loss", 0.1234),), 7)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from gpuherd.queue.headless import runner_lock
@@ -68,5 +70,33 @@ def test_a_database_replaced_or_removed_meanwhile_is_seen_as_it_is_now(tmp_path:
         (state / "queue.db").rename(state / "new.db")
         (state / "queue.db").touch(mode=0o600)
         assert not watch.sample().exists
+    finally:
+        watch.close()
+
+
+ADD_ONE = ("import sys\nfrom pathlib import Path\nfrom gpuherd.queue.store import QueueStore\n"
+           "from tests.queue_helpers import mark_spec\n"
+           "store = QueueStore.open(Path(sys.argv[1]))\n"
+           "store.add(mark_spec('late', Path(sys.argv[2]), 1))\nstore.close()\n")
+
+
+def test_a_look_reads_the_jobs_again_only_after_another_process_changed_them(
+        tmp_path: Path) -> None:
+    # The dashboard looks every second; an unchanged queue costs a `PRAGMA data_version`, not
+    # the jobs table (read once per commit of another connection).
+    state = tmp_path / "state"
+    store = QueueStore.open(state)
+    store.add(mark_spec("a", tmp_path, 2))
+    store.close()
+    watch = QueueWatch(state)
+    try:
+        assert len(watch.sample().jobs) == 1 and watch.reads == 1
+        for _ in range(3):
+            assert len(watch.sample().jobs) == 1
+        assert watch.reads == 1
+        subprocess.run([sys.executable, "-c", ADD_ONE, str(state), str(tmp_path)], check=True,
+                       cwd=Path(__file__).resolve().parents[2], timeout=60)
+        assert len(watch.sample().jobs) == 2 and watch.reads == 2
+        assert len(watch.sample().jobs) == 2 and watch.reads == 2
     finally:
         watch.close()

@@ -1,57 +1,29 @@
-"""The dashboard screen: composition of the panels and the process table's sort and filter."""
+"""The dashboard screen: composes the panels, fits them to the terminal, and routes keys."""
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.reactive import reactive
+from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer
 
-from collectors.container_gpu import ContainerGpuUse, container_names, gpu_use_by_container
-from collectors.roles import CONTAINERS, GPU, HOST, LOG, QUEUE
-from collectors.samples import QueueSnapshot
-from gpuherd.format import visible
-from tui.containers import build_container_rows, first_tick
-from tui.processes import (
-    SORT_KEYS,
-    SortKey,
-    build_rows,
-    filter_rows,
-    in_container,
-    next_sort_key,
-    sort_rows,
-)
-from tui.screens.task_detail import TaskDetailScreen
+from collectors.roles import GPU, HOST
 from tui.state import MonitorState
 from tui.tasks import TaskRow
-from tui.views import chart_series, chart_title, gap_note, process_subtitle
 from tui.widgets.banner import Banner
+from tui.widgets.chart_panel import ChartPanel
 from tui.widgets.container_panel import ContainerPanel
-from tui.widgets.gpu_panel import GpuPanel
+from tui.widgets.gpu_panel import GpuPanel, GpuSection
 from tui.widgets.header_bar import HeaderBar
-from tui.widgets.host_panel import HostPanel
-from tui.widgets.plot import Plot
+from tui.widgets.host_panel import HostSection
+from tui.widgets.panel import Panel
+from tui.widgets.process_panel import ProcessPanel
 from tui.widgets.process_table import ProcessTable
-from tui.widgets.queue_panel import QueuePanel, queue_rows, queue_title
-from tui.widgets.tasks_panel import TasksPanel
-
-CHART_STEP_S = 5.0
-"""Seconds of sample time between chart redraws: a chart point spans about 13 s, so the picture
-lags by less than half a point, and the chart, the costliest widget to draw, is redrawn on one
-tick in five."""
-
-PROCESS_STEP_S = 2.0
-"""Seconds of sample time between two redraws of the process table while the same processes
-stay on it (htop's default delay is 1.5 s). Any update of a DataTable cell re-renders every
-visible row, so on a busy 8-GPU box the table costs more than the rest of the frame; a
-process that starts or ends, a new sort or filter, and fresh user details show at once."""
-
-HISTORY_TICKS = ((-600.0, "-10 min"), (-300.0, "-5 min"), (0.0, "now"))
-"""The history chart's x axis: seconds before the newest sample, labelled with their unit."""
+from tui.widgets.queue_panel import QueueSection
+from tui.widgets.slurm_panel import SlurmSection
+from tui.widgets.tasks_panel import TasksPanel, TasksSection
 
 CHART_ROWS = 16
 """Height of the chart and host row on a tall terminal (`app.tcss`, `#middle`)."""
@@ -90,15 +62,14 @@ def arrangement(height: int, gpus: int, task_rows: int, banner: int, middle_rows
 GPU_ACTIONS = frozenset({"filter", "cycle_sort", "clear_filter", "next_gpu"})
 """Keys that act on the process table and the GPU chart: gone with them when there is no GPU."""
 
-PANEL_FOR_ROLE: dict[str, str] = {GPU: "#gpus", HOST: "#host", LOG: "#tasks",
-                                  CONTAINERS: "#containers", QUEUE: "#queue"}
-"""The bordered panel that subscribes to each role: it shows the role's samples (`show`) and
-marks the failures of its sources. A source of any other role, or of none, has its failures on
-the banner as `source: reason` until it recovers."""
-
 
 class MainScreen(Screen[None]):
-    """GPUs on top, history chart and host beside each other, processes below."""
+    """GPUs on top, history chart and host beside each other, processes below.
+
+    The screen composes the panels and fits them to the terminal; each panel subscribes to
+    the roles it shows (`Panel.ROLES`) and keeps its own state (the process table's sort and
+    filter live in `ProcessPanel`).
+    """
 
     BINDINGS = [
         Binding("slash", "filter", "Filter"),
@@ -110,69 +81,44 @@ class MainScreen(Screen[None]):
         Binding("c", "focus_containers", "Containers"),
     ]
 
-    sort_key: reactive[SortKey] = reactive(SORT_KEYS[0])
-    """How the process table is ordered; `s` cycles it."""
-    filter_text: reactive[str] = reactive("")
-    """Substring matched against user, command, container and pid."""
-
     def __init__(self, state: MonitorState, *, hostname: str, replay_label: str | None) -> None:
         super().__init__()
         self.state = state
         self.hostname = hostname
         self.replay_label = replay_label
-        self._subtitles: dict[str, str | None] = {}
-        self._titles: dict[str, str] = {}
-        self._gap_note = Text("")
-        self._chart_drawn: tuple[str | None, float | None] = (None, None)
         self._has_tasks = False
-        self._task_labels: dict[int, str] = {}
-        """pid -> label of the task whose log it writes, for the process table."""
         self._task_rows = 0
         self._arranged: tuple[object, ...] | None = None
-        self._detailed_pids: frozenset[int] = frozenset()
-        """Pids whose host details the process table shows."""
-        self._processes_drawn: tuple[frozenset[tuple[str, int]], float | None] = (
-            frozenset(), None)
-        """The (GPU uuid, pid) pairs on the table, and the tick time they were drawn at."""
-        self._names: dict[str, str] = {}
-        """Short container id -> name, as the process table shows them."""
-        self._container: tuple[str, str] | None = None
-        """(short id, name) of the container the process table is filtered to (Enter on it)."""
-        self._queue_drawn: QueueSnapshot | None = None
-        self._queue_note: str | None = None
-        self._containers_drawn: tuple[object, dict[str, ContainerGpuUse]] = (None, {})
-        """The container tick on the panel and its containers' GPU use when it was drawn."""
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
         yield HeaderBar()
         yield Banner()
-        with Vertical(id="gpus", classes="panel"):
-            yield GpuPanel()
+        yield GpuSection(id="gpus", classes="panel")
         with Horizontal(id="middle"):
-            with Vertical(id="chart", classes="panel"):
-                yield Plot()
-            with Vertical(id="host", classes="panel"):
-                yield HostPanel()
+            yield ChartPanel(id="chart", classes="panel")
+            yield HostSection(id="host", classes="panel")
         yield ContainerPanel(id="containers", classes="panel")  # shown once an engine answers
-        with Vertical(id="processes", classes="panel"):
-            with Vertical(id="table-box"):
-                yield ProcessTable()
-            yield Static(id="gap-note")
-            yield Input(placeholder="filter by user, command or pid (Enter: keep, Esc: clear)",
-                        id="filter")
-        with Vertical(id="tasks", classes="panel"):  # shown once a training log is followed
-            yield TasksPanel()
-        with Vertical(id="queue", classes="panel"):  # shown once this user has a job queue
-            yield QueuePanel()
-            yield Static(id="queue-note")
+        yield SlurmSection(id="slurm", classes="panel")  # shown on a Slurm node
+        yield ProcessPanel(id="processes", classes="panel")
+        yield TasksSection(id="tasks", classes="panel")  # shown once a training log is followed
+        yield QueueSection(id="queue", classes="panel")  # shown once this user has a job queue
         yield Footer()
 
+    @property
+    def panels(self) -> list[Panel]:
+        """The panels now on the screen, in the order they are composed (or mounted)."""
+        # isinstance, not `query(Panel)`: a query matches CSS type names, which follow only a
+        # widget's first bases
+        return [w for w in self.walk_children() if isinstance(w, Panel)]
+
+    @property
+    def processes(self) -> ProcessPanel:
+        """The process panel, which the process keys act on."""
+        return self.query_one(ProcessPanel)
+
     def on_mount(self) -> None:
-        """Titles that never change, and the table takes the keyboard."""
-        self.query_one("#gpus").border_title = "GPUs"
-        self.query_one("#host").border_title = "Host"
-        self.query_one("#processes").border_title = "Processes"
+        """The header's fixed parts, the table takes the keyboard, a first full draw."""
         header = self.query_one(HeaderBar)
         header.hostname = self.hostname
         header.replay_label = self.replay_label
@@ -180,62 +126,21 @@ class MainScreen(Screen[None]):
         self.show()
 
     def show(self, changed: str | None = None) -> None:
-        """Push state into the widgets after a message.
+        """Hand a state change to the panels that subscribe to its role (all when `None`).
 
-        `changed` names the only role whose data moved (`GPU` or `HOST`); anything else
-        refreshes everything. While GPU ticks flow, a host sample waits for the next tick so
-        the screen is redrawn once a second, not twice: Textual repaints the bounding box of
-        everything that changed, so a second frame costs nearly as much as the first. The
-        exception is a host sample that details a GPU process the table shows bare (a job
-        just started, or the dashboard just did): its user and command go up at once.
+        While GPU ticks flow, a host sample waits for the next tick (panels that must show it
+        at once, as the process table showing a new job's user, say so in their `show_state`),
+        and so does the header.
         """
         state = self.state
-        if changed == CONTAINERS:
-            self._show_containers()
-            self._show_health()
-            return
-        if changed == QUEUE:
-            self._show_queue()
-            self._show_health()
-            return
-        fresh = changed == HOST and self._details_new()
-        if changed == HOST and state.gpu_streaming() and not fresh:
-            return
-        if fresh:
-            self._show_processes()
-        if changed != HOST:
+        if changed in (None, GPU):
             self._arrange()
-            gpus = self.query_one(GpuPanel)
-            gpus.tick = state.gpu_tick
-            gpus.selected_uuid = state.selected_uuid
-            self._show_chart()
-            self._show_processes(force=False)
-            self._show_containers(gpu_tick=True)
-        self.query_one(HostPanel).sample = state.host_sample
-        if changed is None:
-            self._show_queue()
-        self._show_header()
+        for panel in self.panels:
+            if changed is None or changed in panel.ROLES:
+                panel.show_state(state, changed)
+        if changed in (None, GPU) or (changed == HOST and not state.gpu_streaming()):
+            self._show_header()
         self._show_health()
-
-    def _show_queue(self) -> None:
-        """The queue panel: shown once a queue database exists (or its look fails)."""
-        looks = [s for s in self.state.samples(QUEUE) if isinstance(s, QueueSnapshot)]
-        snapshot = looks[-1] if looks else None
-        shown = (snapshot is not None and snapshot.exists) or bool(self.state.problems(QUEUE))
-        self.query_one("#queue").set_class(shown, "-shown")
-        if snapshot is None or snapshot == self._queue_drawn:
-            return
-        self._queue_drawn = snapshot
-        self.query_one(QueuePanel).rows_shown = queue_rows(snapshot)
-        self._set_title("#queue", queue_title(snapshot))
-        note = snapshot.runner_note
-        if note != self._queue_note:
-            self._queue_note = note
-            widget = self.query_one("#queue-note", Static)
-            # wrapped, not cut: the runner's last word is why nothing starts
-            widget.update(Text(visible(f"runner: {note}") if note else "",
-                               overflow="ellipsis"))
-            widget.display = bool(note)
 
     def _show_header(self) -> None:
         state = self.state
@@ -245,104 +150,20 @@ class MainScreen(Screen[None]):
         header.cuda = tick.cuda_driver_version if tick else None
         header.now = state.now
         header.finished = state.replay_over()
-        self.query_one(Banner).lines = (*state.notices, *state.problems_outside(PANEL_FOR_ROLE))
-
-    def _show_chart(self, force: bool = False) -> None:
-        plot = self.query_one(Plot)
-        uuid = self.state.selected_uuid
-        history = self.state.history.get(uuid) if uuid else None
-        newest = history.taken_at[-1] if history else None
-        drawn_uuid, drawn_at = self._chart_drawn
-        # A chart point spans several seconds of the 10-minute window, so redrawing every
-        # CHART_STEP_S of recorded time shows the same picture at a fraction of the cost.
-        if (not force and uuid == drawn_uuid and newest is not None and drawn_at is not None
-                and newest - drawn_at < CHART_STEP_S and newest >= drawn_at):
-            return
-        self._chart_drawn = (uuid, newest)
-        plot.series = chart_series(history)
-        plot.x_range = (-600.0, 0.0)
-        plot.x_ticks = HISTORY_TICKS
-        plot.y_range = (0.0, 100.0)
-        self._set_title("#chart", chart_title(self.state.gpu_tick, uuid))
-
-    def _details_new(self) -> bool:
-        host = self.state.host_sample
-        return host is not None and any(info.pid not in self._detailed_pids
-                                        for info in host.processes)
-
-    def _show_processes(self, force: bool = True) -> None:
-        tick = self.state.gpu_tick
-        host = self.state.host_sample
-        keys = frozenset((gpu.uuid, p.pid) for gpu in tick.devices
-                         for p in gpu.processes or ()) if tick else frozenset()
-        now = tick.taken_at if tick else None
-        drawn_keys, drawn_at = self._processes_drawn
-        if (not force and keys == drawn_keys and now is not None and drawn_at is not None
-                and 0 <= now - drawn_at < PROCESS_STEP_S):
-            return
-        self._processes_drawn = (keys, now)
-        self._names = container_names(first_tick(self.state.samples(CONTAINERS)))
-        every = build_rows(tick, host, self._names, self._task_labels)
-        self._detailed_pids = frozenset(p.pid for p in host.processes) if host else frozenset()
-        short_id, name = self._container or (None, None)
-        shown = sort_rows(filter_rows(in_container(every, short_id), self.filter_text),
-                          self.sort_key)
-        self.query_one(ProcessTable).rows_shown = tuple(shown)
-        self._set_subtitle("#processes", process_subtitle(self.sort_key, self.filter_text,
-                                                          len(shown), len(every), name))
-        note = gap_note(tick, bool(every))
-        widget = self.query_one("#gap-note", Static)
-        if note != self._gap_note:
-            # Static.update re-lays out the screen; do it only when the line count changed.
-            lines_changed = note.plain.count("\n") != self._gap_note.plain.count("\n")
-            self._gap_note = note
-            widget.update(note, layout=lines_changed)
-        # Crowded, the table's one row goes first: the note only stands in for an empty table.
-        shown_note = bool(note.plain) and not (self.has_class("-crowded") and shown)
-        if widget.display != shown_note:
-            widget.display = shown_note
-
-    def _show_containers(self, gpu_tick: bool = False) -> None:
-        """The containers panel: shown while an engine answers (or fails after answering).
-
-        On a GPU tick (`gpu_tick`) the panel is left alone unless its containers' GPU memory
-        or processes moved: uptimes and stats advance with the engine's own ticks.
-        """
-        state = self.state
-        ticks = state.samples(CONTAINERS)
-        panel = self.query_one(ContainerPanel)
-        shown = bool(ticks or state.problems(CONTAINERS))
-        if shown != panel.has_class("-shown"):
-            panel.set_class(shown, "-shown")
-            self.refresh_bindings()  # `c` appears in the footer with the panel
-        latest = first_tick(ticks)
-        use = gpu_use_by_container(state.gpu_tick, state.host_sample.processes
-                                   if state.host_sample else ()) if latest else {}
-        if gpu_tick and self._containers_drawn == (latest, use):
-            return
-        self._containers_drawn = (latest, use)
-        panel.container_rows = tuple(build_container_rows(
-            latest, state.gpu_tick, state.host_sample, state.now))
-        if container_names(first_tick(ticks)) != self._names:
-            self._show_processes()  # a container came or went: name its processes at once
 
     def show_task_pids(self, labels: dict[int, str]) -> None:
         """Name the task of each process in the process table (pid -> task label)."""
-        if labels != self._task_labels:
-            self._task_labels = labels
-            self._show_processes()
+        self.processes.show_task_pids(labels)
 
     def show_tasks(self, rows: tuple[TaskRow, ...]) -> None:
         """Show the training-log tasks; the panel stays hidden while there are none."""
-        self.query_one(TasksPanel).task_rows = rows
+        has_tasks = self.query_one(TasksSection).show_tasks(rows)
         if self._task_rows != len(rows):
             self._task_rows = len(rows)
             self._arrange()
-        if self._has_tasks != bool(rows):
-            self._has_tasks = bool(rows)
-            self.query_one("#tasks").set_class(self._has_tasks, "-shown")
+        if self._has_tasks != has_tasks:
+            self._has_tasks = has_tasks
             self.refresh_bindings()  # `t` appears in the footer with the first task
-        self._set_title("#tasks", f"Tasks ({len(rows)})  Enter: details")
 
     def on_resize(self) -> None:
         """A new terminal size: fit the panels again."""
@@ -365,15 +186,17 @@ class MainScreen(Screen[None]):
         self.query_one(GpuPanel).compact = compact
         if crowded != self.has_class("-crowded"):
             self.set_class(crowded, "-crowded")
-            self._show_processes()  # the note under the table gives way, or comes back
+            self.processes.redraw()  # the note under the table gives way, or comes back
         self.query_one("#gpus").styles.max_height = most
 
     def _show_health(self) -> None:
+        """Each panel marks its role's failures; the others' go on the banner."""
         state = self.state
-        for role, selector in PANEL_FOR_ROLE.items():
-            problems = state.problems(role)
-            self.query_one(selector).set_class(bool(problems), "-error")
-            self._set_subtitle(selector, "; ".join(problems) if problems else None)
+        for panel in self.panels:
+            panel.show_health(state)
+        marked = {panel.HEALTH_ROLE for panel in self.panels if panel.HEALTH_ROLE}
+        found = tuple(line for panel in self.panels for line in panel.banner_lines())
+        self.query_one(Banner).lines = (*state.notices, *state.problems_outside(marked), *found)
         no_gpu = bool(state.unavailable(GPU)) and state.gpu_tick is None
         no_host = bool(state.unavailable(HOST)) and state.host_sample is None
         if no_gpu != self.has_class("-no-gpu"):
@@ -381,51 +204,18 @@ class MainScreen(Screen[None]):
             self.refresh_bindings()  # the process and GPU keys go with their panels
         self.set_class(no_host, "-no-host")
 
-    def _set_subtitle(self, selector: str, text: str | None) -> None:
-        # Assigning a border subtitle repaints the panel even when the text is the same.
-        if self._subtitles.get(selector, "") != text:
-            self._subtitles[selector] = text
-            # A Text, never markup: reasons and the container filter quote what others wrote.
-            self.query_one(selector).border_subtitle = None if text is None else Text(
-                visible(text))
-
-    def _set_title(self, selector: str, text: str) -> None:
-        if self._titles.get(selector) != text:
-            self._titles[selector] = text
-            self.query_one(selector).border_title = Text(visible(text))
-
-    def watch_sort_key(self) -> None:
-        """Re-sort at once rather than on the next tick."""
-        if self.is_mounted:
-            self._show_processes()
-
-    def watch_filter_text(self) -> None:
-        """Re-filter at once as the user types."""
-        if self.is_mounted:
-            self._show_processes()
-
     def action_filter(self) -> None:
         """Open the filter input (never while the process panel is hidden: no GPU)."""
-        if self.has_class("-no-gpu"):
-            return
-        box = self.query_one("#filter", Input)
-        box.add_class("-shown")
-        box.focus()
+        if not self.has_class("-no-gpu"):
+            self.processes.open_filter()
 
     def action_clear_filter(self) -> None:
         """Clear and hide the filter, give the keyboard back to the table."""
-        box = self.query_one("#filter", Input)
-        box.value = ""
-        box.remove_class("-shown")
-        self.filter_text = ""
-        if self._container is not None:
-            self._container = None
-            self._show_processes()
-        self.query_one(ProcessTable).focus()
+        self.processes.clear_filter()
 
     def action_cycle_sort(self) -> None:
-        """Next sort key."""
-        self.sort_key = next_sort_key(self.sort_key)
+        """Next sort key of the process table."""
+        self.processes.cycle_sort()
 
     def action_next_gpu(self, step: int = 1) -> None:
         """Chart the next (or previous) GPU."""
@@ -456,23 +246,14 @@ class MainScreen(Screen[None]):
 
     @on(TasksPanel.Opened)
     def _task_opened(self, event: TasksPanel.Opened) -> None:
+        # Only now: the details screen is no part of the first frame.
+        from tui.screens.task_detail import TaskDetailScreen
+
         self.app.push_screen(TaskDetailScreen(self.state, event.task_id))
-
-    @on(Input.Changed, "#filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        self.filter_text = event.value
-
-    @on(Input.Submitted, "#filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        if not event.value:
-            self.action_clear_filter()
-            return
-        self.query_one(ProcessTable).focus()
 
     @on(ContainerPanel.Selected)
     def _container_selected(self, event: ContainerPanel.Selected) -> None:
-        self._container = (event.short_id, event.name)
-        self._show_processes()
+        self.processes.show_container(event.short_id, event.name)
         self.query_one(ProcessTable).focus()
 
     @on(GpuPanel.Selected)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events
@@ -14,40 +14,40 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
-from gpuherd.format import NA, fmt_bytes, fmt_pct, fmt_text
+from collectors.container_gpu import ContainerGpuUse, gpu_use_by_container
+from collectors.roles import CONTAINERS, GPU
+from gpuherd.format import NA, fmt_bytes, fmt_pct, fmt_text, fmt_uptime
 from tui.containers import (
     CONTAINER_SORTS,
     ContainerRow,
     ContainerSort,
+    build_container_rows,
+    first_tick,
     next_container_sort,
     sort_containers,
 )
 from tui.widgets.keyed_table import update_rows
+from tui.widgets.panel import Panel
+
+if TYPE_CHECKING:
+    from tui.state import MonitorState
 
 WIDE_FROM = 148
 """From this width the panel also shows image, uptime and the I/O rates."""
+DROP_ORDER = ("pids", "cpu", "status", "memory")
+"""Narrower than the narrow columns, these go first (a table wider than its panel would scroll
+sideways and draw a scrollbar across its last row)."""
+CELL_PADDING = 2
+"""A DataTable cell's padding, one on each side."""
+SCROLLBAR = 1
+"""The vertical scrollbar's width (`scrollbar-size-vertical`), kept free even when hidden."""
 
 
 def _right(text: str) -> Text:
     return Text(text, justify="right")
 
 
-def fmt_uptime(seconds: float | None) -> str:
-    """A container's uptime, only as fine as its size needs: `42s`, `12m`, `5h 07m`, `3d 04h`.
 
-    Seconds are shown only in the first minute: a cell that changed every second would redraw
-    the whole panel every second for every running container.
-    """
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return NA
-    total = int(seconds)
-    if total < 60:
-        return f"{total}s"
-    if total < 3600:
-        return f"{total // 60}m"
-    if total < 86400:
-        return f"{total // 3600}h {total % 3600 // 60:02d}m"
-    return f"{total // 86400}d {total % 86400 // 3600:02d}h"
 
 
 def _as_shown(row: ContainerRow) -> tuple[ContainerRow, str]:
@@ -99,18 +99,23 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 
-class ContainerPanel(DataTable[Text]):
+class ContainerPanel(DataTable[Text], Panel):
     """Shows `container_rows` in the chosen order; touches only the cells that changed.
 
     `s` cycles the sort key and `r` reverses it; Enter posts `ContainerPanel.Selected`, which
-    the screen turns into a filter of the process table.
+    the screen turns into a filter of the process table. Shown while an engine answers (or
+    fails after answering).
     """
+
+    ROLES = frozenset({GPU, CONTAINERS})
+    HEALTH_ROLE = CONTAINERS
 
     DEFAULT_CSS = """
     ContainerPanel {
         height: auto;
         max-height: 12;
         scrollbar-size-vertical: 1;
+        overflow-x: hidden;
     }
     """
 
@@ -137,29 +142,48 @@ class ContainerPanel(DataTable[Text]):
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
         self._shown: dict[str, ContainerRow] = {}
         self._order: list[str] = []
-        self._wide: bool | None = None
+        self._columns: tuple[Column, ...] | None = None
+        """The columns shown, fitted to the panel's width; `None` until it has one."""
         self._title = ""
+        self._drawn: tuple[object, dict[str, ContainerGpuUse]] = (None, {})
+        """The container tick on the panel and its containers' GPU use when it was drawn."""
+
+    def show_state(self, state: MonitorState, changed: str | None) -> None:
+        """New containers' stats; on a GPU tick only if their GPU memory or processes moved.
+
+        Uptimes and stats advance with the engine's own ticks.
+        """
+        ticks = state.samples(CONTAINERS)
+        shown = bool(ticks or state.problems(CONTAINERS))
+        if shown != self.has_class("-shown"):
+            self.set_class(shown, "-shown")
+            self.screen.refresh_bindings()  # `c` appears in the footer with the panel
+        latest = first_tick(ticks)
+        use = gpu_use_by_container(state.gpu_tick, state.host_sample.processes
+                                   if state.host_sample else ()) if latest else {}
+        if changed != CONTAINERS and self._drawn == (latest, use):
+            return
+        self._drawn = (latest, use)
+        self.container_rows = tuple(build_container_rows(
+            latest, state.gpu_tick, state.host_sample, state.now))
 
     def on_resize(self, event: events.Resize) -> None:
         """Rebuild the columns when the width changes which ones fit."""
         self._fit(event.size.width)
 
     def _fit(self, width: int) -> None:
-        wide = width >= WIDE_FROM
-        if wide == self._wide:
+        columns = fitting_columns(width)
+        if columns == self._columns:
             return
-        self._wide = wide
+        self._columns = columns
         self.clear(columns=True)
-        for column in self._columns():
+        for column in columns:
             self.add_column(column.label, key=column.key, width=column.width)
         self._shown, self._order = {}, []
         self._apply()
 
-    def _columns(self) -> list[Column]:
-        return [c for c in COLUMNS if self._wide or not c.wide_only]
-
     def _cells(self, row: ContainerRow) -> list[tuple[str, Text]]:
-        return [(column.key, column.cell(row)) for column in self._columns()]
+        return [(column.key, column.cell(row)) for column in self._columns or ()]
 
     def watch_container_rows(self) -> None:
         """New stats: update by key."""
@@ -180,7 +204,7 @@ class ContainerPanel(DataTable[Text]):
     def _apply(self) -> None:
         rows = self.shown_rows()
         self._set_title(len(rows))
-        if self._wide is None:
+        if self._columns is None:
             # No columns yet: as in the tasks panel, a panel that got its width while empty
             # may see no further resize, so the first rows lay the columns out.
             if self.size.width:
@@ -230,6 +254,20 @@ class ContainerPanel(DataTable[Text]):
         row = self._shown.get(event.row_key.value or "")
         if row is not None:
             self.post_message(self.Selected(row.short_id, row.name))
+
+
+def fitting_columns(width: int) -> tuple[Column, ...]:
+    """The columns shown at `width` cells, never wider than that.
+
+    The wide ones from `WIDE_FROM`, then as many of the narrow ones as fit, `DROP_ORDER` going
+    first (the name and GPU columns always stay).
+    """
+    columns = [c for c in COLUMNS if width >= WIDE_FROM or not c.wide_only]
+    for key in (None, *DROP_ORDER):
+        columns = [c for c in columns if c.key != key]
+        if sum(c.width + CELL_PADDING for c in columns) <= width - SCROLLBAR:
+            break
+    return tuple(columns)
 
 
 def visible_names(panel: ContainerPanel) -> Sequence[str]:

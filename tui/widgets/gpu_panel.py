@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
 
+from collectors.roles import GPU
 from collectors.samples import GpuSample, GpuTick
 from gpuherd.format import (
     fmt_bytes_gib,
@@ -22,7 +27,11 @@ from gpuherd.format import (
     visible,
 )
 from tui.text import bar, fit, level_style
+from tui.widgets.panel import Panel
 from tui.widgets.text_lines import TextLines
+
+if TYPE_CHECKING:
+    from tui.state import MonitorState
 
 LINES_PER_GPU = 2
 
@@ -200,3 +209,24 @@ def _usage_line(gpu: GpuSample, width: int) -> Text:
         if line.cell_len + mem_util.cell_len <= width:
             line.append_text(mem_util)
     return line
+
+
+class GpuSection(Vertical, Panel):
+    """The bordered GPUs panel: every GPU of the newest tick, the charted one marked."""
+
+    ROLES = frozenset({GPU})
+    HEALTH_ROLE = GPU
+
+    def compose(self) -> ComposeResult:
+        """One line or two per GPU."""
+        yield GpuPanel()
+
+    def on_mount(self) -> None:
+        """Its title never changes."""
+        self.border_title = "GPUs"
+
+    def show_state(self, state: MonitorState, changed: str | None) -> None:
+        """The newest tick and the GPU the chart shows."""
+        gpus = self.query_one(GpuPanel)
+        gpus.tick = state.gpu_tick
+        gpus.selected_uuid = state.selected_uuid

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual.reactive import reactive
 
+from collectors.roles import GPU, HOST
 from collectors.samples import HostSample
 from gpuherd.format import fmt_gib_pair, fmt_number, fmt_pct, fmt_rate, pct_of
 from tui.text import bar
+from tui.widgets.panel import Panel
 from tui.widgets.text_lines import TextLines
+
+if TYPE_CHECKING:
+    from tui.state import MonitorState
 
 STACK_BELOW = 50
 """Below this width each figure gets its own line; above it figures flow side by side."""
@@ -91,3 +100,29 @@ def _flow(segments: list[Text], width: int, gap: str = "   ") -> list[Text]:
         line.append_text(segment)
     lines.append(line)
     return lines
+
+
+class HostSection(Vertical, Panel):
+    """The bordered host panel.
+
+    While GPU ticks flow, a host sample waits for the next tick, so the screen is redrawn once
+    a second, not twice: Textual repaints the bounding box of everything that changed, so a
+    second frame costs nearly as much as the first.
+    """
+
+    ROLES = frozenset({GPU, HOST})
+    HEALTH_ROLE = HOST
+
+    def compose(self) -> ComposeResult:
+        """The host's figures."""
+        yield HostPanel()
+
+    def on_mount(self) -> None:
+        """Its title never changes."""
+        self.border_title = "Host"
+
+    def show_state(self, state: MonitorState, changed: str | None) -> None:
+        """The newest host sample, with the next GPU tick while ticks flow."""
+        if changed == HOST and state.gpu_streaming():
+            return
+        self.query_one(HostPanel).sample = state.host_sample

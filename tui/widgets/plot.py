@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinned in pyproject
 from rich.text import Text
 from textual.app import RenderResult
 from textual.reactive import reactive
@@ -21,6 +21,9 @@ from gpuherd.chart_values import (
     nice_ticks,
     tick_labels,
 )
+
+if TYPE_CHECKING:
+    from plotext._figure import _figure_class as PlotextFigure
 
 FRAME_ROWS = 3
 """Rows of a plotext figure that are not the plot: the top frame, the x axis, its labels."""
@@ -43,6 +46,8 @@ class Plot(Widget):
 
     plotext's module-level API shares one global figure, so two charts (or a chart and a test)
     would draw into each other; a private figure, used only from `render`, avoids that.
+    plotext takes about a tenth of a second to import, so the first frame is drawn without it:
+    the figure is made once that frame is up, and the chart follows at once.
     """
 
     DEFAULT_CSS = """
@@ -70,11 +75,20 @@ class Plot(Widget):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._figure = PlotextFigure()
+        self._figure: PlotextFigure | None = None
+
+    def _make_figure(self) -> None:
+        if self._figure is not None:
+            return
+        from plotext._figure import _figure_class  # plotext 5.x, pinned in pyproject
+
+        figure = _figure_class()
         # plotext clamps a figure to the size of the terminal it thinks it runs in (80x24 when
         # stdout is not a tty, as under Textual); the widget's size is the only limit we want.
-        self._figure._limit_size(False, False)
-        self._figure.theme("clear")
+        figure._limit_size(False, False)
+        figure.theme("clear")
+        self._figure = figure
+        self.refresh()
 
     def render(self) -> RenderResult:
         """Draw the series at the widget's current size."""
@@ -88,6 +102,9 @@ class Plot(Widget):
         if not lines or width < 20 or height < 5:
             return Text(self.placeholder, style="dim")
         figure = self._figure
+        if figure is None:
+            self.call_after_refresh(self._make_figure)
+            return Text("")
         # clear_data, not clear_figure: the latter re-creates the figure and re-reads the
         # terminal size, undoing the size limit set in __init__. Limits and ticks outlive
         # clear_data, so every one of them is set again below.

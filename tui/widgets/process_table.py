@@ -40,6 +40,8 @@ def _command(row: ProcessRow) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     if row.container:
         text.append(f"[{visible(row.container)}] ", style="magenta")
+    if row.job:
+        text.append(f"{visible(row.job)} ", style="yellow")
     if row.task:
         text.append(f"{visible(row.task)}: ", style="bold cyan")
     text.append(fmt_text(row.command), style="" if row.command else "dim")

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
+from collectors.roles import QUEUE
 from collectors.samples import QueueJobRow, QueueSnapshot
-from gpuherd.format import fmt_duration, visible
-from gpuherd.queue.sizes import format_size
+from gpuherd.format import fmt_duration, format_size, visible
 from tui.widgets.keyed_table import update_rows
+from tui.widgets.panel import Panel
+
+if TYPE_CHECKING:
+    from tui.state import MonitorState
 
 NONE = "-"
 COLUMNS = (("job", "JOB", 4), ("name", "NAME", 14), ("state", "STATE", 10), ("gpu", "GPU", 5),
@@ -146,3 +153,50 @@ class QueuePanel(DataTable[Text]):
             self.clear()
             self._shown = {}
             update_rows(self, self._shown, rows, lambda row: [(k, row.cell(k)) for k in keys])
+
+
+class QueueSection(Vertical, Panel):
+    """The bordered queue panel: shown once this user has a job queue (or its look fails)."""
+
+    ROLES = frozenset({QUEUE})
+    HEALTH_ROLE = QUEUE
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._drawn: QueueSnapshot | None = None
+        self._note: str | None = None
+        self.draws = 0
+        """How many looks redrew the table (a look like the one on screen redraws nothing)."""
+
+    def compose(self) -> ComposeResult:
+        """The jobs table and the runner's last word under it."""
+        yield QueuePanel()
+        yield Static(id="queue-note")
+
+    def show_state(self, state: MonitorState, changed: str | None) -> None:
+        """The newest look at the queue, when it differs from the one on screen."""
+        looks = [s for s in state.samples(QUEUE) if isinstance(s, QueueSnapshot)]
+        snapshot = looks[-1] if looks else None
+        self.set_class((snapshot is not None and snapshot.exists)
+                       or bool(state.problems(QUEUE)), "-shown")
+        if snapshot is None:
+            return
+        # The look's time shows only in the time column of a job under way: without one, a
+        # look that found the same queue draws as the one on screen.
+        under_way = any(job.started_at is not None and job.ended_at is None
+                        for job in snapshot.jobs)
+        seen = snapshot if under_way else replace(snapshot, taken_at=0.0)
+        if seen == self._drawn:
+            return
+        self._drawn = seen
+        self.draws += 1
+        self.query_one(QueuePanel).rows_shown = queue_rows(snapshot)
+        self.set_title(queue_title(snapshot))
+        note = snapshot.runner_note
+        if note != self._note:
+            self._note = note
+            widget = self.query_one("#queue-note", Static)
+            # wrapped, not cut: the runner's last word is why nothing starts
+            widget.update(Text(visible(f"runner: {note}") if note else "",
+                               overflow="ellipsis"))
+            widget.display = bool(note)

@@ -7,13 +7,17 @@ from dataclasses import dataclass
 
 from rich.text import Text
 from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
+from collectors.roles import LOG
 from tui.tasks import TaskRow
 from tui.widgets.keyed_table import update_rows
+from tui.widgets.panel import Panel
 
 PAD = 2
 """Cells a column adds to its content (one on each side)."""
@@ -198,3 +202,24 @@ class TasksPanel(DataTable[Text]):
         event.stop()
         if event.row_key.value is not None:
             self.post_message(self.Opened(event.row_key.value))
+
+
+class TasksSection(Vertical, Panel):
+    """The bordered tasks panel: shown once a training log is followed.
+
+    Its rows come from the task feed (`show_tasks`), not from a role's samples; it marks the
+    failures of the log sources.
+    """
+
+    HEALTH_ROLE = LOG
+
+    def compose(self) -> ComposeResult:
+        """The tasks table."""
+        yield TasksPanel()
+
+    def show_tasks(self, rows: tuple[TaskRow, ...]) -> bool:
+        """Show the rows; whether the panel is shown (it is hidden while there are none)."""
+        self.query_one(TasksPanel).task_rows = rows
+        self.set_class(bool(rows), "-shown")
+        self.set_title(f"Tasks ({len(rows)})  Enter: details")
+        return bool(rows)

@@ -1,0 +1,1 @@
+"""Read the experiment trackers' own stores: TensorBoard event files, MLflow runs, W&B runs."""

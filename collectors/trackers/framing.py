@@ -1,0 +1,167 @@
+"""Cut the record logs trackers write into records; a record still being written waits.
+
+TensorBoard's event files are TFRecord files: each record is a little-endian u64 length, the
+masked CRC-32C of those 8 bytes, the data and the masked CRC-32C of the data. W&B's
+`run-<id>.wandb` is a LevelDB-style log: a 7-byte file header (`:W&B`, magic, version), then
+32 KiB blocks of chunks (CRC-32 of type and data, u16 length, u8 type), a record being one
+FULL chunk or FIRST, MIDDLE..., LAST. Both writers append and flush every few seconds, so the
+end of a file is often a record cut short: it is no error, it is read when it is whole.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+_TF_HEADER = struct.Struct("<QI")
+_MASK_DELTA = 0xA282EAD8
+MAX_RECORD_BYTES = 64 << 20
+"""A length above this is a damaged header, not a record (scalar events are tens of bytes)."""
+
+
+class FramingError(ValueError):
+    """The bytes are not a record log of this kind (bad header, checksum or length)."""
+
+
+def masked_crc(crc: int) -> int:
+    """TFRecord's masking of a CRC-32C (so a CRC of CRCs does not look like data)."""
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+_LENGTH_CRCS: dict[bytes, int] = {}
+"""Masked CRC of each length header seen: scalar events come in a few lengths, and the pure
+Python CRC-32C costs more than decoding the event it frames."""
+
+
+def _length_crc(header: bytes, crc32c: Callable[[bytes], int]) -> int:
+    found = _LENGTH_CRCS.get(header)
+    if found is None:
+        found = masked_crc(crc32c(header))
+        if len(_LENGTH_CRCS) < 65536:
+            _LENGTH_CRCS[header] = found
+    return found
+
+
+def split_tfrecords(data: bytes, crc32c: Callable[[bytes], int] | None,
+                    check_data: bool = True) -> tuple[list[bytes], int]:
+    """The whole records at the start of `data` and how many bytes they take.
+
+    Records before a damaged one are returned; the damage is raised when it comes first.
+
+    Args:
+        data: bytes from a record boundary on.
+        crc32c: the CRC-32C function; `None` checks no checksum.
+        check_data: also check each record's data checksum (the length's is always checked).
+
+    Raises:
+        FramingError: a checksum that does not match, or an impossible length.
+    """
+    records: list[bytes] = []
+    offset, size = 0, len(data)
+    while size - offset >= 12:
+        length, length_crc = _TF_HEADER.unpack_from(data, offset)
+        problem = None
+        if crc32c is not None and _length_crc(data[offset:offset + 8], crc32c) != length_crc:
+            problem = "record length checksum does not match"
+        elif length > MAX_RECORD_BYTES:
+            problem = f"record of {length} bytes"
+        if problem is not None:
+            if records:
+                break  # hand over the whole records first
+            raise FramingError(f"{problem} at byte {offset}")
+        end = offset + 12 + length + 4
+        if end > size:
+            break  # still being written
+        body = data[offset + 12:end - 4]
+        if check_data and crc32c is not None:
+            (body_crc,) = struct.unpack_from("<I", data, end - 4)
+            if masked_crc(crc32c(body)) != body_crc:
+                if records:
+                    break
+                raise FramingError(f"record data checksum does not match at byte {offset}")
+        records.append(body)
+        offset = end
+    return records, offset
+
+
+WANDB_HEADER = struct.Struct("<4sHB")
+WANDB_IDENT = b":W&B"
+WANDB_MAGIC = 0xBEE1
+WANDB_BLOCK = 32 * 1024
+_CHUNK = struct.Struct("<IHB")
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
+_TYPE_CRC = [zlib.crc32(bytes([kind])) for kind in range(5)]
+
+
+@dataclass
+class WandbLogReader:
+    """Records of a `.wandb` file, fed its bytes in order from its start.
+
+    Keeps the file offset of the next chunk and the chunks of a record not finished yet;
+    `feed` takes the bytes from `offset` on and returns the whole records they complete.
+    """
+
+    offset: int = 0
+    """File offset of the next byte to read."""
+    _pending: list[bytes] = field(default_factory=list)
+
+    def feed(self, data: bytes) -> tuple[list[bytes], int]:
+        """The records completed by `data` (bytes from `offset` on) and the bytes used.
+
+        Records before a damaged chunk are returned; the damage is raised when it comes first.
+
+        Raises:
+            FramingError: not a W&B log, or a chunk whose checksum does not match.
+        """
+        used = 0
+        if self.offset == 0:
+            if len(data) < WANDB_HEADER.size:
+                return [], 0
+            ident, magic, _version = WANDB_HEADER.unpack_from(data)
+            if ident != WANDB_IDENT or magic != WANDB_MAGIC:
+                raise FramingError("not a W&B run log (no :W&B header)")
+            used = WANDB_HEADER.size
+        records: list[bytes] = []
+        size, unpack, crc32, type_crcs = len(data), _CHUNK.unpack_from, zlib.crc32, _TYPE_CRC
+        while True:
+            position = self.offset + used
+            left_in_block = WANDB_BLOCK - position % WANDB_BLOCK
+            if left_in_block < _CHUNK.size:  # the block's tail is padding
+                if size - used < left_in_block:
+                    break
+                used += left_in_block
+                continue
+            if size - used < _CHUNK.size:
+                break
+            crc, length, kind = unpack(data, used)
+            if crc == 0 and length == 0 and kind == 0:
+                break  # zeros past the end of what was written: not a chunk yet
+            start, end = used + _CHUNK.size, used + _CHUNK.size + length
+            if end > size:
+                break
+            body = data[start:end]
+            if kind > _LAST or crc32(body, type_crcs[kind]) != crc:
+                if records:
+                    break
+                raise FramingError(f"W&B chunk checksum does not match at byte {position}")
+            used = end
+            if kind == _FULL and not self._pending:  # most records: one chunk
+                records.append(body)
+            else:
+                self._take(kind, body, records)
+        self.offset += used
+        return records, used
+
+    def _take(self, kind: int, body: bytes, records: list[bytes]) -> None:
+        if kind == _FULL:
+            self._pending = []
+            records.append(body)
+        elif kind == _FIRST:
+            self._pending = [body]
+        elif self._pending:
+            self._pending.append(body)
+            if kind == _LAST:
+                records.append(b"".join(self._pending))
+                self._pending = []

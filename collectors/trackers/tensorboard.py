@@ -1,0 +1,218 @@
+"""Follow a TensorBoard run directory: every `events.out.tfevents.*` file in it, as written.
+
+The records are cut by `framing.split_tfrecords`; the `Event` and `Summary` messages are
+decoded with the protobuf definitions tensorboardX ships (`tensorboardX.proto.event_pb2`),
+so no decoder of ours reads protobuf. Scalars come in two encodings: `simple_value`
+(tensorboardX, `torch.utils.tensorboard`, Lightning) and a 0-d tensor under the `scalars`
+plugin (`tf.summary` v2, Keras, `tensorboard.summary.Writer`). The plugin is named only in a
+tag's first value, so it is remembered per file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from collectors.trackers.common import RunRead, missing_extra, tag_split_name
+from collectors.trackers.framing import FramingError, split_tfrecords
+from parsers.model import LogMetric
+from parsers.path_formats import tensorboard_metric_name
+
+EVENTS_PREFIX = "events.out.tfevents."
+READ_CHUNK_BYTES = 256 * 1024
+_SCALAR_PLUGINS = ("scalars", "")
+_DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64, _DT_HALF = 1, 2, 3, 9, 19
+_CONTENT_FORMATS = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q",
+                    _DT_HALF: "<e"}
+
+
+def load_protos() -> tuple[Any, Callable[[bytes], int], bool]:
+    """The `Event` class of tensorboardX, its CRC-32C and whether that CRC is native (fast).
+
+    Raises:
+        CollectorUnavailable: tensorboardX (with protobuf) is not installed.
+    """
+    try:
+        from tensorboardX.crc32c import _crc32c_native, crc32c
+        from tensorboardX.proto.event_pb2 import Event
+    except ImportError as error:
+        raise missing_extra(f"a TensorBoard run needs tensorboardX ({error})",
+                            "tensorboardX and protobuf (gpuherd's own dependencies: "
+                            "pip install tensorboardX)") from error
+    return Event, crc32c, _crc32c_native is not None
+
+
+def is_events_file(name: str) -> bool:
+    """Whether a file name is a TensorBoard event file (not a temporary or profile file)."""
+    return name.startswith(EVENTS_PREFIX) and not name.endswith((".tmp", ".profile-empty"))
+
+
+class _EventFile:
+    """One event file: its offset and the per-tag plugins seen in it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.offset = 0
+        self.size = 0
+        self.plugins: dict[str, str] = {}
+        self.damaged: str | None = None
+
+
+class TensorBoardRun:
+    """The scalars of one run directory, read by offset from each event file, oldest first."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.run_dir = run_dir
+        self.run_name = os.path.basename(run_dir.rstrip(os.sep)) or run_dir
+        self._event, self._crc, native = load_protos()
+        # The pure-Python CRC-32C costs more than the rest of a record's reading: without
+        # the native `crc32c` package only each length is checked (the protobuf decode
+        # still rejects a damaged message).
+        self._check_data = native
+        self._files: dict[str, _EventFile] = {}
+        self._names: dict[str, str] = {}
+
+    def read(self, budget_bytes: int = READ_CHUNK_BYTES) -> RunRead:
+        """New scalar points of every event file, at most `budget_bytes` of records."""
+        out = RunRead()  # named by its path, as TensorBoard names a run by its directory
+        read = 0
+        for events in self._list():
+            if read >= budget_bytes:
+                break
+            read += self._read_file(events, out, budget_bytes - read)
+        files = list(self._files.values())
+        out.read_bytes = sum(f.offset for f in files)
+        out.size_bytes = sum(f.size for f in files)
+        # a record still being written keeps the offset below the size: read on only while
+        # reading gets somewhere, else wait for the writer
+        out.more = read > 0 and out.read_bytes < out.size_bytes
+        out.file_path = files[-1].path if files else None
+        return out
+
+    def _list(self) -> list[_EventFile]:
+        try:
+            names = sorted(n for n in os.listdir(self.run_dir) if is_events_file(n))
+        except OSError:
+            names = []
+        for name in names:
+            if name not in self._files:
+                self._files[name] = _EventFile(os.path.join(self.run_dir, name))
+        return [self._files[name] for name in sorted(self._files)]
+
+    def _read_file(self, events: _EventFile, out: RunRead, budget: int) -> int:
+        try:
+            with open(events.path, "rb") as handle:
+                stat = os.fstat(handle.fileno())
+                events.size = stat.st_size
+                out.modified_at = max(out.modified_at or 0.0, stat.st_mtime)
+                if events.damaged is not None or events.offset >= events.size:
+                    return 0
+                handle.seek(events.offset)
+                data = handle.read(budget + 64 * 1024)
+        except OSError:
+            return 0  # gone between the listing and the read: looked at again next time
+        try:
+            records, used = split_tfrecords(data, self._crc, self._check_data)
+        except FramingError as error:
+            events.damaged = f"{os.path.basename(events.path)}: {error}"
+            return 0
+        if not records and len(data) > budget:
+            records, used = split_tfrecords(_whole(events.path, events.offset), self._crc,
+                                            self._check_data)
+        events.offset += used
+        for record in records:
+            self._decode(record, events, out)
+        return used
+
+    def _decode(self, record: bytes, events: _EventFile, out: RunRead) -> None:
+        try:
+            event = self._event.FromString(record)
+        except Exception:  # noqa: BLE001 - protobuf's DecodeError: one damaged record
+            return
+        values = event.summary.value  # empty for the file version, graphs, run metadata
+        if not values:
+            return
+        step, wall_time, plugins, names = event.step, event.wall_time, events.plugins, self._names
+        for value in values:
+            tag = value.tag
+            plugin = plugins.get(tag)
+            if plugin is None:  # the plugin is named in a tag's first value only
+                plugin = plugins[tag] = value.metadata.plugin_data.plugin_name
+            number: float | None = value.simple_value
+            # a simple value other than 0 is one; 0 may be the default of another kind
+            if number:
+                number = float32_value(number)
+            else:
+                kind = value.WhichOneof("value")
+                if kind == "tensor" and plugin in _SCALAR_PLUGINS:
+                    number = tensor_scalar(value.tensor)
+                elif kind != "simple_value":
+                    continue
+            if number is not None:
+                name = names[tag] if tag in names else self._name(tag)
+                # positional: the keyword call costs more, once per point
+                out.metrics.append(LogMetric(((name, number),), step, None, wall_time))
+
+    def _name(self, tag: str) -> str:
+        name = self._names.get(tag)
+        if name is None:
+            # named as TensorBoard's CSV export of the tag would be (`parsers.path_formats`):
+            # a bare Keras tag takes its split from the run (`validation`/`epoch_loss`)
+            export = f"run-{self.run_name}-tag-{tag_split_name(tag)}.csv"
+            name = self._names[tag] = tensorboard_metric_name(export)
+        return name
+
+    @property
+    def damaged(self) -> list[str]:
+        """Why event files were given up on (a checksum that does not match)."""
+        return [f.damaged for f in self._files.values() if f.damaged]
+
+
+def tensor_scalar(tensor: Any) -> float | None:
+    """The value of a 0-d numeric `TensorProto`, `None` for any other tensor."""
+    if len(tensor.tensor_shape.dim):
+        return None
+    dtype = tensor.dtype
+    fmt = _CONTENT_FORMATS.get(dtype)
+    if fmt is None:
+        return None
+    if tensor.tensor_content:
+        number = float(struct.unpack_from(fmt, tensor.tensor_content)[0])
+        return float32_value(number) if dtype in (_DT_FLOAT, _DT_HALF) else number
+    values = (tensor.float_val if dtype == _DT_FLOAT else tensor.double_val
+              if dtype == _DT_DOUBLE else tensor.int64_val if dtype == _DT_INT64
+              else tensor.int_val)
+    if dtype == _DT_HALF and tensor.half_val:
+        return float(struct.unpack("<e", struct.pack("<H", tensor.half_val[0]))[0])
+    if not len(values):
+        return None
+    return float32_value(values[0]) if dtype == _DT_FLOAT else float(values[0])
+
+
+_pack_f32 = struct.Struct("<f").pack
+
+
+def float32_value(value: float) -> float:
+    """A 32-bit float as the shortest decimal that is the same float32 (0.88, not 0.8799999...).
+
+    The writer stored the number it was given in 32 bits; the shortest decimal that rounds to
+    those bits is what the training logged.
+    """
+    if not math.isfinite(value):
+        return value
+    packed = _pack_f32(value)
+    for digits in ("%.6g", "%.7g", "%.8g"):
+        shorter = float(digits % value)
+        if _pack_f32(shorter) == packed:
+            return shorter
+    return value
+
+
+def _whole(path: str, offset: int) -> bytes:
+    """The rest of a file whose next record is larger than one read."""
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        return handle.read()

@@ -1,0 +1,231 @@
+"""Follow one W&B run directory (`wandb/offline-run-*/`, `wandb/run-*/`).
+
+The metric history is in `run-<id>.wandb`, W&B's record log of protobuf `Record` messages:
+the log is cut by `framing.WandbLogReader` and each record decoded with the `Record` class
+the `wandb` package ships (`wandb.proto.wandb_internal_pb2`); without the package only the
+console (`files/output.log`) and `files/wandb-summary.json` are read, and the task says what
+to install. The console is digested as a log, by the same code that follows any log.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import json
+import math
+import os
+from typing import Any
+
+from collectors.trackers.common import RunRead, tag_split_name
+from collectors.trackers.framing import FramingError, WandbLogReader
+from collectors.trackers.wandb_wire import (
+    HistoryRow,
+    RecordNumbers,
+    WireError,
+    history_row,
+    record_kind,
+)
+from parsers.model import LogMetric
+from parsers.text import metric_name
+
+READ_CHUNK_BYTES = 256 * 1024
+MISSING = "the W&B history (run-*.wandb) needs the wandb package: install 'gpuherd[wandb]'"
+_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_NUMBER_START = frozenset("-0123456789")
+_SPECIAL_BYTES = {key.encode(): value for key, value in _SPECIAL.items()}
+_NUMBER_START_BYTES = frozenset(b"-0123456789")
+_READ_KINDS = frozenset({"history", "run", "exit"})
+
+
+def load_record_class() -> Any | None:
+    """The `Record` message class of wandb, or `None` when wandb is not installed."""
+    try:
+        # the module picks its generated code by protobuf's version: its names are dynamic
+        module = importlib.import_module("wandb.proto.wandb_internal_pb2")
+    except ImportError:
+        return None
+    return getattr(module, "Record", None)
+
+
+def is_run_dir(path: str) -> bool:
+    """A W&B run directory: `offline-run-*` or `run-*` holding a `run-<id>.wandb` file."""
+    name = os.path.basename(path.rstrip(os.sep))
+    return name.startswith(("offline-run-", "run-")) and bool(
+        glob.glob(os.path.join(glob.escape(path), "run-*.wandb")))
+
+
+def history_value(text: str) -> float | None:
+    """A history item's JSON value as a number; `None` for anything else (media, tables)."""
+    special = _SPECIAL.get(text)
+    if special is not None:
+        return special
+    if not text or text[0] not in _NUMBER_START:
+        return None  # a string, an object, true/false, null
+    try:
+        return float(text)  # a JSON number is a Python float literal
+    except ValueError:
+        return None
+
+
+class WandbRun:
+    """The history, exit and name of one W&B run, read by offset from its `.wandb` file."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.run_dir = run_dir
+        self.record_class = load_record_class()
+        self._numbers = None if self.record_class is None else RecordNumbers.of(self.record_class)
+        self._log = WandbLogReader()
+        self._path: str | None = None
+        self._names: dict[bytes, str] = {}
+        self._label = os.path.basename(run_dir.rstrip(os.sep))
+        self._status: str | None = None
+        self.damaged: str | None = None
+        self._summary_stamp: int | None = None
+
+    def read(self, budget_bytes: int = READ_CHUNK_BYTES) -> RunRead:
+        """New history rows; the run's name and, once it exited, its end state."""
+        if self._path is None:
+            found = sorted(glob.glob(os.path.join(glob.escape(self.run_dir), "run-*.wandb")))
+            self._path = found[-1] if found else None
+        out = RunRead(label=self._label, file_path=self._path)
+        if self.record_class is None:
+            self._read_summary(out)  # the final values, at least, without the history
+            return out
+        if self._path is None:
+            return out
+        try:
+            with open(self._path, "rb") as handle:
+                stat = os.fstat(handle.fileno())
+                out.size_bytes, out.modified_at = stat.st_size, stat.st_mtime
+                handle.seek(self._log.offset)
+                data = b"" if self.damaged else handle.read(budget_bytes)
+        except OSError:
+            return out
+        try:
+            records, used = self._log.feed(data)
+        except FramingError as error:
+            self.damaged, records, used = f"{os.path.basename(self._path)}: {error}", [], 0
+        for raw in records:
+            self._decode(raw, out)
+        out.label, out.status = self._label, self._status
+        out.read_bytes = self._log.offset
+        out.more = not self.damaged and used > 0 and len(data) >= budget_bytes
+        return out
+
+    def _read_summary(self, out: RunRead) -> None:
+        path = os.path.join(self.run_dir, "files", "wandb-summary.json")
+        try:
+            stamp = os.stat(path).st_mtime_ns
+        except OSError:
+            return
+        if stamp != self._summary_stamp:
+            self._summary_stamp = stamp
+            summary = read_summary(self.run_dir)
+            if summary is not None:
+                out.metrics.append(summary)
+
+    def _decode(self, raw: bytes, out: RunRead) -> None:
+        assert self._numbers is not None
+        try:
+            kind, start, end = record_kind(raw, self._numbers)
+            if kind not in _READ_KINDS:
+                return  # a summary, console output, telemetry...: never decoded
+            if kind == "history":
+                metric = self._history(history_row(raw, start, end, self._numbers))
+                if metric is not None:
+                    out.metrics.append(metric)
+                return
+        except (WireError, UnicodeDecodeError):
+            pass  # a record the walk does not follow: wandb's class decides
+        self._decode_record(raw, out)
+
+    def _decode_record(self, raw: bytes, out: RunRead) -> None:
+        assert self.record_class is not None
+        try:
+            record = self.record_class.FromString(raw)
+        except Exception:  # noqa: BLE001 - protobuf's DecodeError: one damaged record
+            return
+        kind = record.WhichOneof("record_type")
+        if kind == "history":
+            metric = self._history(_decoded_row(record.history))
+            if metric is not None:
+                out.metrics.append(metric)
+        elif kind == "run":
+            run = record.run
+            name = run.display_name or run.run_id
+            self._label = f"{run.project}/{name}" if run.project else name
+        elif kind == "exit":
+            self._status = "FINISHED" if record.exit.exit_code == 0 else "FAILED"
+
+    def _history(self, row: HistoryRow) -> LogMetric | None:
+        """A row's metric; W&B's own `_step` and `_timestamp` give its step and time."""
+        values: list[tuple[str, float]] = []
+        names, special = self._names, _SPECIAL_BYTES
+        for key, text in row.items:
+            # inlined `history_value`: a JSON number is a Python float literal
+            if text and text[0] in _NUMBER_START_BYTES:
+                try:
+                    number = float(text)
+                except ValueError:
+                    continue
+            elif text in special:
+                number = special[text]
+            else:
+                text.decode()  # protobuf refuses a record whose strings are not UTF-8
+                continue
+            values.append((names[key] if key in names else self._name(key), number))
+        if not values:
+            return None
+        step = row.step
+        for text in row.step_values:  # the first number, as when decoded by wandb's class
+            if step is not None:
+                break
+            found = history_value(text.decode())
+            step = None if found is None or not math.isfinite(found) else int(found)
+        stamp = None if row.timestamp is None else history_value(row.timestamp.decode())
+        # positional: the keyword call costs more, once per row
+        return LogMetric(tuple(values), step, None, stamp)
+
+    def _name(self, raw_key: bytes) -> str:
+        key = raw_key.decode()
+        name = metric_name(key)
+        if name == key and "/" in key:
+            name = metric_name(tag_split_name(key))
+        self._names[raw_key] = name
+        return name
+
+
+def read_summary(run_dir: str) -> LogMetric | None:
+    """The run's final values from `files/wandb-summary.json`, when W&B wrote it."""
+    path = os.path.join(run_dir, "files", "wandb-summary.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    step = data.get("_step")
+    values = tuple((metric_name(str(k)), float(v)) for k, v in data.items()
+                   if not str(k).startswith("_") and isinstance(v, int | float)
+                   and not isinstance(v, bool))
+    stamp = data.get("_timestamp")
+    return LogMetric(values, step if isinstance(step, int) else None,
+                     taken_at=float(stamp) if isinstance(stamp, int | float) else None) \
+        if values else None
+
+
+def _decoded_row(history: Any) -> HistoryRow:
+    """A `HistoryRecord` decoded by wandb's class, as the row `history_row` reads in place."""
+    row = HistoryRow([], history.step.num if history.HasField("step") else None, [], None)
+    for item in history.item:
+        keys = item.nested_key
+        key = keys[0] if len(keys) == 1 else ("/".join(keys) or item.key)
+        value = item.value_json.encode()
+        if key and key[0] != "_":
+            row.items.append((key.encode(), value))
+        elif key == "_timestamp":
+            row.timestamp = value
+        elif key == "_step":
+            row.step_values.append(value)
+    return row

@@ -1,0 +1,63 @@
+"""A dashboard panel to its screen: the roles it shows, the failures it marks, its titles."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual.widget import Widget
+
+from gpuherd.format import visible
+
+if TYPE_CHECKING:
+    from tui.state import MonitorState
+
+
+class Panel(Widget):
+    """A bordered panel that draws itself from the state when a role it subscribes to moved.
+
+    The screen only composes panels and hands each state change to the panels whose `ROLES`
+    hold the role that moved (every panel on a full refresh, `changed=None`); a new panel is a
+    new subclass placed in the screen's `compose`, with no edit of the screen's dispatch.
+
+    Name it as the second base (`class QueuePanel(Vertical, Panel)`): Textual takes a widget's
+    default CSS and component classes from the chain of first bases only.
+    """
+
+    ROLES: ClassVar[frozenset[str]] = frozenset()
+    """Roles whose samples redraw the panel (`collectors.roles`)."""
+    HEALTH_ROLE: ClassVar[str | None] = None
+    """The role whose failing sources the panel marks (class `-error`, reasons as subtitle);
+    the failures of a role that no panel marks go on the banner."""
+
+    def __init__(self, *children: Widget, **kwargs: Any) -> None:
+        super().__init__(*children, **kwargs)
+        self._titles: dict[str, str | None] = {}
+
+    def show_state(self, state: MonitorState, changed: str | None) -> None:
+        """Draw what moved; `changed` is the role of the new sample, `None` for everything."""
+
+    def banner_lines(self) -> tuple[str, ...]:
+        """Findings of the panel's own that belong on the banner (a job holding an idle GPU)."""
+        return ()
+
+    def show_health(self, state: MonitorState) -> None:
+        """Mark the panel while sources of its `HEALTH_ROLE` fail, with their reasons."""
+        if self.HEALTH_ROLE is None:
+            return
+        problems = state.problems(self.HEALTH_ROLE)
+        self.set_class(bool(problems), "-error")
+        self.set_subtitle("; ".join(problems) if problems else None)
+
+    def set_title(self, text: str) -> None:
+        """The border title, shown as written (never markup)."""
+        # Assigning a border title repaints the panel even when the text is the same.
+        if self._titles.get("title") != text:
+            self._titles["title"] = text
+            self.border_title = Text(visible(text))
+
+    def set_subtitle(self, text: str | None) -> None:
+        """The border subtitle, shown as written: reasons and filters quote what others wrote."""
+        if self._titles.get("subtitle", "") != text:
+            self._titles["subtitle"] = text
+            self.border_subtitle = None if text is None else Text(visible(text))
