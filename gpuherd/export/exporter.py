@@ -20,7 +20,6 @@ from prometheus_client.registry import CollectorRegistry
 from collectors.base import CollectorEvent
 from collectors.samples import GpuTick
 from collectors.session_format import COMMAND_LOG_FILE
-from collectors.writers import WriterWatch
 from gpuherd.export.address import ListenAddress, parse_listen
 from gpuherd.export.queue_metrics import QueueProvider
 from gpuherd.export.scrape import ScrapeCollector
@@ -58,9 +57,9 @@ class Exporter:
     def __init__(self, listen: ListenAddress, host: str, *, hints: Sequence[TaskHint] = (),
                  cert: str | None = None, key: str | None = None,
                  queue: QueueProvider | None = None,
-                 report: Callable[[str], None] = say, watch: WriterWatch | None = None) -> None:
+                 report: Callable[[str], None] = say) -> None:
         tls = tls_context(cert, key) if cert is not None and key is not None else None
-        self.state = ExportState(host, hints, watch=watch)
+        self.state = ExportState(host, hints)
         self.collector = ScrapeCollector(self.state, queue, report)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
@@ -148,8 +147,7 @@ def live_queue() -> QueueProvider:
 
 def from_args(args: MetricsFlags, host: str, hints: Sequence[TaskHint] = (),
               listen: str | None = None,
-              queue: QueueProvider | None = None,
-              watch: WriterWatch | None = None) -> Exporter | None:
+              queue: QueueProvider | None = None) -> Exporter | None:
     """The exporter `--serve-metrics` asks for (bound, not yet serving), or `None` without it.
 
     Raises:
@@ -163,4 +161,4 @@ def from_args(args: MetricsFlags, host: str, hints: Sequence[TaskHint] = (),
     except ValueError as error:
         raise ExporterError(str(error)) from None
     return Exporter(address, host, hints=hints, cert=getattr(args, "metrics_cert", None),
-                    key=getattr(args, "metrics_key", None), queue=queue, watch=watch)
+                    key=getattr(args, "metrics_key", None), queue=queue)

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collectors.base import GpuherdError
-from collectors.loop import run_collector
 from collectors.nvml import NvmlBackend
 from collectors.samples import GpuTick
 from collectors.session_format import COMMAND_EXIT_FILE
 from gpuherd import exit_codes
+from gpuherd.engine.threads import run_here
 from gpuherd.format import GIB, format_size
 from gpuherd.proc.tree import ProcessTree
 from gpuherd.queue.adopt import adopt
@@ -306,7 +306,7 @@ def run_headless(state_dir: Path, ledger_dir: Path, *, settle_s: float = SETTLE_
                     runner.step()  # adopt what a previous runner left before the first tick
                     feed.banner = (f"running the queue in {state_dir} (settle {settle_s:g} s, "
                                    f"ledger {ledger_dir}); Ctrl-C stops the runner, not the jobs")
-                    run_collector(gpu_source(interval_s, nvml_backend), feed, stop)
+                    run_here(gpu_source(interval_s, nvml_backend), feed, stop)
                 left = len(store.jobs([JobState.RUNNING, JobState.LAUNCHING]))
             finally:
                 store.close()

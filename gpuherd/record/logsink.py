@@ -81,6 +81,9 @@ class LogSink:
             writer.write_event({"kind": "log_restarted", "task": state.label, "how": how})
         if batch.lost_bytes:
             writer.write_event(lost_event(state.label, batch))
+        if batch.notice:
+            writer.write_event({"t": batch.taken_at, "kind": EVENT.log_polling,
+                                "task": state.label, "msg": batch.notice})
         if batch.metrics:
             self._write(writer, state, self._rows(state, batch))
         for line, finding in batch.findings:
