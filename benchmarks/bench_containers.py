@@ -34,8 +34,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.base import Sampled  # noqa: E402
-from collectors.containers import DockerCollector  # noqa: E402
 from collectors.loop import run_collector  # noqa: E402
+from collectors.machine.containers import DockerCollector  # noqa: E402
 from tests.docker_env import Containers, build_image, docker, engine_problem  # noqa: E402
 
 

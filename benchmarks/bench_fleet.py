@@ -45,11 +45,11 @@ SESSIONS = [ROOT / "tests/data/sessions/e2e", ROOT / "tests/data/sessions/tasks"
 
 def simulate(hosts: int, port_file: Path) -> None:
     """Serve `hosts` replaying exporters until killed; their ports go to `port_file`."""
-    from collectors.replay import SessionReplay
+    from collectors.replay.replay import SessionReplay
     from gpuherd.export.address import parse_listen
     from gpuherd.export.exporter import Exporter
     from gpuherd.export.headless import Feed, running_set, sink
-    from gpuherd.monitor_logs import replay_hints
+    from gpuherd.tasks.hints import replay_hints
 
     ports = []
     for i in range(hosts):

@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_parse_recall import found, replace_section, same_value  # noqa: E402
 
-from gpuherd.parse_command import parse_file  # noqa: E402
+from gpuherd.parse.parse_command import parse_file  # noqa: E402
 from parsers.registry import FRAMEWORK_FORMATS  # noqa: E402
 from tests.unit.hand_read_unseen import UNSEEN  # noqa: E402
 from tests.unit.test_parsers_hand_read import HAND_READ as FRAMEWORK_READ  # noqa: E402

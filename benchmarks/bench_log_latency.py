@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from collectors.base import Sampled  # noqa: E402
-from collectors.logtail import LogTailCollector  # noqa: E402
-from collectors.logtail_waker import TailWaker  # noqa: E402
+from collectors.logs.logtail import LogTailCollector  # noqa: E402
+from collectors.logs.logtail_waker import TailWaker  # noqa: E402
 from collectors.loop import run_collector  # noqa: E402
 
 WRITER = r"""

@@ -27,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.base import CollectorUnavailable  # noqa: E402
-from collectors.nvml import NvmlCollector, ProcessEntry  # noqa: E402
+from collectors.machine.nvml import NvmlCollector, ProcessEntry  # noqa: E402
 
 HOLD_2_GIB = """
 import sys, torch
@@ -184,7 +184,7 @@ def main() -> int:
         anchor = None if args.fake or args.no_anchor else measure_nvitop(args.ticks, args.warmup)
         per_call = None
         if args.per_call and not args.fake:
-            from collectors.nvml import PynvmlBackend
+            from collectors.machine.nvml import PynvmlBackend
 
             per_call = measure_per_call(PynvmlBackend(), args.ticks)
     finally:

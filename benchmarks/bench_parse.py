@@ -41,7 +41,7 @@ sys.path.append(str(ROOT))  # after site-packages: an installed (maybe compiled)
 
 import parsers.text  # noqa: E402
 from gpuherd import parsers_compiled  # noqa: E402
-from gpuherd.parse_command import iter_lines  # noqa: E402
+from gpuherd.parse.parse_command import iter_lines  # noqa: E402
 from parsers.findings import scan_line  # noqa: E402
 from parsers.registry import DOCUMENT_FORMATS, detect_format, make_parser  # noqa: E402
 

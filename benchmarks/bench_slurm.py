@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors.host import PidWatch  # noqa: E402
+from collectors.machine.host import PidWatch  # noqa: E402
 from collectors.slurm.collector import JOBS_REFRESH_S, SlurmCollector  # noqa: E402
 from collectors.slurm.commands import slurm_missing  # noqa: E402
 from tests.slurm_env import SlurmJobs, slurm_problem, wait_for  # noqa: E402

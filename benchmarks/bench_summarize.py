@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.make_session import START, make_session  # noqa: E402
-from collectors.session_format import METRICS_COLUMNS  # noqa: E402
+from collectors.session.session_format import METRICS_COLUMNS  # noqa: E402
 
 
 def add_training_log(root: Path, hours: float, seed: int = 1) -> int:

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from collectors.base import Sampled  # noqa: E402
-from collectors.logtail import LogTailCollector  # noqa: E402
+from collectors.logs.logtail import LogTailCollector  # noqa: E402
 from collectors.loop import run_collector  # noqa: E402
 from gpuherd.tasks import TaskTracker  # noqa: E402
 

@@ -43,10 +43,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))  # after site-packages: an installed (maybe compiled) gpuherd wins
 
-from collectors.logtail import LogTailCollector  # noqa: E402
+from collectors.logs.logtail import LogTailCollector  # noqa: E402
 from gpuherd import parsers_compiled  # noqa: E402
 from gpuherd.record.logsink import LogSink  # noqa: E402
-from gpuherd.session import SessionWriter  # noqa: E402
+from gpuherd.session.session import SessionWriter  # noqa: E402
 from parsers.findings import scan_line  # noqa: E402
 from parsers.registry import detect_format, make_parser  # noqa: E402
 

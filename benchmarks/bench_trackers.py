@@ -35,8 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))
 
-from collectors.discovery import LogDiscovery  # noqa: E402
-from collectors.logtail import LogTailCollector  # noqa: E402
+from collectors.logs.discovery import LogDiscovery  # noqa: E402
+from collectors.logs.logtail import LogTailCollector  # noqa: E402
 from collectors.trackers.collector import TrackerRunCollector  # noqa: E402
 from collectors.trackers.stores import find_runs  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Cost of finding which process writes each followed log (`collectors.writers`).
+"""Cost of finding which process writes each followed log (`collectors.machine.writers`).
 
 Starts N real processes (`sleep`), of which L each hold one log open for writing (through a
 shell-less stdout redirect), and every process listed as a GPU process: the worst case, where
@@ -8,7 +8,7 @@ time of one full scan and of one liveness check (what the collector does between
 Then the same with logs that no process holds open (opened and closed at each write, as
 Lightning's `metrics.csv`): L of the processes run in a directory of their own, their logs two
 levels below, and every log is written before every scan, so each full scan also reads every
-candidate's working directory and ties each log by it (`collectors.writers_by_cwd`).
+candidate's working directory and ties each log by it (`collectors.machine.writers_by_cwd`).
 
     python benchmarks/bench_writer_scan.py [--procs 200] [--logs 20] [--rounds 50]
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors.writers import WriterCollector, WriterWatch, scan  # noqa: E402
+from collectors.machine.writers import WriterCollector, WriterWatch, scan  # noqa: E402
 
 
 def timed(fn, rounds: int) -> tuple[float, float]:

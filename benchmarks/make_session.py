@@ -3,7 +3,7 @@
 The numbers are made up (a seeded random walk shaped like a training run); the directory is marked
 `"synthetic": true` in meta.json and its host is `synthetic-host`. It exists only to give the
 summarize and replay benchmarks a session of realistic size. It is written by the real
-`gpuherd.session.SessionWriter`, so it is exactly what a recording of that size looks like.
+`gpuherd.session.session.SessionWriter`, so it is exactly what a recording of that size looks like.
 
     python benchmarks/make_session.py OUT_DIR --gpus 8 --hours 24
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo  # noqa: E402
-from gpuherd.session import SessionWriter  # noqa: E402
+from gpuherd.session.session import SessionWriter  # noqa: E402
 
 GIB = 1 << 30
 TOTAL_BYTES = 80 * GIB

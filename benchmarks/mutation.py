@@ -57,7 +57,7 @@ TESTS: dict[str, list[str]] = {
                             "tests/unit/test_parsers_several_bars.py",
                             "tests/unit/test_parsers_console_formats.py",
                             "tests/unit/test_parsers_golden.py"],
-    "collectors/session_reader.py": ["tests/unit/test_session_reader_pinned.py",
+    "collectors/session/session_reader.py": ["tests/unit/test_session_reader_pinned.py",
                                      "tests/unit/test_session_reader.py",
                                      "tests/unit/test_session_cut_last_cell.py",
                                      "tests/unit/test_session_damage.py",
@@ -185,7 +185,7 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
          "events come from the session reader, which refuses an event whose kind is not a"
          " string: the default is never used"),
     ],
-    "collectors/session_reader.py": [
+    "collectors/session/session_reader.py": [
         ("if found is not None or block == size:", "if found is not None and block == size:",
          "a longer tail has the same last valid row, so reading on to the whole file returns"
          " the same t; with none found, every block up to the whole file finds none"),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from collectors.discovery import DiscoveredLogs
+from collectors.logs.discovery import DiscoveredLogs
+from collectors.machine.writers import WritersTick
 from collectors.samples import ContainerTick, GpuTick, HostSample, LogBatch, QueueSnapshot
 from collectors.slurm.samples import SlurmTick
-from collectors.writers import WritersTick
 
 GPU: Final = "gpu"
 """Ticks of GPUs (`GpuTick`): the GPU panel, the chart, the process table."""

@@ -2,7 +2,7 @@
 
 Samples are built on a collector thread and read on the UI thread, never changed after creation.
 Units are in the field names. `None` means "not available on this device or to this user" and is
-shown as `N/A` by `gpuherd.format`.
+shown as `N/A` by `gpuherd.present.format`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from gpuherd import __version__, exit_codes, parsers_compiled
+from gpuherd import __version__, parsers_compiled
 from gpuherd.commands import demo, note, parse, queue, record, replay, snapshot, summarize
 from gpuherd.commands import fleet as fleet_command
 from gpuherd.commands import monitor as monitor_command
@@ -27,7 +27,8 @@ from gpuherd.commands.flags import (
     watch_notes,
     watch_problem,
 )
-from gpuherd.format import visible
+from gpuherd.common import exit_codes
+from gpuherd.present.format import visible
 
 COMMANDS: dict[str, ModuleType] = {
     "monitor": monitor_command,
@@ -160,7 +161,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def typed_options(args: argparse.Namespace) -> object:
-    """The typed options (`gpuherd.options`) that the command `args` names hands its engine."""
+    """The typed options (`gpuherd.common.options`) the command `args` names hands its engine."""
     return COMMANDS[args.command].options(args)
 
 

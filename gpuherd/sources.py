@@ -16,19 +16,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector
-from collectors.containers import DockerCollector
-from collectors.host import HostCollector, PidWatch
-from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
+from collectors.machine.containers import DockerCollector
+from collectors.machine.host import HostCollector, PidWatch
+from collectors.machine.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
 from collectors.samples import LogBatch
 from collectors.slurm.collector import SlurmCollector
 from collectors.slurm.commands import slurm_missing
 
 if TYPE_CHECKING:
-    from collectors.discovery import DiscoveredLog, DiscoveredLogs, LogDiscovery
-    from collectors.logtail import LogTailCollector
-    from collectors.logtail_waker import TailWaker
+    from collectors.logs.discovery import DiscoveredLog, DiscoveredLogs, LogDiscovery
+    from collectors.logs.logtail import LogTailCollector
+    from collectors.logs.logtail_waker import TailWaker
+    from collectors.machine.writers import WriterWatch
     from collectors.trackers.collector import TrackerRunCollector
-    from collectors.writers import WriterWatch
 
 # The tail, its parsers and watchdog are imported when there are logs to follow: the
 # dashboard's start-up (a first frame within a second) does not pay for them.
@@ -207,7 +207,7 @@ class LiveSources:
         The writer collector finds which process writes each followed log; the running set
         tells its `writers` which files are followed and which pids hold a GPU.
         """
-        from collectors.writers import WriterCollector, WriterWatch
+        from collectors.machine.writers import WriterCollector, WriterWatch
 
         if self.writers is None:
             self.writers = WriterWatch()
@@ -231,7 +231,7 @@ class LiveSources:
     def discovery(self) -> LogDiscovery:
         """The scanner of `--log` globs and `--watch` directories."""
         if self._discovery is None:
-            from collectors.discovery import LogDiscovery
+            from collectors.logs.discovery import LogDiscovery
 
             o = self.options
             self._discovery = LogDiscovery(o.logs, o.watch,
@@ -240,7 +240,7 @@ class LiveSources:
 
     def discovery_collector(self) -> Collector[DiscoveredLogs]:
         """The collector that scans every `discovery_interval_s` (its scans feed `tails`)."""
-        from collectors.discovery import DiscoveryCollector
+        from collectors.logs.discovery import DiscoveryCollector
 
         return DiscoveryCollector(self.discovery, self.options.discovery_interval_s)
 
@@ -249,8 +249,8 @@ class LiveSources:
 
         A tracker's run is read by its own collector (`collectors.trackers`), every second.
         """
-        from collectors.logtail import LogTailCollector
-        from collectors.logtail_waker import TailWaker
+        from collectors.logs.logtail import LogTailCollector
+        from collectors.logs.logtail_waker import TailWaker
         from collectors.trackers.collector import TrackerRunCollector, is_tracker_run
 
         if is_tracker_run(path):
@@ -329,7 +329,7 @@ def log_sources(logs: Sequence[str], watch: Sequence[str], *, exclude: Sequence[
 
     `exclude` names directories never scanned (a recording's own session directory, whose
     `command.log` is followed as the `command` task already). Beside discovery runs the
-    collector that finds which process writes each followed log (`collectors.writers`); the
+    collector that finds which process writes each followed log (`collectors.machine.writers`); the
     running set tells its watch which files are followed and which pids hold a GPU.
     """
     sources = live_sources(SourceOptions(logs=logs, watch=watch, exclude=exclude,

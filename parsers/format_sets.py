@@ -1,6 +1,7 @@
 """Sets of format names by how their files are written; no parser is imported here.
 
-`collectors.writers` reads `REOPENED_FORMATS` on the live dashboard's start-up path, where the
+`collectors.machine.writers` reads `REOPENED_FORMATS` on the live dashboard's start-up path,
+where the
 parsers (`parsers.registry`) are not loaded yet.
 """
 
@@ -25,5 +26,6 @@ REOPENED_FORMATS: frozenset[str] = CSV_FORMATS | DOCUMENT_FORMATS | frozenset(
 (Lightning's `CSVLogger`, the Trainer's `trainer_state.json`, MLflow's metric files,
 LLaMA-Factory's `trainer_log.jsonl`, mmengine's `scalars.json`, DETR's `log.txt`): a scan of
 open files rarely catches them, so their writer is also looked for by working directory
-(`collectors.writers_by_cwd`). Not the console formats, whose log the training's stdout holds
+(`collectors.machine.writers_by_cwd`). Not the console formats, whose log the training's stdout
+holds
 open, nor detectron2's `metrics.json`, which its `JSONWriter` holds open."""

@@ -11,7 +11,7 @@ from typing import Any
 import pynvml  # noqa: TID251
 
 from collectors.base import CollectorUnavailable, SourceExhausted
-from collectors.nvml import MemoryInfo, ProcessEntry
+from collectors.machine.nvml import MemoryInfo, ProcessEntry
 
 GiB = 1 << 30
 MiB = 1 << 20

@@ -11,9 +11,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuherd import monitor  # noqa: E402
 from gpuherd.cli import parse_args  # noqa: E402
 from gpuherd.commands.monitor import options  # noqa: E402
+from gpuherd.dashboard import monitor  # noqa: E402
 from tests.queue_runner_fake import ScriptedNvml  # noqa: E402
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpuherd.cli import parse_args  # noqa: E402
-from gpuherd.options import from_namespace
+from gpuherd.common.options import from_namespace
 from gpuherd.queue import queue_command  # noqa: E402
 from gpuherd.queue.options import QueueOptions  # noqa: E402
 from tests.fakes import FakeGpu, FakeNvml  # noqa: E402

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors.nvml import MemoryInfo, ProcessEntry  # noqa: E402
+from collectors.machine.nvml import MemoryInfo, ProcessEntry  # noqa: E402
 from gpuherd.commands.queue_run import add_run_arguments, check_run  # noqa: E402
 from gpuherd.queue.ledger import default_ledger_dir  # noqa: E402
 from gpuherd.queue.runner import run_headless  # noqa: E402

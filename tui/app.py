@@ -20,13 +20,13 @@ from collectors.base import (
     Sampled,
     Unavailable,
 )
-from collectors.containers import NoEngine
+from collectors.machine.containers import NoEngine
+from collectors.machine.writers import WriterWatch
 from collectors.roles import DISCOVERY, GPU, LOG, WRITERS, role_of, sample_role
 from collectors.samples import GpuTick
-from collectors.writers import WriterWatch
 from gpuherd.engine.gate import EarlyCollectors
 from gpuherd.engine.threads import CollectorThread
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 from gpuherd.sources import TailSupervisor
 from tui.messages import CollectorEventReceived, RecordingClosed, RecordingEnding
 from tui.options import DashboardOptions
@@ -138,7 +138,7 @@ class GpuherdApp(App[int]):
         """Stop the collector threads, waiting a few seconds for them to close their sources.
 
         While a recorded command runs they are left running: the recording goes on without
-        the dashboard (`gpuherd.monitor_record`), and stops them when it closes.
+        the dashboard (`gpuherd.dashboard.monitor_record`), and stops them when it closes.
         """
         if self.record is not None and self.record.goes_on():
             return

@@ -6,9 +6,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.container_gpu import gpu_use_by_container
+from collectors.machine.container_gpu import gpu_use_by_container
 from collectors.samples import ContainerTick, GpuTick, HostSample
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 
 
 @dataclass(frozen=True, slots=True)

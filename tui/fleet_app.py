@@ -12,7 +12,7 @@ from textual.widgets import Footer, Static
 
 from collectors.base import Collector, CollectorEvent, Crashed, Failed, Recovered, Sampled
 from gpuherd.fleet.model import FleetSnapshot
-from gpuherd.format import fmt_timestamp, visible
+from gpuherd.present.format import fmt_timestamp, visible
 from tui.collector_threads import CollectorThreads
 from tui.messages import CollectorEventReceived
 from tui.widgets.fleet_table import FleetTable

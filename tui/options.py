@@ -14,9 +14,9 @@ from collectors.samples import LogBatch
 if TYPE_CHECKING:
     from gpuherd.engine.gate import EarlyCollectors
     from gpuherd.engine.running import PidSink
-    from gpuherd.monitor_logs import TaskHint
     from gpuherd.record.dashboard import DashboardRecording
     from gpuherd.sources import TailSupervisor
+    from gpuherd.tasks.hints import TaskHint
 
 
 @dataclass

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from collectors.container_gpu import container_label
+from collectors.machine.container_gpu import container_label
 from collectors.samples import GpuSample, GpuTick, HostSample, ProcessInfo
 
 

@@ -108,7 +108,7 @@ class RecordLink:
         """`q` or Ctrl-C: True when the app may exit now; otherwise closing starts first.
 
         While the command runs the dashboard is left at once: the recording goes on headless
-        (`gpuherd.monitor_record` says how to stop it), the command is never signalled.
+        (`gpuherd.dashboard.monitor_record` says how to stop it), the command is never signalled.
         Without a command (or once it ended) `q` closes the recording, letting the tails read
         to the end of each log, then exits; a second `q` exits at once (the session is still
         closed, after the dashboard, and says how much of the logs was not read).

@@ -9,7 +9,7 @@ from typing import Any
 from collectors.samples import GpuTick
 from collectors.slurm.samples import SlurmTick
 from collectors.slurm.usage import IdleWatch, job_gpu_use
-from gpuherd.format import NA, fmt_bytes, fmt_pct, visible
+from gpuherd.present.format import NA, fmt_bytes, fmt_pct, visible
 
 NONE = "-"
 STATE_STYLES = {"RUNNING": "green", "SUSPENDED": "yellow", "COMPLETING": "dim"}

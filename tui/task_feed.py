@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector
-from collectors.discovery import DiscoveredLogs
+from collectors.logs.discovery import DiscoveredLogs
+from collectors.machine.writers import WritersTick
 from collectors.roles import LOG, role_of
 from collectors.samples import GpuTick, LogBatch
-from collectors.writers import WritersTick
 from gpuherd.engine.running import RunningSet
 from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState
@@ -18,7 +18,7 @@ from tui.tasks import task_rows
 if TYPE_CHECKING:
     from textual.app import App
 
-    from gpuherd.monitor_logs import TaskHint
+    from gpuherd.tasks.hints import TaskHint
     from tui.screens.main import MainScreen
 
 REDRAW_S = 0.25

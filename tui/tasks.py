@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from collectors.samples import GpuSample, GpuTick
-from gpuherd.chart_values import spread_repeats
-from gpuherd.format import fmt_bytes, fmt_duration, fmt_metric, fmt_pct, visible
+from gpuherd.present.chart_values import spread_repeats
+from gpuherd.present.format import fmt_bytes, fmt_duration, fmt_metric, fmt_pct, visible
 from gpuherd.tasks import TaskView
 from gpuherd.tasks.health import Finding
 from gpuherd.tasks.view import label_of

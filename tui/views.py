@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from rich.text import Text
 
 from collectors.samples import GpuTick
-from gpuherd.format import GIB, MIB, fmt_bytes_gib
+from gpuherd.present.format import GIB, MIB, fmt_bytes_gib
 from tui.processes import SortKey, memory_gaps
 from tui.state import GpuHistory
 from tui.widgets.plot import Series

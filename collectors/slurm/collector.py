@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from collectors.base import CollectorError, CollectorUnavailable
-from collectors.host import PidWatch
+from collectors.machine.host import PidWatch
 from collectors.slurm.commands import node_name, run_slurm, slurm_missing
 from collectors.slurm.parse import SQUEUE_FORMAT, gpu_indexes_on_node, parse_squeue_line
 from collectors.slurm.pids import PidJobs

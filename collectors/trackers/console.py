@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from collectors.logtail_digest import DigestParts, LineDigest
-from collectors.logtail_formats import RegistryFormats
-from collectors.logtail_lines import LineAssembler
+from collectors.logs.logtail_digest import DigestParts, LineDigest
+from collectors.logs.logtail_formats import RegistryFormats
+from collectors.logs.logtail_lines import LineAssembler
 
 READ_CHUNK_BYTES = 64 * 1024
 

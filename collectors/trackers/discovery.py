@@ -1,6 +1,6 @@
 """What a `--watch` walk finds of trackers: run files, and the runs (tasks) they stand for.
 
-`collectors.discovery` asks `tracker_file` about each file it meets and hands the ones that
+`collectors.logs.discovery` asks `tracker_file` about each file it meets and hands the ones that
 belong to a tracker's run to a `TrackerRuns` of that scan, which gives each run once.
 """
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.argcheck import check_speed
 from gpuherd.commands.flags import add_speed, first_problem
-from gpuherd.options import MonitorOptions, from_namespace
+from gpuherd.common.argcheck import check_speed
+from gpuherd.common.options import MonitorOptions, from_namespace
 
 HELP = "replay the bundled session recorded on a real GPU, in a loop"
 EPILOG = "`gpuherd --demo` is the same command."
@@ -30,6 +30,6 @@ def options(args: argparse.Namespace) -> MonitorOptions:
 
 def run(args: argparse.Namespace) -> int:
     """Replay the demo session until `q`."""
-    from gpuherd import monitor
+    from gpuherd.dashboard import monitor
 
     return monitor.run(options(args))

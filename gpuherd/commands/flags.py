@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import NoReturn
 
-from gpuherd.argcheck import finite_float
+from gpuherd.common.argcheck import finite_float
 from gpuherd.export.address import parse_listen  # standard library only
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.argcheck import finite_float
-from gpuherd.options import FleetOptions, from_namespace
+from gpuherd.common.argcheck import finite_float
+from gpuherd.common.options import FleetOptions, from_namespace
 
 HELP = "the fleet view: every host's GPUs as Prometheus sees them, most free memory first"
 EPILOG = """\

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.argcheck import check_interval, finite_float
 from gpuherd.commands.flags import (
     add_interval,
     add_logs,
@@ -12,8 +11,9 @@ from gpuherd.commands.flags import (
     first_problem,
     metrics_problem,
 )
-from gpuherd.options import MonitorOptions, from_namespace
-from gpuherd.queue.defaults import GRACE_S, MARGIN_TEXT, SETTLE_S
+from gpuherd.common.argcheck import check_interval, finite_float
+from gpuherd.common.options import MonitorOptions, from_namespace
+from gpuherd.common.queue_defaults import GRACE_S, MARGIN_TEXT, SETTLE_S
 
 HELP = "the live dashboard of this machine (the default command)"
 EPILOG = ("`gpuherd` alone runs this command. Without an NVIDIA driver the dashboard still "
@@ -77,6 +77,6 @@ def options(args: argparse.Namespace) -> MonitorOptions:
 
 def run(args: argparse.Namespace) -> int:
     """Show the dashboard until `q`."""
-    from gpuherd import monitor
+    from gpuherd.dashboard import monitor
 
     return monitor.run(options(args))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.options import NoteOptions, from_namespace
+from gpuherd.common.options import NoteOptions, from_namespace
 
 HELP = "write the verification note of a recorded run into an example.yaml"
 EPILOG = ("DIR is a session directory written by `gpuherd record`; PATH is the example.yaml "

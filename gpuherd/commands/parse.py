@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.options import ParseOptions, from_namespace
+from gpuherd.common.options import ParseOptions, from_namespace
 
 HELP = "print the metrics and health findings found in training-log files"
 FORMAT_NAMES = ("tensorboard_csv", "mlflow", "lightning_csv", "timm_csv", "ultralytics_csv",
@@ -39,6 +39,6 @@ def options(args: argparse.Namespace) -> ParseOptions:
 
 def run(args: argparse.Namespace) -> int:
     """Parse the files."""
-    from gpuherd import parse_command
+    from gpuherd.parse import parse_command
 
     return parse_command.run(options(args))

@@ -6,9 +6,9 @@ import argparse
 
 from gpuherd.commands import queue_run
 from gpuherd.commands.flags import usage_with_command
-from gpuherd.format import format_size
-from gpuherd.options import from_namespace
-from gpuherd.queue.defaults import MARGIN_BYTES, MAX_UTIL_PCT, SETTLE_S, STOP_GRACE_S
+from gpuherd.common.options import from_namespace
+from gpuherd.common.queue_defaults import MARGIN_BYTES, MAX_UTIL_PCT, SETTLE_S, STOP_GRACE_S
+from gpuherd.present.format import format_size
 from gpuherd.queue.options import QueueOptions
 
 HELP = "queue jobs that start when a GPU has room for them (add, ls, show, rm, cancel, ...)"

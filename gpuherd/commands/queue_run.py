@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.argcheck import check_interval, finite_float
-from gpuherd.queue.defaults import GRACE_S, MARGIN_TEXT, SETTLE_S
+from gpuherd.common.argcheck import check_interval, finite_float
+from gpuherd.common.queue_defaults import GRACE_S, MARGIN_TEXT, SETTLE_S
 
 RUN_HELP = "run the queue: launch waiting jobs when their GPUs have room (headless)"
 RUN_EPILOG = """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.queue.defaults import MAX_UTIL_PCT
+from gpuherd.common.queue_defaults import MAX_UTIL_PCT
 
 
 def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:

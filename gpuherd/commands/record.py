@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.argcheck import check_interval, check_peak_interval, finite_float, parse_duration
 from gpuherd.commands.flags import (
     add_interval,
     add_logs,
@@ -12,7 +11,13 @@ from gpuherd.commands.flags import (
     first_problem,
     metrics_problem,
 )
-from gpuherd.options import RecordOptions, from_namespace
+from gpuherd.common.argcheck import (
+    check_interval,
+    check_peak_interval,
+    finite_float,
+    parse_duration,
+)
+from gpuherd.common.options import RecordOptions, from_namespace
 
 HELP = "record GPUs, host and training logs into a session directory (headless, or --tui)"
 EPILOG = """\
@@ -75,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     """Record headless, or with `--tui` behind the dashboard."""
     recording = options(args)
     if recording.tui:
-        from gpuherd import monitor_record
+        from gpuherd.dashboard import monitor_record
 
         return monitor_record.run(recording)
     from gpuherd.record import command

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.argcheck import check_speed
 from gpuherd.commands.flags import add_serve_metrics, add_speed, first_problem, metrics_problem
-from gpuherd.options import MonitorOptions, from_namespace
+from gpuherd.common.argcheck import check_speed
+from gpuherd.common.options import MonitorOptions, from_namespace
 
 HELP = "drive the dashboard from a recorded session directory"
 EPILOG = ("DIR is a session directory written by `gpuherd record` (docs/session-format.md); it "
@@ -33,6 +33,6 @@ def options(args: argparse.Namespace) -> MonitorOptions:
 
 def run(args: argparse.Namespace) -> int:
     """Replay DIR once on the dashboard."""
-    from gpuherd import monitor
+    from gpuherd.dashboard import monitor
 
     return monitor.run(options(args))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.argcheck import check_interval, check_speed
 from gpuherd.commands.flags import (
     add_interval,
     add_logs,
@@ -13,7 +12,8 @@ from gpuherd.commands.flags import (
     first_problem,
     metrics_problem,
 )
-from gpuherd.options import ServeMetricsOptions, from_namespace
+from gpuherd.common.argcheck import check_interval, check_speed
+from gpuherd.common.options import ServeMetricsOptions, from_namespace
 
 HELP = "export this machine (or a recorded session) as Prometheus metrics, headless"
 EPILOG = """\

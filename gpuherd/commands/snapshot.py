@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.options import SnapshotOptions, from_namespace
+from gpuherd.common.options import SnapshotOptions, from_namespace
 
 HELP = "print one sample of everything and exit"
 EPILOG = ("Exit status 0 when every GPU was read, 1 when a GPU could not be read, 3 without an "
@@ -24,6 +24,6 @@ def options(args: argparse.Namespace) -> SnapshotOptions:
 
 def run(args: argparse.Namespace) -> int:
     """Take and print the snapshot."""
-    from gpuherd import snapshot
+    from gpuherd.snapshot import snapshot
 
     return snapshot.run(options(args))

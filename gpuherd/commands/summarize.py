@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpuherd.options import SummarizeOptions, from_namespace
+from gpuherd.common.options import SummarizeOptions, from_namespace
 
 HELP = "summarize a recorded session directory"
 EPILOG = ("DIR is a session directory written by `gpuherd record`; summary.json and summary.md "

@@ -18,7 +18,7 @@ from gpuherd.engine.running import PidSink, RunningSet
 from gpuherd.engine.threads import Crash, SourceThreads
 
 if TYPE_CHECKING:
-    from collectors.writers import WriterWatch
+    from collectors.machine.writers import WriterWatch
     from gpuherd.sources import TailSupervisor
 
 

@@ -21,19 +21,19 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from collectors.base import Collector, CollectorEvent, Crashed, Sampled
-from collectors.discovery import DiscoveredLogs
-from collectors.host import gpu_pids
+from collectors.logs.discovery import DiscoveredLogs
 from collectors.loop import Emit
+from collectors.machine.host import gpu_pids
 from collectors.samples import GpuTick, LogBatch
 from gpuherd.engine.threads import STOP_WAIT_S, CollectorThread, SourceThreads
 
 if TYPE_CHECKING:
-    from collectors.writers import WriterWatch
+    from collectors.machine.writers import WriterWatch
     from gpuherd.sources import TailSupervisor
 
 
 class PidSink(Protocol):
-    """Where the pids seen on the GPUs go (`collectors.host.PidWatch`)."""
+    """Where the pids seen on the GPUs go (`collectors.machine.host.PidWatch`)."""
 
     def set(self, pids: Iterable[int]) -> None:
         """Replace the watched pids."""

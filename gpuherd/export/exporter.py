@@ -19,15 +19,15 @@ from prometheus_client.registry import CollectorRegistry
 
 from collectors.base import CollectorEvent
 from collectors.samples import GpuTick
-from collectors.session_format import COMMAND_LOG_FILE
+from collectors.session.session_format import COMMAND_LOG_FILE
+from gpuherd.common.options import MetricsFlags, RecordOptions
 from gpuherd.export.address import ListenAddress, parse_listen
 from gpuherd.export.queue_metrics import QueueProvider
 from gpuherd.export.scrape import ScrapeCollector
 from gpuherd.export.server import ExporterError, MetricsServer, tls_context
 from gpuherd.export.state import ExportState
-from gpuherd.format import visible
-from gpuherd.monitor_logs import COMMAND_TASK, TaskHint
-from gpuherd.options import MetricsFlags, RecordOptions
+from gpuherd.present.format import visible
+from gpuherd.tasks.hints import COMMAND_TASK, TaskHint
 
 
 def say(line: str) -> None:

@@ -27,14 +27,14 @@ from collectors.base import (
     Sampled,
     Unavailable,
 )
+from collectors.machine.writers import WriterWatch
 from collectors.samples import LogBatch
-from collectors.writers import WriterWatch
-from gpuherd import exit_codes
+from gpuherd.common import exit_codes
+from gpuherd.common.options import ServeMetricsOptions
 from gpuherd.engine.running import RunningSet
 from gpuherd.export.exporter import Exporter, from_args, live_queue, say
-from gpuherd.monitor_logs import TaskHint, replay_hints
-from gpuherd.options import ServeMetricsOptions
 from gpuherd.sources import LiveSources, SourceOptions, live_sources
+from gpuherd.tasks.hints import TaskHint, replay_hints
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STOP_WAIT_S = 5.0
@@ -59,7 +59,7 @@ class Feed:
 def build_feed(args: ServeMetricsOptions) -> Feed:
     """The replayed session (`--replay DIR`) or this machine; raises `GpuherdError` when bad."""
     if args.replay is not None:
-        from collectors.replay import SessionReplay
+        from collectors.replay.replay import SessionReplay
 
         directory = Path(args.replay)
         replay = SessionReplay(directory, speed=args.speed,

@@ -26,9 +26,9 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
 from collectors.base import GpuherdError
-from gpuherd.deadline import Deadline
+from gpuherd.common.deadline import Deadline
 from gpuherd.export.address import METRICS_PATH, ListenAddress
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 
 REQUEST_TIMEOUT_S = 10.0
 """A connection idle this long is closed (a slow or stuck client holds one thread, briefly)."""

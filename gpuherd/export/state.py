@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.base import CollectorEvent, Failed, Recovered, Sampled, Unavailable
-from collectors.containers import DockerCollector
-from collectors.discovery import DiscoveredLogs
+from collectors.logs.discovery import DiscoveredLogs
+from collectors.machine.containers import DockerCollector
+from collectors.machine.writers import WritersTick
 from collectors.samples import GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
 from collectors.slurm.samples import SlurmTick
-from collectors.writers import WritersTick
-from gpuherd.monitor_logs import TaskHint
 from gpuherd.tasks import TaskTracker, TaskView
+from gpuherd.tasks.hints import TaskHint
 
 PEAK_WINDOW_S = 15.0
 """The recent peak is the highest fast reading of the last 15 s of samples: Prometheus's

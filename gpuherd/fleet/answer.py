@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.base import GpuherdError
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 
 MAX_SAID_CHARS = 300
 """The most of a server's own error text shown (it is the server's to choose, so it is cut)."""

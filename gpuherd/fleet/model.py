@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from gpuherd.fleet.promql import Series
-from gpuherd.format import MIB
+from gpuherd.present.format import MIB
 from gpuherd.tasks.health import severity_of
 
 """dcgm-exporter reports framebuffer memory in MiB."""

@@ -13,9 +13,9 @@ import http.client
 import json
 import urllib.parse
 
-from gpuherd.deadline import Deadline
+from gpuherd.common.deadline import Deadline
 from gpuherd.fleet.answer import PrometheusError, Series, read_answer, said
-from gpuherd.format import fmt_bytes
+from gpuherd.present.format import fmt_bytes
 
 __all__ = ["PrometheusClient", "PrometheusError", "Series", "check_url"]
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from gpuherd import exit_codes
+from gpuherd.common import exit_codes
+from gpuherd.common.options import FleetOptions
 from gpuherd.fleet.promql import PrometheusClient, PrometheusError
 from gpuherd.fleet.source import FleetSource
-from gpuherd.format import visible
-from gpuherd.options import FleetOptions
+from gpuherd.present.format import visible
 
 
 def run(args: FleetOptions) -> int:
     """Exit status 2 with one line when Prometheus is no use; else the view until `q`."""
-    from gpuherd.monitor import terminal_problem
+    from gpuherd.dashboard.monitor import terminal_problem
 
     try:
         source = FleetSource(PrometheusClient(args.prometheus), args.interval, args.stale_after,

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.session_format import EVENT
-from gpuherd.format import fmt_num
+from collectors.session.session_format import EVENT
 from gpuherd.note.gpus import card_size_gb, gpu_sentences
 from gpuherd.note.yaml_edit import YamlEditError
+from gpuherd.present.format import fmt_num
 from gpuherd.summary.summary import Summary
 from parsers.vocabulary import LOSS_NAMES, SUMMARY_METRICS
 
@@ -152,7 +152,7 @@ def _limitations(data: dict[str, Any]) -> list[str]:
 
 
 def _no_engine(event: dict[str, Any]) -> bool:
-    """A host without a container engine: nothing was missed (`collectors.containers.NoEngine`)."""
+    """A host without a container engine: nothing was missed (`containers.NoEngine`)."""
     return event.get("source") == "docker" and str(event.get("msg", "")).startswith(
         "no container engine")
 

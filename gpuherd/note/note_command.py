@@ -6,11 +6,11 @@ import sys
 from pathlib import Path
 
 from collectors.base import GpuherdError
-from gpuherd import exit_codes
-from gpuherd.format import visible, visible_lines
+from gpuherd.common import exit_codes
+from gpuherd.common.options import NoteOptions
 from gpuherd.note.note import compose
 from gpuherd.note.note_file import NoteWriteError, diff, updated_text, write_note
-from gpuherd.options import NoteOptions
+from gpuherd.present.format import visible, visible_lines
 from gpuherd.summary.summary import summarize
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = exit_codes.OK, exit_codes.FAILED, exit_codes.USAGE

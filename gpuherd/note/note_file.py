@@ -7,9 +7,9 @@ import os
 import stat
 from pathlib import Path
 
+from gpuherd.common.safe_files import Directory, trusted_owners
 from gpuherd.note.note import BLOCK, Note, NoteError
 from gpuherd.note.yaml_edit import MAX_TEXT_CHARS, YamlEditError, set_block
-from gpuherd.safe_files import Directory, trusted_owners
 
 MAX_EXAMPLE_BYTES = MAX_TEXT_CHARS
 """Example files are a few KB; a larger one is refused before it is parsed."""

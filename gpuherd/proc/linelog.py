@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Callable
 
-from gpuherd.safe_files import Directory
+from gpuherd.common.safe_files import Directory
 
 PARTIAL_LINE_S = 0.2
 """A partial line (a prompt, a progress bar) is written after this long without more output."""

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gpuherd.safe_files import Directory
+from gpuherd.common.safe_files import Directory
 
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psutil
 
-from collectors.process_alive import process_start_time
+from collectors.machine.process_alive import process_start_time
 
 
 class ProcessTree:

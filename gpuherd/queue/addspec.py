@@ -14,7 +14,7 @@ import re
 import stat
 from collections.abc import Mapping, Sequence
 
-from gpuherd.format import format_size
+from gpuherd.present.format import format_size
 from gpuherd.queue.jobs import JobSpec, JobState
 from gpuherd.queue.options import QueueOptions
 from gpuherd.queue.sizes import parse_size

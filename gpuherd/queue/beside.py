@@ -16,7 +16,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from collectors.base import CollectorEvent
-from gpuherd.queue.defaults import GRACE_S, MARGIN_BYTES, SETTLE_S
+from gpuherd.common.queue_defaults import GRACE_S, MARGIN_BYTES, SETTLE_S
 from gpuherd.queue.headless import Feed, runner_lock
 from gpuherd.queue.jobs import JobState
 from gpuherd.queue.ledger import Ledger

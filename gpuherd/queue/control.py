@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from gpuherd.queue.defaults import STOP_GRACE_S
+from gpuherd.common.queue_defaults import STOP_GRACE_S
 from gpuherd.queue.jobs import Job
 from gpuherd.queue.liveness import command_process, process_start_time, same_process
 

@@ -22,7 +22,7 @@ from collectors.base import (
     Unavailable,
 )
 from collectors.samples import GpuTick
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 
 Say = Callable[[str], None]
 

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
-from gpuherd.format import fmt_gib_or_mib as _size
-from gpuherd.queue.defaults import MARGIN_BYTES, SETTLE_S
+from gpuherd.common.queue_defaults import MARGIN_BYTES, SETTLE_S
+from gpuherd.present.format import fmt_gib_or_mib as _size
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.readings import GpuReading, HeadroomWindow
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from gpuherd.queue.defaults import MAX_UTIL_PCT
+from gpuherd.common.queue_defaults import MAX_UTIL_PCT
 
 
 class JobState(str, enum.Enum):

@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuherd.format import visible
+from gpuherd.common.safe_files import Directory
+from gpuherd.present.format import visible
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.liveness import process_start_time
 from gpuherd.queue.store import QueueError, QueueStore
-from gpuherd.safe_files import Directory
 
 RUNNER_OUT = "runner.out"
 """The recorder's own stdout and stderr in the session directory (the command's are in

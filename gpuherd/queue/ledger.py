@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 from gpuherd.queue.headroom import Reservation
 from gpuherd.queue.ledger_files import (
     MAX_ENTRY_BYTES,

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from collectors.base import GpuherdError
-from collectors.process_alive import running_process
+from collectors.machine.process_alive import running_process
+from gpuherd.common.safe_files import user_name
 from gpuherd.queue.headroom import Reservation
-from gpuherd.safe_files import user_name
 
 MAX_ENTRY_BYTES = 4096
 MAX_TEXT = 256

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gpuherd.safe_files import kind_of, user_name
+from gpuherd.common.safe_files import kind_of, user_name
 
 LOCK_NAME = "ledger.lock"
 LOCK_TIMEOUT_S = 5.0

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from gpuherd.format import fmt_duration, fmt_timestamp, format_size
+from gpuherd.present.format import fmt_duration, fmt_timestamp, format_size
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.store_rows import DamagedRow
 

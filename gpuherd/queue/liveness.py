@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from collectors.process_alive import SAME_START_TOLERANCE_S, process_start_time
-from collectors.process_alive import process_alive as same_process
-from collectors.rows import SessionFormatError
-from collectors.session_format import COMMAND_EXIT_FILE, EVENT, EVENTS_FILE, LOCK_FILE, META
-from collectors.session_meta import (
+from collectors.machine.process_alive import SAME_START_TOLERANCE_S, process_start_time
+from collectors.machine.process_alive import process_alive as same_process
+from collectors.session.rows import SessionFormatError
+from collectors.session.session_format import COMMAND_EXIT_FILE, EVENT, EVENTS_FILE, LOCK_FILE, META
+from collectors.session.session_meta import (
     MAX_EVENT_BYTES,
     JsonProblem,
     is_number,
@@ -27,7 +27,7 @@ from collectors.session_meta import (
     read_event,
     read_meta,
 )
-from collectors.session_reader import SessionReader
+from collectors.session.session_reader import SessionReader
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.state_files import disk_full_note
 from gpuherd.queue.store import QueueStore

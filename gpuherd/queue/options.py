@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuherd.queue.defaults import MAX_UTIL_PCT, STOP_GRACE_S
+from gpuherd.common.queue_defaults import MAX_UTIL_PCT, STOP_GRACE_S
 
 
 @dataclass(frozen=True, slots=True)

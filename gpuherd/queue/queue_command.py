@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 
 from collectors.base import CollectorUnavailable
-from collectors.nvml import NvmlBackend, NvmlSession
-from gpuherd import exit_codes
-from gpuherd.format import format_size, visible, visible_lines
+from collectors.machine.nvml import NvmlBackend, NvmlSession
+from gpuherd.common import exit_codes
+from gpuherd.present.format import format_size, visible, visible_lines
 from gpuherd.queue import listing
 from gpuherd.queue.addspec import build_spec
 from gpuherd.queue.control import stop_job

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from collectors.samples import GpuTick
-from gpuherd.queue.defaults import SETTLE_S
+from gpuherd.common.queue_defaults import SETTLE_S
 
 
 @dataclass(frozen=True, slots=True)

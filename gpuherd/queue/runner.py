@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collectors.base import GpuherdError
-from collectors.nvml import NvmlBackend
+from collectors.machine.nvml import NvmlBackend
 from collectors.samples import GpuTick
-from collectors.session_format import COMMAND_EXIT_FILE
-from gpuherd import exit_codes
+from collectors.session.session_format import COMMAND_EXIT_FILE
+from gpuherd.common import exit_codes
+from gpuherd.common.queue_defaults import GRACE_S, MARGIN_BYTES, SETTLE_S
 from gpuherd.engine.threads import run_here
-from gpuherd.format import GIB, format_size
+from gpuherd.present.format import GIB, format_size
 from gpuherd.proc.tree import ProcessTree
 from gpuherd.queue.adopt import adopt
-from gpuherd.queue.defaults import GRACE_S, MARGIN_BYTES, SETTLE_S
 from gpuherd.queue.headless import Feed, Say, runner_lock, say_stderr, stop_on_signals
 from gpuherd.queue.headroom import HeadroomWindow, Launch, decide
 from gpuherd.queue.jobs import Job, JobState

@@ -1,11 +1,11 @@
-"""Memory sizes as people write them (`20GiB`, `512M`, `1.5TiB`); shown by `gpuherd.format`."""
+"""Memory sizes as people write them (`20GiB`, `512M`, `1.5TiB`); shown by `present.format`."""
 
 from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
 
-from gpuherd.format import GIB, KIB, MIB, format_size
+from gpuherd.present.format import GIB, KIB, MIB, format_size
 
 _BINARY = {"": 1, "k": KIB, "m": MIB, "g": GIB, "t": GIB * KIB, "p": GIB * MIB}
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15}

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from gpuherd.format import fmt_timestamp
+from gpuherd.present.format import fmt_timestamp
 from gpuherd.queue.read_peak import recorded_peak
 from gpuherd.queue.slurm_ledger import SlurmLedger, SlurmSubmission
 from gpuherd.queue.slurm_status import SlurmStatus, statuses

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from collectors.base import CollectorError
-from collectors.process_alive import process_alive
+from collectors.machine.process_alive import process_alive
 from collectors.roles import QUEUE
 from collectors.samples import QueueJobRow, QueueSnapshot
 from gpuherd.queue.headless import RUNNER_LOCK

@@ -1,6 +1,6 @@
 """`gpuherd record DIR [--duration T] [--log PATH ...] [-- CMD ARGS...]`, headless.
 
-`record --tui` is gpuherd.monitor_record; the router (gpuherd.commands.record) picks one.
+`record --tui` is gpuherd.dashboard.monitor_record; the router (gpuherd.commands.record) picks one.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from types import FrameType
 from typing import Any
 
 from collectors.base import CollectorEvent, Failed, GpuherdError, Unavailable
-from collectors.session_format import COMMAND_LOG_FILE, EVENT
-from gpuherd import exit_codes
-from gpuherd.argcheck import parse_duration
-from gpuherd.format import visible
-from gpuherd.options import RecordOptions
+from collectors.session.session_format import COMMAND_LOG_FILE, EVENT
+from gpuherd.common import exit_codes
+from gpuherd.common.argcheck import parse_duration
+from gpuherd.common.options import RecordOptions
+from gpuherd.present.format import visible
 from gpuherd.proc.child import ChildCommand, CommandStartError
 from gpuherd.record.recording import Recording, RecordingOptions
-from gpuherd.session import SessionUnsafeError
+from gpuherd.session.session import SessionUnsafeError
 from gpuherd.summary.report import render_short
 
 KILL_GRACE_S = 10.0

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from collectors.base import CollectorEvent, Crashed, GpuherdError, Sampled
-from collectors.discovery import DiscoveredLogs
+from collectors.logs.discovery import DiscoveredLogs
+from collectors.machine.writers import WritersTick
 from collectors.samples import LogBatch
-from collectors.session_format import COMMAND_LOG_FILE, EVENT
-from collectors.writers import WritersTick
+from collectors.session.session_format import COMMAND_LOG_FILE, EVENT
 from gpuherd.proc.child import ChildCommand, CommandStartError
 from gpuherd.proc.tree import ProcessTree
 from gpuherd.record.recording import Recording, RecordingOptions

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.logtail_digest import MAX_FINDINGS_PER_BATCH
-from collectors.session_format import EVENT
+from collectors.logs.logtail_digest import MAX_FINDINGS_PER_BATCH
+from collectors.session.session_format import EVENT
 from gpuherd.record.logsink import LogSink
 
 STALL_S = 10.0

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.rows import QuotedCells, metric_lines
 from collectors.samples import LogBatch
-from collectors.session_format import EVENT, METRICS_COLUMNS, METRICS_FILE
-from gpuherd.session import SessionWriter
+from collectors.session.rows import QuotedCells, metric_lines
+from collectors.session.session_format import EVENT, METRICS_COLUMNS, METRICS_FILE
+from gpuherd.session.session import SessionWriter
 
 PROGRESS_ROW_INTERVAL_S = 1.0
 """A progress bar rewrites one line many times a second; keep one row per second of it (and

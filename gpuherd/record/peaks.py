@@ -232,7 +232,7 @@ class SleepingStop(threading.Event):
 class PeakSampler:
     """Runs a memory-only probe on its own thread and feeds its readings to a `PeakTracker`.
 
-    The probe (normally `collectors.nvml.NvmlMemoryProbe`) goes through the same
+    The probe (normally `collectors.machine.nvml.NvmlMemoryProbe`) goes through the same
     `run_collector` loop as every other source; readings go straight to the tracker, and
     failures, recoveries and unavailability go to `on_event` (the recorder writes them to
     `events.jsonl`).

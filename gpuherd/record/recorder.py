@@ -20,9 +20,9 @@ from collectors.base import (
     Unavailable,
 )
 from collectors.samples import ContainerTick, GpuTick, HostSample
-from collectors.session_format import EVENT
+from collectors.session.session_format import EVENT
 from gpuherd.engine.running import RunningSet
-from gpuherd.session import SessionWriteError, SessionWriter
+from gpuherd.session.session import SessionWriteError, SessionWriter
 
 if TYPE_CHECKING:
     from gpuherd.sources import TailSupervisor
@@ -32,7 +32,7 @@ Handler = Callable[[SessionWriter, Any], None]
 
 
 class PidSink(Protocol):
-    """Where the pids seen on the GPUs go (`collectors.host.PidWatch`)."""
+    """Where the pids seen on the GPUs go (`collectors.machine.host.PidWatch`)."""
 
     def set(self, pids: Iterable[int]) -> None:
         """Replace the watched pids."""

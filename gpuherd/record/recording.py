@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector, CollectorEvent, Sampled
-from collectors.discovery import DiscoveredLog, DiscoveredLogs
-from collectors.logtail import LogTailCollector
-from collectors.nvml import NvmlBackend
+from collectors.logs.discovery import DiscoveredLog, DiscoveredLogs
+from collectors.logs.logtail import LogTailCollector
+from collectors.machine.nvml import NvmlBackend
 from collectors.samples import GpuTick, LogBatch
-from collectors.session_format import (
+from collectors.session.session_format import (
     COMMAND_EXIT_FILE,
     COMMAND_LOG_FILE,
     EVENT,
@@ -25,13 +25,13 @@ from collectors.session_format import (
 )
 from collectors.slurm.samples import SlurmTick
 from collectors.trackers.collector import TrackerRunCollector
+from gpuherd.common.safe_files import Directory
 from gpuherd.record.drain import LogDrain, unread_events
 from gpuherd.record.logsink import LogSink
 from gpuherd.record.peaks import DEFAULT_PEAK_INTERVAL_S, PeakSampler, PeakTracker
 from gpuherd.record.recorder import Recorder
 from gpuherd.record.slurm_record import SlurmRecord, slurm_meta
-from gpuherd.safe_files import Directory
-from gpuherd.session import SessionWriteError, SessionWriter
+from gpuherd.session.session import SessionWriteError, SessionWriter
 from gpuherd.sources import (
     DISCOVERY_INTERVAL_S,
     LiveSources,
@@ -105,7 +105,8 @@ class RecordingOptions:
 class Recording:
     """Start with `start()`, feed nothing (or `emit` from a dashboard), end with `stop()`.
 
-    Raises from `start()`: `gpuherd.session.SessionError` subclasses (locked, existing session,
+    Raises from `start()`: `gpuherd.session.session.SessionError` subclasses (locked, existing
+    session,
     unwritable directory); nothing is left running then.
     """
 

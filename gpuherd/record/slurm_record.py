@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from collectors.session_format import SLURM_COLUMNS, SLURM_FILE
+from collectors.session.session_format import SLURM_COLUMNS, SLURM_FILE
 from collectors.slurm.samples import SlurmJob, SlurmTick
 
 

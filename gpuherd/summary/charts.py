@@ -9,10 +9,10 @@ import numpy as np
 import plotext
 from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinned in pyproject
 
-from collectors.session_format import META
-from gpuherd.chart_values import drawable as fit
-from gpuherd.chart_values import nice_ticks, spread_repeats, tick_labels
-from gpuherd.format import GIB
+from collectors.session.session_format import META
+from gpuherd.present.chart_values import drawable as fit
+from gpuherd.present.chart_values import nice_ticks, spread_repeats, tick_labels
+from gpuherd.present.format import GIB
 from gpuherd.summary.frames import SessionFrames
 from parsers.vocabulary import LOSS_CHART
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, TypeGuard
 
-from collectors.session_format import META
+from collectors.session.session_format import META
 from gpuherd.summary.frames import SessionFrames
 from gpuherd.summary.stats import GIB, container_labels, in_window
 

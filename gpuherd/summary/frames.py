@@ -1,7 +1,8 @@
 """A session directory as pandas frames for summaries, read by the one session reader.
 
-`collectors.session_reader.SessionReader` checks `meta.json` and the headers and reads the
-events; `collectors.session_columns` reads the CSV columns with the same rules. So `summarize`
+`collectors.session.session_reader.SessionReader` checks `meta.json` and the headers and reads the
+events; `collectors.session.session_columns` reads the CSV columns with the same rules. So
+`summarize`
 refuses, skips and counts exactly what `--replay` does.
 """
 
@@ -16,10 +17,16 @@ from typing import Any
 
 import pandas as pd
 
-from collectors.rows import RowError
-from collectors.session_columns import read_columns
-from collectors.session_format import CONTAINERS_FILE, GPU_FILE, HOST_FILE, META, METRICS_FILE
-from collectors.session_reader import SessionReader
+from collectors.session.rows import RowError
+from collectors.session.session_columns import read_columns
+from collectors.session.session_format import (
+    CONTAINERS_FILE,
+    GPU_FILE,
+    HOST_FILE,
+    META,
+    METRICS_FILE,
+)
+from collectors.session.session_reader import SessionReader
 
 __all__ = ["SessionFrames", "load_frames"]
 
@@ -55,7 +62,7 @@ def _gpu_names(reader: SessionReader) -> dict[int, tuple[str, str]]:
     names: dict[int, tuple[str, str]] = {}
     for gpu in reader.meta.get(META.gpus) or ():
         names[gpu["index"]] = (str(gpu.get("uuid") or ""), str(gpu.get("name") or ""))
-    from collectors.row_decoders import GpuRowDecoder  # the replay's decoding of a row
+    from collectors.session.row_decoders import GpuRowDecoder  # the replay's decoding of a row
 
     with closing(reader.open_csv(GPU_FILE)) as stream:
         decoder = GpuRowDecoder(stream.header)

@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
-from gpuherd.format import fmt_local_time as fmt_time
-from gpuherd.format import fmt_num, fmt_size, visible, visible_lines
-from gpuherd.format import fmt_span as fmt_duration
-from gpuherd.format import fmt_whole_pct as fmt_pct
-from gpuherd.safe_files import Directory
+from collectors.session.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
+from gpuherd.common.safe_files import Directory
+from gpuherd.present.format import fmt_local_time as fmt_time
+from gpuherd.present.format import fmt_num, fmt_size, visible, visible_lines
+from gpuherd.present.format import fmt_span as fmt_duration
+from gpuherd.present.format import fmt_whole_pct as fmt_pct
 from gpuherd.summary import charts
 from gpuherd.summary.frames import SessionFrames, load_frames
 from gpuherd.summary.slurm_summary import slurm_lines

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from collectors.session_format import META, SLURM_FILE
+from collectors.session.session_format import META, SLURM_FILE
 
 MAX_JOBS_LISTED = 50
 MAX_BYTES = 16 << 20

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpuherd.format import GIB
+from gpuherd.present.format import GIB
 from gpuherd.summary.frames import SessionFrames
 from parsers.vocabulary import UNITS
 

@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 from collectors.base import GpuherdError
-from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
-from gpuherd import exit_codes
-from gpuherd.format import visible
-from gpuherd.options import SummarizeOptions
+from collectors.session.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
+from gpuherd.common import exit_codes
+from gpuherd.common.options import SummarizeOptions
+from gpuherd.present.format import visible
 from gpuherd.summary.frames import load_frames
 from gpuherd.summary.report import render_json, render_markdown, render_short
 from gpuherd.summary.summary import summarize_frames, write_atomic

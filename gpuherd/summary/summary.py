@@ -11,9 +11,9 @@ from typing import Any, TypeGuard
 import numpy as np
 import pandas as pd
 
-from collectors.session_format import EVENT, META, SUMMARY_SCHEMA_VERSION
-from gpuherd.format import GIB
-from gpuherd.safe_files import Directory, UnsafeFileError, swappable_path_problem
+from collectors.session.session_format import EVENT, META, SUMMARY_SCHEMA_VERSION
+from gpuherd.common.safe_files import Directory, UnsafeFileError, swappable_path_problem
+from gpuherd.present.format import GIB
 from gpuherd.summary.containers import container_summary
 from gpuherd.summary.frames import SessionFrames, load_frames
 from gpuherd.summary.slurm_summary import slurm_summary
@@ -306,7 +306,8 @@ def write_atomic(path: Path, text: str, newline: str | None = "", mode: int | No
     partial file, and removes the temporary file. `mode` sets the new file's permission bits.
     The temporary name is unpredictable and created new, never through a link, and the rename
     is made relative to the directory's descriptor: a session directory may be one other users
-    write to (`gpuherd.safe_files`). A directory whose path another user could swap for a link
+    write to (`gpuherd.common.safe_files`). A directory whose path another user could swap for a
+    link
     meanwhile is refused (`UnsafeFileError`, an `OSError`). With `opened` (the directory
     already open and checked), the file is written there, whatever the path names now.
     """

@@ -23,7 +23,7 @@ from parsers.model import LogFinding, LogMetric
 from parsers.vocabulary import IT_S, THROUGHPUT_NAMES, TOTAL_STEP_NAMES
 
 if TYPE_CHECKING:
-    from collectors.writers import WritersTick
+    from collectors.machine.writers import WritersTick
 
 
 class OwnerHint(Protocol):

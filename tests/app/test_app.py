@@ -16,8 +16,8 @@ from collectors.base import (
     Sampled,
     Unavailable,
 )
-from collectors.discovery import DiscoveredLogs
-from collectors.host import PidWatch
+from collectors.logs.discovery import DiscoveredLogs
+from collectors.machine.host import PidWatch
 from collectors.roles import GPU
 from collectors.samples import GpuProcess, GpuTick, LogBatch
 from tests.app.helpers import (

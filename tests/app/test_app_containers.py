@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from collectors.base import CollectorError
-from collectors.containers import NoEngine
+from collectors.machine.containers import NoEngine
 from collectors.roles import CONTAINERS, HOST
 from collectors.samples import ContainerSample, ContainerTick, GpuProcess, ProcessInfo
 from tests.app.helpers import T0, GiB, MiB, ScriptedCollector, gpu, host, tick, until

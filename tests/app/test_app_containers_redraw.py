@@ -8,7 +8,7 @@ import pytest
 
 from collectors.roles import CONTAINERS, HOST
 from collectors.samples import GpuProcess
-from gpuherd.format import fmt_uptime
+from gpuherd.present.format import fmt_uptime
 from tests.app.helpers import T0, GiB, ScriptedCollector, gpu, tick, until
 from tests.app.test_app_containers import GPUS, HOST_SAMPLE, cells, containers
 from tui.app import GpuherdApp, make_app

@@ -13,9 +13,9 @@ from collectors.samples import (
     HostSample,
     ProcessInfo,
 )
-from gpuherd.monitor import build_plan
-from gpuherd.options import MonitorOptions
-from gpuherd.session import SessionWriter
+from gpuherd.common.options import MonitorOptions
+from gpuherd.dashboard.monitor import build_plan
+from gpuherd.session.session import SessionWriter
 from tests.app.helpers import until
 from tui.app import make_app
 from tui.widgets.container_panel import ContainerPanel, visible_names

@@ -6,8 +6,8 @@ import getpass
 import os
 import threading
 
-from collectors.host import HostCollector, PidWatch
-from collectors.nvml import NvmlCollector, ProcessEntry
+from collectors.machine.host import HostCollector, PidWatch
+from collectors.machine.nvml import NvmlCollector, ProcessEntry
 from collectors.samples import GpuProcess, HostSample
 from tests.app.helpers import T0, UUID0, ScriptedCollector, gpu, tick, until
 from tests.fakes import FakeGpu, FakeNvml, GiB, GpuIsLost, LibraryNotFound, MiB, NotSupported
@@ -111,7 +111,7 @@ async def test_a_new_gpu_process_gets_its_user_at_once_not_at_the_next_host_tick
 
 
 async def test_collectors_started_before_the_app_are_adopted_with_what_they_read() -> None:
-    """`gpuherd.monitor.run_app` starts the collectors before Textual loads; the app takes
+    """`gpuherd.dashboard.monitor.run_app` starts the collectors before Textual loads; the app takes
     over their threads and shows what they read from its first frame on."""
     me = os.getpid()
     nvml = FakeNvml([FakeGpu(name="NVIDIA H200", uuid=H200, used=3 * GiB,

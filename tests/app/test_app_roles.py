@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collectors.base import CollectorError
-from collectors.nvml import NvmlCollector
+from collectors.machine.nvml import NvmlCollector
 from collectors.roles import LOG
 from tests.app.helpers import T0, ScriptedCollector, collectors_done, host, host_source, until
 from tests.fakes import FakeCollector, FakeGpu, FakeNvml, GiB

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
+from collectors.machine.writers import WriterCollector, WriterWatch
 from collectors.samples import GpuProcess
-from collectors.writers import WriterCollector, WriterWatch
 from tests.app.helpers import UUID1, GiB, ScriptedCollector, gpu, tick, until
 from tests.app.test_app_tasks import plain
 from tui.app import GpuherdApp, make_app

@@ -9,11 +9,11 @@ import pytest
 from rich.console import Console
 
 from collectors.base import CollectorError, Failed, Sampled
-from collectors.discovery import DiscoveryCollector, LogDiscovery
-from collectors.logtail import LogTailCollector
-from collectors.replay import SessionReplay
+from collectors.logs.discovery import DiscoveryCollector, LogDiscovery
+from collectors.logs.logtail import LogTailCollector
+from collectors.replay.replay import SessionReplay
 from collectors.samples import GpuProcess, LogBatch
-from gpuherd.monitor_logs import TaskHint
+from gpuherd.tasks.hints import TaskHint
 from parsers.model import LogFinding, LogMetric
 from tests.app.helpers import (
     T0,
@@ -154,7 +154,7 @@ async def test_a_failing_log_shows_its_error_on_its_row_and_recovers() -> None:
 
 async def test_replayed_metrics_drive_the_tasks_panel() -> None:
     replay = SessionReplay(TASKS_SESSION, speed=1e6)
-    from gpuherd.monitor_logs import replay_hints
+    from gpuherd.tasks.hints import replay_hints
 
     app = make_app(replay.collectors(), clock=lambda: T0, hostname="box",
                    replay_label="REPLAY test x1e6", task_hints=replay_hints(replay.session))

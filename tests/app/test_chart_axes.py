@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.pilot import Pilot
 
-from gpuherd.chart_values import even_ticks, nice_ticks
+from gpuherd.present.chart_values import even_ticks, nice_ticks
 from gpuherd.tasks import TaskTracker
 from tests.app.helpers import (
     T0,

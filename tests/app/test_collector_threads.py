@@ -8,8 +8,8 @@ import threading
 import time
 
 from collectors.base import Crashed, Finished, Sampled
-from collectors.host import HostCollector, PidWatch
-from collectors.nvml import NvmlCollector, ProcessEntry
+from collectors.machine.host import HostCollector, PidWatch
+from collectors.machine.nvml import NvmlCollector, ProcessEntry
 from collectors.samples import HostSample
 from tests.app.helpers import ScriptedCollector, scripted_log
 from tests.fakes import FakeCollector, FakeGpu, FakeNvml

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from collectors.base import Sampled
-from collectors.discovery import DiscoveredLog, DiscoveredLogs
-from collectors.logtail import LogTailCollector
+from collectors.logs.discovery import DiscoveredLog, DiscoveredLogs
+from collectors.logs.logtail import LogTailCollector
 from collectors.samples import GpuProcess
-from collectors.session_reader import SessionReader
-from gpuherd.monitor_logs import TaskHint
+from collectors.session.session_reader import SessionReader
 from gpuherd.record.dashboard import DashboardRecording, record_options
 from gpuherd.sources import log_sources
+from gpuherd.tasks.hints import TaskHint
 from tests.app.helpers import T0, ScriptedCollector, gpu, tick, until
 from tests.fakes import FakeCollector
 from tui.app import GpuherdApp, make_app

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
+from gpuherd.dashboard.monitor_record import close, exit_on_signals, record_after_dashboard
 from gpuherd.engine.gate import EarlyCollectors
-from gpuherd.monitor_logs import TaskHint
-from gpuherd.monitor_record import close, exit_on_signals, record_after_dashboard
 from gpuherd.record.dashboard import DashboardRecording, record_options
+from gpuherd.tasks.hints import TaskHint
 from tests.app.helpers import T0, ScriptedCollector, gpu_source, tick, until
 from tests.app.test_record_tui import SIZE, cell, read_csv_rows
 from tui.app import GpuherdApp, make_app

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from collectors.logtail import LogTailCollector
-from gpuherd.monitor_logs import TaskHint
+from collectors.logs.logtail import LogTailCollector
 from gpuherd.record.dashboard import DashboardRecording, record_options
+from gpuherd.tasks.hints import TaskHint
 from tests.app.helpers import T0, ScriptedCollector, until
 from tests.app.test_record_tui import SCRIPT, SIZE, cell
 from tui.app import make_app

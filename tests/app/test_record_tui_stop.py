@@ -8,8 +8,8 @@ import os
 import signal
 from pathlib import Path
 
-from collectors.logtail import LogTailCollector
-from gpuherd.monitor_record import close, exit_on_signals
+from collectors.logs.logtail import LogTailCollector
+from gpuherd.dashboard.monitor_record import close, exit_on_signals
 from gpuherd.record.dashboard import DashboardRecording, record_options
 from tests.app.helpers import ScriptedCollector, until
 from tests.recorded import loss_steps as steps

@@ -10,7 +10,7 @@ from textual.pilot import Pilot
 from collectors.base import CollectorError
 from collectors.roles import HOST
 from collectors.samples import GpuProcess, LogBatch
-from gpuherd.monitor_logs import TaskHint
+from gpuherd.tasks.hints import TaskHint
 from parsers.model import LogFinding, LogMetric
 from tests.app.helpers import (
     T0,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from collectors.base import Failed
-from collectors.containers import DockerCollector
+from collectors.machine.containers import DockerCollector
 from collectors.samples import ContainerSample, ContainerTick
 from tests.docker_env import BUSY_PCT, Containers, LoopRun, docker, stats_cpu_pct
 from tests.recorded import wait_until
@@ -135,7 +135,7 @@ def test_the_engine_restarted_fails_the_ticks_then_recovers(private_engine) -> N
 
 def test_a_socket_this_user_may_not_open_says_how_to_get_access(docker_engine: str) -> None:
     code = ("import sys; from collectors.base import CollectorUnavailable\n"
-            "from collectors.containers import DockerCollector\n"
+            "from collectors.machine.containers import DockerCollector\n"
             "try: DockerCollector().open()\n"
             "except CollectorUnavailable as e: print(e.msg)\n"
             "print('docker' in sys.modules)\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from collectors.base import Failed
-from collectors.containers import DockerCollector
+from collectors.machine.containers import DockerCollector
 from tests.docker_env import BUSY_PCT, LoopRun, PrivatePodman, unique_name
 from tests.docker_env import docker as docker_cli
 from tests.recorded import wait_until

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.replay import SessionReplay
+from collectors.replay.replay import SessionReplay
 from tests.docker_env import BUSY_PCT, Containers
 
 pytestmark = pytest.mark.docker

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from collectors.nvml import ProcessEntry
-from gpuherd.options import SnapshotOptions
-from gpuherd.snapshot import run
+from collectors.machine.nvml import ProcessEntry
+from gpuherd.common.options import SnapshotOptions
+from gpuherd.snapshot.snapshot import run
 from tests.docker_env import Container, Containers, docker
 from tests.fakes import FakeGpu, FakeNvml, GiB
 from tests.recorded import wait_until

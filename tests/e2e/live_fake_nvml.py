@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-from collectors.nvml import ProcessEntry
-from gpuherd import monitor
+from collectors.machine.nvml import ProcessEntry
+from gpuherd.dashboard import monitor
 from tests.fakes import FakeGpu, FakeNvml, GiB
 
 GPU_NAME = "NVIDIA H100 80GB HBM3"

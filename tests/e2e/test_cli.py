@@ -39,7 +39,7 @@ def test_command_modules_do_not_import_textual(command: str) -> None:
 
 
 def test_monitor_module_loads_textual_only_when_the_dashboard_starts() -> None:
-    out = python("import sys, gpuherd.monitor; print('textual' in sys.modules)")
+    out = python("import sys, gpuherd.dashboard.monitor; print('textual' in sys.modules)")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
 
@@ -104,7 +104,7 @@ def test_replay_of_a_gpu_csv_without_its_gpu_column_exits_2_naming_file_and_line
 def test_demo_without_a_bundled_session_says_so() -> None:
     # The demo session is bundled (tests/e2e/test_tmux_demo.py plays it); a build without it
     # is made here by pointing the lookup at a folder that does not exist.
-    code = ("import sys\nimport gpuherd.monitor as m\nfrom gpuherd.cli import main\n"
+    code = ("import sys\nimport gpuherd.dashboard.monitor as m\nfrom gpuherd.cli import main\n"
             "m.DEMO_DIR = 'data/no-such-demo'\nsys.exit(main(['--demo']))\n")
     out = python(code)
     assert out.returncode == 2

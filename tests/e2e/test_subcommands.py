@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuherd import exit_codes
 from gpuherd.cli import COMMANDS, UsageError, rewrite_aliases
+from gpuherd.common import exit_codes
 from tests.usage_errors import error_line
 
 REPO = Path(__file__).resolve().parents[2]

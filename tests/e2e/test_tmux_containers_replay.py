@@ -18,7 +18,7 @@ from collectors.samples import (
     HostSample,
     ProcessInfo,
 )
-from gpuherd.session import SessionWriter
+from gpuherd.session.session import SessionWriter
 from tests.e2e.tmux_pane import REPO, Pane
 
 pytestmark = [

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from collectors.base import CollectorUnavailable
-from collectors.nvml import NvmlCollector
+from collectors.machine.nvml import NvmlCollector
 from collectors.samples import GpuTick
 from tests.e2e.tmux_pane import REPO, Pane
 

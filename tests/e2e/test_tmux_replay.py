@@ -77,7 +77,7 @@ def test_a_session_recorded_without_a_gpu_replays_saying_so(pane: Pane, tmp_path
     import subprocess
 
     from collectors.base import CollectorUnavailable
-    from collectors.nvml import NvmlCollector
+    from collectors.machine.nvml import NvmlCollector
 
     try:
         NvmlCollector().open()

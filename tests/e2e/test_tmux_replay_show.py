@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from collectors.samples import GpuProcess, GpuSample, GpuTick
-from collectors.session_format import METRICS_COLUMNS
-from gpuherd.session import SessionWriter
+from collectors.session.session_format import METRICS_COLUMNS
+from gpuherd.session.session import SessionWriter
 from tests.e2e.tmux_pane import REPO, Pane
 
 GIB = 1 << 30

@@ -35,8 +35,8 @@ while True:
 """
 DASHBOARD = r"""
 import sys
-from collectors.nvml import ProcessEntry
-from gpuherd import monitor
+from collectors.machine.nvml import ProcessEntry
+from gpuherd.dashboard import monitor
 from gpuherd.sources import log_sources
 from tests.fakes import FakeGpu, FakeNvml, GiB
 pids, logs = [int(p) for p in sys.argv[1].split(",")], sys.argv[2:]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from collectors.base import CollectorUnavailable
-from collectors.nvml import NvmlCollector
+from collectors.machine.nvml import NvmlCollector
 from tests.e2e.tmux_pane import REPO, Pane
 
 pytestmark = [

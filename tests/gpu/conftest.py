@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# Only to ask whether a driver answers; the tests themselves go through collectors.nvml.
+# Only to ask whether a driver answers; the tests themselves go through collectors.machine.nvml.
 import pynvml  # noqa: TID251
 import pytest
 

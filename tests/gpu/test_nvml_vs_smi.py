@@ -31,8 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.host import in_host_pid_namespace
-from collectors.nvml import NvmlCollector, PynvmlBackend
+from collectors.machine.host import in_host_pid_namespace
+from collectors.machine.nvml import NvmlCollector, PynvmlBackend
 from collectors.samples import GpuTick
 
 pytestmark = pytest.mark.gpu

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.nvml import NvmlCollector, NvmlMemoryProbe
+from collectors.machine.nvml import NvmlCollector, NvmlMemoryProbe
 from gpuherd.queue.jobs import JobSpec, JobState
 from gpuherd.queue.store import QueueStore
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from collectors.nvml import NvmlCollector
+from collectors.machine.nvml import NvmlCollector
 from gpuherd.queue.jobs import JobState
 from gpuherd.queue.store import QueueStore
 from tests.privileges import AS_ROOT, OTHER_UID, as_other_user, shared_directory

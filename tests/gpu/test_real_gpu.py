@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.host import HostCollector, PidWatch, in_host_pid_namespace
-from collectors.nvml import NvmlCollector, NvmlMemoryProbe
+from collectors.machine.host import HostCollector, PidWatch, in_host_pid_namespace
+from collectors.machine.nvml import NvmlCollector, NvmlMemoryProbe
 
 pytestmark = pytest.mark.gpu
 

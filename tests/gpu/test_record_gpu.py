@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.host import in_host_pid_namespace
+from collectors.machine.host import in_host_pid_namespace
 from gpuherd.record.peaks import BASELINE, PER_PROCESS
 
 pytestmark = pytest.mark.gpu

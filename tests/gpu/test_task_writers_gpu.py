@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from collectors.base import CollectorUnavailable
-from collectors.nvml import NvmlCollector
+from collectors.machine.nvml import NvmlCollector
 from gpuherd.tasks.view import label_of
 from tests.e2e.task_screen import task_cells
 from tests.e2e.tmux_pane import REPO, Pane

@@ -12,9 +12,9 @@ import threading
 import pytest
 
 from collectors.base import Sampled
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
 from collectors.loop import run_collector
-from collectors.nvml import NvmlCollector
+from collectors.machine.nvml import NvmlCollector
 from collectors.samples import GpuTick, LogBatch
 from gpuherd.tasks import TaskTracker
 

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from collectors.nvml import ProcessEntry
-from gpuherd.snapshot import render_table, take_snapshot, to_json
+from collectors.machine.nvml import ProcessEntry
+from gpuherd.snapshot.snapshot import render_table, take_snapshot, to_json
 from tests.fakes import FakeGpu, FakeNvml, GiB
 from tests.slurm_env import SlurmJobs
 

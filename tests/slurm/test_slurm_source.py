@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.host import PidWatch
+from collectors.machine.host import PidWatch
 from collectors.slurm.collector import SlurmCollector
 from collectors.slurm.pids import PidJobs
 from tests.slurm_env import SlurmJobs, wait_for

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from collectors.container_stats import (
+from collectors.machine.container_stats import (
     StatsReading,
     container_rates,
     container_sample,

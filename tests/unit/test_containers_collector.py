@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from collectors.base import CollectorError, CollectorUnavailable, Unavailable
-from collectors.containers import DockerCollector, engine_name, engine_socket
 from collectors.loop import run_collector
+from collectors.machine.containers import DockerCollector, engine_name, engine_socket
 from collectors.roles import CONTAINERS, LATEST_ONLY, ROLE_OF_SAMPLE
 from collectors.samples import ContainerTick
 
@@ -60,7 +60,7 @@ def test_no_socket_is_unavailable_with_where_it_looked(tmp_path: Path) -> None:
 def test_no_engine_costs_one_look_and_never_loads_the_library(tmp_path: Path) -> None:
     code = ("import sys, time\n"
             "from collectors.base import CollectorUnavailable\n"
-            "from collectors.containers import DockerCollector\n"
+            "from collectors.machine.containers import DockerCollector\n"
             f"c = DockerCollector(environ={{'DOCKER_HOST': 'unix://{tmp_path}/x.sock'}})\n"
             "try: c.open()\n"
             "except CollectorUnavailable: print('unavailable')\n"

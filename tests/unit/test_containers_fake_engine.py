@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from collectors.containers import DockerCollector
+from collectors.machine.containers import DockerCollector
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "docker"
 LISTED = json.loads((DATA / "list_busy.json").read_text())[0]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import os
 
-from collectors.discovery import DiscoveryCollector, LogDiscovery, run_file_kind
+from collectors.logs.discovery import DiscoveryCollector, LogDiscovery, run_file_kind
 
 
 def touch(path, text="x\n", mtime=None):

@@ -7,12 +7,12 @@ import threading
 from pathlib import Path
 
 from collectors.base import Collector, CollectorEvent, Crashed, Sampled
-from collectors.discovery import DiscoveredLog, DiscoveredLogs
-from collectors.host import PidWatch
+from collectors.logs.discovery import DiscoveredLog, DiscoveredLogs
+from collectors.machine.host import PidWatch
+from collectors.machine.writers import WriterWatch
 from collectors.roles import LOG
 from collectors.samples import GpuProcess, GpuSample, GpuTick, LogBatch
-from collectors.writers import WriterWatch
-from gpuherd import monitor
+from gpuherd.dashboard import monitor
 from gpuherd.engine.running import RunningSet
 from gpuherd.export.headless import build_feed
 from gpuherd.sources import SourceOptions, TailSupervisor, live_sources

@@ -43,7 +43,7 @@ def test_parse_shows_a_log_named_and_filled_with_escapes_visibly(tmp_path: Path)
 
 
 def test_parse_names_a_log_with_cut_lines_visibly(tmp_path: Path) -> None:
-    from collectors.logtail_lines import DEFAULT_MAX_LINE_BYTES
+    from collectors.logs.logtail_lines import DEFAULT_MAX_LINE_BYTES
 
     log = tmp_path / f"{EVIL}.log"
     log.write_text("step=1 loss=0.5\n" + "x" * (DEFAULT_MAX_LINE_BYTES + 1) + "\n")
@@ -108,10 +108,10 @@ def test_snapshot_shows_a_command_line_and_a_container_name_visibly(monkeypatch,
                                                                     tmp_path: Path) -> None:
     import dataclasses
 
-    from collectors.nvml import ProcessEntry
+    from collectors.machine.nvml import ProcessEntry
     from collectors.samples import ContainerSample, ContainerTick
-    from gpuherd.snapshot import render_table, take_snapshot, to_json
-    from gpuherd.snapshot_containers import ContainerLook
+    from gpuherd.snapshot.snapshot import render_table, take_snapshot, to_json
+    from gpuherd.snapshot.snapshot_containers import ContainerLook
     from tests.fakes import FakeGpu, FakeNvml, GiB
 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")

@@ -18,8 +18,8 @@ from collectors.base import (
     Sampled,
     Unavailable,
 )
-from collectors.containers import NoEngine
-from collectors.discovery import DiscoveredLogs
+from collectors.logs.discovery import DiscoveredLogs
+from collectors.machine.containers import NoEngine
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
 from gpuherd import __version__
 from gpuherd.export.families import (
@@ -32,7 +32,7 @@ from gpuherd.export.families import (
 from gpuherd.export.queue_metrics import QueueState
 from gpuherd.export.scrape import ScrapeCollector
 from gpuherd.export.state import ExportState
-from gpuherd.monitor_logs import TaskHint
+from gpuherd.tasks.hints import TaskHint
 from parsers.model import LogFinding, LogMetric
 from tests.fakes import GiB
 

@@ -6,13 +6,13 @@ import os
 from pathlib import Path
 
 from collectors.base import CollectorEvent, Sampled
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
+from collectors.machine.writers import WriterCollector, WriterWatch
 from collectors.samples import GpuProcess, GpuSample, GpuTick, LogBatch
-from collectors.writers import WriterCollector, WriterWatch
+from gpuherd.common.options import ServeMetricsOptions
 from gpuherd.engine.running import RunningSet
 from gpuherd.export.headless import build_feed
 from gpuherd.export.state import ExportState
-from gpuherd.options import ServeMetricsOptions
 from tests.fakes import GiB
 from tests.unit.test_export_metrics import one, scrape
 from tests.unit.test_task_writers import WRITER, start

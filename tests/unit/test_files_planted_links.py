@@ -20,7 +20,7 @@ import pytest
 
 from collectors.samples import HostSample
 from gpuherd.note.note_file import BACKUP_SUFFIX, write_note
-from gpuherd.session import SessionWriteError, SessionWriter
+from gpuherd.session.session import SessionWriteError, SessionWriter
 from tests.privileges import OTHER_UID, as_other_user, shared_directory
 from tests.unit.test_note import EXAMPLES, NOTE, training_session
 

@@ -22,7 +22,7 @@ import pytest
 from collectors.samples import HostSample
 from gpuherd.note.note import NoteError
 from gpuherd.note.note_file import write_note
-from gpuherd.session import SessionWriteError, SessionWriter
+from gpuherd.session.session import SessionWriteError, SessionWriter
 from tests.privileges import OTHER_UID, as_other_user
 from tests.queue_helpers import python_for_everyone
 from tests.unit.test_files_planted_links import (

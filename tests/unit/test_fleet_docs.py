@@ -19,7 +19,7 @@ from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, LogBa
 from gpuherd.export.queue_metrics import QueueState
 from gpuherd.export.scrape import ScrapeCollector
 from gpuherd.export.state import ExportState
-from gpuherd.monitor_logs import TaskHint
+from gpuherd.tasks.hints import TaskHint
 from parsers.model import LogFinding, LogMetric
 from tests.prometheus import fleet_doc_block, promtool_binary
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from gpuherd.fleet.model import build_rows
 from gpuherd.fleet.promql import PrometheusClient, PrometheusError
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 
 SERVER_LIFE_S = 20.0
 """A hostile server stops on its own after this long (or when the test ends)."""

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuherd import format as f
+from gpuherd.present import format as f
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -98,6 +98,6 @@ def test_fmt_bytes_number_stays_below_1024_of_its_unit(n):
 
 
 def test_format_module_does_not_import_textual():
-    code = "import sys, gpuherd.format; print('textual' in sys.modules)"
+    code = "import sys, gpuherd.present.format; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

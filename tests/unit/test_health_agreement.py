@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
 from gpuherd.tasks import TaskTracker
 from gpuherd.tasks.health import judge
 from parsers import vocabulary

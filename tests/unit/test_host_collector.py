@@ -12,7 +12,8 @@ import psutil
 import pytest
 
 from collectors.base import Sampled
-from collectors.host import (
+from collectors.loop import run_collector
+from collectors.machine.host import (
     HostCollector,
     HostCounters,
     PidWatch,
@@ -26,7 +27,6 @@ from collectors.host import (
     process_cpu_pct,
     read_container_id,
 )
-from collectors.loop import run_collector
 from collectors.samples import GpuProcess, GpuSample, GpuTick
 
 ID = "3f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f4e"

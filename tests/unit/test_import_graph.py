@@ -174,7 +174,8 @@ def _names(path: Path, name: str) -> bool:
     return False
 
 
-@pytest.mark.parametrize("module", ["gpuherd.monitor", "gpuherd.monitor_record"])
+@pytest.mark.parametrize("module", ["gpuherd.dashboard.monitor",
+                                    "gpuherd.dashboard.monitor_record"])
 def test_the_command_line_side_of_the_dashboard_imports_no_tui_module_at_the_top(
         module: str) -> None:
     """The dashboard's running set lives below `tui/`: monitor imports `tui` only lazily."""

@@ -1,6 +1,6 @@
 """One line pipeline: `gpuherd parse` and the log tail read the same bytes the same way.
 
-Both cut lines with `collectors/logtail_lines.py` (the tail feeds whatever each read brought
+Both cut lines with `collectors/logs/logtail_lines.py` (the tail feeds whatever each read brought
 and takes the newest `\\r` state of an unfinished line once per read) and digest them with
 `collectors/logtail_digest.LineDigest` (detection, late detection, tracebacks, findings), so a
 file gives the same metrics and findings, line by line, whichever way it is read.
@@ -18,10 +18,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from collectors.logtail import LogTailCollector
-from collectors.logtail_digest import DETECT_LINES
-from collectors.logtail_lines import LineAssembler, read_lines
-from gpuherd.parse_command import TrendHistory, json_number, parse_file
+from collectors.logs.logtail import LogTailCollector
+from collectors.logs.logtail_digest import DETECT_LINES
+from collectors.logs.logtail_lines import LineAssembler, read_lines
+from gpuherd.parse.parse_command import TrendHistory, json_number, parse_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
 GOLDEN_LOGS = sorted(

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from collectors.base import CollectorError, CollectorUnavailable
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
 from tests.unit.test_logtail_harness import SpyFormats
 
 

@@ -24,14 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail import LogTailCollector
-from collectors.logtail_files import FileFollower
-from collectors.logtail_rotation import head_of, is_copy_name, rotation_suffix
-from collectors.logtail_waker import TailWaker
+from collectors.logs.logtail import LogTailCollector
+from collectors.logs.logtail_files import FileFollower
+from collectors.logs.logtail_rotation import head_of, is_copy_name, rotation_suffix
+from collectors.logs.logtail_waker import TailWaker
 from collectors.samples import LogBatch
 from gpuherd.record.logsink import LogSink
 from gpuherd.record.recording import Recording, RecordingOptions
-from gpuherd.session import SessionWriter
+from gpuherd.session.session import SessionWriter
 from tests.recorded import loss_steps
 from tests.unit.test_logtail_harness import TailHarness
 
@@ -257,7 +257,7 @@ def test_the_first_real_bytes_are_found_past_a_hole_sparse_or_written(tmp_path):
 def test_a_pipe_swapped_in_for_a_copy_after_the_listing_is_left_alone(tmp_path, monkeypatch):
     # logrotate's copies are listed as regular files, then opened: a pipe that takes a copy's
     # name in between would make the open wait for a writer, holding the tail for ever.
-    import collectors.logtail_rotation as rotation
+    import collectors.logs.logtail_rotation as rotation
     from tests.unit.test_logtail_rotation import bounded, release
 
     log, pipe = tmp_path / "train.log", tmp_path / "planted"

@@ -6,8 +6,8 @@ import gc
 
 import pytest
 
-from collectors.logtail_digest import LineDigest
-from collectors.logtail_formats import RegistryFormats
+from collectors.logs.logtail_digest import LineDigest
+from collectors.logs.logtail_formats import RegistryFormats
 from parsers.model import LogMetric
 
 

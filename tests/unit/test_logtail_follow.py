@@ -12,8 +12,8 @@ import tempfile
 import pytest
 
 from collectors.base import CollectorError
-from collectors.logtail import LogTailCollector
-from collectors.logtail_waker import TailWaker
+from collectors.logs.logtail import LogTailCollector
+from collectors.logs.logtail_waker import TailWaker
 from tests.unit.test_logtail_harness import TailHarness
 
 

@@ -7,7 +7,7 @@ import threading
 import time
 
 from collectors.base import Failed, Recovered, Sampled, Unavailable
-from collectors.logtail_formats import RegistryFormats
+from collectors.logs.logtail_formats import RegistryFormats
 from collectors.loop import run_collector
 
 

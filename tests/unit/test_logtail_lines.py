@@ -5,7 +5,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.logtail_lines import LineAssembler
+from collectors.logs.logtail_lines import LineAssembler
 
 
 def feed_all(assembler, chunks):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
 LOGS = sorted(

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail import LogTailCollector
-from collectors.logtail_waker import TailWaker
+from collectors.logs.logtail import LogTailCollector
+from collectors.logs.logtail_waker import TailWaker
 from gpuherd.record.recording import Recording, RecordingOptions
 from tests.recorded import loss_steps
 from tests.unit.test_logtail_harness import TailHarness
@@ -275,7 +275,7 @@ def test_a_pipe_swapped_in_as_the_log_after_a_rotation_is_named_not_waited_on(
     # Between looking at the new log by name and opening it, a pipe takes its place: opening
     # a pipe waits for a writer, which would hold the observer's thread (and the tail) for ever.
     from collectors.base import CollectorError
-    from collectors.logtail_files import FileFollower
+    from collectors.logs.logtail_files import FileFollower
 
     log, pipe = tmp_path / "train.log", tmp_path / "planted"
     log.write_text(lines(0, 10))

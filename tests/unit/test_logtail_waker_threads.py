@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from collectors.base import Sampled
-from collectors.logtail import LogTailCollector
-from collectors.logtail_waker import TailWaker
+from collectors.logs.logtail import LogTailCollector
+from collectors.logs.logtail_waker import TailWaker
 from collectors.loop import run_collector
 from tests.stacks import thread_stacks
 

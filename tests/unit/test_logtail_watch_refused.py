@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail_waker import TailWaker
+from collectors.logs.logtail_waker import TailWaker
 from collectors.samples import LogBatch
 from gpuherd.record.logsink import LogSink
-from gpuherd.session import SessionWriter
+from gpuherd.session.session import SessionWriter
 from tests.privileges import as_other_user, shared_directory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +30,8 @@ while sys.argv[3] == "exhaust" and len(held) < 100000:
     if fd < 0:
         break
     held.append(fd)
-from collectors.logtail import LogTailCollector
-from collectors.logtail_waker import TailWaker
+from collectors.logs.logtail import LogTailCollector
+from collectors.logs.logtail_waker import TailWaker
 waker = TailWaker()
 tail = LogTailCollector(sys.argv[1], waker=waker, poll_interval_s=0.05, settle_s=0.0)
 tail.open()

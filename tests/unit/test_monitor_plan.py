@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from collectors.discovery import DiscoveryCollector
-from gpuherd import exit_codes, monitor
+from collectors.logs.discovery import DiscoveryCollector
 from gpuherd.cli import parse_args, typed_options
+from gpuherd.common import exit_codes
+from gpuherd.dashboard import monitor
 
 SESSIONS = Path(__file__).resolve().parents[1] / "data" / "sessions"
 
@@ -87,7 +88,7 @@ def test_a_large_session_is_checked_while_it_streams(tmp_path: Path,
 def test_tui_record_refuses_a_replay_and_a_missing_terminal(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]
                                                              ) -> None:
-    from gpuherd import monitor_record
+    from gpuherd.dashboard import monitor_record
 
     session = tmp_path / "rec"
     with pytest.raises(SystemExit) as refused:  # the command line refuses it before this
@@ -100,9 +101,9 @@ def test_tui_record_refuses_a_replay_and_a_missing_terminal(tmp_path: Path,
     assert not session.exists()
 
 
-LIVE_DOES_WITHOUT = ("collectors.session_format", "collectors.session_reader",
-                     "collectors.replay", "collectors.logtail", "parsers.registry",
-                     "gpuherd.record", "gpuherd.session")
+LIVE_DOES_WITHOUT = ("collectors.session.session_format", "collectors.session.session_reader",
+                     "collectors.replay.replay", "collectors.logs.logtail", "parsers.registry",
+                     "gpuherd.record", "gpuherd.session.session")
 """Modules the live dashboard's first frame does not need: every one costs start-up time."""
 
 

@@ -4,10 +4,10 @@ import threading
 
 import pytest
 
-import collectors.nvml as nvml
+import collectors.machine.nvml as nvml
 from collectors.base import CollectorError, CollectorUnavailable, Failed, Recovered, Sampled
 from collectors.loop import run_collector
-from collectors.nvml import NvmlCollector, ProcessEntry, merge_processes
+from collectors.machine.nvml import NvmlCollector, ProcessEntry, merge_processes
 from collectors.samples import GpuProcess
 from tests.fakes import (
     DriverNotLoaded,

@@ -14,10 +14,10 @@ import re
 import pynvml  # noqa: TID251 - the test stands in for the driver below nvidia-ml-py
 import pytest
 
-from collectors.nvml import NvmlCollector, ProcessEntry, PynvmlBackend, merge_processes
+from collectors.machine.nvml import NvmlCollector, ProcessEntry, PynvmlBackend, merge_processes
 from collectors.samples import GpuProcess
-from gpuherd.format import fmt_power_pair
-from gpuherd.snapshot import render_table, take_snapshot, to_json
+from gpuherd.present.format import fmt_power_pair
+from gpuherd.snapshot.snapshot import render_table, take_snapshot, to_json
 from tests.fakes import FakeGpu, FakeNvml, GiB, NotSupported
 
 NOT_AVAILABLE = pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from collectors.rows import QuotedCells, cell, metric_lines
+from collectors.session.rows import QuotedCells, cell, metric_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("gpuherd", "collectors", "tui", "parsers")
@@ -83,7 +83,7 @@ def unit_definitions(tree: ast.Module) -> Iterator[int]:
 
 
 def test_byte_units_are_defined_in_gpuherd_format_alone() -> None:
-    assert offences(unit_definitions, {"gpuherd/format.py"}) == []
+    assert offences(unit_definitions, {"gpuherd/present/format.py"}) == []
     assert offences(unit_definitions) != [], "the home itself defines them"
 
 
@@ -104,7 +104,7 @@ def formatter_definitions(tree: ast.Module) -> Iterator[int]:
 
 
 def test_value_formatters_live_in_gpuherd_format_alone() -> None:
-    assert offences(formatter_definitions, {"gpuherd/format.py"}) == []
+    assert offences(formatter_definitions, {"gpuherd/present/format.py"}) == []
 
 
 def test_a_second_formatter_is_caught() -> None:
@@ -127,8 +127,8 @@ def liveness_probes(tree: ast.Module) -> Iterator[int]:
             yield node.lineno
 
 
-LIVENESS_HOME = "collectors/process_alive.py"
-SHOWS_START_TIME = "collectors/host.py"
+LIVENESS_HOME = "collectors/machine/process_alive.py"
+SHOWS_START_TIME = "collectors/machine/host.py"
 """The host collector shows when each GPU process started (a column), and asks nothing of it."""
 
 
@@ -193,7 +193,7 @@ def exit_file_parsers(tree: ast.Module) -> Iterator[int]:
 
 
 def test_command_exit_json_has_one_reader() -> None:
-    assert offences(exit_file_parsers, {"collectors/session_meta.py"}) == []
+    assert offences(exit_file_parsers, {"collectors/session/session_meta.py"}) == []
     assert offences(exit_file_parsers) != [], "the reader itself parses it"
 
 
@@ -217,7 +217,7 @@ def hand_built_csv_lines(tree: ast.Module) -> Iterator[int]:
 
 def test_the_recorder_builds_no_metrics_row_by_hand() -> None:
     assert list(hand_built_csv_lines(MODULES["gpuherd/record/logsink.py"])) == []
-    assert list(hand_built_csv_lines(MODULES["collectors/rows.py"])) != []
+    assert list(hand_built_csv_lines(MODULES["collectors/session/rows.py"])) != []
 
 
 def test_a_hand_built_row_is_caught() -> None:
@@ -299,7 +299,7 @@ def test_a_literal_queue_default_is_caught(source: str) -> None:
 # Typed options past the command line.
 
 EDGE = ("gpuherd/commands/", "gpuherd/cli.py")
-OWN_COMMAND_LINES = {"gpuherd/argcheck.py", "gpuherd/proc/supervisor.py"}
+OWN_COMMAND_LINES = {"gpuherd/common/argcheck.py", "gpuherd/proc/supervisor.py"}
 """`argcheck` holds argparse `type=` functions; the supervisor is a program of its own whose
 `_parse` turns its command line into a typed `Invocation`."""
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from gpuherd.cli import COMMANDS, parse_args, typed_options
-from gpuherd.format import MIB
-from gpuherd.options import MonitorOptions, RecordOptions, ServeMetricsOptions
-from gpuherd.queue.defaults import GRACE_S, MARGIN_BYTES, SETTLE_S, STOP_GRACE_S
+from gpuherd.common.options import MonitorOptions, RecordOptions, ServeMetricsOptions
+from gpuherd.common.queue_defaults import GRACE_S, MARGIN_BYTES, SETTLE_S, STOP_GRACE_S
+from gpuherd.present.format import MIB
 from gpuherd.queue.options import QueueOptions
 
 

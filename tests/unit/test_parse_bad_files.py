@@ -13,8 +13,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuherd import exit_codes
-from gpuherd.parse_command import iter_lines
+from gpuherd.common import exit_codes
+from gpuherd.parse.parse_command import iter_lines
 from parsers.registry import (
     DOCUMENT_FORMATS,
     FORMAT_NAMES,
@@ -161,7 +161,7 @@ def test_near_misses_of_csv_and_documents_through_detection(pieces: list[bytes])
 
 
 def test_reading_the_head_of_a_fifo_does_not_block(tmp_path: Path) -> None:
-    from collectors.logtail_formats import RegistryFormats
+    from collectors.logs.logtail_formats import RegistryFormats
 
     fifo = tmp_path / "pipe.log"
     os.mkfifo(fifo)

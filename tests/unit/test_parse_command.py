@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuherd.cli import main
-from gpuherd.parse_command import short_where
+from gpuherd.parse.parse_command import short_where
 from tests.privileges import as_other_user, shared_directory
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuherd.parse_command import iter_lines
+from gpuherd.parse.parse_command import iter_lines
 from parsers.model import LogMetric
 from parsers.registry import detect_format, make_parser
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from collectors.logtail_lines import read_lines
-from gpuherd.parse_command import json_number
+from collectors.logs.logtail_lines import read_lines
+from gpuherd.parse.parse_command import json_number
 from parsers.findings import findings_from_metric, scan_line
 from parsers.hf_trainer import parse_trainer_state
 from parsers.registry import DOCUMENT_FORMATS, FORMAT_NAMES, detect_format, make_parser

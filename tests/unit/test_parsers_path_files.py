@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail_digest import LineDigest
-from collectors.logtail_formats import RegistryFormats
-from collectors.logtail_lines import LineAssembler
-from gpuherd.parse_command import parse_file
+from collectors.logs.logtail_digest import LineDigest
+from collectors.logs.logtail_formats import RegistryFormats
+from collectors.logs.logtail_lines import LineAssembler
+from gpuherd.parse.parse_command import parse_file
 from parsers.findings import findings_from_metric
 from parsers.model import LogMetric
 from parsers.path_formats import mlflow_metric_key, tensorboard_metric_name

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
 from gpuherd.cli import main
 from parsers.model import LogMetric
 from parsers.registry import PLAIN_LINE_FORMATS, detect_format, make_parser

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuherd.parse_command import iter_lines
+from gpuherd.parse.parse_command import iter_lines
 from parsers.model import LogMetric
 from parsers.registry import make_parser
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
 from parsers.registry import LATE_FORMATS, detect_format, detect_late_format
 from tests.unit.test_parsers_golden import DATA, _sample
 

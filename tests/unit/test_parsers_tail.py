@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collectors.logtail import LogTailCollector
-from collectors.replay import SessionReplay
+from collectors.logs.logtail import LogTailCollector
+from collectors.replay.replay import SessionReplay
 from collectors.samples import LogBatch
 
 REPO = Path(__file__).resolve().parents[2]

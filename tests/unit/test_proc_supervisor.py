@@ -91,7 +91,7 @@ def test_the_supervisor_imports_the_standard_library_only() -> None:
     assert out.stdout.splitlines() == [
         "['gpuherd']",
         "['gpuherd', 'gpuherd.proc', 'gpuherd.proc.linelog', 'gpuherd.proc.status', "
-        "'gpuherd.proc.supervisor', 'gpuherd.safe_files']"]  # safe_files: standard library only
+        "'gpuherd.proc.supervisor', 'gpuherd.common.safe_files']"]  # safe_files: stdlib only
 
 
 def test_without_a_pidfd_the_exit_is_still_seen(tmp_path: Path,

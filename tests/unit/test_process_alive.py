@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from collectors.process_alive import (
+from collectors.machine.process_alive import (
     SAME_START_TOLERANCE_S,
     pid_exists,
     proc_stat,

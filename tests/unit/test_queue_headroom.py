@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collectors.samples import GpuSample, GpuTick
-from collectors.session_reader import SessionReader
+from collectors.session.session_reader import SessionReader
 from gpuherd.queue.headroom import (
     GpuReading,
     HeadroomWindow,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuherd.format import format_size
+from gpuherd.present.format import format_size
 from gpuherd.queue.sizes import MAX_BYTES, parse_size
 
 GIB = 1 << 30

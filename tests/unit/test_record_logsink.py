@@ -10,10 +10,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collectors.rows import cell
 from collectors.samples import LogBatch
+from collectors.session.rows import cell
 from gpuherd.record.logsink import LogSink
-from gpuherd.session import SessionWriter
+from gpuherd.session.session import SessionWriter
 from parsers.model import LogFinding, LogMetric
 
 
@@ -102,7 +102,8 @@ def test_nan_and_inf_are_written_as_values(tmp_path: Path) -> None:
 )
 def test_rows_are_written_exactly_as_the_csv_module_writes_them(tmp_path_factory, label, lines):
     # The sink formats rows itself for speed; the bytes must equal what csv.writer makes of the
-    # cells (`collectors.rows.cell`), whatever the names (commas, quotes, newlines) and values.
+    # cells (`collectors.session.rows.cell`), whatever the names (commas, quotes, newlines) and
+    # values.
     root = tmp_path_factory.mktemp("s")
     writer = SessionWriter(root / "s")
     sink = LogSink({"train.log": label})

@@ -8,7 +8,7 @@ import threading
 import time
 
 from collectors.base import Failed, Recovered, Unavailable
-from collectors.nvml import NvmlMemoryProbe, ProcessEntry
+from collectors.machine.nvml import NvmlMemoryProbe, ProcessEntry
 from collectors.samples import GpuProcess, GpuSample, GpuTick
 from gpuherd.proc.tree import ProcessTree
 from gpuherd.record.peaks import (
@@ -191,7 +191,7 @@ def test_sampler_without_a_driver_says_why() -> None:
 
 def test_process_entries_from_the_fake_reach_attribution() -> None:
     # The real 1 Hz collector over FakeNvml lists our own pid: per-process attribution.
-    from collectors.nvml import NvmlCollector
+    from collectors.machine.nvml import NvmlCollector
 
     fake = FakeNvml([FakeGpu(used=GIB, reserved=0)])
     collector = NvmlCollector(fake)

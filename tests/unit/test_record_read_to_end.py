@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
 from collectors.loop import run_collector
 from gpuherd.record.dashboard import DashboardRecording, record_options
 from gpuherd.record.drain import STALLED, LogDrain

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from collectors.base import Sampled
-from collectors.discovery import DiscoveredLog, DiscoveredLogs
-from collectors.nvml import ProcessEntry
+from collectors.logs.discovery import DiscoveredLog, DiscoveredLogs
+from collectors.machine.nvml import ProcessEntry
 from gpuherd.record.command import finish, record_command, record_until_stopped
 from gpuherd.record.peaks import BASELINE, PER_PROCESS
 from gpuherd.record.recording import Recording, RecordingOptions
-from gpuherd.session import SessionLockedError
+from gpuherd.session.session import SessionLockedError
 from tests.fakes import FakeGpu, FakeNvml, GiB
 
 TRAIN = """

@@ -10,9 +10,9 @@ import pytest
 
 from collectors.base import Finished, Sampled, SourceExhausted, Unavailable
 from collectors.loop import run_collector
-from collectors.replay import ReplayError, SessionFormatError, SessionReplay
+from collectors.replay.replay import ReplayError, SessionFormatError, SessionReplay
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample
-from gpuherd.session import SessionWriter
+from gpuherd.session.session import SessionWriter
 
 SESSIONS = Path(__file__).resolve().parents[1] / "data" / "sessions"
 META = {"host": "box", "driver": "580.159.04", "started_at": 1000.0, "interval_s": 1.0}

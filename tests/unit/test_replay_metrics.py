@@ -9,10 +9,10 @@ from pathlib import Path
 
 from collectors.base import Finished, Sampled
 from collectors.loop import run_collector
-from collectors.replay import SessionReplay
-from collectors.replay_metrics import metric_batches
+from collectors.replay.replay import SessionReplay
+from collectors.replay.replay_metrics import metric_batches
 from collectors.samples import LogBatch
-from collectors.session_reader import SessionReader
+from collectors.session.session_reader import SessionReader
 from gpuherd.tasks import TaskTracker
 
 SESSIONS = Path(__file__).resolve().parents[1] / "data" / "sessions"

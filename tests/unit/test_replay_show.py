@@ -8,10 +8,10 @@ from pathlib import Path
 
 from collectors.base import Sampled
 from collectors.loop import run_collector
-from collectors.replay import SessionReplay
+from collectors.replay.replay import SessionReplay
 from collectors.samples import GpuProcess, GpuSample, GpuTick
-from collectors.session_format import METRICS_COLUMNS
-from gpuherd.session import SessionWriter
+from collectors.session.session_format import METRICS_COLUMNS
+from gpuherd.session.session import SessionWriter
 from tests.unit.test_replay import FakeClock, simulate, write_session
 from tui.views import gap_note
 

@@ -1,14 +1,21 @@
-"""Pure conversions between samples and session CSV rows (collectors/rows.py, row_decoders.py)."""
+"""Pure conversions between samples and session CSV rows (collectors/session/rows.py, ...)."""
 
 from __future__ import annotations
 
 import pytest
 
-from collectors import cells
-from collectors.row_decoders import GpuRowDecoder, HostRowDecoder, ProcessRowDecoder
-from collectors.rows import RowError, SessionFormatError, cell, gpu_rows, host_row, process_rows
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
-from collectors.session_format import GPU_COLUMNS, HOST_COLUMNS, PROCESS_COLUMNS
+from collectors.session import cells
+from collectors.session.row_decoders import GpuRowDecoder, HostRowDecoder, ProcessRowDecoder
+from collectors.session.rows import (
+    RowError,
+    SessionFormatError,
+    cell,
+    gpu_rows,
+    host_row,
+    process_rows,
+)
+from collectors.session.session_format import GPU_COLUMNS, HOST_COLUMNS, PROCESS_COLUMNS
 
 FULL = GpuSample(
     index=3, uuid="GPU-full", name="NVIDIA H100 80GB HBM3", memory_used_bytes=1 << 34,

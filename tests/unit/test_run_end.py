@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail_lines import read_lines
+from collectors.logs.logtail_lines import read_lines
 from collectors.samples import LogBatch
-from gpuherd.parse_command import parse_file
+from gpuherd.parse.parse_command import parse_file
 from gpuherd.tasks import TaskTracker
 from gpuherd.tasks.health import judge
 from parsers.findings import ends_run, findings_from_metric

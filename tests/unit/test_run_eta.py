@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.logtail_lines import read_lines
+from collectors.logs.logtail_lines import read_lines
 from collectors.samples import LogBatch
 from gpuherd.tasks import TaskTracker
 from parsers.registry import detect_format, make_parser

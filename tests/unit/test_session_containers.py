@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collectors.base import Sampled
-from collectors.container_gpu import container_label, container_names, gpu_use_by_container
-from collectors.replay import SessionReplay
+from collectors.machine.container_gpu import container_label, container_names, gpu_use_by_container
+from collectors.replay.replay import SessionReplay
 from collectors.roles import CONTAINERS
 from collectors.samples import (
     ContainerSample,
@@ -23,9 +23,9 @@ from collectors.samples import (
     HostSample,
     ProcessInfo,
 )
-from collectors.session_format import CONTAINER_COLUMNS
+from collectors.session.session_format import CONTAINER_COLUMNS
 from gpuherd.record.recorder import Recorder
-from gpuherd.session import SessionWriter, load_session
+from gpuherd.session.session import SessionWriter, load_session
 
 GiB = 1 << 30
 META = {"host": "box", "driver": "580.159.04", "started_at": 1000.0, "interval_s": 1.0}

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.replay_metrics import metric_batches
-from collectors.session_reader import SessionReader
+from collectors.replay.replay_metrics import metric_batches
+from collectors.session.session_reader import SessionReader
 from gpuherd.summary.summary import summarize
 from tests.unit.test_summary import GIB, T0, gpu_row, write_session
 

@@ -22,8 +22,8 @@ import pytest
 
 from collectors.base import Sampled
 from collectors.loop import run_collector
-from collectors.replay import SessionReplay
-from collectors.rows import SessionFormatError
+from collectors.replay.replay import SessionReplay
+from collectors.session.rows import SessionFormatError
 from gpuherd.cli import main
 from gpuherd.summary.frames import load_frames
 

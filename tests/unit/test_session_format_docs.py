@@ -1,4 +1,4 @@
-"""docs/session-format.md and collectors/session_format.py name the same files, columns and keys."""
+"""docs/session-format.md and collectors/session/session_format.py: the same files, columns."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors import session_format as fmt
+from collectors.session import session_format as fmt
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = (REPO / "docs" / "session-format.md").read_text(encoding="utf-8")
@@ -117,7 +117,8 @@ def test_the_module_imports_only_the_standard_library() -> None:
     assert imported <= set(sys.stdlib_module_names)
     out = subprocess.run(
         [sys.executable, "-c", "import sys; before = set(sys.modules); "
-         "import collectors.session_format; print(sorted(m for m in set(sys.modules) - before "
+         "import collectors.session.session_format; "
+         "print(sorted(m for m in set(sys.modules) - before "
          "if m.split('.')[0] not in sys.stdlib_module_names))"],
         cwd=REPO, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['collectors', 'collectors.session_format']"
+    assert out.stdout.strip() == "['collectors', 'collectors.session.session_format']"

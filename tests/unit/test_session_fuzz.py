@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from collectors.replay_metrics import metric_batches
-from collectors.rows import SessionFormatError
-from collectors.session_format import METRICS_COLUMNS, METRICS_FILE
-from collectors.session_reader import SessionReader
+from collectors.replay.replay_metrics import metric_batches
+from collectors.session.rows import SessionFormatError
+from collectors.session.session_format import METRICS_COLUMNS, METRICS_FILE
+from collectors.session.session_reader import SessionReader
 from gpuherd.summary import report
 from gpuherd.summary.frames import load_frames
 from gpuherd.summary.summary import summarize_frames

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from collectors.samples import GpuProcess, ProcessInfo
-from gpuherd.session import SessionFormatError, load_session
+from gpuherd.session.session import SessionFormatError, load_session
 
 SESSIONS = Path(__file__).resolve().parents[1] / "data" / "sessions"
 COMMAND = 'python train.py --lr 0.1,0.01 --name "big"'

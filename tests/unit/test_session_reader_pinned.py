@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from collectors.rows import SessionFormatError
-from collectors.session_format import (
+from collectors.session.rows import SessionFormatError
+from collectors.session.session_format import (
     CONTAINER_COLUMNS,
     HOST_WRITTEN,
     METRICS_COLUMNS,
     SCHEMA_VERSION,
 )
-from collectors.session_reader import SessionReader
+from collectors.session.session_reader import SessionReader
 from tests.unit.test_summary import GPU_HEADER, T0, gpu_row
 
 STARTED = T0 - 7.0

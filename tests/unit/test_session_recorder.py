@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collectors.base import CollectorError, CollectorUnavailable, SourceExhausted
-from collectors.host import PidWatch
-from collectors.replay import SessionReplay
+from collectors.machine.host import PidWatch
+from collectors.replay.replay import SessionReplay
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample
 from gpuherd.record.recorder import Recorder
-from gpuherd.session import SessionWriter, load_session
+from gpuherd.session.session import SessionWriter, load_session
 from tests.privileges import tmpfs
 
 META = {"host": "box", "driver": None, "started_at": 1000.0}
@@ -200,7 +200,8 @@ def test_a_replayed_session_records_into_an_equal_session(tmp_path):
 
 
 def test_recording_modules_do_not_import_textual():
-    code = ("import sys, gpuherd.record.recorder, gpuherd.session, collectors.replay; "
+    code = ("import sys, gpuherd.record.recorder, gpuherd.session.session, "
+            "collectors.replay.replay; "
             "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

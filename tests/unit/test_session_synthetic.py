@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpuherd.session import load_session
+from gpuherd.session.session import load_session
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
-from gpuherd.session import (
+from gpuherd.session.session import (
     SessionExistsError,
     SessionLockedError,
     SessionWriteError,
@@ -116,7 +116,7 @@ def test_rows_reach_the_disk_within_the_flush_interval(tmp_path):
 def test_a_second_writer_in_another_process_is_refused(tmp_path):
     child = spawn("""
         import sys
-        from gpuherd.session import SessionWriter
+        from gpuherd.session.session import SessionWriter
         writer = SessionWriter(sys.argv[1], {"driver": None})
         print("ready", flush=True)
         sys.stdin.read()
@@ -146,7 +146,7 @@ def test_stale_lock_of_a_killed_recorder_is_taken_over(tmp_path):
     child = spawn("""
         import sys
         from pathlib import Path
-        from gpuherd.session_lock import SessionLock
+        from gpuherd.session.session_lock import SessionLock
         SessionLock(Path(sys.argv[1])).acquire()
         print("ready", flush=True)
         sys.stdin.read()

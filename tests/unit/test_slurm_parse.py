@@ -134,7 +134,7 @@ def test_no_slurm_commands_no_configuration_or_no_slurmd_is_no_slurm(tmp_path):
 
 
 def test_snapshot_without_slurm_says_nothing_of_it(tmp_path, monkeypatch):
-    from gpuherd.snapshot import take_snapshot, to_json
+    from gpuherd.snapshot.snapshot import take_snapshot, to_json
     from tests.fakes import FakeNvml
 
     monkeypatch.setenv("PATH", str(tmp_path))

@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from collectors.session_format import SLURM_COLUMNS
+from collectors.session.session_format import SLURM_COLUMNS
 from collectors.slurm.samples import ProcessJob, SlurmJob, SlurmTick
 from gpuherd.record.slurm_record import SlurmRecord, slurm_meta
 from gpuherd.summary.slurm_summary import slurm_lines, slurm_summary

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.nvml import ProcessEntry
+from collectors.machine.nvml import ProcessEntry
 from collectors.samples import ContainerSample, ContainerTick
-from gpuherd.options import SnapshotOptions
-from gpuherd.snapshot import render_table, run, take_snapshot, to_json
-from gpuherd.snapshot_containers import ContainerLook
+from gpuherd.common.options import SnapshotOptions
+from gpuherd.snapshot.snapshot import render_table, run, take_snapshot, to_json
+from gpuherd.snapshot.snapshot_containers import ContainerLook
 from tests.fakes import FakeGpu, FakeNvml, GiB, GpuIsLost, MiB, NoPermission, NotSupported
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from collectors.discovery import DiscoveredLog, DiscoveredLogs, DiscoveryCollector
-from gpuherd import monitor
+from collectors.logs.discovery import DiscoveredLog, DiscoveredLogs, DiscoveryCollector
 from gpuherd.cli import parse_args
 from gpuherd.commands.monitor import options
+from gpuherd.dashboard import monitor
 from gpuherd.record.recording import RecordingOptions
 from gpuherd.sources import DISCOVERY_INTERVAL_S, LiveSources, SourceOptions, TailSupervisor
 

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collectors.rows import SessionFormatError
-from collectors.session_format import (
+from collectors.session.rows import SessionFormatError
+from collectors.session.session_format import (
     EVENTS_FILE,
     GPU_FILE,
     GPU_WRITTEN,

@@ -14,8 +14,8 @@ from collectors.samples import (
     HostSample,
     ProcessInfo,
 )
-from collectors.session_format import CONTAINER_COLUMNS
-from gpuherd.session import SessionWriter, load_session
+from collectors.session.session_format import CONTAINER_COLUMNS
+from gpuherd.session.session import SessionWriter, load_session
 from gpuherd.summary import report
 from gpuherd.summary.frames import load_frames
 from gpuherd.summary.summary import summarize

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collectors.session_format import METRICS_COLUMNS, METRICS_FILE
-from gpuherd.chart_values import LIMIT, drawable
+from collectors.session.session_format import METRICS_COLUMNS, METRICS_FILE
+from gpuherd.present.chart_values import LIMIT, drawable
 from gpuherd.summary import charts, report
 from gpuherd.summary.frames import load_frames
 from gpuherd.summary.summary import summarize_frames

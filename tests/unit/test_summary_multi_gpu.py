@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.session_format import (
+from collectors.session.session_format import (
     EVENTS_FILE,
     GPU_FILE,
     GPU_WRITTEN,

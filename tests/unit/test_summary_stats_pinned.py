@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from collectors.session_format import HOST_FILE, HOST_WRITTEN
+from collectors.session.session_format import HOST_FILE, HOST_WRITTEN
 from gpuherd.summary.stats import STAT_COLUMNS, stats_records
 from gpuherd.summary.summary import summarize
 from tests.unit.test_summary import GIB, H200_TOTAL, T0, gpu_row, write_session

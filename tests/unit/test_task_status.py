@@ -8,8 +8,8 @@ import shutil
 import time
 from pathlib import Path
 
-from collectors.logtail import LogTailCollector
-from collectors.replay import SessionReplay
+from collectors.logs.logtail import LogTailCollector
+from collectors.replay.replay import SessionReplay
 from collectors.samples import GpuTick, LogBatch
 from gpuherd.tasks import TaskTracker
 from tests.unit.test_tasks import TASK, batch, metric

@@ -109,7 +109,7 @@ def test_no_writer_known_keeps_the_old_rules() -> None:
 
 def test_the_exporter_beside_the_dashboard_shows_the_same_statuses() -> None:
     from collectors.base import Sampled
-    from collectors.writers import LogWriters, WritersTick
+    from collectors.machine.writers import LogWriters, WritersTick
     from gpuherd.export.families import STATUSES
     from gpuherd.export.state import ExportState
 

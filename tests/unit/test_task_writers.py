@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.writers import LogWriters, WriterCollector, WriterWatch, ancestors, scan
+from collectors.machine.writers import LogWriters, WriterCollector, WriterWatch, ancestors, scan
 from gpuherd.tasks import TaskTracker
 from tests.privileges import AS_ROOT, as_other_user, shared_directory
 
@@ -93,7 +93,7 @@ def test_another_users_processes_are_skipped_without_an_error(procs) -> None:
         log = where / "train.log"
         proc, _ = start(WRITER, str(log), "a")  # root's: /proc/PID/fd is closed to others
         procs.append(proc)
-        code = ("import json, sys; from collectors.writers import scan; "
+        code = ("import json, sys; from collectors.machine.writers import scan; "
                 "print(json.dumps(scan({'t': sys.argv[1]}, [int(sys.argv[2])])))")
         result = subprocess.run(
             as_other_user([sys.executable, "-c", code, str(log), str(proc.pid)]),

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.writers import LogWriters, WriterCollector, WriterWatch, started_at
-from collectors.writers_by_cwd import MAX_LEVELS, levels_below
+from collectors.machine.writers import LogWriters, WriterCollector, WriterWatch, started_at
+from collectors.machine.writers_by_cwd import MAX_LEVELS, levels_below
 
 # Appends a row to its log and closes it again, as Lightning's CSVLogger does, every 50 ms.
 CSV_WRITER = r"""

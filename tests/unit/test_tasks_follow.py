@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
 from gpuherd.tasks import TaskTracker
 
 

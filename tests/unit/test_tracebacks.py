@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collectors.logtail import LogTailCollector
+from collectors.logs.logtail import LogTailCollector
 
 CTRL_C = """step=1 loss=2.0
 step=2 loss=1.9

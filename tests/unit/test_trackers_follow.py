@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collectors.base import CollectorError
-from collectors.discovery import LogDiscovery
+from collectors.logs.discovery import LogDiscovery
 from collectors.trackers.collector import TrackerRunCollector
 from collectors.trackers.framing import FramingError, WandbLogReader, split_tfrecords
 from collectors.trackers.tensorboard import float32_value, load_protos

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from collectors.samples import LogBatch
 from gpuherd.record.logsink import LogSink
-from gpuherd.session import SessionWriter
+from gpuherd.session.session import SessionWriter
 from parsers.model import LogMetric
 
 STORES = Path(__file__).resolve().parents[1] / "data" / "trackers"

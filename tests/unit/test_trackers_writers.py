@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from collectors.machine.writers import LogWriters, WriterCollector, WriterWatch, scan
 from collectors.trackers.mlflow_files import MlflowFileRun
-from collectors.writers import LogWriters, WriterCollector, WriterWatch, scan
 
 # The training: starts a child that holds argv[1] open for writing (as wandb-core holds
 # run-<id>.wandb), prints the child's pid once the file is open, and sleeps.

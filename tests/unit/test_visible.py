@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuherd.format import fmt_text, visible
+from gpuherd.present.format import fmt_text, visible
 
 
 @pytest.mark.parametrize(("text", "shown"), [

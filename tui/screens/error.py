@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 
 
 class ErrorScreen(ModalScreen[None]):

@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("q  Ctrl-C", "quit; while `record --tui` runs a command: leave the dashboard, the "

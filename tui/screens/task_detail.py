@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from gpuherd.format import (
+from gpuherd.present.format import (
     fmt_bytes,
     fmt_duration,
     fmt_gib_pair,

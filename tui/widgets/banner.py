@@ -7,7 +7,7 @@ from textual.app import RenderResult
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 
 
 class Banner(Widget):

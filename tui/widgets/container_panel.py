@@ -14,9 +14,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
-from collectors.container_gpu import ContainerGpuUse, gpu_use_by_container
+from collectors.machine.container_gpu import ContainerGpuUse, gpu_use_by_container
 from collectors.roles import CONTAINERS, GPU
-from gpuherd.format import NA, fmt_bytes, fmt_pct, fmt_text, fmt_uptime
+from gpuherd.present.format import NA, fmt_bytes, fmt_pct, fmt_text, fmt_uptime
 from tui.containers import (
     CONTAINER_SORTS,
     ContainerRow,

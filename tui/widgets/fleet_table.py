@@ -21,7 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from gpuherd.fleet.model import FleetRow, FleetTask
-from gpuherd.format import fmt_bytes, fmt_gib_pair, fmt_pct, pct_of, visible
+from gpuherd.present.format import fmt_bytes, fmt_gib_pair, fmt_pct, pct_of, visible
 from tui.tasks import BADGES, SEVERITY_STYLE, STATUS_STYLE
 from tui.text import level_style
 

@@ -13,7 +13,7 @@ from textual.reactive import reactive
 
 from collectors.roles import GPU
 from collectors.samples import GpuSample, GpuTick
-from gpuherd.format import (
+from gpuherd.present.format import (
     fmt_bytes_gib,
     fmt_count,
     fmt_gib_pair,

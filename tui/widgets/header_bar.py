@@ -9,7 +9,7 @@ from textual.app import RenderResult
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 
 
 class HeaderBar(Widget):

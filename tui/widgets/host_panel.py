@@ -11,7 +11,7 @@ from textual.reactive import reactive
 
 from collectors.roles import GPU, HOST
 from collectors.samples import HostSample
-from gpuherd.format import fmt_gib_pair, fmt_number, fmt_pct, fmt_rate, pct_of
+from gpuherd.present.format import fmt_gib_pair, fmt_number, fmt_pct, fmt_rate, pct_of
 from tui.text import bar
 from tui.widgets.panel import Panel
 from tui.widgets.text_lines import TextLines

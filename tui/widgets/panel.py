@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rich.text import Text
 from textual.widget import Widget
 
-from gpuherd.format import visible
+from gpuherd.present.format import visible
 
 if TYPE_CHECKING:
     from tui.state import MonitorState

@@ -12,7 +12,7 @@ from textual.app import RenderResult
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gpuherd.chart_values import (
+from gpuherd.present.chart_values import (
     drawable,
     even_ticks,
     fixed_ticks,

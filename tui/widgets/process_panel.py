@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Static
 
-from collectors.container_gpu import container_names
+from collectors.machine.container_gpu import container_names
 from collectors.roles import CONTAINERS, GPU, HOST, SLURM
 from tui.containers import first_tick
 from tui.processes import (

@@ -14,7 +14,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, RowKey
 
-from gpuherd.format import fmt_bytes, fmt_duration, fmt_pct, fmt_text, visible
+from gpuherd.present.format import fmt_bytes, fmt_duration, fmt_pct, fmt_text, visible
 from tui.processes import ProcessRow
 from tui.widgets.keyed_table import update_rows
 

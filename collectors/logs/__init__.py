@@ -1,0 +1,1 @@
+"""Log tails: following files across rotation, cutting lines, detection, discovery of runs."""

@@ -1,0 +1,1 @@
+"""A recorded session replayed as collectors that keep its recorded timing."""

@@ -1,0 +1,1 @@
+"""`gpuherd parse`: the metrics and findings of log files and trackers' stores."""

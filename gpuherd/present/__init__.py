@@ -1,0 +1,1 @@
+"""Values as text: units, rounding, escapes (`format`), and points a chart can draw."""

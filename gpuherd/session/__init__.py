@@ -1,0 +1,1 @@
+"""Writing a session directory: the writer, its lock, and whether the directory is safe."""
