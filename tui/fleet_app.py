@@ -13,7 +13,7 @@ from textual.widgets import Footer, Static
 from collectors.base import Collector, CollectorEvent, Crashed, Failed, Recovered, Sampled
 from gpuherd.fleet.model import FleetSnapshot
 from gpuherd.present.format import fmt_timestamp, visible
-from tui.collector_threads import CollectorThreads
+from gpuherd.engine.threads import SourceThreads as CollectorThreads
 from tui.messages import CollectorEventReceived
 from tui.widgets.fleet_table import FleetTable
 

@@ -12,7 +12,7 @@ from collectors.samples import GpuProcess, HostSample
 from tests.app.helpers import T0, UUID0, ScriptedCollector, gpu, tick, until
 from tests.fakes import FakeGpu, FakeNvml, GiB, GpuIsLost, LibraryNotFound, MiB, NotSupported
 from tui.app import make_app
-from tui.collector_threads import EarlyCollectors
+from gpuherd.engine.gate import EarlyCollectors
 from tui.widgets.banner import Banner
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.process_table import ProcessTable

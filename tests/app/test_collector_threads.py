@@ -13,7 +13,8 @@ from collectors.machine.nvml import NvmlCollector, ProcessEntry
 from collectors.samples import HostSample
 from tests.app.helpers import ScriptedCollector, scripted_log
 from tests.fakes import FakeCollector, FakeGpu, FakeNvml
-from tui.collector_threads import CollectorThreads, EarlyCollectors
+from gpuherd.engine.gate import EarlyCollectors
+from gpuherd.engine.threads import SourceThreads as CollectorThreads
 
 
 class Recorder:

@@ -109,10 +109,10 @@ LIVE_DOES_WITHOUT = ("collectors.session.session_format", "collectors.session.se
 
 def test_the_live_dashboard_imports_no_session_tail_or_recorder_code() -> None:
     code = ("import sys\n"
-            "from gpuherd import monitor\n"
+            "from gpuherd.dashboard import monitor\n"
             "from gpuherd.cli import parse_args, typed_options\n"
             "plan = monitor.build_plan(typed_options(parse_args([])))\n"
-            "import tui.app, tui.collector_threads\n"
+            "import tui.app, gpuherd.engine.gate\n"
             f"print([m for m in {LIVE_DOES_WITHOUT!r} if m in sys.modules])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[2])
