@@ -11,9 +11,9 @@ from textual.binding import Binding
 from textual.widgets import Footer, Static
 
 from collectors.base import Collector, CollectorEvent, Crashed, Failed, Recovered, Sampled
+from gpuherd.engine.threads import SourceThreads as CollectorThreads
 from gpuherd.fleet.model import FleetSnapshot
 from gpuherd.present.format import fmt_timestamp, visible
-from gpuherd.engine.threads import SourceThreads as CollectorThreads
 from tui.messages import CollectorEventReceived
 from tui.widgets.fleet_table import FleetTable
 

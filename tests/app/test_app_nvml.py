@@ -9,10 +9,10 @@ import threading
 from collectors.machine.host import HostCollector, PidWatch
 from collectors.machine.nvml import NvmlCollector, ProcessEntry
 from collectors.samples import GpuProcess, HostSample
+from gpuherd.engine.gate import EarlyCollectors
 from tests.app.helpers import T0, UUID0, ScriptedCollector, gpu, tick, until
 from tests.fakes import FakeGpu, FakeNvml, GiB, GpuIsLost, LibraryNotFound, MiB, NotSupported
 from tui.app import make_app
-from gpuherd.engine.gate import EarlyCollectors
 from tui.widgets.banner import Banner
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.process_table import ProcessTable

@@ -11,10 +11,10 @@ from collectors.base import Crashed, Finished, Sampled
 from collectors.machine.host import HostCollector, PidWatch
 from collectors.machine.nvml import NvmlCollector, ProcessEntry
 from collectors.samples import HostSample
-from tests.app.helpers import ScriptedCollector, scripted_log
-from tests.fakes import FakeCollector, FakeGpu, FakeNvml
 from gpuherd.engine.gate import EarlyCollectors
 from gpuherd.engine.threads import SourceThreads as CollectorThreads
+from tests.app.helpers import ScriptedCollector, scripted_log
+from tests.fakes import FakeCollector, FakeGpu, FakeNvml
 
 
 class Recorder:
