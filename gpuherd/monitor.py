@@ -240,6 +240,18 @@ def _tap(plan: Plan) -> Callable[[CollectorEvent], None] | None:
     return tap
 
 
+def _also(first: Callable[[CollectorEvent], None],
+          then: Callable[[CollectorEvent], None] | None) -> Callable[[CollectorEvent], None]:
+    if then is None:
+        return first
+
+    def tap(event: CollectorEvent) -> None:
+        first(event)
+        then(event)
+
+    return tap
+
+
 Guard = Callable[[Any], AbstractContextManager[Any]]
 """Wraps the running app (given the app), e.g. to turn SIGTERM into `q`."""
 
@@ -255,10 +267,13 @@ def run_app(plan: Plan, guard: Guard | None = None, close_logs: bool = True) -> 
     dashboard still needs its tails).
     """
     from tui.collector_threads import EarlyCollectors  # no Textual in it
+    from tui.first_paint_term import FirstPaint  # nor in this
 
+    # Live only: a plain frame of the GPUs and their processes while Textual loads.
+    first = FirstPaint.start(plan.hostname) if plan.replay_label is None else None
     early = EarlyCollectors.start(
         plan.collectors,
-        tap=_tap(plan),
+        tap=_also(first.tap, _tap(plan)) if first is not None else _tap(plan),
         pid_watch=plan.pid_watch,
     )
     try:
@@ -275,9 +290,13 @@ def run_app(plan: Plan, guard: Guard | None = None, close_logs: bool = True) -> 
             recording=plan.recording,
             early=early,
         )
+        if first is not None:
+            first.hand_over()
         with guard(app) if guard is not None else nullcontext():
             app.run()
     finally:
+        if first is not None:
+            first.close()  # only if Textual never took the terminal over
         early.abandon()  # only if the app never took the collectors over
         if plan.logs is not None and close_logs:
             plan.logs.close()
