@@ -6,9 +6,12 @@ import fcntl
 import os
 import select
 import struct
+import subprocess
+import sys
 import termios
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -145,6 +148,32 @@ def test_when_the_dashboard_never_starts_close_restores_the_normal_screen_and_in
     first.close()
     assert drain(master) == LEAVE
     assert termios.tcgetattr(slave) == before
+
+
+CHILD = """
+import os, sys
+tty = os.open(sys.argv[1], os.O_RDWR)  # a session leader's first terminal becomes its own
+for fd in (0, 2) if sys.argv[2] == "piped" else (0, 1, 2):
+    os.dup2(tty, fd)
+sys.stdin, sys.stderr = open(0, closefd=False), open(2, "w", closefd=False)
+if sys.argv[2] != "piped":
+    sys.stdout = open(1, "w", closefd=False)
+from tui.first_paint_term import FirstPaint
+first = FirstPaint.start("node7")
+if first is not None:
+    first.close()
+print(first is not None, file=open(sys.argv[3], "w"))
+"""
+
+
+@pytest.mark.parametrize(("stdout", "expected"), [("tty", "True"), ("piped", "False")])
+def test_a_first_paint_only_when_stdout_is_the_terminal_too(
+        pty: tuple[int, int], tmp_path: Path, stdout: str, expected: str) -> None:
+    _, slave = pty
+    answer = tmp_path / "answer"
+    subprocess.run([sys.executable, "-c", CHILD, os.ttyname(slave), stdout, str(answer)],
+                   start_new_session=True, stdout=subprocess.PIPE, check=True, timeout=30)
+    assert answer.read_text().strip() == expected
 
 
 def test_no_first_paint_without_a_terminal() -> None:
