@@ -240,16 +240,16 @@ def _tap(plan: Plan) -> Callable[[CollectorEvent], None] | None:
     return tap
 
 
-def _also(first: Callable[[CollectorEvent], None],
-          then: Callable[[CollectorEvent], None] | None) -> Callable[[CollectorEvent], None]:
-    if then is None:
-        return first
+def _also(tap: Callable[[CollectorEvent], None] | None,
+          then: Callable[[CollectorEvent], None]) -> Callable[[CollectorEvent], None]:
+    if tap is None:
+        return then
 
-    def tap(event: CollectorEvent) -> None:
-        first(event)
+    def both(event: CollectorEvent) -> None:
+        tap(event)
         then(event)
 
-    return tap
+    return both
 
 
 Guard = Callable[[Any], AbstractContextManager[Any]]
@@ -273,7 +273,7 @@ def run_app(plan: Plan, guard: Guard | None = None, close_logs: bool = True) -> 
     first = FirstPaint.start(plan.hostname) if plan.replay_label is None else None
     early = EarlyCollectors.start(
         plan.collectors,
-        tap=_also(first.tap, _tap(plan)) if first is not None else _tap(plan),
+        tap=_also(_tap(plan), first.tap) if first is not None else _tap(plan),
         pid_watch=plan.pid_watch,
     )
     try:

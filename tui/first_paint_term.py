@@ -115,8 +115,10 @@ class FirstPaint:
                 if lines:
                     _write_all(self._out_fd, frame_bytes(lines))
                     self._painted = True
-            except OSError:
-                return  # the terminal went away: Textual will say so, or the user saw nothing
+            except Exception:  # noqa: BLE001
+                # On a collector's thread: a frame that cannot be drawn (the terminal went
+                # away, a bug) must not stop the collector; the dashboard comes anyway.
+                return
 
     @property
     def painted(self) -> bool:
