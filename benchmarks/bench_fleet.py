@@ -48,7 +48,7 @@ def simulate(hosts: int, port_file: Path) -> None:
     from collectors.replay import SessionReplay
     from gpuherd.export.address import parse_listen
     from gpuherd.export.exporter import Exporter
-    from gpuherd.export.headless import Feed, SourceThreads, sink
+    from gpuherd.export.headless import Feed, running_set, sink
     from gpuherd.monitor_logs import replay_hints
 
     ports = []
@@ -58,10 +58,10 @@ def simulate(hosts: int, port_file: Path) -> None:
         port = free_port()
         exporter = Exporter(parse_listen(str(port)), f"sim-{i:02d}", hints=hints,
                             report=lambda line: None)
-        threads = SourceThreads(sink(exporter, Feed(f"sim-{i:02d}", [])))
+        running = running_set(Feed(f"sim-{i:02d}", list(replay.collectors())))
+        running.attach(sink(exporter))
         exporter.start()
-        for collector in replay.collectors():
-            threads.start(collector)
+        running.run()
         ports.append(port)
     port_file.write_text(json.dumps(ports))
     threading.Event().wait()

@@ -49,6 +49,13 @@ class DiscoveredLogs:
     """Task ids found before and gone now (their run directory was deleted)."""
     incomplete: bool = False
     """The walk stopped at its entry limit; some runs may be missing."""
+    started: tuple[str, ...] | None = None
+    """Task ids whose tails started with this scan; `None` until the running set has handed
+    the scan to its tail supervisor (`gpuherd.engine.running`)."""
+    stopped: tuple[str, ...] = ()
+    """Task ids whose tails stopped with this scan (their run vanished)."""
+    first_scan: bool = False
+    """The running set's first scan: what it found was there when the sources started."""
 
 
 class LogDiscovery:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import threading
@@ -70,6 +71,10 @@ class LogTailCollector:
         self.force_poll = poll
         self.polling = poll
         """Whether the file is polled instead of watched (decided in `open()`)."""
+        self.watch_error: str | None = None
+        """Why the waker could not watch the file's directory, while it cannot: the tail
+        reads every `poll_interval_s` instead, and its next batch says so once (`notice`)."""
+        self._notice: str | None = None
         self._forced_format = format
         self._waker = waker
         self._own_waker = False
@@ -119,9 +124,10 @@ class LogTailCollector:
                 too large or malformed; the next sample tries again.
         """
         self._wait()
-        if self._docs is not None:
-            return self._sample_document()
-        return self._sample_lines()
+        batch = self._sample_document() if self._docs is not None else self._sample_lines()
+        if self._notice is not None:
+            batch, self._notice = dataclasses.replace(batch, notice=self._notice), None
+        return batch
 
     def close(self) -> None:
         """Drop the watch and close the file; stop the waker if this collector made it."""
@@ -145,7 +151,7 @@ class LogTailCollector:
 
     def _wait(self) -> None:
         if self._sub is not None and self._waker is not None:
-            self._waker.watch(self._sub)
+            self._watch(self._sub, self._waker)
         if self._more:  # a backlog or a new file generation: read on without waiting
             self._more = False
             self._wake.clear()
@@ -158,6 +164,16 @@ class LogTailCollector:
         if since < self._settle_s:
             time.sleep(self._settle_s - since)
         self._last_read = time.monotonic()
+
+    def _watch(self, sub: WakeSubscription, waker: TailWaker) -> None:
+        """Keep the file watched; when inotify refuses, poll and say why once."""
+        if waker.watch(sub) or sub.error is None:
+            self.watch_error = None
+            return
+        if sub.error != self.watch_error:
+            self.watch_error = sub.error
+            self._notice = (f"{sub.error}; reading the log every {self.poll_interval_s:g} s "
+                            "instead of on each write")
 
     def _sample_lines(self) -> LogBatch:
         follower, digest = self._follower, self._digest

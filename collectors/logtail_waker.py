@@ -102,6 +102,9 @@ class WakeSubscription:
     on_created: Callable[[], None] | None = None
     """Called on the observer thread, before `event` is set, when a file is created at the path
     or moved onto it (a rotation's new file): it must be quick and must not raise."""
+    error: str | None = None
+    """Why the path's directory could not be watched at the last `watch()` (inotify refused:
+    its watch limit, no read permission on the directory); `None` once it is watched."""
 
 
 @dataclass(eq=False)
@@ -156,7 +159,10 @@ class TailWaker:
         self._by_key: dict[str, set[WakeSubscription]] = {}
         self._dirs: dict[str, _DirWatch] = {}
         self.last_error: str | None = None
-        """Why the last watch could not be placed (inotify limits, ...), for the status line."""
+        """Why the last watch could not be placed (inotify limits, ...); each tail also gets
+        its own reason on its subscription (`WakeSubscription.error`) and says it once."""
+        self.failures = 0
+        """How many times placing a watch failed (each tail falls back to polling meanwhile)."""
 
     def subscribe(self, path: str, event: threading.Event | None = None,
                   on_created: Callable[[], None] | None = None) -> WakeSubscription:
@@ -242,13 +248,16 @@ class TailWaker:
                 watch = self._observer_started().schedule(
                     self._handler, directory, recursive=False, event_filter=self._event_filter)
             except OSError as error:
-                self.last_error = f"cannot watch {directory}: {error.strerror or error}"
+                reason = f"cannot watch {directory}: {error.strerror or error}"
+                with self._lock:
+                    self.last_error, sub.error = reason, reason
+                    self.failures += 1
                 return False
             current = _DirWatch(watch, dir_id, set())
         with self._lock:
             self._dirs[directory] = current
             current.subscribers.add(sub)
-            sub.key, sub.watched_dir = key, directory
+            sub.key, sub.watched_dir, sub.error = key, directory, None
             self._by_key.setdefault(key, set()).add(sub)
         return True
 

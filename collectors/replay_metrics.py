@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from collectors import cells as cells_mod
 from collectors.row_decoders import read_key
@@ -12,8 +12,30 @@ from collectors.rows import CellTally, RowError, check_header, column_index
 from collectors.samples import LogBatch
 from collectors.session_csv import CsvStream
 from collectors.session_format import COMMAND_TASK, EVENT, META, METRICS_FILE
-from collectors.session_reader import SessionReader
 from parsers.model import LogFinding, LogMetric
+
+
+class SessionReader(Protocol):
+    """What replaying `metrics.csv` needs of `collectors.session_reader.SessionReader`.
+
+    A protocol, not an import: the reader checks `metrics.csv` through this module, so
+    importing it back would tie the two modules into an import cycle.
+    """
+
+    @property
+    def headers(self) -> dict[str, list[str]]:
+        """Each CSV file's header, by file name."""
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """`meta.json`."""
+
+    def open_csv(self, name: str) -> CsvStream:
+        """Open one CSV file for streaming."""
+
+    def events(self) -> Generator[dict[str, Any], None, None]:
+        """The valid objects of `events.jsonl`."""
+
 
 RESTART_FLAGS = {"rotated": "rotated", "truncated": "truncated", "recreated": "truncated"}
 """How a recorded `log_restarted` event is replayed. A re-creation becomes a truncation, which a

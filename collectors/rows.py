@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from collectors.base import GpuherdError
@@ -52,6 +54,48 @@ def cell(value: object) -> str:
     if isinstance(value, float):
         return repr(value)
     return str(value)
+
+
+NAME_CACHE_SIZE = 10_000
+"""Distinct metric names whose quoted form is kept (a log has a few dozen)."""
+
+
+class QuotedCells(dict[str, str]):
+    """A string to its `metrics.csv` cell, quoted exactly as the `csv` module quotes it.
+
+    A dict, so a name seen before costs one lookup in C (`quoted[name]`), no call.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._buffer = io.StringIO()
+        # The terminator the session's writer uses: it decides whether `\n` needs quotes.
+        self._writer = csv.writer(self._buffer, lineterminator="\n")
+
+    def __missing__(self, text: str) -> str:
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        self._writer.writerow((text, None))  # a second cell: a lone "" is quoted alone
+        quoted = self._buffer.getvalue()[:-2]  # less the empty cell and the terminator
+        if len(self) >= NAME_CACHE_SIZE:
+            self.clear()
+        self[text] = quoted
+        return quoted
+
+
+def metric_lines(t_text: str, task_cell: str, line: int,
+                 values: Iterable[tuple[str, float]], step: int | None, epoch: float | None,
+                 quoted: QuotedCells) -> list[str]:
+    """The `metrics.csv` lines of one parsed log line: one per (name, value), `METRICS_COLUMNS`.
+
+    Text, not lists of cells: the recorder writes thousands of these a second and joins them
+    into one write. Each line is what `csv.writer` writes of `cell` of each value (floats by
+    `repr`, `None` as the empty cell); `task_cell` is the task already quoted (`quoted[task]`)
+    and `t_text` the time as `cell` writes it.
+    """
+    head = f"{t_text},{task_cell},{line},"
+    tail = f",{'' if step is None else step},{'' if epoch is None else repr(epoch)}\n"
+    return [f"{head}{quoted[name]},{value!r}{tail}" for name, value in values]
 
 
 def gpu_rows(tick: GpuTick, peaks_by_uuid: Mapping[str, int] | None = None) -> list[list[str]]:

@@ -185,6 +185,9 @@ class LogBatch:
     label: str | None = None
     """The task as its source names it, when not by its path (a tracker's run name:
     `demo/good-run`); the path's last parts otherwise."""
+    notice: str | None = None
+    """Said once, on the first batch after it happened: why this tail reads its file on a
+    timer instead of being woken by writes (inotify refused to watch its directory)."""
 
     @property
     def starts_generation(self) -> bool:

@@ -151,6 +151,8 @@ class EventKinds:
     log_restarted: str = "log_restarted"
     log_found: str = "log_found"
     log_dropped: str = "log_dropped"
+    log_polling: str = "log_polling"
+    """A tail could not be woken by writes (inotify refused) and reads on a timer."""
     disk_full: str = "disk_full"
     write_failed: str = "write_failed"
 

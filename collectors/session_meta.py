@@ -130,8 +130,7 @@ def _adopt_exit_record(directory: Path, meta: dict[str, Any],
         return
     path = directory / COMMAND_EXIT_FILE
     try:
-        with path.open("rb") as f:
-            record = loads(f.read(MAX_EVENT_BYTES).decode("utf-8", "replace"))
+        record = read_command_exit(directory)
     except FileNotFoundError:
         return
     except (OSError, JsonProblem) as error:
@@ -147,6 +146,21 @@ def _adopt_exit_record(directory: Path, meta: dict[str, Any],
     if warn is not None:
         warn(f"{directory}: the recorder stopped before the command ended (killed?); the "
              f"command's exit code {code} comes from {COMMAND_EXIT_FILE}")
+
+
+def read_command_exit(directory: Path) -> Any:
+    """The JSON value in `command.exit.json`, which the command's supervisor writes at its end.
+
+    The one reader of that file. The value is what the file holds (an object when the
+    supervisor wrote it); the caller checks its fields.
+
+    Raises:
+        FileNotFoundError: the command has not ended (or never ran under a supervisor).
+        OSError: the file cannot be read.
+        JsonProblem: it is not JSON (a write cut short).
+    """
+    with (directory / COMMAND_EXIT_FILE).open("rb") as f:
+        return loads(f.read(MAX_EVENT_BYTES).decode("utf-8", "replace"))
 
 
 def _line_of(text: str, problem: JsonProblem) -> int | None:

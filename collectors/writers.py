@@ -7,7 +7,9 @@ redirect, `torchrun`, gpuherd's own supervisor) often holds the log while its ch
 GPU. Other users' `/proc` entries are unreadable without privileges; they are skipped.
 
 A log that is opened and closed at each write is rarely caught open; the collector then looks
-for the job that runs where it is written (`collectors.writers_by_cwd`).
+for the job that runs where it is written (`collectors.writers_by_cwd`); a W&B run log,
+written by a child of the training, is looked for in the GPU processes' children
+(`collectors.writers_by_child`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import time
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from collectors.process_alive import proc_stat
+from collectors.writers_by_child import writers_by_child
 from collectors.writers_by_cwd import job_by_cwd
 from parsers.format_sets import REOPENED_FORMATS
 
@@ -65,7 +69,7 @@ class WritersTick:
 
 def proc_id(pid: int, proc: str = PROC) -> ProcId | None:
     """`pid` with its start time; `None` when it is gone, a zombie or unreadable."""
-    found = _stat(pid, proc)
+    found = proc_stat(pid, proc)
     return None if found is None or found[2] else ProcId(pid, found[1])
 
 
@@ -86,25 +90,6 @@ def started_at(pid: int, proc: str = PROC) -> float | None:
     return time.time() - uptime + found.start_ticks / _TICKS_PER_S
 
 
-def _stat(pid: int, proc: str) -> tuple[int, int, bool] | None:
-    """(parent pid, start ticks, exited) from `/proc/PID/stat`; `None` when gone.
-
-    An exited process whose parent has not reaped it yet (a zombie) keeps its entry, but it
-    writes nothing any more: a launcher that is slow to wait must not keep its task running.
-    """
-    try:
-        with open(f"{proc}/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after its last ")".
-    fields = data[data.rfind(b")") + 2:].split()
-    try:
-        return int(fields[1]), int(fields[19]), fields[0] in (b"Z", b"X")
-    except (IndexError, ValueError):
-        return None
-
-
 def ancestors(pid: int, proc: str = PROC, max_depth: int = MAX_DEPTH,
               parents: dict[int, int | None] | None = None) -> list[int]:
     """`pid` and its parents up to (not including) pid 1, nearest first.
@@ -117,7 +102,7 @@ def ancestors(pid: int, proc: str = PROC, max_depth: int = MAX_DEPTH,
     for _ in range(max_depth):
         here = chain[-1]
         if here not in parents:
-            found = _stat(here, proc)
+            found = proc_stat(here, proc)
             parents[here] = None if found is None else found[0]
         parent = parents[here]
         if parent is None or parent <= 1 or parent in chain:
@@ -189,6 +174,9 @@ def scan(files: Mapping[str, str], gpu_pids: Iterable[int], proc: str = PROC,
         for path in written_files(pid, proc, by_path.keys()):
             for task_id in by_path[path]:
                 writers.setdefault(task_id, []).append(pid)
+    for task_id, pids in writers_by_child(by_path, chains, proc, candidates,
+                                          written_files).items():
+        writers.setdefault(task_id, []).extend(pids)  # `wandb-core`'s parent, the training
     found = {}
     for task_id, pids in writers.items():
         found[task_id] = _log_writers(task_id, set(pids), chains)

@@ -14,6 +14,9 @@ log is tied to the GPU process whose working directory is the log's directory or
   and its descendants (Lightning's DDP ranks are children of rank 0). Two runs started in one
   directory, or `torchrun`'s sibling workers, leave the log with no writer, as before.
 
+An MLflow file store's metric files are reopened at each write too, three levels below the
+store (`written_from`).
+
 The collector asks this only for logs of `parsers.format_sets.REOPENED_FORMATS`: a console log is
 held open by whoever writes it, and when that is no GPU process it is not the training's.
 """
@@ -47,6 +50,19 @@ def levels_below(directory: str, cwd: str) -> int | None:
     return directory[len(prefix):].count("/") + 1
 
 
+def written_from(path: str) -> str:
+    """The directory a reopened file is written from, which working directories are matched to.
+
+    The file's own directory; for a metric file of an MLflow file store
+    (`<store>/<experiment>/<run>/metrics/<key>`, a key with `/` in sub-directories) the
+    directory holding the store, where MLflow's default `./mlruns` is made.
+    """
+    run_dir, found, _key = path.rpartition(f"{os.sep}metrics{os.sep}")
+    if found and os.path.isfile(os.path.join(run_dir, "meta.yaml")):
+        return os.path.dirname(os.path.dirname(os.path.dirname(run_dir)))
+    return os.path.dirname(path)
+
+
 def job_by_cwd(path: str, chains: Mapping[int, Sequence[int]], proc: str,
                cwds: dict[int, str | None] | None = None) -> int | None:
     """The GPU process whose job runs where `path` is written, if one job alone does.
@@ -60,7 +76,7 @@ def job_by_cwd(path: str, chains: Mapping[int, Sequence[int]], proc: str,
         cwds: pid -> working directory, a cache shared by the logs of one scan.
     """
     cwds = {} if cwds is None else cwds
-    directory = os.path.dirname(path)
+    directory = written_from(path)
     depth: dict[int, int] = {}
     for pid in chains:
         if pid not in cwds:

@@ -159,6 +159,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
+def typed_options(args: argparse.Namespace) -> object:
+    """The typed options (`gpuherd.options`) that the command `args` names hands its engine."""
+    return COMMANDS[args.command].options(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `gpuherd` console script; returns the process exit code."""
     args = parse_args(sys.argv[1:] if argv is None else argv)

@@ -1,15 +1,19 @@
-"""The one place values become text: units, rounding, and `None` as `N/A`."""
+"""The one place values become text: byte units, rounding, and `None` as `N/A` (or `-`)."""
 
 from __future__ import annotations
 
 import math
 import time
 import unicodedata
+from typing import Any
 
 NA = "N/A"
 """Shown for every value that is not available (`None`, or not a finite number)."""
 
-GIB = float(1 << 30)
+KIB = 1 << 10
+MIB = 1 << 20
+GIB = 1 << 30
+"""Binary byte units, defined here only; `int`, so `2 * GIB` stays a whole number of bytes."""
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
@@ -197,3 +201,98 @@ def _escaped(char: str) -> str:
     if code <= 0xFF:
         return f"\\x{code:02x}"
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def fmt_metric(value: float | None) -> str:
+    """A training metric in four significant digits; NaN and Inf spelled out, `None` empty."""
+    if value is None:
+        return ""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Inf" if value > 0 else "-Inf"
+    if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
+        return f"{value:.2e}"
+    return f"{value:.4g}"
+
+
+def fmt_uptime(seconds: float | None) -> str:
+    """An uptime only as fine as its size needs: `42s`, `12m`, `5h 07m`, `3d 04h`.
+
+    Seconds are shown only in the first minute: a cell that changed every second would redraw
+    its whole panel every second.
+    """
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return NA
+    total = int(seconds)
+    if total < 60:
+        return f"{total}s"
+    if total < 3600:
+        return f"{total // 60}m"
+    if total < 86400:
+        return f"{total // 3600}h {total % 3600 // 60:02d}m"
+    return f"{total // 86400}d {total % 86400 // 3600:02d}h"
+
+
+def format_size(n_bytes: int) -> str:
+    """Bytes in the largest binary unit below 1024, one decimal at most: `12.1 GiB`, `20 GiB`."""
+    sign = "-" if n_bytes < 0 else ""
+    value = float(abs(n_bytes))
+    unit = 0
+    while unit < len(_UNITS) - 1 and round(value, 1) >= 1024:
+        value /= 1024
+        unit += 1
+    if unit == 0:
+        return f"{sign}{int(value)} B"
+    text = f"{value:.1f}".removesuffix(".0")
+    return f"{sign}{text} {_UNITS[unit]}"
+
+
+def fmt_gib_or_mib(n_bytes: int) -> str:
+    """`12.1 GiB`, `512 MiB`; a whole number of units shows no decimals (`20 GiB`)."""
+    unit, name = (GIB, "GiB") if abs(n_bytes) >= GIB else (MIB, "MiB")
+    if n_bytes % unit == 0:
+        return f"{n_bytes // unit} {name}"
+    return f"{n_bytes / unit:.1f} {name}"
+
+
+# Reports (`summary.md`, the note, the lines printed after recording) show `-` for no value.
+
+
+def fmt_num(value: Any, digits: int = 4) -> str:
+    """A metric value for people: `digits` significant digits, `nan`/`inf` as such, `-` for none."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    return f"{value:.{digits}g}" if isinstance(value, float) else f"{value:,}"
+
+
+def fmt_size(value: Any) -> str:
+    """Bytes as GiB with one decimal, and below 1 GiB in the unit that fits (`700 KiB`)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    return f"{value / GIB:.1f} GiB" if abs(value) >= GIB else fmt_bytes(value)
+
+
+def fmt_whole_pct(value: Any) -> str:
+    """A percentage without decimals, `-` for none."""
+    return "-" if not isinstance(value, (int, float)) else f"{value:.0f}%"
+
+
+def fmt_span(seconds: Any) -> str:
+    """`1h 02m 03s`, `4m 05s`, `12.3s`; `-` for none or a negative span."""
+    if not isinstance(seconds, (int, float)) or not seconds >= 0:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
+
+
+def fmt_local_time(t: Any) -> str:
+    """Unix seconds as local date, time and zone; `-` for none."""
+    if not isinstance(t, (int, float)):
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))

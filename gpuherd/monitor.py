@@ -12,7 +12,6 @@ stderr when the dashboard exits.
 
 from __future__ import annotations
 
-import argparse
 import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -23,13 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector, CollectorEvent, GpuherdError
 from collectors.host import PidWatch, in_host_pid_namespace
+from collectors.roles import DISCOVERY, WRITERS, role_of
 from gpuherd import exit_codes
 from gpuherd.format import visible
 from gpuherd.monitor_logs import TaskHint, replay_hints
-from gpuherd.sources import LiveSources, LogSources, SourceOptions, TailSupervisor, log_sources
+from gpuherd.options import MonitorOptions
+from gpuherd.sources import LiveSources, LogSources, SourceOptions, TailSupervisor, live_sources
 
 if TYPE_CHECKING:
     from collectors.nvml import NvmlBackend
+    from gpuherd.engine.gate import EarlyCollectors
     from gpuherd.queue.watch import QueueWatch
     from gpuherd.record.dashboard import DashboardRecording
 
@@ -63,6 +65,10 @@ class Plan:
     """Looks at this user's job queue (live dashboard only); the panel shows once one exists."""
     gpu_source: str | None = None
     """The name of the GPU collector (live mode), whose ticks a `--queue` runner takes."""
+    sources: LiveSources | None = None
+    """The live sources (live mode): the composition root's one set for this process."""
+    running: EarlyCollectors | None = None
+    """The running set of `collectors` (`gpuherd.engine`), once `run_app` started it."""
 
     @property
     def tail(self) -> TailSupervisor | None:
@@ -70,7 +76,7 @@ class Plan:
         return self.logs.tails if self.logs is not None else None
 
 
-def run(args: argparse.Namespace, nvml_backend: NvmlBackend | None = None) -> int:
+def run(args: MonitorOptions, nvml_backend: NvmlBackend | None = None) -> int:
     """Run the dashboard (live, `args.replay` or `args.demo`) until `q`; the exit status.
 
     `nvml_backend` is the NVML seam for tests (`None`: the real driver).
@@ -85,7 +91,7 @@ def run(args: argparse.Namespace, nvml_backend: NvmlBackend | None = None) -> in
         return exit_codes.USAGE
 
 
-def _metrics(args: argparse.Namespace, plan: Plan) -> AbstractContextManager[Any]:
+def _metrics(args: MonitorOptions, plan: Plan) -> AbstractContextManager[Any]:
     """`--serve-metrics`: the exporter, fed by the dashboard's tap (docs/fleet.md)."""
     if getattr(args, "serve_metrics", None) is None:
         return nullcontext()
@@ -96,7 +102,7 @@ def _metrics(args: argparse.Namespace, plan: Plan) -> AbstractContextManager[Any
 
 
 @contextmanager
-def _queue(args: argparse.Namespace, plan: Plan) -> Iterator[None]:
+def _queue(args: MonitorOptions, plan: Plan) -> Iterator[None]:
     """`--queue`: run the queue beside the dashboard, fed by its GPU ticks (docs/queue.md).
 
     The runner lock is taken here, before the terminal is taken over, so a second runner is
@@ -121,38 +127,45 @@ def _queue(args: argparse.Namespace, plan: Plan) -> Iterator[None]:
             print(visible(f"gpuherd: queue: {line}"), file=sys.stderr)
 
 
-def build_plan(args: argparse.Namespace, demo: Path | None = None,
+def build_plan(args: MonitorOptions, demo: Path | None = None,
                nvml_backend: NvmlBackend | None = None) -> Plan:
     """Collectors and labels for live mode, `replay DIR` or `demo` (given its directory)."""
     if demo is not None:
         return _replay_plan(demo, args.speed, loop=True, label_prefix="DEMO")
-    if getattr(args, "replay", None):
+    if args.replay:
         return _replay_plan(Path(args.replay), args.speed, loop=False, label_prefix="REPLAY")
-    plan = live_plan(args.interval, nvml_backend)
+    plan = live_plan(args.interval, nvml_backend, logs=args.log, watch=args.watch)
     from gpuherd.queue.watch import queue_source  # no SQLite until the dashboard is live
 
     plan.queue = queue_source()
     plan.collectors = [*plan.collectors, plan.queue]
-    if args.log or args.watch:
-        plan.logs = log_sources(args.log, args.watch)
-        plan.collectors = [*plan.collectors, *plan.logs.collectors]
     return plan
 
 
-def live_plan(interval_s: float, nvml_backend: NvmlBackend | None = None) -> Plan:
-    """NVML, host and container collectors of this machine (`gpuherd.sources` builds them).
+def live_plan(interval_s: float, nvml_backend: NvmlBackend | None = None, *,
+              logs: Sequence[str] = (), watch: Sequence[str] = (),
+              exclude: Sequence[str] = ()) -> Plan:
+    """This machine's source set, built once by the composition root (`gpuherd.sources`).
 
-    `nvml_backend` is the NVML seam (a fake in tests and GPU-less benchmarks); `None` is the
-    real driver.
+    The NVML, host and container collectors, and with `logs` or `watch` discovery (its scans
+    start the tails) and the writer collector. `exclude` names directories never scanned (a
+    recording's own session directory). `nvml_backend` is the NVML seam (a fake in tests and
+    GPU-less benchmarks); `None` is the real driver.
     """
-    sources = LiveSources(SourceOptions(interval_s=interval_s, nvml_backend=nvml_backend))
-    collectors = sources.machine()
+    sources = live_sources(SourceOptions(interval_s=interval_s, logs=logs or (),
+                                         watch=watch or (), exclude=exclude,
+                                         nvml_backend=nvml_backend))
+    collectors = sources.collectors()
     plan = Plan(
         collectors=collectors,
         hostname=socket.gethostname(),
         pid_watch=sources.pid_watch,
         gpu_source=collectors[0].name,
+        sources=sources,
     )
+    if sources.has_logs:
+        plan.logs = LogSources(sources, [c for c in collectors
+                                         if role_of(c) in (DISCOVERY, WRITERS)])
     if not in_host_pid_namespace(Path("/proc")):
         plan.notices.append("gpuherd runs in its own PID namespace (a container?): GPU "
                             "processes are listed by pid only, without user or command")
@@ -186,7 +199,7 @@ def _csv_bytes(directory: Path) -> int:
 
 
 @contextmanager
-def _demo_directory(args: argparse.Namespace) -> Iterator[Path | None]:
+def _demo_directory(args: MonitorOptions) -> Iterator[Path | None]:
     """The bundled demo session as a real directory while the app runs; `None` without --demo."""
     if not getattr(args, "demo", False):
         yield None
@@ -266,26 +279,28 @@ def run_app(plan: Plan, guard: Guard | None = None, close_logs: bool = True) -> 
     With `close_logs` false the caller closes `plan.logs` (a recording that goes on after the
     dashboard still needs its tails).
     """
-    from tui.collector_threads import EarlyCollectors  # no Textual in it
+    from gpuherd.engine.gate import EarlyCollectors  # no Textual in it
     from tui.first_paint_term import FirstPaint  # nor in this
 
     # Live only: a plain frame of the GPUs and their processes while Textual loads.
     first = FirstPaint.start(plan.hostname) if plan.replay_label is None else None
+    logs = plan.logs
     early = EarlyCollectors.start(
         plan.collectors,
         tap=_also(_tap(plan), first.tap) if first is not None else _tap(plan),
         pid_watch=plan.pid_watch,
+        tails=plan.tail,
+        writers=logs.writers if logs is not None else None,
     )
+    plan.running = early
     try:
         from tui.app import make_app  # the interactive path is the only one that loads Textual
 
         app = make_app(
             plan.collectors,
-            pid_watch=plan.pid_watch,
             hostname=plan.hostname,
             replay_label=plan.replay_label,
             notices=plan.notices,
-            tail=plan.tail,
             task_hints=plan.task_hints,
             recording=plan.recording,
             early=early,

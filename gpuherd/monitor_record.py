@@ -5,7 +5,6 @@ Builds on gpuherd.monitor (the plan and the app); monitor never imports this mod
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import signal
@@ -15,25 +14,25 @@ from contextlib import contextmanager, nullcontext
 from types import FrameType
 from typing import Any
 
-from collectors.base import CollectorEvent, GpuherdError, Sampled
-from collectors.discovery import DiscoveredLogs
-from collectors.samples import GpuTick
+from collectors.base import GpuherdError
 from collectors.session_format import EVENT
 from gpuherd import exit_codes, monitor
 from gpuherd.argcheck import parse_duration
+from gpuherd.engine.gate import EarlyCollectors
 from gpuherd.format import visible
 from gpuherd.monitor_logs import COMMAND_TASK, TaskHint
+from gpuherd.options import RecordOptions
 from gpuherd.record.dashboard import DashboardRecording, RecordResult, record_options
 from gpuherd.record.recording import RecordingOptions
 from gpuherd.session import SessionUnsafeError
-from gpuherd.sources import log_sources
+from gpuherd.sources import LogSources
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 POLL_S = 0.5
 """How often the command is looked at while recording after the dashboard."""
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: RecordOptions) -> int:
     """Record into `args.record` while the dashboard runs; the command's exit status, or 0/1/2."""
     problem = monitor.terminal_problem()
     if problem is not None:
@@ -57,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                        duration_s, exporter)
 
 
-def _metrics(args: argparse.Namespace, options: RecordingOptions) -> Any:
+def _metrics(args: RecordOptions, options: RecordingOptions) -> Any:
     """`--serve-metrics`: the exporter, fed through the recording (the dashboard's tap)."""
     if getattr(args, "serve_metrics", None) is None:
         return None
@@ -69,7 +68,7 @@ def _metrics(args: argparse.Namespace, options: RecordingOptions) -> Any:
     return exporter
 
 
-def _record(args: argparse.Namespace, session: DashboardRecording, argv: list[str],
+def _record(args: RecordOptions, session: DashboardRecording, argv: list[str],
             duration_s: float | None, exporter: Any) -> int:
     try:
         session.start()
@@ -87,28 +86,30 @@ def _record(args: argparse.Namespace, session: DashboardRecording, argv: list[st
     if exporter is not None:
         exporter.state.add_hints(plan.task_hints)  # the command's pids: its task's GPUs
         plan.notices.append(f"serving metrics on {exporter.url}")
-    app = monitor.run_app(plan, guard=lambda app: exit_on_signals(app, session),
+    monitor.run_app(plan, guard=lambda app: exit_on_signals(app, session),
                           close_logs=False)
     try:
-        if app.record is not None and app.record.detached:
-            return record_after_dashboard(session, app, plan)
+        assert plan.running is not None
+        if not plan.running.running.stopped:  # the dashboard left the recording running
+            return record_after_dashboard(session, plan.running)
         return close(session)
     finally:
         if plan.logs is not None:
             plan.logs.close()
 
 
-def _plan(args: argparse.Namespace, session: DashboardRecording, argv: list[str],
+def _plan(args: RecordOptions, session: DashboardRecording, argv: list[str],
           duration_s: float | None) -> monitor.Plan:
-    plan = monitor.live_plan(args.interval)
     # The session directory is never scanned: its `command.log` is the command's task already,
     # and following its `events.jsonl` would feed the recording into itself.
-    plan.logs = log_sources(args.log or [], args.watch or [], exclude=[str(session.directory)])
-    tails = []
+    plan = monitor.live_plan(args.interval, logs=args.log or [], watch=args.watch or [],
+                             exclude=[str(session.directory)])
     if session.command_task:
+        if plan.logs is None:
+            assert plan.sources is not None
+            plan.logs = LogSources(plan.sources, [])
         plan.logs.tails.adopt(session.command_task)  # followed from the start, never twice
-        tails.append(plan.logs.tail(session.command_task))
-    plan.collectors = [*plan.collectors, *plan.logs.collectors, *tails]
+        plan.collectors = [*plan.collectors, plan.logs.tail(session.command_task)]
     if session.command_task:
         plan.task_hints.append(TaskHint(session.command_task, label=COMMAND_TASK,
                                         owns_pid=session.owns_pid))
@@ -152,21 +153,22 @@ def exit_on_signals(app: Any, session: DashboardRecording) -> Iterator[None]:
             signal.signal(number, handler)
 
 
-def record_after_dashboard(session: DashboardRecording, app: Any, plan: monitor.Plan) -> int:
+def record_after_dashboard(session: DashboardRecording, early: EarlyCollectors) -> int:
     """The dashboard was left while the command runs: record it to its end, headless.
 
-    The dashboard's collector threads were left running (`GpuherdApp.on_unmount`); this
-    process stays the recorder, in the foreground of the terminal it was started from, and
-    says how to stop the command. SIGINT (Ctrl-C) and SIGTERM go to the command's process
-    group, as with `gpuherd record`; SIGHUP (a closed terminal) is noted and the recording goes
-    on. When the command has ended the logs are read to their end, the session is closed and
-    the collectors stopped; the exit status is the command's.
+    The running set goes on without the dashboard (`GpuherdApp.on_unmount` left it), its
+    recording sink attached and its sources still wired to each other; this process stays
+    the recorder, in the foreground of the terminal it was started from, and says how to stop
+    the command. SIGINT (Ctrl-C) and SIGTERM go to the command's process group, as with
+    `gpuherd record`; SIGHUP (a closed terminal) is noted and the recording goes on. When the
+    command has ended the logs are read to their end, the session is closed and the sources
+    stopped; the exit status is the command's.
     """
+    early.running.detach(early.gate.emit)  # nobody shows events any more
     directory, pid = session.directory, os.getpid()
     _say(f"left the dashboard; still recording into {directory} until the command ends")
     _say(f"the command's output goes to {session.recording.command_log}; to stop the "
          f"command: Ctrl-C here, or kill -INT {pid}")
-    app.tap = _headless_tap(session, plan)
     child = session.child
     try:
         with _forwarding(session):
@@ -174,30 +176,10 @@ def record_after_dashboard(session: DashboardRecording, app: Any, plan: monitor.
                 pass
             result = session.finish()  # the tails still run: the logs are read to their end
     finally:
-        for name in app.threads.stop_all():
+        for name in early.running.stop():
             _say(f"the {name} collector did not stop; abandoned at exit")
     _report(result)
     return session.exit_status(result)
-
-
-def _headless_tap(session: DashboardRecording, plan: monitor.Plan) -> Callable[[Any], None]:
-    """What the dashboard did with each collector event besides recording it, minus the screen.
-
-    The host collector details the pids of every GPU tick, and logs a scan finds get a tail.
-    """
-    tails = plan.logs.tails if plan.logs is not None else None
-
-    def tap(event: CollectorEvent) -> None:
-        session.tap(event)
-        if not isinstance(event, Sampled):
-            return
-        sample = event.sample
-        if isinstance(sample, GpuTick) and plan.pid_watch is not None:
-            plan.pid_watch.set_from_tick(sample)
-        elif isinstance(sample, DiscoveredLogs) and tails is not None:
-            tails.discovered(sample)
-
-    return tap
 
 
 @contextmanager

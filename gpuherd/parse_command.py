@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -21,6 +20,7 @@ from collectors.logtail_lines import (
 )
 from gpuherd import exit_codes
 from gpuherd.format import visible
+from gpuherd.options import ParseOptions
 from gpuherd.tasks.health import judge_histories, wants
 from gpuherd.tasks.series import MetricSeries
 from parsers.findings import findings_from_metric
@@ -38,7 +38,7 @@ FORMAT_WIDTH = max(len(name) for name in FORMAT_NAMES)
 Emit = Callable[[dict[str, Any]], None]
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: ParseOptions) -> int:
     """Parse every file in `args.files`; 0, 1 if any file gave nothing, 2 on a bad --format.
 
     A file gives nothing when it cannot be read, is empty, holds no text (a binary file), or

@@ -7,6 +7,7 @@ import os
 import socket
 from pathlib import Path
 
+from collectors.process_alive import process_alive
 from collectors.rows import SessionError
 from collectors.session_format import LOCK_FILE
 from gpuherd.safe_files import Directory, UnsafeFileError
@@ -150,10 +151,4 @@ def _holder_alive(content: str) -> bool:
         return False
     if len(parts) > 1 and parts[1] != socket.gethostname():
         return True  # cannot ask another machine; assume it is still recording
-    try:
-        os.kill(int(parts[0]), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process_alive(int(parts[0]))

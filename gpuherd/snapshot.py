@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import socket
@@ -18,6 +17,7 @@ from collectors.nvml import NvmlBackend, NvmlCollector
 from collectors.samples import GpuProcess, GpuSample, GpuTick, HostSample, ProcessInfo
 from gpuherd import __version__, exit_codes
 from gpuherd import format as fmt
+from gpuherd.options import SnapshotOptions
 from gpuherd.snapshot_containers import (
     ContainerLook,
     ContainerProbe,
@@ -114,14 +114,14 @@ def take_snapshot(
                     host.pids_visible, probe.finish(), jobs)
 
 
-def run(args: argparse.Namespace, backend: NvmlBackend | None = None) -> int:
+def run(args: SnapshotOptions, backend: NvmlBackend | None = None) -> int:
     """Print one snapshot as a table or JSON; the exit code is `Snapshot.exit_code`."""
     snap = take_snapshot(backend)
     if snap.gpu_error:
         print(fmt.visible(f"gpuherd: {snap.gpu_error}"), file=sys.stderr)
         if snap.exit_code == exit_codes.NO_SOURCE:  # no GPU at all: the demo shows one
             print("gpuherd: run `gpuherd --demo` to see gpuherd without a GPU", file=sys.stderr)
-    if getattr(args, "json", False):
+    if args.json:
         print(json.dumps(to_json(snap), indent=2))
     else:
         # A terminal's width cuts long lines; a file or a pipe gets them whole.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from collectors.base import Collector
 from collectors.containers import DockerCollector
 from collectors.host import HostCollector, PidWatch
-from collectors.nvml import NvmlBackend, NvmlCollector
+from collectors.nvml import NvmlBackend, NvmlCollector, NvmlMemoryProbe
 from collectors.samples import LogBatch
 from collectors.slurm.collector import SlurmCollector
 from collectors.slurm.commands import slurm_missing
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from collectors.logtail import LogTailCollector
     from collectors.logtail_waker import TailWaker
     from collectors.trackers.collector import TrackerRunCollector
+    from collectors.writers import WriterWatch
 
 # The tail, its parsers and watchdog are imported when there are logs to follow: the
 # dashboard's start-up (a first frame within a second) does not pay for them.
@@ -171,6 +172,9 @@ class LiveSources:
     options: SourceOptions
     pid_watch: PidWatch = field(default_factory=PidWatch)
     tails: TailSupervisor = field(default_factory=TailSupervisor)
+    writers: WriterWatch | None = field(default=None, init=False)
+    """What the writer collector looks for (which process writes each followed log); made
+    with the log collectors."""
     _waker: TailWaker | None = field(default=None, init=False)
     _discovery: LogDiscovery | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -188,6 +192,26 @@ class LiveSources:
         if o.slurm and slurm_missing() is None:
             collectors.append(SlurmCollector(self.pid_watch, o.interval_s))
         return collectors
+
+    def collectors(self) -> list[Collector[Any]]:
+        """Every source of the set: the machine's, and with logs to follow the log sources.
+
+        A sink runs them all through `gpuherd.engine.running.RunningSet`; a source added here
+        reaches every sink that runs this list.
+        """
+        return [*self.machine(), *(self.log_collectors() if self.has_logs else [])]
+
+    def log_collectors(self) -> list[Collector[Any]]:
+        """Discovery (its scans start the tails) and the writer collector beside it.
+
+        The writer collector finds which process writes each followed log; the running set
+        tells its `writers` which files are followed and which pids hold a GPU.
+        """
+        from collectors.writers import WriterCollector, WriterWatch
+
+        if self.writers is None:
+            self.writers = WriterWatch()
+        return [self.discovery_collector(), WriterCollector(self.writers)]
 
     def gpus(self) -> NvmlCollector:
         """The NVML collector."""
@@ -252,10 +276,25 @@ class LiveSources:
             waker.close()
 
 
+def live_sources(options: SourceOptions) -> LiveSources:
+    """This machine's sources, built from `options`: the one place they are built."""
+    return LiveSources(options)
+
+
 def gpu_source(interval_s: float = 1.0, nvml_backend: NvmlBackend | None = None
                ) -> NvmlCollector:
     """The GPUs alone, for a sink that needs no host figures or logs (the queue runner)."""
-    return LiveSources(SourceOptions(interval_s=interval_s, nvml_backend=nvml_backend)).gpus()
+    return live_sources(SourceOptions(interval_s=interval_s, nvml_backend=nvml_backend)).gpus()
+
+
+def peak_probe(interval_s: float, nvml_backend: NvmlBackend | None = None) -> NvmlMemoryProbe:
+    """The fast memory-only GPU probe that runs beside the GPU source while recording.
+
+    Its readings feed the recording's `PeakTracker` directly (`gpuherd.record.peaks`), not
+    the sinks: fifty events a second would cost every sink for a figure only the recording
+    keeps.
+    """
+    return NvmlMemoryProbe(nvml_backend, interval_s)
 
 
 @dataclass
@@ -269,6 +308,11 @@ class LogSources:
     def tails(self) -> TailSupervisor:
         """Decides which tails run."""
         return self.sources.tails
+
+    @property
+    def writers(self) -> WriterWatch | None:
+        """What the writer collector looks for."""
+        return self.sources.writers
 
     def tail(self, path: str) -> Collector[LogBatch]:
         """A new tail of `path` (for a log the sink follows from the start)."""
@@ -286,10 +330,8 @@ def log_sources(logs: Sequence[str], watch: Sequence[str], *, exclude: Sequence[
     `exclude` names directories never scanned (a recording's own session directory, whose
     `command.log` is followed as the `command` task already). Beside discovery runs the
     collector that finds which process writes each followed log (`collectors.writers`); the
-    sink tells its `watch` which files are followed and which pids hold a GPU.
+    running set tells its watch which files are followed and which pids hold a GPU.
     """
-    from collectors.writers import WriterCollector, WriterWatch
-
-    sources = LiveSources(SourceOptions(logs=logs, watch=watch, exclude=exclude,
-                                        discovery_interval_s=interval_s))
-    return LogSources(sources, [sources.discovery_collector(), WriterCollector(WriterWatch())])
+    sources = live_sources(SourceOptions(logs=logs, watch=watch, exclude=exclude,
+                                         discovery_interval_s=interval_s))
+    return LogSources(sources, sources.log_collectors())

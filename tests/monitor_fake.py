@@ -13,8 +13,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpuherd import monitor  # noqa: E402
 from gpuherd.cli import parse_args  # noqa: E402
+from gpuherd.commands.monitor import options  # noqa: E402
 from tests.queue_runner_fake import ScriptedNvml  # noqa: E402
 
 if __name__ == "__main__":
     script = Path(sys.argv[1])
-    sys.exit(monitor.run(parse_args(["monitor", *sys.argv[2:]]), nvml_backend=ScriptedNvml(script)))
+    dashboard = options(parse_args(["monitor", *sys.argv[2:]]))
+    sys.exit(monitor.run(dashboard, nvml_backend=ScriptedNvml(script)))

@@ -1,9 +1,7 @@
-"""The Textual app: starts one thread per collector and routes their messages into state."""
+"""The Textual app: a sink of one running set of sources; routes their events into state."""
 
 from __future__ import annotations
 
-import socket
-import time
 import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -24,16 +22,14 @@ from collectors.base import (
 )
 from collectors.containers import NoEngine
 from collectors.roles import DISCOVERY, GPU, LOG, WRITERS, role_of, sample_role
-from collectors.samples import GpuTick, LogBatch
+from collectors.samples import GpuTick
+from collectors.writers import WriterWatch
+from gpuherd.engine.gate import EarlyCollectors
+from gpuherd.engine.threads import CollectorThread
 from gpuherd.format import visible
-from tui.collector_threads import (
-    CollectorThread,
-    CollectorThreads,
-    EarlyCollectors,
-    EventGate,
-    PidSink,
-)
+from gpuherd.sources import TailSupervisor
 from tui.messages import CollectorEventReceived, RecordingClosed, RecordingEnding
+from tui.options import DashboardOptions
 from tui.screens.error import ErrorScreen
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
@@ -41,9 +37,6 @@ from tui.state import MonitorState
 from tui.task_feed import TaskFeed
 
 if TYPE_CHECKING:
-    from gpuherd.monitor_logs import TaskHint
-    from gpuherd.record.dashboard import DashboardRecording
-    from gpuherd.sources import TailSupervisor
     from tui.record_link import RecordLink
 
 DEMO_HINT = "try `gpuherd --demo`"
@@ -74,45 +67,33 @@ class GpuherdApp(App[int]):
         super().notify(visible(message), title=visible(title), severity=severity,
                        timeout=timeout, markup=False)
 
-    def __init__(
-        self,
-        collectors: Sequence[Collector[Any]],
-        *,
-        pid_watch: PidSink | None,
-        clock: Callable[[], float],
-        hostname: str,
-        replay_label: str | None,
-        notices: Sequence[str] = (),
-        tail: TailSupervisor | Callable[[str], Collector[LogBatch]] | None = None,
-        task_hints: Sequence[TaskHint] = (),
-        tap: Callable[[CollectorEvent], None] | None = None,
-        recording: DashboardRecording | None = None,
-        early: EarlyCollectors | None = None,
-    ) -> None:
+    def __init__(self, options: DashboardOptions) -> None:
         super().__init__()
-        self.collectors = list(collectors)
-        self.pid_watch = pid_watch
-        self.clock = clock
-        self.hostname = hostname
-        self.replay_label = replay_label
+        self.title = options.title
+        self.collectors = list(options.collectors)
+        self.clock = options.clock
+        self.hostname = options.hostname
+        self.replay_label = options.replay_label
         self.state = MonitorState()
-        self.state.notices.extend(notices)
+        self.state.notices.extend(options.notices)
         self.help_notes: list[str] = []
         """Why a source that is simply absent here (no container engine) shows nothing."""
-        self._main = MainScreen(self.state, hostname=hostname, replay_label=replay_label)
-        self.tasks = TaskFeed(self, self._main, self.state, tail, task_hints)
+        self._main = MainScreen(self.state, hostname=self.hostname,
+                                replay_label=self.replay_label)
+        early = options.early if options.early is not None else _own_set(options)
+        self.tasks = TaskFeed(self, self._main, self.state, early.running,
+                              options.task_hints)
         self.record: RecordLink | None = None
-        if recording is not None:
+        if options.recording is not None:
             from tui.record_link import RecordLink  # the recorder loads only with --record
 
-            self.record = RecordLink(self, recording)
-        if early is None:
-            gate = EventGate(tap)
-            early = EarlyCollectors(CollectorThreads(gate.emit, gate.crashed), gate)
+            self.record = RecordLink(self, options.recording)
         self.gate = early.gate
-        """Holds the collectors' events until the app is mounted; `tap` gets them at once."""
+        """Holds the collectors' events until the app is mounted."""
+        self.running = early.running
+        """The source set this dashboard shows: each source on its own thread
+        (`gpuherd.engine`), wired to the others there."""
         self.threads = early.threads
-        """One thread per long-lived collector (`tui/collector_threads.py` says why)."""
         self._event_handlers: dict[type, Callable[[Any], None]] = {
             Sampled: self._sampled, Failed: self._failed, Recovered: self._recovered,
             Unavailable: self._unavailable, Finished: self._finished, Crashed: self._crashed,
@@ -137,26 +118,21 @@ class GpuherdApp(App[int]):
         """
         self._refresh_view()
         self.tasks.adopt(self.collectors)
-        waiting = []
         for collector in self.collectors:
-            if self.threads.running(collector):
-                self.state.add_source(collector.name, role_of(collector))
-            else:
-                waiting.append(collector)
+            self.state.add_source(collector.name, role_of(collector))
         for event in self.gate.open(self._post, self.thread_crashed):
             if isinstance(event, Crashed):
                 self.thread_crashed(event.source, event.error)
             else:
                 self._event_handlers[type(event)](event)
-        for collector in waiting:
-            self.start_collector(collector)
+        self.running.run()  # the sources not started early
         if self.record is not None:
             self.record.start()
 
-    def start_collector(self, collector: Collector[Any]) -> CollectorThread:
-        """Run `collector` on a thread of its own (also for logs found later)."""
+    def start_collector(self, collector: Collector[Any]) -> CollectorThread | bool:
+        """Run one more source in the set, on a thread of its own."""
         self.state.add_source(collector.name, role_of(collector))
-        return self.threads.start(collector)
+        return self.running.start(collector)
 
     def on_unmount(self) -> None:
         """Stop the collector threads, waiting a few seconds for them to close their sources.
@@ -165,15 +141,12 @@ class GpuherdApp(App[int]):
         the dashboard (`gpuherd.monitor_record`), and stops them when it closes.
         """
         if self.record is not None and self.record.goes_on():
-            self.record.detached = True
             return
-        for name in self.threads.stop_all():
+        for name in self.running.stop():
             self.state.notices.append(f"the {name} collector did not stop; abandoned at exit")
 
     def thread_crashed(self, source: str, error: BaseException) -> None:
         """Runs on the dying thread: record the bug, then show it on the UI thread."""
-        if self.record is not None and source != "record:close":
-            self.record.recording.crashed(source, error)
         if not self.post_message(CollectorEventReceived(Crashed(source, error))):
             # The app has stopped: the line is printed on stderr after the dashboard.
             self.state.notices.append(f"the {source} collector stopped: {error!r}")
@@ -201,8 +174,6 @@ class GpuherdApp(App[int]):
         changes = self.state.apply_sample(event.source, event.sample)
         if role == GPU and self.state.gpu_tick is not None:
             self.tasks.gpu_tick(self.state.gpu_tick)
-            if self.pid_watch is not None:
-                self.pid_watch.set(self.state.gpu_pids())
             for gpu in changes.lost:
                 self.notify(f"GPU {gpu.index} ({gpu.uuid[:12]}): {gpu.error}",
                             title="GPU error", severity="error")
@@ -322,57 +293,18 @@ class GpuherdApp(App[int]):
             self.push_screen(HelpScreen((*self.state.notices, *self.help_notes)))
 
 
-def make_app(
-    collectors: Sequence[Collector[Any]],
-    *,
-    title: str = "gpuherd",
-    pid_watch: PidSink | None = None,
-    clock: Callable[[], float] = time.time,
-    hostname: str | None = None,
-    replay_label: str | None = None,
-    notices: Sequence[str] = (),
-    tail: TailSupervisor | Callable[[str], Collector[LogBatch]] | None = None,
-    task_hints: Sequence[TaskHint] = (),
-    tap: Callable[[CollectorEvent], None] | None = None,
-    recording: DashboardRecording | None = None,
-    early: EarlyCollectors | None = None,
-) -> GpuherdApp:
-    """Build the dashboard over `collectors` (live, replayed, or fakes in tests).
+def make_app(collectors: Sequence[Collector[Any]], **options: Any) -> GpuherdApp:
+    """Build the dashboard over `collectors`; `options` are `DashboardOptions`' other fields."""
+    return GpuherdApp(DashboardOptions(collectors, **options))
 
-    Args:
-        collectors: Sources to poll, one thread each.
-        title: Terminal title.
-        pid_watch: Updated with every GPU pid after each tick, so a host collector reading it
-            fetches those processes' details.
-        clock: Wall clock for the header in live mode (injected for deterministic snapshots).
-        hostname: Shown in the header; defaults to this machine's name.
-        replay_label: `REPLAY <dir> x<speed>`; set in replay mode, where the header shows the
-            recorded time instead of the wall clock.
-        notices: Banner lines from the start (replay warnings, a private PID namespace).
-        tail: The supervisor that decides which logs a `DiscoveryCollector` among
-            `collectors` finds get a tail (`gpuherd.sources`), or a maker of tails for a
-            supervisor of the app's own. `None`: logs are not followed.
-        task_hints: What is known about tasks beyond their logs (a recorded command's pid).
-        tap: Also called with every collector event, on the collector's thread (a
-            `Recording.emit` when recording from the dashboard). With `early`, give the tap
-            to `EarlyCollectors.start` instead.
-        recording: A started `--tui --record` recording: the app reports how it ends and
-            closes it when its command exits (pass its `tap` as `tap`).
-        early: Collectors among `collectors` that already run (started before Textual was
-            imported); the app adopts their threads and handles their held events on mount.
-    """
-    app = GpuherdApp(
-        collectors,
-        pid_watch=pid_watch,
-        clock=clock,
-        hostname=hostname if hostname is not None else socket.gethostname(),
-        replay_label=replay_label,
-        notices=notices,
-        tail=tail,
-        task_hints=task_hints,
-        tap=tap,
-        recording=recording,
-        early=early,
-    )
-    app.title = title
-    return app
+
+def _own_set(options: DashboardOptions) -> EarlyCollectors:
+    """The running set of a dashboard given no started one (tests, replays): started on mount."""
+    tails = options.tail
+    if tails is not None and not isinstance(tails, TailSupervisor):
+        tails = TailSupervisor(tails)
+    writers = next((w for c in options.collectors
+                    if isinstance(w := getattr(c, "watch", None), WriterWatch)), None)
+    return EarlyCollectors.create(options.collectors,
+                                  taps=[options.tap] if options.tap is not None else [],
+                                  pid_watch=options.pid_watch, tails=tails, writers=writers)

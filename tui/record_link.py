@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpuherd.record.dashboard import (
     KILL_GRACE_S,
@@ -14,7 +14,34 @@ from gpuherd.record.dashboard import (
 from tui.messages import RecordingClosed, RecordingEnding
 
 if TYPE_CHECKING:
-    from tui.app import GpuherdApp
+    from textual.message import Message
+    from textual.notifications import SeverityLevel
+
+    from tui.state import MonitorState
+    from tui.task_feed import TaskFeed
+
+
+class RecordingHost(Protocol):
+    """What the link needs of the dashboard (the app; no import of it, no cycle)."""
+
+    state: MonitorState
+    tasks: TaskFeed
+
+    def post_message(self, message: Message) -> bool:
+        """Hand a message to the UI thread (thread-safe)."""
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """A toast."""
+
+    def refresh_bindings(self) -> None:
+        """Redraw the footer's keys."""
+
+    def thread_crashed(self, source: str, error: BaseException) -> None:
+        """A thread died of a bug: show it."""
+
+    def exit(self, result: Any = None) -> None:
+        """Leave the app."""
 
 
 class RecordLink:
@@ -25,16 +52,13 @@ class RecordLink:
     waited forever behind the long-lived collectors.
     """
 
-    def __init__(self, app: GpuherdApp, recording: DashboardRecording) -> None:
+    def __init__(self, app: RecordingHost, recording: DashboardRecording) -> None:
         self.app = app
         self.recording = recording
         self.closing = False
         self.result: RecordResult | None = None
         self.stopping = False
         """The command was asked to stop (the stop key, or SIGTERM to gpuherd)."""
-        self.detached = False
-        """The dashboard exited while the command ran: its collectors were left running, and
-        the recording goes on headless (`gpuherd.monitor_record`)."""
         self._quit_asked = False
         self._line = next((n for n in app.state.notices
                            if n.startswith(f"recording into {recording.directory} until")), None)

@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector
 from collectors.discovery import DiscoveredLogs
-from collectors.host import gpu_pids
-from collectors.roles import LOG, WRITERS, role_of
+from collectors.roles import LOG, role_of
 from collectors.samples import GpuTick, LogBatch
-from collectors.writers import WritersTick, WriterWatch
-from gpuherd.sources import TailSupervisor
+from collectors.writers import WritersTick
+from gpuherd.engine.running import RunningSet
 from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState
 from tui.tasks import task_rows
 
 if TYPE_CHECKING:
+    from textual.app import App
+
     from gpuherd.monitor_logs import TaskHint
-    from tui.app import GpuherdApp
-    from tui.collector_threads import CollectorThread
     from tui.screens.main import MainScreen
 
 REDRAW_S = 0.25
@@ -35,27 +34,19 @@ class TaskFeed:
     on the app's collector threads; a log that cannot be read stays on its row with the reason.
     """
 
-    def __init__(self, app: GpuherdApp, main: MainScreen, state: MonitorState,
-                 tail: TailSupervisor | Callable[[str], Collector[LogBatch]] | None,
-                 hints: Sequence[TaskHint] = ()) -> None:
+    def __init__(self, app: App[Any], main: MainScreen, state: MonitorState,
+                 running: RunningSet, hints: Sequence[TaskHint] = ()) -> None:
         self._app, self._main, self.state = app, main, state
-        self._tails = (tail if isinstance(tail, TailSupervisor) or tail is None
-                       else TailSupervisor(tail))
-        if self._tails is not None:
-            self._tails.attach(self._start_thread, self._stop_thread)
+        self._running = running
+        self._tails = running.tails
         self._hints = {hint.task_id: hint for hint in hints}
         self._task_of: dict[str, str] = {}
         """Source name -> task id, for every tail (one log, one task) started or adopted."""
         self._redraw_pending = False
-        self._watch: WriterWatch | None = None
-        """Told which files are followed and which pids hold a GPU (a writer collector runs)."""
 
     def adopt(self, collectors: Sequence[Collector[Any]]) -> None:
         """Note the tails the app was started with, so a scan does not start them twice."""
         for collector in collectors:
-            watch = getattr(collector, "watch", None)
-            if role_of(collector) == WRITERS and isinstance(watch, WriterWatch):
-                self._watch = watch
             task_id = getattr(collector, "task_id", None)
             if role_of(collector) == LOG and isinstance(task_id, str):
                 self._task_of[collector.name] = task_id
@@ -63,25 +54,17 @@ class TaskFeed:
                     self._tails.adopt(task_id)
 
     def discovered(self, found: DiscoveredLogs) -> None:
-        """Let the supervisor start and stop tails; drop the tasks of vanished runs."""
-        if self._tails is not None:
-            for task_id in self._tails.discovered(found).stopped:
-                self.state.tasks.remove(task_id)
-                if self._watch is not None:
-                    self._watch.forget(task_id)
-                for source in [s for s, t in self._task_of.items() if t == task_id]:
-                    self.state.status.pop(source, None)
+        """Note the tails the running set started for a scan; drop the tasks of vanished runs."""
+        for task_id in found.started or ():
+            tail = self._running.find_task(task_id)
+            if tail is not None:
+                self._task_of[tail.name] = task_id
+                self.state.add_source(tail.name, role_of(tail))
+        for task_id in found.stopped:
+            self.state.tasks.remove(task_id)
+            for source in [s for s, t in self._task_of.items() if t == task_id]:
+                self.state.status.pop(source, None)
         self.schedule_redraw()
-
-    def _start_thread(self, collector: Collector[LogBatch]) -> CollectorThread:
-        handle = self._app.start_collector(collector)
-        task_id = getattr(collector, "task_id", None)
-        if isinstance(task_id, str):
-            self._task_of[collector.name] = task_id
-        return handle
-
-    def _stop_thread(self, handle: CollectorThread) -> None:
-        self._app.threads.stop(handle)  # also ends the wait of a tail for its file
 
     def batch(self, source: str, batch: LogBatch) -> None:
         """Fold a batch into its task."""
@@ -91,12 +74,12 @@ class TaskFeed:
         status = self.state.status_of(source)
         if status.health == "waiting":
             status.health = "ok"
+        if batch.notice:  # on the banner, once: the tail polls, and why
+            self.state.notices.append(f"{source}: {batch.notice}")
         if batch.recreated and source not in self._task_of:
             tracker.remove(batch.path)  # a looping replay starts its next lap: a fresh task
         new = batch.path not in tracker.task_ids
         tracker.add_batch(batch)
-        if self._watch is not None and batch.file_path:
-            self._watch.follow(batch.path, batch.file_path, batch.format)
         hint = self._hints.get(batch.path)
         if new and hint is not None:
             tracker.associate(batch.path, label=hint.label, gpu_uuids=hint.gpu_uuids or None)
@@ -105,8 +88,6 @@ class TaskFeed:
     def gpu_tick(self, tick: GpuTick) -> None:
         """Map task pids to GPUs, feed utilization to the health rules."""
         tracker = self.state.tasks
-        if self._watch is not None:
-            self._watch.set_gpu_pids(gpu_pids(tick))
         if not tracker.task_ids:
             return
         tracker.associate_owned_pids(tick, self._hints.values())
@@ -128,21 +109,31 @@ class TaskFeed:
 
     def failed(self, source: str, reason: str) -> None:
         """A tail cannot read its log: say why on the task's row."""
-        task_id = self._task_of.get(source)
+        task_id = self._task_id(source)
         if task_id is not None and not self._dropped(source):
             self.state.tasks.collector_failed(task_id, reason)
             self.schedule_redraw()
 
     def recovered(self, source: str) -> None:
         """The tail reads again."""
-        task_id = self._task_of.get(source)
+        task_id = self._task_id(source)
         if task_id is not None and task_id in self.state.tasks.task_ids:
             self.state.tasks.collector_recovered(task_id)
             self.schedule_redraw()
 
+    def _task_id(self, source: str) -> str | None:
+        """The task a tail feeds, also before its scan reached the UI thread."""
+        task_id = self._task_of.get(source)
+        if task_id is None:
+            tail = self._running.find(source)
+            found = getattr(tail, "task_id", None) if role_of(tail) == LOG else None
+            if isinstance(found, str):
+                task_id = self._task_of[source] = found
+        return task_id
+
     def _dropped(self, source: str) -> bool:
         """A tail stopped after its run vanished may still post what it read last: ignore it."""
-        task_id = self._task_of.get(source)
+        task_id = self._task_id(source)
         return (self._tails is not None and task_id is not None
                 and not self._tails.is_followed(task_id))
 

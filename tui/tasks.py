@@ -10,7 +10,7 @@ from rich.text import Text
 
 from collectors.samples import GpuSample, GpuTick
 from gpuherd.chart_values import spread_repeats
-from gpuherd.format import fmt_bytes, fmt_duration, fmt_pct, visible
+from gpuherd.format import fmt_bytes, fmt_duration, fmt_metric, fmt_pct, visible
 from gpuherd.tasks import TaskView
 from gpuherd.tasks.health import Finding
 from gpuherd.tasks.view import label_of
@@ -69,19 +69,6 @@ def path_tail(path: str, width: int) -> str:
             break
         tail = longer
     return f"…/{tail}"
-
-
-def fmt_metric(value: float | None) -> str:
-    """A metric value in four significant digits; NaN and Inf spelled out."""
-    if value is None:
-        return ""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Inf" if value > 0 else "-Inf"
-    if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
-        return f"{value:.2e}"
-    return f"{value:.4g}"
 
 
 def loss_of(view: TaskView) -> tuple[str, float] | None:

@@ -7,19 +7,19 @@ from collections.abc import Iterable
 from rich.text import Text
 
 from collectors.samples import GpuTick
-from gpuherd.format import fmt_bytes_gib
+from gpuherd.format import GIB, MIB, fmt_bytes_gib
 from tui.processes import SortKey, memory_gaps
 from tui.state import GpuHistory
 from tui.widgets.plot import Series
 
 GAP_REASONS = "driver reservation, another PID namespace, or hidden"
-SHOWN_GAP_BYTES = -(-(1 << 30) // 20)
+SHOWN_GAP_BYTES = -(-GIB // 20)
 """The least unaccounted memory worth a line: what `fmt_bytes_gib` shows as 0.1 GiB."""
 
 
 def _amount(size: int) -> str:
     """`2.3 GiB`, or `40 MiB` where GiB would read 0.0."""
-    return fmt_bytes_gib(size) if size >= SHOWN_GAP_BYTES else f"{size / (1 << 20):.0f} MiB"
+    return fmt_bytes_gib(size) if size >= SHOWN_GAP_BYTES else f"{size / MIB:.0f} MiB"
 
 
 def chart_series(history: GpuHistory | None) -> tuple[Series, ...]:

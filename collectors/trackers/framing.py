@@ -124,29 +124,33 @@ class WandbLogReader:
                 raise FramingError("not a W&B run log (no :W&B header)")
             used = WANDB_HEADER.size
         records: list[bytes] = []
+        size, unpack, crc32, type_crcs = len(data), _CHUNK.unpack_from, zlib.crc32, _TYPE_CRC
         while True:
             position = self.offset + used
             left_in_block = WANDB_BLOCK - position % WANDB_BLOCK
             if left_in_block < _CHUNK.size:  # the block's tail is padding
-                if len(data) - used < left_in_block:
+                if size - used < left_in_block:
                     break
                 used += left_in_block
                 continue
-            if len(data) - used < _CHUNK.size:
+            if size - used < _CHUNK.size:
                 break
-            crc, length, kind = _CHUNK.unpack_from(data, used)
+            crc, length, kind = unpack(data, used)
             if crc == 0 and length == 0 and kind == 0:
                 break  # zeros past the end of what was written: not a chunk yet
             start, end = used + _CHUNK.size, used + _CHUNK.size + length
-            if end > len(data):
+            if end > size:
                 break
             body = data[start:end]
-            if kind > _LAST or zlib.crc32(body, _TYPE_CRC[kind]) != crc:
+            if kind > _LAST or crc32(body, type_crcs[kind]) != crc:
                 if records:
                     break
                 raise FramingError(f"W&B chunk checksum does not match at byte {position}")
             used = end
-            self._take(kind, body, records)
+            if kind == _FULL and not self._pending:  # most records: one chunk
+                records.append(body)
+            else:
+                self._take(kind, body, records)
         self.offset += used
         return records, used
 

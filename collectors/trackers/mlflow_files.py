@@ -62,13 +62,18 @@ class MlflowFileRun:
     def read(self, budget_bytes: int = READ_CHUNK_BYTES) -> RunRead:
         """New points of every metric file, and the run's name and status."""
         self._read_meta()
-        out = RunRead(label=self._label, status=self._status,
-                      file_path=os.path.join(self.run_dir, "meta.yaml"), in_order=False)
-        for metric in self._list():
+        metrics = self._list()
+        out = RunRead(label=self._label, status=self._status, in_order=False)
+        for metric in metrics:
             if budget_bytes <= 0:
                 out.more = True
                 break
             budget_bytes -= self._read_file(metric, out, budget_bytes)
+        # the file written most (the largest), where the writer is looked for: meta.yaml is
+        # written at the start and the end alone
+        written = max(metrics, key=lambda m: (m.size, m.path), default=None)
+        out.file_path = written.path if written is not None and written.size \
+            else os.path.join(self.run_dir, "meta.yaml")
         out.read_bytes = sum(f.offset for f in self._files.values())
         out.size_bytes = sum(f.size for f in self._files.values())
         out.more = out.more or out.read_bytes < out.size_bytes

@@ -18,6 +18,13 @@ from typing import Any
 
 from collectors.trackers.common import RunRead, tag_split_name
 from collectors.trackers.framing import FramingError, WandbLogReader
+from collectors.trackers.wandb_wire import (
+    HistoryRow,
+    RecordNumbers,
+    WireError,
+    history_row,
+    record_kind,
+)
 from parsers.model import LogMetric
 from parsers.text import metric_name
 
@@ -25,6 +32,9 @@ READ_CHUNK_BYTES = 256 * 1024
 MISSING = "the W&B history (run-*.wandb) needs the wandb package: install 'gpuherd[wandb]'"
 _SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _NUMBER_START = frozenset("-0123456789")
+_SPECIAL_BYTES = {key.encode(): value for key, value in _SPECIAL.items()}
+_NUMBER_START_BYTES = frozenset(b"-0123456789")
+_READ_KINDS = frozenset({"history", "run", "exit"})
 
 
 def load_record_class() -> Any | None:
@@ -63,9 +73,10 @@ class WandbRun:
     def __init__(self, run_dir: str) -> None:
         self.run_dir = run_dir
         self.record_class = load_record_class()
+        self._numbers = None if self.record_class is None else RecordNumbers.of(self.record_class)
         self._log = WandbLogReader()
         self._path: str | None = None
-        self._names: dict[str, str] = {}
+        self._names: dict[bytes, str] = {}
         self._label = os.path.basename(run_dir.rstrip(os.sep))
         self._status: str | None = None
         self.damaged: str | None = None
@@ -114,6 +125,21 @@ class WandbRun:
                 out.metrics.append(summary)
 
     def _decode(self, raw: bytes, out: RunRead) -> None:
+        assert self._numbers is not None
+        try:
+            kind, start, end = record_kind(raw, self._numbers)
+            if kind not in _READ_KINDS:
+                return  # a summary, console output, telemetry...: never decoded
+            if kind == "history":
+                metric = self._history(history_row(raw, start, end, self._numbers))
+                if metric is not None:
+                    out.metrics.append(metric)
+                return
+        except (WireError, UnicodeDecodeError):
+            pass  # a record the walk does not follow: wandb's class decides
+        self._decode_record(raw, out)
+
+    def _decode_record(self, raw: bytes, out: RunRead) -> None:
         assert self.record_class is not None
         try:
             record = self.record_class.FromString(raw)
@@ -121,7 +147,7 @@ class WandbRun:
             return
         kind = record.WhichOneof("record_type")
         if kind == "history":
-            metric = self._history(record.history)
+            metric = self._history(_decoded_row(record.history))
             if metric is not None:
                 out.metrics.append(metric)
         elif kind == "run":
@@ -131,24 +157,13 @@ class WandbRun:
         elif kind == "exit":
             self._status = "FINISHED" if record.exit.exit_code == 0 else "FAILED"
 
-    def _history(self, history: Any) -> LogMetric | None:
+    def _history(self, row: HistoryRow) -> LogMetric | None:
+        """A row's metric; W&B's own `_step` and `_timestamp` give its step and time."""
         values: list[tuple[str, float]] = []
-        step: int | None = history.step.num if history.HasField("step") else None
-        stamp: float | None = None
-        names, special = self._names, _SPECIAL
-        for item in history.item:
-            keys = item.nested_key
-            key = keys[0] if len(keys) == 1 else ("/".join(keys) or item.key)
-            text = item.value_json
-            if not key or key[0] == "_":  # W&B's own: `_step`, `_timestamp`, `_runtime`
-                if key == "_timestamp":
-                    stamp = history_value(text)
-                elif key == "_step" and step is None:
-                    number = history_value(text)
-                    step = None if number is None else int(number)
-                continue
+        names, special = self._names, _SPECIAL_BYTES
+        for key, text in row.items:
             # inlined `history_value`: a JSON number is a Python float literal
-            if text and text[0] in _NUMBER_START:
+            if text and text[0] in _NUMBER_START_BYTES:
                 try:
                     number = float(text)
                 except ValueError:
@@ -156,18 +171,27 @@ class WandbRun:
             elif text in special:
                 number = special[text]
             else:
+                text.decode()  # protobuf refuses a record whose strings are not UTF-8
                 continue
             values.append((names[key] if key in names else self._name(key), number))
+        if not values:
+            return None
+        step = row.step
+        for text in row.step_values:  # the first number, as when decoded by wandb's class
+            if step is not None:
+                break
+            found = history_value(text.decode())
+            step = None if found is None or not math.isfinite(found) else int(found)
+        stamp = None if row.timestamp is None else history_value(row.timestamp.decode())
         # positional: the keyword call costs more, once per row
-        return LogMetric(tuple(values), step, None, stamp) if values else None
+        return LogMetric(tuple(values), step, None, stamp)
 
-    def _name(self, key: str) -> str:
-        name = self._names.get(key)
-        if name is None:
-            name = metric_name(key)
-            if name == key and "/" in key:
-                name = metric_name(tag_split_name(key))
-            self._names[key] = name
+    def _name(self, raw_key: bytes) -> str:
+        key = raw_key.decode()
+        name = metric_name(key)
+        if name == key and "/" in key:
+            name = metric_name(tag_split_name(key))
+        self._names[raw_key] = name
         return name
 
 
@@ -189,3 +213,19 @@ def read_summary(run_dir: str) -> LogMetric | None:
     return LogMetric(values, step if isinstance(step, int) else None,
                      taken_at=float(stamp) if isinstance(stamp, int | float) else None) \
         if values else None
+
+
+def _decoded_row(history: Any) -> HistoryRow:
+    """A `HistoryRecord` decoded by wandb's class, as the row `history_row` reads in place."""
+    row = HistoryRow([], history.step.num if history.HasField("step") else None, [], None)
+    for item in history.item:
+        keys = item.nested_key
+        key = keys[0] if len(keys) == 1 else ("/".join(keys) or item.key)
+        value = item.value_json.encode()
+        if key and key[0] != "_":
+            row.items.append((key.encode(), value))
+        elif key == "_timestamp":
+            row.timestamp = value
+        elif key == "_step":
+            row.step_values.append(value)
+    return row

@@ -6,6 +6,7 @@ import argparse
 
 from gpuherd.argcheck import check_speed
 from gpuherd.commands.flags import add_speed, first_problem
+from gpuherd.options import MonitorOptions, from_namespace
 
 HELP = "replay the bundled session recorded on a real GPU, in a loop"
 EPILOG = "`gpuherd --demo` is the same command."
@@ -22,8 +23,13 @@ def check(args: argparse.Namespace) -> str | None:
     return first_problem((check_speed, args.speed))
 
 
+def options(args: argparse.Namespace) -> MonitorOptions:
+    """The typed options this command hands the engine."""
+    return from_namespace(MonitorOptions, args)
+
+
 def run(args: argparse.Namespace) -> int:
     """Replay the demo session until `q`."""
     from gpuherd import monitor
 
-    return monitor.run(args)
+    return monitor.run(options(args))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpuherd.argcheck import finite_float
+from gpuherd.options import FleetOptions, from_namespace
 
 HELP = "the fleet view: every host's GPUs as Prometheus sees them, most free memory first"
 EPILOG = """\
@@ -44,8 +45,13 @@ def check(args: argparse.Namespace) -> str | None:
     return None
 
 
+def options(args: argparse.Namespace) -> FleetOptions:
+    """The typed options this command hands the engine."""
+    return from_namespace(FleetOptions, args)
+
+
 def run(args: argparse.Namespace) -> int:
     """Show the fleet until `q`."""
     from gpuherd.fleet import view
 
-    return view.run(args)
+    return view.run(options(args))

@@ -12,6 +12,8 @@ from gpuherd.commands.flags import (
     first_problem,
     metrics_problem,
 )
+from gpuherd.options import MonitorOptions, from_namespace
+from gpuherd.queue.defaults import GRACE_S, MARGIN_TEXT, SETTLE_S
 
 HELP = "the live dashboard of this machine (the default command)"
 EPILOG = ("`gpuherd` alone runs this command. Without an NVIDIA driver the dashboard still "
@@ -32,13 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "GPUs have room (one runner per user; docs/queue.md)")
     parser.add_argument("--settle", type=finite_float, default=None, metavar="S",
                         help="with --queue: seconds a GPU must keep room before a job starts "
-                        "(default 10)")
+                        f"(default {SETTLE_S:g})")
     parser.add_argument("--margin", default=None, metavar="SIZE",
                         help="with --queue: memory kept free on top of each job's need "
-                        "(default 1GiB)")
+                        f"(default {MARGIN_TEXT})")
     parser.add_argument("--grace", type=finite_float, default=None, metavar="S",
                         help="with --queue: seconds a started job's reservation is held at most "
-                        "before it allocates (default 120)")
+                        f"before it allocates (default {GRACE_S:g})")
 
 
 def check(args: argparse.Namespace) -> str | None:
@@ -56,9 +58,9 @@ def _queue_problem(args: argparse.Namespace) -> str | None:
     from gpuherd.commands.queue_run import check_run
 
     runner = argparse.Namespace(
-        settle=10.0 if args.settle is None else args.settle,
-        margin="1GiB" if args.margin is None else args.margin,
-        grace=120.0 if args.grace is None else args.grace, interval=args.interval)
+        settle=SETTLE_S if args.settle is None else args.settle,
+        margin=MARGIN_TEXT if args.margin is None else args.margin,
+        grace=GRACE_S if args.grace is None else args.grace, interval=args.interval)
     problem = check_run(runner)
     if problem is None:
         args.settle, args.margin_bytes, args.grace = (runner.settle, runner.margin_bytes,
@@ -66,8 +68,15 @@ def _queue_problem(args: argparse.Namespace) -> str | None:
     return problem
 
 
+def options(args: argparse.Namespace) -> MonitorOptions:
+    """The dashboard's typed options (without --queue, the runner's flags keep defaults)."""
+    return from_namespace(
+        MonitorOptions, args, settle=SETTLE_S if args.settle is None else args.settle,
+        grace=GRACE_S if args.grace is None else args.grace)
+
+
 def run(args: argparse.Namespace) -> int:
     """Show the dashboard until `q`."""
     from gpuherd import monitor
 
-    return monitor.run(args)
+    return monitor.run(options(args))

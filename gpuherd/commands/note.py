@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpuherd.options import NoteOptions, from_namespace
+
 HELP = "write the verification note of a recorded run into an example.yaml"
 EPILOG = ("DIR is a session directory written by `gpuherd record`; PATH is the example.yaml "
           "whose `verification:` mapping gets the note (docs/recording.md).")
@@ -16,8 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
 
 
+def options(args: argparse.Namespace) -> NoteOptions:
+    """The typed options this command hands the engine."""
+    return from_namespace(NoteOptions, args)
+
+
 def run(args: argparse.Namespace) -> int:
     """Write (or show) the note."""
     from gpuherd.note import note_command
 
-    return note_command.run(args)
+    return note_command.run(options(args))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpuherd.options import ParseOptions, from_namespace
+
 HELP = "print the metrics and health findings found in training-log files"
 FORMAT_NAMES = ("tensorboard_csv", "mlflow", "lightning_csv", "timm_csv", "ultralytics_csv",
                 "csv", "detr_json", "llamafactory", "detectron2_json", "mmengine_json", "jsonl",
@@ -30,8 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
+def options(args: argparse.Namespace) -> ParseOptions:
+    """The typed options this command hands the engine."""
+    return from_namespace(ParseOptions, args)
+
+
 def run(args: argparse.Namespace) -> int:
     """Parse the files."""
     from gpuherd import parse_command
 
-    return parse_command.run(args)
+    return parse_command.run(options(args))

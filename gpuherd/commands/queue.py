@@ -6,9 +6,13 @@ import argparse
 
 from gpuherd.commands import queue_run
 from gpuherd.commands.flags import usage_with_command
+from gpuherd.format import format_size
+from gpuherd.options import from_namespace
+from gpuherd.queue.defaults import MARGIN_BYTES, MAX_UTIL_PCT, SETTLE_S, STOP_GRACE_S
+from gpuherd.queue.options import QueueOptions
 
 HELP = "queue jobs that start when a GPU has room for them (add, ls, show, rm, cancel, ...)"
-EPILOG = """\
+EPILOG = f"""\
 gpuherd queue add [--name N] [--gpus K] [--vram SIZE|auto] [--max-util PCT] [--cwd DIR]
                   [--env K=V ...] [--after JOB] [--retry-oom] -- CMD ARGS...
 gpuherd queue add --slurm [--partition P] [--time T] [--gpus K] [--vram SIZE|auto]
@@ -17,9 +21,10 @@ gpuherd queue ls [--json]        gpuherd queue show JOB      gpuherd queue rm JO
 gpuherd queue cancel [--slurm] JOB [--grace S]               gpuherd queue move JOB --to N
 gpuherd queue pause              gpuherd queue resume        gpuherd queue run
 
-A job waits until a GPU has its --vram free (plus a 1 GiB margin) and is under --max-util
-for 10 s, then runs as a recorded session in <state>/jobs/<id>-<name>/. The queue lives in
-$GPUHERD_STATE_DIR, else $XDG_STATE_HOME/gpuherd, else ~/.local/state/gpuherd
+A job waits until a GPU has its --vram free (plus a {format_size(MARGIN_BYTES)} margin) and is
+under --max-util for {SETTLE_S:g} s, then runs as a recorded session in
+<state>/jobs/<id>-<name>/. The queue lives in $GPUHERD_STATE_DIR, else
+$XDG_STATE_HOME/gpuherd, else ~/.local/state/gpuherd
 (docs/queue.md)."""
 
 ACCEPTS_COMMAND = True
@@ -40,8 +45,9 @@ def _add_arguments_add(parser: argparse.ArgumentParser) -> None:
                         help="memory the job needs per GPU, e.g. 20GiB, 512MiB; `auto`: the "
                         "recorded peak of the last run of the same command (default: 0, only "
                         "the margin)")
-    parser.add_argument("--max-util", metavar="PCT", type=float, default=10.0,
-                        help="a GPU busier than this %% does not qualify (default 10)")
+    parser.add_argument("--max-util", metavar="PCT", type=float, default=MAX_UTIL_PCT,
+                        help="a GPU busier than this %% does not qualify "
+                        f"(default {MAX_UTIL_PCT:g})")
     parser.add_argument("--cwd", metavar="DIR", help="directory to run in (default: here)")
     parser.add_argument("--env", metavar="K=V", action="append", default=[],
                         help="set a variable for the job (repeatable); the job gets the "
@@ -78,8 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _job(cancel)
     cancel.add_argument("--slurm", action="store_true",
                         help="JOB is a Slurm job id this queue submitted: scancel it")
-    cancel.add_argument("--grace", metavar="S", type=float, default=10.0,
-                        help="seconds between SIGTERM and SIGKILL (default 10)")
+    cancel.add_argument("--grace", metavar="S", type=float, default=STOP_GRACE_S,
+                        help=f"seconds between SIGTERM and SIGKILL (default {STOP_GRACE_S:g})")
     sub.add_parser("pause", help="start no new job (running jobs go on)")
     sub.add_parser("resume", help="start jobs again")
     move = sub.add_parser("move", help="change a waiting job's place in line")
@@ -98,10 +104,15 @@ def check(args: argparse.Namespace) -> str | None:
     if args.queue_command == "run" and args.child_command is None:
         return queue_run.check_run(args)
     if args.queue_command == "add":
-        from gpuherd.queue.slurm_command import check_slurm_flags
+        from gpuherd.commands.queue_slurm_flags import check_slurm_flags
 
         return NEEDS_COMMAND if not args.child_command else check_slurm_flags(args)
     return NO_COMMAND_HERE if args.child_command is not None else None
+
+
+def options(args: argparse.Namespace) -> QueueOptions:
+    """The typed options this command hands the engine."""
+    return from_namespace(QueueOptions, args)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,4 +121,4 @@ def run(args: argparse.Namespace) -> int:
         return queue_run.run_queue_run(args)
     from gpuherd.queue import queue_command
 
-    return queue_command.run(args)
+    return queue_command.run(options(args))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpuherd.argcheck import check_interval, finite_float
+from gpuherd.queue.defaults import GRACE_S, MARGIN_TEXT, SETTLE_S
 
 RUN_HELP = "run the queue: launch waiting jobs when their GPUs have room (headless)"
 RUN_EPILOG = """\
@@ -18,14 +19,14 @@ Ledger shared by every user: $GPUHERD_LEDGER_DIR (else /tmp/gpuherd-ledger)."""
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The runner's flags."""
-    parser.add_argument("--settle", type=finite_float, default=10.0, metavar="S",
+    parser.add_argument("--settle", type=finite_float, default=SETTLE_S, metavar="S",
                         help="seconds a GPU must keep room for a job before it starts "
-                        "(default 10)")
-    parser.add_argument("--margin", default="1GiB", metavar="SIZE",
-                        help="memory kept free on top of each job's need (default 1GiB)")
-    parser.add_argument("--grace", type=finite_float, default=120.0, metavar="S",
+                        f"(default {SETTLE_S:g})")
+    parser.add_argument("--margin", default=MARGIN_TEXT, metavar="SIZE",
+                        help=f"memory kept free on top of each job's need (default {MARGIN_TEXT})")
+    parser.add_argument("--grace", type=finite_float, default=GRACE_S, metavar="S",
                         help="seconds a started job's reservation is held at most while it has "
-                        "not allocated its need yet (default 120)")
+                        f"not allocated its need yet (default {GRACE_S:g})")
     parser.add_argument("--interval", type=finite_float, default=1.0, metavar="S",
                         help="seconds between GPU readings (default 1, at least 0.05)")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpuherd.queue.defaults import MAX_UTIL_PCT
+
 
 def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
     """`--slurm` and the flags that go with it."""
@@ -18,3 +20,20 @@ def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record-dir", metavar="DIR",
                         help="with --slurm: where the job's session goes, as DIR/job-<id> "
                         "(default ./gpuherd-sessions; on a filesystem the nodes share)")
+
+
+_LOCAL_ONLY = ("max_util", "after", "retry_oom")
+_SLURM_ONLY = ("partition", "time", "record_dir")
+
+
+def check_slurm_flags(args: argparse.Namespace) -> str | None:
+    """A flag of the other mode is a usage error: `--partition` needs `--slurm`, and so on."""
+    slurm = getattr(args, "slurm", False)
+    for flag in _SLURM_ONLY if not slurm else _LOCAL_ONLY:
+        value = getattr(args, flag, None)
+        default = {"max_util": MAX_UTIL_PCT, "retry_oom": False}.get(flag)
+        if value is not None and value != default:
+            name = "--" + flag.replace("_", "-")
+            return (f"{name} is only for Slurm jobs (--slurm)" if not slurm
+                    else f"{name} is only for jobs this queue starts, not with --slurm")
+    return None

@@ -12,6 +12,7 @@ from gpuherd.commands.flags import (
     first_problem,
     metrics_problem,
 )
+from gpuherd.options import RecordOptions, from_namespace
 
 HELP = "record GPUs, host and training logs into a session directory (headless, or --tui)"
 EPILOG = """\
@@ -65,12 +66,18 @@ def check(args: argparse.Namespace) -> str | None:
                              (check_peak_interval, args.peak_interval)))
 
 
+def options(args: argparse.Namespace) -> RecordOptions:
+    """The typed options this command hands the engine."""
+    return from_namespace(RecordOptions, args)
+
+
 def run(args: argparse.Namespace) -> int:
     """Record headless, or with `--tui` behind the dashboard."""
-    if args.tui:
+    recording = options(args)
+    if recording.tui:
         from gpuherd import monitor_record
 
-        return monitor_record.run(args)
+        return monitor_record.run(recording)
     from gpuherd.record import command
 
-    return command.run(args)
+    return command.run(recording)

@@ -6,6 +6,7 @@ import argparse
 
 from gpuherd.argcheck import check_speed
 from gpuherd.commands.flags import add_serve_metrics, add_speed, first_problem, metrics_problem
+from gpuherd.options import MonitorOptions, from_namespace
 
 HELP = "drive the dashboard from a recorded session directory"
 EPILOG = ("DIR is a session directory written by `gpuherd record` (docs/session-format.md); it "
@@ -25,8 +26,13 @@ def check(args: argparse.Namespace) -> str | None:
     return metrics_problem(args, args.serve_metrics) or first_problem((check_speed, args.speed))
 
 
+def options(args: argparse.Namespace) -> MonitorOptions:
+    """The typed options this command hands the engine."""
+    return from_namespace(MonitorOptions, args)
+
+
 def run(args: argparse.Namespace) -> int:
     """Replay DIR once on the dashboard."""
     from gpuherd import monitor
 
-    return monitor.run(args)
+    return monitor.run(options(args))

@@ -13,6 +13,7 @@ from gpuherd.commands.flags import (
     first_problem,
     metrics_problem,
 )
+from gpuherd.options import ServeMetricsOptions, from_namespace
 
 HELP = "export this machine (or a recorded session) as Prometheus metrics, headless"
 EPILOG = """\
@@ -44,8 +45,13 @@ def check(args: argparse.Namespace) -> str | None:
             or first_problem((check_interval, args.interval), (check_speed, args.speed)))
 
 
+def options(args: argparse.Namespace) -> ServeMetricsOptions:
+    """The typed options this command hands the engine."""
+    return from_namespace(ServeMetricsOptions, args)
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until stopped."""
     from gpuherd.export import headless
 
-    return headless.run(args)
+    return headless.run(options(args))

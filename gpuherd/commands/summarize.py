@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpuherd.options import SummarizeOptions, from_namespace
+
 HELP = "summarize a recorded session directory"
 EPILOG = ("DIR is a session directory written by `gpuherd record`; summary.json and summary.md "
           "are (re)written into it when it can be written to.")
@@ -17,8 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     form.add_argument("--md", action="store_true", help="print summary.md")
 
 
+def options(args: argparse.Namespace) -> SummarizeOptions:
+    """The typed options this command hands the engine."""
+    return from_namespace(SummarizeOptions, args)
+
+
 def run(args: argparse.Namespace) -> int:
     """Summarize DIR."""
     from gpuherd.summary import summarize_command
 
-    return summarize_command.run(args)
+    return summarize_command.run(options(args))

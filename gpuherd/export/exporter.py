@@ -8,7 +8,6 @@ its collectors' events already go (the dashboard's tap, the recorder, the headle
 
 from __future__ import annotations
 
-import argparse
 import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -21,7 +20,6 @@ from prometheus_client.registry import CollectorRegistry
 from collectors.base import CollectorEvent
 from collectors.samples import GpuTick
 from collectors.session_format import COMMAND_LOG_FILE
-from collectors.writers import WriterWatch
 from gpuherd.export.address import ListenAddress, parse_listen
 from gpuherd.export.queue_metrics import QueueProvider
 from gpuherd.export.scrape import ScrapeCollector
@@ -29,6 +27,7 @@ from gpuherd.export.server import ExporterError, MetricsServer, tls_context
 from gpuherd.export.state import ExportState
 from gpuherd.format import visible
 from gpuherd.monitor_logs import COMMAND_TASK, TaskHint
+from gpuherd.options import MetricsFlags, RecordOptions
 
 
 def say(line: str) -> None:
@@ -58,9 +57,9 @@ class Exporter:
     def __init__(self, listen: ListenAddress, host: str, *, hints: Sequence[TaskHint] = (),
                  cert: str | None = None, key: str | None = None,
                  queue: QueueProvider | None = None,
-                 report: Callable[[str], None] = say, watch: WriterWatch | None = None) -> None:
+                 report: Callable[[str], None] = say) -> None:
         tls = tls_context(cert, key) if cert is not None and key is not None else None
-        self.state = ExportState(host, hints, watch=watch)
+        self.state = ExportState(host, hints)
         self.collector = ScrapeCollector(self.state, queue, report)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
@@ -103,7 +102,7 @@ class Exporter:
 
 
 @contextmanager
-def beside(args: argparse.Namespace, host: str, hints: Sequence[TaskHint],
+def beside(args: MetricsFlags, host: str, hints: Sequence[TaskHint],
            taps: list[Callable[[CollectorEvent], None]],
            notices: list[str] | None = None, live: bool = True) -> Iterator[Exporter | None]:
     """Serve `--serve-metrics` (if given) while the body runs, fed by one more tap.
@@ -126,7 +125,7 @@ def beside(args: argparse.Namespace, host: str, hints: Sequence[TaskHint],
         exporter.close()
 
 
-def for_recording(args: argparse.Namespace, options: Any) -> Exporter | None:
+def for_recording(args: RecordOptions, options: Any) -> Exporter | None:
     """`record --serve-metrics`: an exporter fed by the recording (`RecordingOptions.tap`).
 
     It also gets each row's fast-sampler peaks (`on_peaks`), and names the recorded command's
@@ -146,10 +145,9 @@ def live_queue() -> QueueProvider:
     return QueueReader(warn=lambda text: say(f"metrics: queue: {text}"))
 
 
-def from_args(args: argparse.Namespace, host: str, hints: Sequence[TaskHint] = (),
+def from_args(args: MetricsFlags, host: str, hints: Sequence[TaskHint] = (),
               listen: str | None = None,
-              queue: QueueProvider | None = None,
-              watch: WriterWatch | None = None) -> Exporter | None:
+              queue: QueueProvider | None = None) -> Exporter | None:
     """The exporter `--serve-metrics` asks for (bound, not yet serving), or `None` without it.
 
     Raises:
@@ -163,4 +161,4 @@ def from_args(args: argparse.Namespace, host: str, hints: Sequence[TaskHint] = (
     except ValueError as error:
         raise ExporterError(str(error)) from None
     return Exporter(address, host, hints=hints, cert=getattr(args, "metrics_cert", None),
-                    key=getattr(args, "metrics_key", None), queue=queue, watch=watch)
+                    key=getattr(args, "metrics_key", None), queue=queue)

@@ -17,10 +17,9 @@ from typing import Any
 from collectors.base import CollectorEvent, Failed, Recovered, Sampled, Unavailable
 from collectors.containers import DockerCollector
 from collectors.discovery import DiscoveredLogs
-from collectors.host import gpu_pids
 from collectors.samples import GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
 from collectors.slurm.samples import SlurmTick
-from collectors.writers import WritersTick, WriterWatch
+from collectors.writers import WritersTick
 from gpuherd.monitor_logs import TaskHint
 from gpuherd.tasks import TaskTracker, TaskView
 
@@ -51,11 +50,8 @@ class ExportState:
     """The exporter's sink: `emit` from collector threads, `snapshot` from a scrape."""
 
     def __init__(self, host: str, hints: Sequence[TaskHint] = (),
-                 peak_window_s: float = PEAK_WINDOW_S, watch: WriterWatch | None = None) -> None:
+                 peak_window_s: float = PEAK_WINDOW_S) -> None:
         self.host = host
-        self._watch = watch
-        """What the writer collector looks for, when the exporter alone feeds it (headless);
-        beside the dashboard, the dashboard feeds it."""
         self._hints = {hint.task_id: hint for hint in hints}
         self._peak_window_s = peak_window_s
         self._lock = threading.Lock()
@@ -130,8 +126,6 @@ class ExportState:
 
     def _tick(self, source: str, tick: GpuTick) -> None:
         self._ticks[source] = tick
-        if self._watch is not None:
-            self._watch.set_gpu_pids(gpu_pids(tick))
         tracker = self._tracker
         if not tracker.task_ids:
             return
@@ -146,8 +140,6 @@ class ExportState:
         self._task_of[source] = batch.path
         new = batch.path not in tracker.task_ids
         tracker.add_batch(batch)
-        if self._watch is not None and batch.file_path:
-            self._watch.follow(batch.path, batch.file_path, batch.format)
         hint = self._hints.get(batch.path)
         if new and hint is not None:  # as the dashboard's task feed does
             tracker.associate(batch.path, label=hint.label, gpu_uuids=hint.gpu_uuids or None)
@@ -158,8 +150,6 @@ class ExportState:
     def _discovered(self, source: str, found: DiscoveredLogs) -> None:
         for task_id in found.removed:  # the run directory is gone: so is its task
             self._tracker.remove(task_id)
-            if self._watch is not None:
-                self._watch.forget(task_id)
             self._task_of = {s: t for s, t in self._task_of.items() if t != task_id}
 
 

@@ -14,15 +14,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from gpuherd.fleet.promql import Series
+from gpuherd.format import MIB
 from gpuherd.tasks.health import severity_of
 
-MIB = 1 << 20
 """dcgm-exporter reports framebuffer memory in MiB."""
 MAX_RATIO = 1.0 + 1e-9
 """Utilization above this (as a ratio of 1) is impossible; the slack absorbs float rounding."""
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 MAX_GPU_INDEX_DIGITS = 9
 """A longer `gpu` label sorts as a name: int() refuses thousands of digits."""
+AFTER_EVERY_INDEX = 10**MAX_GPU_INDEX_DIGITS
+"""The sort place of a `gpu` label that is not an index: after every index it could be."""
 
 
 def fleet_query(lookback_s: float) -> str:
@@ -120,7 +122,7 @@ def sort_key(row: FleetRow) -> tuple[bool, float, str, int, str]:
     """Where to run now first: fresh before stale, most free memory first."""
     free = row.free_bytes
     gpu = (int(row.gpu) if len(row.gpu) <= MAX_GPU_INDEX_DIGITS and row.gpu.isascii()
-           and row.gpu.isdigit() else 1 << 30)
+           and row.gpu.isdigit() else AFTER_EVERY_INDEX)
     return (row.stale, -(free if free is not None else -1.0), row.host, gpu, row.gpu)
 
 

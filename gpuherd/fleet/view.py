@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from gpuherd import exit_codes
 from gpuherd.fleet.promql import PrometheusClient, PrometheusError
 from gpuherd.fleet.source import FleetSource
 from gpuherd.format import visible
+from gpuherd.options import FleetOptions
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: FleetOptions) -> int:
     """Exit status 2 with one line when Prometheus is no use; else the view until `q`."""
     from gpuherd.monitor import terminal_problem
 

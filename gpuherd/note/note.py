@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.session_format import EVENT
+from gpuherd.format import fmt_num
 from gpuherd.note.gpus import card_size_gb, gpu_sentences
 from gpuherd.note.yaml_edit import YamlEditError
 from gpuherd.summary.summary import Summary
@@ -60,12 +61,6 @@ class Note:
         return values
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return f"{value:.3g}" if isinstance(value, float) else f"{value:,}"
-
-
 def _main_task(data: dict[str, Any]) -> dict[str, Any] | None:
     tasks = data["tasks"]
     for task in tasks:
@@ -103,13 +98,13 @@ def _extent(task: dict[str, Any], stopped: bool, total: int | None) -> str:
     """
     first_epoch, last_epoch = task["epochs"]["first"], task["epochs"]["last"]
     last_step = task["steps"]["last"]
-    steps = f"{_fmt(last_step)} steps" if isinstance(last_step, (int, float)) else ""
+    steps = f"{fmt_num(last_step, 3)} steps" if isinstance(last_step, (int, float)) else ""
     of = f" of {total}" if total else ""
     if not isinstance(last_epoch, (int, float)):
         return f"Trained {steps}" if steps else ""
     if not isinstance(last_epoch, int):  # fractional (Hugging Face): how far it got
-        head = (f"Stopped at epoch {_fmt(last_epoch)}{of}" if stopped
-                else f"Trained {_fmt(last_epoch)}{of} epochs")
+        head = (f"Stopped at epoch {fmt_num(last_epoch, 3)}{of}" if stopped
+                else f"Trained {fmt_num(last_epoch, 3)}{of} epochs")
         return f"{head} ({steps})" if steps else head
     current = last_epoch + 1 if first_epoch == 0 else last_epoch
     if stopped:
@@ -129,7 +124,8 @@ def _trend(task: dict[str, Any]) -> str:
     out = []
     for name in names:
         label = "loss" if name in losses and len(losses) == 1 else name
-        out.append(f"{label} {_fmt(metrics[name]['first'])} -> {_fmt(metrics[name]['last'])}")
+        first, last = metrics[name]["first"], metrics[name]["last"]
+        out.append(f"{label} {fmt_num(first, 3)} -> {fmt_num(last, 3)}")
     return ", ".join(out)
 
 

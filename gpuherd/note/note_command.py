@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -11,12 +10,13 @@ from gpuherd import exit_codes
 from gpuherd.format import visible, visible_lines
 from gpuherd.note.note import compose
 from gpuherd.note.note_file import NoteWriteError, diff, updated_text, write_note
+from gpuherd.options import NoteOptions
 from gpuherd.summary.summary import summarize
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = exit_codes.OK, exit_codes.FAILED, exit_codes.USAGE
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: NoteOptions) -> int:
     """Compose the note from the session in DIR and set it in the example's `verification:`.
 
     With `--dry-run`, print the unified diff and change nothing. Bad input (a session that
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     example = Path(args.example)
     try:
         note = compose(summarize(args.session_dir))
-        if getattr(args, "dry_run", False):
+        if args.dry_run:
             old, new = updated_text(example, note)
             # The example may be another user's file: its lines are shown, not obeyed.
             sys.stdout.write(visible_lines(diff(example, old, new)

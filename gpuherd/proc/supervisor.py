@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -243,7 +244,18 @@ def supervise(argv: Sequence[str], log_path: Path, exit_path: Path | None,
     return code
 
 
-def _parse(argv: Sequence[str]) -> argparse.Namespace:
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """The supervisor's own command line, typed: the command and where its output goes."""
+
+    command: list[str]
+    log: Path
+    exit_file: Path | None
+    status_fd: int | None
+    echo: bool
+
+
+def _parse(argv: Sequence[str]) -> Invocation:
     argv = list(argv)
     if "--" not in argv or argv.index("--") == len(argv) - 1:
         raise SystemExit("gpuherd.proc.supervisor: give the command after `--`")
@@ -253,19 +265,19 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--exit-file", type=Path)
     parser.add_argument("--status-fd", type=int)
     parser.add_argument("--no-echo", action="store_true")
-    args = parser.parse_args(argv[:cut])
-    args.command = argv[cut + 1:]
-    return args
+    parsed = parser.parse_args(argv[:cut])
+    return Invocation(argv[cut + 1:], parsed.log, parsed.exit_file, parsed.status_fd,
+                      echo=not parsed.no_echo)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; the command's exit status."""
-    args = _parse(sys.argv[1:] if argv is None else argv)
+    invocation = _parse(sys.argv[1:] if argv is None else argv)
     # Python ignores SIGPIPE already; say so here, since everything rests on it: a reader of
     # our stdout that goes away must cost the echo, never the supervisor.
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    return supervise(args.command, args.log, args.exit_file, StatusPipe(args.status_fd),
-                     echo=not args.no_echo)
+    return supervise(invocation.command, invocation.log, invocation.exit_file,
+                     StatusPipe(invocation.status_fd), echo=invocation.echo)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import psutil
 
+from collectors.process_alive import process_start_time
+
 
 class ProcessTree:
     """Answers "is this pid the recorded command or one of its descendants?" cheaply.
@@ -19,11 +21,14 @@ class ProcessTree:
 
     def contains(self, pid: int) -> bool:
         """Whether `pid` is the root or descends from it (False when it cannot be seen)."""
+        started = process_start_time(pid)
         try:
             proc = psutil.Process(pid)
-            key = (pid, proc.create_time())
         except (psutil.Error, OSError):
             return False
+        if started is None:
+            return False
+        key = (pid, started)
         if key not in self._known:
             self._known[key] = self._walk(proc)
         return self._known[key]

@@ -8,15 +8,16 @@ has, or a `--after` job that can never be done.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
 
+from gpuherd.format import format_size
 from gpuherd.queue.jobs import JobSpec, JobState
-from gpuherd.queue.sizes import format_size, parse_size
+from gpuherd.queue.options import QueueOptions
+from gpuherd.queue.sizes import parse_size
 from gpuherd.queue.store import QueueError, QueueStore
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -123,7 +124,7 @@ def check_gpu_count(gpus: int, host_gpus: int | None, why_unknown: str | None,
         raise QueueError(f"--gpus {gpus}: this host has {have}")
 
 
-def build_spec(args: argparse.Namespace, store: QueueStore,
+def build_spec(args: QueueOptions, store: QueueStore,
                host_gpus: tuple[int | None, str | None]) -> tuple[JobSpec, list[str]]:
     """The job `queue add` asked for, and notes to tell the person.
 

@@ -16,6 +16,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from collectors.base import CollectorEvent
+from gpuherd.queue.defaults import GRACE_S, MARGIN_BYTES, SETTLE_S
 from gpuherd.queue.headless import Feed, runner_lock
 from gpuherd.queue.jobs import JobState
 from gpuherd.queue.ledger import Ledger
@@ -89,8 +90,9 @@ class BesideRunner:
 
 
 @contextmanager
-def run_beside(state_dir: Path, ledger_dir: Path, gpu_source: str, *, settle_s: float = 10.0,
-               margin_bytes: int = 1 << 30, grace_s: float = 120.0) -> Iterator[BesideRunner]:
+def run_beside(state_dir: Path, ledger_dir: Path, gpu_source: str, *,
+               settle_s: float = SETTLE_S, margin_bytes: int = MARGIN_BYTES,
+               grace_s: float = GRACE_S) -> Iterator[BesideRunner]:
     """Hold the runner lock and run the queue while the `with` block (the dashboard) runs.
 
     Raises:

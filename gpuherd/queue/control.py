@@ -16,10 +16,11 @@ from pathlib import Path
 
 import psutil
 
+from gpuherd.queue.defaults import STOP_GRACE_S
 from gpuherd.queue.jobs import Job
-from gpuherd.queue.liveness import command_process, same_process
+from gpuherd.queue.liveness import command_process, process_start_time, same_process
 
-DEFAULT_GRACE_S = 10.0
+DEFAULT_GRACE_S = STOP_GRACE_S
 POLL_S = 0.05
 KILL_WAIT_S = 2.0
 """How long SIGKILL is given to take effect before `stop_job` returns."""
@@ -31,10 +32,11 @@ _Proc = tuple[int, float]
 def _tree(root: _Proc) -> list[_Proc]:
     """`root` and its descendants that run now, each with its start time."""
     try:
-        proc = psutil.Process(root[0])
-        found = [(child.pid, child.create_time()) for child in proc.children(recursive=True)]
+        children = psutil.Process(root[0]).children(recursive=True)
     except (psutil.Error, OSError):
         return []
+    found = [(child.pid, started) for child in children
+             if (started := process_start_time(child.pid)) is not None]
     return [root, *found] if same_process(*root) else []
 
 

@@ -11,14 +11,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
+from gpuherd.format import fmt_gib_or_mib as _size
+from gpuherd.queue.defaults import MARGIN_BYTES, SETTLE_S
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.readings import GpuReading, HeadroomWindow
 
 __all__ = ["Decision", "GpuReading", "HeadroomWindow", "Launch", "Reservation", "decide",
            "reserved_by_gpu"]
 
-_GIB = 1 << 30
-_MIB = 1 << 20
 _EPS_S = 1e-6
 """Float slack when comparing a covered span with the settle period (sums of tick times)."""
 
@@ -77,7 +77,7 @@ def reserved_by_gpu(reservations: Iterable[Reservation]) -> dict[str, int]:
 
 
 def decide(window: HeadroomWindow, jobs: Sequence[Job], reservations: Sequence[Reservation],
-           now: float, *, margin_bytes: int = 1 << 30, settle_s: float = 10.0,
+           now: float, *, margin_bytes: int = MARGIN_BYTES, settle_s: float = SETTLE_S,
            starve_after_s: float = STARVE_AFTER_S) -> Decision:
     """Which waiting jobs start now, and on which GPUs; why the others wait.
 
@@ -293,11 +293,3 @@ def _free(free_bytes: int, reserved: int) -> str:
 
 def _minutes(seconds: float) -> str:
     return f"{int(seconds // 60)} min"
-
-
-def _size(n_bytes: int) -> str:
-    """`12.1 GiB`, `512 MiB`; a whole number of units shows no decimals (`20 GiB`)."""
-    unit, name = (_GIB, "GiB") if abs(n_bytes) >= _GIB else (_MIB, "MiB")
-    if n_bytes % unit == 0:
-        return f"{n_bytes // unit} {name}"
-    return f"{n_bytes / unit:.1f} {name}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from gpuherd.queue.defaults import MAX_UTIL_PCT
+
 
 class JobState(str, enum.Enum):
     """Where a job is in its life; the last three are final."""
@@ -36,7 +38,7 @@ class JobSpec:
     """How many GPUs the job gets (each must have the room)."""
     vram_bytes: int = 0
     """The need per GPU, bytes, margin NOT included."""
-    max_util_pct: float = 10.0
+    max_util_pct: float = MAX_UTIL_PCT
     """A GPU busier than this (over the settle period) does not qualify."""
     after: int | None = None
     """Job id that must be DONE first."""

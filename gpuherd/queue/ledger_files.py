@@ -11,17 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from collectors.base import GpuherdError
+from collectors.process_alive import running_process
 from gpuherd.queue.headroom import Reservation
 from gpuherd.safe_files import user_name
 
 MAX_ENTRY_BYTES = 4096
 MAX_TEXT = 256
 """Longest GPU UUID or job id an entry may carry."""
-SAME_START_S = 0.01
-"""Two start times this close are the same process (psutil's create_time is in clock ticks)."""
 MAX_GRACE_S = 3600.0
 """The longest grace period a runner may give (`queue run --grace`): an entry that says it
 counts for longer after it was written is not trusted."""
@@ -113,29 +110,15 @@ def judge_process(pid: int, start_time: float, uid: int) -> tuple[bool, str | No
         time, say) and one that cannot be seen (/proc mounted with `hidepid`) are not trusted,
         since nothing proves they hold a reservation of `uid`.
     """
-    try:
-        process = psutil.Process(pid)
-        created = process.create_time()
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return False, None
-        # The effective uid, as the owner of /proc/<pid> shows it (also for processes that
-        # are not dumpable, whose /proc entry root owns).
-        owner = process.uids().effective
-    except psutil.ZombieProcess:
-        return False, None
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False, None
-        except PermissionError:
-            pass
+    seen = running_process(pid, start_time)
+    if seen is None:
+        return False, None  # gone, a zombie, or the pid was reused by another process
+    if seen.owner_uid is None:
         return False, (f"its process {pid} cannot be seen in /proc (mounted with hidepid?), "
                        "so whose it is cannot be checked")
-    if abs(created - start_time) > SAME_START_S:
-        return False, None  # the pid was reused: the entry's process is gone
-    if owner != uid:
-        return False, f"its process {pid} belongs to {user_name(owner)}, not to uid {uid}"
+    if seen.owner_uid != uid:
+        return False, (f"its process {pid} belongs to {user_name(seen.owner_uid)}, "
+                       f"not to uid {uid}")
     return True, None
 
 

@@ -6,9 +6,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from gpuherd.format import fmt_duration, fmt_timestamp
+from gpuherd.format import fmt_duration, fmt_timestamp, format_size
 from gpuherd.queue.jobs import Job, JobState
-from gpuherd.queue.sizes import format_size
 from gpuherd.queue.store_rows import DamagedRow
 
 NONE = "-"

@@ -15,15 +15,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import psutil
-
+from collectors.process_alive import SAME_START_TOLERANCE_S, process_start_time
+from collectors.process_alive import process_alive as same_process
 from collectors.rows import SessionFormatError
 from collectors.session_format import COMMAND_EXIT_FILE, EVENT, EVENTS_FILE, LOCK_FILE, META
 from collectors.session_meta import (
     MAX_EVENT_BYTES,
     JsonProblem,
     is_number,
-    loads,
+    read_command_exit,
     read_event,
     read_meta,
 )
@@ -32,8 +32,6 @@ from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.state_files import disk_full_note
 from gpuherd.queue.store import QueueStore
 
-SAME_START_TOLERANCE_S = 0.01
-"""Two start times closer than this are the same process (psutil rounds to clock ticks)."""
 LAUNCH_TIMEOUT_S = 60.0
 """A job still launching this long after launching began, with no supervisor and no
 recording, was left behind by a runner that stopped before its command could start: it goes
@@ -44,28 +42,6 @@ LOST_WHILE_LAUNCHING = (
     "back in line: the runner stopped while launching it, before its command started")
 NO_END_RECORDED = "its supervisor ended without recording how the command ended"
 CANCELLED_BEFORE_START = "cancelled before its command started"
-
-
-def process_start_time(pid: int) -> float | None:
-    """`psutil.Process(pid).create_time()`, or `None` when there is no such process."""
-    try:
-        return float(psutil.Process(pid).create_time())
-    except (psutil.Error, OSError, ValueError):
-        return None
-
-
-def same_process(pid: int, start_time: float) -> bool:
-    """Whether `pid` runs now and is the process that started at `start_time`.
-
-    A zombie counts as gone: it has ended and only waits for its parent to reap it.
-    """
-    try:
-        proc = psutil.Process(pid)
-        if abs(proc.create_time() - start_time) > SAME_START_TOLERANCE_S:
-            return False
-        return bool(proc.status() != psutil.STATUS_ZOMBIE)
-    except (psutil.Error, OSError, ValueError):
-        return False
 
 
 def recording_pid(session_dir: Path) -> int | None:
@@ -109,8 +85,7 @@ class JobEnd:
 
 def _exit_record(session_dir: Path) -> dict[str, Any]:
     try:
-        with (session_dir / COMMAND_EXIT_FILE).open("rb") as f:
-            record = loads(f.read(MAX_EVENT_BYTES).decode("utf-8", "replace"))
+        record = read_command_exit(session_dir)
     except (OSError, JsonProblem):
         return {}
     return record if isinstance(record, dict) else {}

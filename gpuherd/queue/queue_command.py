@@ -7,7 +7,6 @@ then.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -16,13 +15,13 @@ from collections.abc import Callable
 from collectors.base import CollectorUnavailable
 from collectors.nvml import NvmlBackend, NvmlSession
 from gpuherd import exit_codes
-from gpuherd.format import visible, visible_lines
+from gpuherd.format import format_size, visible, visible_lines
 from gpuherd.queue import listing
 from gpuherd.queue.addspec import build_spec
 from gpuherd.queue.control import stop_job
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.liveness import as_ended, end_seen, settle_job
-from gpuherd.queue.sizes import format_size
+from gpuherd.queue.options import QueueOptions
 from gpuherd.queue.store import QueueError, QueueStore, default_state_dir
 from gpuherd.queue.store_rows import DamagedRow
 from gpuherd.queue.watch import runner_pid
@@ -39,8 +38,8 @@ def host_gpu_count(backend: NvmlBackend | None = None) -> tuple[int | None, str 
         session.close()
 
 
-def _add(store: QueueStore, args: argparse.Namespace, backend: NvmlBackend | None) -> str:
-    if getattr(args, "slurm", False):
+def _add(store: QueueStore, args: QueueOptions, backend: NvmlBackend | None) -> str:
+    if args.slurm:
         from gpuherd.queue.slurm_command import add_slurm
 
         return add_slurm(store, args)
@@ -74,7 +73,7 @@ def _as_seen(store: QueueStore, jobs: list[Job], now: float) -> list[Job]:
     return seen
 
 
-def _ls(store: QueueStore, args: argparse.Namespace) -> str:
+def _ls(store: QueueStore, args: QueueOptions) -> str:
     now = time.time()
     jobs = _as_seen(store, store.jobs(), now)
     from gpuherd.queue.slurm_command import slurm_json, slurm_table
@@ -85,14 +84,14 @@ def _ls(store: QueueStore, args: argparse.Namespace) -> str:
     return listing.render_table(jobs, now, store.paused(), store.damaged) + slurm_table(store)
 
 
-def _show(store: QueueStore, args: argparse.Namespace) -> str:
+def _show(store: QueueStore, args: QueueOptions) -> str:
     now = time.time()
     [job] = _as_seen(store, [store.get(args.job)], now)
     return listing.render_job(job, now, listing.places(store.jobs()).get(job.id),
                               show_secrets=args.show_secrets)
 
 
-def _rm(store: QueueStore, args: argparse.Namespace) -> str:
+def _rm(store: QueueStore, args: QueueOptions) -> str:
     job = store.remove(args.job)
     if isinstance(job, DamagedRow):
         return f"removed job {job.job_id} (damaged in the queue database, {job.state!r})"
@@ -100,8 +99,8 @@ def _rm(store: QueueStore, args: argparse.Namespace) -> str:
     return f"removed job {job.id} ({listing.job_name(job)}, {job.state.value}){kept}"
 
 
-def _cancel(store: QueueStore, args: argparse.Namespace) -> str:
-    if getattr(args, "slurm", False):
+def _cancel(store: QueueStore, args: QueueOptions) -> str:
+    if args.slurm:
         from gpuherd.queue.slurm_command import cancel_slurm
 
         return cancel_slurm(store, str(args.job))
@@ -119,33 +118,33 @@ def _cancel(store: QueueStore, args: argparse.Namespace) -> str:
     return said
 
 
-def _pause(store: QueueStore, args: argparse.Namespace) -> str:
+def _pause(store: QueueStore, args: QueueOptions) -> str:
     if store.paused():
         return "the queue was already paused"
     store.set_paused(True)
     return "queue paused: running jobs go on; no new job starts until `gpuherd queue resume`"
 
 
-def _resume(store: QueueStore, args: argparse.Namespace) -> str:
+def _resume(store: QueueStore, args: QueueOptions) -> str:
     if not store.paused():
         return "the queue was not paused"
     store.set_paused(False)
     return "queue resumed"
 
 
-def _move(store: QueueStore, args: argparse.Namespace) -> str:
+def _move(store: QueueStore, args: QueueOptions) -> str:
     job = store.move(args.job, args.to)
     place = listing.places(store.jobs((JobState.WAITING,)))
     return f"moved job {job.id} ({listing.job_name(job)}) to place {place[job.id]} of {len(place)}"
 
 
-_ACTIONS: dict[str, Callable[[QueueStore, argparse.Namespace], str]] = {
+_ACTIONS: dict[str, Callable[[QueueStore, QueueOptions], str]] = {
     "ls": _ls, "show": _show, "rm": _rm, "cancel": _cancel, "pause": _pause,
     "resume": _resume, "move": _move,
 }
 
 
-def run(args: argparse.Namespace, nvml_backend: NvmlBackend | None = None) -> int:
+def run(args: QueueOptions, nvml_backend: NvmlBackend | None = None) -> int:
     """Run `args.queue_command` on the person's queue; 0, or 2 with one line on stderr.
 
     Args:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from collectors.samples import GpuTick
+from gpuherd.queue.defaults import SETTLE_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +29,7 @@ class GpuReading:
 class HeadroomWindow:
     """The last readings of each GPU: enough to cover the settle period, and no more."""
 
-    def __init__(self, settle_s: float = 10.0, *, max_gap_s: float = 5.0) -> None:
+    def __init__(self, settle_s: float = SETTLE_S, *, max_gap_s: float = 5.0) -> None:
         self.settle_s = settle_s
         self.max_gap_s = max_gap_s
         """A longer silence between two readings (or since the last) breaks the settle period:

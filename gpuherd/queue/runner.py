@@ -18,26 +18,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collectors.base import GpuherdError
-from collectors.loop import run_collector
 from collectors.nvml import NvmlBackend
 from collectors.samples import GpuTick
 from collectors.session_format import COMMAND_EXIT_FILE
 from gpuherd import exit_codes
+from gpuherd.engine.threads import run_here
+from gpuherd.format import GIB, format_size
 from gpuherd.proc.tree import ProcessTree
 from gpuherd.queue.adopt import adopt
+from gpuherd.queue.defaults import GRACE_S, MARGIN_BYTES, SETTLE_S
 from gpuherd.queue.headless import Feed, Say, runner_lock, say_stderr, stop_on_signals
 from gpuherd.queue.headroom import HeadroomWindow, Launch, decide
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.launch import Started, session_dir_for, start
 from gpuherd.queue.ledger import Ledger, LedgerView
 from gpuherd.queue.liveness import process_start_time, read_job_end, settle_ended
-from gpuherd.queue.sizes import format_size
 from gpuherd.queue.store import QueueError, QueueStore, default_state_dir
 from gpuherd.sources import gpu_source
 
-GiB = 1 << 30
 OOM_FACTOR = 1.5
-OOM_MIN_EXTRA_BYTES = 2 * GiB
+OOM_MIN_EXTRA_BYTES = 2 * GIB
 WAIT_REASON_EVERY_S = 2.0
 """A changed wait reason is written at most this often (free memory moves every tick)."""
 PAUSED = "the queue is paused (gpuherd queue resume)"
@@ -66,8 +66,8 @@ class QueueRunner:
     `step`, both from the thread that opened `store`.
     """
 
-    def __init__(self, store: QueueStore, ledger: Ledger, *, settle_s: float = 10.0,
-                 margin_bytes: int = 1 << 30, grace_s: float = 120.0,
+    def __init__(self, store: QueueStore, ledger: Ledger, *, settle_s: float = SETTLE_S,
+                 margin_bytes: int = MARGIN_BYTES, grace_s: float = GRACE_S,
                  clock: Callable[[], float] = time.time, state_dir: Path | None = None,
                  say: Say = say_stderr) -> None:
         self.store, self.ledger, self.say = store, ledger, say
@@ -282,8 +282,9 @@ class QueueRunner:
                  f"{format_size(need)}")
 
 
-def run_headless(state_dir: Path, ledger_dir: Path, *, settle_s: float = 10.0,
-                 margin_bytes: int = 1 << 30, grace_s: float = 120.0, interval_s: float = 1.0,
+def run_headless(state_dir: Path, ledger_dir: Path, *, settle_s: float = SETTLE_S,
+                 margin_bytes: int = MARGIN_BYTES, grace_s: float = GRACE_S,
+                 interval_s: float = 1.0,
                  nvml_backend: NvmlBackend | None = None, stop: threading.Event | None = None,
                  say: Say = say_stderr) -> int:
     """`gpuherd queue run`: run the queue until SIGINT/SIGTERM/SIGHUP (or `stop`).
@@ -305,7 +306,7 @@ def run_headless(state_dir: Path, ledger_dir: Path, *, settle_s: float = 10.0,
                     runner.step()  # adopt what a previous runner left before the first tick
                     feed.banner = (f"running the queue in {state_dir} (settle {settle_s:g} s, "
                                    f"ledger {ledger_dir}); Ctrl-C stops the runner, not the jobs")
-                    run_collector(gpu_source(interval_s, nvml_backend), feed, stop)
+                    run_here(gpu_source(interval_s, nvml_backend), feed, stop)
                 left = len(store.jobs([JobState.RUNNING, JobState.LAUNCHING]))
             finally:
                 store.close()

@@ -1,16 +1,17 @@
-"""Memory sizes as people write them (`20GiB`, `512M`, `1.5TiB`) and as the queue shows them."""
+"""Memory sizes as people write them (`20GiB`, `512M`, `1.5TiB`); shown by `gpuherd.format`."""
 
 from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
 
-_BINARY = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+from gpuherd.format import GIB, KIB, MIB, format_size
+
+_BINARY = {"": 1, "k": KIB, "m": MIB, "g": GIB, "t": GIB * KIB, "p": GIB * MIB}
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15}
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+) ?([kmgtp]?)(i?)(b?)", re.IGNORECASE)
 MAX_BYTES = 1 << 60
 """Larger than any GPU will be for a long time; keeps every size a 64-bit SQLite integer."""
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 EXAMPLES = "20GiB, 512MiB, 1.5TiB, 20G (= GiB) or a number of bytes"
 
 
@@ -42,17 +43,3 @@ def parse_size(text: str) -> int:
     if value > MAX_BYTES:
         raise ValueError(f"{text!r} is too large (at most {format_size(MAX_BYTES)})")
     return value
-
-
-def format_size(n_bytes: int) -> str:
-    """Bytes in the largest binary unit below 1024, one decimal at most: `12.1 GiB`, `20 GiB`."""
-    sign = "-" if n_bytes < 0 else ""
-    value = float(abs(n_bytes))
-    unit = 0
-    while unit < len(_UNITS) - 1 and round(value, 1) >= 1024:
-        value /= 1024
-        unit += 1
-    if unit == 0:
-        return f"{sign}{int(value)} B"
-    text = f"{value:.1f}".removesuffix(".0")
-    return f"{sign}{text} {_UNITS[unit]}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -15,23 +14,6 @@ from gpuherd.queue.slurm_submit import add_slurm, slurm_reason
 from gpuherd.queue.store import QueueError, QueueStore
 
 __all__ = ["add_slurm", "cancel_slurm", "slurm_json", "slurm_table"]
-
-_LOCAL_ONLY = ("max_util", "after", "retry_oom")
-_SLURM_ONLY = ("partition", "time", "record_dir")
-
-
-def check_slurm_flags(args: argparse.Namespace) -> str | None:
-    """A flag of the other mode is a usage error: `--partition` needs `--slurm`, and so on."""
-    slurm = getattr(args, "slurm", False)
-    for flag in _SLURM_ONLY if not slurm else _LOCAL_ONLY:
-        value = getattr(args, flag, None)
-        default = {"max_util": 10.0, "retry_oom": False}.get(flag)
-        if value is not None and value != default:
-            name = "--" + flag.replace("_", "-")
-            return (f"{name} is only for Slurm jobs (--slurm)" if not slurm
-                    else f"{name} is only for jobs this queue starts, not with --slurm")
-    return None
-
 
 def _entry_json(entry: SlurmSubmission, status: SlurmStatus | None) -> dict[str, Any]:
     session = Path(entry.session_dir)

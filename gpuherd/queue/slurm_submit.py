@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import subprocess
@@ -12,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gpuherd.queue.addspec import parse_env, resolve_command
+from gpuherd.queue.options import QueueOptions
 from gpuherd.queue.read_peak import recorded_peak
 from gpuherd.queue.sizes import format_size, parse_size
 from gpuherd.queue.slurm_ledger import SlurmLedger, SlurmSubmission
@@ -91,7 +91,7 @@ def _vram(text: str | None, ledger: SlurmLedger, store: QueueStore, argv: Sequen
     return peak, f"--vram auto: {format_size(peak)}, the recorded peak of its last run"
 
 
-def add_slurm(store: QueueStore, args: argparse.Namespace) -> str:
+def add_slurm(store: QueueStore, args: QueueOptions) -> str:
     """Submit the job; the line to print (notes go to stderr)."""
     argv = tuple(args.child_command)
     cwd = os.path.abspath(args.cwd or os.getcwd())

@@ -32,7 +32,8 @@ from gpuherd.queue.store_rows import (
     NotAQueueError,
     ensure_schema,
     job_from_row,
-    read_rows,
+    select_jobs,
+    select_paused,
     spec_values,
 )
 
@@ -132,9 +133,7 @@ class QueueStore:
     def jobs(self, states: Collection[JobState] | None = None) -> list[Job]:
         """Jobs in `states` (default all): waiting ones in queue order, then the rest by id."""
         with self._lock, self._sqlite("read the queue"):
-            rows = self._db.execute(f"SELECT {COLUMNS} FROM jobs ORDER BY state != 'waiting', "
-                                    "CASE WHEN state = 'waiting' THEN position END, id").fetchall()
-        found, damaged = read_rows(rows)
+            found, damaged = select_jobs(self._db)
         self.damaged = tuple(damaged)
         return found if states is None else [job for job in found if job.state in states]
 
@@ -146,8 +145,7 @@ class QueueStore:
     def paused(self) -> bool:
         """Whether the queue is paused (no new job starts; running ones go on)."""
         with self._lock, self._sqlite("read the queue"):
-            row = self._db.execute("SELECT value FROM settings WHERE key = 'paused'").fetchone()
-        return row is not None and row[0] == "1"
+            return select_paused(self._db)
 
     def last_peak_for(self, argv: Sequence[str], cwd: str) -> int | None:
         """The recorded peak of the newest done or failed job with this argv and cwd."""

@@ -224,3 +224,35 @@ def read_rows(rows: list[tuple[Any, ...]]) -> tuple[list[Job], list[DamagedRow]]
         except DamagedRowError as error:
             damaged.append(DamagedRow(error.job_id, row[_FIELDS.index("state")], error.problem))
     return jobs, sorted(damaged, key=lambda row: row.job_id)
+
+
+# The reads that the store and the dashboard's read-only watch both make, written once.
+_ALL_JOBS = (f"SELECT {COLUMNS} FROM jobs ORDER BY state != 'waiting', "
+             "CASE WHEN state = 'waiting' THEN position END, id")
+_PAUSED = "SELECT value FROM settings WHERE key = 'paused'"
+
+
+def select_jobs(db: sqlite3.Connection) -> tuple[list[Job], list[DamagedRow]]:
+    """Every job (waiting ones in queue order, then the rest by id) and the damaged rows."""
+    return read_rows(db.execute(_ALL_JOBS).fetchall())
+
+
+def select_paused(db: sqlite3.Connection) -> bool:
+    """Whether the queue is paused (no new job starts; running ones go on)."""
+    row = db.execute(_PAUSED).fetchone()
+    return row is not None and row[0] == "1"
+
+
+def open_read_only(path: Path, timeout_s: float) -> sqlite3.Connection:
+    """A connection that can only read the queue database at `path` (which must exist)."""
+    # mode=rw: SQLite fails instead of creating a missing file; query_only refuses every
+    # write this connection could make by mistake.
+    db = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, timeout=timeout_s,
+                         check_same_thread=False)
+    db.execute("PRAGMA query_only = 1")
+    return db
+
+
+def data_version(db: sqlite3.Connection) -> int:
+    """A number that changes whenever another connection commits to the database."""
+    return int(db.execute("PRAGMA data_version").fetchone()[0])

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from collectors.base import CollectorError
+from collectors.process_alive import process_alive
 from collectors.roles import QUEUE
 from collectors.samples import QueueJobRow, QueueSnapshot
 from gpuherd.queue.headless import RUNNER_LOCK
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.listing import DAMAGED, job_name, places
 from gpuherd.queue.state_files import DB_FILE, default_state_dir
-from gpuherd.queue.store_rows import COLUMNS, read_rows
+from gpuherd.queue.store_rows import data_version, open_read_only, select_jobs, select_paused
 
 if TYPE_CHECKING:
     from gpuherd.queue.liveness import JobEnd
@@ -59,7 +60,7 @@ def runner_pid(state_dir: Path, locks: Path = Path("/proc/locks")) -> int | None
     try:
         table = locks.read_text(encoding="ascii", errors="replace")
     except OSError:
-        return written if written is not None and _alive(written) else None
+        return written if written is not None and process_alive(written) else None
     inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
     for line in table.splitlines():
         fields = line.split()
@@ -69,16 +70,6 @@ def runner_pid(state_dir: Path, locks: Path = Path("/proc/locks")) -> int | None
             # The table's pid is in the kernel's first namespace; the file's is ours.
             return written if written is not None else holder if holder > 0 else None
     return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class QueueWatch:
@@ -138,7 +129,7 @@ class QueueWatch:
         try:
             db = self._connect()
             self._opened = (st.st_dev, st.st_ino)
-            version = db.execute("PRAGMA data_version").fetchone()[0]
+            version = data_version(db)
             if self._last is None or self._last[0] != version:
                 self._last = (version, *self._read(db))
                 self.reads += 1
@@ -175,25 +166,19 @@ class QueueWatch:
     @staticmethod
     def _read(db: sqlite3.Connection
               ) -> tuple[tuple[QueueJobRow, ...], bool, tuple[Job, ...]]:
-        rows = db.execute(f"SELECT {COLUMNS} FROM jobs ORDER BY state != 'waiting', "
-                          "CASE WHEN state = 'waiting' THEN position END, id").fetchall()
-        paused = db.execute("SELECT value FROM settings WHERE key = 'paused'").fetchone()
-        jobs, damaged = read_rows(rows)
+        jobs, damaged = select_jobs(db)
+        paused = select_paused(db)
         place = places(jobs)
         # A damaged row is shown as one, with why, and the rest of the queue as usual.
         shown = [*(job_row(job, place.get(job.id)) for job in jobs),
                  *(QueueJobRow(id=row.job_id, name="?", state=DAMAGED, gpus=0, need_bytes=0,
                                reason=row.problem) for row in damaged)]
         running = tuple(job for job in jobs if job.state is JobState.RUNNING)
-        return tuple(shown), paused is not None and paused[0] == "1", running
+        return tuple(shown), paused, running
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
-            # mode=rw: SQLite fails instead of creating a missing file; query_only refuses
-            # every write this connection could make by mistake.
-            self._db = sqlite3.connect(f"{self.path.as_uri()}?mode=rw", uri=True,
-                                       timeout=READ_TIMEOUT_S, check_same_thread=False)
-            self._db.execute("PRAGMA query_only = 1")
+            self._db = open_read_only(self.path, READ_TIMEOUT_S)
         return self._db
 
     def close(self) -> None:

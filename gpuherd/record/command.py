@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import argparse
 import errno
 import signal
 import sys
@@ -22,6 +21,7 @@ from collectors.session_format import COMMAND_LOG_FILE, EVENT
 from gpuherd import exit_codes
 from gpuherd.argcheck import parse_duration
 from gpuherd.format import visible
+from gpuherd.options import RecordOptions
 from gpuherd.proc.child import ChildCommand, CommandStartError
 from gpuherd.record.recording import Recording, RecordingOptions
 from gpuherd.session import SessionUnsafeError
@@ -225,18 +225,18 @@ def finish(recording: Recording, code: int | None, signals: _Signals | None = No
     return None
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: RecordOptions) -> int:
     """Record into `args.record`; the recorded command's exit status, or 0/1/2."""
     try:
         deadline_s = None if args.duration is None else parse_duration(args.duration)
     except ValueError as error:
         _say(str(error))
         return exit_codes.USAGE
-    argv = list(getattr(args, "child_command", []) or [])
+    argv = list(args.child_command)
     options = RecordingOptions(logs=list(args.log or []), watch=list(args.watch or []),
                                command=argv,
-                               interval_s=float(getattr(args, "interval", 1.0) or 1.0),
-                               peak_interval_s=float(getattr(args, "peak_interval", 0.02)))
+                               interval_s=float(args.interval or 1.0),
+                               peak_interval_s=float(args.peak_interval))
     try:
         exporter = _metrics(args, options)
     except GpuherdError as error:
@@ -290,9 +290,9 @@ def _say_log_problems(
     return on_event
 
 
-def _metrics(args: argparse.Namespace, options: RecordingOptions) -> Any:
+def _metrics(args: RecordOptions, options: RecordingOptions) -> Any:
     """`--serve-metrics`: the exporter the recording feeds (serving from now until the end)."""
-    if getattr(args, "serve_metrics", None) is None:
+    if args.serve_metrics is None:
         return None
     from gpuherd.export.exporter import for_recording  # prometheus-client only when asked
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.rows import QuotedCells, metric_lines
 from collectors.samples import LogBatch
 from collectors.session_format import EVENT, METRICS_COLUMNS, METRICS_FILE
 from gpuherd.session import SessionWriter
@@ -15,33 +14,6 @@ from gpuherd.session import SessionWriter
 PROGRESS_ROW_INTERVAL_S = 1.0
 """A progress bar rewrites one line many times a second; keep one row per second of it (and
 always its last state)."""
-
-
-NAME_CACHE_SIZE = 10_000
-"""Distinct metric names whose quoted form is kept (a log has a few dozen)."""
-
-
-class _Quoted(dict[str, str]):
-    """A string to its `metrics.csv` cell, quoted exactly as the `csv` module quotes it.
-
-    A dict, so a name seen before costs one lookup in C (`quoted[name]`), no call.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._buffer = io.StringIO()
-        # The terminator the session's writer uses: it decides whether `\n` needs quotes.
-        self._writer = csv.writer(self._buffer, lineterminator="\n")
-
-    def __missing__(self, text: str) -> str:
-        self._buffer.seek(0)
-        self._buffer.truncate()
-        self._writer.writerow((text, None))  # a second cell: a lone "" is quoted alone
-        quoted = self._buffer.getvalue()[:-2]  # less the empty cell and the terminator
-        if len(self) >= NAME_CACHE_SIZE:
-            self.clear()
-        self[text] = quoted
-        return quoted
 
 
 @dataclass
@@ -86,7 +58,7 @@ class LogSink:
     def __init__(self, labels: Mapping[str, str] | None = None) -> None:
         self._labels = dict(labels or {})
         self._tasks: dict[str, _TaskState] = {}
-        self._quoted = _Quoted()
+        self._quoted = QuotedCells()
         self.offsets: dict[str, int] = {}
         """Bytes read so far per followed path (written on the writer thread, read anywhere)."""
         self.seen: dict[str, tuple[int, int]] = {}
@@ -95,7 +67,7 @@ class LogSink:
 
     def __call__(self, writer: SessionWriter, batch: LogBatch) -> None:
         """Write one batch: metric rows to `metrics.csv`, findings to `events.jsonl`."""
-        state = self._state(batch.path)
+        state = self._state(batch.path, batch.label)
         self.offsets[batch.path] = batch.offset_bytes
         self.seen[batch.path] = (batch.generation, batch.size_bytes or 0)
         state.format = batch.format or state.format
@@ -109,6 +81,9 @@ class LogSink:
             writer.write_event({"kind": "log_restarted", "task": state.label, "how": how})
         if batch.lost_bytes:
             writer.write_event(lost_event(state.label, batch))
+        if batch.notice:
+            writer.write_event({"t": batch.taken_at, "kind": EVENT.log_polling,
+                                "task": state.label, "msg": batch.notice})
         if batch.metrics:
             self._write(writer, state, self._rows(state, batch))
         for line, finding in batch.findings:
@@ -128,7 +103,6 @@ class LogSink:
         quoted, label, batch_t = self._quoted, state.quoted_label, batch.taken_at
         batch_t_text = repr(batch_t)
         out: list[str] = []
-        append = out.append
         # The task's progress state in locals, stored back once: this loop runs per line.
         last_line, written_t, pending = state.line, state.written_t, state.pending
         for line, metric in batch.metrics:
@@ -140,19 +114,14 @@ class LogSink:
                 t, t_text = batch_t, batch_t_text
             else:
                 t_text = repr(t)
-            step, epoch = metric.step, metric.epoch
-            head = f"{t_text},{label},{line},"
-            tail = (f",{'' if step is None else step}"
-                    f",{'' if epoch is None else repr(epoch)}\n")
+            rows = metric_lines(t_text, label, line, values, metric.step, metric.epoch, quoted)
             if line != last_line:  # a new line: the common case, its rows go straight out
                 if pending:
                     out += pending
                     pending = []
                 last_line, written_t = line, t
-                for name, value in values:
-                    append(f"{head}{quoted[name]},{value!r}{tail}")
+                out += rows
                 continue
-            rows = [f"{head}{quoted[name]},{value!r}{tail}" for name, value in values]
             if t - written_t >= PROGRESS_ROW_INTERVAL_S:
                 pending, written_t = [], t
                 out += rows
@@ -178,11 +147,18 @@ class LogSink:
         state = self._tasks.get(path)
         return state.label if state is not None else self._labels.get(path, path)
 
-    def _state(self, path: str) -> _TaskState:
+    def _state(self, path: str, named: str | None = None) -> _TaskState:
+        """The task of `path`, named by `labels`, else as its source names it, else by its path.
+
+        A tracker's run name (`demo/good-run`) may come after the first batches: the task
+        takes it while nothing is written under the old name (a task is never split).
+        """
         state = self._tasks.get(path)
+        label = self._labels.get(path) or named or path
         if state is None:
-            label = self._labels.get(path, path)
             state = self._tasks[path] = _TaskState(label, quoted_label=self._quoted[label])
+        elif label != state.label and not (state.metric_rows or state.pending or state.findings):
+            state.label, state.quoted_label = label, self._quoted[label]  # a W&B run's name
         return state
 
     def _flush(self, writer: SessionWriter, state: _TaskState) -> None:

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from collectors.base import Collector, CollectorEvent, Crashed, Sampled, Unavailable
-from collectors.loop import run_collector
 from collectors.samples import GpuSample, GpuTick
+from gpuherd.engine.threads import CollectorThread, SourceThreads
 from gpuherd.proc.tree import ProcessTree
 
 TRACE_READINGS = 1_000_000
@@ -246,17 +246,20 @@ class PeakSampler:
         self._stop = SleepingStop()
         self.unavailable: str | None = None
         """Why the probe could not start, once it has said so."""
-        self._thread = threading.Thread(target=self._run, name=f"record:{probe.name}",
-                                        daemon=True)
+        self._threads = SourceThreads(self._emit, self._crashed, prefix="record:")
+        self._handle: CollectorThread | None = None
 
     def start(self) -> None:
         """Start sampling."""
-        self._thread.start()
+        self._handle = self._threads.start(self.probe, self._stop)
+
+    def _alive(self) -> bool:
+        return self._handle is not None and self._handle.thread.is_alive()
 
     def wait_first(self, timeout_s: float) -> bool:
         """Wait until the first reading arrived (or the probe gave up); True if a reading came."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and self._thread.is_alive():
+        while time.monotonic() < deadline and self._alive():
             if self.tracker.readings:
                 return True
             time.sleep(0.005)
@@ -265,8 +268,8 @@ class PeakSampler:
     def stop(self, timeout_s: float = 2.0) -> None:
         """Stop sampling and wait for the thread."""
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout_s)
+        if self._handle is not None and self._handle.thread.is_alive():
+            self._handle.thread.join(timeout_s)
 
     def _emit(self, event: CollectorEvent) -> None:
         if isinstance(event, Sampled):
@@ -276,8 +279,5 @@ class PeakSampler:
             self.unavailable = event.error.msg
         self._on_event(event)
 
-    def _run(self) -> None:
-        try:
-            run_collector(self.probe, self._emit, self._stop)
-        except Exception as error:  # a bug in the probe: the recorder writes it down
-            self._on_event(Crashed(self.probe.name, error))
+    def _crashed(self, source: str, error: BaseException) -> None:
+        self._on_event(Crashed(source, error))  # a bug in the probe: the recorder writes it down

@@ -7,7 +7,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from collectors.base import (
     Collector,
@@ -19,10 +19,13 @@ from collectors.base import (
     Sampled,
     Unavailable,
 )
-from collectors.loop import run_collector, wake_collectors
 from collectors.samples import ContainerTick, GpuTick, HostSample
 from collectors.session_format import EVENT
+from gpuherd.engine.running import RunningSet
 from gpuherd.session import SessionWriteError, SessionWriter
+
+if TYPE_CHECKING:
+    from gpuherd.sources import TailSupervisor
 
 Handler = Callable[[SessionWriter, Any], None]
 """Writes one sample of a further type (for example a parsed log metric) to the session."""
@@ -39,7 +42,7 @@ _STOP = object()
 
 
 class Recorder:
-    """Runs collectors on daemon threads and writes what they produce to a `SessionWriter`.
+    """Runs collectors (a `RunningSet`) and writes what they produce to a `SessionWriter`.
 
     Every collector thread only puts events on a queue; one writer thread takes them off and
     owns the `SessionWriter`. A queue rather than a lock around the writer, so that a slow
@@ -49,23 +52,29 @@ class Recorder:
     A failed write (disk full) stops the recording: `error` is set and `stop` is set, so whoever
     waits on `stop` wakes up. `emit` is public so a dashboard that already runs the collectors
     (`--tui --record`) can feed the same recorder with no collector threads of its own.
+    With `tails`, the logs a discovery scan finds get tails in the same set (kept when their
+    run vanishes: a recording reads what it can).
     """
 
     def __init__(self, writer: SessionWriter, collectors: Sequence[Collector[Any]] = (), *,
                  pid_watch: PidSink | None = None,
+                 tails: TailSupervisor | None = None,
                  peaks: Callable[[GpuTick], Mapping[str, int]] | None = None,
                  handlers: Mapping[type, Handler] | None = None,
                  stop: threading.Event | None = None,
                  tap: Callable[[CollectorEvent], None] | None = None) -> None:
         self.writer = writer
-        self.collectors = tuple(collectors)
         self.stop_event = stop if stop is not None else threading.Event()
         """Set to end the recording; the recorder sets it itself when writing fails."""
+        self.running = RunningSet(collectors, pid_watch=pid_watch, tails=tails,
+                                  keep_vanished=True, prefix="record:", stop=self.stop_event)
+        """The sources this recorder runs (none when a dashboard feeds `emit`)."""
+        self.running.attach(self.emit)
         self.error: SessionWriteError | None = None
         """Why recording stopped early, if it did."""
         self.problems: list[str] = []
         """Bugs met while recording (a collector or handler raised); also in `events.jsonl`."""
-        self._pid_watch, self._peaks, self._tap = pid_watch, peaks, tap
+        self._peaks, self._tap = peaks, tap
         self._sample_writers: dict[type, Callable[[Any], None]] = {
             GpuTick: self._write_tick,
             HostSample: writer.write_host,
@@ -81,19 +90,22 @@ class Recorder:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._failing: dict[str, str] = {}
         self._unknown: set[type] = set()
-        self._threads: list[threading.Thread] = []
         self._threads_lock = threading.Lock()
         self._started = False
         self._writer_thread = threading.Thread(target=self._write_loop, name="record:writer",
                                                daemon=True)
+
+    @property
+    def collectors(self) -> tuple[Collector[Any], ...]:
+        """Every collector this recorder runs (or will run at `start`)."""
+        return tuple(self.running.collectors)
 
     def start(self) -> None:
         """Start the writer thread and one thread per collector."""
         self._writer_thread.start()
         with self._threads_lock:
             self._started = True
-            for collector in self.collectors:
-                self._start_thread(collector)
+            self.running.run()
 
     def add_collector(self, collector: Collector[Any]) -> bool:
         """Run one more collector (a log found while recording); safe from any thread.
@@ -103,31 +115,20 @@ class Recorder:
         with self._threads_lock:
             if self.stop_event.is_set():
                 return False
-            self.collectors += (collector,)
-            if self._started:
-                self._start_thread(collector)
-            return True
-
-    def _start_thread(self, collector: Collector[Any]) -> None:
-        thread = threading.Thread(target=self._collect, args=(collector,),
-                                  name=f"record:{collector.name}", daemon=True)
-        self._threads.append(thread)
-        thread.start()
+            if not self._started:
+                self.running.collectors.append(collector)
+                return True
+            return self.running.start(collector) is not False
 
     def emit(self, event: CollectorEvent) -> None:
         """The sink of every collector loop: safe to call from any thread."""
-        if self._pid_watch is not None and isinstance(event, Sampled):
-            if isinstance(event.sample, GpuTick):
-                tick = event.sample
-                self._pid_watch.set({p.pid for d in tick.devices for p in d.processes or ()})
         if self._tap is not None:
             self._tap(event)
         self._queue.put(event)
 
     def collectors_done(self) -> bool:
         """Whether every collector thread has ended (finite sources ran out, or all failed)."""
-        with self._threads_lock:
-            return all(not t.is_alive() for t in self._threads)
+        return self.running.done()
 
     def shutdown(self, timeout_s: float = 5.0, writer_timeout_s: float = 60.0) -> bool:
         """Stop the collectors, write what they produced, and stop the writer thread.
@@ -140,21 +141,11 @@ class Recorder:
         """
         with self._threads_lock:  # no collector is added after this
             self.stop_event.set()
-            threads = list(self._threads)
-            collectors = self.collectors
-        wake_collectors(collectors)
-        for thread in threads:
-            thread.join(timeout_s)
+        self.running.stop(timeout_s)
         self._queue.put(_STOP)
         if self._writer_thread.is_alive():
             self._writer_thread.join(writer_timeout_s)
         return not self._writer_thread.is_alive()
-
-    def _collect(self, collector: Collector[Any]) -> None:
-        try:
-            run_collector(collector, self.emit, self.stop_event)
-        except Exception as error:  # a bug in a collector: record it, keep the others going
-            self.emit(Crashed(collector.name, error))
 
     def _write_loop(self) -> None:
         wait_s = max(0.05, min(0.5, self.writer.flush_interval_s / 2))

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector, CollectorEvent, Sampled
-from collectors.discovery import DiscoveredLogs
+from collectors.discovery import DiscoveredLog, DiscoveredLogs
 from collectors.logtail import LogTailCollector
-from collectors.nvml import NvmlBackend, NvmlMemoryProbe
+from collectors.nvml import NvmlBackend
 from collectors.samples import GpuTick, LogBatch
 from collectors.session_format import (
     COMMAND_EXIT_FILE,
@@ -32,7 +32,13 @@ from gpuherd.record.recorder import Recorder
 from gpuherd.record.slurm_record import SlurmRecord, slurm_meta
 from gpuherd.safe_files import Directory
 from gpuherd.session import SessionWriteError, SessionWriter
-from gpuherd.sources import DISCOVERY_INTERVAL_S, LiveSources, SourceOptions
+from gpuherd.sources import (
+    DISCOVERY_INTERVAL_S,
+    LiveSources,
+    SourceOptions,
+    live_sources,
+    peak_probe,
+)
 
 if TYPE_CHECKING:
     from gpuherd.summary.summary import Summary
@@ -53,6 +59,12 @@ class RecordEvent:
     """
 
     fields: dict[str, Any]
+
+
+def _started(found: DiscoveredLogs) -> list[DiscoveredLog]:
+    """The logs whose tails the running set started for the scan `found`."""
+    started = set(found.started or ())
+    return [log for log in found.logs if log.task_id in started]
 
 
 def _write_record_event(writer: SessionWriter, event: RecordEvent) -> None:
@@ -109,17 +121,18 @@ class Recording:
         """Reads the logs to their end at `stop`; `cancel_drain` cuts it short."""
         self.drain_notice: Callable[[str], None] | None = None
         """Told when reading the logs to their end at `stop` takes a while (for stderr)."""
-        self.sources = LiveSources(SourceOptions(
-            interval_s=options.interval_s, logs=options.logs, watch=options.watch,
-            exclude=[str(self.directory)], discovery_interval_s=options.discovery_interval_s,
-            headless=True, nvml_backend=options.nvml_backend))
-        """The live sources (`gpuherd.sources`); their tail supervisor decides what is followed."""
-        self.pid_watch = self.sources.pid_watch
+        self.sources: LiveSources | None = None
+        """This machine's sources (`gpuherd.sources`), when the recording runs its own; their
+        tail supervisor decides what is followed. A dashboard feeding `emit` runs its own."""
+        if options.own_collectors:
+            self.sources = live_sources(SourceOptions(
+                interval_s=options.interval_s, logs=options.logs, watch=options.watch,
+                exclude=[str(self.directory)],
+                discovery_interval_s=options.discovery_interval_s, headless=True,
+                nvml_backend=options.nvml_backend))
         self.writer: SessionWriter | None = None
         self.recorder: Recorder | None = None
         self.sampler: PeakSampler | None = None
-        self._tails: list[LogTailCollector | TrackerRunCollector] = []
-        self._follow_lock = threading.Lock()
         self.warnings: list[str] = []
         """Things worth telling the person after `stop` (nothing is lost because of them)."""
         self.stopped_at_duration = False
@@ -141,39 +154,36 @@ class Recording:
         return None if self.recorder is None else self.recorder.error
 
     def _collectors(self) -> list[Collector[Any]]:
-        if not self.options.own_collectors:
-            return []
         sources = self.sources
+        if sources is None:
+            return []
         paths = [log.task_id for log in sources.discovery.scan()] if sources.has_logs else []
         paths += [str(self.command_log)] if self.options.command else []
-        self._tails = [sources.tail(path) for path in paths if sources.tails.claim(path)]
-        collectors = [*sources.machine(), *self._tails]
+        tails = [sources.tail(path) for path in paths if sources.tails.claim(path)]
+        collectors = [*sources.machine(), *tails]
         if self._rescans():
             collectors.append(sources.discovery_collector())
         return collectors
 
     def _rescans(self) -> bool:
         """Whether anything can appear later: a `--log` glob or a `--watch` directory."""
-        return self.options.own_collectors and self.sources.rescans()
+        return self.sources is not None and self.sources.rescans()
 
-    def _run_tail(self, tail: Collector[LogBatch]) -> bool:
-        """Run a tail the supervisor started; False once the recording is stopping."""
-        assert self.recorder is not None
-        assert isinstance(tail, LogTailCollector | TrackerRunCollector)
-        if not self.recorder.add_collector(tail):
-            return False
-        with self._follow_lock:
-            self._tails.append(tail)
-        return True
+    def _tails(self) -> list[LogTailCollector | TrackerRunCollector]:
+        """The tails this recording runs (those it started with and those found later)."""
+        if self.recorder is None:
+            return []
+        return [c for c in self.recorder.collectors
+                if isinstance(c, LogTailCollector | TrackerRunCollector)]
 
     def _on_discovered(self, writer: SessionWriter, found: DiscoveredLogs) -> None:
-        """A discovery scan while recording (on the writer thread): follow what is new.
+        """A discovery scan while recording (on the writer thread): note what it started.
 
         Scans a dashboard feeds in (`own_collectors=False`) are its business: it runs the tails.
         """
         if not self._rescans():
             return
-        for log in self.sources.tails.discovered(found).started:
+        for log in _started(found):
             writer.write_event({"t": found.taken_at, "kind": EVENT.log_found, "task": log.task_id,
                                 "source": log.source})
 
@@ -183,11 +193,12 @@ class Recording:
         Lightning writes `metrics.csv` when `fit` ends, often after the last periodic scan.
         """
         assert self.recorder is not None
-        if not self._rescans():
+        if not self._rescans() or self.sources is None:
             return
         now = time.time()
-        found = DiscoveredLogs(now, self.sources.discovery.scan())
-        for log in self.sources.tails.discovered(found).started:
+        found = self.recorder.running.discovered(
+            DiscoveredLogs(now, self.sources.discovery.scan()))
+        for log in _started(found):
             self.recorder.emit(Sampled("record", RecordEvent(
                 {"t": now, "kind": EVENT.log_found, "task": log.task_id, "source": log.source})))
 
@@ -204,15 +215,17 @@ class Recording:
         if o.command:
             # Created here, new (O_EXCL, never through a link), before the supervisor appends.
             self.writer.create_empty(COMMAND_LOG_FILE)
+        sources = self.sources
         self.recorder = Recorder(
-            self.writer, self._collectors(), pid_watch=self.pid_watch, peaks=self._take_peaks,
-            tap=o.tap,
+            self.writer, self._collectors(),
+            pid_watch=sources.pid_watch if sources is not None else None,
+            tails=sources.tails if sources is not None and self._rescans() else None,
+            peaks=self._take_peaks, tap=o.tap,
             handlers={LogBatch: self.log_sink, RecordEvent: _write_record_event,
                       DiscoveredLogs: self._on_discovered, SlurmTick: SlurmRecord()},
         )
-        self.sources.tails.attach(self._run_tail)  # a recording keeps tails of vanished runs
         if o.peak_interval_s > 0:
-            probe = NvmlMemoryProbe(o.nvml_backend, o.peak_interval_s)
+            probe = peak_probe(o.peak_interval_s, o.nvml_backend)
             self.sampler = PeakSampler(probe, self.tracker, self.recorder.emit)
         self.recorder.start()
         if self.sampler is not None:
@@ -250,8 +263,7 @@ class Recording:
         Args:
             paths: the logs to wait for; default: the ones this recording's own tails follow.
         """
-        with self._follow_lock:
-            tails = list(self._tails)
+        tails = self._tails()
         if paths is None:
             paths = [tail.path for tail in tails]
 
@@ -281,7 +293,8 @@ class Recording:
         if self.options.own_collectors:  # a dashboard drains its own tails before `stop`
             self.drain_logs()
         stopped = self.recorder.shutdown()  # sets stop_event: no tail starts from here on
-        self.sources.close()
+        if self.sources is not None:
+            self.sources.close()
         if not stopped:
             # The writer thread is stuck (an fsync on a hung network filesystem): using the
             # writer from here would race it. What it flushed before is on disk.

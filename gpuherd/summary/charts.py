@@ -12,10 +12,10 @@ from plotext._figure import _figure_class as PlotextFigure  # plotext 5.x, pinne
 from collectors.session_format import META
 from gpuherd.chart_values import drawable as fit
 from gpuherd.chart_values import nice_ticks, spread_repeats, tick_labels
+from gpuherd.format import GIB
 from gpuherd.summary.frames import SessionFrames
 from parsers.vocabulary import LOSS_CHART
 
-GIB = float(1 << 30)
 MARKERS = ("•", "x", "+", "o", "*", "#", "@", "%")
 """One marker per line: the Markdown copy has no colours to tell lines apart."""
 MAX_POINTS = 400

@@ -4,60 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
-from gpuherd.format import GIB, fmt_bytes, visible, visible_lines
+from gpuherd.format import fmt_local_time as fmt_time
+from gpuherd.format import fmt_num, fmt_size, visible, visible_lines
+from gpuherd.format import fmt_span as fmt_duration
+from gpuherd.format import fmt_whole_pct as fmt_pct
 from gpuherd.safe_files import Directory
 from gpuherd.summary import charts
 from gpuherd.summary.frames import SessionFrames, load_frames
 from gpuherd.summary.slurm_summary import slurm_lines
 from gpuherd.summary.summary import Summary, summarize_frames, write_atomic
 from parsers.vocabulary import SUMMARY_METRICS
-
-
-def fmt_num(value: Any, digits: int = 4) -> str:
-    """A metric value for people: 4 significant digits, `nan`/`inf` as such, `-` for none."""
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        return value
-    return f"{value:.{digits}g}" if isinstance(value, float) else f"{value:,}"
-
-
-def fmt_size(value: Any) -> str:
-    """Bytes as GiB with one decimal, and below 1 GiB in the unit that fits.
-
-    `700 KiB`, not `0.0 GiB`, which reads as nothing.
-    """
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return "-"
-    return f"{value / GIB:.1f} GiB" if abs(value) >= GIB else fmt_bytes(value)
-
-
-def fmt_pct(value: Any) -> str:
-    """A percentage without decimals."""
-    return "-" if not isinstance(value, (int, float)) else f"{value:.0f}%"
-
-
-def fmt_duration(seconds: Any) -> str:
-    """`1h 02m 03s`, `4m 05s`, `12.3s`."""
-    if not isinstance(seconds, (int, float)) or not seconds >= 0:  # negative: invalid
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
-
-
-def fmt_time(t: Any) -> str:
-    """Unix seconds as local date and time."""
-    if not isinstance(t, (int, float)):
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))
 
 
 def _command_text(command: Any) -> str:

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpuherd.format import GIB
 from gpuherd.summary.frames import SessionFrames
 from parsers.vocabulary import UNITS
 
-GIB = float(1 << 30)
 STAT_COLUMNS = ("count", "mean", "min", "max", "p95", "unit")
 
 # gpu.csv column -> (stat metric name, unit, scale)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ from collectors.base import GpuherdError
 from collectors.session_format import SUMMARY_JSON_FILE, SUMMARY_MD_FILE
 from gpuherd import exit_codes
 from gpuherd.format import visible
+from gpuherd.options import SummarizeOptions
 from gpuherd.summary.frames import load_frames
 from gpuherd.summary.report import render_json, render_markdown, render_short
 from gpuherd.summary.summary import summarize_frames, write_atomic
@@ -17,7 +17,7 @@ from gpuherd.summary.summary import summarize_frames, write_atomic
 EXIT_OK, EXIT_BAD_INPUT = exit_codes.OK, exit_codes.USAGE
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: SummarizeOptions) -> int:
     """Write `summary.json` and `summary.md` into DIR and print the summary.
 
     Prints the short text form, or with `--json` / `--md` the file's content. A directory that
@@ -40,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(visible(f"gpuherd: could not write the summary files into {root}: "
                       f"{error.strerror or error}"), file=sys.stderr)
-    if getattr(args, "json", False):
+    if args.json:
         sys.stdout.write(as_json)
-    elif getattr(args, "md", False):
+    elif args.md:
         sys.stdout.write(as_md)
     else:
         print(render_short(summary))

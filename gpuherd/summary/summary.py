@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.session_format import EVENT, META, SUMMARY_SCHEMA_VERSION
+from gpuherd.format import GIB
 from gpuherd.safe_files import Directory, UnsafeFileError, swappable_path_problem
 from gpuherd.summary.containers import container_summary
 from gpuherd.summary.frames import SessionFrames, load_frames
@@ -27,7 +28,6 @@ from parsers.vocabulary import direction
 
 __all__ = ["STAT_COLUMNS", "Summary", "direction", "stat_key", "summarize", "summarize_frames"]
 
-GIB = float(1 << 30)
 MAX_LISTED_FINDINGS = 50
 
 

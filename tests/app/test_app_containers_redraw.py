@@ -8,10 +8,11 @@ import pytest
 
 from collectors.roles import CONTAINERS, HOST
 from collectors.samples import GpuProcess
+from gpuherd.format import fmt_uptime
 from tests.app.helpers import T0, GiB, ScriptedCollector, gpu, tick, until
 from tests.app.test_app_containers import GPUS, HOST_SAMPLE, cells, containers
 from tui.app import GpuherdApp, make_app
-from tui.widgets.container_panel import ContainerPanel, fmt_uptime
+from tui.widgets.container_panel import ContainerPanel
 
 SIZE = (180, 50)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from collectors.samples import (
@@ -15,6 +14,7 @@ from collectors.samples import (
     ProcessInfo,
 )
 from gpuherd.monitor import build_plan
+from gpuherd.options import MonitorOptions
 from gpuherd.session import SessionWriter
 from tests.app.helpers import until
 from tui.app import make_app
@@ -50,8 +50,7 @@ def _session(directory: Path) -> None:
 async def test_a_replayed_session_shows_its_containers_and_names_them_in_the_process_table(
         tmp_path: Path) -> None:
     _session(tmp_path / "s")
-    args = argparse.Namespace(command="replay", replay=str(tmp_path / "s"), speed=1.0,
-                              loop=False, demo=False, log=[], watch=[], interval=1.0)
+    args = MonitorOptions(replay=str(tmp_path / "s"), speed=1.0, interval=1.0)
     plan = build_plan(args)
     assert any(c.name == "replay:containers" for c in plan.collectors)
     app = make_app(plan.collectors, pid_watch=plan.pid_watch, hostname=plan.hostname,

@@ -108,14 +108,15 @@ def test_a_closed_gate_holds_events_and_crashes_in_order_until_it_opens() -> Non
     assert [e for e in held if getattr(e, "source", None) == "a"] == [
         Sampled("a", 1), Sampled("a", 2), Sampled("a", 3), Finished("a")]
     assert [e for e in held if getattr(e, "source", None) == "b"] == [Crashed("b", bug)]
-    assert sorted(map(repr, tapped)) == sorted(repr(e) for e in held if not isinstance(e, Crashed))
+    # The tap is a sink of the running set like the gate: it gets every event, crashes too.
+    assert sorted(map(repr, tapped)) == sorted(repr(e) for e in held)
     assert seen.events == [] and seen.crashes == []  # handed over once, as the return value
     # Open: a collector started now reaches the sink directly, crashes too.
     late = early.threads.start(FakeCollector([9, bug], name="c"))
     late.thread.join(10)
     assert seen.events == [Sampled("c", 9)] and seen.crashes == [("c", bug, "c")]
     assert early.gate.open(seen.emit, seen.crashed) == []
-    assert tapped[-1] == Sampled("c", 9)
+    assert tapped[-2:] == [Sampled("c", 9), Crashed("c", bug)]
 
 
 def test_collectors_started_early_are_stopped_when_no_app_takes_them() -> None:

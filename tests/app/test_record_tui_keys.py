@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from collectors.logtail import LogTailCollector
-from gpuherd import monitor
+from gpuherd.engine.gate import EarlyCollectors
 from gpuherd.monitor_logs import TaskHint
 from gpuherd.monitor_record import close, exit_on_signals, record_after_dashboard
 from gpuherd.record.dashboard import DashboardRecording, record_options
@@ -61,11 +61,10 @@ async def test_leaving_the_viewer_leaves_the_command_running_and_recorded_to_its
         await pilot.press(key)
         await until(pilot, lambda: not app.is_running, timeout_s=20)
     assert session.child is not None and session.child.poll() is None  # never signalled
-    assert app.record is not None and app.record.detached
+    assert not app.running.stopped  # the dashboard left its sources running
     assert any(name.startswith("log:") for name in app.threads.alive())  # still reading
     threading.Timer(0.3, go.touch).start()
-    plan = monitor.Plan(collectors=app.collectors, hostname="box")
-    assert record_after_dashboard(session, app, plan) == 3
+    assert record_after_dashboard(session, EarlyCollectors(app.running, app.gate)) == 3
     assert app.threads.alive() == []
     meta = json.loads((session.directory / "meta.json").read_text())
     assert meta["exit_code"] == 3 and meta["ended_at"] is not None
@@ -111,7 +110,7 @@ async def test_the_stop_key_asks_first_then_stops_the_command_and_the_dashboard_
         await pilot.press("q")
         await until(pilot, lambda: not app.is_running)
         gpus.finish()
-    assert app.record is not None and not app.record.detached
+    assert app.running.stopped
     assert close(session) == 128 + signal.SIGTERM
 
 

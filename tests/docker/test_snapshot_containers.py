@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 
 import pytest
 
 from collectors.nvml import ProcessEntry
+from gpuherd.options import SnapshotOptions
 from gpuherd.snapshot import run
 from tests.docker_env import Container, Containers, docker
 from tests.fakes import FakeGpu, FakeNvml, GiB
@@ -38,7 +38,7 @@ def test_a_process_started_in_a_container_is_attributed_by_name(
     # No GPU here: the driver's side is scripted, the process, its cgroup and the engine are real.
     fake = FakeNvml([FakeGpu(uuid="GPU-a", used=12 * GiB, compute=[ProcessEntry(pid, 10 * GiB)]),
                      FakeGpu(uuid="GPU-b")])
-    assert run(argparse.Namespace(json=True), backend=fake) == 0
+    assert run(SnapshotOptions(json=True), backend=fake) == 0
     data = json.loads(capsys.readouterr().out)
     (proc,) = data["gpus"][0]["processes"]
     assert proc["pid"] == pid and proc["command"] == "sleep 4321"
@@ -51,7 +51,7 @@ def test_a_process_started_in_a_container_is_attributed_by_name(
     assert mine[0]["memory_used_bytes"] is not None and mine[0]["pids"] == 2
     assert data["containers_error"] is None and data["container_engine"].startswith("Docker ")
 
-    assert run(argparse.Namespace(json=False), backend=fake) == 0
+    assert run(SnapshotOptions(json=False), backend=fake) == 0
     table = capsys.readouterr().out
     assert re.search(rf"\b{pid}\b.*sleep 4321 \[{re.escape(box.name)}\]", table)
     assert re.search(rf"^{re.escape(box.name)}\s+gpuherd-test-busybox:1\s+running\s.*\s10\.0 GiB$",

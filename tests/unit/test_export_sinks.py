@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from collectors.samples import GpuSample, GpuTick
 from gpuherd.export.address import parse_listen
 from gpuherd.export.exporter import Exporter
-from gpuherd.export.headless import Feed, SourceThreads, sink
+from gpuherd.export.headless import Feed, running_set, sink
 from gpuherd.record.recording import Recording, RecordingOptions
 from tests.fakes import FakeCollector, FakeGpu, FakeNvml, GiB
 from tests.prometheus import free_port, get, wait_for
@@ -129,16 +129,16 @@ def test_a_source_that_crashes_leaves_the_exporter_serving(capsys) -> None:
     broken = FakeCollector([ZeroDivisionError("a bug in a collector")], name="broken")
     good = FakeCollector([GpuTick(1.0, (GpuSample(0, "GPU-a", "H100",
                                                   memory_used_bytes=GiB),))], name="nvml")
-    threads = SourceThreads(sink(exporter, Feed("box-1", [])))
+    running = running_set(Feed("box-1", [broken, good]))
+    running.attach(sink(exporter))
     exporter.start()
     try:
-        for collector in (broken, good):
-            threads.start(collector)
+        running.run()
         wait_for(lambda: values(port, "gpuherd_gpu_memory_used_bytes") == [GiB],
                  what="the good source's sample")
         wait_for(lambda: broken.closed == 1, what="the broken source's loop to end")
         assert values(port, "gpuherd_exporter_info", host="box-1") == [1.0]
     finally:
-        threads.stop_all()
+        running.stop()
         exporter.close()
     assert capsys.readouterr().err == "gpuherd: metrics: broken: a bug in a collector\n"

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
-from collectors.base import Sampled
+from collectors.base import CollectorEvent, Sampled
 from collectors.logtail import LogTailCollector
 from collectors.samples import GpuProcess, GpuSample, GpuTick, LogBatch
 from collectors.writers import WriterCollector, WriterWatch
+from gpuherd.engine.running import RunningSet
 from gpuherd.export.headless import build_feed
 from gpuherd.export.state import ExportState
+from gpuherd.options import ServeMetricsOptions
 from tests.fakes import GiB
 from tests.unit.test_export_metrics import one, scrape
 from tests.unit.test_task_writers import WRITER, start
@@ -43,24 +44,29 @@ def first_batch(log: Path) -> LogBatch:
         tail.close()
 
 
-def test_the_state_tells_the_watch_and_the_task_follows_its_writer(tmp_path: Path,
+def test_the_running_set_tells_the_watch_and_the_exported_task_follows_its_writer(tmp_path: Path,
                                                                     procs) -> None:  # noqa: F811
     log = tmp_path / "run" / "train.log"
     log.parent.mkdir()
     proc, _ = start(WRITER, str(log), "a")
     procs.append(proc)
     watch = WriterWatch()
-    state = ExportState("box-1", watch=watch)
+    state = ExportState("box-1")
+    running = RunningSet(writers=watch)  # the sources' wiring, as serve-metrics runs them
+
+    def emit(event: CollectorEvent) -> None:
+        state.emit(running.wire(event))
+
     batch = first_batch(log)
-    state.emit(Sampled(f"log:{batch.path}", batch))
-    state.emit(gpus(proc.pid, 100.0))
+    emit(Sampled(f"log:{batch.path}", batch))
+    emit(gpus(proc.pid, 100.0))
     files, gpu_pids = watch.get()
     assert files == {batch.path: os.path.realpath(log)}
     assert gpu_pids == {OTHER_PID, proc.pid}
 
     writers = WriterCollector(watch, scan_every_s=3600)  # after the first: liveness only
-    state.emit(Sampled("writers", writers.sample()))
-    state.emit(gpus(proc.pid, 100.5))  # the next tick places the task's pid on its GPU
+    emit(Sampled("writers", writers.sample()))
+    emit(gpus(proc.pid, 100.5))  # the next tick places the task's pid on its GPU
     [view] = state.snapshot().tasks
     assert (view.status, view.pids, view.writer_pids) == ("running", (proc.pid,), (proc.pid,))
     assert view.gpu_uuids == ("GPU-bbbb",)  # the second GPU, where the writer runs
@@ -69,8 +75,8 @@ def test_the_state_tells_the_watch_and_the_task_follows_its_writer(tmp_path: Pat
 
     proc.kill()
     proc.wait()
-    state.emit(gpus(None, 101.0))
-    state.emit(Sampled("writers", writers.sample()))
+    emit(gpus(None, 101.0))
+    emit(Sampled("writers", writers.sample()))
     [view] = state.snapshot().tasks
     assert view.status == "finished" and view.pids == (proc.pid,) and view.writer_pids == ()
     found = scrape(state)
@@ -80,8 +86,8 @@ def test_the_state_tells_the_watch_and_the_task_follows_its_writer(tmp_path: Pat
 
 def test_a_live_feed_with_logs_runs_the_writer_collector_and_a_replay_does_not(
         tmp_path: Path) -> None:
-    args = argparse.Namespace(replay=None, interval=1.0, log=[str(tmp_path / "train.log")],
-                              watch=[])
+    args = ServeMetricsOptions(listen="9400", interval=1.0,
+                               log=[str(tmp_path / "train.log")])
     feed = build_feed(args)
     try:
         found = [c for c in feed.collectors if isinstance(c, WriterCollector)]
@@ -89,7 +95,7 @@ def test_a_live_feed_with_logs_runs_the_writer_collector_and_a_replay_does_not(
     finally:
         assert feed.sources is not None
         feed.sources.close()
-    bare = build_feed(argparse.Namespace(replay=None, interval=1.0, log=[], watch=[]))
+    bare = build_feed(ServeMetricsOptions(listen="9400", interval=1.0))
     try:
         assert feed.writers is not None and bare.writers is None
         assert not any(isinstance(c, WriterCollector) for c in bare.collectors)

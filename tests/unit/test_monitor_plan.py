@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 import sys
@@ -13,13 +12,13 @@ import pytest
 
 from collectors.discovery import DiscoveryCollector
 from gpuherd import exit_codes, monitor
-from gpuherd.cli import parse_args
+from gpuherd.cli import parse_args, typed_options
 
 SESSIONS = Path(__file__).resolve().parents[1] / "data" / "sessions"
 
 
-def args(*argv: str) -> argparse.Namespace:
-    return parse_args(list(argv))
+def args(*argv: str) -> Any:
+    return typed_options(parse_args(list(argv)))
 
 
 def test_log_and_watch_add_a_discovery_collector_and_a_tail_supervisor(tmp_path: Path) -> None:
@@ -110,8 +109,8 @@ LIVE_DOES_WITHOUT = ("collectors.session_format", "collectors.session_reader",
 def test_the_live_dashboard_imports_no_session_tail_or_recorder_code() -> None:
     code = ("import sys\n"
             "from gpuherd import monitor\n"
-            "from gpuherd.cli import parse_args\n"
-            "plan = monitor.build_plan(parse_args([]))\n"
+            "from gpuherd.cli import parse_args, typed_options\n"
+            "plan = monitor.build_plan(typed_options(parse_args([])))\n"
             "import tui.app, tui.collector_threads\n"
             f"print([m for m in {LIVE_DOES_WITHOUT!r} if m in sys.modules])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

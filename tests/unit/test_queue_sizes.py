@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuherd.queue.sizes import MAX_BYTES, format_size, parse_size
+from gpuherd.format import format_size
+from gpuherd.queue.sizes import MAX_BYTES, parse_size
 
 GIB = 1 << 30
 

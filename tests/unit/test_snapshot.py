@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import re
@@ -12,6 +11,7 @@ import pytest
 
 from collectors.nvml import ProcessEntry
 from collectors.samples import ContainerSample, ContainerTick
+from gpuherd.options import SnapshotOptions
 from gpuherd.snapshot import render_table, run, take_snapshot, to_json
 from gpuherd.snapshot_containers import ContainerLook
 from tests.fakes import FakeGpu, FakeNvml, GiB, GpuIsLost, MiB, NoPermission, NotSupported
@@ -200,7 +200,7 @@ def test_long_commands_are_clipped_to_the_width(sleeper):
 def test_run_prints_json_and_returns_the_exit_code(sleeper, capsys):
     fake = busy_fake(sleeper.pid)
     fake.fail(1, "utilization", GpuIsLost)
-    code = run(argparse.Namespace(json=True), backend=fake)
+    code = run(SnapshotOptions(json=True), backend=fake)
     captured = capsys.readouterr()
     assert code == 1
     assert json.loads(captured.out)["gpus"][1]["error"] == "GPU is lost"
@@ -210,7 +210,7 @@ def test_run_prints_json_and_returns_the_exit_code(sleeper, capsys):
 def test_run_without_driver_writes_stderr(capsys):
     fake = FakeNvml()
     fake.gpus.clear()
-    code = run(argparse.Namespace(json=False), backend=fake)
+    code = run(SnapshotOptions(json=False), backend=fake)
     captured = capsys.readouterr()
     assert code == 3
     assert captured.err.startswith("gpuherd: no NVIDIA GPU found")
@@ -223,7 +223,7 @@ def test_output_that_is_no_terminal_is_never_cut(capsys, monkeypatch):
     argument = "a-long-argument-" * 12
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", argument])
     try:
-        assert run(argparse.Namespace(json=False), backend=busy_fake(proc.pid)) == 0
+        assert run(SnapshotOptions(json=False), backend=busy_fake(proc.pid)) == 0
     finally:
         proc.kill()
         proc.wait()

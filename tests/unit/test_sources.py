@@ -8,6 +8,7 @@ from typing import Any
 from collectors.discovery import DiscoveredLog, DiscoveredLogs, DiscoveryCollector
 from gpuherd import monitor
 from gpuherd.cli import parse_args
+from gpuherd.commands.monitor import options
 from gpuherd.record.recording import RecordingOptions
 from gpuherd.sources import DISCOVERY_INTERVAL_S, LiveSources, SourceOptions, TailSupervisor
 
@@ -18,7 +19,7 @@ def log(path: str) -> DiscoveredLog:
 
 def test_dashboard_and_recording_scan_at_the_same_interval(tmp_path: Path) -> None:
     # Before, the dashboard scanned every 10 s and the recorder every 2 s.
-    plan = monitor.build_plan(parse_args(["--watch", str(tmp_path)]))
+    plan = monitor.build_plan(options(parse_args(["--watch", str(tmp_path)])))
     try:
         scans = [c for c in plan.collectors if isinstance(c, DiscoveryCollector)]
         assert [c.base_interval_s for c in scans] == [DISCOVERY_INTERVAL_S]

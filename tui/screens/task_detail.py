@@ -11,7 +11,15 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from gpuherd.format import fmt_bytes, fmt_duration, fmt_gib_pair, fmt_pct, pct_of, visible
+from gpuherd.format import (
+    fmt_bytes,
+    fmt_duration,
+    fmt_gib_pair,
+    fmt_metric,
+    fmt_pct,
+    pct_of,
+    visible,
+)
 from gpuherd.tasks import TaskView
 from tui.state import MonitorState
 from tui.tasks import (
@@ -20,7 +28,6 @@ from tui.tasks import (
     chart_line,
     chart_names,
     finding_lines,
-    fmt_metric,
     gpus_of,
     process_facts,
     progress_text,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -17,7 +16,7 @@ from textual.widgets import DataTable
 
 from collectors.container_gpu import ContainerGpuUse, gpu_use_by_container
 from collectors.roles import CONTAINERS, GPU
-from gpuherd.format import NA, fmt_bytes, fmt_pct, fmt_text
+from gpuherd.format import NA, fmt_bytes, fmt_pct, fmt_text, fmt_uptime
 from tui.containers import (
     CONTAINER_SORTS,
     ContainerRow,
@@ -48,22 +47,7 @@ def _right(text: str) -> Text:
     return Text(text, justify="right")
 
 
-def fmt_uptime(seconds: float | None) -> str:
-    """A container's uptime, only as fine as its size needs: `42s`, `12m`, `5h 07m`, `3d 04h`.
 
-    Seconds are shown only in the first minute: a cell that changed every second would redraw
-    the whole panel every second for every running container.
-    """
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return NA
-    total = int(seconds)
-    if total < 60:
-        return f"{total}s"
-    if total < 3600:
-        return f"{total // 60}m"
-    if total < 86400:
-        return f"{total // 3600}h {total % 3600 // 60:02d}m"
-    return f"{total // 86400}d {total % 86400 // 3600:02d}h"
 
 
 def _as_shown(row: ContainerRow) -> tuple[ContainerRow, str]:

@@ -14,8 +14,7 @@ from textual.widgets import DataTable, Static
 
 from collectors.roles import QUEUE
 from collectors.samples import QueueJobRow, QueueSnapshot
-from gpuherd.format import fmt_duration, visible
-from gpuherd.queue.sizes import format_size
+from gpuherd.format import fmt_duration, format_size, visible
 from tui.widgets.keyed_table import update_rows
 from tui.widgets.panel import Panel
 

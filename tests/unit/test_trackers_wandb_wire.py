@@ -1,0 +1,128 @@
+"""W&B records read in place give what wandb's own `Record` class decodes, and only history."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collectors.trackers.common import RunRead
+from collectors.trackers.framing import WandbLogReader
+from collectors.trackers.wandb_run import WandbRun
+
+pytest.importorskip("wandb")
+from wandb.proto.wandb_internal_pb2 import Record  # noqa: E402
+
+STORES = Path(__file__).resolve().parents[1] / "data" / "trackers"
+JSON_VALUES = ["0", "2", "-1.5e-07", "1.7958376384724007e+09", "NaN", "Infinity", "-Infinity",
+               '"text"', "true", "null", "{\"_type\": \"image\"}", "1" * 140, "", "nan"]
+
+
+def _both_ways(raw: bytes) -> tuple[Any, Any]:
+    """(in place, by wandb's class): the metrics, label and status each gives."""
+    results = []
+    for read in ("_decode", "_decode_record"):
+        run, out = WandbRun("offline-run-x"), RunRead()
+        getattr(run, read)(raw, out)
+        results.append(([(m.values, m.step, m.taken_at) for m in out.metrics],
+                        run._label, run._status))
+    return results[0], results[1]
+
+
+def _same(got: Any, want: Any) -> bool:
+    """Equal, NaN equal to NaN."""
+    return repr(got) == repr(want) and str(got) == str(want)
+
+
+def _history(items: list[tuple[list[str] | str, str]], step: int | None = None) -> bytes:
+    record = Record(num=7)
+    for key, value in items:
+        item = record.history.item.add(value_json=value)
+        if isinstance(key, str):
+            item.key = key
+        else:
+            item.nested_key.extend(key)
+    if step is not None:
+        record.history.step.num = step
+    elif not items:
+        record.history.SetInParent()
+    return record.SerializeToString()
+
+
+def test_every_record_of_the_real_runs_reads_the_same_both_ways() -> None:
+    kinds = set()
+    for log in (STORES / "wandb").glob("*/run-*.wandb"):
+        records, _used = WandbLogReader().feed(log.read_bytes())
+        for raw in records:
+            kinds.add(Record.FromString(raw).WhichOneof("record_type"))
+            in_place, decoded = _both_ways(raw)
+            assert _same(in_place, decoded)
+    assert {"history", "summary", "run", "exit", "output_raw"} <= kinds
+
+
+@pytest.mark.parametrize("items, step", [
+    ([(["train", "loss"], "0.5"), (["_step"], "3")], None),  # nested keys joined by /
+    ([("loss", "0.5"), ("_step", '"x"'), ("_step", "4"), ("_step", "5")], None),
+    ([(["loss"], "NaN"), (["acc"], "-Infinity"), (["_timestamp"], "1.5e9")], 300),
+    ([(["loss"], "0.5")], -2),  # a negative step: ten bytes of varint
+    ([([], "0.5"), (["é/ü"], "1"), (["x" * 200], "2"), (["v"], "3" * 130)], 2**40),
+    ([(["_runtime"], "1.0"), (["_step"], "1")], None),  # no metric: no row
+    ([], None),
+])
+def test_history_layouts_read_the_same_both_ways(items: list, step: int | None) -> None:
+    in_place, decoded = _both_ways(_history(items, step))
+    assert _same(in_place, decoded)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(
+    st.one_of(st.text(max_size=12), st.lists(st.text(max_size=6), max_size=3),
+              st.sampled_from(["_step", "_timestamp", "_runtime", "loss", "val/acc"])),
+    st.one_of(st.sampled_from(JSON_VALUES), st.floats().map(repr), st.integers().map(str))),
+    max_size=6), st.one_of(st.none(), st.integers(-2**63, 2**63 - 1)))
+def test_arbitrary_history_rows_read_the_same_both_ways(items: list, step: int | None) -> None:
+    in_place, decoded = _both_ways(_history(items, step))
+    assert _same(in_place, decoded)
+
+
+def test_records_that_are_not_read_are_never_decoded() -> None:
+    class Counting:
+        """wandb's `Record`, counting the records decoded with it."""
+
+        DESCRIPTOR = Record.DESCRIPTOR
+        decoded: list[str] = []
+
+        @classmethod
+        def FromString(cls, raw: bytes) -> Any:  # noqa: N802 - protobuf's name
+            record = Record.FromString(raw)
+            cls.decoded.append(record.WhichOneof("record_type"))
+            return record
+
+    run_dir = next((STORES / "wandb").glob("offline-run-*"))
+    run = WandbRun(str(run_dir))
+    run.record_class = Counting
+    read = run.read(budget_bytes=1 << 20)
+    assert len(read.metrics) == 20 and read.label in ("demo/good-run", "demo/nan-run")
+    assert read.status is not None
+    assert sorted(Counting.decoded) == ["exit", "run"]  # no summary, console or history
+
+
+def test_a_history_value_of_nan_stays_nan() -> None:
+    in_place, _decoded = _both_ways(_history([(["loss"], "NaN"), (["_step"], "2")]))
+    (values, step, _stamp), = in_place[0]
+    assert step == 2 and math.isnan(values[0][1])
+
+
+def test_an_item_with_a_field_after_its_value_is_read_by_wandbs_class() -> None:
+    from wandb.proto.wandb_internal_pb2 import HistoryItem
+
+    item = HistoryItem(nested_key=["loss"], value_json="0.5").SerializeToString()
+    item += b"\x88\x01\x05"  # field 17, a varint: unknown to this wandb, kept by protobuf
+    history = b"\x0a" + bytes([len(item)]) + item
+    raw = Record(num=7).SerializeToString() + b"\x12" + bytes([len(history)]) + history
+    in_place, decoded = _both_ways(raw)
+    assert in_place == decoded and in_place[0][0][0] == (("train/loss", 0.5),)
