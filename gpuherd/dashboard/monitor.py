@@ -253,6 +253,18 @@ def _tap(plan: Plan) -> Callable[[CollectorEvent], None] | None:
     return tap
 
 
+def _also(tap: Callable[[CollectorEvent], None] | None,
+          then: Callable[[CollectorEvent], None]) -> Callable[[CollectorEvent], None]:
+    if tap is None:
+        return then
+
+    def both(event: CollectorEvent) -> None:
+        tap(event)
+        then(event)
+
+    return both
+
+
 Guard = Callable[[Any], AbstractContextManager[Any]]
 """Wraps the running app (given the app), e.g. to turn SIGTERM into `q`."""
 
@@ -268,11 +280,14 @@ def run_app(plan: Plan, guard: Guard | None = None, close_logs: bool = True) -> 
     dashboard still needs its tails).
     """
     from gpuherd.engine.gate import EarlyCollectors  # no Textual in it
+    from tui.first_paint_term import FirstPaint  # nor in this
 
+    # Live only: a plain frame of the GPUs and their processes while Textual loads.
+    first = FirstPaint.start(plan.hostname) if plan.replay_label is None else None
     logs = plan.logs
     early = EarlyCollectors.start(
         plan.collectors,
-        tap=_tap(plan),
+        tap=_also(_tap(plan), first.tap) if first is not None else _tap(plan),
         pid_watch=plan.pid_watch,
         tails=plan.tail,
         writers=logs.writers if logs is not None else None,
@@ -290,9 +305,13 @@ def run_app(plan: Plan, guard: Guard | None = None, close_logs: bool = True) -> 
             recording=plan.recording,
             early=early,
         )
+        if first is not None:
+            first.hand_over()
         with guard(app) if guard is not None else nullcontext():
             app.run()
     finally:
+        if first is not None:
+            first.close()  # only if Textual never took the terminal over
         early.abandon()  # only if the app never took the collectors over
         if plan.logs is not None and close_logs:
             plan.logs.close()
