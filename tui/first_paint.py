@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from gpuherd.format import (
+from collectors.samples import GpuSample, GpuTick, HostSample
+from gpuherd.present.format import (
     fmt_bytes,
     fmt_duration,
     fmt_gib_pair,
@@ -18,8 +19,6 @@ from gpuherd.format import (
     pct_of,
     visible,
 )
-
-from collectors.samples import GpuSample, GpuTick, HostSample
 from tui.processes import SORT_KEYS, ProcessRow, build_rows, sort_rows
 
 PROCESS_COLUMNS: tuple[tuple[str, str, int], ...] = (

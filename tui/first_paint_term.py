@@ -18,9 +18,8 @@ import sys
 import termios
 import threading
 
-from collectors.host import gpu_pids
-
 from collectors.base import CollectorEvent, Sampled
+from collectors.machine.host import gpu_pids
 from collectors.samples import GpuTick, HostSample
 from tui.first_paint import render
 
