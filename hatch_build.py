@@ -70,10 +70,16 @@ def compile_parsers(root: Path, work: Path) -> dict[Path, str]:
     sources = sorted(str(path.relative_to(root)) for path in (root / COMPILED_PACKAGE).glob("*.py"))
     try:
         with _working_directory(root):
-            extensions = mypycify(sources, opt_level="3", group_name=COMPILED_PACKAGE,
-                                  target_dir=str(work / "c"))
-            dist = Distribution({"name": "gpuherd-parsers", "ext_modules": extensions,
-                                 "script_name": "hatch_build.py"})
+            extensions = mypycify(
+                sources, opt_level="3", group_name=COMPILED_PACKAGE, target_dir=str(work / "c")
+            )
+            dist = Distribution(
+                {
+                    "name": "gpuherd-parsers",
+                    "ext_modules": extensions,
+                    "script_name": "hatch_build.py",
+                }
+            )
             build_ext = dist.get_command_obj("build_ext")
             build_ext.build_lib = str(work / "lib")
             build_ext.build_temp = str(work / "tmp")
@@ -92,8 +98,11 @@ def compile_parsers(root: Path, work: Path) -> dict[Path, str]:
 
 def warn(reason: str) -> None:
     """Say on stderr (shown by `pip install -v`) why the parsers stay pure Python."""
-    print(f"gpuherd: the log parsers stay pure Python: {reason}. They read logs more slowly "
-          "but find the same values.", file=sys.stderr)
+    print(
+        f"gpuherd: the log parsers stay pure Python: {reason}. They read logs more slowly "
+        "but find the same values.",
+        file=sys.stderr,
+    )
 
 
 @contextlib.contextmanager
@@ -105,4 +114,3 @@ def _working_directory(path: Path) -> Iterator[None]:
         yield
     finally:
         os.chdir(before)
-

@@ -33,13 +33,17 @@ sys.path.insert(0, str(ROOT))
 
 from gpuherd.proc.child import ChildCommand  # noqa: E402
 
-LONG_LINE = ("import sys\nout = sys.stdout.buffer\nchunk = b'x' * 65536\n"
-             "for _ in range({n} // 65536):\n    out.write(chunk)\nout.flush()\n")
-FLOOD = ("import sys, threading\nline = b'y' * 99 + b'\\n'\nblock = line * 655\n"
-         "def spam(out):\n    for _ in range({n} // len(block)):\n        out.write(block)\n"
-         "    out.flush()\n"
-         "t = threading.Thread(target=spam, args=(sys.stderr.buffer,))\nt.start()\n"
-         "spam(sys.stdout.buffer)\nt.join()\n")
+LONG_LINE = (
+    "import sys\nout = sys.stdout.buffer\nchunk = b'x' * 65536\n"
+    "for _ in range({n} // 65536):\n    out.write(chunk)\nout.flush()\n"
+)
+FLOOD = (
+    "import sys, threading\nline = b'y' * 99 + b'\\n'\nblock = line * 655\n"
+    "def spam(out):\n    for _ in range({n} // len(block)):\n        out.write(block)\n"
+    "    out.flush()\n"
+    "t = threading.Thread(target=spam, args=(sys.stderr.buffer,))\nt.start()\n"
+    "spam(sys.stdout.buffer)\nt.join()\n"
+)
 
 
 def run(argv: list[str], directory: Path) -> tuple[float, Path]:
@@ -62,12 +66,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     opts = parser.parse_args()
     size = opts.mib << 20
-    result: dict[str, object] = {"python": platform.python_version(), "cpus": os.cpu_count(),
-                                 "mib": opts.mib}
+    result: dict[str, object] = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "mib": opts.mib,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        result["start_s"] = round(statistics.median(
-            run(["true"], directory)[0] for _ in range(opts.runs)), 3)
+        result["start_s"] = round(
+            statistics.median(run(["true"], directory)[0] for _ in range(opts.runs)), 3
+        )
         elapsed, log = run([sys.executable, "-c", LONG_LINE.format(n=size)], directory)
         assert log.stat().st_size == size and set(log.read_bytes()) == {ord("x")}
         result["long_line_s"] = round(elapsed, 3)

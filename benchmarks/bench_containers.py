@@ -49,9 +49,11 @@ def machine() -> str:
     except OSError:
         pass
     server = docker("version", "--format", "{{.Server.Version}}", check=False).stdout.strip()
-    return (f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}, Docker engine {server}, "
-            f"load {os.getloadavg()[0]:.2f}")
+    return (
+        f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, Docker engine {server}, "
+        f"load {os.getloadavg()[0]:.2f}"
+    )
 
 
 class TimedCollector(DockerCollector):
@@ -66,16 +68,18 @@ class TimedCollector(DockerCollector):
         try:
             return super().sample()
         finally:
-            self.calls.append((1000 * (time.thread_time() - cpu0),
-                               1000 * (time.perf_counter() - wall0)))
+            self.calls.append(
+                (1000 * (time.thread_time() - cpu0), 1000 * (time.perf_counter() - wall0))
+            )
 
 
 def collector_run(names: set[str], ticks: int, interval_s: float) -> dict[str, Any]:
     collector = TimedCollector(interval_s)
     events: list[Any] = []
     stop = threading.Event()
-    thread = threading.Thread(target=run_collector, args=(collector, events.append, stop),
-                              daemon=True)
+    thread = threading.Thread(
+        target=run_collector, args=(collector, events.append, stop), daemon=True
+    )
     thread.start()
 
     def ready() -> bool:
@@ -95,7 +99,7 @@ def collector_run(names: set[str], ticks: int, interval_s: float) -> dict[str, A
     while len(collector.calls) < first + ticks:
         time.sleep(0.05)
     cpu1, wall1 = time.process_time(), time.perf_counter()
-    calls = collector.calls[first:first + ticks]
+    calls = collector.calls[first : first + ticks]
     listed = [e.sample for e in events if isinstance(e, Sampled)][-1]
     readers = len(collector.readers)
     stop.set()
@@ -118,13 +122,18 @@ def docker_stats_runs(names: list[str], runs: int) -> dict[str, Any]:
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run(["docker", "stats", "--no-stream", *names], capture_output=True,
-                       check=True, timeout=120)
+        subprocess.run(
+            ["docker", "stats", "--no-stream", *names], capture_output=True, check=True, timeout=120
+        )
         walls.append(1000 * (time.perf_counter() - start))
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(1000 * (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
-    return {"runs": runs, "wall_ms_median": statistics.median(walls), "wall_ms_min": min(walls),
-            "cli_cpu_ms_median": statistics.median(cpus)}
+    return {
+        "runs": runs,
+        "wall_ms_median": statistics.median(walls),
+        "wall_ms_min": min(walls),
+        "cli_cpu_ms_median": statistics.median(cpus),
+    }
 
 
 def main() -> int:
@@ -151,23 +160,36 @@ def main() -> int:
         theirs = docker_stats_runs(names, args.stats_runs)
     finally:
         started.remove_all()
-    result = {"machine": machine(), "containers": args.containers, "busy": args.busy,
-              "collector": ours, "docker_stats_no_stream": theirs}
+    result = {
+        "machine": machine(),
+        "containers": args.containers,
+        "busy": args.busy,
+        "collector": ours,
+        "docker_stats_no_stream": theirs,
+    }
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"# {result['machine']}")
-    print(f"# {args.containers} containers ({args.busy} busy), {ours['listed_containers']} "
-          f"listed by the engine, {ours['stats_readers']} stats readers")
-    print(f"collector CPU per tick (whole process, {args.ticks} ticks at {args.interval:g} s): "
-          f"{ours['process_cpu_ms_per_tick']:.2f} ms ({ours['process_cpu_pct_of_core']:.2f} % "
-          "of one core)")
-    print(f"collector sample() alone: CPU {ours['tick_cpu_ms_median']:.2f} ms, wall "
-          f"{ours['tick_wall_ms_median']:.2f} ms median, {ours['tick_wall_ms_max']:.2f} ms max; "
-          f"failed ticks {ours['failed']}")
-    print(f"docker stats --no-stream, same containers: wall {theirs['wall_ms_median']:.0f} ms "
-          f"median (min {theirs['wall_ms_min']:.0f}), CLI CPU {theirs['cli_cpu_ms_median']:.0f} "
-          "ms")
+    print(
+        f"# {args.containers} containers ({args.busy} busy), {ours['listed_containers']} "
+        f"listed by the engine, {ours['stats_readers']} stats readers"
+    )
+    print(
+        f"collector CPU per tick (whole process, {args.ticks} ticks at {args.interval:g} s): "
+        f"{ours['process_cpu_ms_per_tick']:.2f} ms ({ours['process_cpu_pct_of_core']:.2f} % "
+        "of one core)"
+    )
+    print(
+        f"collector sample() alone: CPU {ours['tick_cpu_ms_median']:.2f} ms, wall "
+        f"{ours['tick_wall_ms_median']:.2f} ms median, {ours['tick_wall_ms_max']:.2f} ms max; "
+        f"failed ticks {ours['failed']}"
+    )
+    print(
+        f"docker stats --no-stream, same containers: wall {theirs['wall_ms_median']:.0f} ms "
+        f"median (min {theirs['wall_ms_min']:.0f}), CLI CPU {theirs['cli_cpu_ms_median']:.0f} "
+        "ms"
+    )
     return 0
 
 

@@ -67,31 +67,70 @@ def free_port() -> int:
 
 def host_state(exporter: Exporter, history: int = 300) -> None:
     """8 GPUs, 50 processes of 12 users in 4 containers, 10 tasks with `history` steps each."""
-    devices = tuple(GpuSample(
-        i, f"GPU-{i:08d}-0000-0000-0000-000000000000", "NVIDIA H100 80GB HBM3",
-        memory_used_bytes=(20 + i) * GiB, memory_total_bytes=80 * GiB,
-        memory_reserved_bytes=GiB // 2, gpu_util_pct=10.0 * i, temperature_c=40.0 + i,
-        power_w=100.0 + 10 * i,
-        processes=tuple(GpuProcess(10_000 + i * 7 + p, (p + 1) * GiB // 4)
-                        for p in range(7 if i < 2 else 6)))
-        for i in range(8))
+    devices = tuple(
+        GpuSample(
+            i,
+            f"GPU-{i:08d}-0000-0000-0000-000000000000",
+            "NVIDIA H100 80GB HBM3",
+            memory_used_bytes=(20 + i) * GiB,
+            memory_total_bytes=80 * GiB,
+            memory_reserved_bytes=GiB // 2,
+            gpu_util_pct=10.0 * i,
+            temperature_c=40.0 + i,
+            power_w=100.0 + 10 * i,
+            processes=tuple(
+                GpuProcess(10_000 + i * 7 + p, (p + 1) * GiB // 4) for p in range(7 if i < 2 else 6)
+            ),
+        )
+        for i in range(8)
+    )
     exporter.emit(Sampled("nvml", GpuTick(1000.0, devices)))
     pids = [p.pid for d in devices for p in d.processes or ()]
     assert len(pids) == 50
-    exporter.emit(Sampled("host", HostSample(1000.0, processes=tuple(
-        ProcessInfo(pid, user=f"user{n % 12}", command=f"python train_{n}.py",
-                    container=f"c0ffee{n % 4:06d}") for n, pid in enumerate(pids)))))
+    exporter.emit(
+        Sampled(
+            "host",
+            HostSample(
+                1000.0,
+                processes=tuple(
+                    ProcessInfo(
+                        pid,
+                        user=f"user{n % 12}",
+                        command=f"python train_{n}.py",
+                        container=f"c0ffee{n % 4:06d}",
+                    )
+                    for n, pid in enumerate(pids)
+                ),
+            ),
+        )
+    )
     for task in range(10):
         feed(exporter, task, range(1, history + 1), 1000.0)
 
 
 def feed(exporter: Exporter, task: int, steps: range, at: float) -> None:
     path = f"/runs/exp{task}/version_0/metrics.csv"
-    metrics = tuple((n, LogMetric(values=(("train/loss", 3.0 / n), ("val/acc", min(0.9, n / 400)),
-                                          ("throughput/it_s", 12.5)), step=n, epoch=n // 100))
-                    for n in steps)
-    exporter.emit(Sampled(f"log:{path}", LogBatch(path, at, "lightning_csv", metrics,
-                                                   lines_read=len(metrics), generation=1)))
+    metrics = tuple(
+        (
+            n,
+            LogMetric(
+                values=(
+                    ("train/loss", 3.0 / n),
+                    ("val/acc", min(0.9, n / 400)),
+                    ("throughput/it_s", 12.5),
+                ),
+                step=n,
+                epoch=n // 100,
+            ),
+        )
+        for n in steps
+    )
+    exporter.emit(
+        Sampled(
+            f"log:{path}",
+            LogBatch(path, at, "lightning_csv", metrics, lines_read=len(metrics), generation=1),
+        )
+    )
 
 
 def bare_registry(text: str) -> CollectorRegistry:
@@ -99,8 +138,7 @@ def bare_registry(text: str) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     for family in text_string_to_metric_families(text):
         labels = sorted({k for s in family.samples for k in s.labels})
-        gauge = Gauge(family.name, family.documentation or family.name, labels,
-                      registry=registry)
+        gauge = Gauge(family.name, family.documentation or family.name, labels, registry=registry)
         for sample in family.samples:
             child = gauge.labels(**sample.labels) if labels else gauge
             child.set(sample.value)
@@ -126,8 +164,9 @@ def gpuherd_scrape_ms(exporter: Exporter, scrapes: int) -> tuple[float, int]:
         return generate_latest(registry)
 
     series = sum(len(f.samples) for f in text_string_to_metric_families(scrape().decode()))
-    feed_only = cpu_per_call(lambda: [feed(exporter, t, range(1, 2), 2000.0) for t in range(10)],
-                             scrapes)
+    feed_only = cpu_per_call(
+        lambda: [feed(exporter, t, range(1, 2), 2000.0) for t in range(10)], scrapes
+    )
     return (cpu_per_call(scrape, scrapes) - feed_only) * 1000, series
 
 
@@ -147,8 +186,11 @@ def node_exporter_ms(scrapes: int) -> tuple[float, int] | None:
     if binary is None:
         return None
     port = free_port()
-    process = subprocess.Popen([binary, f"--web.listen-address=127.0.0.1:{port}"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [binary, f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/metrics"
     try:
         deadline = time.monotonic() + 10
@@ -184,8 +226,9 @@ def main() -> None:
     node = node_exporter_ms(args.scrapes)
     result = {
         "machine": f"{platform.node()} {platform.machine()} {psutil.cpu_count()} CPUs, "
-                   f"Python {platform.python_version()}",
-        "series": series, "gpuherd_scrape_cpu_ms": round(own_ms, 3),
+        f"Python {platform.python_version()}",
+        "series": series,
+        "gpuherd_scrape_cpu_ms": round(own_ms, 3),
         "gpuherd_http_scrape_cpu_ms": round(over_http_ms, 3),
         "bare_prometheus_client_cpu_ms": round(bare_ms, 3),
         "node_exporter_cpu_ms": None if node is None else round(node[0], 3),

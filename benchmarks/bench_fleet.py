@@ -56,8 +56,9 @@ def simulate(hosts: int, port_file: Path) -> None:
         replay = SessionReplay(SESSIONS[i % 2], speed=1.0, loop=True)
         hints = replay_hints(replay.session)
         port = free_port()
-        exporter = Exporter(parse_listen(str(port)), f"sim-{i:02d}", hints=hints,
-                            report=lambda line: None)
+        exporter = Exporter(
+            parse_listen(str(port)), f"sim-{i:02d}", hints=hints, report=lambda line: None
+        )
         running = running_set(Feed(f"sim-{i:02d}", list(replay.collectors())))
         running.attach(sink(exporter))
         exporter.start()
@@ -81,9 +82,11 @@ def query_times(url: str, count: int) -> list[float]:
 
 def measure(url: str, hosts: int, seconds: float, settle_s: float) -> dict[str, object]:
     pane = Pane(f"bench-fleet-{time.monotonic_ns()}")
-    command = (f"cd {shlex.quote(str(ROOT))} && exec env -u COLUMNS -u LINES "
-               f"{shlex.quote(sys.executable)} -m gpuherd fleet --prometheus {url} "
-               "--interval 1 --stale-after 10")
+    command = (
+        f"cd {shlex.quote(str(ROOT))} && exec env -u COLUMNS -u LINES "
+        f"{shlex.quote(sys.executable)} -m gpuherd fleet --prometheus {url} "
+        "--interval 1 --stale-after 10"
+    )
     pane.start(command, 200, 90)
     try:
         pane.wait_for(lambda s: f"{hosts} hosts" in s, timeout_s=60)
@@ -105,10 +108,14 @@ def measure(url: str, hosts: int, seconds: float, settle_s: float) -> dict[str, 
     finally:
         pane.tmux("kill-server")
     cpu = (after.user - before.user) + (after.system - before.system)
-    return {"cpu_pct_one_core": round(100 * cpu / elapsed, 2), "window_s": round(elapsed, 1),
-            "refreshes_seen": len(updates), "rows_on_screen": rows,
-            "refresh_ms_median": statistics.median(refresh_ms) if refresh_ms else None,
-            "refresh_ms_max": max(refresh_ms) if refresh_ms else None}
+    return {
+        "cpu_pct_one_core": round(100 * cpu / elapsed, 2),
+        "window_s": round(elapsed, 1),
+        "refreshes_seen": len(updates),
+        "rows_on_screen": rows,
+        "refresh_ms_median": statistics.median(refresh_ms) if refresh_ms else None,
+        "refresh_ms_max": max(refresh_ms) if refresh_ms else None,
+    }
 
 
 def main() -> None:
@@ -123,36 +130,45 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         port_file = Path(tmp) / "ports.json"
-        sim = subprocess.Popen([sys.executable, __file__, "--hosts", str(args.hosts),
-                                "--simulate", str(port_file)], cwd=ROOT)
+        sim = subprocess.Popen(
+            [sys.executable, __file__, "--hosts", str(args.hosts), "--simulate", str(port_file)],
+            cwd=ROOT,
+        )
         try:
-            ports = wait_for(lambda: port_file.exists() and json.loads(port_file.read_text()),
-                             timeout_s=120, what="the simulated hosts")
+            ports = wait_for(
+                lambda: port_file.exists() and json.loads(port_file.read_text()),
+                timeout_s=120,
+                what="the simulated hosts",
+            )
             targets = [f"127.0.0.1:{port}" for port in ports]
             with running_prometheus(Path(tmp) / "prom", targets, interval_s=1.0) as prom:
-                wait_for(lambda: prom.targets_up() == args.hosts, timeout_s=60,
-                         what="every host scraped")
+                wait_for(
+                    lambda: prom.targets_up() == args.hosts, timeout_s=60, what="every host scraped"
+                )
                 queries = query_times(prom.url, 20)
                 result = measure(prom.url, args.hosts, args.seconds, args.settle)
                 series = prom.value("count({__name__=~'gpuherd_.+'})")
         finally:
             sim.terminate()
             sim.wait(30)
-    result.update({
-        "machine": f"{platform.node()} {platform.machine()} {psutil.cpu_count()} CPUs, "
-                   f"Python {platform.python_version()}",
-        "hosts": args.hosts, "series_in_prometheus": series,
-        "query_ms_median": round(1000 * statistics.median(queries), 1),
-        "query_ms_max": round(1000 * max(queries), 1),
-    })
+    result.update(
+        {
+            "machine": f"{platform.node()} {platform.machine()} {psutil.cpu_count()} CPUs, "
+            f"Python {platform.python_version()}",
+            "hosts": args.hosts,
+            "series_in_prometheus": series,
+            "query_ms_median": round(1000 * statistics.median(queries), 1),
+            "query_ms_max": round(1000 * max(queries), 1),
+        }
+    )
     print(json.dumps(result))
-    print(f"hosts {args.hosts}, GPU rows on screen {result['rows_on_screen']}, "
-          f"series {series:.0f}")
+    print(f"hosts {args.hosts}, GPU rows on screen {result['rows_on_screen']}, series {series:.0f}")
     print(f"query alone: median {result['query_ms_median']} ms, max {result['query_ms_max']} ms")
-    print(f"query to rows on the table: median {result['refresh_ms_median']} ms, max "
-          f"{result['refresh_ms_max']} ms over {result['refreshes_seen']} refreshes")
-    print(f"fleet view CPU: {result['cpu_pct_one_core']} % of one core over "
-          f"{result['window_s']} s")
+    print(
+        f"query to rows on the table: median {result['refresh_ms_median']} ms, max "
+        f"{result['refresh_ms_max']} ms over {result['refreshes_seen']} refreshes"
+    )
+    print(f"fleet view CPU: {result['cpu_pct_one_core']} % of one core over {result['window_s']} s")
 
 
 if __name__ == "__main__":

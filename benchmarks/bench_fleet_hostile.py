@@ -60,8 +60,9 @@ def chunked_forever(handler: BaseHTTPRequestHandler, stop: threading.Event) -> N
         handler.wfile.flush()
 
 
-def serve(send: Callable[[BaseHTTPRequestHandler, threading.Event], None],
-          stop: threading.Event) -> ThreadingHTTPServer:
+def serve(
+    send: Callable[[BaseHTTPRequestHandler, threading.Event], None], stop: threading.Event
+) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -131,23 +132,36 @@ def _swallow(run: Callable[[], object]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=12.0,
-                        help="how long the plain read is let run before it is abandoned")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=12.0,
+        help="how long the plain read is let run before it is abandoned",
+    )
     args = parser.parse_args()
     print(f"cap {MAX_ANSWER_BYTES >> 20} MiB; anchor stopped after {args.seconds:g} s")
     print(f"{'answer':<16} {'reader':<18} {'seconds':>8} {'peak MiB':>9}  still reading")
-    for name, send in (("endless", endless), ("drip 1 B / 2 s", drip),
-                       ("chunked forever", chunked_forever)):
+    for name, send in (
+        ("endless", endless),
+        ("drip 1 B / 2 s", drip),
+        ("chunked forever", chunked_forever),
+    ):
         stop = threading.Event()
         httpd = serve(send, stop)
         url = f"http://127.0.0.1:{httpd.server_address[1]}"
         client = PrometheusClient(url)
         elapsed, peak, alive = measure(lambda c=client: c.query("up"), args.seconds)
-        print(f"{name:<16} {'gpuherd':<18} {elapsed:8.2f} {peak / 2**20:9.1f}  "
-              f"{'yes' if alive else 'no'}", flush=True)
+        print(
+            f"{name:<16} {'gpuherd':<18} {elapsed:8.2f} {peak / 2**20:9.1f}  "
+            f"{'yes' if alive else 'no'}",
+            flush=True,
+        )
         elapsed, peak, alive = plain_read(url, args.seconds)
-        print(f"{name:<16} {'plain urllib read':<18} {elapsed:8.2f} {peak / 2**20:9.1f}  "
-              f"{'yes' if alive else 'no'} (peak RSS)", flush=True)
+        print(
+            f"{name:<16} {'plain urllib read':<18} {elapsed:8.2f} {peak / 2**20:9.1f}  "
+            f"{'yes' if alive else 'no'} (peak RSS)",
+            flush=True,
+        )
         stop.set()
         httpd.shutdown()
         httpd.server_close()

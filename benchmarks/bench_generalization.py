@@ -79,8 +79,10 @@ class Score:
 
     def total(self) -> tuple[int, int]:
         """(found, read by eye) over every family."""
-        return (sum(h for h, _ in self.per_family.values()),
-                sum(t for _, t in self.per_family.values()))
+        return (
+            sum(h for h, _ in self.per_family.values()),
+            sum(t for _, t in self.per_family.values()),
+        )
 
 
 def family_of(key: str) -> str:
@@ -103,7 +105,7 @@ def parse(key: str, off: frozenset[str]) -> tuple[str, list[dict[str, Any]]]:
 def _base(name: str) -> str:
     for side in SIDES:
         if name.startswith(side):
-            return name[len(side):]
+            return name[len(side) :]
     return name
 
 
@@ -119,8 +121,9 @@ def cause(read: Read, on_line: list[dict[str, Any]]) -> str:
     return "name differs" if same else "value missed"
 
 
-def score(keys: Iterable[str], off_for: dict[str, frozenset[str]],
-          reference: Score | None = None) -> Score:
+def score(
+    keys: Iterable[str], off_for: dict[str, frozenset[str]], reference: Score | None = None
+) -> Score:
     """Score every log in `keys`, each with the formats `off_for[its family]` left out.
 
     Values that neither a reading nor `reference` (the full parse) has on their line are
@@ -146,8 +149,9 @@ def score(keys: Iterable[str], off_for: dict[str, frozenset[str]],
             known = reference.values[key]
             for record in records:
                 value, line = float(record["value"]), record["line"]
-                if not any(read.line == line and same_value(value, read.value) for read in reads) \
-                        and not any(same_value(value, v) for v in known.get(line, ())):
+                if not any(
+                    read.line == line and same_value(value, read.value) for read in reads
+                ) and not any(same_value(value, v) for v in known.get(line, ())):
                     extra[record["metric"]] += 1
     return result
 
@@ -162,8 +166,11 @@ def measure() -> dict[str, Score]:
             own[family_of(key)].add(log_format)
     alone = {family_of(key): FRAMEWORK_FORMATS for key in keys}
     left_out = {f: frozenset(s) for f, s in own.items()}
-    return {"all parsers": everything, "generic alone": score(keys, alone, everything),
-            "leave one family out": score(keys, left_out, everything)}
+    return {
+        "all parsers": everything,
+        "generic alone": score(keys, alone, everything),
+        "leave one family out": score(keys, left_out, everything),
+    }
 
 
 def _share(hit: int, total: int) -> str:
@@ -187,8 +194,11 @@ def cause_rows(scores: dict[str, Score]) -> list[str]:
         counts = [sum(c == name for _, _, c in scores[m].misses) for m in MODES]
         rows.append(f"| {name} | " + " | ".join(map(str, counts)) + " |")
     extra = [str(sum(sum(c.values()) for c in scores[m].unaccounted.values())) for m in MODES]
-    rows.append("| unaccounted values (false positives or left out on purpose) | - | "
-                + " | ".join(extra[1:]) + " |")
+    rows.append(
+        "| unaccounted values (false positives or left out on purpose) | - | "
+        + " | ".join(extra[1:])
+        + " |"
+    )
     return rows
 
 
@@ -197,8 +207,10 @@ def miss_lines(score_: Score) -> list[str]:
     grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
     for key, read, why in score_.misses:
         grouped[(why, key)].append(f"{read.line} `{read.name}`")
-    return [f"- {why}: `{key}` line {', '.join(items)}"
-            for (why, key), items in sorted(grouped.items(), key=lambda i: CAUSES.index(i[0][0]))]
+    return [
+        f"- {why}: `{key}` line {', '.join(items)}"
+        for (why, key), items in sorted(grouped.items(), key=lambda i: CAUSES.index(i[0][0]))
+    ]
 
 
 def top_unaccounted(score_: Score, count: int = 12) -> str:
@@ -220,27 +232,44 @@ def report(scores: dict[str, Score]) -> list[str]:
         if misses == shown and extra == top_unaccounted(scores[MODES[1]]):
             lines += [f"Misses and unaccounted values, {mode}: the same as {MODES[1]}.", ""]
             continue
-        lines += [f"Misses, {mode}:", "", *misses, "",
-                  f"Most frequent unaccounted values, {mode}: {extra}.", ""]
+        lines += [
+            f"Misses, {mode}:",
+            "",
+            *misses,
+            "",
+            f"Most frequent unaccounted values, {mode}: {extra}.",
+            "",
+        ]
         shown = misses
     return lines
 
 
 def write_results(body: list[str]) -> None:
     """Replace (or add at the end) this benchmark's section of RESULTS.md."""
-    block = "\n".join([
-        SECTION, "",
-        "`python benchmarks/bench_generalization.py --write-results`, "
-        f"{time.strftime('%Y-%m-%d')} (in-process `parse_file`, detection included; what each "
-        "column means: the script's docstring). Found / read by eye per tests/data/logs "
-        "folder, `HAND_READ` and `UNSEEN` values only.", "", *body]) + "\n"
+    block = (
+        "\n".join(
+            [
+                SECTION,
+                "",
+                "`python benchmarks/bench_generalization.py --write-results`, "
+                f"{time.strftime('%Y-%m-%d')} (in-process `parse_file`, detection included; "
+                "what each "
+                "column means: the script's docstring). Found / read by eye per tests/data/logs "
+                "folder, `HAND_READ` and `UNSEEN` values only.",
+                "",
+                *body,
+            ]
+        )
+        + "\n"
+    )
     replace_section(SECTION, block)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write-results", action="store_true",
-                        help="write the tables into benchmarks/RESULTS.md")
+    parser.add_argument(
+        "--write-results", action="store_true", help="write the tables into benchmarks/RESULTS.md"
+    )
     args = parser.parse_args()
     body = report(measure())
     print("\n".join(body))

@@ -88,8 +88,12 @@ def run(rate: float, seconds: float, burst: int, poll: bool) -> dict[str, object
     cpu_before = time.process_time()
     thread.start()
     got_first.wait(10)
-    writer = subprocess.run([sys.executable, "-c", WRITER, log, str(rate), str(seconds),
-                             str(burst)], capture_output=True, text=True, check=True)
+    writer = subprocess.run(
+        [sys.executable, "-c", WRITER, log, str(rate), str(seconds), str(burst)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     total = int(writer.stdout.strip())
     deadline = time.monotonic() + 10
     while len(steps) < total and time.monotonic() < deadline:
@@ -105,15 +109,21 @@ def run(rate: float, seconds: float, burst: int, poll: bool) -> dict[str, object
     return {
         "figure": "log line written -> metric available",
         "mode": "poll" if tail.polling else "watchdog",
-        "rate_lines_s": rate, "burst": burst, "seconds": seconds, "lines": total,
-        "received": len(steps), "lost": total - len(set(steps)),
+        "rate_lines_s": rate,
+        "burst": burst,
+        "seconds": seconds,
+        "lines": total,
+        "received": len(steps),
+        "lost": total - len(set(steps)),
         "duplicates": len(steps) - len(set(steps)),
         "p50_ms": round(percentile(ms, 50), 2) if ms else None,
         "p90_ms": round(percentile(ms, 90), 2) if ms else None,
         "p99_ms": round(percentile(ms, 99), 2) if ms else None,
         "max_ms": round(max(ms), 2) if ms else None,
         "tail_cpu_pct": round(100 * cpu / seconds, 2),
-        "goal_p99_ms": 250, "machine": platform.node(), "python": platform.python_version(),
+        "goal_p99_ms": 250,
+        "machine": platform.node(),
+        "python": platform.python_version(),
     }
 
 
@@ -127,10 +137,12 @@ def main() -> int:
     result = run(args.rate, args.seconds, args.burst, args.poll)
     print(json.dumps(result))
     verdict = "met" if result["p99_ms"] is not None and result["p99_ms"] <= 250 else "NOT met"
-    print(f"{result['mode']}: {result['received']}/{result['lines']} metrics, "
-          f"p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms, max {result['max_ms']} ms, "
-          f"lost {result['lost']}, duplicates {result['duplicates']}; goal p99 <= 250 ms "
-          f"{verdict}; tail CPU {result['tail_cpu_pct']} % of a core")
+    print(
+        f"{result['mode']}: {result['received']}/{result['lines']} metrics, "
+        f"p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms, max {result['max_ms']} ms, "
+        f"lost {result['lost']}, duplicates {result['duplicates']}; goal p99 <= 250 ms "
+        f"{verdict}; tail CPU {result['tail_cpu_pct']} % of a core"
+    )
     return 0 if verdict == "met" and not result["lost"] and not result["duplicates"] else 1
 
 

@@ -53,11 +53,16 @@ def cpu_ms_per_call(call: Callable[[], Any], n: int, warmup: int) -> tuple[float
 def fake_backend(gpus: int, procs: int) -> Any:
     from tests.fakes import FakeGpu, FakeNvml, GiB
 
-    return FakeNvml([
-        FakeGpu(uuid=f"GPU-fake-{i}", used=(procs + 1) * GiB,
-                compute=[ProcessEntry(1000 + p, GiB) for p in range(procs)])
-        for i in range(gpus)
-    ])
+    return FakeNvml(
+        [
+            FakeGpu(
+                uuid=f"GPU-fake-{i}",
+                used=(procs + 1) * GiB,
+                compute=[ProcessEntry(1000 + p, GiB) for p in range(procs)],
+            )
+            for i in range(gpus)
+        ]
+    )
 
 
 def measure_gpuherd(backend: Any, n: int, warmup: int) -> dict[str, Any]:
@@ -145,14 +150,16 @@ def _slow_calls(handle: Any) -> dict[str, Callable[[], Any]]:
 
     return {
         "slow:pcie_throughput": lambda: pynvml.nvmlDeviceGetPcieThroughput(
-            handle, pynvml.NVML_PCIE_UTIL_TX_BYTES),
+            handle, pynvml.NVML_PCIE_UTIL_TX_BYTES
+        ),
         "slow:total_energy": lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(handle),
     }
 
 
 def start_workload() -> subprocess.Popen[str]:
-    child = subprocess.Popen([sys.executable, "-c", HOLD_2_GIB], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLD_2_GIB], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert child.stdout is not None
     if child.stdout.readline().strip() != "ready":
         raise SystemExit("the torch workload did not start")
@@ -166,8 +173,11 @@ def main() -> int:
     parser.add_argument("--fake", action="store_true", help="use FakeNvml (no GPU needed)")
     parser.add_argument("--fake-gpus", type=int, default=1)
     parser.add_argument("--fake-procs", type=int, default=2)
-    parser.add_argument("--with-workload", action="store_true",
-                        help="hold 2 GiB in a torch child so the process list is not empty")
+    parser.add_argument(
+        "--with-workload",
+        action="store_true",
+        help="hold 2 GiB in a torch child so the process list is not empty",
+    )
     parser.add_argument("--per-call", action="store_true", help="also time each NVML call")
     parser.add_argument("--no-anchor", action="store_true", help="skip nvitop")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -201,7 +211,9 @@ def main() -> int:
         "anchor": anchor,
         "ratio_anchor_over_gpuherd": (
             round(anchor["cpu_ms_per_tick"] / ours["cpu_ms_per_tick"], 2)
-            if anchor and ours["cpu_ms_per_tick"] > 0 else None),
+            if anchor and ours["cpu_ms_per_tick"] > 0
+            else None
+        ),
         "goal_cpu_ms_per_gpu_tick": 1.0,
         # FakeNvml skips ctypes and the driver, so only a real GPU run can judge the goal.
         "meets_goal": None if args.fake else ours["cpu_ms_per_gpu"] <= 1.0,
@@ -217,17 +229,23 @@ def main() -> int:
 def print_report(r: dict[str, Any]) -> None:
     ours = r["gpuherd"]
     print(f"backend {r['backend']}  host {r['host']}  python {r['python']}  ticks {r['ticks']}")
-    print(f"GPUs {ours['gpus']} ({', '.join(ours['gpu_names'])})  driver {ours['driver']}  "
-          f"processes listed {ours['processes']}")
-    print(f"gpuherd NvmlCollector.sample(): {ours['cpu_ms_per_tick']:.4f} ms CPU/tick "
-          f"({ours['cpu_ms_per_gpu']:.4f} per GPU), {ours['wall_ms_per_tick']:.4f} ms wall")
+    print(
+        f"GPUs {ours['gpus']} ({', '.join(ours['gpu_names'])})  driver {ours['driver']}  "
+        f"processes listed {ours['processes']}"
+    )
+    print(
+        f"gpuherd NvmlCollector.sample(): {ours['cpu_ms_per_tick']:.4f} ms CPU/tick "
+        f"({ours['cpu_ms_per_gpu']:.4f} per GPU), {ours['wall_ms_per_tick']:.4f} ms wall"
+    )
     anchor = r["anchor"]
     if anchor is None:
         print("anchor: not measured (nvitop not importable, --no-anchor, or --fake)")
     else:
-        print(f"anchor {anchor['name']} (nvitop {anchor['version']}): "
-              f"{anchor['cpu_ms_per_tick']:.4f} ms CPU/tick, {anchor['wall_ms_per_tick']:.4f} ms "
-              f"wall; ratio anchor/gpuherd {r['ratio_anchor_over_gpuherd']}")
+        print(
+            f"anchor {anchor['name']} (nvitop {anchor['version']}): "
+            f"{anchor['cpu_ms_per_tick']:.4f} ms CPU/tick, {anchor['wall_ms_per_tick']:.4f} ms "
+            f"wall; ratio anchor/gpuherd {r['ratio_anchor_over_gpuherd']}"
+        )
     verdict = {None: "not judged (fake backend)", True: "met", False: "NOT met"}[r["meets_goal"]]
     print(f"goal <= {r['goal_cpu_ms_per_gpu_tick']} ms CPU per GPU per tick: {verdict}")
     if r["per_call_cpu_us"]:

@@ -92,9 +92,7 @@ def run_baseline(mix: list[tuple[str, list[str]]]) -> int:
     return found
 
 
-def best_rates(
-    mix: list[tuple[str, list[str]]], repeats: int
-) -> list[tuple[float, float, int]]:
+def best_rates(mix: list[tuple[str, list[str]]], repeats: int) -> list[tuple[float, float, int]]:
     """(CPU lines/s, wall lines/s, result) of the best run of each pass; the passes alternate,
     so a busy spell on a shared machine hits both rather than one."""
     total_lines = sum(len(lines) for _, lines in mix)
@@ -165,10 +163,15 @@ def compiled_parsers_dir() -> Path | None:
 
 def measure_in(first_on_path: Path, argv: list[str]) -> int:
     """Run this script again, measuring the parsers of `first_on_path`."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(first_on_path), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return subprocess.run([sys.executable, __file__, *argv, "--parsers", "imported"],
-                          env=env, check=False).returncode
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(first_on_path), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+    }
+    return subprocess.run(
+        [sys.executable, __file__, *argv, "--parsers", "imported"], env=env, check=False
+    ).returncode
 
 
 def main() -> int:
@@ -189,16 +192,24 @@ def main() -> int:
     total = sum(len(lines) for _, lines in mix)
     chars = sum(len(line) for _, lines in mix for line in lines)
     formats = sorted({name for name, _ in mix})
-    print(f"mix: {total:,} lines, {chars / total:.0f} chars/line on average, "
-          f"{len(formats)} formats: {', '.join(formats)}")
+    print(
+        f"mix: {total:,} lines, {chars / total:.0f} chars/line on average, "
+        f"{len(formats)} formats: {', '.join(formats)}"
+    )
     (ours, ours_wall, metrics), (base, base_wall, matched) = best_rates(mix, args.repeats)
-    print(f"gpuherd parsers + findings: {ours:>12,.0f} lines/s  [wall {ours_wall:,.0f}]  "
-          f"({metrics:,} metrics)")
-    print(f"one-regex key:value scan:   {base:>12,.0f} lines/s  [wall {base_wall:,.0f}]  "
-          f"({matched:,} lines with pairs)")
+    print(
+        f"gpuherd parsers + findings: {ours:>12,.0f} lines/s  [wall {ours_wall:,.0f}]  "
+        f"({metrics:,} metrics)"
+    )
+    print(
+        f"one-regex key:value scan:   {base:>12,.0f} lines/s  [wall {base_wall:,.0f}]  "
+        f"({matched:,} lines with pairs)"
+    )
     ratio = ours / base
-    print(f"ratio: {ratio:.2f}x  goal: >= 200,000 lines/s and >= 0.70x -> "
-          f"{'met' if ours >= 200_000 and ratio >= 0.7 else 'NOT met'}")
+    print(
+        f"ratio: {ratio:.2f}x  goal: >= 200,000 lines/s and >= 0.70x -> "
+        f"{'met' if ours >= 200_000 and ratio >= 0.7 else 'NOT met'}"
+    )
     return 0
 
 

@@ -39,8 +39,13 @@ GOAL_OVERALL, GOAL_FORMAT = 0.95, 0.85
 
 def run_parse(path: Path) -> list[dict[str, Any]]:
     """The metric records `gpuherd parse --json` prints for one file (findings left out)."""
-    done = subprocess.run([sys.executable, "-m", "gpuherd", "parse", "--json", str(path)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "parse", "--json", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     records = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return [r for r in records if "metric" in r]
 
@@ -68,7 +73,8 @@ def found(read: Read, records: Iterable[dict[str, Any]]) -> bool:
         if read.step is not None and record.get("step") != read.step:
             continue
         if read.epoch is not None and (
-                "epoch" not in record or not same_value(_number(record["epoch"]), read.epoch)):
+            "epoch" not in record or not same_value(_number(record["epoch"]), read.epoch)
+        ):
             continue
         return True
     return False
@@ -110,15 +116,21 @@ def table(per_format: dict[str, list[int]]) -> list[str]:
 
 def write_results(rows: list[str], missed: list[tuple[str, Read]]) -> None:
     """Replace (or add) the "Parse recall" section of RESULTS.md."""
-    body = [SECTION, "",
-            "`python benchmarks/bench_parse_recall.py --write-results`: every `HAND_READ` value "
-            "(tests/unit/test_parsers_hand_read.py) looked up in `gpuherd parse --json FILE` "
-            "output, detection included. Goal: >= 95 % overall, no format below 85 %.", "",
-            *rows, ""]
+    body = [
+        SECTION,
+        "",
+        "`python benchmarks/bench_parse_recall.py --write-results`: every `HAND_READ` value "
+        "(tests/unit/test_parsers_hand_read.py) looked up in `gpuherd parse --json FILE` "
+        "output, detection included. Goal: >= 95 % overall, no format below 85 %.",
+        "",
+        *rows,
+        "",
+    ]
     if missed:
         body += ["Not found:", ""]
-        body += [f"- `{key}` line {read.line}: `{read.name}` = {read.value}"
-                 for key, read in missed]
+        body += [
+            f"- `{key}` line {read.line}: `{read.name}` = {read.value}" for key, read in missed
+        ]
         body.append("")
     replace_section(SECTION, "\n".join(body) + "\n")
 
@@ -131,13 +143,14 @@ def replace_section(section: str, block: str) -> None:
         RESULTS.write_text(text.rstrip("\n") + "\n\n" + block)
         return
     end = text.find("\n## ", start + len(section))
-    RESULTS.write_text(text[:start] + block + (text[end + 1:] if end >= 0 else ""))
+    RESULTS.write_text(text[:start] + block + (text[end + 1 :] if end >= 0 else ""))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write-results", action="store_true",
-                        help="write the table into benchmarks/RESULTS.md")
+    parser.add_argument(
+        "--write-results", action="store_true", help="write the table into benchmarks/RESULTS.md"
+    )
     args = parser.parse_args()
     per_format, missed = measure()
     rows = table(per_format)

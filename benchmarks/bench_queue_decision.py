@@ -64,17 +64,28 @@ def build_jobs(count: int, mixed: bool) -> list[Job]:
     rng = random.Random(7)
     jobs = []
     for i in range(1, count + 1):
-        spec = JobSpec(argv=("python", "train.py", f"--seed={i}"), cwd="/work",
-                       vram_bytes=rng.randint(2, 60) * GIB,
-                       gpus=2 if mixed and i % 7 == 0 else 1,
-                       after=i - 1 if mixed and i % 11 == 0 else None)
-        jobs.append(Job(id=i, position=i, spec=spec, state=JobState.WAITING,
-                        created_at=T0 - rng.randint(0, 600)))
+        spec = JobSpec(
+            argv=("python", "train.py", f"--seed={i}"),
+            cwd="/work",
+            vram_bytes=rng.randint(2, 60) * GIB,
+            gpus=2 if mixed and i % 7 == 0 else 1,
+            after=i - 1 if mixed and i % 11 == 0 else None,
+        )
+        jobs.append(
+            Job(
+                id=i,
+                position=i,
+                spec=spec,
+                state=JobState.WAITING,
+                created_at=T0 - rng.randint(0, 600),
+            )
+        )
     return jobs
 
 
-def time_decide(window: HeadroomWindow, jobs: list[Job], reservations: list[Reservation],
-                runs: int) -> tuple[list[float], list[float], int, int]:
+def time_decide(
+    window: HeadroomWindow, jobs: list[Job], reservations: list[Reservation], runs: int
+) -> tuple[list[float], list[float], int, int]:
     """Wall and CPU ms per decision; CPU time leaves out other processes on a busy machine."""
     now = T0 + SETTLE_S
     for _ in range(max(20, runs // 20)):
@@ -92,8 +103,10 @@ def time_decide(window: HeadroomWindow, jobs: list[Job], reservations: list[Rese
 
 def time_add(gpus: int, runs: int) -> float:
     window = HeadroomWindow(SETTLE_S)
-    rounds = [[GpuReading(T0 + t, uuid(i), i, 80 * GIB, 40 * GIB, 3.0) for i in range(gpus)]
-              for t in range(runs)]
+    rounds = [
+        [GpuReading(T0 + t, uuid(i), i, 80 * GIB, 40 * GIB, 3.0) for i in range(gpus)]
+        for t in range(runs)
+    ]
     start = time.perf_counter()
     for r in rounds:
         window.add(r)
@@ -111,20 +124,28 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--gpus", type=int, default=8)
     args = parser.parse_args()
-    print(f"python {platform.python_version()} on {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-    print(f"{args.jobs} waiting jobs x {args.gpus} GPUs x {SETTLE_S:g} s window at 1 Hz, "
-          f"{args.runs} decisions per scenario")
-    reservations = [Reservation(uuid(i % args.gpus), (1 + i % 4) * GIB, f"other/{i}")
-                    for i in range(12)]
+    print(
+        f"python {platform.python_version()} on {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"{args.jobs} waiting jobs x {args.gpus} GPUs x {SETTLE_S:g} s window at 1 Hz, "
+        f"{args.runs} decisions per scenario"
+    )
+    reservations = [
+        Reservation(uuid(i % args.gpus), (1 + i % 4) * GIB, f"other/{i}") for i in range(12)
+    ]
     for name, mixed, held in (("all wait", False, []), ("mixed", True, reservations)):
         window = build_window(args.gpus, mixed)
-        wall, cpu, launched, waiting = time_decide(window, build_jobs(args.jobs, mixed), held,
-                                                   args.runs)
+        wall, cpu, launched, waiting = time_decide(
+            window, build_jobs(args.jobs, mixed), held, args.runs
+        )
         print(f"{name:>9} ({launched} launched, {waiting} with a reason):")
         for label, samples in (("wall", wall), ("CPU", cpu)):
-            print(f"    {label:>4}: median {statistics.median(samples):.3f} ms, "
-                  f"p99 {p99(samples):.3f} ms, max {max(samples):.3f} ms")
+            print(
+                f"    {label:>4}: median {statistics.median(samples):.3f} ms, "
+                f"p99 {p99(samples):.3f} ms, max {max(samples):.3f} ms"
+            )
     print(f"window.add of one {args.gpus}-GPU round: {time_add(args.gpus, 20000):.1f} us")
     return 0
 

@@ -58,8 +58,9 @@ def main() -> int:
             script = base / "gpus.json"
             write_script(script, [Gpu("GPU-busy", total=80 * GiB, used=70 * GiB, util=95)])
             argv = [sys.executable, str(FAKE_RUNNER), str(script), *flags]
-        runner = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True)
+        runner = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
         try:
             time.sleep(WARM_UP_S)
             proc = psutil.Process(runner.pid)
@@ -78,10 +79,14 @@ def main() -> int:
     pct = 100.0 * cpu_s / wall
     source = "real NVML" if args.real else "FakeNvml"
     print(f"host: {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
-    print(f"idle runner ({source}, interval {args.interval:g} s, one job waiting: "
-          f"{waiting.wait_reason!r})")
-    print(f"CPU over {wall:.1f} s: {cpu_s * 1000:.0f} ms = {pct:.3f} % of one core "
-          f"(goal <= {GOAL_PCT} %: {'met' if pct <= GOAL_PCT else 'NOT met'})")
+    print(
+        f"idle runner ({source}, interval {args.interval:g} s, one job waiting: "
+        f"{waiting.wait_reason!r})"
+    )
+    print(
+        f"CPU over {wall:.1f} s: {cpu_s * 1000:.0f} ms = {pct:.3f} % of one core "
+        f"(goal <= {GOAL_PCT} %: {'met' if pct <= GOAL_PCT else 'NOT met'})"
+    )
     return 0
 
 

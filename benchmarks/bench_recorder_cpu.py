@@ -34,7 +34,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 
-LOAD = r'''
+LOAD = r"""
 import signal, sys, time
 import torch
 signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
@@ -44,9 +44,9 @@ while True:
         a = (a @ a).clamp_(-1, 1)
     torch.cuda.synchronize()
     time.sleep(0.05)
-'''
+"""
 
-NVML_POLL = r'''
+NVML_POLL = r"""
 import signal, sys, time
 import pynvml
 interval, index = float(sys.argv[1]), int(sys.argv[2])
@@ -58,7 +58,7 @@ while True:
     peak = max(peak, pynvml.nvmlDeviceGetMemoryInfo(handle).used)
     due += interval
     time.sleep(max(0.0, due - time.monotonic()))
-'''
+"""
 
 
 def write_log(path: Path, stop: threading.Event) -> None:
@@ -66,8 +66,10 @@ def write_log(path: Path, stop: threading.Event) -> None:
     with open(path, "a", buffering=1) as f:
         while not stop.wait(0.1):
             step += 1
-            f.write(f"epoch {step // 1000} step {step} loss={2.0 / (1 + step / 500):.4f} "
-                    f"lr=0.0003 throughput=812.5\n")
+            f.write(
+                f"epoch {step // 1000} step {step} loss={2.0 / (1 + step / 500):.4f} "
+                f"lr=0.0003 throughput=812.5\n"
+            )
 
 
 def cpu_seconds(proc: psutil.Process) -> float:
@@ -85,10 +87,12 @@ def main() -> int:
     args = parser.parse_args()
     work = args.out or Path(tempfile.mkdtemp(prefix="gpuherd-cpu-"))
     work.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-               filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-           "CUDA_VISIBLE_DEVICES": str(args.gpu)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "CUDA_VISIBLE_DEVICES": str(args.gpu),
+    }
     log = work / "train.log"
     log.touch()
     stop = threading.Event()
@@ -100,15 +104,33 @@ def main() -> int:
     procs = {
         "gpuherd --record (1 Hz + 50 Hz peaks)": subprocess.Popen(
             [*gpuherd, str(work / "a"), "--log", str(log), "--duration", f"{total}s"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
         "gpuherd --record --peak-interval 0": subprocess.Popen(
-            [*gpuherd, str(work / "b"), "--log", str(log), "--peak-interval", "0",
-             "--duration", f"{total}s"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-        "nvidia-smi -l 1": subprocess.Popen(["nvidia-smi", "-l", "1"], stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL),
+            [
+                *gpuherd,
+                str(work / "b"),
+                "--log",
+                str(log),
+                "--peak-interval",
+                "0",
+                "--duration",
+                f"{total}s",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
+        "nvidia-smi -l 1": subprocess.Popen(
+            ["nvidia-smi", "-l", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ),
         "NVML memory poll 20 ms": subprocess.Popen(
-            [sys.executable, "-c", NVML_POLL, "0.02", str(args.gpu)], env=env),
+            [sys.executable, "-c", NVML_POLL, "0.02", str(args.gpu)], env=env
+        ),
     }
     time.sleep(args.settle)
     ps = {k: psutil.Process(p.pid) for k, p in procs.items()}
@@ -124,21 +146,38 @@ def main() -> int:
     if load is not None:
         load.send_signal(signal.SIGTERM)
         load.wait(30)
-    results = {k: {"cpu_pct_one_core": round(100 * (cpu1[k] - cpu0[k]) / (t1 - t0), 3),
-                   "rss_mb": round(rss[k] / 1e6, 1)} for k in procs}
+    results = {
+        k: {
+            "cpu_pct_one_core": round(100 * (cpu1[k] - cpu0[k]) / (t1 - t0), 3),
+            "rss_mb": round(rss[k] / 1e6, 1),
+        }
+        for k in procs
+    }
     meta = json.loads((work / "a" / "meta.json").read_text())
     rows = sum(1 for _ in open(work / "a" / "gpu.csv")) - 1
-    metric_rows = sum(1 for _ in open(work / "a" / "metrics.csv")) - 1 if (
-        work / "a" / "metrics.csv").exists() else 0
+    metric_rows = (
+        sum(1 for _ in open(work / "a" / "metrics.csv")) - 1
+        if (work / "a" / "metrics.csv").exists()
+        else 0
+    )
     main_label = "gpuherd --record (1 Hz + 50 Hz peaks)"
-    report = {"benchmark": "recorder_cpu", "seconds": round(t1 - t0, 1),
-              "gpus": [g["name"] for g in meta.get("gpus", [])], "driver": meta.get("driver"),
-              "load": not args.no_load, "results": results, "gpu_rows": rows,
-              "metric_rows": metric_rows,
-              "goal_met": results[main_label]["cpu_pct_one_core"] < 2.0, "files": str(work)}
+    report = {
+        "benchmark": "recorder_cpu",
+        "seconds": round(t1 - t0, 1),
+        "gpus": [g["name"] for g in meta.get("gpus", [])],
+        "driver": meta.get("driver"),
+        "load": not args.no_load,
+        "results": results,
+        "gpu_rows": rows,
+        "metric_rows": metric_rows,
+        "goal_met": results[main_label]["cpu_pct_one_core"] < 2.0,
+        "files": str(work),
+    }
     print(json.dumps(report))
-    print(f"\n{', '.join(report['gpus'])} (driver {report['driver']}), {report['seconds']} s, "
-          f"GPU load {'on' if report['load'] else 'off'}, log line every 0.1 s")
+    print(
+        f"\n{', '.join(report['gpus'])} (driver {report['driver']}), {report['seconds']} s, "
+        f"GPU load {'on' if report['load'] else 'off'}, log line every 0.1 s"
+    )
     print(f"{'process':<40} {'CPU % of one core':>18} {'RSS MB':>8}")
     for label, r in results.items():
         print(f"{label:<40} {r['cpu_pct_one_core']:>18.2f} {r['rss_mb']:>8.1f}")

@@ -61,8 +61,11 @@ def without_slurm(repeats: int = 2000) -> dict[str, Any]:
         built = [c.name for c in LiveSources(SourceOptions(containers=False)).machine()]
     finally:
         os.environ["PATH"] = saved
-    return {"check_us": round(check_us, 2), "collectors_built": built,
-            "slurm_collector_built": "slurm" in built}
+    return {
+        "check_us": round(check_us, 2),
+        "collectors_built": built,
+        "slurm_collector_built": "slurm" in built,
+    }
 
 
 def with_jobs(jobs: int, ticks: int, directory: Path) -> dict[str, Any]:
@@ -70,12 +73,18 @@ def with_jobs(jobs: int, ticks: int, directory: Path) -> dict[str, Any]:
     submitted = SlurmJobs(directory)
     try:
         for i in range(jobs):
-            submitted.submit("sleep 600", *(["--gres=gpu:1"] if i < 2 else []),
-                             f"--job-name=bench-{i}")
-        wait_for(lambda: all(submitted.state(j) == "RUNNING" for j in submitted.ids),
-                 f"{jobs} jobs to run", 120)
-        pids = [wait_for(lambda j=j: submitted.pid_of(j, "sleep"), f"job {j}'s sleep")
-                for j in submitted.ids]
+            submitted.submit(
+                "sleep 600", *(["--gres=gpu:1"] if i < 2 else []), f"--job-name=bench-{i}"
+            )
+        wait_for(
+            lambda: all(submitted.state(j) == "RUNNING" for j in submitted.ids),
+            f"{jobs} jobs to run",
+            120,
+        )
+        pids = [
+            wait_for(lambda j=j: submitted.pid_of(j, "sleep"), f"job {j}'s sleep")
+            for j in submitted.ids
+        ]
         # The ticks follow each other at once, on a clock that advances 1 s a tick: what the
         # source costs at its 1 Hz, without waiting out the seconds.
         now = [time.time()]
@@ -90,20 +99,24 @@ def with_jobs(jobs: int, ticks: int, directory: Path) -> dict[str, Any]:
             before = _cpu()
             tick = collector.sample()
             per_tick.append((_cpu() - before) * 1000)
-        reads = sorted(per_tick)[-(ticks // int(JOBS_REFRESH_S)):]
+        reads = sorted(per_tick)[-(ticks // int(JOBS_REFRESH_S)) :]
         collector.close()
     finally:
         submitted.cancel_all()
     return {
-        "jobs_on_node": len(tick.jobs), "gpu_pids_mapped": len(tick.processes),
+        "jobs_on_node": len(tick.jobs),
+        "gpu_pids_mapped": len(tick.processes),
         "mapped_by": sorted({p.found_by for p in tick.processes}),
-        "first_tick_cpu_ms": round(first_ms, 2), "first_tick_jobs": len(first.jobs),
-        "ticks": ticks, "cpu_ms_per_tick_mean": round(statistics.mean(per_tick), 2),
+        "first_tick_cpu_ms": round(first_ms, 2),
+        "first_tick_jobs": len(first.jobs),
+        "ticks": ticks,
+        "cpu_ms_per_tick_mean": round(statistics.mean(per_tick), 2),
         "cpu_ms_per_tick_p95": round(sorted(per_tick)[int(0.95 * (len(per_tick) - 1))], 2),
         "squeue_every_s": JOBS_REFRESH_S,
         "cpu_ms_of_a_tick_that_reads_squeue": round(statistics.mean(reads), 2),
-        "cpu_ms_of_a_tick_between_reads": round(statistics.mean(
-            sorted(per_tick)[:ticks - len(reads)]), 2),
+        "cpu_ms_of_a_tick_between_reads": round(
+            statistics.mean(sorted(per_tick)[: ticks - len(reads)]), 2
+        ),
     }
 
 
@@ -116,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result: dict[str, Any] = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-                   f"Python {platform.python_version()}, load {os.getloadavg()[0]:.2f}",
+        f"Python {platform.python_version()}, load {os.getloadavg()[0]:.2f}",
         "without_slurm": without_slurm(),
     }
     problem = slurm_problem()
@@ -124,8 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         for _ in range(50):
             slurm_missing()
-        result["check_on_a_slurm_node_ms"] = round((time.perf_counter() - started) / 50 * 1e3,
-                                                   2)
+        result["check_on_a_slurm_node_ms"] = round((time.perf_counter() - started) / 50 * 1e3, 2)
         with tempfile.TemporaryDirectory() as directory:
             result["with_slurm"] = with_jobs(args.jobs, args.ticks, Path(directory))
     else:

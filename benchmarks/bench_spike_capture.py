@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GIB = 1 << 30
 MIB = 1 << 20
 
-WORKLOAD = r'''
+WORKLOAD = r"""
 import json, sys, time
 import torch
 out, spikes, spike_gib, hold_s, gap_s, base_gib, warmup_s = sys.argv[1:8]
@@ -75,9 +75,9 @@ json.dump(windows, open(out + ".tmp", "w"))
 import os
 os.replace(out + ".tmp", out)
 time.sleep(2.0)
-'''
+"""
 
-NVML_POLL = r'''
+NVML_POLL = r"""
 import signal, sys, time
 import pynvml
 interval, index, out = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -94,7 +94,7 @@ with open(out, "w") as f:
             time.sleep(max(0.0, due - time.monotonic()))
     finally:
         f.flush()
-'''
+"""
 
 
 def cpu_seconds(proc: psutil.Process) -> float:
@@ -134,42 +134,67 @@ def read_pairs(path: Path) -> list[tuple[float, int]]:
 
 def read_trace(path: Path, gpu: int) -> list[tuple[float, int]]:
     with open(path, newline="") as f:
-        return [(float(r["t"]), int(r["used_bytes"])) for r in csv.DictReader(f)
-                if int(r["gpu"]) == gpu]
+        return [
+            (float(r["t"]), int(r["used_bytes"])) for r in csv.DictReader(f) if int(r["gpu"]) == gpu
+        ]
 
 
-def score(readings: list[tuple[float, int]], windows: list[dict], spike_bytes: int,
-          before: float) -> dict:
+def score(
+    readings: list[tuple[float, int]], windows: list[dict], spike_bytes: int, before: float
+) -> dict:
     """Caught spikes: a reading inside the window within 1 % of baseline + spike."""
     base = [u for t, u in readings if before - 3.0 <= t < before]
     if not base:
-        return {"caught": 0, "baseline_bytes": None, "readings": len(readings),
-                "note": "no reading before the first spike"}
+        return {
+            "caught": 0,
+            "baseline_bytes": None,
+            "readings": len(readings),
+            "note": "no reading before the first spike",
+        }
     baseline = statistics.median(base)
     plateau = baseline + spike_bytes
     caught = []
     for w in windows:
         inside = [u for t, u in readings if w["start"] <= t <= w["end"]]
         caught.append(any(abs(u - plateau) <= 0.01 * plateau for u in inside))
-    return {"caught": sum(caught), "baseline_bytes": int(baseline), "plateau_bytes": int(plateau),
-            "readings": len(readings), "best_in_spikes_bytes": max(
-                (u for w in windows for t, u in readings if w["start"] <= t <= w["end"]),
-                default=None)}
+    return {
+        "caught": sum(caught),
+        "baseline_bytes": int(baseline),
+        "plateau_bytes": int(plateau),
+        "readings": len(readings),
+        "best_in_spikes_bytes": max(
+            (u for w in windows for t, u in readings if w["start"] <= t <= w["end"]), default=None
+        ),
+    }
 
 
 def start_monitors(args: argparse.Namespace, work: Path, env: dict) -> dict:
-    smi_query = ["nvidia-smi", "--query-gpu=timestamp,memory.used", "--format=csv,noheader,nounits",
-                 "-i", str(args.gpu)]
+    smi_query = [
+        "nvidia-smi",
+        "--query-gpu=timestamp,memory.used",
+        "--format=csv,noheader,nounits",
+        "-i",
+        str(args.gpu),
+    ]
     monitors = {}
     for loop_ms in (1000, 100):
         out = open(work / f"smi_{loop_ms}.csv", "w")  # noqa: SIM115 - closed at the end
         monitors[f"nvidia-smi --loop-ms={loop_ms}"] = (
-            subprocess.Popen([*smi_query, f"--loop-ms={loop_ms}"], stdout=out,
-                             stderr=subprocess.DEVNULL), work / f"smi_{loop_ms}.csv", out)
+            subprocess.Popen(
+                [*smi_query, f"--loop-ms={loop_ms}"], stdout=out, stderr=subprocess.DEVNULL
+            ),
+            work / f"smi_{loop_ms}.csv",
+            out,
+        )
     for label, interval in (("NVML poll 1 s", 1.0), ("NVML poll 20 ms", 0.02)):
         path = work / f"nvml_{interval}.csv"
-        monitors[label] = (subprocess.Popen([sys.executable, "-c", NVML_POLL, str(interval),
-                                             str(args.gpu), str(path)], env=env), path, None)
+        monitors[label] = (
+            subprocess.Popen(
+                [sys.executable, "-c", NVML_POLL, str(interval), str(args.gpu), str(path)], env=env
+            ),
+            path,
+            None,
+        )
     return monitors
 
 
@@ -188,19 +213,41 @@ def main() -> int:
     work = args.out or Path(tempfile.mkdtemp(prefix="gpuherd-spikes-"))
     work.mkdir(parents=True, exist_ok=True)
     session = work / "session"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-               filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "GPUHERD_PEAK_TRACE": "1",
-           "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(args.gpu)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "GPUHERD_PEAK_TRACE": "1",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "CUDA_VISIBLE_DEVICES": str(args.gpu),
+    }
     windows_path = work / "spikes.json"
     monitors = start_monitors(args, work, env)
     time.sleep(1.0)
     recorder_out = open(work / "recorder.out", "w")  # noqa: SIM115
     recorder = subprocess.Popen(
-        [sys.executable, "-m", "gpuherd", "--record", str(session), "--",
-         sys.executable, "-c", WORKLOAD, str(windows_path), str(args.spikes), str(args.spike_gib),
-         str(args.hold_ms / 1000), str(args.gap_s), str(args.base_gib), str(args.warmup_s)],
-        cwd=ROOT, env=env, stdout=recorder_out, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "gpuherd",
+            "--record",
+            str(session),
+            "--",
+            sys.executable,
+            "-c",
+            WORKLOAD,
+            str(windows_path),
+            str(args.spikes),
+            str(args.spike_gib),
+            str(args.hold_ms / 1000),
+            str(args.gap_s),
+            str(args.base_gib),
+            str(args.warmup_s),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=recorder_out,
+        stderr=subprocess.STDOUT,
+    )
     procs = {"gpuherd --record": recorder, **{k: v[0] for k, v in monitors.items()}}
     wait_for(Path(str(windows_path) + ".ready"), 180, [recorder])
     time.sleep(0.5)
@@ -221,43 +268,54 @@ def main() -> int:
     first = windows[0]["start"]
     readings = {"gpuherd --record": read_trace(session / "peak_trace.csv", args.gpu)}
     for label, (_, path, _) in monitors.items():
-        readings[label] = (read_nvidia_smi(path) if label.startswith("nvidia-smi")
-                           else read_pairs(path))
+        readings[label] = (
+            read_nvidia_smi(path) if label.startswith("nvidia-smi") else read_pairs(path)
+        )
     results = {}
     for label, values in readings.items():
         results[label] = score(values, windows, spike_bytes, first)
-        results[label]["cpu_pct_one_core"] = round(
-            100 * (cpu1[label] - cpu0[label]) / (t1 - t0), 3)
+        results[label]["cpu_pct_one_core"] = round(100 * (cpu1[label] - cpu0[label]) / (t1 - t0), 3)
     with open(session / "gpu.csv", newline="") as f:
         rows = [r for r in csv.DictReader(f) if int(r["gpu"]) == args.gpu]
     plateau = results["gpuherd --record"].get("plateau_bytes") or 0
-    rows_at_plateau = sum(1 for r in rows if r["mem_peak_bytes"]
-                          and abs(int(r["mem_peak_bytes"]) - plateau) <= 0.01 * plateau)
+    rows_at_plateau = sum(
+        1
+        for r in rows
+        if r["mem_peak_bytes"] and abs(int(r["mem_peak_bytes"]) - plateau) <= 0.01 * plateau
+    )
     meta = json.loads((session / "meta.json").read_text())
     holds = [1000 * (w["release"] - w["full"]) for w in windows]
     report = {
         "benchmark": "spike_capture",
         "gpu": next((g["name"] for g in meta.get("gpus", []) if g["index"] == args.gpu), None),
-        "driver": meta.get("driver"), "spikes": len(windows),
+        "driver": meta.get("driver"),
+        "spikes": len(windows),
         "hold_ms_median": round(statistics.median(holds), 1),
-        "window_ms_median": round(statistics.median(1000 * (w["end"] - w["start"])
-                                                    for w in windows), 1),
+        "window_ms_median": round(
+            statistics.median(1000 * (w["end"] - w["start"]) for w in windows), 1
+        ),
         "phase_s": round(t1 - t0, 2),
         "monitors": results,
         "gpu_csv_rows_with_plateau_peak": rows_at_plateau,
         "run_peaks": meta.get("run_peaks"),
-        "goal_met": (results["gpuherd --record"]["caught"] == len(windows)
-                     and results["gpuherd --record"]["cpu_pct_one_core"] < 2.0),
+        "goal_met": (
+            results["gpuherd --record"]["caught"] == len(windows)
+            and results["gpuherd --record"]["cpu_pct_one_core"] < 2.0
+        ),
         "files": str(work),
     }
     print(json.dumps(report))
-    print(f"\n{report['gpu']} (driver {report['driver']}): {len(windows)} spikes of "
-          f"{args.spike_gib:g} GiB, held {report['hold_ms_median']} ms (window "
-          f"{report['window_ms_median']} ms), {args.gap_s} s apart")
+    print(
+        f"\n{report['gpu']} (driver {report['driver']}): {len(windows)} spikes of "
+        f"{args.spike_gib:g} GiB, held {report['hold_ms_median']} ms (window "
+        f"{report['window_ms_median']} ms), {args.gap_s} s apart"
+    )
     print(f"{'monitor':<28} {'caught':>8} {'readings':>9} {'CPU % of one core':>18}")
     for label, r in results.items():
-        print(f"{label:<28} {r['caught']:>5}/{len(windows):<2} {r['readings']:>9} "
-              f"{r['cpu_pct_one_core']:>18.2f}")
+        print(
+            f"{label:<28} {r['caught']:>5}/{len(windows):<2} {r['readings']:>9} "
+            f"{r['cpu_pct_one_core']:>18.2f}"
+        )
     print(f"gpu.csv rows whose mem_peak_bytes is the plateau: {rows_at_plateau}")
     print(f"files: {work}")
     return 0

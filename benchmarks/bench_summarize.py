@@ -48,19 +48,47 @@ def add_training_log(root: Path, hours: float, seed: int = 1) -> int:
             loss = 2.5 * math.exp(-i / (seconds / 3)) + 0.2 + rng.gauss(0, 0.02)
             out.writerow([f"{t:.3f}", "train.log", i + 1, "train/loss", f"{loss:.5f}", step, epoch])
             out.writerow([f"{t:.3f}", "train.log", i + 1, "lr", "0.0003", step, epoch])
-            out.writerow([f"{t:.3f}", "train.log", i + 1, "throughput/it_s",
-                          f"{4 + rng.gauss(0, 0.1):.3f}", step, epoch])
+            out.writerow(
+                [
+                    f"{t:.3f}",
+                    "train.log",
+                    i + 1,
+                    "throughput/it_s",
+                    f"{4 + rng.gauss(0, 0.1):.3f}",
+                    step,
+                    epoch,
+                ]
+            )
             rows += 3
             if i % 3600 == 3599:
-                out.writerow([f"{t:.3f}", "train.log", i + 1, "val/acc",
-                              f"{0.5 + 0.4 * i / seconds:.4f}", step, epoch])
+                out.writerow(
+                    [
+                        f"{t:.3f}",
+                        "train.log",
+                        i + 1,
+                        "val/acc",
+                        f"{0.5 + 0.4 * i / seconds:.4f}",
+                        step,
+                        epoch,
+                    ]
+                )
                 rows += 1
     with open(root / "events.jsonl", "w") as f:
         f.write(json.dumps({"t": START, "kind": "start", "pid": 1, "command": ["train"]}) + "\n")
         for k in range(300):
-            f.write(json.dumps({"t": START + 200 * k, "kind": "finding", "task": "train.log",
-                                "line": 200 * k, "finding": "stalled",
-                                "evidence": "loss flat for 500 steps"}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "t": START + 200 * k,
+                        "kind": "finding",
+                        "task": "train.log",
+                        "line": 200 * k,
+                        "finding": "stalled",
+                        "evidence": "loss flat for 500 steps",
+                    }
+                )
+                + "\n"
+            )
         f.write(json.dumps({"t": START + seconds, "kind": "exit", "exit_code": 0}) + "\n")
     meta_path = root / "meta.json"
     meta = json.loads(meta_path.read_text())
@@ -73,10 +101,16 @@ def timed_summarize(root: Path) -> tuple[float, float, str]:
     """Wall seconds and peak RSS (MB) of one summarize process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     began = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "gpuherd", "summarize", str(root)], cwd=ROOT,
-                         capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(
-               filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),})
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "summarize", str(root)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        },
+    )
     wall = time.perf_counter() - began
     if out.returncode != 0:
         raise SystemExit(f"summarize failed: {out.stderr}")
@@ -103,18 +137,29 @@ def main() -> int:
     walls = sorted(w for w, _, _ in runs)
     rss = max(r for _, r, _ in runs)
     gpu_rows = sum(1 for _ in open(root / "gpu.csv")) - 1
-    report = {"benchmark": "summarize", "synthetic": True, "gpus": args.gpus,
-              "hours": args.hours, "gpu_rows": gpu_rows, "session_mb": round(size / 1e6, 1),
-              "wall_s_median": round(walls[len(walls) // 2], 3), "wall_s_all": [round(w, 3)
-                                                                                for w in walls],
-              "peak_rss_mb": round(rss, 1), "python": sys.version.split()[0],
-              "goal_met": walls[len(walls) // 2] <= 3.0 and rss <= 500}
+    report = {
+        "benchmark": "summarize",
+        "synthetic": True,
+        "gpus": args.gpus,
+        "hours": args.hours,
+        "gpu_rows": gpu_rows,
+        "session_mb": round(size / 1e6, 1),
+        "wall_s_median": round(walls[len(walls) // 2], 3),
+        "wall_s_all": [round(w, 3) for w in walls],
+        "peak_rss_mb": round(rss, 1),
+        "python": sys.version.split()[0],
+        "goal_met": walls[len(walls) // 2] <= 3.0 and rss <= 500,
+    }
     print(json.dumps(report))
-    print(f"\nSYNTHETIC session: {args.gpus} GPUs x {args.hours:g} h at 1 Hz, {gpu_rows:,} gpu.csv "
-          f"rows, {report['session_mb']} MB on disk (generated in {made:.0f} s)")
+    print(
+        f"\nSYNTHETIC session: {args.gpus} GPUs x {args.hours:g} h at 1 Hz, {gpu_rows:,} gpu.csv "
+        f"rows, {report['session_mb']} MB on disk (generated in {made:.0f} s)"
+    )
     print(f"{'gpuherd summarize (fresh process)':<36} {'wall s':>8} {'peak RSS MB':>12}")
-    print(f"{'median of ' + str(args.repeat):<36} {report['wall_s_median']:>8.2f} "
-          f"{report['peak_rss_mb']:>12.1f}")
+    print(
+        f"{'median of ' + str(args.repeat):<36} {report['wall_s_median']:>8.2f} "
+        f"{report['peak_rss_mb']:>12.1f}"
+    )
     print(runs[-1][2])
     if args.keep is None:
         shutil.rmtree(root.parent)

@@ -101,10 +101,13 @@ def follow(path: str, size: int) -> dict[str, object]:
     tail.wake()
     thread.join(timeout=30)
     view = tracker.view(path)
-    return {**counts, "seconds": round(elapsed, 1),
-            "mb_s": round(size / elapsed / 1e6, 1),
-            "series_points": len(tracker.series(path, "train/loss")),
-            "last_step": view.step if view else None}
+    return {
+        **counts,
+        "seconds": round(elapsed, 1),
+        "mb_s": round(size / elapsed / 1e6, 1),
+        "series_points": len(tracker.series(path, "train/loss")),
+        "last_step": view.step if view else None,
+    }
 
 
 def main() -> int:
@@ -115,13 +118,22 @@ def main() -> int:
     size = int(args.size_gb * 1e9)
     free = shutil.disk_usage(args.dir).free
     if free < size * 1.1:
-        print(f"only {free / 1e9:.1f} GB free in {args.dir}: pass a smaller --size-gb or "
-              f"another --dir", file=sys.stderr)
+        print(
+            f"only {free / 1e9:.1f} GB free in {args.dir}: pass a smaller --size-gb or "
+            f"another --dir",
+            file=sys.stderr,
+        )
         return 2
     path = os.path.join(args.dir, f"gpuherd-bench-{os.getpid()}.log")
     try:
-        written = int(subprocess.run([sys.executable, "-c", GENERATOR, path, str(size)],
-                                     capture_output=True, text=True, check=True).stdout)
+        written = int(
+            subprocess.run(
+                [sys.executable, "-c", GENERATOR, path, str(size)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
         baseline = psutil.Process().memory_info().rss
         peak = [baseline]
         stop = threading.Event()
@@ -134,16 +146,25 @@ def main() -> int:
         if os.path.exists(path):
             os.unlink(path)
     maxrss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    out = {"figure": "RSS while following a log from its start", "file_bytes": written,
-           **result, "rss_before_mb": round(baseline / 2**20, 1),
-           "peak_rss_mb": round(peak[0] / 2**20, 1), "ru_maxrss_mb": round(maxrss_kb / 1024, 1),
-           "goal_mb": 100, "machine": platform.node(), "python": platform.python_version()}
+    out = {
+        "figure": "RSS while following a log from its start",
+        "file_bytes": written,
+        **result,
+        "rss_before_mb": round(baseline / 2**20, 1),
+        "peak_rss_mb": round(peak[0] / 2**20, 1),
+        "ru_maxrss_mb": round(maxrss_kb / 1024, 1),
+        "goal_mb": 100,
+        "machine": platform.node(),
+        "python": platform.python_version(),
+    }
     print(json.dumps(out))
     verdict = "met" if out["ru_maxrss_mb"] < 100 else "NOT met"
-    print(f"{written / 1e9:.2f} GB, {result['lines']} lines in {result['seconds']} s "
-          f"({result['mb_s']} MB/s): peak RSS {out['peak_rss_mb']} MB sampled, "
-          f"{out['ru_maxrss_mb']} MB ru_maxrss (before: {out['rss_before_mb']} MB); "
-          f"goal < 100 MB {verdict}")
+    print(
+        f"{written / 1e9:.2f} GB, {result['lines']} lines in {result['seconds']} s "
+        f"({result['mb_s']} MB/s): peak RSS {out['peak_rss_mb']} MB sampled, "
+        f"{out['ru_maxrss_mb']} MB ru_maxrss (before: {out['rss_before_mb']} MB); "
+        f"goal < 100 MB {verdict}"
+    )
     return 0 if verdict == "met" else 1
 
 

@@ -60,13 +60,25 @@ def kv_line(i: int) -> str:
 def logging_line(i: int) -> str:
     seconds = int(i / 1000)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(START_T + seconds))
-    return (f"{stamp},{i % 1000:03d} INFO step={i} loss={2.5 / (1 + i * 1e-4):.4f} lr=0.05 "
-            f"grad_norm={0.9 / (1 + (i % 97)):.3f}\n")
+    return (
+        f"{stamp},{i % 1000:03d} INFO step={i} loss={2.5 / (1 + i * 1e-4):.4f} lr=0.05 "
+        f"grad_norm={0.9 / (1 + (i % 97)):.3f}\n"
+    )
 
 
 def jsonl_line(i: int) -> str:
-    return json.dumps({"step": i, "loss": 2.5 / (1 + i * 1e-4), "lr": 0.05,
-                       "grad_norm": 0.9 / (1 + (i % 97)), "time": START_T + i * 1e-3}) + "\n"
+    return (
+        json.dumps(
+            {
+                "step": i,
+                "loss": 2.5 / (1 + i * 1e-4),
+                "lr": 0.05,
+                "grad_norm": 0.9 / (1 + (i % 97)),
+                "time": START_T + i * 1e-3,
+            }
+        )
+        + "\n"
+    )
 
 
 SHAPES: dict[str, tuple[str, Callable[[int], str]]] = {
@@ -137,9 +149,11 @@ def run_recorder(path: Path, work: Path, lines: int) -> None:
     done = time.perf_counter()
     with open(session / "metrics.csv", newline="", encoding="utf-8") as f:
         steps = {int(row["step"]) for row in csv.DictReader(f)}
-    print(f"recorder, --log of the kv file, stopped at once: {len(steps) / (done - started):,.0f}"
-          f" lines/s wall ({done - stopping:.2f} s in stop(), {len(steps):,} of {lines:,} steps "
-          f"in metrics.csv{'' if error is None else f', error: {error}'})")
+    print(
+        f"recorder, --log of the kv file, stopped at once: {len(steps) / (done - started):,.0f}"
+        f" lines/s wall ({done - stopping:.2f} s in stop(), {len(steps):,} of {lines:,} steps "
+        f"in metrics.csv{'' if error is None else f', error: {error}'})"
+    )
 
 
 def main() -> int:
@@ -150,9 +164,11 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-tail-"))
     try:
-        print(f"{args.lines:,} lines per shape, best of {args.repeats}, CPU-time rates "
-              "[wall-clock in brackets]; log parsers: "
-              f"{'compiled' if parsers_compiled() else 'pure Python'}")
+        print(
+            f"{args.lines:,} lines per shape, best of {args.repeats}, CPU-time rates "
+            "[wall-clock in brackets]; log parsers: "
+            f"{'compiled' if parsers_compiled() else 'pure Python'}"
+        )
         for shape, (name, make) in SHAPES.items():
             path = work / name
             write_log(path, make, args.lines)
@@ -164,12 +180,14 @@ def main() -> int:
                 best_parse = min(best_parse, (p_cpu, p_wall))
             ok = metric_lines == p_lines == args.lines and rows == values
             tail_rate, parse_rate = args.lines / best_tail[0], args.lines / best_parse[0]
-            print(f"{shape:8} ({log_format}, {os.path.getsize(path) / args.lines:.0f} B/line, "
-                  f"{values / args.lines:.0f} values/line): "
-                  f"tail -> metrics.csv {tail_rate:>9,.0f} lines/s "
-                  f"[{args.lines / best_tail[1]:,.0f}]; parser only {parse_rate:>9,.0f} "
-                  f"[{args.lines / best_parse[1]:,.0f}]; ratio {tail_rate / parse_rate:.2f}; "
-                  f"{rows:,} rows {'ok' if ok else 'MISMATCH'}")
+            print(
+                f"{shape:8} ({log_format}, {os.path.getsize(path) / args.lines:.0f} B/line, "
+                f"{values / args.lines:.0f} values/line): "
+                f"tail -> metrics.csv {tail_rate:>9,.0f} lines/s "
+                f"[{args.lines / best_tail[1]:,.0f}]; parser only {parse_rate:>9,.0f} "
+                f"[{args.lines / best_parse[1]:,.0f}]; ratio {tail_rate / parse_rate:.2f}; "
+                f"{rows:,} rows {'ok' if ok else 'MISMATCH'}"
+            )
             if shape == "kv" and args.recorder:
                 run_recorder(path, work, args.lines)
     finally:

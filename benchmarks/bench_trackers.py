@@ -62,8 +62,9 @@ def write_tensorboard(run: Path, points: int) -> None:
     run.mkdir(parents=True)
     writer = EventsWriter(str(run / "events"))
     for step in range(points):
-        tag, value = ("val/acc", 0.5 + step * 1e-5) if step % 10 == 9 else ("train/loss",
-                                                                            loss(step))
+        tag, value = (
+            ("val/acc", 0.5 + step * 1e-5) if step % 10 == 9 else ("train/loss", loss(step))
+        )
         writer.write_event(Event(wall_time=T0 + step, step=step, summary=scalar(tag, value)))
     writer.close()
 
@@ -72,8 +73,10 @@ def write_mlflow_files(run: Path, points: int) -> None:
     (run / "metrics" / "train").mkdir(parents=True)
     (run / "metrics" / "val").mkdir()
     (run / "meta.yaml").write_text(f"run_id: {run.name}\nrun_name: r\nstatus: 1\n")
-    with (run / "metrics" / "train" / "loss").open("w") as out, \
-            (run / "metrics" / "val" / "acc").open("w") as val:
+    with (
+        (run / "metrics" / "train" / "loss").open("w") as out,
+        (run / "metrics" / "val" / "acc").open("w") as val,
+    ):
         for step in range(points):
             if step % 10 == 9:
                 val.write(f"{int((T0 + step) * 1000)} {0.5 + step * 1e-5} {step}\n")
@@ -85,18 +88,31 @@ def write_mlflow_db(path: Path, runs: int, points: int) -> list[str]:
     shutil.copy(STORES / "mlflow_sqlite" / "mlflow.db", path)
     db = sqlite3.connect(path)
     db.execute("PRAGMA journal_mode = WAL")
-    experiment = db.execute("SELECT experiment_id FROM experiments WHERE name = 'demo'"
-                            ).fetchone()[0]
+    experiment = db.execute("SELECT experiment_id FROM experiments WHERE name = 'demo'").fetchone()[
+        0
+    ]
     uuids = []
     for index in range(runs):
         uuid = f"{index:032x}"
         uuids.append(uuid)
-        db.execute("INSERT INTO runs (run_uuid, name, status, lifecycle_stage, experiment_id, "
-                   "start_time) VALUES (?, ?, 'RUNNING', 'active', ?, ?)",
-                   (uuid, f"run-{index}", experiment, index))
-        db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, 0)", [
-            ("val/acc" if step % 10 == 9 else "train/loss", loss(step),
-             int((T0 + step) * 1000), uuid, step) for step in range(points)])
+        db.execute(
+            "INSERT INTO runs (run_uuid, name, status, lifecycle_stage, experiment_id, "
+            "start_time) VALUES (?, ?, 'RUNNING', 'active', ?, ?)",
+            (uuid, f"run-{index}", experiment, index),
+        )
+        db.executemany(
+            "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, 0)",
+            [
+                (
+                    "val/acc" if step % 10 == 9 else "train/loss",
+                    loss(step),
+                    int((T0 + step) * 1000),
+                    uuid,
+                    step,
+                )
+                for step in range(points)
+            ],
+        )
     db.commit()
     db.close()
     return uuids
@@ -125,12 +141,17 @@ def per_point(work: Path, points: int, repeats: int) -> None:
     log = work / "train.log"
     write_log(log, points)
     size = log.stat().st_size
-    log_cpu, log_points = best(lambda: LogTailCollector(str(log), poll=True, poll_interval_s=0.0),
-                               lambda _c, b: b.offset_bytes >= size, repeats)
+    log_cpu, log_points = best(
+        lambda: LogTailCollector(str(log), poll=True, poll_interval_s=0.0),
+        lambda _c, b: b.offset_bytes >= size,
+        repeats,
+    )
     per_line = log_cpu / log_points
     print(f"log tail, {log_points:,} lines: {per_line * 1e6:.2f} us CPU per line")
-    stores = {"tensorboard": work / "tb" / "version_0", "mlflow file": work / "mlruns" / "0" /
-              ("f" * 32)}
+    stores = {
+        "tensorboard": work / "tb" / "version_0",
+        "mlflow file": work / "mlruns" / "0" / ("f" * 32),
+    }
     write_tensorboard(stores["tensorboard"], points)
     write_mlflow_files(stores["mlflow file"], points)
     uuid = write_mlflow_db(work / "mlflow.db", 1, points)[0]
@@ -142,8 +163,10 @@ def per_point(work: Path, points: int, repeats: int) -> None:
     print("| --- | --- | --- | --- | --- | --- |")
     for name, task in stores.items():
         cpu, got, values = best_points(str(task), repeats)
-        print(f"| {name} | {got:,} | {values:,} | {cpu / got * 1e6:.2f} | "
-              f"{per_line * 1e6:.2f} | {cpu / got / per_line:.2f} |")
+        print(
+            f"| {name} | {got:,} | {values:,} | {cpu / got * 1e6:.2f} | "
+            f"{per_line * 1e6:.2f} | {cpu / got / per_line:.2f} |"
+        )
 
 
 def best_points(task: str, repeats: int) -> tuple[float, int, int]:
@@ -201,7 +224,7 @@ def frame_records(records: list[bytes]) -> bytes:
             if left < 7:
                 out += b"\0" * left
                 continue
-            piece, body = body[:left - 7], body[left - 7:]
+            piece, body = body[: left - 7], body[left - 7 :]
             kind = (1 if not body else 2) if first else (4 if not body else 3)
             crc = zlib.crc32(piece, zlib.crc32(bytes([kind])))
             out += struct.pack("<IHB", crc, len(piece), kind) + piece
@@ -224,8 +247,11 @@ def listing(work: Path, runs: int, run_points: int) -> None:
     write_mlflow_db(work / "db" / "mlflow.db", runs, run_points)
     print("| store | runs found | find_runs s | --watch scan s |")
     print("| --- | --- | --- | --- |")
-    for name, root in (("tensorboard", work / "tb"), ("mlflow file", work / "mlruns"),
-                       ("mlflow sqlite", work / "db")):
+    for name, root in (
+        ("tensorboard", work / "tb"),
+        ("mlflow file", work / "mlruns"),
+        ("mlflow sqlite", work / "db"),
+    ):
         began = time.perf_counter()
         found = find_runs(str(root))
         listed = time.perf_counter() - began

@@ -65,7 +65,7 @@ def stat_of(pid: int) -> tuple[int, float] | None:
     except OSError:
         return None
     # The command name is in parentheses and may hold spaces; fields resume after the last ')'.
-    fields = raw[raw.rindex(")") + 2:].split()
+    fields = raw[raw.rindex(")") + 2 :].split()
     ppid = int(fields[1])
     utime, stime, cutime, cstime = (int(fields[i]) for i in (11, 12, 13, 14))
     return ppid, (utime + stime + cutime + cstime) / CLK_TCK
@@ -107,14 +107,30 @@ class TmuxPane:
     def __init__(self, command: str, width: int, height: int, name: str) -> None:
         self.socket = name
         # `exec` makes the command itself the pane's process, so its tree is exactly the command.
-        self._tmux("new-session", "-d", "-s", "b", "-x", str(width), "-y", str(height),
-                   "-c", str(ROOT), f"exec {command}")
+        self._tmux(
+            "new-session",
+            "-d",
+            "-s",
+            "b",
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            "-c",
+            str(ROOT),
+            f"exec {command}",
+        )
         pid_text = self._tmux("display-message", "-p", "-t", "b", "#{pane_pid}")
         self.pid = int(pid_text) if pid_text.isdigit() else None
 
     def _tmux(self, *args: str) -> str:
-        out = subprocess.run(["tmux", "-u", "-L", self.socket, *args], capture_output=True,
-                             text=True, encoding="utf-8", timeout=10)
+        out = subprocess.run(
+            ["tmux", "-u", "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=10,
+        )
         return out.stdout.strip()
 
     def close(self) -> None:
@@ -169,8 +185,15 @@ class PtyTerminal:
         os.close(self.fd)
 
 
-def measure(command: str, seconds: float, warmup: float, width: int, height: int,
-            index: int = 0, terminal: str = "tmux") -> Result:
+def measure(
+    command: str,
+    seconds: float,
+    warmup: float,
+    width: int,
+    height: int,
+    index: int = 0,
+    terminal: str = "tmux",
+) -> Result:
     result = Result(command, ok=False)
     kind = TmuxPane if terminal == "tmux" else PtyTerminal
     term = kind(command, width, height, f"bench-tui-cpu-{os.getpid()}-{index}")
@@ -217,17 +240,29 @@ def machine() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cmd", action="append", default=[], metavar="COMMAND",
-                        help="shell command to measure (repeatable; run one after another)")
+    parser.add_argument(
+        "--cmd",
+        action="append",
+        default=[],
+        metavar="COMMAND",
+        help="shell command to measure (repeatable; run one after another)",
+    )
     parser.add_argument("--seconds", type=float, default=30.0, help="measured window")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds before the window")
     parser.add_argument("--width", type=int, default=160)
     parser.add_argument("--height", type=int, default=50)
-    parser.add_argument("--terminal", choices=("auto", "tmux", "pty"), default="auto",
-                        help="tmux pane (default when tmux is installed) or a bare pty")
+    parser.add_argument(
+        "--terminal",
+        choices=("auto", "tmux", "pty"),
+        default="auto",
+        help="tmux pane (default when tmux is installed) or a bare pty",
+    )
     parser.add_argument("--json", action="store_true", help="also print one JSON line each")
-    parser.add_argument("rest", nargs=argparse.REMAINDER,
-                        help="-- COMMAND...: one more command, given as separate arguments")
+    parser.add_argument(
+        "rest",
+        nargs=argparse.REMAINDER,
+        help="-- COMMAND...: one more command, given as separate arguments",
+    )
     args = parser.parse_args()
     commands = list(args.cmd)
     if args.rest:
@@ -241,15 +276,21 @@ def main() -> int:
     elif terminal == "tmux" and shutil.which("tmux") is None:
         print("bench_tui_cpu: tmux is not installed (use --terminal pty)", file=sys.stderr)
         return 2
-    print(f"# {machine()}; {terminal} {args.width}x{args.height}; window {args.seconds:g} s "
-          f"after {args.warmup:g} s warm-up")
-    results = [measure(c, args.seconds, args.warmup, args.width, args.height, i, terminal)
-               for i, c in enumerate(commands)]
+    print(
+        f"# {machine()}; {terminal} {args.width}x{args.height}; window {args.seconds:g} s "
+        f"after {args.warmup:g} s warm-up"
+    )
+    results = [
+        measure(c, args.seconds, args.warmup, args.width, args.height, i, terminal)
+        for i, c in enumerate(commands)
+    ]
     print(f"{'command':<60} {'CPU %':>7} {'start CPU s':>11} {'RSS MB':>7} {'peak MB':>7}")
     for r in results:
         if r.ok:
-            print(f"{r.command[:60]:<60} {r.cpu_pct:>7.2f} {r.startup_cpu_s:>11.3f} "
-                  f"{r.rss_mb:>7.1f} {r.peak_rss_mb:>7.1f}")
+            print(
+                f"{r.command[:60]:<60} {r.cpu_pct:>7.2f} {r.startup_cpu_s:>11.3f} "
+                f"{r.rss_mb:>7.1f} {r.peak_rss_mb:>7.1f}"
+            )
         else:
             print(f"{r.command[:60]:<60} FAILED: {r.note}")
     if args.json:

@@ -65,20 +65,43 @@ class Tmux:
         self.socket = socket
 
     def __call__(self, *args: str) -> str:
-        out = subprocess.run(["tmux", "-u", "-L", self.socket, *args], capture_output=True,
-                             text=True, encoding="utf-8", timeout=10)
+        out = subprocess.run(
+            ["tmux", "-u", "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=10,
+        )
         return out.stdout
 
 
-def first_frame_s(command: str, patterns: list[re.Pattern[str]], width: int, height: int,
-                  timeout_s: float, poll_s: float, index: int,
-                  cwd: Path = ROOT) -> float | None:
+def first_frame_s(
+    command: str,
+    patterns: list[re.Pattern[str]],
+    width: int,
+    height: int,
+    timeout_s: float,
+    poll_s: float,
+    index: int,
+    cwd: Path = ROOT,
+) -> float | None:
     """Seconds from `tmux new-session` until every pattern is on screen; None on timeout."""
     tmux = Tmux(f"bench-tui-start-{os.getpid()}-{index}")
     try:
         started = time.perf_counter()
-        tmux("new-session", "-d", "-s", "b", "-x", str(width), "-y", str(height),
-             "-c", str(cwd), f"{command}; sleep 30")
+        tmux(
+            "new-session",
+            "-d",
+            "-s",
+            "b",
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            "-c",
+            str(cwd),
+            f"{command}; sleep 30",
+        )
         while time.perf_counter() - started < timeout_s:
             screen = tmux("capture-pane", "-p", "-t", "b")
             if all(p.search(screen) for p in patterns):
@@ -92,9 +115,16 @@ def first_frame_s(command: str, patterns: list[re.Pattern[str]], width: int, hei
 ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[PX^_\]].*?(?:\x07|\x1b\\)|\x1b.")
 
 
-def first_frame_pty_s(command: str, patterns: list[re.Pattern[str]], width: int, height: int,
-                      timeout_s: float, poll_s: float, index: int,
-                      cwd: Path = ROOT) -> float | None:
+def first_frame_pty_s(
+    command: str,
+    patterns: list[re.Pattern[str]],
+    width: int,
+    height: int,
+    timeout_s: float,
+    poll_s: float,
+    index: int,
+    cwd: Path = ROOT,
+) -> float | None:
     """As `first_frame_s` on a bare pty (no tmux): patterns are matched in the output stream
     with escape sequences removed, which finds text drawn in one run (a GPU name, a table row).
     """
@@ -134,24 +164,47 @@ def first_frame_pty_s(command: str, patterns: list[re.Pattern[str]], width: int,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--expect", action="append", default=[], metavar="REGEX",
-                        help="pattern that must be on screen (repeatable); default: a GPU "
-                             "name and a process row")
+    parser.add_argument(
+        "--expect",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="pattern that must be on screen (repeatable); default: a GPU name and a process row",
+    )
     parser.add_argument("--width", type=int, default=160)
     parser.add_argument("--height", type=int, default=50)
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds per run")
     parser.add_argument("--poll", type=float, default=0.01, help="seconds between captures")
-    parser.add_argument("--terminal", choices=("auto", "tmux", "pty"), default="auto",
-                        help="tmux pane (default when installed) or a bare pty")
-    parser.add_argument("--tree", action="append", default=[], metavar="LABEL=DIR",
-                        help="run the command in DIR (repeatable): runs alternate between the "
-                             "trees, each tree first equally often, and each gets a median")
-    parser.add_argument("--beside", action="append", default=[], metavar="LABEL=COMMAND",
-                        help="another monitor measured in the same run (repeatable), its runs "
-                             "alternating with the trees'")
-    parser.add_argument("--beside-expect", action="append", default=[], metavar="LABEL=REGEX",
-                        help="a pattern of that monitor's full frame (repeatable; default: "
-                             "the command's own patterns)")
+    parser.add_argument(
+        "--terminal",
+        choices=("auto", "tmux", "pty"),
+        default="auto",
+        help="tmux pane (default when installed) or a bare pty",
+    )
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="run the command in DIR (repeatable): runs alternate between the "
+        "trees, each tree first equally often, and each gets a median",
+    )
+    parser.add_argument(
+        "--beside",
+        action="append",
+        default=[],
+        metavar="LABEL=COMMAND",
+        help="another monitor measured in the same run (repeatable), its runs "
+        "alternating with the trees'",
+    )
+    parser.add_argument(
+        "--beside-expect",
+        action="append",
+        default=[],
+        metavar="LABEL=REGEX",
+        help="a pattern of that monitor's full frame (repeatable; default: "
+        "the command's own patterns)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     args = parser.parse_args()
@@ -166,10 +219,15 @@ def main() -> int:
         return 2
     command = shlex.join(argv)
     patterns = [re.compile(p, re.MULTILINE) for p in (args.expect or DEFAULT_EXPECT)]
-    baseline = [measure("echo READY", [re.compile("READY")], args.width, args.height,
-                        5.0, args.poll, 1000 + i) for i in range(3)]
+    baseline = [
+        measure(
+            "echo READY", [re.compile("READY")], args.width, args.height, 5.0, args.poll, 1000 + i
+        )
+        for i in range(3)
+    ]
     trees = [_tree(parser, spec) for spec in args.tree] or [
-        ("gpuherd" if args.beside else "", ROOT)]
+        ("gpuherd" if args.beside else "", ROOT)
+    ]
     runs = [(label, cwd, command, patterns) for label, cwd in trees]
     runs += _beside(parser, args.beside, args.beside_expect, patterns)
     times: dict[str, list[float | None]] = {label: [] for label, *_ in runs}
@@ -179,20 +237,39 @@ def main() -> int:
         for j, (label, cwd, line, expect) in enumerate(runs[k:] + runs[:k]):
             # A tmux server of its own per run: a name reused at once may reach the last one
             # while it is still shutting down.
-            times[label].append(measure(line, expect, args.width, args.height,
-                                        args.timeout, args.poll, i * len(runs) + j, cwd))
+            times[label].append(
+                measure(
+                    line,
+                    expect,
+                    args.width,
+                    args.height,
+                    args.timeout,
+                    args.poll,
+                    i * len(runs) + j,
+                    cwd,
+                )
+            )
     base = statistics.median([t for t in baseline if t is not None] or [0.0])
-    print(f"# {command}  ({args.width}x{args.height}, {args.runs} runs, "
-          f"{'pty' if measure is first_frame_pty_s else 'tmux'})")
+    print(
+        f"# {command}  ({args.width}x{args.height}, {args.runs} runs, "
+        f"{'pty' if measure is first_frame_pty_s else 'tmux'})"
+    )
     print(f"terminal baseline (echo READY): {base * 1000:.0f} ms")
     for label in times:
         print(_summary(f"{label}: " if label else "", times[label]))
     if args.json:
         several = len(times) > 1 or "" not in times
         medians = {label: _median(t) for label, t in times.items()}
-        print(json.dumps({"command": command, "runs_s": times if several else times[""],
-                          "baseline_s": base,
-                          "median_s": medians if several else medians[""]}))
+        print(
+            json.dumps(
+                {
+                    "command": command,
+                    "runs_s": times if several else times[""],
+                    "baseline_s": base,
+                    "median_s": medians if several else medians[""],
+                }
+            )
+        )
     return 0 if all(t is not None for ts in times.values() for t in ts) else 1
 
 
@@ -204,8 +281,12 @@ def _tree(parser: argparse.ArgumentParser, spec: str) -> tuple[str, Path]:
     return label, path
 
 
-def _beside(parser: argparse.ArgumentParser, specs: list[str], expects: list[str],
-            default: list[re.Pattern[str]]) -> list[tuple[str, Path, str, list[re.Pattern[str]]]]:
+def _beside(
+    parser: argparse.ArgumentParser,
+    specs: list[str],
+    expects: list[str],
+    default: list[re.Pattern[str]],
+) -> list[tuple[str, Path, str, list[re.Pattern[str]]]]:
     """The `--beside` monitors: (label, directory, command line, full-frame patterns)."""
     patterns: dict[str, list[re.Pattern[str]]] = {}
     for spec in expects:
@@ -233,9 +314,12 @@ def _summary(prefix: str, times: list[float | None]) -> str:
     ok = [t for t in times if t is not None]
     if not ok:
         return f"{prefix}first full frame: never (every run timed out; check --expect)"
-    return (f"{prefix}first full frame: median {statistics.median(ok) * 1000:.0f} ms, "
-            f"min {min(ok) * 1000:.0f} ms, max {max(ok) * 1000:.0f} ms"
-            + ("" if len(ok) == len(times) else f"; {len(times) - len(ok)} runs timed out"))
+    return (
+        f"{prefix}first full frame: median {statistics.median(ok) * 1000:.0f} ms, "
+        f"min {min(ok) * 1000:.0f} ms, max {max(ok) * 1000:.0f} ms"
+        + ("" if len(ok) == len(times) else f"; {len(times) - len(ok)} runs timed out")
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -58,8 +58,7 @@ def main() -> int:
                     with open(path, "a") as out:
                         procs.append(subprocess.Popen(["sleep", "600"], stdout=out))
                 else:
-                    procs.append(subprocess.Popen(["sleep", "600"],
-                                                  stdout=subprocess.DEVNULL))
+                    procs.append(subprocess.Popen(["sleep", "600"], stdout=subprocess.DEVNULL))
             pids = [p.pid for p in procs]
             found = scan(files, pids)
             assert len(found) == args.logs, f"found {len(found)} of {args.logs} writers"
@@ -77,15 +76,21 @@ def main() -> int:
                 proc.wait()
     by_cwd = _by_cwd_scan(args.procs, args.logs, args.rounds)
     every_s = WriterCollector(WriterWatch()).scan_every_s
-    print(f"{args.procs} GPU processes, {args.logs} logs held open for writing, "
-          f"{args.rounds} rounds, median")
+    print(
+        f"{args.procs} GPU processes, {args.logs} logs held open for writing, "
+        f"{args.rounds} rounds, median"
+    )
     print(f"full scan:      {full[0]:.2f} ms wall, {full[1]:.2f} ms CPU")
     print(f"liveness check: {live[0]:.3f} ms wall, {live[1]:.3f} ms CPU")
-    print(f"full scan, {args.logs} logs opened and closed, tied by working directory: "
-          f"{by_cwd[0]:.2f} ms wall, {by_cwd[1]:.2f} ms CPU")
+    print(
+        f"full scan, {args.logs} logs opened and closed, tied by working directory: "
+        f"{by_cwd[0]:.2f} ms wall, {by_cwd[1]:.2f} ms CPU"
+    )
     share = (full[1] / every_s + live[1] * (1 - 1 / every_s)) / 10
-    print(f"CPU share at one full scan every {every_s:g} s and a check every 1 s: "
-          f"{share:.3f} % of one core")
+    print(
+        f"CPU share at one full scan every {every_s:g} s and a check every 1 s: "
+        f"{share:.3f} % of one core"
+    )
     return 0
 
 
@@ -100,8 +105,7 @@ def _by_cwd_scan(n_procs: int, n_logs: int, rounds: int) -> tuple[float, float]:
             for i in range(n_procs):
                 run = os.path.join(where, f"run{i}")
                 os.makedirs(run)
-                procs.append(subprocess.Popen(["sleep", "600"], cwd=run,
-                                              stdout=subprocess.DEVNULL))
+                procs.append(subprocess.Popen(["sleep", "600"], cwd=run, stdout=subprocess.DEVNULL))
                 if i < n_logs:
                     log = os.path.join(run, "lightning_logs", "version_0", "metrics.csv")
                     os.makedirs(os.path.dirname(log))

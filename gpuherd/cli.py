@@ -77,8 +77,12 @@ def rewrite_aliases(argv: Sequence[str]) -> list[str]:
     while i < len(head):
         flag, _, value = head[i].partition("=")
         if flag in ALIASES:
-            if (flag in _ALIAS_TAKES_VALUE and not value and i + 1 < len(head)
-                    and not head[i + 1].startswith("-")):
+            if (
+                flag in _ALIAS_TAKES_VALUE
+                and not value
+                and i + 1 < len(head)
+                and not head[i + 1].startswith("-")
+            ):
                 value = head[i + 1]
                 i += 1
             modes.append((ALIASES[flag], [value] if value else []))
@@ -87,8 +91,13 @@ def rewrite_aliases(argv: Sequence[str]) -> list[str]:
         i += 1
     names = [name for name, _ in modes]
     if len(names) > 1:
-        raise UsageError(f"--{names[0]} is given twice" if len(set(names)) == 1 else
-                         MIXED_MODES if "record" in names else "give one of --replay and --demo")
+        raise UsageError(
+            f"--{names[0]} is given twice"
+            if len(set(names)) == 1
+            else MIXED_MODES
+            if "record" in names
+            else "give one of --replay and --demo"
+        )
     if not modes:
         return [DEFAULT_COMMAND, *head, *tail]
     name, directory = modes[0]
@@ -113,14 +122,19 @@ def _build() -> tuple[OneLineParser, dict[str, argparse.ArgumentParser]]:
         "for a command's flags.",
     )
     parsers = "compiled" if parsers_compiled() else "pure Python"
-    parser.add_argument("--version", action="version",
-                        version=f"gpuherd {__version__} (log parsers: {parsers})")
+    parser.add_argument(
+        "--version", action="version", version=f"gpuherd {__version__} (log parsers: {parsers})"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     children: dict[str, argparse.ArgumentParser] = {}
     for name, module in COMMANDS.items():
-        child = sub.add_parser(name, help=module.HELP, description=module.HELP,
-                               epilog=module.EPILOG,
-                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        child = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=module.HELP,
+            epilog=module.EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         module.add_arguments(child)
         if getattr(module, "ACCEPTS_COMMAND", False) and name != "queue":
             usage_with_command(child)  # `queue add` says it on its own parser

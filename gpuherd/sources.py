@@ -122,9 +122,15 @@ class TailSupervisor:
 
     def discovered(self, found: DiscoveredLogs) -> TailsChanged:
         """Follow every log of a scan not followed yet; stop the tails of vanished runs."""
-        started = tuple(log for log in found.logs
-                        if (self.follow(log.task_id) is not None if self._start is not None
-                            else self.claim(log.task_id)))
+        started = tuple(
+            log
+            for log in found.logs
+            if (
+                self.follow(log.task_id) is not None
+                if self._start is not None
+                else self.claim(log.task_id)
+            )
+        )
         stopped = tuple(task_id for task_id in found.removed if self._unfollow(task_id))
         with self._lock:
             first, self._scanned = not self._scanned, True
@@ -185,8 +191,10 @@ class LiveSources:
     def machine(self) -> list[Collector[Any]]:
         """The NVML, host and container collectors."""
         o = self.options
-        collectors: list[Collector[Any]] = [self.gpus(),
-                                            HostCollector(self.pid_watch, o.interval_s)]
+        collectors: list[Collector[Any]] = [
+            self.gpus(),
+            HostCollector(self.pid_watch, o.interval_s),
+        ]
         if o.containers:
             collectors.append(DockerCollector(o.interval_s))
         if o.slurm and slurm_missing() is None:
@@ -234,8 +242,9 @@ class LiveSources:
             from collectors.logs.discovery import LogDiscovery
 
             o = self.options
-            self._discovery = LogDiscovery(o.logs, o.watch,
-                                           exclude=[os.path.abspath(d) for d in o.exclude])
+            self._discovery = LogDiscovery(
+                o.logs, o.watch, exclude=[os.path.abspath(d) for d in o.exclude]
+            )
         return self._discovery
 
     def discovery_collector(self) -> Collector[DiscoveredLogs]:
@@ -281,8 +290,7 @@ def live_sources(options: SourceOptions) -> LiveSources:
     return LiveSources(options)
 
 
-def gpu_source(interval_s: float = 1.0, nvml_backend: NvmlBackend | None = None
-               ) -> NvmlCollector:
+def gpu_source(interval_s: float = 1.0, nvml_backend: NvmlBackend | None = None) -> NvmlCollector:
     """The GPUs alone, for a sink that needs no host figures or logs (the queue runner)."""
     return live_sources(SourceOptions(interval_s=interval_s, nvml_backend=nvml_backend)).gpus()
 
@@ -323,8 +331,13 @@ class LogSources:
         self.sources.close()
 
 
-def log_sources(logs: Sequence[str], watch: Sequence[str], *, exclude: Sequence[str] = (),
-                interval_s: float = DISCOVERY_INTERVAL_S) -> LogSources:
+def log_sources(
+    logs: Sequence[str],
+    watch: Sequence[str],
+    *,
+    exclude: Sequence[str] = (),
+    interval_s: float = DISCOVERY_INTERVAL_S,
+) -> LogSources:
     """Follow `--log` paths and globs and the run files under `--watch` directories.
 
     `exclude` names directories never scanned (a recording's own session directory, whose
@@ -332,6 +345,7 @@ def log_sources(logs: Sequence[str], watch: Sequence[str], *, exclude: Sequence[
     collector that finds which process writes each followed log (`collectors.machine.writers`); the
     running set tells its watch which files are followed and which pids hold a GPU.
     """
-    sources = live_sources(SourceOptions(logs=logs, watch=watch, exclude=exclude,
-                                         discovery_interval_s=interval_s))
+    sources = live_sources(
+        SourceOptions(logs=logs, watch=watch, exclude=exclude, discovery_interval_s=interval_s)
+    )
     return LogSources(sources, sources.log_collectors())

@@ -12,8 +12,10 @@ from parsers.values import to_epoch, to_step
 # `| epoch 005 | loss 0.158 | ...` (fairseq 0.9), `epoch 001 | loss 2.313 | ...` (tqdm format),
 # `2023-06-13 17:32:41 | INFO | valid | epoch 143 | valid on 'valid' subset | loss ...`, and
 # ` | valid on 'test' subset | loss ...` from fairseq-validate
-_SUMMARY = re.compile(r"(?:^|\| )(?:epoch (\d+) \| )?valid on '([^']*)' subset \||"
-                      r"(?:^|\| )epoch (\d+) \| (?=\w+ [-+\d.])")
+_SUMMARY = re.compile(
+    r"(?:^|\| )(?:epoch (\d+) \| )?valid on '([^']*)' subset \||"
+    r"(?:^|\| )epoch (\d+) \| (?=\w+ [-+\d.])"
+)
 # `| epoch 001:   10 / 2051 loss=12.86, ...`, `... | train_inner | epoch 143:  185 / 282 loss=`
 _PROGRESS = re.compile(r"(?:^|\| )epoch (\d+):\s+\d+ / \d+ (?=\w+=)")
 _STAMP = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \| ")
@@ -24,8 +26,20 @@ _NAMES = {
     "gnorm": "grad_norm",
 }
 # counters, sizes and clocks, not metrics; `best_*` repeats an earlier value
-_SKIP = frozenset({"wpb", "bsz", "clip", "oom", "loss_scale", "wall", "train_wall",
-                   "gb_free", "cuda_gb_free", "num_updates"})
+_SKIP = frozenset(
+    {
+        "wpb",
+        "bsz",
+        "clip",
+        "oom",
+        "loss_scale",
+        "wall",
+        "train_wall",
+        "gb_free",
+        "cuda_gb_free",
+        "num_updates",
+    }
+)
 
 
 def parse_fairseq_line(line: str) -> LogMetric | None:
@@ -45,18 +59,20 @@ def parse_fairseq_line(line: str) -> LogMetric | None:
     if match is not None:
         validation = match[2] is not None
         epoch = match[1] if validation else match[3]
-        pairs = [field.strip().rpartition(" ") for field in line[match.end():].split("|")]
-        return _metric(((key, text) for key, _, text in pairs), epoch,
-                       "val" if validation else "train", line)
+        pairs = [field.strip().rpartition(" ") for field in line[match.end() :].split("|")]
+        return _metric(
+            ((key, text) for key, _, text in pairs), epoch, "val" if validation else "train", line
+        )
     match = _PROGRESS.search(line)
     if match is not None:
-        items = [item.strip().partition("=") for item in line[match.end():].split(",")]
+        items = [item.strip().partition("=") for item in line[match.end() :].split(",")]
         return _metric(((key, text) for key, _, text in items), match[1], "train", line)
     return None
 
 
-def _metric(pairs: Iterable[tuple[str, str]], epoch: str | None, split: str,
-            line: str) -> LogMetric | None:
+def _metric(
+    pairs: Iterable[tuple[str, str]], epoch: str | None, split: str, line: str
+) -> LogMetric | None:
     values: list[tuple[str, float]] = []
     step = None
     for key, text in pairs:
@@ -71,9 +87,12 @@ def _metric(pairs: Iterable[tuple[str, str]], epoch: str | None, split: str,
     if not values:
         return None
     stamp = _STAMP.match(line) if line[:1].isdigit() else None
-    return LogMetric(values=tuple(values), step=step,
-                     epoch=to_epoch(float(epoch)) if epoch is not None else None,
-                     taken_at=local_stamp(stamp[1]) if stamp else None)
+    return LogMetric(
+        values=tuple(values),
+        step=step,
+        epoch=to_epoch(float(epoch)) if epoch is not None else None,
+        taken_at=local_stamp(stamp[1]) if stamp else None,
+    )
 
 
 def _name(key: str, split: str) -> str:

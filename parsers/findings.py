@@ -16,11 +16,13 @@ from parsers.vocabulary import is_loss
 _KINDS = (
     ("oom", ("emory",), re.compile(r"[Oo]ut of memory|OutOfMemoryError|can't allocate memory")),
     ("traceback", ("Traceback",), re.compile(r"Traceback \(most recent call last\)")),
-    ("nccl", ("NCCL", "Watchdog"),
-     re.compile(r"NCCL (?:[Ee]rror|WARN)|Watchdog caught collective")),
+    (
+        "nccl",
+        ("NCCL", "Watchdog"),
+        re.compile(r"NCCL (?:[Ee]rror|WARN)|Watchdog caught collective"),
+    ),
     ("cuda_error", ("CUDA error: ",), re.compile(r"CUDA error: ")),
-    ("killed", ("Killed", "Segmentation fault"),
-     re.compile(r"(?:^|\s)Killed$|Segmentation fault")),
+    ("killed", ("Killed", "Segmentation fault"), re.compile(r"(?:^|\s)Killed$|Segmentation fault")),
     (
         "download",
         ("ownload", "Fetching", "B/s"),
@@ -112,8 +114,12 @@ def ends_run(line: str) -> bool:
     if len(line) > _RAW_SCAN_CHARS:  # a redrawn bar ending in Lightning's last line
         line = normalise_line(line)[:_SCAN_CHARS]
     if "rain" in line:
-        if not ("raining" in line or "Trainer.fit" in line or "train_runtime" in line
-                or "train completed" in line):
+        if not (
+            "raining" in line
+            or "Trainer.fit" in line
+            or "train_runtime" in line
+            or "train completed" in line
+        ):
             return False
     elif not ("Done!" in line or "ompleted in" in line):
         return False

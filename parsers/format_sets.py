@@ -12,7 +12,8 @@ DOCUMENT_FORMATS: frozenset[str] = frozenset({"hf_trainer_state", "json_document
 `parsers.json_document.read_document` after each change instead of line by line."""
 
 CSV_FORMATS: frozenset[str] = frozenset(
-    {"lightning_csv", "timm_csv", "ultralytics_csv", "csv", "tensorboard_csv"})
+    {"lightning_csv", "timm_csv", "ultralytics_csv", "csv", "tensorboard_csv"}
+)
 """Formats whose first line is their header: told from a file's first lines only."""
 
 PATH_NAMED_FORMATS: frozenset[str] = frozenset({"tensorboard_csv", "mlflow"})
@@ -20,8 +21,11 @@ PATH_NAMED_FORMATS: frozenset[str] = frozenset({"tensorboard_csv", "mlflow"})
 export `run-<run>-tag-<tag>.csv`, MLflow's `<run>/metrics/<key>`): their parser is made for
 one path (`make_parser(..., path=...)`)."""
 
-REOPENED_FORMATS: frozenset[str] = CSV_FORMATS | DOCUMENT_FORMATS | frozenset(
-    {"jsonl", "llamafactory", "mmengine_json", "detr_json", "mlflow"})
+REOPENED_FORMATS: frozenset[str] = (
+    CSV_FORMATS
+    | DOCUMENT_FORMATS
+    | frozenset({"jsonl", "llamafactory", "mmengine_json", "detr_json", "mlflow"})
+)
 """Formats whose writers usually open the file, write and close it again at each write
 (Lightning's `CSVLogger`, the Trainer's `trainer_state.json`, MLflow's metric files,
 LLaMA-Factory's `trainer_log.jsonl`, mmengine's `scalars.json`, DETR's `log.txt`): a scan of

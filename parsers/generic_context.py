@@ -75,13 +75,14 @@ class GenericParser:
 
     def _in_context(self, metric: LogMetric) -> LogMetric | None:
         """A metric without a step or epoch, as the lines before it date or discard it."""
-        if not self._anchored and all(_is_setting(name) and math.isfinite(value)
-                                      for name, value in metric.values):
+        if not self._anchored and all(
+            _is_setting(name) and math.isfinite(value) for name, value in metric.values
+        ):
             return None  # `lr: 0.0006`, `epochs : 10`: the settings a run prints first
-        if (self._epoch is not None and self._age <= CONTEXT_LINES
-                and _evaluation_only(metric)):
-            return LogMetric(metric.values, None, self._epoch, metric.taken_at,
-                             metric.unparsed_values)
+        if self._epoch is not None and self._age <= CONTEXT_LINES and _evaluation_only(metric):
+            return LogMetric(
+                metric.values, None, self._epoch, metric.taken_at, metric.unparsed_values
+            )
         return metric
 
     def reset(self) -> None:
@@ -102,10 +103,13 @@ def merged(first: LogMetric, second: LogMetric) -> LogMetric:
     """One metric of two read on one line: `first`'s values and anchors win, `second` adds."""
     names = {name for name, _ in first.values}
     values = (*first.values, *(pair for pair in second.values if pair[0] not in names))
-    return LogMetric(values, second.step if first.step is None else first.step,
-                     second.epoch if first.epoch is None else first.epoch,
-                     first.taken_at if first.taken_at is not None else second.taken_at,
-                     first.unparsed_values + second.unparsed_values)
+    return LogMetric(
+        values,
+        second.step if first.step is None else first.step,
+        second.epoch if first.epoch is None else first.epoch,
+        first.taken_at if first.taken_at is not None else second.taken_at,
+        first.unparsed_values + second.unparsed_values,
+    )
 
 
 class TablesBeside:
@@ -142,8 +146,9 @@ class TablesBeside:
 def _evaluation_only(metric: LogMetric) -> bool:
     """Whether a metric reports the validation (or test) side and nothing of training."""
     names = [name for name, _ in metric.values]
-    return (any(name.startswith(_EVALUATION_SIDES) for name in names)
-            and not any(name.startswith("train/") for name in names))
+    return any(name.startswith(_EVALUATION_SIDES) for name in names) and not any(
+        name.startswith("train/") for name in names
+    )
 
 
 def _is_setting(name: str) -> bool:

@@ -15,8 +15,9 @@ STALL_MIN_POINTS = 50
 """A loss history shorter than this gives no `stalled` verdict."""
 
 
-def stalled(values: Series, min_points: int = STALL_MIN_POINTS,
-            min_drop: float = 0.01) -> LogFinding | None:
+def stalled(
+    values: Series, min_points: int = STALL_MIN_POINTS, min_drop: float = 0.01
+) -> LogFinding | None:
     """Loss not falling over the later half of the run so far.
 
     `values` spans the whole run (a chart series keeps its points spread evenly over it). The
@@ -42,7 +43,7 @@ def stalled(values: Series, min_points: int = STALL_MIN_POINTS,
         before = [v for x, v in window if x < split]
         after = [v for x, v in window if x >= split]
     else:
-        window = points[len(points) // 2:]
+        window = points[len(points) // 2 :]
         half = len(window) // 2
         before, after = [v for _, v in window[:half]], [v for _, v in window[half:]]
     if len(before) < 2 or len(after) < 2:
@@ -52,8 +53,10 @@ def stalled(values: Series, min_points: int = STALL_MIN_POINTS,
         return None
     return LogFinding(
         kind="stalled",
-        evidence=(f"loss mean {mean_before:.4g} -> {mean_after:.4g} over steps "
-                  f"{window[0][0]:g}-{window[-1][0]:g}"),
+        evidence=(
+            f"loss mean {mean_before:.4g} -> {mean_after:.4g} over steps "
+            f"{window[0][0]:g}-{window[-1][0]:g}"
+        ),
     )
 
 

@@ -18,8 +18,11 @@ _STAMP_KEYS = frozenset({"time", "timestamp", "taken_at"})
 ITER_TIME_KEYS = frozenset({"time", "iter_time", "batch_time"})
 """Seconds per iteration, reported as `throughput/it_s` by the formats that log them."""
 SKIP_KEYS = frozenset({"data_time", "last_time", "last_data_time", "data", "v_num"})
-_RECORD_KEYS = {**dict.fromkeys(_STAMP_KEYS | ITER_TIME_KEYS | SKIP_KEYS, "other"),
-                **dict.fromkeys(STEP_KEYS, "step"), **dict.fromkeys(EPOCH_KEYS, "epoch")}
+_RECORD_KEYS = {
+    **dict.fromkeys(_STAMP_KEYS | ITER_TIME_KEYS | SKIP_KEYS, "other"),
+    **dict.fromkeys(STEP_KEYS, "step"),
+    **dict.fromkeys(EPOCH_KEYS, "epoch"),
+}
 """Keys a JSON record gives that may not be plain metric values."""
 
 _KeyInfo = tuple["str | None", str, str]

@@ -38,8 +38,10 @@ from parsers.values import to_epoch, to_step
 
 # Cases spelled out rather than re.IGNORECASE, which makes every position slower to try.
 # Thousands separators may be inside a number, never at its end: `Step: 200, Loss: 2.1` is 200.
-_NUM = (r"[-+]?(?:\d(?:[\d,]*\d)?\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
-        r"|[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)")
+_NUM = (
+    r"[-+]?(?:\d(?:[\d,]*\d)?\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
+    r"|[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)"
+)
 # A key starts after a character that cannot be part of one. The lookbehind comes after the
 # key's first letter, so the regex opens with a character class, which the engine finds by a
 # fast scan instead of trying every position; a key (and the spaces after it) never gives back
@@ -56,12 +58,17 @@ _RULE_CHARS = " \t=-*#~"
 _RULE_STARTS = frozenset("=-*#~")
 _LEADING_RULE = re.compile(r"[ \t=\-*#~]*")
 _ETA_KEYS = frozenset({"eta", "eta_s", "remaining"})
-_COUNTERS = {**dict.fromkeys(STEP_KEYS, "step"), **dict.fromkeys(EPOCH_KEYS, "epoch"),
-             **dict.fromkeys(_ETA_KEYS, "eta")}
+_COUNTERS = {
+    **dict.fromkeys(STEP_KEYS, "step"),
+    **dict.fromkeys(EPOCH_KEYS, "epoch"),
+    **dict.fromkeys(_ETA_KEYS, "eta"),
+}
 # Lines that are never metrics whatever pairs they hold: code in backticks, Python warnings
 # (`file.py:12: UserWarning: ...`, Lightning's `rank_zero_warn`), warning levels and tips.
-_NOT_METRICS = re.compile(r"`|\.py:\d+: |Warning\b|\bWARN(?:ING)?\b|\bwarning\b|\bTip:"
-                          r"|[A-Za-z]\((?:[a-z_]+=|\d+, )")
+_NOT_METRICS = re.compile(
+    r"`|\.py:\d+: |Warning\b|\bWARN(?:ING)?\b|\bwarning\b|\bTip:"
+    r"|[A-Za-z]\((?:[a-z_]+=|\d+, )"
+)
 """Also a model printout: a module built with keyword arguments (`Linear(in_features=512,
 ...)`, `Dropout(p=0.1)`, `Conv2d(3, 64, ...)`)."""
 # A whitespace-separated token with two letters in a row: a word of prose (`Trainable`,
@@ -143,7 +150,8 @@ def parse_normalised_line(line: str) -> LogMetric | None:
 
 _COUNTER_VALUE = re.compile(
     r"(?i)(?<![a-z])(?:steps?|up\.?|iter(?:ation)?|it|updates?|s|num_updates|global[_ ]step"
-    r"|epoch|ep\.?|batch)\s*[:=]?\s*[-+]?[\d.]")
+    r"|epoch|ep\.?|batch)\s*[:=]?\s*[-+]?[\d.]"
+)
 """A counter and its value (`step=5`, `Epoch: 3`, `s:400`): see `ShapesWithoutMetric.add`."""
 
 
@@ -164,7 +172,8 @@ class ShapesWithoutMetric:
     def holds(self, line: str, shape: bytes) -> bool:
         """Whether a line of this shape (and these named digits) gave no metric before."""
         return shape in self._shapes or (
-            shape in self._named and _named_shape(line, shape) in self._shapes)
+            shape in self._named and _named_shape(line, shape) in self._shapes
+        )
 
     def add(self, line: str, shape: bytes) -> None:
         """Keep that this line's shape gave no metric, unless its values could change that.
@@ -202,12 +211,12 @@ def last_redraw(line: str) -> str:
     colon = line.find(":")
     if not 0 < colon < 24:
         return line
-    head = " " + line[:colon + 1]
+    head = " " + line[: colon + 1]
     again = line.rfind(head)
     if again <= colon or " " in head[1:]:
         return line  # the common case: the first key does not come back
-    last = line[again + 1:]
-    first_keys = _KEYS.findall(line[:line.find(head, colon)])
+    last = line[again + 1 :]
+    first_keys = _KEYS.findall(line[: line.find(head, colon)])
     return last if len(first_keys) > 1 and first_keys == _KEYS.findall(last) else line
 
 
@@ -280,10 +289,24 @@ def parse_plain_line(line: str) -> LogMetric | None:
     # the shape (`acc1` is known, `acc2` is not; `ResNet50`, `lr0`).
     low = line.lower()
     # spelled out: one `in` test after another runs in C, a generator over a tuple does not
-    if not ("loss" in low or "acc" in low or "step" in low or "epoch" in low or "iter" in low
-            or "lr" in low or "map" in low or "iou" in low or "ppl" in low or "perplexity" in low
-            or "top1" in low or "top5" in low or "prec@" in low or "learning_rate" in low
-            or "grad_norm" in low or "reward" in low):
+    if not (
+        "loss" in low
+        or "acc" in low
+        or "step" in low
+        or "epoch" in low
+        or "iter" in low
+        or "lr" in low
+        or "map" in low
+        or "iou" in low
+        or "ppl" in low
+        or "perplexity" in low
+        or "top1" in low
+        or "top5" in low
+        or "prec@" in low
+        or "learning_rate" in low
+        or "grad_norm" in low
+        or "reward" in low
+    ):
         return None
     shape = line.encode("utf-8", "surrogatepass").translate(DIGITS_AS_ZERO)
     if _NOT_PLAIN.holds(line, shape):
@@ -398,7 +421,9 @@ def _infos(line: str, keys: list[str]) -> list[_KeyInfo]:
     infos = list(map(_KEY_INFO.__getitem__, keys))  # a loop in C for keys seen before
     if _opens_evaluation(line) or (
         not _VAL_SCORES.isdisjoint(map(_NAME, infos))  # loops in C
-        and not any(map(_COUNTER, infos)) and "poch" not in line and "[" not in line
+        and not any(map(_COUNTER, infos))
+        and "poch" not in line
+        and "[" not in line
     ):
         return list(map(_VAL_KEY_INFO.__getitem__, keys))
     return infos
@@ -418,7 +443,7 @@ def _opens_evaluation(line: str) -> bool:
     if "INFO" not in line[:80] and "DEBUG" not in line[:80]:
         return False
     prefix = _LOGGER_PREFIX.match(line)
-    return prefix is not None and opens_evaluation(line[prefix.end():])
+    return prefix is not None and opens_evaluation(line[prefix.end() :])
 
 
 def _body(line: str) -> str:
@@ -448,7 +473,7 @@ def _split_window(body: str, end: int) -> list[str]:
     parts: list[str] = []
     start = 0
     for match in matches:
-        parts += (body[start:match.start()], match[1], match[2])
+        parts += (body[start : match.start()], match[1], match[2])
         start = match.end()
     parts.append(body[start:])
     return parts
@@ -456,8 +481,15 @@ def _split_window(body: str, end: int) -> list[str]:
 
 def _not_metrics(head: str) -> bool:
     # substrings first: the regex alone costs more than parsing the rest of the line
-    if not ("`" in head or ".py:" in head or "Warn" in head or "WARN" in head
-            or "warn" in head or "Tip:" in head or "(" in head):
+    if not (
+        "`" in head
+        or ".py:" in head
+        or "Warn" in head
+        or "WARN" in head
+        or "warn" in head
+        or "Tip:" in head
+        or "(" in head
+    ):
         return False
     return _NOT_METRICS.search(head) is not None
 
@@ -487,8 +519,12 @@ class _KeyInfos(dict[str, _KeyInfo]):
         counter = _COUNTERS.get(key.lower())
         name = metric_name(key, self.split)
         known = counter is not None or name in STANDARD_NAMES
-        config = (key[:1].isupper() and _CONFIG_KEY.fullmatch(key) is not None and not known
-                  or key == "v_num")  # Lightning's logger version, in a bar's postfix
+        config = (
+            key[:1].isupper()
+            and _CONFIG_KEY.fullmatch(key) is not None
+            and not known
+            or key == "v_num"
+        )  # Lightning's logger version, in a bar's postfix
         if len(self) >= _KEY_INFO_SIZE:  # keys come from logs: keep the cache bounded
             self.clear()
         info = self[key] = (config, known, counter, name)
@@ -559,17 +595,33 @@ def _make_plan(line: str, metric: LogMetric) -> LinePlan | None:
     at = len(line) - len(line.lstrip(_RULE_CHARS))  # where `body` starts in `line`
     end = max(body.rfind("="), body.rfind(":")) + 64
     matches = list(_PAIR.finditer(body)) if end >= len(body) else _window_matches(body, end)
-    pairs = [(match[1], slice(at + match.start(1), at + match.end(1)),
-              match[2], slice(at + match.start(2), at + match.end(2))) for match in matches]
-    texts = [body[end:match.start()] for end, match in
-             zip([0, *(match.end() for match in matches)], matches, strict=False)]
+    pairs = [
+        (
+            match[1],
+            slice(at + match.start(1), at + match.end(1)),
+            match[2],
+            slice(at + match.start(2), at + match.end(2)),
+        )
+        for match in matches
+    ]
+    texts = [
+        body[end : match.start()]
+        for end, match in zip([0, *(match.end() for match in matches)], matches, strict=False)
+    ]
     keys = compound_keys(texts, [match[1] for match in matches])
     pairs = [(key, *pair[1:]) for key, pair in zip(keys, pairs, strict=True)]
     stamp = _ISO_TS.match(line) if line[:1] in _STAMP_STARTS else None
     return make_plan(
-        line, metric, pairs, dict(zip(keys, _infos(line, keys), strict=True)),
-        None if stamp is None else (slice(stamp.start(1), stamp.end(2)),
-                                    None if stamp[3] is None else slice(*stamp.span(3))),
+        line,
+        metric,
+        pairs,
+        dict(zip(keys, _infos(line, keys), strict=True)),
+        None
+        if stamp is None
+        else (
+            slice(stamp.start(1), stamp.end(2)),
+            None if stamp[3] is None else slice(*stamp.span(3)),
+        ),
         counters_in_words if "poch" in line or "[" in line else None,
     )
 

@@ -43,8 +43,18 @@ class LinePlan:
     at the places the plan names, with the same functions the parser calls.
     """
 
-    __slots__ = ("_actions", "_count", "_epoch", "_key_texts", "_keys", "_names", "_stamp",
-                 "_step", "_texts", "_words")
+    __slots__ = (
+        "_actions",
+        "_count",
+        "_epoch",
+        "_key_texts",
+        "_keys",
+        "_names",
+        "_stamp",
+        "_step",
+        "_texts",
+        "_words",
+    )
 
     def __init__(
         self,
@@ -69,8 +79,12 @@ class LinePlan:
         """
         kinds = [kind for (kind, _), _ in actions]
         counters = [(kind, where) for (kind, _), where in actions if kind in (STEP, EPOCH)]
-        simple = (NUMBER not in kinds and DURATION not in kinds and kinds.count(STEP) <= 1
-                  and kinds.count(EPOCH) <= 1)
+        simple = (
+            NUMBER not in kinds
+            and DURATION not in kinds
+            and kinds.count(STEP) <= 1
+            and kinds.count(EPOCH) <= 1
+        )
         if simple:  # values read by `float` alone, at most one step and one epoch
             actions = [item for item in actions if item[0][0] == VALUE]
         self._actions = None if simple else tuple(action for action, _ in actions)
@@ -253,7 +267,7 @@ class LinePlans:
         if plan is None or shape in self.ready or b"{" in shape:
             return
         colon = shape.find(b":")  # a first key with digits: zeros in the shape, as in its copy
-        if colon > 0 and shape.find(b" " + shape[:colon + 1], colon) > 0:
+        if colon > 0 and shape.find(b" " + shape[: colon + 1], colon) > 0:
             return
         if len(self.ready) >= PLAN_CACHE_SIZE:
             self.ready = {}

@@ -18,7 +18,8 @@ MAX_PROSE_WORDS = 4
 _BRACKET_COUNT = re.compile(r"\[\s*(\d+)\s*(?:/\s*\d+\s*)?\]")
 # the counter's name, right before its bracket (searched in a few characters only)
 _COUNTER_BEFORE = re.compile(
-    r"(?<![\w])(?:([Ee]poch|EPOCH|[Ee]p)|[Ss]tep|STEP|[Ii]ter(?:ation)?|ITER|[Bb]atch)\s*:?\s*$")
+    r"(?<![\w])(?:([Ee]poch|EPOCH|[Ee]p)|[Ss]tep|STEP|[Ii]ter(?:ation)?|ITER|[Bb]atch)\s*:?\s*$"
+)
 # `[1,  2000] loss: 1.925`: the PyTorch CIFAR-10 tutorial's (epoch, mini-batch) at the start
 _LEADING_PAIR = re.compile(r"\s*\[\s*(\d+),\s*(\d+)\s*\]")
 # `Epoch 3 | ...`, `Epoch 1: 100%|...`; not `epoch 12:30` (a time) or `epoch 3 = ...`
@@ -80,8 +81,15 @@ def _bracketed(text: str) -> list[tuple[bool, str, int, int]]:
     return found
 
 
-_SPLIT_WORDS = {"train": "train", "training": "train", "val": "val", "valid": "val",
-                "validation": "val", "eval": "val", "test": "test"}
+_SPLIT_WORDS = {
+    "train": "train",
+    "training": "train",
+    "val": "val",
+    "valid": "val",
+    "validation": "val",
+    "eval": "val",
+    "test": "test",
+}
 _SILENT_WORDS = frozenset({"average", "avg", "mean"})
 """Words before a metric that do not change it: `Average loss` is the loss of its line."""
 # A key of one word or two (`valid loss`), a blank (no `:` or `=`), a number or a count of a
@@ -89,11 +97,19 @@ _SILENT_WORDS = frozenset({"average", "avg", "mean"})
 # a character class and looks behind after it, so the engine finds candidates by a fast scan.
 _SPACED = re.compile(
     r"([A-Za-z](?<![\w/@.-].)[\w/@.-]*+)(?: ([A-Za-z][\w/@.-]*+))?[ \t]+"
-    r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|[nN]a[nN]|[iI]nf)(?:/\s*(\d+))?(?![\w./]|:\S)")
+    r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|[nN]a[nN]|[iI]nf)(?:/\s*(\d+))?(?![\w./]|:\S)"
+)
 _BATCHES = re.compile(r"(?<![\w.])(\d+)/\s*\d+ (?:batches|steps|iters|iterations)\b")
 """`200/ 2983 batches` of PyTorch's `word_language_model` example: the batch in the epoch."""
-_COUNTER_WORDS = {"step": "step", "iter": "step", "it": "step", "iteration": "step",
-                  "batch": "step", "epoch": "epoch", "ep": "epoch"}
+_COUNTER_WORDS = {
+    "step": "step",
+    "iter": "step",
+    "it": "step",
+    "iteration": "step",
+    "batch": "step",
+    "epoch": "epoch",
+    "ep": "epoch",
+}
 _WORD = re.compile(r"(?<!\S)(?=\S*?[A-Za-z]{2})\S+")
 _EXTRA_NAMES = {"ms/batch": "throughput/it_s"}
 """Keys known only in this shape of line: `ms/batch 45.68` is a rate in milliseconds."""
@@ -118,8 +134,18 @@ def parse_spaced_line(line: str, split: str | None = None) -> LogMetric | None:
             an evaluation word (`opens_evaluation`), else `train`.
     """
     # substring tests run at C speed and rule out almost every other line before any regex
-    if not ("oss" in line or "cc" in line or "ppl" in line or "lexity" in line
-            or "IoU" in line or "iou" in line or "mAP" in line) or _SCORED.search(line) is None:
+    if (
+        not (
+            "oss" in line
+            or "cc" in line
+            or "ppl" in line
+            or "lexity" in line
+            or "IoU" in line
+            or "iou" in line
+            or "mAP" in line
+        )
+        or _SCORED.search(line) is None
+    ):
         return None
     if split is None:
         split = "val" if opens_evaluation(line) else "train"
@@ -158,7 +184,7 @@ def _recipe(line: str, split: str) -> Recipe | None:
         name, count = _spaced_name(match[1], match[2], split)
         if name is None:
             continue
-        rest.append(line[start:match.start()])
+        rest.append(line[start : match.start()])
         start = match.end()
         total = match.span(4) if match[4] is not None else (0, 0)
         if count is not None:
@@ -228,10 +254,36 @@ def _spaced_name(first: str, second: str | None, split: str) -> tuple[str | None
     return (name, None) if name in STANDARD_NAMES else (None, None)
 
 
-_BARE_SCORES = frozenset({"loss", "Loss", "LOSS", "acc", "Acc", "accuracy", "Accuracy",
-                          "perplexity", "Perplexity", "ppl"})
-_NOT_NAMING = frozenset({"INFO", "DEBUG", "WARNING", "ERROR", "CRITICAL", "TRACE", "Average",
-                         "average", "Avg", "avg", "Mean", "mean"})
+_BARE_SCORES = frozenset(
+    {
+        "loss",
+        "Loss",
+        "LOSS",
+        "acc",
+        "Acc",
+        "accuracy",
+        "Accuracy",
+        "perplexity",
+        "Perplexity",
+        "ppl",
+    }
+)
+_NOT_NAMING = frozenset(
+    {
+        "INFO",
+        "DEBUG",
+        "WARNING",
+        "ERROR",
+        "CRITICAL",
+        "TRACE",
+        "Average",
+        "average",
+        "Avg",
+        "avg",
+        "Mean",
+        "mean",
+    }
+)
 """Words before a bare `loss` that do not name it: log levels, and `Average loss` is the loss."""
 
 
@@ -257,7 +309,8 @@ _EVAL_STARTS = ("Test", "test", "Val", "val", "Eval", "eval", "TEST", "VAL", "EV
 # the word itself, not a key that starts with it (`val_loss=...`, `test/acc: ...`)
 _EVAL_WORD = re.compile(
     r"(?:test|val|eval)(?:id|idation|idating|uation|uating|ing)?(?: set)?(?=[\s:|\]])",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def opens_evaluation(line: str) -> bool:

@@ -30,14 +30,19 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 _STRING, _NUMBER, _PUNCT, _NAME = 1, 2, 3, 4
-_CONSTANTS: dict[str, object] = {"True": True, "False": False, "None": None, "true": True,
-                                 "false": False, "null": None}
+_CONSTANTS: dict[str, object] = {
+    "True": True,
+    "False": False,
+    "None": None,
+    "true": True,
+    "false": False,
+    "null": None,
+}
 # `np.float64(0.93)` (numpy 2's repr), `tensor(0.52, device='cuda:0')`, `float32(1.5)`
 _NUMBER_WRAPPER = re.compile(r"(?:(?:np|numpy|torch)\.)?(?:float|int|uint)\d*|tensor")
 _ESCAPE = re.compile(r"\\(.)")
 _PYTHON_WORDS = re.compile(r"\b(?:nan|inf|True|False|None)\b")
-_JSON_WORDS = {"nan": "NaN", "inf": "Infinity", "True": "true", "False": "false",
-               "None": "null"}
+_JSON_WORDS = {"nan": "NaN", "inf": "Infinity", "True": "true", "False": "false", "None": "null"}
 _JSON_DECODE = json.JSONDecoder().raw_decode
 """(value, end) of the JSON value at an index; `NaN` and `Infinity` accepted."""
 _PROSE_WORD = re.compile(r"[A-Za-z]{2,}")
@@ -66,8 +71,11 @@ def find_mapping(line: str, start: int = 0) -> int:
     at = min(single, double) if single >= 0 and double >= 0 else max(single, double)
     if at > 0:
         prefix = line[start:at].rstrip()
-        if (prefix.endswith(":") and line[at - 1:at].isspace()
-                and len(_PROSE_WORD.findall(prefix)) > MAX_PROSE_WORDS):
+        if (
+            prefix.endswith(":")
+            and line[at - 1 : at].isspace()
+            and len(_PROSE_WORD.findall(prefix)) > MAX_PROSE_WORDS
+        ):
             return -1
     return at
 
@@ -112,13 +120,12 @@ def _decode_whole(line: str, start: int) -> tuple[dict[str, object] | None, int]
     close = line.find("}", start)
     if close < 0:
         return None, -1
-    text = line[start:close + 1]
+    text = line[start : close + 1]
     if '"' in text or "\\" in text or "(" in text or "{" in text[1:] or "[" in text:
         return None, -1
     text = text.replace("'", '"')
     # `in` tests in C first: most dicts hold none of Python's own words
-    if ("nan" in text or "inf" in text or "True" in text or "False" in text
-            or "None" in text):
+    if "nan" in text or "inf" in text or "True" in text or "False" in text or "None" in text:
         text = _PYTHON_WORDS.sub(_json_word, text)
     try:
         value = _JSON_DECODE(text, 0)[0]
@@ -130,7 +137,8 @@ def _decode_whole(line: str, start: int) -> tuple[dict[str, object] | None, int]
 def _depth_ok(mapping: dict[str, object], depth: int = 1) -> bool:
     """Whether nested mappings stay within `MAX_DEPTH` levels, as the tokenizer reads them."""
     return depth <= MAX_DEPTH and all(
-        _depth_ok(value, depth + 1) for value in mapping.values() if type(value) is dict)
+        _depth_ok(value, depth + 1) for value in mapping.values() if type(value) is dict
+    )
 
 
 def _json_word(match: re.Match[str]) -> str:
@@ -148,8 +156,11 @@ def parse_mapping_line(line: str) -> LogMetric | None:
     start = find_mapping(line)
     if start < 0:
         return None
-    metrics = [metric for metric in map(mapping_to_metric, read_mappings(line, start))
-               if metric is not None]
+    metrics = [
+        metric
+        for metric in map(mapping_to_metric, read_mappings(line, start))
+        if metric is not None
+    ]
     if not metrics:
         return None
     if len(metrics) == 1:
@@ -184,8 +195,12 @@ def mapping_to_metric(mapping: dict[str, object]) -> LogMetric | None:
         return None
     if _RUN_SUMMARY_KEY in mapping:
         metric = run_summary(metric)
-    if not online and metric.step is None and metric.epoch is None and all(
-            _is_setting(name) for name, _ in metric.values):
+    if (
+        not online
+        and metric.step is None
+        and metric.epoch is None
+        and all(_is_setting(name) for name, _ in metric.values)
+    ):
         return None
     return metric
 
@@ -197,10 +212,11 @@ def run_summary(metric: LogMetric) -> LogMetric:
     loss averaged over the whole run; read as `train/loss`, it became the run's last loss
     (a summary saying 1.85 -> 0.812 where the last step logged 0.405).
     """
-    values = tuple((TRAIN_LOSS_RUN_MEAN if name == TRAIN_LOSS else name, value)
-                   for name, value in metric.values)
-    return LogMetric(values, metric.step, metric.epoch, metric.taken_at,
-                     metric.unparsed_values)
+    values = tuple(
+        (TRAIN_LOSS_RUN_MEAN if name == TRAIN_LOSS else name, value)
+        for name, value in metric.values
+    )
+    return LogMetric(values, metric.step, metric.epoch, metric.taken_at, metric.unparsed_values)
 
 
 def _check_quoted_values(mapping: dict[str, object]) -> None:
@@ -216,8 +232,9 @@ def _check_quoted_values(mapping: dict[str, object]) -> None:
 
 def _is_setting(name: str) -> bool:
     """A name of a setting rather than a measured value (`lr`, `epochs`, `bos_token_id`)."""
-    return name == "lr" or (name not in STANDARD_NAMES
-                            and not any(word in name.lower() for word in METRIC_WORDS))
+    return name == "lr" or (
+        name not in STANDARD_NAMES and not any(word in name.lower() for word in METRIC_WORDS)
+    )
 
 
 class _Reader:

@@ -71,8 +71,11 @@ def parse_megatron_line(line: str) -> LogMetric | None:
         match = _TIMER.search(line)
         if match is not None:
             step = match[1] or match[2]
-            return LogMetric(values=(("throughput/samples_s", parse_number(match[3])),),
-                             step=to_step(float(step)), taken_at=_taken_at(line))
+            return LogMetric(
+                values=(("throughput/samples_s", parse_number(match[3])),),
+                step=to_step(float(step)),
+                taken_at=_taken_at(line),
+            )
     return None
 
 
@@ -88,7 +91,7 @@ def _pairs(text: str) -> list[tuple[str, str]]:
 def _iteration(line: str, match: re.Match[str], taken_at: float | None) -> LogMetric | None:
     values: list[tuple[str, float]] = []
     iteration_ms = batch = None
-    for key, text in _pairs(line[match.end():]):
+    for key, text in _pairs(line[match.end() :]):
         low = key.lower()
         if low == "elapsed time per iteration (ms)":
             iteration_ms = parse_number(text)
@@ -111,16 +114,26 @@ def _iteration(line: str, match: re.Match[str], taken_at: float | None) -> LogMe
 
 def _validation(line: str, match: re.Match[str], taken_at: float | None) -> LogMetric | None:
     values: list[tuple[str, float]] = []
-    for key, text in _pairs(line[match.end():]):
+    for key, text in _pairs(line[match.end() :]):
         low = key.lower()
         if low.endswith(" ppl"):
-            values.append(("val/ppl" if low == "lm loss ppl" else
-                           metric_name(f"val/{key[:-4].replace(' ', '_')}_ppl"),
-                           parse_number(text)))
+            values.append(
+                (
+                    "val/ppl"
+                    if low == "lm loss ppl"
+                    else metric_name(f"val/{key[:-4].replace(' ', '_')}_ppl"),
+                    parse_number(text),
+                )
+            )
         elif low.endswith(" value"):
-            values.append(("val/loss" if low == "lm loss value" else
-                           metric_name(f"val/{key[:-6].replace(' ', '_')}"),
-                           parse_number(text)))
+            values.append(
+                (
+                    "val/loss"
+                    if low == "lm loss value"
+                    else metric_name(f"val/{key[:-6].replace(' ', '_')}"),
+                    parse_number(text),
+                )
+            )
     if not values:
         return None
     step = to_step(float(match[1])) if match[1] else None
@@ -129,8 +142,11 @@ def _validation(line: str, match: re.Match[str], taken_at: float | None) -> LogM
 
 def _log_dist(line: str, match: re.Match[str]) -> LogMetric:
     # `lr=[0.0001, 0.0001]`: one rate per parameter group; the first is the one schedules show
-    return LogMetric(values=(("lr", parse_number(match[3])),), step=to_step(float(match[1])),
-                     taken_at=_taken_at(line))
+    return LogMetric(
+        values=(("lr", parse_number(match[3])),),
+        step=to_step(float(match[1])),
+        taken_at=_taken_at(line),
+    )
 
 
 def _taken_at(text: str) -> float | None:

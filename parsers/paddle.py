@@ -15,17 +15,30 @@ _OCR_EPOCH = re.compile(r"epoch: \[(\d+)/\d+\], ")
 _OCR_EVAL = re.compile(r"(cur|best) metric, ")
 # PaddleClas: `[Train][Epoch 1/120][Iter: 0/5005]lr(PiecewiseDecay): 0.1, top1: ...`,
 # `[Eval][Epoch 1][Avg]CELoss: ...`, `[Eval][Epoch 1][best metric: 0.0123]`
-_CLAS = re.compile(r"\[(Train|Eval)\]\[Epoch (\d+)(?:/\d+)?\]"
-                   r"(?:\[(?:Iter: *\d+/\d+|Avg)\]|\[best metric: ([^\]]+)\])")
+_CLAS = re.compile(
+    r"\[(Train|Eval)\]\[Epoch (\d+)(?:/\d+)?\]"
+    r"(?:\[(?:Iter: *\d+/\d+|Avg)\]|\[best metric: ([^\]]+)\])"
+)
 _ETA = re.compile(r"eta: (\d+ days?, [\d:]+|[\d:]+)")
 # `print_dict` of both projects logs the YAML config at start-up, one `key : value` a line,
 # nested keys indented: a blank before the colon, which their metric lines never have
 _CONFIG_LINE = re.compile(r"(?:.* INFO: )?\s*[\w.-]+ :(?: |$)")
 # costs of one batch, sample counts and memory: not metrics of the run
-_SKIP = frozenset({
-    "avg_reader_cost", "avg_batch_cost", "avg_samples", "batch_cost", "reader_cost",
-    "max_mem_reserved", "max_mem_allocated", "global_step", "best_epoch", "eta", "epoch",
-})
+_SKIP = frozenset(
+    {
+        "avg_reader_cost",
+        "avg_batch_cost",
+        "avg_samples",
+        "batch_cost",
+        "reader_cost",
+        "max_mem_reserved",
+        "max_mem_allocated",
+        "global_step",
+        "best_epoch",
+        "eta",
+        "epoch",
+    }
+)
 
 
 def parse_paddle_line(line: str) -> LogMetric | None:
@@ -49,32 +62,33 @@ def parse_paddle_line(line: str) -> LogMetric | None:
         match = _OCR_EPOCH.match(body)
         if match is None:
             return None
-        return _metric(body[match.end():], "train", to_epoch(float(match[1])), taken_at)
+        return _metric(body[match.end() :], "train", to_epoch(float(match[1])), taken_at)
     if body.startswith(("[Train]", "[Eval]")):
         match = _CLAS.match(body)
         if match is None:
             return None
         epoch = to_epoch(float(match[2]))
         if match[3] is not None:
-            return LogMetric(values=(("best/metric", parse_number(match[3])),), epoch=epoch,
-                             taken_at=taken_at)
+            return LogMetric(
+                values=(("best/metric", parse_number(match[3])),), epoch=epoch, taken_at=taken_at
+            )
         split = "train" if match[1] == "Train" else "val"
-        return _metric(body[match.end():], split, epoch, taken_at)
+        return _metric(body[match.end() :], split, epoch, taken_at)
     match = _OCR_EVAL.match(body)
     if match is not None:
         split = "val" if match[1] == "cur" else "best"
         best = re.search(r"best_epoch: (\d+)", body) if split == "best" else None
-        return _metric(body[match.end():], split,
-                       to_epoch(float(best[1])) if best else None, taken_at)
+        return _metric(
+            body[match.end() :], split, to_epoch(float(best[1])) if best else None, taken_at
+        )
     return None
 
 
-def _metric(text: str, split: str, epoch: float | None,
-            taken_at: float | None) -> LogMetric | None:
+def _metric(text: str, split: str, epoch: float | None, taken_at: float | None) -> LogMetric | None:
     values: list[tuple[str, float]] = []
     step = None
     eta = _ETA.search(text)
-    for item in (eta and text[:eta.start()] + text[eta.end():] or text).split(", "):
+    for item in (eta and text[: eta.start()] + text[eta.end() :] or text).split(", "):
         key, colon, value = item.partition(": ")
         key = key.strip()
         if not colon or not key:

@@ -36,7 +36,7 @@ def tensorboard_tag(path: str) -> tuple[str, str]:
     base = os.path.basename(path.replace("\\", "/"))
     found = _TAG_FILE.match(base)
     if found is not None:
-        run, _sep, tag = base[len("run-"):-len(".csv")].rpartition("-tag-")
+        run, _sep, tag = base[len("run-") : -len(".csv")].rpartition("-tag-")
         return run, tag
     stem, _ext = os.path.splitext(base)
     return "", stem
@@ -59,8 +59,15 @@ def tensorboard_metric_name(path: str) -> str:
     return metric_name(tag, split)
 
 
-_RUN_SPLITS = {"train": "train", "training": "train", "validation": "val", "val": "val",
-               "valid": "val", "eval": "val", "test": "test"}
+_RUN_SPLITS = {
+    "train": "train",
+    "training": "train",
+    "validation": "val",
+    "val": "val",
+    "valid": "val",
+    "eval": "val",
+    "test": "test",
+}
 """The split a run's last part names (Keras' `train` and `validation` runs)."""
 
 
@@ -71,7 +78,7 @@ def _tag_spellings(tag: str) -> list[str]:
     if head and last.lower() in _RUN_SPLITS:
         spellings.append(f"{last}_{head}")
     if tag.lower().startswith("epoch_"):
-        spellings.append(tag[len("epoch_"):])
+        spellings.append(tag[len("epoch_") :])
     return spellings
 
 
@@ -119,7 +126,6 @@ def is_mlflow_metric_file(lines: Sequence[str], path: str) -> bool:
 def _has_run_id(path: str) -> bool:
     parts = path.split("/")
     return any(_RUN_ID.match(a) and b == "metrics" for a, b in zip(parts, parts[1:], strict=False))
-
 
 
 class TensorBoardCsvParser:
@@ -188,8 +194,10 @@ class MlflowMetricParser:
         if not cells:
             return None
         if len(cells) not in (2, 3) or len(cells) < (self._fields or 0):
-            raise ValueError(f"an MLflow metric line has {self._fields or '2 or 3'} fields, "
-                             f"this one {len(cells)}")
+            raise ValueError(
+                f"an MLflow metric line has {self._fields or '2 or 3'} fields, "
+                f"this one {len(cells)}"
+            )
         millis, value = int(cells[0]), float(cells[1])
         step = int(cells[2]) if len(cells) == 3 else None
         self._fields = self._fields or len(cells)

@@ -97,8 +97,8 @@ _RICH_WRAPPED_ETA = re.compile(r"\s+(\d+(?::\d\d)+)(?=\s|$)")
 # the next print can land right after the last value: `0.758`Trainer.fit` stopped: ...`; but
 # `nan` or `inf` that a lowercase letter goes on from is a word (`nanoGPT`, `info`), no NaN.
 _LEADING_NUMBER = re.compile(
-    r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|(?:nan|inf(?:inity)?)(?!(?-i:[a-z])))",
-    re.IGNORECASE)
+    r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|(?:nan|inf(?:inity)?)(?!(?-i:[a-z])))", re.IGNORECASE
+)
 
 
 class RichBarParser:
@@ -137,7 +137,7 @@ class RichBarParser:
                 eta = _RICH_WRAPPED_ETA.match(line)
                 if eta is not None:
                     values.append(("eta_s", parse_duration(eta[1])))
-                    line = line[eta.end():]
+                    line = line[eta.end() :]
             return self._pairs(line.split(), values)
         self.in_block = False
         self.pending_key = None

@@ -22,15 +22,18 @@ NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?\.?\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|i
 NAMED = re.compile(
     rf"^(?P<name>[A-Za-z][\w.@/()-]*(?:\s+[A-Za-z][\w.()-]*){{0,3}}?)(?:\s*[:=]\s*|\s+)"
     rf"(?:tensor\()?(?P<num>{NUMBER})\)?(?:\s*/\s*(?P<total>\d+))?"
-    r"(?P<unit>%|[a-z]+(?:/[a-z]+)?)?(?P<rest>\s.*)?$")
+    r"(?P<unit>%|[a-z]+(?:/[a-z]+)?)?(?P<rest>\s.*)?$"
+)
 # number then unit: `8082.72 words/s`, `12000/11000 tok/s` (the last count is the target's)
 _UNITED = re.compile(
     rf"^(?:(?:{NUMBER})/)?(?P<num>{NUMBER})\s*"
-    r"(?P<unit>[A-Za-z]+(?:/[A-Za-z]+)+|[A-Za-z]+ per [A-Za-z]+)$")
+    r"(?P<unit>[A-Za-z]+(?:/[A-Za-z]+)+|[A-Za-z]+ per [A-Za-z]+)$"
+)
 # a unit in brackets after the name: Megatron's `elapsed time per iteration (ms): 1378.0`
 _UNIT_IN_NAME = re.compile(
     rf"^(?P<name>[A-Za-z][\w.-]*(?:\s+[A-Za-z][\w.-]*){{0,4}})\s*\((?P<unit>[a-z]{{1,3}})\)"
-    rf"\s*[:=]\s*(?P<num>{NUMBER})$")
+    rf"\s*[:=]\s*(?P<num>{NUMBER})$"
+)
 _ETA = re.compile(r"^(?:eta|ETA|remaining)\s*[:=]?\s*(?P<time>\d+:\d\d(?::\d\d)?)$")
 """`eta: 0:08:23`: the time left, as the key-value reader reads it (`eta_s`)."""
 _WORD = re.compile(r"[A-Za-z]{2,}")
@@ -60,8 +63,9 @@ def read_field(field: str, split: str) -> FieldRead | None:
     if ")" in field:
         bracketed = _UNIT_IN_NAME.match(field)
         if bracketed is not None:
-            return _named(bracketed["name"], bracketed["unit"], bracketed.span("num"), (0, 0),
-                          split)
+            return _named(
+                bracketed["name"], bracketed["unit"], bracketed.span("num"), (0, 0), split
+            )
     if ":" in field and field[:1] in "eEr":
         eta = _ETA.match(field)
         if eta is not None:
@@ -73,8 +77,9 @@ def read_field(field: str, split: str) -> FieldRead | None:
     return _named(named["name"], named["unit"] or "", named.span("num"), total, split)
 
 
-def _named(raw: str, unit: str, number_span: tuple[int, int], total: tuple[int, int],
-           split: str) -> FieldRead | None:
+def _named(
+    raw: str, unit: str, number_span: tuple[int, int], total: tuple[int, int], split: str
+) -> FieldRead | None:
     """`read_field` of a field that is a name, its number and maybe a unit."""
     unit = unit.lower()
     low = _VERBS.sub("", raw.lower()).rstrip(":")
@@ -141,9 +146,15 @@ def _unquoted(field: str, split: str) -> FieldRead | None:
         return None
     shift = len(bare) - len(stripped)
     name, how, start, end, total_start, total_end, scale = read
-    return (name, how, start + shift, end + shift,
-            total_start + shift if total_end else 0, total_end + shift if total_end else 0,
-            scale)
+    return (
+        name,
+        how,
+        start + shift,
+        end + shift,
+        total_start + shift if total_end else 0,
+        total_end + shift if total_end else 0,
+        scale,
+    )
 
 
 _NUMBER_THEN_NAME = re.compile(rf"^(?P<num>{NUMBER})\s+(?P<name>[A-Za-z][\w-]*)$")
@@ -154,12 +165,26 @@ _AT_COUNTER = re.compile(r"\s(?:at|after|for)\s+(?P<counter>\S+)$")
 """A name that ends on `at <counter>` (Megatron's `validation loss at iteration 100`) names
 where the record stands, not a metric; only counters the vocabulary knows are taken."""
 _NAMED_SPLIT = re.compile(
-    r"(?:train|training|trn|valid|validation|val|dev|eval|evaluation|test)(?:_\d+)?[\s_\-/]")
+    r"(?:train|training|trn|valid|validation|val|dev|eval|evaluation|test)(?:_\d+)?[\s_\-/]"
+)
 _LAST_WORD = re.compile(r"[\s-]+")
 _TIME_UNITS = {"ms": 1.0, "s": 1000.0}
 _PER_STEP = re.compile(r"\btime per (?:iteration|iter|step|batch|update)$")
-_STEP_TIMES = frozenset({"dt", "step_avg", "step_time", "time/step", "iter_dt", "time per step",
-                         "ms/step", "ms/batch", "time/iter", "iter time", "batch_cost"})
+_STEP_TIMES = frozenset(
+    {
+        "dt",
+        "step_avg",
+        "step_time",
+        "time/step",
+        "iter_dt",
+        "time per step",
+        "ms/step",
+        "ms/batch",
+        "time/iter",
+        "iter time",
+        "batch_cost",
+    }
+)
 """Names of the time one step took (`dt 512.3ms`, `step_avg:42.13ms`, Paddle's `batch_cost:
 3.14s`); a bare `time` may be an
 epoch's (`| end of epoch 1 | time: 40.1s |`), so it keeps its name (`time_ms`)."""

@@ -18,13 +18,18 @@ def _record_text(line: str) -> str:
         return line.rstrip("\n").strip()
     return normalise_line(line).strip()
 
+
 COCO_EVAL_NAMES = ("val/map", "val/map_50")
 """What the first entries of a COCO `stats` array are (pycocotools `COCOeval.summarize`):
 AP at IoU 0.50:0.95, then AP at IoU 0.50. The other ten (AP75, by area, recalls) are left out."""
 
 _DETR_SKIP = frozenset({"n_parameters"})
-_PERCENT_KEYS = {"test_acc1": "val/acc", "test_acc5": "val/acc_top5",
-                 "train_acc1": "train/acc", "train_acc5": "train/acc_top5"}
+_PERCENT_KEYS = {
+    "test_acc1": "val/acc",
+    "test_acc5": "val/acc_top5",
+    "train_acc1": "train/acc",
+    "train_acc5": "train/acc_top5",
+}
 """DeiT and MAE print top-1/top-5 accuracy in percent (`utils.accuracy` * 100)."""
 _DETR_NAMES = {"train_lr": "lr", "test_loss": "val/loss"}
 """In these logs `test_` is the evaluation run on the validation set (COCO val2017, ImageNet
@@ -53,10 +58,10 @@ def parse_detr_json_line(line: str) -> LogMetric | None:
         if isinstance(value, list) and key.endswith("coco_eval_bbox"):
             prefix = "" if key.startswith("test_") else key[: -len("test_coco_eval_bbox")]
             pairs = zip(COCO_EVAL_NAMES, value[: len(COCO_EVAL_NAMES)], strict=False)
-            extra.extend((prefix + name, float(v)) for name, v in pairs
-                         if type(v) in (int, float))
-        elif key in _PERCENT_KEYS and isinstance(value, (int, float)) \
-                and not isinstance(value, bool):
+            extra.extend((prefix + name, float(v)) for name, v in pairs if type(v) in (int, float))
+        elif (
+            key in _PERCENT_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool)
+        ):
             extra.append((_PERCENT_KEYS[key], float(value) / 100.0))
         else:
             plain[_DETR_NAMES.get(key, key)] = value
@@ -66,8 +71,17 @@ def parse_detr_json_line(line: str) -> LogMetric | None:
     return LogMetric(metric.values + tuple(extra), metric.step, metric.epoch, metric.taken_at)
 
 
-_LF_SKIP = frozenset({"total_steps", "percentage", "elapsed_time", "remaining_time",
-                      "total_tokens", "throughput", "current_steps"})
+_LF_SKIP = frozenset(
+    {
+        "total_steps",
+        "percentage",
+        "elapsed_time",
+        "remaining_time",
+        "total_tokens",
+        "throughput",
+        "current_steps",
+    }
+)
 
 
 def parse_llamafactory_line(line: str) -> LogMetric | None:

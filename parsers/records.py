@@ -39,11 +39,13 @@ from parsers.vocabulary_short import COUNTERS, METRIC_WORDS, SCALED_NAMES
 _PREFIX = re.compile(
     r"^(?:\s*\[(?!\d+\])[^\]]{0,60}\])*\s*"
     r"(?:\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:-\s*[\w.]+\s*-\s*[\w.]+\s*-\s*)?)?"
-    r"(?:(?:[\w.]+\s+)?(?:INFO|DEBUG):?\s+)?(?:\[(?!\d+\])[^\]]{0,60}\]\s*)*")
+    r"(?:(?:[\w.]+\s+)?(?:INFO|DEBUG):?\s+)?(?:\[(?!\d+\])[^\]]{0,60}\]\s*)*"
+)
 _ANCHOR = re.compile(r"\[\s*([^\]]*?)\s*\]")
 _SEPARATORS = re.compile(
     r"\s+[:|]\s+|\s*;\s*|,\s+|\t+|\s+-\s+|\s*\|\s*|\s+\((?![a-z]{1,3}\)\s*[:=])|(?<=\d):\s+"
-    r"|\s+(?=[A-Za-z][\w./-]*[:=]\S)|(?<=\d)\s+(?=[A-Za-z][\w@.-]*\s+[-+]?\.?\d)")
+    r"|\s+(?=[A-Za-z][\w./-]*[:=]\S)|(?<=\d)\s+(?=[A-Za-z][\w@.-]*\s+[-+]?\.?\d)"
+)
 """Where fields part: ` : `, ` | `, `;`, `, `, tabs, ` - `, ` (` (not a unit's: `time (ms):
 1378.0`), a `:` after a number, blanks before a `name:value` token (`s:400 trl:2.31`) and
 blanks between a number and the next `name number` (`Acc@1 62.500 Acc@5 100.000`)."""
@@ -56,11 +58,11 @@ _LEADING_COUNT = re.compile(r"^\[?(\d+)(?:\]|:(?=\s))\s*")
 """The round a record opens with: `[120]` (LightGBM, XGBoost), `120:` then a blank (CatBoost)."""
 _VALIDATION = re.compile(
     r"^(?:\[valid\]|valid(?:ation)?\b|dev\b|eval(?:uation)?\b|Valid(?:ation)?\b|Dev\b"
-    r"|Eval(?:uation)?\b|VALID|EVAL)")
+    r"|Eval(?:uation)?\b|VALID|EVAL)"
+)
 _SPLIT_HEAD = re.compile(r"(?:Test|Eval|Evaluation|Valid|Validation|Val|Train)\s*:\s+(?=[A-Za-z])")
 """`Test:  Acc@1 62.500 Acc@5 100.000`: a split, then the fields (torchvision's summary)."""
-_TAG = re.compile(
-    r"(?i:train|training|valid|validation|val|eval|evaluation|test|dev)\b[^\d]{0,40}")
+_TAG = re.compile(r"(?i:train|training|valid|validation|val|eval|evaluation|test|dev)\b[^\d]{0,40}")
 """A field of no number that names the record's split: `valid on 'valid' subset`, `[Eval]`."""
 MAX_UNREAD = 3
 """Fields a record may hold besides those it reads (prose, file names, `new best`)."""
@@ -133,8 +135,12 @@ def _cook(line: str, items: list[Item]) -> LogMetric | None:
             if placeholder(name, number):
                 continue
             values.append((name, number))
-            known = (known or name in STANDARD_NAMES or any(w in name for w in METRIC_WORDS)
-                     or name[:5] == "best/")
+            known = (
+                known
+                or name in STANDARD_NAMES
+                or any(w in name for w in METRIC_WORDS)
+                or name[:5] == "best/"
+            )
     return LogMetric(tuple(values), step, epoch) if known else None
 
 
@@ -156,12 +162,12 @@ def _read_record(line: str) -> tuple[list[Item], bool] | None:
     if head is not None:
         split = "train" if body[:2] == "Tr" else "val"
         at += head.end()
-        body = body[head.end():]
+        body = body[head.end() :]
     lead = _LEADING_COUNT.match(body)
     if lead is not None:  # `[120]  valid_0's auc: 0.81`, `120:\tlearn: 0.25`: the round
         items.append(("step", "step", at + lead.start(1), at + lead.end(1), 0, 0, 1.0))
         at += lead.end()
-        body = body[lead.end():]
+        body = body[lead.end() :]
     read = _read_fields(body, at, split, best, items)
     if read is None:
         return None
@@ -197,8 +203,9 @@ def _anchors(line: str, end: int, split: str, items: list[Item]) -> str:
     return split
 
 
-def _read_fields(body: str, at: int, split: str, best: bool,
-                 items: list[Item]) -> tuple[int, int, bool] | None:
+def _read_fields(
+    body: str, at: int, split: str, best: bool, items: list[Item]
+) -> tuple[int, int, bool] | None:
     """Read the fields of a record's body into `items`.
 
     Returns:
@@ -237,9 +244,17 @@ def _read_fields(body: str, at: int, split: str, best: bool,
         counter = COUNTERS.get(name)
         if counter is not None and any(kind == counter for kind, *_ in items):
             continue  # the first step or epoch a record names is its own
-        items.append((counter or how, name, start + number_start, start + number_end,
-                      start + total_start if total_end else 0,
-                      start + total_end if total_end else 0, scale))
+        items.append(
+            (
+                counter or how,
+                name,
+                start + number_start,
+                start + number_end,
+                start + total_start if total_end else 0,
+                start + total_end if total_end else 0,
+                scale,
+            )
+        )
     return unread, prose, private
 
 
@@ -272,11 +287,21 @@ def _fields(body: str) -> list[tuple[int, str]]:
     return fields
 
 
-_RENAMES = {"xent": "train/loss", "avg.loss": "train/loss", "cost": "train/loss",
-            "trl": "train/loss", "tel": "val/loss", "gnorm": "grad_norm", "norm": "grad_norm",
-            "l.r.": "lr", "tps": "throughput/tokens_s", "sps": "throughput/samples_s",
-            "ips": "throughput/samples_s", "wps": "throughput/tokens_s",
-            **{name: scaled[0] for name, scaled in SCALED_NAMES.items()}}
+_RENAMES = {
+    "xent": "train/loss",
+    "avg.loss": "train/loss",
+    "cost": "train/loss",
+    "trl": "train/loss",
+    "tel": "val/loss",
+    "gnorm": "grad_norm",
+    "norm": "grad_norm",
+    "l.r.": "lr",
+    "tps": "throughput/tokens_s",
+    "sps": "throughput/samples_s",
+    "ips": "throughput/samples_s",
+    "wps": "throughput/tokens_s",
+    **{name: scaled[0] for name, scaled in SCALED_NAMES.items()},
+}
 """Short names the key-value reader keeps as printed, and what they mean."""
 
 
@@ -295,8 +320,7 @@ def renamed(metric: LogMetric) -> LogMetric:
             values.append((_RENAMES.get(name, name), value))
     if not values:
         return metric
-    return LogMetric(tuple(values), step, metric.epoch, metric.taken_at,
-                     metric.unparsed_values)
+    return LogMetric(tuple(values), step, metric.epoch, metric.taken_at, metric.unparsed_values)
 
 
 def read_better(line: str, metric: LogMetric | None, shape: bytes) -> LogMetric | None:
@@ -374,8 +398,9 @@ def _may_read_better(metric: LogMetric, line: str) -> bool:
         return True  # `train-mlogloss:0.81`, `Batch Loss: 1.92`: the vocabulary may know them
     # `step 5 | loss 2.0 | norm 1.2 | sps 120.5`: fields the pairs left unread
     counters = (metric.step is not None) + (metric.epoch is not None)
-    return ((" | " in line or ";" in line)
-            and len(_NUMBERS.findall(line)) > len(metric.values) + counters)
+    return (" | " in line or ";" in line) and len(_NUMBERS.findall(line)) > len(
+        metric.values
+    ) + counters
 
 
 def _reading(metric: LogMetric) -> int:

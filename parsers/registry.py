@@ -77,11 +77,17 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
     ("lightning_csv", _csv_header("epoch", "step"), CsvParser),
     ("timm_csv", _csv_header("epoch", "train_loss"), CsvParser),
     ("ultralytics_csv", _csv_header("epoch", "train/box_loss"), CsvParser),
-    ("csv", lambda lines, name: name.endswith(".csv") or csv_header_columns(lines) is not None,
-     CsvParser),
+    (
+        "csv",
+        lambda lines, name: name.endswith(".csv") or csv_header_columns(lines) is not None,
+        CsvParser,
+    ),
     ("detr_json", lambda lines, _name: is_detr_log(lines), _stateless(parse_detr_json_line)),
-    ("llamafactory", _json_keys("current_steps", "total_steps"),
-     _stateless(parse_llamafactory_line)),
+    (
+        "llamafactory",
+        _json_keys("current_steps", "total_steps"),
+        _stateless(parse_llamafactory_line),
+    ),
     ("detectron2_json", _json_keys("iteration"), _stateless(parse_detectron2_json_line)),
     (
         "mmengine_json",
@@ -115,15 +121,19 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
     ),
     (
         "megatron",
-        _any_line(r"^\s*(?:\[[^\]]*\]\s*)?iteration\s+\d+/\s*\d+\s*\|"
-                  r"|validation loss at iteration \d+|\[Rank \d+\] step=\d+, skipped="
-                  r"|RunningAvgSamplesPerSec="),
+        _any_line(
+            r"^\s*(?:\[[^\]]*\]\s*)?iteration\s+\d+/\s*\d+\s*\|"
+            r"|validation loss at iteration \d+|\[Rank \d+\] step=\d+, skipped="
+            r"|RunningAvgSamplesPerSec="
+        ),
         _stateless(parse_megatron_line),
     ),
     (
         "fairseq",
-        _any_line(r"(?:^|\| )epoch \d+ \| (?:valid on|\w+ [-+\d.])|valid on '[^']*' subset \|"
-                  r"|(?:^|\| )epoch \d+:\s+\d+ / \d+ \w+="),
+        _any_line(
+            r"(?:^|\| )epoch \d+ \| (?:valid on|\w+ [-+\d.])|valid on '[^']*' subset \|"
+            r"|(?:^|\| )epoch \d+:\s+\d+ / \d+ \w+="
+        ),
         _stateless(parse_fairseq_line),
     ),
     (
@@ -140,8 +150,10 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
         "hf_trainer",
         # a dict may follow a bar on its line when redraws ran together; TRL's PPO and RLOO
         # dicts open with episodes a second
-        _any_line(r"(?:^\s*|\]\s*)\{'(?:loss'|eval_loss'|train_runtime'|learning_rate'"
-                  r"|eps': \d+, 'objective/)"),
+        _any_line(
+            r"(?:^\s*|\]\s*)\{'(?:loss'|eval_loss'|train_runtime'|learning_rate'"
+            r"|eps': \d+, 'objective/)"
+        ),
         HfTrainerParser,
     ),
     (
@@ -154,11 +166,14 @@ FORMATS: tuple[tuple[str, Detect, Callable[[], LineParser]], ...] = (
 """(name, detect, factory), most specific first; detection takes the first that says yes."""
 
 FORMAT_NAMES: tuple[str, ...] = tuple(name for name, _, _ in FORMATS) + (
-    "hf_trainer_state", RECORD_DOCUMENT)
+    "hf_trainer_state",
+    RECORD_DOCUMENT,
+)
 """Every name `make_parser` and `--format` accept."""
 
 LATE_FORMATS: frozenset[str] = frozenset(
-    name for name, _, _ in FORMATS
+    name
+    for name, _, _ in FORMATS
     if name != "generic" and name not in CSV_FORMATS and name not in PATH_NAMED_FORMATS
 )
 """Line formats a log may turn out to be after its first lines gave no metric (banners, then a
@@ -177,7 +192,12 @@ and detectron2 loggers report every metric through their own lines and open with
 environment and config dump (`seed: 0`, `C++ Version: 202002`) that would read as metrics."""
 
 FRAMEWORK_FORMATS: frozenset[str] = frozenset(FORMAT_NAMES) - {
-    "csv", "jsonl", "tqdm", "generic", RECORD_DOCUMENT}
+    "csv",
+    "jsonl",
+    "tqdm",
+    "generic",
+    RECORD_DOCUMENT,
+}
 """Formats named after one framework or program (its logger, its files); the other five read
 any program's output. `detect_format(..., off=...)` can leave any of them out: the
 generalization benchmark scores the reader without them (benchmarks/bench_generalization.py)."""
@@ -189,13 +209,16 @@ TABLE_FORMATS: frozenset[str] = frozenset({"tqdm"})
 
 _FACTORIES = {name: factory for name, _, factory in FORMATS}
 _PATH_FACTORIES: dict[str, Callable[[str], LineParser]] = {
-    "tensorboard_csv": TensorBoardCsvParser, "mlflow": MlflowMetricParser}
+    "tensorboard_csv": TensorBoardCsvParser,
+    "mlflow": MlflowMetricParser,
+}
 _PLAIN_LINES = {"paddle": parse_paddle_plain_line}
 """Formats whose other lines need more than `parse_plain_line`: Paddle's config dump."""
 
 
-def detect_format(sample_lines: Sequence[str], path: str | None = None,
-                  off: frozenset[str] = frozenset()) -> str:
+def detect_format(
+    sample_lines: Sequence[str], path: str | None = None, off: frozenset[str] = frozenset()
+) -> str:
     """Guess the format of a log from its first lines and its path; falls back to `generic`.
 
     The text decides first: a JSON object with `log_history` is `hf_trainer_state`, any other
@@ -211,7 +234,8 @@ def detect_format(sample_lines: Sequence[str], path: str | None = None,
     """
     name = os.path.basename(path) if path else ""
     if "hf_trainer_state" not in off and (
-            is_trainer_state(sample_lines) or name == "trainer_state.json"):
+        is_trainer_state(sample_lines) or name == "trainer_state.json"
+    ):
         return "hf_trainer_state"
     if RECORD_DOCUMENT not in off and is_record_document(sample_lines):
         return RECORD_DOCUMENT
@@ -222,8 +246,9 @@ def detect_format(sample_lines: Sequence[str], path: str | None = None,
     return "generic"
 
 
-def detect_late_format(lines: Sequence[str], path: str | None = None,
-                       off: frozenset[str] = frozenset()) -> str | None:
+def detect_late_format(
+    lines: Sequence[str], path: str | None = None, off: frozenset[str] = frozenset()
+) -> str | None:
     """The line format among `LATE_FORMATS` that later lines of a `generic` log show.
 
     For a log whose first lines gave no format but `generic` and no metric either (a
@@ -232,8 +257,11 @@ def detect_late_format(lines: Sequence[str], path: str | None = None,
     """
     normalised = [normalise_line(line) for line in lines]
     for format_name, detect, _ in FORMATS:
-        if format_name in LATE_FORMATS and format_name not in off and detect(normalised,
-                                                                              path or ""):
+        if (
+            format_name in LATE_FORMATS
+            and format_name not in off
+            and detect(normalised, path or "")
+        ):
             return format_name
     return None
 

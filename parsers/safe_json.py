@@ -15,9 +15,7 @@ called from deep in a stack), and flattening nested records recurses as well."""
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
 """Strings (whose brackets do not nest) and brackets. An unterminated string runs to the end,
 so no match ever fails and backtracks: the walk stays linear."""
-_scan_once: Callable[[str, int], tuple[object, int]] = (
-    json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, untyped
-)
+_scan_once: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, untyped
 """(value, end) of the JSON value at an index; `NaN` and `Infinity` accepted as `json.loads`
 accepts them."""
 

@@ -33,10 +33,16 @@ NAMES = {
 `rollout/ep_rew_mean`, `eval/mean_reward`). The same keys head the columns of SB3's
 `progress.csv` (`parsers.table_formats`)."""
 # annotated: mypyc cannot infer the type of a name another module builds on at import
-NOT_MEASUREMENTS: frozenset[str] = frozenset({
-    "time/iterations", "time/time_elapsed", "time/episodes", "train/n_updates",
-    "train/clip_range", "train/clip_range_vf",
-})
+NOT_MEASUREMENTS: frozenset[str] = frozenset(
+    {
+        "time/iterations",
+        "time/time_elapsed",
+        "time/episodes",
+        "train/n_updates",
+        "train/clip_range",
+        "train/clip_range_vf",
+    }
+)
 """Counters and settings the table repeats, not measurements."""
 
 

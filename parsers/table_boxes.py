@@ -15,8 +15,16 @@ _RULE_CHARS = "-=+:|─━═┏┓┗┛┡┩└┘├┤┬┴┼╇╈┳┻
 _RULE_LINES = frozenset("-=─━═")
 BOX_STARTS: frozenset[str] = BORDERS | frozenset(_RULE_CHARS)
 """First characters of the lines a boxed table is drawn with (its rows and its rules)."""
-_SPLITS = {"train": "train", "training": "train", "eval": "val", "val": "val",
-           "valid": "val", "validation": "val", "validate": "val", "test": "test"}
+_SPLITS = {
+    "train": "train",
+    "training": "train",
+    "eval": "val",
+    "val": "val",
+    "valid": "val",
+    "validation": "val",
+    "validate": "val",
+    "test": "test",
+}
 """Section names (`train/`, `eval/`) and header words (`Test metric`) that give a split."""
 
 
@@ -30,8 +38,11 @@ def box_cells(stripped: str) -> list[str] | None:
 
 def is_rule(stripped: str) -> bool:
     """Whether a line is a table's rule: `-----`, `+---+---+`, `|:---:|`, `└───┴───┘`."""
-    return (len(stripped) >= 3 and any(char in _RULE_LINES for char in stripped[:3])
-            and not stripped.strip(_RULE_CHARS))
+    return (
+        len(stripped) >= 3
+        and any(char in _RULE_LINES for char in stripped[:3])
+        and not stripped.strip(_RULE_CHARS)
+    )
 
 
 def split_of(text: str) -> str | None:

@@ -17,8 +17,11 @@ EPOCH_COLUMNS = frozenset({"epoch"})
 """Column names (lower-cased) whose cells are the row's epoch."""
 # YOLO's `time` is the run's elapsed seconds, TensorBoard's `Wall time` a clock: no metrics
 _SKIP_COLUMNS = frozenset({"time", "created", "timestamp", "wall time"}) | sb3.NOT_MEASUREMENTS
-_ROLES = {**dict.fromkeys(_SKIP_COLUMNS, "skip"), **dict.fromkeys(STEP_COLUMNS, "step"),
-          **dict.fromkeys(EPOCH_COLUMNS, "epoch")}
+_ROLES = {
+    **dict.fromkeys(_SKIP_COLUMNS, "skip"),
+    **dict.fromkeys(STEP_COLUMNS, "step"),
+    **dict.fromkeys(EPOCH_COLUMNS, "epoch"),
+}
 """What a column is when it is not a metric, by its lower-case name."""
 
 

@@ -29,8 +29,9 @@ class Header:
 
     __slots__ = ("columns", "kind", "summary", "tag")
 
-    def __init__(self, kind: str, columns: list[_Column], summary: bool = False,
-                 tag: str = "") -> None:
+    def __init__(
+        self, kind: str, columns: list[_Column], summary: bool = False, tag: str = ""
+    ) -> None:
         self.kind = kind
         """`space`, `comma` or `box`: how the rows are cut into cells."""
         self.columns = columns
@@ -115,8 +116,14 @@ def read_row(header: Header, cells: list[str]) -> TableRead:
 
 def is_name(text: str) -> bool:
     """A column name: opens with a letter, no value (`=`), no prose punctuation at its end."""
-    return (bool(text) and text[0].isalpha() and len(text) <= 40 and "=" not in text
-            and text[-1] not in ":,.;!?" and not is_number(text))
+    return (
+        bool(text)
+        and text[0].isalpha()
+        and len(text) <= 40
+        and "=" not in text
+        and text[-1] not in ":,.;!?"
+        and not is_number(text)
+    )
 
 
 def is_header_cell(cell: str) -> bool:

@@ -175,7 +175,7 @@ class TableLines:
             at = stripped.rfind(": ")
             if at < 0 or not stripped[:at].endswith(header.tag):
                 return NOT_TABLE
-            return read_row(header, [cell.strip() for cell in stripped[at + 2:].split(",")])
+            return read_row(header, [cell.strip() for cell in stripped[at + 2 :].split(",")])
         table, _, progress = stripped.partition(": ")
         row = read_row(header, table.rstrip(":").split())
         rate = _RATE.search(progress) if row[1] is not None and progress else None
@@ -187,8 +187,9 @@ class TableLines:
                 return row  # `0.00s/it`: too fast to show, no rate
             speed = 1 / speed
         metric = row[1]
-        return True, LogMetric((*metric.values, ("throughput/it_s", speed)), metric.step,
-                               metric.epoch)
+        return True, LogMetric(
+            (*metric.values, ("throughput/it_s", speed)), metric.step, metric.epoch
+        )
 
 
 _HEADERS: dict[tuple[str, str], Header | None] = {}
@@ -229,7 +230,7 @@ def _comma_header(stripped: str, previous: str) -> Header | None:
     at = stripped.rfind(": ")
     if at < 0 and not stripped[0].isalpha():
         return None
-    tail = stripped[at + 2:]
+    tail = stripped[at + 2 :]
     if " " in tail or tail.count(",") < 2:  # prose: `a, b and c`
         return None
     names = tail.split(",")
@@ -238,7 +239,7 @@ def _comma_header(stripped: str, previous: str) -> Header | None:
     tag = stripped[:at].rsplit(None, 1)[-1] if at > 0 else ""
     title = ""
     if tag and f"{tag}: " in previous:
-        above = previous[previous.rfind(f"{tag}: ") + len(tag) + 2:].split(": ")
+        above = previous[previous.rfind(f"{tag}: ") + len(tag) + 2 :].split(": ")
         if len(above) == 2 and is_name(above[1]) and " " not in above[1]:
             title = above[1]
     return make_header(names, "comma", tag, title)

@@ -6,42 +6,110 @@ from parsers.text import STANDARD_NAMES, metric_name, parse_number
 from parsers.vocabulary_short import METRIC_WORDS, SHORT_NAMES, SPLIT_FREE, split_and_base
 
 ANCHORS: dict[str, str] = {
-    "epoch": "epoch", "epochs": "epoch", "ep": "epoch",
-    "step": "step", "steps": "step", "global_step": "step", "iter": "step", "iteration": "step",
-    "it": "step", "update": "step", "updates": "step",
-    "total_timesteps": "step", "timesteps_total": "step", "timesteps": "step",
-    "num_timesteps": "step", "env_steps": "step",
+    "epoch": "epoch",
+    "epochs": "epoch",
+    "ep": "epoch",
+    "step": "step",
+    "steps": "step",
+    "global_step": "step",
+    "iter": "step",
+    "iteration": "step",
+    "it": "step",
+    "update": "step",
+    "updates": "step",
+    "total_timesteps": "step",
+    "timesteps_total": "step",
+    "timesteps": "step",
+    "num_timesteps": "step",
+    "env_steps": "step",
 }
 """Names of the column (or row) that says where a row stands: its epoch or step. `iterations`
 (plural) is how many were run, a counter beside the step, not the step."""
 # A table repeats the sizes of what it measured on: images, boxes, an image size, counters.
-NOT_METRICS = frozenset({
-    "instances", "images", "labels", "targets", "size", "img_size", "imgsz", "samples",
-    "iterations", "episodes", "n_updates", "time_elapsed", "elapsed", "clip_range",
-    "clip_range_vf", "count", "support", "params", "param #", "#",
-})
+NOT_METRICS = frozenset(
+    {
+        "instances",
+        "images",
+        "labels",
+        "targets",
+        "size",
+        "img_size",
+        "imgsz",
+        "samples",
+        "iterations",
+        "episodes",
+        "n_updates",
+        "time_elapsed",
+        "elapsed",
+        "clip_range",
+        "clip_range_vf",
+        "count",
+        "support",
+        "params",
+        "param #",
+        "#",
+    }
+)
 """Column names (lower case) whose cells are no metrics: counts, sizes, counters, settings."""
-SUMMARY_WORDS = frozenset({"param", "params", "param #", "# params", "output shape", "layer",
-                           "layer (type)", "type", "flops", "connected to", "trainable"})
+SUMMARY_WORDS = frozenset(
+    {
+        "param",
+        "params",
+        "param #",
+        "# params",
+        "output shape",
+        "layer",
+        "layer (type)",
+        "type",
+        "flops",
+        "connected to",
+        "trainable",
+    }
+)
 """Column names of a model summary (Keras `Layer (type) | Output Shape | Param #`, Lightning's
 `| Name | Type | Params |`, torchinfo): such a table holds no metric, whatever its numbers."""
-SUMMARY_LABELS = frozenset({"all", "mean", "average", "avg", "overall", "total", "global",
-                            "summary", "macro avg", "weighted avg"})
+SUMMARY_LABELS = frozenset(
+    {
+        "all",
+        "mean",
+        "average",
+        "avg",
+        "overall",
+        "total",
+        "global",
+        "summary",
+        "macro avg",
+        "weighted avg",
+    }
+)
 """Row labels of a table's summary row (`all` under YOLO's `Class`); rows of single classes are
 per-class details, left out."""
 TABLE_NAMES: dict[str, str] = {
-    "p": "precision", "r": "recall", "map50-95": "map", "map@.5": "map_50",
-    "map@.5:.95": "map", "map@0.5": "map_50", "map@0.5:0.95": "map", "map50": "map_50",
-    "map_0.5": "map_50", "map_0.5:0.95": "map", "fps": "throughput/samples_s",
+    "p": "precision",
+    "r": "recall",
+    "map50-95": "map",
+    "map@.5": "map_50",
+    "map@.5:.95": "map",
+    "map@0.5": "map_50",
+    "map@0.5:0.95": "map",
+    "map50": "map_50",
+    "map_0.5": "map_50",
+    "map_0.5:0.95": "map",
+    "fps": "throughput/samples_s",
 }
 """Column names a table header abbreviates: a detection table's `P` and `R` are precision and
 recall, `mAP@.5:.95` the mAP; `fps` (frames, environment steps or images a second)."""
-LOSS_PARTS = {"box": "box_loss", "obj": "obj_loss", "cls": "cls_loss", "dfl": "dfl_loss",
-              "seg": "seg_loss", "total": "loss"}
+LOSS_PARTS = {
+    "box": "box_loss",
+    "obj": "obj_loss",
+    "cls": "cls_loss",
+    "dfl": "dfl_loss",
+    "seg": "seg_loss",
+    "total": "loss",
+}
 """In a training table (one with an epoch or step column) the parts of a detector's loss
 (YOLOv5 and YOLOv7's `Epoch gpu_mem box obj cls total labels img_size`)."""
-_MEMORY_UNITS = {"G": 1.0, "GB": 1.0, "GiB": 1.0, "M": 1 / 1024, "MB": 1 / 1024,
-                 "MiB": 1 / 1024}
+_MEMORY_UNITS = {"G": 1.0, "GB": 1.0, "GiB": 1.0, "M": 1 / 1024, "MB": 1 / 1024, "MiB": 1 / 1024}
 """A cell's memory unit and its scale to GB (`3.2G` under YOLO's `GPU_mem`)."""
 
 
@@ -103,17 +171,24 @@ def anchor_of(low: str) -> str | None:
 
 def _is_count(leaf: str) -> bool:
     """A count, a counter or a setting: `Instances`, `n_updates`, `nupdates`, `serial_timesteps`."""
-    return (leaf in NOT_METRICS or leaf.startswith(("n_", "num_", "nupdates"))
-            or leaf.endswith("timesteps"))
+    return (
+        leaf in NOT_METRICS
+        or leaf.startswith(("n_", "num_", "nupdates"))
+        or leaf.endswith("timesteps")
+    )
 
 
 def is_metric_name(raw: str) -> bool:
     """Whether a header names a measured quantity the vocabulary knows (loss, mAP, acc, lr)."""
     low = raw.strip().lower()
     _, bare = split_and_base(low, "val")
-    return (bare in TABLE_NAMES or bare in SHORT_NAMES or bare in LOSS_PARTS
-            or metric_name(bare, "val") in STANDARD_NAMES
-            or any(word in bare for word in METRIC_WORDS))
+    return (
+        bare in TABLE_NAMES
+        or bare in SHORT_NAMES
+        or bare in LOSS_PARTS
+        or metric_name(bare, "val") in STANDARD_NAMES
+        or any(word in bare for word in METRIC_WORDS)
+    )
 
 
 def cell_value(cell: str, name: str) -> tuple[str, float]:

@@ -253,7 +253,8 @@ side, `eval_rewards/margins` on the evaluation side, which becomes `val/rewards/
 _cache: dict[str, dict[str, str]] = {"train": {}, "val": {}, "test": {}}
 STANDARD_NAMES: frozenset[str] = frozenset(
     {f"{split}/{base}" for split in ("train", "val", "test") for base in _BASES.values()}
-    | set(_PLAIN.values()) | {"epoch", "step"}
+    | set(_PLAIN.values())
+    | {"epoch", "step"}
 )
 """The normalised names `metric_name` gives the keys it knows (`train/loss`, `lr`, ...)."""
 
@@ -281,8 +282,9 @@ def _normalise_name(key: str, split: str) -> str:
     if not key.isprintable():
         # control characters and lone surrogates (a JSON `"\\udc80"` key) cannot be written
         # to a terminal or a UTF-8 file
-        key = "".join(char if char.isprintable() else " " if char.isspace() else "?"
-                      for char in key)
+        key = "".join(
+            char if char.isprintable() else " " if char.isspace() else "?" for char in key
+        )
     if not key.strip():
         return ""  # `check_metric` leaves unnamed values out
     low = key.strip().lower()
@@ -300,7 +302,7 @@ def _normalise_name(key: str, split: str) -> str:
             rest = low[len(prefix) :]
             base = _BASES.get(rest)
             if base is None and rest.startswith(_TRL_FAMILIES):
-                return f"{prefix_split}/{key.strip()[len(prefix):]}"  # eval_rewards/margins
+                return f"{prefix_split}/{key.strip()[len(prefix) :]}"  # eval_rewards/margins
             return key if base is None else f"{prefix_split}/{base}"
     base = _BASES.get(low)
     if base is None:

@@ -59,11 +59,21 @@ def parse_tqdm_line(line: str) -> LogMetric | None:
 class Bar:
     """One tqdm bar line, read but not yet turned into a metric."""
 
-    __slots__ = ("count", "desc", "desc_as_printed", "is_eval", "postfix", "rate", "remaining",
-                 "total", "unit")
+    __slots__ = (
+        "count",
+        "desc",
+        "desc_as_printed",
+        "is_eval",
+        "postfix",
+        "rate",
+        "remaining",
+        "total",
+        "unit",
+    )
 
-    def __init__(self, match: re.Match[str], desc: str, is_eval: bool,
-                 desc_as_printed: str = "") -> None:
+    def __init__(
+        self, match: re.Match[str], desc: str, is_eval: bool, desc_as_printed: str = ""
+    ) -> None:
         # all groups in one call: a lookup by name per field costs more than the rest
         _, count, total, _, _, remaining, rate, unit, postfix = match.groups()
         self.count: str = count
@@ -102,9 +112,11 @@ class Bar:
         if "=" in self.desc_as_printed:  # `set_description(f"Loss={loss} Accuracy={acc}")`
             # its loss only: such loops print the accuracy there in percent and the test set's
             # as a count of a total (a fraction), and the two scales must not meet in one task
-            values.extend(item for item in _postfix(self.desc_as_printed,
-                                                    "val" if is_eval else "train")
-                          if item[0] in STANDARD_NAMES and "loss" in item[0])
+            values.extend(
+                item
+                for item in _postfix(self.desc_as_printed, "val" if is_eval else "train")
+                if item[0] in STANDARD_NAMES and "loss" in item[0]
+            )
         if not values:
             return None
         epoch = to_epoch(float(epoch_match.group(1))) if epoch_match else None
@@ -132,8 +144,12 @@ def read_bar(line: str) -> Bar | None:
     bar_start = line.rfind("|", max(0, bracket - 200), bar_end) if bar_end > 0 else -1
     if bar_start >= 4:
         start = bar_start - 4
-        if (line[bar_start - 1] != "%" and line[bar_end - 1] != "%"
-                and line[bar_end + 1:bar_end + 2] == " " and line[bar_end + 2:bar_end + 3] != "["):
+        if (
+            line[bar_start - 1] != "%"
+            and line[bar_end - 1] != "%"
+            and line[bar_end + 1 : bar_end + 2] == " "
+            and line[bar_end + 2 : bar_end + 3] != "["
+        ):
             # No percentage at the bar (`Validation: |      | 0/? [...]`) and a blank after it:
             # no match can start inside the bar (a count's unit holds no blank), so the search
             # starts after it instead of trying every position of a wide empty bar.
@@ -148,10 +164,18 @@ def read_bar(line: str) -> Bar | None:
     if "B" in unit and (unit.endswith("B/s") or unit[:2] == "s/" and unit[-1:] == "B"):
         return None
     low_desc = desc.lower()
-    if low_desc.startswith(_CHORE_WORDS) or (
-        "writing" in low_desc or "loading" in low_desc or "saving" in low_desc
-        or "download" in low_desc or "tokeniz" in low_desc  # anywhere in the description
-    ) or unit in _DATASET_UNITS or _counts_examples(match["postfix"]):
+    if (
+        low_desc.startswith(_CHORE_WORDS)
+        or (
+            "writing" in low_desc
+            or "loading" in low_desc
+            or "saving" in low_desc
+            or "download" in low_desc
+            or "tokeniz" in low_desc  # anywhere in the description
+        )
+        or unit in _DATASET_UNITS
+        or _counts_examples(match["postfix"])
+    ):
         return None
     return Bar(match, low_desc, low_desc.startswith(_EVAL_WORDS), desc)
 
@@ -184,7 +208,7 @@ def bar_before_record(line: str) -> str:
     cut = line.find("][")
     while cut >= 0:
         if line.startswith(_LEVELS, cut + 2):
-            return line[:cut + 1]
+            return line[: cut + 1]
         cut = line.find("][", cut + 2)
     return ""
 

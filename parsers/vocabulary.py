@@ -35,20 +35,65 @@ ZERO_METRICS = (VAL_MAP, VAL_MAP_50, VAL_MIOU)
 THROUGHPUT_NAMES = (SAMPLES_S, TOKENS_S, IT_S)
 """Throughputs a log may report, most telling first."""
 TOTAL_STEP_NAMES = ("total_steps", "max_steps")
-KEY_METRICS = (TRAIN_LOSS, VAL_LOSS, TRAIN_ACC, VAL_ACC, VAL_ACC_TOP5, VAL_MAP, VAL_MAP_50,
-               VAL_MIOU, VAL_PIXEL_ACC, LR)
+KEY_METRICS = (
+    TRAIN_LOSS,
+    VAL_LOSS,
+    TRAIN_ACC,
+    VAL_ACC,
+    VAL_ACC_TOP5,
+    VAL_MAP,
+    VAL_MAP_50,
+    VAL_MIOU,
+    VAL_PIXEL_ACC,
+    LR,
+)
 """Metrics the dashboard's one-row summary of a task shows, in this order."""
-SUMMARY_METRICS = (TRAIN_LOSS, LOSS, VAL_LOSS, VAL_ACC, VAL_ACC_TOP5, VAL_MAP, VAL_MAP_50,
-                   VAL_MIOU, VAL_PIXEL_ACC, TRAIN_ACC)
+SUMMARY_METRICS = (
+    TRAIN_LOSS,
+    LOSS,
+    VAL_LOSS,
+    VAL_ACC,
+    VAL_ACC_TOP5,
+    VAL_MAP,
+    VAL_MAP_50,
+    VAL_MIOU,
+    VAL_PIXEL_ACC,
+    TRAIN_ACC,
+)
 """Metrics whose first and last values a run summary and a verification note show."""
 UNITS = {IT_S: "it/s", SAMPLES_S: "samples/s", TOKENS_S: "tokens/s", ETA_S: "s"}
 """The unit of a metric whose name says it; other metrics are unitless."""
 
-LOWER_IS_BETTER = ("loss", "perplexity", "ppl", "error", "err", "wer", "cer", "mae", "mse",
-                   "rmse", "nll")
+LOWER_IS_BETTER = (
+    "loss",
+    "perplexity",
+    "ppl",
+    "error",
+    "err",
+    "wer",
+    "cer",
+    "mae",
+    "mse",
+    "rmse",
+    "nll",
+)
 """Words that, in the last part of a name, make a metric better when lower."""
-HIGHER_IS_BETTER = ("acc", "map", "miou", "iou", "f1", "precision", "recall", "auc", "bleu",
-                    "rouge", "dice", "top1", "top5", "score")
+HIGHER_IS_BETTER = (
+    "acc",
+    "map",
+    "miou",
+    "iou",
+    "f1",
+    "precision",
+    "recall",
+    "auc",
+    "bleu",
+    "rouge",
+    "dice",
+    "top1",
+    "top5",
+    "score",
+)
 """Words that make it better when higher (checked after `LOWER_IS_BETTER`: `val/err_acc` is
 an error)."""
 
@@ -74,8 +119,12 @@ def classify(name: str) -> MetricInfo:
     head, _, leaf = name.lower().rpartition("/")
     split = _SPLITS.get(head.split("/", 1)[0]) if head else None
     better = direction(name)
-    return MetricInfo(_kind(head, leaf, split), split,
-                      None if better is None else better == "max", UNITS.get(name, ""))
+    return MetricInfo(
+        _kind(head, leaf, split),
+        split,
+        None if better is None else better == "max",
+        UNITS.get(name, ""),
+    )
 
 
 def direction(name: str) -> str | None:

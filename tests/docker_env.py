@@ -44,12 +44,17 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
 
-def docker(*args: str, env: Mapping[str, str] | None = None, check: bool = True,
-           timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def docker(
+    *args: str, env: Mapping[str, str] | None = None, check: bool = True, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """Run the `docker` command; `check` raises with its stderr when it fails."""
-    out = subprocess.run(["docker", *args],
-                         capture_output=True, text=True, timeout=timeout,
-                         env=None if env is None else {**os.environ, **env})
+    out = subprocess.run(
+        ["docker", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=None if env is None else {**os.environ, **env},
+    )
     if check and out.returncode != 0:
         raise RuntimeError(f"docker {' '.join(args)}: {out.stderr.strip()}")
     return out
@@ -118,8 +123,20 @@ class Containers:
     def run(self, label: str, command: Sequence[str], *options: str) -> Container:
         """`docker run -d` with no network and a one-second stop timeout; the container."""
         name = unique_name(label)
-        out = docker("run", "-d", "--network", "none", "--stop-timeout", "1", "--name", name,
-                     *options, self.image, *command, env=self.env)
+        out = docker(
+            "run",
+            "-d",
+            "--network",
+            "none",
+            "--stop-timeout",
+            "1",
+            "--name",
+            name,
+            *options,
+            self.image,
+            *command,
+            env=self.env,
+        )
         container = Container(out.stdout.strip(), name)
         self.started.append(container)
         return container
@@ -167,10 +184,24 @@ class PrivateEngine:
         """Start the engine and wait until `docker info` answers."""
         log = (self.root / "dockerd.log").open("ab")
         self.proc = subprocess.Popen(
-            ["dockerd", "--host", self.env["DOCKER_HOST"], "--data-root", str(self.root / "data"),
-             "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "docker.pid"),
-             "--shutdown-timeout", "2", *ENGINE_FLAGS],
-            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+            [
+                "dockerd",
+                "--host",
+                self.env["DOCKER_HOST"],
+                "--data-root",
+                str(self.root / "data"),
+                "--exec-root",
+                str(self.root / "exec"),
+                "--pidfile",
+                str(self.root / "docker.pid"),
+                "--shutdown-timeout",
+                "2",
+                *ENGINE_FLAGS,
+            ],
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+        )
         log.close()
         deadline = time.monotonic() + timeout_s
         while engine_problem(self.env) is not None:
@@ -206,9 +237,12 @@ class LoopRun:
         self.collector = collector
         self.events: list[CollectorEvent] = []
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=run_collector,
-                                       args=(collector, self.events.append, self.stop),
-                                       name="test:docker-loop", daemon=True)
+        self.thread = threading.Thread(
+            target=run_collector,
+            args=(collector, self.events.append, self.stop),
+            name="test:docker-loop",
+            daemon=True,
+        )
 
     def __enter__(self) -> LoopRun:
         self.thread.start()
@@ -240,15 +274,25 @@ class PrivatePodman:
         self.root = Path(tempfile.mkdtemp(prefix=f"{PREFIX}podman-"))
         self.socket = self.root / "podman.sock"
         self.env = {"DOCKER_HOST": f"unix://{self.socket}"}
-        self.options = ["--root", str(self.root / "storage"), "--runroot", str(self.root / "run"),
-                        "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs",
-                        "--events-backend", "file"]
+        self.options = [
+            "--root",
+            str(self.root / "storage"),
+            "--runroot",
+            str(self.root / "run"),
+            "--storage-driver",
+            "vfs",
+            "--cgroup-manager",
+            "cgroupfs",
+            "--events-backend",
+            "file",
+        ]
         self.proc: subprocess.Popen[bytes] | None = None
 
     def podman(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """Run `podman` on this storage; raises with its stderr when it fails."""
-        out = subprocess.run(["podman", *self.options, *args], capture_output=True, text=True,
-                             timeout=timeout)
+        out = subprocess.run(
+            ["podman", *self.options, *args], capture_output=True, text=True, timeout=timeout
+        )
         if out.returncode != 0:
             raise RuntimeError(f"podman {' '.join(args)}: {out.stderr.strip()}")
         return out
@@ -258,7 +302,10 @@ class PrivatePodman:
         log = (self.root / "service.log").open("ab")
         self.proc = subprocess.Popen(
             ["podman", *self.options, "system", "service", "--time=0", self.env["DOCKER_HOST"]],
-            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+        )
         log.close()
         deadline = time.monotonic() + timeout_s
         while engine_problem(self.env) is not None:
@@ -279,14 +326,18 @@ class PrivatePodman:
         ones, plenty for a shell and `yes`.
         """
         ulimits = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
-        return self.podman("run", "-d", "--network", "none", *ulimits, "--name", name, *options,
-                           IMAGE, *command).stdout.strip()
+        return self.podman(
+            "run", "-d", "--network", "none", *ulimits, "--name", name, *options, IMAGE, *command
+        ).stdout.strip()
 
     def close(self) -> None:
         """Remove every container, stop the service and remove the storage."""
         try:
-            subprocess.run(["podman", *self.options, "rm", "-f", "-a", "-t", "0"],
-                           capture_output=True, timeout=120)
+            subprocess.run(
+                ["podman", *self.options, "rm", "-f", "-a", "-t", "0"],
+                capture_output=True,
+                timeout=120,
+            )
         finally:
             if self.proc is not None and self.proc.poll() is None:
                 self.proc.terminate()

@@ -137,8 +137,9 @@ class FakeNvml:
     def memory_info(self, handle: int, v2: bool) -> MemoryInfo:
         gpu = self._gpu("memory_info_v2" if v2 else "memory_info", handle)
         if v2:
-            return MemoryInfo(gpu.total, gpu.used, gpu.total - gpu.used - gpu.reserved,
-                              gpu.reserved)
+            return MemoryInfo(
+                gpu.total, gpu.used, gpu.total - gpu.used - gpu.reserved, gpu.reserved
+            )
         # v1 counts the driver's reservation as used, as real drivers do.
         used = gpu.used + gpu.reserved
         return MemoryInfo(gpu.total, used, gpu.total - used)

@@ -35,8 +35,7 @@ def as_other_user(argv: list[str]) -> list[str]:
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         pytest.skip("setpriv (util-linux) is not installed; it runs the check as another user")
-    return [setpriv, "--reuid", str(OTHER_UID), "--regid", str(OTHER_UID), "--clear-groups",
-            *argv]
+    return [setpriv, "--reuid", str(OTHER_UID), "--regid", str(OTHER_UID), "--clear-groups", *argv]
 
 
 @contextmanager
@@ -86,8 +85,9 @@ def tmpfs(request: pytest.FixtureRequest, where: Path, options: str) -> Path:
     if not AS_ROOT:
         pytest.skip("mounting a tmpfs needs root (CI runs as root)")
     where.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True, text=True
+    )
     assert done.returncode == 0, f"mount -t tmpfs -o {options} failed as root: {done.stderr}"
     request.addfinalizer(lambda: _unmount(where))
     return where

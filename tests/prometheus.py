@@ -31,8 +31,10 @@ def prometheus_binary() -> str:
     """The `prometheus` binary; fails under CI=true, skips elsewhere, when it is missing."""
     found = shutil.which("prometheus")
     if found is None:
-        reason = ("the prometheus binary is not installed (Debian: apt-get install -y "
-                  "--no-install-recommends prometheus; .ci/run does)")
+        reason = (
+            "the prometheus binary is not installed (Debian: apt-get install -y "
+            "--no-install-recommends prometheus; .ci/run does)"
+        )
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
@@ -45,7 +47,8 @@ def promtool_binary() -> str:
     found = shutil.which("promtool")
     if found is None:
         (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)(
-            "promtool is not installed (it comes with Debian's prometheus package)")
+            "promtool is not installed (it comes with Debian's prometheus package)"
+        )
     assert found is not None
     return found
 
@@ -88,15 +91,21 @@ def wait_for(check, timeout_s: float = 30.0, what: str = "condition"):  # type: 
         time.sleep(0.1)
 
 
-def scrape_config(targets: Sequence[str], interval_s: float = 1.0, job: str = "gpuherd",
-                  rule_files: Sequence[str] = ()) -> str:
+def scrape_config(
+    targets: Sequence[str],
+    interval_s: float = 1.0,
+    job: str = "gpuherd",
+    rule_files: Sequence[str] = (),
+) -> str:
     """A minimal prometheus.yml scraping `targets` (host:port) every `interval_s`."""
     listed = ", ".join(f"'{t}'" for t in targets)
     rules = "".join(f"  - '{path}'\n" for path in rule_files)
-    return (f"global:\n  scrape_interval: {interval_s:g}s\n  evaluation_interval: "
-            f"{interval_s:g}s\nscrape_configs:\n  - job_name: {job}\n    scrape_timeout: "
-            f"{interval_s:g}s\n    static_configs:\n      - targets: [{listed}]\n"
-            + (f"rule_files:\n{rules}" if rules else ""))
+    return (
+        f"global:\n  scrape_interval: {interval_s:g}s\n  evaluation_interval: "
+        f"{interval_s:g}s\nscrape_configs:\n  - job_name: {job}\n    scrape_timeout: "
+        f"{interval_s:g}s\n    static_configs:\n      - targets: [{listed}]\n"
+        + (f"rule_files:\n{rules}" if rules else "")
+    )
 
 
 class Prometheus:
@@ -123,8 +132,9 @@ class Prometheus:
 
 
 @contextmanager
-def running_prometheus(tmp: Path, targets: Sequence[str], interval_s: float = 1.0,
-                       rules: str | None = None) -> Iterator[Prometheus]:
+def running_prometheus(
+    tmp: Path, targets: Sequence[str], interval_s: float = 1.0, rules: str | None = None
+) -> Iterator[Prometheus]:
     """A Prometheus on a free loopback port scraping `targets` (with `rules`); killed on exit."""
     binary = prometheus_binary()
     tmp.mkdir(parents=True, exist_ok=True)
@@ -138,14 +148,23 @@ def running_prometheus(tmp: Path, targets: Sequence[str], interval_s: float = 1.
     log = tmp / "prometheus.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn",
-             "--storage.tsdb.retention.time=1h"],
-            stdout=out, stderr=subprocess.STDOUT)
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+                "--storage.tsdb.retention.time=1h",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     server = Prometheus(f"http://127.0.0.1:{port}", process, log)
     try:
-        wait_for(lambda: process.poll() is not None or get(f"{server.url}/-/ready")[0] == 200,
-                 what="prometheus to be ready")
+        wait_for(
+            lambda: process.poll() is not None or get(f"{server.url}/-/ready")[0] == 200,
+            what="prometheus to be ready",
+        )
         assert process.poll() is None, log.read_text()
         yield server
     finally:

@@ -35,19 +35,31 @@ class Gpu:
     processes: list[tuple[int, int]] = field(default_factory=list)
 
     def sample(self, index: int) -> GpuSample:
-        return GpuSample(index=index, uuid=self.uuid, name="NVIDIA H100",
-                         memory_used_bytes=self.used, memory_total_bytes=self.total,
-                         gpu_util_pct=self.util,
-                         processes=tuple(GpuProcess(p, b) for p, b in self.processes))
+        return GpuSample(
+            index=index,
+            uuid=self.uuid,
+            name="NVIDIA H100",
+            memory_used_bytes=self.used,
+            memory_total_bytes=self.total,
+            gpu_util_pct=self.util,
+            processes=tuple(GpuProcess(p, b) for p, b in self.processes),
+        )
 
     def script(self) -> dict[str, object]:
-        return {"uuid": self.uuid, "total": self.total, "used": self.used, "util": self.util,
-                "processes": [list(p) for p in self.processes]}
+        return {
+            "uuid": self.uuid,
+            "total": self.total,
+            "used": self.used,
+            "util": self.util,
+            "processes": [list(p) for p in self.processes],
+        }
 
 
 def tick(gpus: Sequence[Gpu], taken_at: float | None = None) -> GpuTick:
-    return GpuTick(time.time() if taken_at is None else taken_at,
-                   tuple(g.sample(i) for i, g in enumerate(gpus)))
+    return GpuTick(
+        time.time() if taken_at is None else taken_at,
+        tuple(g.sample(i) for i, g in enumerate(gpus)),
+    )
 
 
 def write_script(path: Path, gpus: Iterable[Gpu]) -> None:
@@ -58,8 +70,13 @@ def write_script(path: Path, gpus: Iterable[Gpu]) -> None:
 
 
 def mark_spec(mark: str, cwd: Path, vram_gib: float, **more: object) -> JobSpec:
-    return JobSpec(argv=("sh", "-c", MARK_JOB), cwd=str(cwd), env=(("QUEUE_JOB_MARK", mark),),
-                   vram_bytes=int(vram_gib * GiB), **more)  # type: ignore[arg-type]
+    return JobSpec(
+        argv=("sh", "-c", MARK_JOB),
+        cwd=str(cwd),
+        env=(("QUEUE_JOB_MARK", mark),),
+        vram_bytes=int(vram_gib * GiB),
+        **more,
+    )  # type: ignore[arg-type]
 
 
 def ran(cwd: Path) -> list[str]:
@@ -90,10 +107,14 @@ class Queue:
         self.said: list[str] = []
         self.now: float | None = None
         """The runner's clock while a test steps with its own tick times, else real time."""
-        options = {"settle_s": 0.0, "clock": lambda: time.time() if self.now is None
-                   else self.now, **runner_options}
-        self.runner = QueueRunner(self.store, self.ledger, state_dir=self.state,
-                                  say=self.said.append, **options)  # type: ignore[arg-type]
+        options = {
+            "settle_s": 0.0,
+            "clock": lambda: time.time() if self.now is None else self.now,
+            **runner_options,
+        }
+        self.runner = QueueRunner(
+            self.store, self.ledger, state_dir=self.state, say=self.said.append, **options
+        )  # type: ignore[arg-type]
 
     def add(self, spec: JobSpec) -> Job:
         return self.store.add(spec)
@@ -148,11 +169,16 @@ def python_for_everyone() -> tuple[str, dict[str, str]] | None:
     return None
 
 
-def fake_runner(script: Path, state: Path, ledger: Path, *flags: str,
-                user: tuple[int, int] | None = None) -> subprocess.Popen[str]:
+def fake_runner(
+    script: Path, state: Path, ledger: Path, *flags: str, user: tuple[int, int] | None = None
+) -> subprocess.Popen[str]:
     """`gpuherd queue run` with FakeNvml scripted from `script`, in a process of its own."""
-    env = {**os.environ, "GPUHERD_STATE_DIR": str(state), "GPUHERD_LEDGER_DIR": str(ledger),
-           "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "GPUHERD_STATE_DIR": str(state),
+        "GPUHERD_LEDGER_DIR": str(ledger),
+        "PYTHONUNBUFFERED": "1",
+    }
     python = sys.executable
     if user is not None:
         found = python_for_everyone()
@@ -163,5 +189,6 @@ def fake_runner(script: Path, state: Path, ledger: Path, *flags: str,
     if user is not None:
         argv = ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups", *argv]
         env["HOME"] = str(state.parent)
-    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=ROOT)
+    return subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT
+    )

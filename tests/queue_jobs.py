@@ -20,9 +20,23 @@ def start_recording(session: Path, *command: str) -> subprocess.Popen[bytes]:
     """`python -m gpuherd record SESSION -- COMMAND` in a session of its own, as a job runs."""
     with open(session.parent / f"{session.name}.runner.out", "wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "gpuherd", "record", str(session), "--interval", "0.2", "--",
-             *command], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True, cwd=REPO)
+            [
+                sys.executable,
+                "-m",
+                "gpuherd",
+                "record",
+                str(session),
+                "--interval",
+                "0.2",
+                "--",
+                *command,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=REPO,
+        )
 
 
 def command_pid(session: Path) -> int | None:
@@ -38,8 +52,9 @@ def command_pid(session: Path) -> int | None:
     return None
 
 
-def run_job(store: QueueStore, session: Path, *command: str,
-            spec: JobSpec | None = None) -> tuple[int, subprocess.Popen[bytes]]:
+def run_job(
+    store: QueueStore, session: Path, *command: str, spec: JobSpec | None = None
+) -> tuple[int, subprocess.Popen[bytes]]:
     """Add a job, launch it as a real recording and mark it running; `(job id, recorder)`.
 
     Returns once the recorded command has started (its `start` event is written).

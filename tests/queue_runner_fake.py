@@ -28,10 +28,17 @@ from tests.fakes import FakeGpu, FakeNvml  # noqa: E402
 
 
 def _gpus(script: dict) -> list[FakeGpu]:
-    return [FakeGpu(uuid=g["uuid"], total=g["total"], used=g["used"], reserved=0,
-                    util=(int(g.get("util", 0)), 0),
-                    compute=[ProcessEntry(pid, used) for pid, used in g.get("processes", [])])
-            for g in script["gpus"]]
+    return [
+        FakeGpu(
+            uuid=g["uuid"],
+            total=g["total"],
+            used=g["used"],
+            reserved=0,
+            util=(int(g.get("util", 0)), 0),
+            compute=[ProcessEntry(pid, used) for pid, used in g.get("processes", [])],
+        )
+        for g in script["gpus"]
+    ]
 
 
 class ScriptedNvml(FakeNvml):
@@ -64,9 +71,15 @@ def main(argv: list[str]) -> int:
     problem = check_run(args)
     if problem:
         parser.error(problem)
-    return run_headless(default_state_dir(), default_ledger_dir(), settle_s=args.settle,
-                        margin_bytes=args.margin_bytes, grace_s=args.grace,
-                        interval_s=args.interval, nvml_backend=ScriptedNvml(args.script))
+    return run_headless(
+        default_state_dir(),
+        default_ledger_dir(),
+        settle_s=args.settle,
+        margin_bytes=args.margin_bytes,
+        grace_s=args.grace,
+        interval_s=args.interval,
+        nvml_backend=ScriptedNvml(args.script),
+    )
 
 
 if __name__ == "__main__":

@@ -20,5 +20,8 @@ def wait_until(predicate: Callable[[], object], timeout_s: float = 20.0) -> None
 def loss_steps(root: Path, task: str | None = None) -> list[int]:
     """The step of every `train/loss` row of `metrics.csv` in `root` (of one task if given)."""
     with open(root / "metrics.csv", newline="") as f:
-        return [int(r["step"]) for r in csv.DictReader(f)
-                if r["metric"] == "train/loss" and (task is None or r["task"] == task)]
+        return [
+            int(r["step"])
+            for r in csv.DictReader(f)
+            if r["metric"] == "train/loss" and (task is None or r["task"] == task)
+        ]

@@ -24,8 +24,13 @@ def slurm_problem() -> str | None:
     if missing is not None:
         return missing + " (.ci/slurm-up starts a one-node Slurm)"
     try:
-        out = subprocess.run(["sinfo", "-h", "-N", "-n", node_name(), "-o", "%T"],
-                             capture_output=True, text=True, timeout=10, check=False)
+        out = subprocess.run(
+            ["sinfo", "-h", "-N", "-n", node_name(), "-o", "%T"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return "sinfo did not answer within 10 s"
     state = out.stdout.strip()
@@ -34,8 +39,12 @@ def slurm_problem() -> str | None:
     return None
 
 
-def wait_for(predicate, what: str, timeout_s: float = WAIT_S,  # type: ignore[no-untyped-def]
-             every_s: float = 0.1):
+def wait_for(
+    predicate,
+    what: str,
+    timeout_s: float = WAIT_S,  # type: ignore[no-untyped-def]
+    every_s: float = 0.1,
+):
     """Poll `predicate` until it returns something true; fail naming `what` after the wait."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -56,17 +65,33 @@ class SlurmJobs:
     def submit(self, command: str, *options: str) -> str:
         """Submit `command`; its job id."""
         out = subprocess.run(
-            ["sbatch", "--parsable", f"--output={self.directory}/slurm-%j.out",
-             f"--chdir={self.directory}", *options, "--wrap", command],
-            capture_output=True, text=True, check=True, timeout=30)
+            [
+                "sbatch",
+                "--parsable",
+                f"--output={self.directory}/slurm-%j.out",
+                f"--chdir={self.directory}",
+                *options,
+                "--wrap",
+                command,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        )
         job_id = out.stdout.strip().split(";")[0]
         self.ids.append(job_id)
         return job_id
 
     def state(self, job_id: str) -> str:
         """The job's state as squeue has it ('' once it has left the queue)."""
-        out = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True,
-                             text=True, check=False, timeout=30)
+        out = subprocess.run(
+            ["squeue", "-h", "-j", job_id, "-o", "%T"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
         return out.stdout.strip()
 
     def running(self, command: str, *options: str) -> tuple[str, int]:
@@ -78,8 +103,13 @@ class SlurmJobs:
     @staticmethod
     def pid_of(job_id: str, comm: str) -> int | None:
         """A pid of job `job_id` whose command name is `comm` (from `scontrol listpids`)."""
-        out = subprocess.run(["scontrol", "listpids", job_id], capture_output=True, text=True,
-                             check=False, timeout=30)
+        out = subprocess.run(
+            ["scontrol", "listpids", job_id],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
         for line in out.stdout.splitlines()[1:]:
             pid = line.split()[0]
             try:

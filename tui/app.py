@@ -58,14 +58,22 @@ class GpuherdApp(App[int]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-tiny"), (22, "-short"), (30, "-tall")]
 
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = False) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
         """A toast; its text is shown as written, never as markup, its controls made visible.
 
         Toasts carry sources' reasons, which quote log paths and collectors' errors.
         """
-        super().notify(visible(message), title=visible(title), severity=severity,
-                       timeout=timeout, markup=False)
+        super().notify(
+            visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False
+        )
 
     def __init__(self, options: DashboardOptions) -> None:
         super().__init__()
@@ -78,11 +86,9 @@ class GpuherdApp(App[int]):
         self.state.notices.extend(options.notices)
         self.help_notes: list[str] = []
         """Why a source that is simply absent here (no container engine) shows nothing."""
-        self._main = MainScreen(self.state, hostname=self.hostname,
-                                replay_label=self.replay_label)
+        self._main = MainScreen(self.state, hostname=self.hostname, replay_label=self.replay_label)
         early = options.early if options.early is not None else _own_set(options)
-        self.tasks = TaskFeed(self, self._main, self.state, early.running,
-                              options.task_hints)
+        self.tasks = TaskFeed(self, self._main, self.state, early.running, options.task_hints)
         self.record: RecordLink | None = None
         if options.recording is not None:
             from tui.record_link import RecordLink  # the recorder loads only with --record
@@ -95,8 +101,12 @@ class GpuherdApp(App[int]):
         (`gpuherd.engine`), wired to the others there."""
         self.threads = early.threads
         self._event_handlers: dict[type, Callable[[Any], None]] = {
-            Sampled: self._sampled, Failed: self._failed, Recovered: self._recovered,
-            Unavailable: self._unavailable, Finished: self._finished, Crashed: self._crashed,
+            Sampled: self._sampled,
+            Failed: self._failed,
+            Recovered: self._recovered,
+            Unavailable: self._unavailable,
+            Finished: self._finished,
+            Crashed: self._crashed,
         }
         """The one place a collector event is routed by its type."""
         self._feeds: dict[str | None, Callable[[str, Any], None]] = {
@@ -175,8 +185,11 @@ class GpuherdApp(App[int]):
         if role == GPU and self.state.gpu_tick is not None:
             self.tasks.gpu_tick(self.state.gpu_tick)
             for gpu in changes.lost:
-                self.notify(f"GPU {gpu.index} ({gpu.uuid[:12]}): {gpu.error}",
-                            title="GPU error", severity="error")
+                self.notify(
+                    f"GPU {gpu.index} ({gpu.uuid[:12]}): {gpu.error}",
+                    title="GPU error",
+                    severity="error",
+                )
             for gpu in changes.back:
                 self.notify(f"GPU {gpu.index} reads again", title="GPU recovered")
         self._refresh_view(role, event.sample)
@@ -211,8 +224,7 @@ class GpuherdApp(App[int]):
             return
         gpu_role = self.state.role(event.source) == GPU
         # the demo helps a person looking around, not a recording (which needs the GPU)
-        if gpu_role and self.replay_label is None and self.record is None \
-                and "--demo" not in line:
+        if gpu_role and self.replay_label is None and self.record is None and "--demo" not in line:
             line = f"{line} — {DEMO_HINT}"
         self.state.mark_unavailable(event.source, event.error.msg, notice=line)
         self.tasks.failed(event.source, event.error.msg)  # a log's row says why, too
@@ -275,16 +287,23 @@ class GpuherdApp(App[int]):
             return
         from tui.screens.confirm import ConfirmScreen  # only recordings with a command ask
 
-        question = ("Stop the recorded command? Its process group gets SIGTERM (SIGKILL "
-                    "10 s later); the recording closes once it has ended.")
-        self.push_screen(ConfirmScreen("Stop the command", question),
-                         lambda yes: record.stop_command() if yes else None)
+        question = (
+            "Stop the recorded command? Its process group gets SIGTERM (SIGKILL "
+            "10 s later); the recording closes once it has ended."
+        )
+        self.push_screen(
+            ConfirmScreen("Stop the command", question),
+            lambda yes: record.stop_command() if yes else None,
+        )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The stop key only while a recorded command runs."""
         if action == "stop_command":
-            return self.record is not None and self.record.command_running() and \
-                not self.record.stopping
+            return (
+                self.record is not None
+                and self.record.command_running()
+                and not self.record.stopping
+            )
         return True
 
     def action_help(self) -> None:
@@ -303,8 +322,14 @@ def _own_set(options: DashboardOptions) -> EarlyCollectors:
     tails = options.tail
     if tails is not None and not isinstance(tails, TailSupervisor):
         tails = TailSupervisor(tails)
-    writers = next((w for c in options.collectors
-                    if isinstance(w := getattr(c, "watch", None), WriterWatch)), None)
-    return EarlyCollectors.create(options.collectors,
-                                  taps=[options.tap] if options.tap is not None else [],
-                                  pid_watch=options.pid_watch, tails=tails, writers=writers)
+    writers = next(
+        (w for c in options.collectors if isinstance(w := getattr(c, "watch", None), WriterWatch)),
+        None,
+    )
+    return EarlyCollectors.create(
+        options.collectors,
+        taps=[options.tap] if options.tap is not None else [],
+        pid_watch=options.pid_watch,
+        tails=tails,
+        writers=writers,
+    )

@@ -66,8 +66,9 @@ def next_container_sort(current: ContainerSort) -> ContainerSort:
     return CONTAINER_SORTS[(names.index(current.name) + 1) % len(CONTAINER_SORTS)]
 
 
-def sort_containers(rows: Iterable[ContainerRow], key: ContainerSort,
-                    reverse: bool = False) -> list[ContainerRow]:
+def sort_containers(
+    rows: Iterable[ContainerRow], key: ContainerSort, reverse: bool = False
+) -> list[ContainerRow]:
     """Rows in display order; ties keep name order so the table does not jitter.
 
     Unknown values sort last in the default direction; `reverse` flips the whole order.
@@ -77,8 +78,12 @@ def sort_containers(rows: Iterable[ContainerRow], key: ContainerSort,
     return sorted(stable, key=key.value, reverse=descending)
 
 
-def build_container_rows(containers: ContainerTick | None, gpus: GpuTick | None,
-                         host: HostSample | None, now: float | None) -> list[ContainerRow]:
+def build_container_rows(
+    containers: ContainerTick | None,
+    gpus: GpuTick | None,
+    host: HostSample | None,
+    now: float | None,
+) -> list[ContainerRow]:
     """One row per container of `containers`, with the GPU memory of its processes.
 
     Uptime counts to `now` (the wall clock live, the recorded time in a replay), or to the
@@ -91,20 +96,29 @@ def build_container_rows(containers: ContainerTick | None, gpus: GpuTick | None,
     rows = []
     for c in containers.containers:
         gpu = use.get(c.short_id)
-        rows.append(ContainerRow(
-            # Names, images and states are the engine's (any user may name a container): the
-            # row holds them as shown, so sorting and filtering match what is on screen.
-            key=c.id, short_id=c.short_id, name=visible(c.name), image=visible(c.image),
-            status=visible(c.status),
-            uptime_s=None if c.started_at is None else max(0.0, at - c.started_at),
-            cpu_pct=c.cpu_pct, memory_used_bytes=c.memory_used_bytes,
-            memory_limit_bytes=c.memory_limit_bytes, net_rx_bytes_per_s=c.net_rx_bytes_per_s,
-            net_tx_bytes_per_s=c.net_tx_bytes_per_s,
-            block_read_bytes_per_s=c.block_read_bytes_per_s,
-            block_write_bytes_per_s=c.block_write_bytes_per_s, pids=c.pids,
-            gpus=visible(",".join(c.gpu_devices)),
-            gpu_memory_bytes=gpu.memory_bytes if gpu else None,
-            gpu_pids=gpu.pids if gpu else ()))
+        rows.append(
+            ContainerRow(
+                # Names, images and states are the engine's (any user may name a container): the
+                # row holds them as shown, so sorting and filtering match what is on screen.
+                key=c.id,
+                short_id=c.short_id,
+                name=visible(c.name),
+                image=visible(c.image),
+                status=visible(c.status),
+                uptime_s=None if c.started_at is None else max(0.0, at - c.started_at),
+                cpu_pct=c.cpu_pct,
+                memory_used_bytes=c.memory_used_bytes,
+                memory_limit_bytes=c.memory_limit_bytes,
+                net_rx_bytes_per_s=c.net_rx_bytes_per_s,
+                net_tx_bytes_per_s=c.net_tx_bytes_per_s,
+                block_read_bytes_per_s=c.block_read_bytes_per_s,
+                block_write_bytes_per_s=c.block_write_bytes_per_s,
+                pids=c.pids,
+                gpus=visible(",".join(c.gpu_devices)),
+                gpu_memory_bytes=gpu.memory_bytes if gpu else None,
+                gpu_pids=gpu.pids if gpu else (),
+            )
+        )
     return rows
 
 

@@ -22,8 +22,13 @@ from gpuherd.present.format import (
 from tui.processes import SORT_KEYS, ProcessRow, build_rows, sort_rows
 
 PROCESS_COLUMNS: tuple[tuple[str, str, int], ...] = (
-    ("gpu", "GPU", 3), ("pid", "PID", 7), ("user", "USER", 10), ("gpu_mem", "GPU MEM", 9),
-    ("cpu", "CPU%", 6), ("rss", "RSS", 9), ("elapsed", "ELAPSED", 10),
+    ("gpu", "GPU", 3),
+    ("pid", "PID", 7),
+    ("user", "USER", 10),
+    ("gpu_mem", "GPU MEM", 9),
+    ("cpu", "CPU%", 6),
+    ("rss", "RSS", 9),
+    ("elapsed", "ELAPSED", 10),
 )
 """Key, header and width of the process table's columns before COMMAND (its `COLUMNS`)."""
 WIDE_ONLY = frozenset({"rss", "elapsed"})
@@ -34,8 +39,9 @@ MIN_PROCESS_ROWS = 4
 _LEFT_ALIGNED = frozenset({"user"})
 
 
-def render(tick: GpuTick, host: HostSample | None, hostname: str, width: int,
-           height: int) -> list[str]:
+def render(
+    tick: GpuTick, host: HostSample | None, hostname: str, width: int, height: int
+) -> list[str]:
     """The lines of one screen of `width` x `height` cells (at most `height` lines).
 
     Args:
@@ -57,7 +63,7 @@ def render(tick: GpuTick, host: HostSample | None, hostname: str, width: int,
     room = height - len(top) - 3  # the process box's borders and its header
     if room < 1:
         return top[:height]
-    return top + _box("Processes", _process_lines(rows, width - 4)[:room + 1], width)
+    return top + _box("Processes", _process_lines(rows, width - 4)[: room + 1], width)
 
 
 def _header(tick: GpuTick, hostname: str, width: int) -> str:
@@ -74,8 +80,10 @@ def _gpu(gpu: GpuSample, two_lines: bool) -> list[str]:
     if gpu.error is not None:
         return [f"{head}  ERROR: {visible(gpu.error)}"]
     mem_pct = pct_of(gpu.memory_used_bytes, gpu.memory_total_bytes)
-    usage = (f"VRAM {fmt_gib_pair(gpu.memory_used_bytes, gpu.memory_total_bytes)} "
-             f"{fmt_pct(mem_pct):>4}  UTIL {fmt_pct(gpu.gpu_util_pct):>4}")
+    usage = (
+        f"VRAM {fmt_gib_pair(gpu.memory_used_bytes, gpu.memory_total_bytes)} "
+        f"{fmt_pct(mem_pct):>4}  UTIL {fmt_pct(gpu.gpu_util_pct):>4}"
+    )
     if two_lines:
         return [head, f"    {usage}  MEM {fmt_pct(gpu.mem_util_pct):>4}"]
     return [f"{head}  {usage}"]
@@ -98,8 +106,9 @@ def _process_lines(rows: list[ProcessRow], width: int) -> list[str]:
     lines = [header]
     for row in rows:
         cells = _cells(row)
-        line = "".join(f" {_aligned(cells[key], w, key in _LEFT_ALIGNED)} "
-                       for key, _, w in columns)
+        line = "".join(
+            f" {_aligned(cells[key], w, key in _LEFT_ALIGNED)} " for key, _, w in columns
+        )
         lines.append(line + " " + cut(_command(row), command_w))
     return lines
 
@@ -111,9 +120,13 @@ def _aligned(text: str, width: int, left: bool) -> str:
 
 def _cells(row: ProcessRow) -> dict[str, str]:
     return {
-        "gpu": str(row.gpu_index), "pid": str(row.pid), "user": fmt_text(row.user),
-        "gpu_mem": fmt_bytes(row.gpu_memory_bytes), "cpu": fmt_pct(row.cpu_pct),
-        "rss": fmt_bytes(row.rss_bytes), "elapsed": fmt_duration(row.elapsed_s),
+        "gpu": str(row.gpu_index),
+        "pid": str(row.pid),
+        "user": fmt_text(row.user),
+        "gpu_mem": fmt_bytes(row.gpu_memory_bytes),
+        "cpu": fmt_pct(row.cpu_pct),
+        "rss": fmt_bytes(row.rss_bytes),
+        "elapsed": fmt_duration(row.elapsed_s),
     }
 
 

@@ -50,8 +50,9 @@ class FirstPaint:
         host_wait_s: How long after the first GPU tick to wait for its processes' details.
     """
 
-    def __init__(self, hostname: str, in_fd: int, out_fd: int,
-                 host_wait_s: float = HOST_WAIT_S) -> None:
+    def __init__(
+        self, hostname: str, in_fd: int, out_fd: int, host_wait_s: float = HOST_WAIT_S
+    ) -> None:
         self._hostname = hostname
         self._in_fd, self._out_fd = in_fd, out_fd
         self._host_wait_s = host_wait_s
@@ -159,4 +160,4 @@ def _details_cover(tick: GpuTick, host: HostSample | None) -> bool:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]

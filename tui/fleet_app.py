@@ -31,8 +31,12 @@ class FleetApp(App[int]):
     FleetTable { height: 1fr; }
     """
 
-    def __init__(self, source: Collector[FleetSnapshot], first: FleetSnapshot | None = None,
-                 url: str | None = None) -> None:
+    def __init__(
+        self,
+        source: Collector[FleetSnapshot],
+        first: FleetSnapshot | None = None,
+        url: str | None = None,
+    ) -> None:
         super().__init__()
         self.source = source
         self.url: str = url or str(getattr(getattr(source, "client", None), "url", "") or "")

@@ -36,8 +36,11 @@ class CollectorEventReceived(Message):
         if not isinstance(message, CollectorEventReceived):
             return False
         old = message.event
-        return (isinstance(old, Sampled) and old.source == new.source
-                and type(old.sample) is type(new.sample))
+        return (
+            isinstance(old, Sampled)
+            and old.source == new.source
+            and type(old.sample) is type(new.sample)
+        )
 
 
 @dataclass

@@ -67,10 +67,13 @@ def next_sort_key(current: SortKey) -> SortKey:
     return SORT_KEYS[(names.index(current.name) + 1) % len(SORT_KEYS)]
 
 
-def build_rows(tick: GpuTick | None, host: HostSample | None,
-               names: Mapping[str, str] | None = None,
-               tasks: Mapping[int, str] | None = None,
-               jobs: Mapping[int, str] | None = None) -> list[ProcessRow]:
+def build_rows(
+    tick: GpuTick | None,
+    host: HostSample | None,
+    names: Mapping[str, str] | None = None,
+    tasks: Mapping[int, str] | None = None,
+    jobs: Mapping[int, str] | None = None,
+) -> list[ProcessRow]:
     """One row per (GPU, pid) in `tick`, with host details where the host sample has them.
 
     Elapsed time is measured against the tick's own time, so a replay shows the recorded age;
@@ -91,15 +94,31 @@ def build_rows(tick: GpuTick | None, host: HostSample | None,
     return rows
 
 
-def _row(gpu: GpuSample, pid: int, used: int | None, info: ProcessInfo | None, now: float,
-         names: Mapping[str, str]) -> ProcessRow:
+def _row(
+    gpu: GpuSample,
+    pid: int,
+    used: int | None,
+    info: ProcessInfo | None,
+    now: float,
+    names: Mapping[str, str],
+) -> ProcessRow:
     base = ProcessRow(f"{gpu.uuid}/{pid}", gpu.index, gpu.uuid, pid, used)
     if info is None:
         return base
     elapsed = None if info.started_at is None else max(0.0, now - info.started_at)
     return ProcessRow(
-        base.key, gpu.index, gpu.uuid, pid, used, info.user, info.cpu_pct, info.rss_bytes,
-        elapsed, info.command, container_label(info.container, names), info.container,
+        base.key,
+        gpu.index,
+        gpu.uuid,
+        pid,
+        used,
+        info.user,
+        info.cpu_pct,
+        info.rss_bytes,
+        elapsed,
+        info.command,
+        container_label(info.container, names),
+        info.container,
     )
 
 
@@ -127,8 +146,16 @@ def in_container(rows: Iterable[ProcessRow], short_id: str | None) -> list[Proce
 
 
 def _haystack(row: ProcessRow) -> str:
-    return " ".join((str(row.pid), row.user or "", row.command or "", row.container or "",
-                     row.task or "", row.job or "")).lower()
+    return " ".join(
+        (
+            str(row.pid),
+            row.user or "",
+            row.command or "",
+            row.container or "",
+            row.task or "",
+            row.job or "",
+        )
+    ).lower()
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,15 @@ class RecordingHost(Protocol):
     def post_message(self, message: Message) -> bool:
         """Hand a message to the UI thread (thread-safe)."""
 
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = False) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
         """A toast."""
 
     def refresh_bindings(self) -> None:
@@ -60,8 +67,14 @@ class RecordLink:
         self.stopping = False
         """The command was asked to stop (the stop key, or SIGTERM to gpuherd)."""
         self._quit_asked = False
-        self._line = next((n for n in app.state.notices
-                           if n.startswith(f"recording into {recording.directory} until")), None)
+        self._line = next(
+            (
+                n
+                for n in app.state.notices
+                if n.startswith(f"recording into {recording.directory} until")
+            ),
+            None,
+        )
         """The banner line that says what the recording does now; replaced as that changes."""
 
     def start(self) -> None:
@@ -79,8 +92,11 @@ class RecordLink:
         if ended.reason == "command" and task is not None and ended.exit_code is not None:
             self.app.tasks.ended(task, ended.exit_code)
         self.app.refresh_bindings()  # the stop key goes with the command
-        why = ("--duration reached" if ended.reason == "duration"
-               else f"the command exited with {ended.exit_code}")
+        why = (
+            "--duration reached"
+            if ended.reason == "duration"
+            else f"the command exited with {ended.exit_code}"
+        )
         self.app.notify(f"{why}; closing the recording", title="Recording")
         self.close()
 
@@ -147,10 +163,14 @@ class RecordLink:
             return
         self.stopping = True
         self.app.refresh_bindings()
-        self.app.notify(f"stopping the command (SIGTERM; SIGKILL after {KILL_GRACE_S:g} s); "
-                        "the recording closes when it has ended", title="Recording")
-        threading.Thread(target=self.recording.stop_command, name="record:stop",
-                         daemon=True).start()
+        self.app.notify(
+            f"stopping the command (SIGTERM; SIGKILL after {KILL_GRACE_S:g} s); "
+            "the recording closes when it has ended",
+            title="Recording",
+        )
+        threading.Thread(
+            target=self.recording.stop_command, name="record:stop", daemon=True
+        ).start()
 
     def _say(self, line: str) -> None:
         """Put `line` on the banner in place of what it said about the recording before."""

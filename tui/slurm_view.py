@@ -47,14 +47,23 @@ def slurm_rows(tick: SlurmTick, gpus: GpuTick | None) -> tuple[SlurmRow, ...]:
     rows = []
     for job in tick.jobs:
         use = job_gpu_use(job, tick, gpus)
-        rows.append(SlurmRow(job.job_id, (
-            ("job", job.shown_id), ("user", visible(job.user)), ("name", visible(job.name)),
-            ("partition", visible(job.partition)), ("state", job.state),
-            ("gpus", ",".join(map(str, use.gpu_indexes)) or NONE),
-            ("vram", fmt_bytes(use.memory_used_bytes) if use.gpu_indexes else NONE),
-            ("util", fmt_pct(use.gpu_util_pct) if use.gpu_indexes else NONE),
-            ("left", _left(job.time_left_s)),
-        ), STATE_STYLES.get(job.state, "")))
+        rows.append(
+            SlurmRow(
+                job.job_id,
+                (
+                    ("job", job.shown_id),
+                    ("user", visible(job.user)),
+                    ("name", visible(job.name)),
+                    ("partition", visible(job.partition)),
+                    ("state", job.state),
+                    ("gpus", ",".join(map(str, use.gpu_indexes)) or NONE),
+                    ("vram", fmt_bytes(use.memory_used_bytes) if use.gpu_indexes else NONE),
+                    ("util", fmt_pct(use.gpu_util_pct) if use.gpu_indexes else NONE),
+                    ("left", _left(job.time_left_s)),
+                ),
+                STATE_STYLES.get(job.state, ""),
+            )
+        )
     return tuple(rows)
 
 

@@ -112,8 +112,7 @@ class MonitorState:
 
     def samples(self, role: str) -> list[Any]:
         """The newest sample of every source and host of `role`, in the order first heard."""
-        return [sample for (source, _), sample in self.latest.items()
-                if self.role(source) == role]
+        return [sample for (source, _), sample in self.latest.items() if self.role(source) == role]
 
     @property
     def gpu_tick(self) -> GpuTick | None:
@@ -206,8 +205,12 @@ class MonitorState:
         if any(s.health == "finished" for s in gpus):
             return True
         others = [s for s in self.status.values() if s.role != GPU]
-        return (bool(gpus) and all(s.health == "unavailable" for s in gpus) and bool(others)
-                and all(s.health != "ok" and s.health != "waiting" for s in others))
+        return (
+            bool(gpus)
+            and all(s.health == "unavailable" for s in gpus)
+            and bool(others)
+            and all(s.health != "ok" and s.health != "waiting" for s in others)
+        )
 
     def mark_crashed(self, source: str, reason: str) -> None:
         """The worker running the source died of a bug."""
@@ -216,18 +219,27 @@ class MonitorState:
 
     def problems(self, role: str) -> list[str]:
         """Reasons why sources of `role` are failing, crashed, or ended on a failure."""
-        return [status.reason or status.health for status in self.status.values()
-                if status.role == role and _troubled(status)]
+        return [
+            status.reason or status.health
+            for status in self.status.values()
+            if status.role == role and _troubled(status)
+        ]
 
     def problems_outside(self, roles: Collection[str]) -> list[str]:
         """`source: reason` for troubled sources whose role is not in `roles` (or who have none)."""
-        return [f"{name}: {status.reason or status.health}" for name, status in self.status.items()
-                if status.role not in roles and _troubled(status)]
+        return [
+            f"{name}: {status.reason or status.health}"
+            for name, status in self.status.items()
+            if status.role not in roles and _troubled(status)
+        ]
 
     def unavailable(self, role: str) -> list[str]:
         """Reasons why sources of `role` cannot run here."""
-        return [status.reason or "unavailable" for status in self.status.values()
-                if status.role == role and status.health == "unavailable"]
+        return [
+            status.reason or "unavailable"
+            for status in self.status.values()
+            if status.role == role and status.health == "unavailable"
+        ]
 
     def gpu_streaming(self) -> bool:
         """True while a GPU source has sent a tick and is still polling."""
@@ -262,15 +274,19 @@ def merged_tick(ticks: Sequence[GpuTick]) -> GpuTick | None:
     if len(ticks) <= 1:
         return ticks[0] if ticks else None
     first = ticks[0]
-    return GpuTick(taken_at=max(t.taken_at for t in ticks),
-                   devices=tuple(gpu for t in ticks for gpu in t.devices),
-                   driver_version=first.driver_version, nvml_version=first.nvml_version,
-                   cuda_driver_version=first.cuda_driver_version)
+    return GpuTick(
+        taken_at=max(t.taken_at for t in ticks),
+        devices=tuple(gpu for t in ticks for gpu in t.devices),
+        driver_version=first.driver_version,
+        nvml_version=first.nvml_version,
+        cuda_driver_version=first.cuda_driver_version,
+    )
 
 
 def _troubled(status: SourceStatus) -> bool:
     return status.health in ("failing", "crashed") or (
-        status.health == "finished" and bool(status.reason))
+        status.health == "finished" and bool(status.reason)
+    )
 
 
 def _mem_pct(gpu: GpuSample) -> float | None:

@@ -34,8 +34,14 @@ class TaskFeed:
     on the app's collector threads; a log that cannot be read stays on its row with the reason.
     """
 
-    def __init__(self, app: App[Any], main: MainScreen, state: MonitorState,
-                 running: RunningSet, hints: Sequence[TaskHint] = ()) -> None:
+    def __init__(
+        self,
+        app: App[Any],
+        main: MainScreen,
+        state: MonitorState,
+        running: RunningSet,
+        hints: Sequence[TaskHint] = (),
+    ) -> None:
         self._app, self._main, self.state = app, main, state
         self._running = running
         self._tails = running.tails
@@ -134,8 +140,9 @@ class TaskFeed:
     def _dropped(self, source: str) -> bool:
         """A tail stopped after its run vanished may still post what it read last: ignore it."""
         task_id = self._task_id(source)
-        return (self._tails is not None and task_id is not None
-                and not self._tails.is_followed(task_id))
+        return (
+            self._tails is not None and task_id is not None and not self._tails.is_followed(task_id)
+        )
 
     def schedule_redraw(self) -> None:
         """Redraw the tasks soon, once for everything that arrives meanwhile."""

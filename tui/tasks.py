@@ -18,18 +18,43 @@ from parsers.vocabulary import LOSS_CHART, LOSS_NAMES, UNITS, VAL_LOSS, VALIDATI
 from tui.widgets.plot import Series
 
 BADGES = {
-    "nan": "NaN", "inf": "Inf", "oom": "OOM", "traceback": "traceback", "nccl": "NCCL",
-    "cuda_error": "CUDA error", "killed": "killed", "stalled": "stalled", "chance": "chance",
-    "zero_metric": "metric=0", "overfitting": "overfit", "gpu_low": "input-bound",
-    "gpu_swing": "input-bound", "download": "download",
+    "nan": "NaN",
+    "inf": "Inf",
+    "oom": "OOM",
+    "traceback": "traceback",
+    "nccl": "NCCL",
+    "cuda_error": "CUDA error",
+    "killed": "killed",
+    "stalled": "stalled",
+    "chance": "chance",
+    "zero_metric": "metric=0",
+    "overfitting": "overfit",
+    "gpu_low": "input-bound",
+    "gpu_swing": "input-bound",
+    "download": "download",
 }
 """Short badge per finding kind; kinds not listed show under their own name."""
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-STATUS_STYLE = {"running": "green", "waiting": "dim", "idle": "dim", "done": "cyan",
-                "stopped": "yellow", "failed": "bold red", "error": "bold red",
-                "stalled": "bold yellow", "finished": "cyan"}
-VAL_SHORT = {"val/acc": "acc", "val/map": "mAP", "val/miou": "mIoU", "val/acc_top5": "top5",
-             "val/map_50": "mAP50", "val/pixel_acc": "pix", "val/loss": "loss"}
+STATUS_STYLE = {
+    "running": "green",
+    "waiting": "dim",
+    "idle": "dim",
+    "done": "cyan",
+    "stopped": "yellow",
+    "failed": "bold red",
+    "error": "bold red",
+    "stalled": "bold yellow",
+    "finished": "cyan",
+}
+VAL_SHORT = {
+    "val/acc": "acc",
+    "val/map": "mAP",
+    "val/miou": "mIoU",
+    "val/acc_top5": "top5",
+    "val/map_50": "mAP50",
+    "val/pixel_acc": "pix",
+    "val/loss": "loss",
+}
 THROUGHPUT_UNITS = {**UNITS, "throughput/tokens_s": "tok/s", "steps_s": "steps/s"}
 """Units as a row shows them: `tok/s` is short for the column; `steps_s` is the tracker's own."""
 
@@ -137,8 +162,12 @@ def vram_bytes(view: TaskView, tick: GpuTick | None) -> int | None:
     if not view.pids:
         return None
     pids = set(view.pids)
-    used = [p.used_memory_bytes for gpu in gpus_of(view, tick) for p in gpu.processes or ()
-            if p.pid in pids and p.used_memory_bytes is not None]
+    used = [
+        p.used_memory_bytes
+        for gpu in gpus_of(view, tick)
+        for p in gpu.processes or ()
+        if p.pid in pids and p.used_memory_bytes is not None
+    ]
     return sum(used) if used else None
 
 
@@ -158,8 +187,11 @@ def process_facts(view: TaskView, tick: GpuTick | None) -> list[tuple[str, str]]
     if view.writer_pids and view.writer_pids != view.pids:
         rows.append(("log writer", "pid " + ", ".join(str(pid) for pid in view.writer_pids)))
     if view.stall_after_s is not None:
-        usual = ("" if view.usual_interval_s is None
-                 else f" (usually a line every {view.usual_interval_s:.3g} s)")
+        usual = (
+            ""
+            if view.usual_interval_s is None
+            else f" (usually a line every {view.usual_interval_s:.3g} s)"
+        )
         rows.append(("stalled after", f"{view.stall_after_s:.0f} s without a line{usual}"))
     return rows
 
@@ -190,8 +222,9 @@ def health_text(view: TaskView) -> Text:
     if view.lost_bytes:
         if text.plain:
             text.append(" ")
-        lost = (f"{view.lost_lines:,} lost" if view.lost_lines
-                else f"{view.lost_bytes:,} B lost")  # lines cut away by a copytruncate
+        lost = (
+            f"{view.lost_lines:,} lost" if view.lost_lines else f"{view.lost_bytes:,} B lost"
+        )  # lines cut away by a copytruncate
         text.append(lost, style="yellow")
     return text
 
@@ -203,15 +236,24 @@ def task_row(view: TaskView, tick: GpuTick | None) -> TaskRow:
     loss, val = loss_of(view), val_of(view)
     eta = fmt_duration(view.eta_s) if view.eta_s is not None and view.running else ""
     cells = (
-        ("task", Text(visible(view.label), style=label_style, no_wrap=True,
-                      overflow="ellipsis")),
+        ("task", Text(visible(view.label), style=label_style, no_wrap=True, overflow="ellipsis")),
         ("status", Text(view.status, style=STATUS_STYLE.get(view.status, ""))),
         ("progress", Text(progress_text(view), no_wrap=True, overflow="ellipsis")),
-        ("loss", Text(fmt_metric(loss[1]) if loss else "", justify="right",
-                      style="bold red" if loss and not math.isfinite(loss[1]) else "")),
-        ("val", Text(f"{VAL_SHORT.get(val[0]) or visible(val[0])} {fmt_metric(val[1])}"
-                     if val else "",
-                     no_wrap=True)),
+        (
+            "loss",
+            Text(
+                fmt_metric(loss[1]) if loss else "",
+                justify="right",
+                style="bold red" if loss and not math.isfinite(loss[1]) else "",
+            ),
+        ),
+        (
+            "val",
+            Text(
+                f"{VAL_SHORT.get(val[0]) or visible(val[0])} {fmt_metric(val[1])}" if val else "",
+                no_wrap=True,
+            ),
+        ),
         ("speed", Text(throughput_text(view), justify="right", no_wrap=True)),
         ("eta", Text(eta, justify="right")),
         ("gpu", Text(gpu_text(view, tick), no_wrap=True)),
@@ -256,8 +298,9 @@ def chart_names(names: Sequence[str]) -> tuple[list[str], list[str]]:
     return loss, val
 
 
-def chart_line(name: str, points: Sequence[tuple[float, float]], color: str,
-               x_kind: str | None = None) -> Series:
+def chart_line(
+    name: str, points: Sequence[tuple[float, float]], color: str, x_kind: str | None = None
+) -> Series:
     """One metric as a chart line; non-finite values are left out (they show as findings).
 
     A step counter that went backwards (one per epoch) would fold the line over itself, so such

@@ -49,5 +49,6 @@ def same_text(a: Text, b: Text) -> bool:
     `Text.__eq__` compares only the characters and the spans; a base style given as
     `Text(..., style=...)` (a task's label turning red with its first error) is not among them.
     """
-    return (a.plain == b.plain and a.style == b.style and a.spans == b.spans
-            and a.justify == b.justify)
+    return (
+        a.plain == b.plain and a.style == b.style and a.spans == b.spans and a.justify == b.justify
+    )

@@ -33,8 +33,9 @@ def chart_series(history: GpuHistory | None) -> tuple[Series, ...]:
     )
 
 
-def _series(label: str, times: Iterable[float], values: Iterable[float | None], newest: float,
-            color: str) -> Series:
+def _series(
+    label: str, times: Iterable[float], values: Iterable[float | None], newest: float, color: str
+) -> Series:
     points = [(t - newest, v) for t, v in zip(times, values, strict=True) if v is not None]
     return Series(label, tuple(p[0] for p in points), tuple(p[1] for p in points), color)
 
@@ -58,10 +59,14 @@ def gap_note(tick: GpuTick | None, any_rows: bool) -> Text:
     gaps = memory_gaps(tick.devices)
     # A gap that would read "0.0 GiB" is the driver's accounting of a few MiB, not memory
     # someone hides: it is left out (a GPU whose processes the driver would not list is not).
-    hidden = [f"{fmt_bytes_gib(g.unattributed_bytes)} on GPU {g.gpu_index}" for g in gaps
-              if g.listed and g.unattributed_bytes >= SHOWN_GAP_BYTES]
-    unlisted = [f"GPU {g.gpu_index} ({_amount(g.unattributed_bytes)} in use)" for g in gaps
-                if not g.listed]
+    hidden = [
+        f"{fmt_bytes_gib(g.unattributed_bytes)} on GPU {g.gpu_index}"
+        for g in gaps
+        if g.listed and g.unattributed_bytes >= SHOWN_GAP_BYTES
+    ]
+    unlisted = [
+        f"GPU {g.gpu_index} ({_amount(g.unattributed_bytes)} in use)" for g in gaps if not g.listed
+    ]
     lines = []
     if hidden:
         lines.append(f"{', '.join(hidden)} in use by processes not visible here ({GAP_REASONS})")
@@ -72,8 +77,9 @@ def gap_note(tick: GpuTick | None, any_rows: bool) -> Text:
     return Text("\n".join(lines), style="yellow")
 
 
-def process_subtitle(key: SortKey, filter_text: str, shown: int, total: int,
-                     container: str | None = None) -> str:
+def process_subtitle(
+    key: SortKey, filter_text: str, shown: int, total: int, container: str | None = None
+) -> str:
     """`sort: GPU memory ▼ (s)` plus the filters and how many rows they hide."""
     arrow = "▼" if key.descending else "▲"
     text = f"sort: {key.label} {arrow} (s)"

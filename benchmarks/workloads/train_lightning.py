@@ -32,12 +32,22 @@ class Net(L.LightningModule):
         super().__init__()
         self.lr = lr
         self.body = nn.Sequential(
-            nn.Conv2d(3, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(),
-            nn.Conv2d(width, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(3, width, 3, padding=1),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
+            nn.Conv2d(width, width, 3, padding=1),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
             nn.MaxPool2d(2),
-            nn.Conv2d(width, 2 * width, 3, padding=1), nn.BatchNorm2d(2 * width), nn.ReLU(),
-            nn.Conv2d(2 * width, 2 * width, 3, padding=1), nn.BatchNorm2d(2 * width), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(32 * width, classes),
+            nn.Conv2d(width, 2 * width, 3, padding=1),
+            nn.BatchNorm2d(2 * width),
+            nn.ReLU(),
+            nn.Conv2d(2 * width, 2 * width, 3, padding=1),
+            nn.BatchNorm2d(2 * width),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(4),
+            nn.Flatten(),
+            nn.Linear(32 * width, classes),
         )
 
     def training_step(self, batch, _):
@@ -69,12 +79,15 @@ def main() -> None:
     parser.add_argument("--logdir", default="lightning_logs_demo")
     args = parser.parse_args()
     torch.manual_seed(0)
-    train = DataLoader(make_data(args.train, 10, args.size, 1), batch_size=args.batch,
-                       shuffle=True)
+    train = DataLoader(make_data(args.train, 10, args.size, 1), batch_size=args.batch, shuffle=True)
     val = DataLoader(make_data(args.train // 8, 10, args.size, 2), batch_size=args.batch)
-    trainer = L.Trainer(max_epochs=args.epochs, logger=CSVLogger(args.logdir, name="demo"),
-                        log_every_n_steps=10, enable_checkpointing=False,
-                        callbacks=[TQDMProgressBar(refresh_rate=10)])
+    trainer = L.Trainer(
+        max_epochs=args.epochs,
+        logger=CSVLogger(args.logdir, name="demo"),
+        log_every_n_steps=10,
+        enable_checkpointing=False,
+        callbacks=[TQDMProgressBar(refresh_rate=10)],
+    )
     started = time.time()
     trainer.fit(Net(10, args.width, 0.02), train, val)
     print(f"finished in {time.time() - started:.1f}s")

@@ -105,8 +105,11 @@ class LogDiscovery:
     def _expand(self, given: str) -> list[str]:
         if not glob.has_magic(given):
             return [given]
-        return sorted(p for p in glob.glob(given, recursive=True)
-                      if os.path.isfile(p) and not self._excluded(p))
+        return sorted(
+            p
+            for p in glob.glob(given, recursive=True)
+            if os.path.isfile(p) and not self._excluded(p)
+        )
 
     def _excluded(self, path: str) -> bool:
         return any(path.startswith(d + os.sep) for d in self.exclude)
@@ -120,8 +123,9 @@ class LogDiscovery:
                     yield DiscoveredLog(task_id, store, root)
                 continue
             parent = os.path.dirname(path)
-            if kind == "trainer_state" and fnmatch.fnmatch(os.path.basename(parent),
-                                                           "checkpoint-*"):
+            if kind == "trainer_state" and fnmatch.fnmatch(
+                os.path.basename(parent), "checkpoint-*"
+            ):
                 output_dir = os.path.dirname(parent)
                 if output_dir not in checkpoints:
                     checkpoints.add(output_dir)
@@ -158,8 +162,7 @@ class LogDiscovery:
         name = entry.name
         try:
             if entry.is_dir(follow_symlinks=False):
-                skip = (name.startswith(".") or name in IGNORED_DIRS
-                        or entry.path in self.exclude)
+                skip = name.startswith(".") or name in IGNORED_DIRS or entry.path in self.exclude
                 return None if skip else "dir"
             if not entry.is_file() or name in IGNORED_FILES or name.startswith("."):
                 return None
@@ -193,9 +196,15 @@ class DiscoveryCollector:
     work and must not stretch the interval.
     """
 
-    def __init__(self, discovery: LogDiscovery, interval_s: float = 10.0,
-                 clock: Callable[[], float] = time.time, *, max_busy: float = 0.01,
-                 timer: Callable[[], float] = time.thread_time) -> None:
+    def __init__(
+        self,
+        discovery: LogDiscovery,
+        interval_s: float = 10.0,
+        clock: Callable[[], float] = time.time,
+        *,
+        max_busy: float = 0.01,
+        timer: Callable[[], float] = time.thread_time,
+    ) -> None:
         self.name = "discovery"
         self.role = "discovery"  # `collectors.roles.DISCOVERY`; that module imports this one
         self.interval_s = interval_s

@@ -157,8 +157,9 @@ class LogTailCollector:
             self._wake.clear()
             return
         detached = self._follower is not None and self._follower.detached
-        self._wake.wait(min(self.poll_interval_s, DETACHED_POLL_S) if detached
-                        else self.poll_interval_s)
+        self._wake.wait(
+            min(self.poll_interval_s, DETACHED_POLL_S) if detached else self.poll_interval_s
+        )
         self._wake.clear()
         since = time.monotonic() - self._last_read
         if since < self._settle_s:
@@ -172,16 +173,24 @@ class LogTailCollector:
             return
         if sub.error != self.watch_error:
             self.watch_error = sub.error
-            self._notice = (f"{sub.error}; reading the log every {self.poll_interval_s:g} s "
-                            "instead of on each write")
+            self._notice = (
+                f"{sub.error}; reading the log every {self.poll_interval_s:g} s "
+                "instead of on each write"
+            )
 
     def _sample_lines(self) -> LogBatch:
         follower, digest = self._follower, self._digest
         assert follower is not None and digest is not None
         now = self._clock()  # lines without a time of their own carry the batch's
         if not follower.check():
-            return LogBatch(self.path, now, digest.format, waiting=True,
-                            generation=follower.generation, file_path=self.path)
+            return LogBatch(
+                self.path,
+                now,
+                digest.format,
+                waiting=True,
+                generation=follower.generation,
+                file_path=self.path,
+            )
         starts = follower.generation != self._announced
         if starts:
             self._announced = follower.generation
@@ -203,18 +212,32 @@ class LogTailCollector:
         parts = digest.take()
         lost = follower.take_lost()
         self._lines_total += self._lines.line_no - lines_before
-        if digest.format is not None and self._formats is not None \
-                and self._formats.is_document(digest.format):
+        if (
+            digest.format is not None
+            and self._formats is not None
+            and self._formats.is_document(digest.format)
+        ):
             return self._become_document(digest.format, now)
         started = follower.started if starts else None
         return LogBatch(
-            self.path, now, digest.format, parts.metrics, parts.findings,
-            lines_read=self._lines.line_no - lines_before, unparsed_lines=parts.unparsed_lines,
-            too_long_lines=too_long, findings_dropped=parts.findings_dropped,
-            lost_bytes=lost, lost_lines_estimate=self._lines_in(lost, follower.data_bytes),
-            generation=self._announced, rotated=started == "rotated",
-            truncated=started == "truncated", recreated=started == "recreated",
-            file_path=self.path, offset_bytes=follower.offset, size_bytes=follower.size,
+            self.path,
+            now,
+            digest.format,
+            parts.metrics,
+            parts.findings,
+            lines_read=self._lines.line_no - lines_before,
+            unparsed_lines=parts.unparsed_lines,
+            too_long_lines=too_long,
+            findings_dropped=parts.findings_dropped,
+            lost_bytes=lost,
+            lost_lines_estimate=self._lines_in(lost, follower.data_bytes),
+            generation=self._announced,
+            rotated=started == "rotated",
+            truncated=started == "truncated",
+            recreated=started == "recreated",
+            file_path=self.path,
+            offset_bytes=follower.offset,
+            size_bytes=follower.size,
             modified_at=follower.modified_at,
             run_end_line=parts.run_end_line,
         )
@@ -265,8 +288,9 @@ class LogTailCollector:
         except ValueError as error:
             self._doc_failures += 1
             if self._doc_failures >= DOCUMENT_RETRIES:
-                raise CollectorError(f"{docs.path}: cannot parse as {name}: {error}",
-                                     title="log") from error
+                raise CollectorError(
+                    f"{docs.path}: cannot parse as {name}: {error}", title="log"
+                ) from error
             return self._document_batch(taken_at, (), False, False)
         docs.accept()
         self._doc_failures = 0
@@ -275,25 +299,46 @@ class LogTailCollector:
             self._doc_generation += 1
             self._doc_emitted = 0
         fresh = tuple(
-            (index + 1, m if m.taken_at is not None else
-             LogMetric(m.values, m.step, m.epoch, taken_at))
-            for index, m in enumerate(metrics) if index >= self._doc_emitted
+            (
+                index + 1,
+                m if m.taken_at is not None else LogMetric(m.values, m.step, m.epoch, taken_at),
+            )
+            for index, m in enumerate(metrics)
+            if index >= self._doc_emitted
         )
         self._doc_emitted = len(metrics)
-        return self._document_batch(taken_at, fresh, False,
-                                    restarted and self._doc_generation > 1)
+        return self._document_batch(taken_at, fresh, False, restarted and self._doc_generation > 1)
 
-    def _document_batch(self, taken_at: float, metrics: tuple[tuple[int, LogMetric], ...],
-                        waiting: bool, truncated: bool) -> LogBatch:
+    def _document_batch(
+        self,
+        taken_at: float,
+        metrics: tuple[tuple[int, LogMetric], ...],
+        waiting: bool,
+        truncated: bool,
+    ) -> LogBatch:
         docs, formats = self._docs, self._formats
         assert docs is not None and formats is not None
-        findings = tuple((line_no, finding) for line_no, metric in metrics
-                         for finding in formats.findings_from_metric(metric))
+        findings = tuple(
+            (line_no, finding)
+            for line_no, metric in metrics
+            for finding in formats.findings_from_metric(metric)
+        )
         size = docs.size or 0
-        return LogBatch(self.path, taken_at, self._document, metrics, findings,
-                        lines_read=len(metrics), generation=self._doc_generation,
-                        truncated=truncated, waiting=waiting, file_path=docs.path,
-                        offset_bytes=size, size_bytes=docs.size, modified_at=docs.modified_at)
+        return LogBatch(
+            self.path,
+            taken_at,
+            self._document,
+            metrics,
+            findings,
+            lines_read=len(metrics),
+            generation=self._doc_generation,
+            truncated=truncated,
+            waiting=waiting,
+            file_path=docs.path,
+            offset_bytes=size,
+            size_bytes=docs.size,
+            modified_at=docs.modified_at,
+        )
 
     def _resolve_pattern(self) -> str:
         """The newest file a glob `path` matches (checkpoint-N/trainer_state.json)."""

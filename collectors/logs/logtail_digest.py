@@ -46,8 +46,10 @@ class DigestParts:
 
 def left_out(metric: LogMetric) -> str:
     """Why a metric's line counts as unparsed although it gave values."""
-    return (f"{metric.unparsed_values} value(s) left out (not a number, a step or epoch that "
-            "is no count, or infinite where only a loss may be); the others kept")
+    return (
+        f"{metric.unparsed_values} value(s) left out (not a number, a step or epoch that "
+        "is no count, or infinite where only a loss may be); the others kept"
+    )
 
 
 class LineDigest:
@@ -152,8 +154,7 @@ class LineDigest:
         """
         if self._forced is not None or not self._waiting:
             return
-        if not force and len(self._waiting) < DETECT_LINES \
-                and self._held_bytes < DETECT_HOLD_BYTES:
+        if not force and len(self._waiting) < DETECT_LINES and self._held_bytes < DETECT_HOLD_BYTES:
             return
         self._detect()
         held, self._waiting, self._held_bytes = self._waiting, [], 0
@@ -163,17 +164,30 @@ class LineDigest:
     def take(self) -> DigestParts:
         """Hand over what was gathered and start gathering afresh."""
         findings = tuple(sorted(self._findings, key=lambda item: item[0]))
-        parts = DigestParts(tuple(self._metrics), findings, self._unparsed,
-                            self._dropped, self._first_unparsed, self._run_end)
+        parts = DigestParts(
+            tuple(self._metrics),
+            findings,
+            self._unparsed,
+            self._dropped,
+            self._first_unparsed,
+            self._run_end,
+        )
         self._metrics, self._findings, self._unparsed, self._dropped = [], [], 0, 0
         self._first_unparsed, self._run_end = None, None
         return parts
 
     def _holding(self) -> bool:
         """Whether new lines wait for a detection before they are parsed."""
-        return (self._parser is None or self._provisional
-                or (self.format == "generic" and not self._generic_metrics
-                    and self._late_lines < LATE_DETECT_LINES and self._forced is None))
+        return (
+            self._parser is None
+            or self._provisional
+            or (
+                self.format == "generic"
+                and not self._generic_metrics
+                and self._late_lines < LATE_DETECT_LINES
+                and self._forced is None
+            )
+        )
 
     def _detect(self) -> None:
         earlier: list[str] = []  # lines a provisional format has parsed already
@@ -181,8 +195,9 @@ class LineDigest:
             if self._parser is not None:
                 first_waiting = self._waiting[0][0]
                 earlier = [text for number, text in self._first_lines if number < first_waiting]
-            sample = [text for _, text in self._first_lines] \
-                or [text for _, text, _, _ in self._waiting]
+            sample = [text for _, text in self._first_lines] or [
+                text for _, text, _, _ in self._waiting
+            ]
             self._provisional = len(self._first_lines) < DETECT_LINES
             name = self._formats.detect(sample, self._path)
             if not self._provisional:  # settled: the sample is not needed any more
@@ -217,8 +232,9 @@ class LineDigest:
         try:
             self._parser = self._formats.make_parser(name, self._path)
         except (KeyError, ValueError) as error:
-            raise CollectorUnavailable(f"{self._path}: unknown log format {name!r} ({error})",
-                                       title="log") from error
+            raise CollectorUnavailable(
+                f"{self._path}: unknown log format {name!r} ({error})", title="log"
+            ) from error
         self.format = name
 
     def _hold(self, line_no: int, text: str, received_at: float | None, update: bool) -> None:
@@ -230,8 +246,13 @@ class LineDigest:
     def _parse(self, line_no: int, text: str, received_at: float | None, update: bool) -> None:
         self._parse_lines(((line_no, text),), received_at, update)
 
-    def _parse_lines(self, lines: Iterable[tuple[int, str]], received_at: float | None,
-                     update: bool, scan: bool = False) -> None:
+    def _parse_lines(
+        self,
+        lines: Iterable[tuple[int, str]],
+        received_at: float | None,
+        update: bool,
+        scan: bool = False,
+    ) -> None:
         """Parse lines with the format's parser; `scan` runs the findings scan on each first."""
         assert self._parser is not None
         feed = self._parser.feed

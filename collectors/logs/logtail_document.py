@@ -47,8 +47,11 @@ class DocumentFollower:
             if signature == self._signature:
                 return None
             if info.st_size > self.max_bytes:
-                raise CollectorError(f"{self.path}: {info.st_size} bytes is too large for a "
-                                     f"whole-file format (limit {self.max_bytes})", title="log")
+                raise CollectorError(
+                    f"{self.path}: {info.st_size} bytes is too large for a "
+                    f"whole-file format (limit {self.max_bytes})",
+                    title="log",
+                )
             data = os.pread(fd, self.max_bytes + 1, 0)
         finally:
             os.close(fd)

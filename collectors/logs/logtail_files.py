@@ -52,8 +52,9 @@ def open_regular_file(path: str) -> tuple[int, os.stat_result] | None:
     except FileNotFoundError:
         return None
     except PermissionError as error:
-        raise _error(path, f"permission denied ({error.strerror}); gpuherd needs read "
-                           "access") from None
+        raise _error(
+            path, f"permission denied ({error.strerror}); gpuherd needs read access"
+        ) from None
     except NotADirectoryError:
         raise _error(path, "a parent of this path is a file, not a directory") from None
     except OSError as error:
@@ -284,8 +285,13 @@ class FileFollower:
             self._cut_by_size = size < self.offset
             # Lines written before the copy but not read yet are in the copy, not lost.
             copies, copied_ns = find_copy(
-                self.path, (self._head_at, self._head), self._recent, self.offset,
-                current=head_of(self._fd, HEAD_BYTES)[1], read=self._read_heads)
+                self.path,
+                (self._head_at, self._head),
+                self._recent,
+                self.offset,
+                current=head_of(self._fd, HEAD_BYTES)[1],
+                read=self._read_heads,
+            )
             self._copies_ns = max(self._copies_ns, copied_ns)
             self._rest_fd, self._copies = (copies[0], copies[1:]) if copies else (None, [])
         elif not self._head and own.st_mtime_ns != self._checked_ns:
@@ -317,7 +323,7 @@ class FileFollower:
             self.data_bytes += len(data)
         if len(self._head) < HEAD_BYTES:
             begin = self._head_at + len(self._head) - self.offset
-            self._head += data[begin:begin + HEAD_BYTES - len(self._head)]
+            self._head += data[begin : begin + HEAD_BYTES - len(self._head)]
 
     def _settle_loss(self, hole: int) -> None:
         """Count what a cut lost, once the next generation's hole of NULs (`hole` bytes) is known.

@@ -62,7 +62,7 @@ class LineAssembler:
         start = 0
         if self._partial or self._overflow or self._segment or self._shown:
             start = data.find(b"\n") + 1
-            self._finish(data[:start - 1], out)
+            self._finish(data[: start - 1], out)
         if start <= end:
             body = data[start:end]
             if len(body) <= self.max_line_bytes and b"\r" not in body and b"\0" not in body:
@@ -75,7 +75,7 @@ class LineAssembler:
             else:
                 for piece in body.split(b"\n"):
                     self._complete(piece, out)
-        self._extend(data[end + 1:])
+        self._extend(data[end + 1 :])
         return out
 
     def _complete(self, piece: bytes, out: list[tuple[int, str]]) -> None:
@@ -142,7 +142,7 @@ class LineAssembler:
         room = self.max_line_bytes - len(self._partial)
         self._cut = self._overflow or len(piece) > room
         if self._cut:
-            piece = piece[:max(room, 0)]
+            piece = piece[: max(room, 0)]
         return bytes(self._partial) + piece if self._partial else piece
 
     def _close_segments(self, head: bytes) -> None:
@@ -156,7 +156,7 @@ class LineAssembler:
             if segment[:1] == b"\0":
                 segment = segment.lstrip(b"\0")
             if segment.strip():
-                self._segment = segment[:self.max_line_bytes]
+                self._segment = segment[: self.max_line_bytes]
                 return
 
     def _reset_line(self) -> None:
@@ -167,8 +167,9 @@ class LineAssembler:
         self._shown = b""
 
 
-def read_lines(handle: IO[bytes], lines: LineAssembler | None = None,
-               chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[tuple[int, str]]:
+def read_lines(
+    handle: IO[bytes], lines: LineAssembler | None = None, chunk_bytes: int = READ_CHUNK_BYTES
+) -> Iterator[tuple[int, str]]:
     """The numbered lines of a file from its offset to its end, as a tail reading it sees them.
 
     The unfinished last line, if any, comes last. Memory stays within one chunk and one line

@@ -45,8 +45,12 @@ class NextFiles:
         """Keep `fd`, unless it is the file being read (`current`) or one kept already."""
         ident = (info.st_dev, info.st_ino)
         with self._lock:
-            keep = not self._closed and ident != current and len(self._files) < self.limit \
+            keep = (
+                not self._closed
+                and ident != current
+                and len(self._files) < self.limit
                 and all((i.st_dev, i.st_ino) != ident for _, i in self._files)
+            )
             if keep:
                 self._files.append((fd, info))
             elif len(self._files) >= self.limit:
@@ -60,8 +64,11 @@ class NextFiles:
         Any of them holding a line means the writer has moved on from `current`.
         """
         with self._lock:
-            sizes = [os.fstat(fd).st_size for fd, info in self._files
-                     if (info.st_dev, info.st_ino) != current]
+            sizes = [
+                os.fstat(fd).st_size
+                for fd, info in self._files
+                if (info.st_dev, info.st_ino) != current
+            ]
         return max(sizes) if sizes else None
 
     def discard(self, ident: FileId | None) -> None:
@@ -104,8 +111,13 @@ def is_copy_name(name: str, base: str) -> bool:
     if name.startswith(base):
         return True
     stem, extension = os.path.splitext(base)
-    return bool(extension) and len(name) > len(base) and name.startswith(stem) \
-        and name[len(stem)] in ".-_" and name.endswith(extension)
+    return (
+        bool(extension)
+        and len(name) > len(base)
+        and name.startswith(stem)
+        and name[len(stem)] in ".-_"
+        and name.endswith(extension)
+    )
 
 
 def rotation_suffix(name: str, base: str) -> bool:
@@ -116,9 +128,9 @@ def rotation_suffix(name: str, base: str) -> bool:
     """
     stem, extension = os.path.splitext(base)
     if name.startswith(base):
-        suffix = name[len(base):]
+        suffix = name[len(base) :]
     elif extension and name.startswith(stem) and name.endswith(extension):
-        suffix = name[len(stem):len(name) - len(extension)]
+        suffix = name[len(stem) : len(name) - len(extension)]
     else:
         return False
     return bool(_ROTATION_SUFFIX.fullmatch(suffix))
@@ -235,14 +247,23 @@ def _is_copy_of(fd: int, head: tuple[int, bytes], recent: bytes, offset: int) ->
     """
     at, first = head
     try:
-        return (os.fstat(fd).st_size >= offset and os.pread(fd, len(first), at) == first
-                and os.pread(fd, len(recent), offset - len(recent)) == recent)
+        return (
+            os.fstat(fd).st_size >= offset
+            and os.pread(fd, len(first), at) == first
+            and os.pread(fd, len(recent), offset - len(recent)) == recent
+        )
     except OSError:
         return False
 
 
-def find_copy(path: str, head: tuple[int, bytes], recent: bytes, offset: int,
-              current: bytes = b"", read: Iterable[bytes] = ()) -> tuple[list[int], int]:
+def find_copy(
+    path: str,
+    head: tuple[int, bytes],
+    recent: bytes,
+    offset: int,
+    current: bytes = b"",
+    read: Iterable[bytes] = (),
+) -> tuple[list[int], int]:
     """Open the copy that copytruncate made of the file at `path` before cutting it.
 
     The copy lies beside the log (`is_copy_name`), starts with the same `head` (the position
@@ -262,7 +283,7 @@ def find_copy(path: str, head: tuple[int, bytes], recent: bytes, offset: int,
         fd = copies[index][1]
         if head[1] and _is_copy_of(fd, head, recent, offset):
             close_all(fd for _, fd, _ in copies[:index])
-            later = later_copies(copies[index + 1:], [head[1], *read], current)
+            later = later_copies(copies[index + 1 :], [head[1], *read], current)
             return [fd, *later], copies[index][0]
     close_all(fd for _, fd, _ in copies)
     return [], 0
@@ -285,8 +306,9 @@ def copies_since(path: str, since_ns: int, current_fd: int, read: Iterable[bytes
     return later_copies(fresh, list(read), head_of(current_fd)[1])
 
 
-def later_copies(copies: list[tuple[int, int, bool]], read: list[bytes],
-                 current: bytes) -> list[int]:
+def later_copies(
+    copies: list[tuple[int, int, bool]], read: list[bytes], current: bytes
+) -> list[int]:
     """Keep `copies` (oldest first) as generations of their own, except a second copy.
 
     Only a copy named as rotation names them counts (`train.log.bak` is someone's backup). A

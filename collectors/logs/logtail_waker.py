@@ -22,13 +22,30 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-NETWORK_FILESYSTEMS = frozenset({
-    "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "lustre", "gpfs", "beegfs",
-    "glusterfs", "ceph", "ocfs2", "gfs2", "davfs", "sshfs", "virtiofs", "vboxsf",
-})
+NETWORK_FILESYSTEMS = frozenset(
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "9p",
+        "afs",
+        "lustre",
+        "gpfs",
+        "beegfs",
+        "glusterfs",
+        "ceph",
+        "ocfs2",
+        "gfs2",
+        "davfs",
+        "sshfs",
+        "virtiofs",
+        "vboxsf",
+    }
+)
 """Filesystem types on which inotify misses writes made by other machines; every `fuse.*`
 type counts too (sshfs, s3fs, gcsfuse, rclone, juicefs)."""
-
 
 
 class _DroppedWatchRace(logging.Filter):
@@ -149,8 +166,17 @@ class TailWaker:
 
     def __init__(self, every_write: bool = True) -> None:
         self._event_filter: list[type[FileSystemEvent]] | None = (
-            None if every_write else [FileCreatedEvent, FileMovedEvent, FileDeletedEvent,
-                                      FileClosedEvent, DirDeletedEvent, DirMovedEvent])
+            None
+            if every_write
+            else [
+                FileCreatedEvent,
+                FileMovedEvent,
+                FileDeletedEvent,
+                FileClosedEvent,
+                DirDeletedEvent,
+                DirMovedEvent,
+            ]
+        )
         self._calls = threading.Lock()
         self._lock = threading.Lock()
         self._observer: BaseObserver | None = None
@@ -164,15 +190,22 @@ class TailWaker:
         self.failures = 0
         """How many times placing a watch failed (each tail falls back to polling meanwhile)."""
 
-    def subscribe(self, path: str, event: threading.Event | None = None,
-                  on_created: Callable[[], None] | None = None) -> WakeSubscription:
+    def subscribe(
+        self,
+        path: str,
+        event: threading.Event | None = None,
+        on_created: Callable[[], None] | None = None,
+    ) -> WakeSubscription:
         """Register interest in `path` (setting `event`, or a new one, on changes).
 
         Call `watch()` before every wait to keep the path watched as directories come and go.
         `on_created` is called when a file appears at the path (see `WakeSubscription`).
         """
-        return WakeSubscription(path=path, event=event if event is not None else threading.Event(),
-                                on_created=on_created)
+        return WakeSubscription(
+            path=path,
+            event=event if event is not None else threading.Event(),
+            on_created=on_created,
+        )
 
     def watch(self, sub: WakeSubscription) -> bool:
         """Make sure the directory holding `sub.path` is watched.
@@ -221,14 +254,20 @@ class TailWaker:
         with self._lock:
             return len(self._dirs)
 
-    def _watched_locked(self, sub: WakeSubscription, key: str, directory: str,
-                        dir_id: tuple[int, int]) -> bool:
+    def _watched_locked(
+        self, sub: WakeSubscription, key: str, directory: str, dir_id: tuple[int, int]
+    ) -> bool:
         current = self._dirs.get(directory)
-        return (current is not None and current.dir_id == dir_id and sub.key == key
-                and sub in current.subscribers)
+        return (
+            current is not None
+            and current.dir_id == dir_id
+            and sub.key == key
+            and sub in current.subscribers
+        )
 
-    def _place(self, sub: WakeSubscription, key: str, directory: str,
-               dir_id: tuple[int, int]) -> bool:
+    def _place(
+        self, sub: WakeSubscription, key: str, directory: str, dir_id: tuple[int, int]
+    ) -> bool:
         """Subscribe `sub` to `directory`'s watch, placing it if needed (holding `_calls`)."""
         with self._lock:
             if self._closed:
@@ -246,7 +285,8 @@ class TailWaker:
         if current is None:
             try:
                 watch = self._observer_started().schedule(
-                    self._handler, directory, recursive=False, event_filter=self._event_filter)
+                    self._handler, directory, recursive=False, event_filter=self._event_filter
+                )
             except OSError as error:
                 reason = f"cannot watch {directory}: {error.strerror or error}"
                 with self._lock:

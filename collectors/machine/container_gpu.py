@@ -32,8 +32,9 @@ def container_of_pid(processes: Iterable[ProcessInfo]) -> dict[int, str]:
     return {p.pid: p.container for p in processes if p.container}
 
 
-def gpu_use_by_container(tick: GpuTick | None, processes: Iterable[ProcessInfo]
-                         ) -> dict[str, ContainerGpuUse]:
+def gpu_use_by_container(
+    tick: GpuTick | None, processes: Iterable[ProcessInfo]
+) -> dict[str, ContainerGpuUse]:
     """GPU use per short container id: the sum over the container's GPU processes.
 
     `processes` are the host collector's details (`HostSample.processes`); a GPU process the
@@ -57,8 +58,9 @@ def gpu_use_by_container(tick: GpuTick | None, processes: Iterable[ProcessInfo]
     out = {}
     for cid, used in memory.items():
         known = [u for u in used if u is not None]
-        out[cid] = ContainerGpuUse(sum(known) if known else None, tuple(sorted(pids[cid])),
-                                   tuple(sorted(gpus[cid])))
+        out[cid] = ContainerGpuUse(
+            sum(known) if known else None, tuple(sorted(pids[cid])), tuple(sorted(gpus[cid]))
+        )
     return out
 
 

@@ -111,8 +111,10 @@ def _network_totals(networks: object) -> tuple[int | None, int | None]:
         return None, None
     rx = [_int(_get(n, "rx_bytes")) for n in networks.values()]
     tx = [_int(_get(n, "tx_bytes")) for n in networks.values()]
-    return (None if None in rx else sum(v for v in rx if v is not None),
-            None if None in tx else sum(v for v in tx if v is not None))
+    return (
+        None if None in rx else sum(v for v in rx if v is not None),
+        None if None in tx else sum(v for v in tx if v is not None),
+    )
 
 
 def _block_totals(blkio: object) -> tuple[int | None, int | None]:
@@ -147,8 +149,10 @@ def parse_stats(frame: Mapping[str, Any]) -> StatsReading | None:
         online_cpus=_online_cpus(cpu),
         memory_used_bytes=memory_used(memory),
         memory_limit_bytes=_int(_get(memory, "limit")) or None,
-        net_rx_bytes=rx, net_tx_bytes=tx,
-        block_read_bytes=block_read, block_write_bytes=block_write,
+        net_rx_bytes=rx,
+        net_tx_bytes=tx,
+        block_read_bytes=block_read,
+        block_write_bytes=block_write,
         pids=_int(_get(frame, "pids_stats", "current")),
     )
 
@@ -180,8 +184,12 @@ def cpu_pct(prev: StatsReading, cur: StatsReading) -> float | None:
     used = cur.cpu_total_ns - prev.cpu_total_ns
     if used < 0:
         return None  # the container restarted between the readings
-    if (prev.system_cpu_ns is not None and cur.system_cpu_ns is not None and cur.online_cpus
-            and cur.system_cpu_ns > prev.system_cpu_ns):
+    if (
+        prev.system_cpu_ns is not None
+        and cur.system_cpu_ns is not None
+        and cur.online_cpus
+        and cur.system_cpu_ns > prev.system_cpu_ns
+    ):
         return 100.0 * used / (cur.system_cpu_ns - prev.system_cpu_ns) * cur.online_cpus
     rate = counter_rate(prev.cpu_total_ns, cur.cpu_total_ns, cur.read_s - prev.read_s)
     return None if rate is None else 100.0 * rate / 1e9
@@ -246,17 +254,25 @@ def gpu_devices(inspect: Mapping[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-def container_sample(listed: Mapping[str, Any], started_at: float | None,
-                     gpus: tuple[str, ...], prev: StatsReading | None,
-                     cur: StatsReading | None) -> ContainerSample:
+def container_sample(
+    listed: Mapping[str, Any],
+    started_at: float | None,
+    gpus: tuple[str, ...],
+    prev: StatsReading | None,
+    cur: StatsReading | None,
+) -> ContainerSample:
     """A container's sample from its listing entry, its inspect facts and its last two readings."""
     cid = str(listed.get("Id") or "")
     names = listed.get("Names") or ()
     name = str(names[0]).lstrip("/") if names else cid[:12]
     rates = container_rates(prev, cur)
     return ContainerSample(
-        id=cid, short_id=cid[:12], name=name, image=str(listed.get("Image") or ""),
-        status=str(listed.get("State") or ""), started_at=started_at,
+        id=cid,
+        short_id=cid[:12],
+        name=name,
+        image=str(listed.get("Image") or ""),
+        status=str(listed.get("State") or ""),
+        started_at=started_at,
         cpu_pct=rates.cpu_pct,
         memory_used_bytes=None if cur is None else cur.memory_used_bytes,
         memory_limit_bytes=None if cur is None else cur.memory_limit_bytes,

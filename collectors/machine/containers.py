@@ -28,8 +28,12 @@ from collectors.machine.container_stats import parse_engine_time as engine_time
 from collectors.roles import CONTAINERS
 from collectors.samples import ContainerSample, ContainerTick
 
-DEFAULT_SOCKETS = ("/var/run/docker.sock", "{runtime}/docker.sock", "{runtime}/podman/podman.sock",
-                   "/run/podman/podman.sock")
+DEFAULT_SOCKETS = (
+    "/var/run/docker.sock",
+    "{runtime}/docker.sock",
+    "{runtime}/podman/podman.sock",
+    "/run/podman/podman.sock",
+)
 """Where an engine listens when `DOCKER_HOST` is not set: Docker, rootless Docker, rootless and
 rootful podman. The first that exists is used."""
 REQUEST_TIMEOUT_S = 5.0
@@ -60,15 +64,15 @@ def engine_socket(environ: Mapping[str, str], defaults: tuple[str, ...] = DEFAUL
     if host and not host.startswith("unix://"):
         return host  # tcp:// or ssh://: only connecting tells
     runtime = environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
-    paths = [host[len("unix://"):]] if host else [p.format(runtime=runtime)
-                                                 for p in defaults]
+    paths = [host[len("unix://") :]] if host else [p.format(runtime=runtime) for p in defaults]
     existing = [p for p in paths if os.path.exists(p)]
     if not existing:
         where = f"DOCKER_HOST={host}" if host else "; ".join(paths)
         raise NoEngine(
             f"no container engine: no socket at {where}. Start Docker, or point DOCKER_HOST at "
             "an engine's socket (podman: unix://$XDG_RUNTIME_DIR/podman/podman.sock)",
-            title="Containers")
+            title="Containers",
+        )
     for path in existing:
         if os.access(path, os.R_OK | os.W_OK):
             return f"unix://{path}"
@@ -84,9 +88,11 @@ def engine_name(version: Mapping[str, Any]) -> str:
 
 def denied_msg(where: str) -> str:
     """The words for a socket this user may not open."""
-    return (f"cannot open {where}: permission denied. Membership of the `docker` group gives "
-            "access (log in again after joining it), or set DOCKER_HOST to a rootless engine's "
-            "socket (rootless Docker, or podman: unix://$XDG_RUNTIME_DIR/podman/podman.sock)")
+    return (
+        f"cannot open {where}: permission denied. Membership of the `docker` group gives "
+        "access (log in again after joining it), or set DOCKER_HOST to a rootless engine's "
+        "socket (rootless Docker, or podman: unix://$XDG_RUNTIME_DIR/podman/podman.sock)"
+    )
 
 
 def _cause(error: BaseException) -> BaseException:
@@ -116,8 +122,12 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     import requests
     import urllib3
 
-    return (_docker().errors.DockerException, requests.RequestException,
-            urllib3.exceptions.HTTPError, OSError)
+    return (
+        _docker().errors.DockerException,
+        requests.RequestException,
+        urllib3.exceptions.HTTPError,
+        OSError,
+    )
 
 
 class _Reader:
@@ -128,8 +138,12 @@ class _Reader:
     `stop`, when told to.
     """
 
-    def __init__(self, client: Any, container_id: str,
-                 pair: tuple[StatsReading | None, StatsReading | None] = (None, None)) -> None:
+    def __init__(
+        self,
+        client: Any,
+        container_id: str,
+        pair: tuple[StatsReading | None, StatsReading | None] = (None, None),
+    ) -> None:
         self.pair = pair
         """(previous, latest) reading; replaced whole, so another thread reads it safely."""
         self.readings = 0
@@ -139,8 +153,9 @@ class _Reader:
         """Why the stream ended early, if it did (the reader is started again while listed)."""
         self._stop = threading.Event()
         self._client, self._id = client, container_id
-        self.thread = threading.Thread(target=self._run, name=f"docker:stats:{container_id[:12]}",
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self._run, name=f"docker:stats:{container_id[:12]}", daemon=True
+        )
         self.thread.start()
 
     @property
@@ -185,8 +200,12 @@ class DockerCollector:
     name = "docker"
     role = CONTAINERS
 
-    def __init__(self, interval_s: float = 1.0, environ: Mapping[str, str] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        interval_s: float = 1.0,
+        environ: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.interval_s = interval_s
         self.environ = environ if environ is not None else os.environ
         self._clock = clock
@@ -202,8 +221,9 @@ class DockerCollector:
         try:
             _transport_errors()
         except ImportError as error:
-            raise CollectorUnavailable(f"the docker package cannot be loaded: {error}",
-                                       title="Containers") from None
+            raise CollectorUnavailable(
+                f"the docker package cannot be loaded: {error}", title="Containers"
+            ) from None
 
     def close(self) -> None:
         """Stop every stats reader and let the connection go."""
@@ -249,8 +269,9 @@ class DockerCollector:
 
     def _connect(self) -> Any:
         if self._client is None:
-            client = _docker().APIClient(base_url=self.url, version="auto",
-                                      timeout=REQUEST_TIMEOUT_S)
+            client = _docker().APIClient(
+                base_url=self.url, version="auto", timeout=REQUEST_TIMEOUT_S
+            )
             self.engine = engine_name(client.version())
             self._client = client
         return self._client
@@ -285,7 +306,8 @@ class DockerCollector:
                 info = _Info(None, ())
             else:
                 info = self._info[cid] = _Info(
-                    engine_time(inspect.get("State", {}).get("StartedAt")), gpu_devices(inspect))
+                    engine_time(inspect.get("State", {}).get("StartedAt")), gpu_devices(inspect)
+                )
         if reader is None or not reader.alive:
             reader = self._readers[cid] = self._start_reader(cid, reader)
         prev, cur = reader.pair
@@ -294,8 +316,12 @@ class DockerCollector:
     def _start_reader(self, cid: str, old: _Reader | None) -> _Reader:
         # A client per stream: each holds its connection for as long as it reads, and a
         # shared pool would log "connection pool is full" past ten containers.
-        client = _docker().APIClient(base_url=self.url, version=self._client.api_version,
-                                     timeout=STREAM_TIMEOUT_S, max_pool_size=1)
+        client = _docker().APIClient(
+            base_url=self.url,
+            version=self._client.api_version,
+            timeout=STREAM_TIMEOUT_S,
+            max_pool_size=1,
+        )
         keep = old.pair if old is not None and not old.stopped else (None, None)
         return _Reader(client, cid, keep)
 

@@ -16,8 +16,20 @@ import psutil
 from collectors.roles import HOST
 from collectors.samples import GpuTick, HostSample, ProcessInfo
 
-VIRTUAL_NIC_PREFIXES = ("lo", "veth", "docker", "br-", "ifb", "virbr", "cni", "flannel", "cali",
-                        "vxlan", "tunl", "kube")
+VIRTUAL_NIC_PREFIXES = (
+    "lo",
+    "veth",
+    "docker",
+    "br-",
+    "ifb",
+    "virbr",
+    "cni",
+    "flannel",
+    "cali",
+    "vxlan",
+    "tunl",
+    "kube",
+)
 """Interfaces that mirror traffic already counted on a real one (bridges, veth pairs, ifb)."""
 
 _CONTAINER_ID = re.compile(
@@ -96,8 +108,12 @@ def counter_rate(prev: float | None, cur: float | None, elapsed_s: float) -> flo
     return (cur - prev) / elapsed_s
 
 
-def busy_pct(prev_busy: float | None, prev_total: float | None,
-             cur_busy: float | None, cur_total: float | None) -> float | None:
+def busy_pct(
+    prev_busy: float | None,
+    prev_total: float | None,
+    cur_busy: float | None,
+    cur_total: float | None,
+) -> float | None:
     """Share of CPU time spent busy between two readings, percent of all CPUs."""
     if prev_busy is None or prev_total is None or cur_busy is None or cur_total is None:
         return None
@@ -107,8 +123,9 @@ def busy_pct(prev_busy: float | None, prev_total: float | None,
     return max(0.0, min(100.0, 100.0 * (cur_busy - prev_busy) / total))
 
 
-def process_cpu_pct(prev_cpu_s: float | None, cur_cpu_s: float | None,
-                    elapsed_s: float) -> float | None:
+def process_cpu_pct(
+    prev_cpu_s: float | None, cur_cpu_s: float | None, elapsed_s: float
+) -> float | None:
     """CPU use of one process, as `top` shows it: 100 is one full core, more with threads."""
     rate = counter_rate(prev_cpu_s, cur_cpu_s, elapsed_s)
     return None if rate is None else 100.0 * rate
@@ -266,7 +283,9 @@ class HostCollector:
             mem_total_bytes=memory.total,
             swap_used_bytes=swap.used,
             swap_total_bytes=swap.total,
-            load_1m=load[0], load_5m=load[1], load_15m=load[2],
+            load_1m=load[0],
+            load_5m=load[1],
+            load_15m=load[2],
             disk_read_bytes_s=rates.disk_read_bytes_s,
             disk_write_bytes_s=rates.disk_write_bytes_s,
             net_rx_bytes_s=rates.net_rx_bytes_s,
@@ -280,7 +299,8 @@ class HostCollector:
         nics = [c for name, c in psutil.net_io_counters(pernic=True).items() if nic_counted(name)]
         return HostCounters(
             at_s=self._monotonic(),
-            cpu_busy_s=busy, cpu_total_s=total,
+            cpu_busy_s=busy,
+            cpu_total_s=total,
             disk_read_bytes=None if disk is None else disk.read_bytes,
             disk_write_bytes=None if disk is None else disk.write_bytes,
             net_rx_bytes=sum(c.bytes_recv for c in nics) if nics else None,
@@ -331,7 +351,11 @@ class HostCollector:
         tracked.cpu_s, tracked.at_s = cpu_s, now_s
         command = " ".join(cmdline) if cmdline else (f"[{name}]" if name else None)
         return ProcessInfo(
-            pid=pid, user=user, command=command, cpu_pct=cpu_pct,
+            pid=pid,
+            user=user,
+            command=command,
+            cpu_pct=cpu_pct,
             rss_bytes=None if memory is None else memory.rss,
-            started_at=started, container=tracked.container,
+            started_at=started,
+            container=tracked.container,
         )

@@ -21,32 +21,39 @@ STATIC_REFRESH_TICKS = 60
 
 def _nvml_errors(*names: str) -> tuple[type[BaseException], ...]:
     # Older nvidia-ml-py releases lack the newest error codes; take the classes that exist.
-    return tuple(getattr(pynvml, f"NVMLError_{name}") for name in names
-                 if hasattr(pynvml, f"NVMLError_{name}"))
+    return tuple(
+        getattr(pynvml, f"NVMLError_{name}")
+        for name in names
+        if hasattr(pynvml, f"NVMLError_{name}")
+    )
 
 
 STATIC_FIELD_ERRORS = (
-    *_nvml_errors("NotSupported", "NoPermission", "FunctionNotFound", "ArgumentVersionMismatch",
-                  "Deprecated"),
+    *_nvml_errors(
+        "NotSupported", "NoPermission", "FunctionNotFound", "ArgumentVersionMismatch", "Deprecated"
+    ),
     pynvml.NVMLLibraryMismatchError,
 )
 """A field that fails with one of these will fail the same way every tick: stop asking."""
 
 FIELD_ERRORS = (
     *STATIC_FIELD_ERRORS,
-    *_nvml_errors("NotFound", "NoData", "InvalidArgument", "CorruptedInforom",
-                  "InsufficientSize", "NotReady"),
+    *_nvml_errors(
+        "NotFound", "NoData", "InvalidArgument", "CorruptedInforom", "InsufficientSize", "NotReady"
+    ),
 )
 """Errors that cost one field of one GPU (it becomes `None`), never the whole device."""
 
-GLOBAL_ERRORS = _nvml_errors("Uninitialized", "DriverNotLoaded", "LibraryNotFound",
-                             "LibRmVersionMismatch")
+GLOBAL_ERRORS = _nvml_errors(
+    "Uninitialized", "DriverNotLoaded", "LibraryNotFound", "LibRmVersionMismatch"
+)
 """Errors that mean NVML itself stopped working: no GPU can be read."""
 
 _RETRY_ONCE = _nvml_errors("InsufficientSize")
 
-_MEMORY_V1_FALLBACK = _nvml_errors("FunctionNotFound", "ArgumentVersionMismatch",
-                                   "NotSupported", "InvalidArgument")
+_MEMORY_V1_FALLBACK = _nvml_errors(
+    "FunctionNotFound", "ArgumentVersionMismatch", "NotSupported", "InvalidArgument"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +148,10 @@ class NvmlBackend(Protocol):
 
 
 def _entries(raw: Sequence[Any]) -> list[ProcessEntry]:
-    return [ProcessEntry(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
-            for p in raw]
+    return [
+        ProcessEntry(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
+        for p in raw
+    ]
 
 
 class PynvmlBackend:
@@ -207,8 +216,11 @@ class PynvmlBackend:
         return int(pynvml.nvmlDeviceGetPerformanceState(handle))
 
     def ecc_errors(self, handle: Any, uncorrected: bool) -> int:  # noqa: D102
-        kind = (pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED if uncorrected
-                else pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED)
+        kind = (
+            pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+            if uncorrected
+            else pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED
+        )
         return int(pynvml.nvmlDeviceGetTotalEccErrors(handle, kind, pynvml.NVML_VOLATILE_ECC))
 
     def mig_mode(self, handle: Any) -> bool:  # noqa: D102
@@ -274,8 +286,10 @@ def unavailable_message(error: BaseException) -> str:
     if isinstance(error, _nvml_errors("DriverNotLoaded")):
         return "NVIDIA driver not found: the NVIDIA kernel driver is not loaded."
     if isinstance(error, _nvml_errors("LibRmVersionMismatch")):
-        return ("NVIDIA driver mismatch: the NVML library and the loaded kernel driver differ, "
-                "usually after a driver update without a reboot.")
+        return (
+            "NVIDIA driver mismatch: the NVML library and the loaded kernel driver differ, "
+            "usually after a driver update without a reboot."
+        )
     if isinstance(error, _nvml_errors("NoPermission")):
         return f"cannot access the NVIDIA driver: permission denied ({error})."
     return f"NVIDIA driver could not be used: NVML failed to start ({error})."
@@ -369,7 +383,9 @@ class DeviceReader:
             self._memory_total = memory.total
         util = self._get("utilization", self._b.utilization)
         return GpuSample(
-            index=self.index, uuid=self.uuid, name=self.name,
+            index=self.index,
+            uuid=self.uuid,
+            name=self.name,
             memory_used_bytes=None if memory is None else memory.used,
             memory_total_bytes=self._memory_total,
             memory_reserved_bytes=None if memory is None else memory.reserved,
@@ -391,16 +407,23 @@ class DeviceReader:
     def failed(self, reason: str) -> GpuSample:
         """The row for a GPU that failed this tick; the handle is fetched again next tick."""
         self._handle = None
-        return GpuSample(index=self.index, uuid=self.uuid, name=self.name,
-                         memory_total_bytes=self._memory_total, error=reason)
+        return GpuSample(
+            index=self.index,
+            uuid=self.uuid,
+            name=self.name,
+            memory_total_bytes=self._memory_total,
+            error=reason,
+        )
 
     def _connect(self) -> None:
         handle = self._b.handle(self.index)
         uuid = self._b.uuid(handle)
         if self.uuid.startswith("GPU-") and uuid != self.uuid:
             # Indices follow bus order; after a GPU drops off, index N may be another card.
-            raise DeviceChanged(f"index {self.index} now answers as {uuid}; restart gpuherd "
-                                "to read the new GPU list")
+            raise DeviceChanged(
+                f"index {self.index} now answers as {uuid}; restart gpuherd "
+                "to read the new GPU list"
+            )
         self.uuid = uuid
         self.name = _optional(lambda: self._b.name(handle)) or self.name
         self._memory_v2 = _supports_v2(self._b, handle)
@@ -491,8 +514,13 @@ class NvmlCollector:
         if all(s.error is not None for s in samples):
             reasons = "; ".join(f"GPU {s.index}: {s.error}" for s in samples)
             raise CollectorError(f"no GPU could be read ({reasons})", title="NVML")
-        return GpuTick(taken_at, tuple(samples), self.driver_version, self.nvml_version,
-                       _cuda_version_text(self.cuda_driver_version))
+        return GpuTick(
+            taken_at,
+            tuple(samples),
+            self.driver_version,
+            self.nvml_version,
+            _cuda_version_text(self.cuda_driver_version),
+        )
 
     def close(self) -> None:
         """Shut NVML down; safe after a failed `open`."""

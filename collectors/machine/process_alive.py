@@ -104,7 +104,7 @@ def proc_stat(pid: int, proc: str = "/proc") -> tuple[int, int, bool] | None:
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after its last ")".
-    fields = data[data.rfind(b")") + 2:].split()
+    fields = data[data.rfind(b")") + 2 :].split()
     try:
         return int(fields[1]), int(fields[19]), fields[0] in (b"Z", b"X")
     except (IndexError, ValueError):

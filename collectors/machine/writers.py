@@ -90,8 +90,12 @@ def started_at(pid: int, proc: str = PROC) -> float | None:
     return time.time() - uptime + found.start_ticks / _TICKS_PER_S
 
 
-def ancestors(pid: int, proc: str = PROC, max_depth: int = MAX_DEPTH,
-              parents: dict[int, int | None] | None = None) -> list[int]:
+def ancestors(
+    pid: int,
+    proc: str = PROC,
+    max_depth: int = MAX_DEPTH,
+    parents: dict[int, int | None] | None = None,
+) -> list[int]:
     """`pid` and its parents up to (not including) pid 1, nearest first.
 
     `parents` (pid -> parent pid) is filled in as a cache shared by the walks of one scan:
@@ -153,8 +157,12 @@ def gpu_chains(gpu_pids: Iterable[int], proc: str = PROC) -> dict[int, list[int]
     return {pid: ancestors(pid, proc, parents=parents) for pid in set(gpu_pids)}
 
 
-def scan(files: Mapping[str, str], gpu_pids: Iterable[int], proc: str = PROC,
-         chains: Mapping[int, list[int]] | None = None) -> dict[str, LogWriters]:
+def scan(
+    files: Mapping[str, str],
+    gpu_pids: Iterable[int],
+    proc: str = PROC,
+    chains: Mapping[int, list[int]] | None = None,
+) -> dict[str, LogWriters]:
     """Who holds each log open for writing: `files` maps task id to the real path of its file.
 
     Candidates are the GPU processes and their ancestors (`chains`, when the caller has walked
@@ -174,8 +182,7 @@ def scan(files: Mapping[str, str], gpu_pids: Iterable[int], proc: str = PROC,
         for path in written_files(pid, proc, by_path.keys()):
             for task_id in by_path[path]:
                 writers.setdefault(task_id, []).append(pid)
-    for task_id, pids in writers_by_child(by_path, chains, proc, candidates,
-                                          written_files).items():
+    for task_id, pids in writers_by_child(by_path, chains, proc, candidates, written_files).items():
         writers.setdefault(task_id, []).extend(pids)  # `wandb-core`'s parent, the training
     found = {}
     for task_id, pids in writers.items():
@@ -183,8 +190,7 @@ def scan(files: Mapping[str, str], gpu_pids: Iterable[int], proc: str = PROC,
     return found
 
 
-def _log_writers(task_id: str, holders: set[int], chains: Mapping[int, list[int]]
-                 ) -> LogWriters:
+def _log_writers(task_id: str, holders: set[int], chains: Mapping[int, list[int]]) -> LogWriters:
     gpus = tuple(sorted(g for g, chain in chains.items() if holders.intersection(chain)))
     return LogWriters(task_id, tuple(sorted(holders)), gpus)
 
@@ -214,8 +220,9 @@ class WriterWatch:
         reopened = log_format in REOPENED_FORMATS
         with self._lock:
             if reopened != (task_id in self._reopened):
-                self._reopened = (self._reopened | {task_id} if reopened
-                                  else self._reopened - {task_id})
+                self._reopened = (
+                    self._reopened | {task_id} if reopened else self._reopened - {task_id}
+                )
             if self._files.get(task_id) == real:
                 return
             self._files = {**self._files, task_id: real}
@@ -256,8 +263,13 @@ class WriterCollector:
 
     role = "writers"
 
-    def __init__(self, watch: WriterWatch, interval_s: float = LIVENESS_EVERY_S,
-                 scan_every_s: float = SCAN_EVERY_S, proc: str = PROC) -> None:
+    def __init__(
+        self,
+        watch: WriterWatch,
+        interval_s: float = LIVENESS_EVERY_S,
+        scan_every_s: float = SCAN_EVERY_S,
+        proc: str = PROC,
+    ) -> None:
         self.watch = watch
         self.name = "writers"
         self.interval_s = interval_s
@@ -282,8 +294,7 @@ class WriterCollector:
             # Cleared before reading the watch: a file added meanwhile sets it again.
             self.watch.changed.clear()
         files, gpu_pids = self.watch.get()
-        full = (changed or self._scanned_at is None
-                or now - self._scanned_at >= self.scan_every_s)
+        full = changed or self._scanned_at is None or now - self._scanned_at >= self.scan_every_s
         if full:
             self._scanned_at = now
             chains = gpu_chains(gpu_pids, self.proc)
@@ -299,12 +310,19 @@ class WriterCollector:
             if not alive:
                 gpus = ()
             self._known[task_id] = (alive, gpus)
-            logs.append(LogWriters(task_id, tuple(p.pid for p in alive),
-                                   tuple(g for g in gpus if g in gpu_pids)))
+            logs.append(
+                LogWriters(
+                    task_id, tuple(p.pid for p in alive), tuple(g for g in gpus if g in gpu_pids)
+                )
+            )
         return WritersTick(time.time(), tuple(logs), full)
 
-    def _by_cwd(self, files: Mapping[str, str], held: Mapping[str, LogWriters],
-                chains: Mapping[int, list[int]]) -> dict[str, LogWriters]:
+    def _by_cwd(
+        self,
+        files: Mapping[str, str],
+        held: Mapping[str, LogWriters],
+        chains: Mapping[int, list[int]],
+    ) -> dict[str, LogWriters]:
         """Writers found by working directory (`collectors.machine.writers_by_cwd`).
 
         Only for the logs in `REOPENED_FORMATS` written since the last full scan that no process
@@ -322,8 +340,12 @@ class WriterCollector:
             except OSError:
                 continue  # not there (yet): nothing was written
             before = self._written.get(path)
-            if (before is None or modified <= before or task_id in held
-                    or self._known.get(task_id, ((), ()))[0]):
+            if (
+                before is None
+                or modified <= before
+                or task_id in held
+                or self._known.get(task_id, ((), ()))[0]
+            ):
                 continue
             root = job_by_cwd(path, chains, self.proc, cwds)
             if root is None:

@@ -24,10 +24,13 @@ def children(pid: int, proc: str) -> list[int]:
         return []  # gone, another user's, or a kernel without the children file
 
 
-def writers_by_child(by_path: Mapping[str, list[str]], gpu_pids: Iterable[int], proc: str,
-                     scanned: Collection[int],
-                     written: Callable[[int, str, Collection[str]], set[str]]
-                     ) -> dict[str, list[int]]:
+def writers_by_child(
+    by_path: Mapping[str, list[str]],
+    gpu_pids: Iterable[int],
+    proc: str,
+    scanned: Collection[int],
+    written: Callable[[int, str, Collection[str]], set[str]],
+) -> dict[str, list[int]]:
     """Task id -> the GPU processes whose child holds the task's file open for writing.
 
     Args:

@@ -48,7 +48,7 @@ def levels_below(directory: str, cwd: str) -> int | None:
     prefix = cwd if cwd.endswith("/") else cwd + "/"
     if not directory.startswith(prefix):
         return None
-    return directory[len(prefix):].count("/") + 1
+    return directory[len(prefix) :].count("/") + 1
 
 
 def written_from(path: str) -> str:
@@ -64,8 +64,12 @@ def written_from(path: str) -> str:
     return os.path.dirname(path)
 
 
-def job_by_cwd(path: str, chains: Mapping[int, Sequence[int]], proc: str,
-               cwds: dict[int, str | None] | None = None) -> int | None:
+def job_by_cwd(
+    path: str,
+    chains: Mapping[int, Sequence[int]],
+    proc: str,
+    cwds: dict[int, str | None] | None = None,
+) -> int | None:
     """The GPU process whose job runs where `path` is written, if one job alone does.
 
     The caller checks the timing (a write since its last scan, after the process started).

@@ -40,9 +40,14 @@ MIN_SPEED = 1e-6
 """Slower than this a replay would not show its second sample in a lifetime."""
 MAX_WAIT_S = 86400.0
 """No wait between two samples is longer than this (a recorded gap of years, or a slow speed)."""
-OWNERS = {GPU_FILE: "replay:gpu", PROCESSES_FILE: "replay:gpu", HOST_FILE: "replay:host",
-          CONTAINERS_FILE: "replay:containers", METRICS_FILE: "replay:metrics",
-          EVENTS_FILE: "replay:metrics"}
+OWNERS = {
+    GPU_FILE: "replay:gpu",
+    PROCESSES_FILE: "replay:gpu",
+    HOST_FILE: "replay:host",
+    CONTAINERS_FILE: "replay:containers",
+    METRICS_FILE: "replay:metrics",
+    EVENTS_FILE: "replay:metrics",
+}
 """Which collector tells of a problem met in each file."""
 
 
@@ -56,8 +61,9 @@ class ReplayError(GpuherdError):
 class _Timeline:
     """The shared replay clock: recorded time `t` on lap `lap` is due at `due(t, lap)`."""
 
-    def __init__(self, first_t: float, span_s: float, speed: float,
-                 clock: Callable[[], float]) -> None:
+    def __init__(
+        self, first_t: float, span_s: float, speed: float, clock: Callable[[], float]
+    ) -> None:
         self.first_t, self.span_s, self.speed, self.clock = first_t, span_s, speed, clock
         self._anchor: float | None = None
         self._lock = threading.Lock()
@@ -85,9 +91,16 @@ class ReplayCollector(Generic[T]):
     (deleted while replaying) ends the replay of this collector (or its lap), said the same way.
     """
 
-    def __init__(self, name: str, rows: Callable[[], Iterator[T]], timeline: _Timeline,
-                 loop: bool, *, role: str, none_recorded: Callable[[], str] | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        name: str,
+        rows: Callable[[], Iterator[T]],
+        timeline: _Timeline,
+        loop: bool,
+        *,
+        role: str,
+        none_recorded: Callable[[], str] | None = None,
+    ) -> None:
         self.name = name
         self._none_recorded = none_recorded
         """Why the session holds no sample of this kind: said at `open`, as the live source
@@ -158,8 +171,12 @@ class ReplayCollector(Generic[T]):
             except SessionFormatError as error:
                 self._broken, item = error, None
             except OSError as error:
-                self._broken, item = CollectorError(f"{self.name}: cannot read the session any "
-                                                    f"more: {error.strerror or error}"), None
+                self._broken, item = (
+                    CollectorError(
+                        f"{self.name}: cannot read the session any more: {error.strerror or error}"
+                    ),
+                    None,
+                )
             if item is not None:
                 return item, self._lap
             if not self._loop or attempt:
@@ -172,15 +189,34 @@ class ReplayCollector(Generic[T]):
         self._it, self._lap = self._rows(), self._lap + 1
 
 
-HELD_FIELDS = ("memory_reserved_bytes", "gpu_util_pct", "mem_util_pct", "temperature_c",
-               "power_w", "power_limit_w", "sm_clock_mhz", "mem_clock_mhz", "fan_pct", "pstate",
-               "ecc_errors_corrected", "ecc_errors_uncorrected", "mig_mode", "processes")
+HELD_FIELDS = (
+    "memory_reserved_bytes",
+    "gpu_util_pct",
+    "mem_util_pct",
+    "temperature_c",
+    "power_w",
+    "power_limit_w",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "fan_pct",
+    "pstate",
+    "ecc_errors_corrected",
+    "ecc_errors_uncorrected",
+    "mig_mode",
+    "processes",
+)
 """What a memory-only row leaves out, taken from the GPU's row before it in a replay."""
 
 
 def _memory_only(gpu: GpuSample) -> bool:
-    return (gpu.error is None and gpu.memory_used_bytes is not None and gpu.processes is None
-            and gpu.gpu_util_pct is None and gpu.temperature_c is None and gpu.power_w is None)
+    return (
+        gpu.error is None
+        and gpu.memory_used_bytes is not None
+        and gpu.processes is None
+        and gpu.gpu_util_pct is None
+        and gpu.temperature_c is None
+        and gpu.power_w is None
+    )
 
 
 def held_readings(ticks: Iterator[GpuTick]) -> Generator[GpuTick, None, None]:
@@ -200,7 +236,8 @@ def held_readings(ticks: Iterator[GpuTick]) -> Generator[GpuTick, None, None]:
                 before = last.get(gpu.uuid)
                 if before is not None and _memory_only(gpu):
                     gpu = devices[i] = dataclasses.replace(
-                        gpu, **{name: getattr(before, name) for name in HELD_FIELDS})
+                        gpu, **{name: getattr(before, name) for name in HELD_FIELDS}
+                    )
                     held = True
                 last[gpu.uuid] = gpu
             yield dataclasses.replace(tick, devices=tuple(devices)) if held else tick
@@ -226,12 +263,19 @@ class SessionReplay:
     rather than when the replay reaches it. Reading is streaming either way.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], speed: float = 1.0, loop: bool = False,
-                 *, check_all: bool = False,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        speed: float = 1.0,
+        loop: bool = False,
+        *,
+        check_all: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if not speed >= MIN_SPEED:
-            raise ReplayError(f"--speed {speed:g} is too slow to show anything; use "
-                              f"{MIN_SPEED:g} or more")
+            raise ReplayError(
+                f"--speed {speed:g} is too slow to show anything; use {MIN_SPEED:g} or more"
+            )
         self._collectors: dict[str, ReplayCollector[Any]] = {}
         self.session = SessionReader(directory, on_problem=self._problem)
         self.has_metrics = METRICS_FILE in self.session.headers
@@ -254,17 +298,32 @@ class SessionReplay:
 
     def gpu_collector(self) -> ReplayCollector[GpuTick]:
         """A collector of the recorded `GpuTick`s."""
-        return self._keep(ReplayCollector(
-            "replay:gpu", lambda: held_readings(self.session.gpu_ticks()), self._timeline,
-            self._loop, role=GPU, none_recorded=self._why_no_gpu))
+        return self._keep(
+            ReplayCollector(
+                "replay:gpu",
+                lambda: held_readings(self.session.gpu_ticks()),
+                self._timeline,
+                self._loop,
+                role=GPU,
+                none_recorded=self._why_no_gpu,
+            )
+        )
 
     def _why_no_gpu(self) -> str:
         """The session holds no GPU reading: why, as the recording was told (no driver)."""
-        told = next((str(e.get("msg")) for e in self.session.events()
-                     if e.get("kind") == EVENT.collector_unavailable
-                     and e.get("source") == "nvml" and e.get("msg")), None)
+        told = next(
+            (
+                str(e.get("msg"))
+                for e in self.session.events()
+                if e.get("kind") == EVENT.collector_unavailable
+                and e.get("source") == "nvml"
+                and e.get("msg")
+            ),
+            None,
+        )
         return "this session holds no GPU readings" + (
-            f" (when it was recorded: {told.rstrip('.')})" if told else "")
+            f" (when it was recorded: {told.rstrip('.')})" if told else ""
+        )
 
     def _keep(self, collector: ReplayCollector[T]) -> ReplayCollector[T]:
         self._collectors[collector.name] = collector
@@ -274,15 +333,25 @@ class SessionReplay:
         """A collector of the recorded `HostSample`s; `None` when there is no `host.csv`."""
         if HOST_FILE not in self.session.headers:
             return None
-        return self._keep(ReplayCollector("replay:host", self.session.host_samples,
-                                          self._timeline, self._loop, role=HOST))
+        return self._keep(
+            ReplayCollector(
+                "replay:host", self.session.host_samples, self._timeline, self._loop, role=HOST
+            )
+        )
 
     def container_collector(self) -> ReplayCollector[ContainerTick] | None:
         """A collector of the recorded `ContainerTick`s; `None` without a `containers.csv`."""
         if CONTAINERS_FILE not in self.session.headers:
             return None
-        return self._keep(ReplayCollector("replay:containers", self.session.container_ticks,
-                                          self._timeline, self._loop, role=CONTAINERS))
+        return self._keep(
+            ReplayCollector(
+                "replay:containers",
+                self.session.container_ticks,
+                self._timeline,
+                self._loop,
+                role=CONTAINERS,
+            )
+        )
 
     def metrics_collector(self) -> ReplayCollector[LogBatch] | None:
         """A collector of the recorded training metrics and findings, as `LogBatch`es.
@@ -292,11 +361,17 @@ class SessionReplay:
         """
         if not self.has_metrics and not self.session.has(EVENTS_FILE):
             return None
-        return self._keep(ReplayCollector("replay:metrics", MetricsSource(self.session),
-                                          self._timeline, self._loop, role=LOG))
+        return self._keep(
+            ReplayCollector(
+                "replay:metrics", MetricsSource(self.session), self._timeline, self._loop, role=LOG
+            )
+        )
 
     def collectors(self) -> list[ReplayCollector[Any]]:
         """Every collector this session can drive: GPU, and what else was recorded."""
-        extra = [c for c in (self.host_collector(), self.container_collector(),
-                             self.metrics_collector()) if c is not None]
+        extra = [
+            c
+            for c in (self.host_collector(), self.container_collector(), self.metrics_collector())
+            if c is not None
+        ]
         return [self.gpu_collector(), *extra]

@@ -81,8 +81,11 @@ class MetricRowDecoder:
         t = self.key(cells)
         at = self._at
         extra = {}
-        for name, rule in (("line", cells_mod.LINE), ("step", cells_mod.STEP),
-                           ("epoch", cells_mod.EPOCH)):
+        for name, rule in (
+            ("line", cells_mod.LINE),
+            ("step", cells_mod.STEP),
+            ("epoch", cells_mod.EPOCH),
+        ):
             index = self._get[name]
             text = cells[index] if index is not None else ""
             value, bad = rule.read(text)
@@ -90,9 +93,15 @@ class MetricRowDecoder:
                 tally.bad_cell(line, name, rule.why(text))
             extra[name] = value
         line_no, step = extra["line"], extra["step"]
-        return _Row(t, cells[at["task"]], None if line_no is None else int(line_no),
-                    cells[at["metric"]], cells_mod.read_value(cells[at["value"]]),
-                    None if step is None else int(step), extra["epoch"])
+        return _Row(
+            t,
+            cells[at["task"]],
+            None if line_no is None else int(line_no),
+            cells[at["metric"]],
+            cells_mod.read_value(cells[at["value"]]),
+            None if step is None else int(step),
+            extra["epoch"],
+        )
 
 
 def open_metrics(reader: SessionReader) -> CsvStream | None:
@@ -125,8 +134,11 @@ class MetricsSource:
         return metric_batches(self._reader, new_lap=lap > 0)
 
 
-def metric_batches(reader: SessionReader, *, new_lap: bool = False,
-                   ) -> Generator[LogBatch, None, None]:
+def metric_batches(
+    reader: SessionReader,
+    *,
+    new_lap: bool = False,
+) -> Generator[LogBatch, None, None]:
     """One `LogBatch` per run of `metrics.csv` rows with the same task and time, in file order.
 
     Rows of one parsed line (same task, time, line, step and epoch) become one `LogMetric`
@@ -199,8 +211,11 @@ def _formats(meta: dict[str, Any]) -> dict[str, str]:
     tasks = meta.get(META.tasks)
     if not isinstance(tasks, list):
         return {}
-    return {str(t["task"]): str(t["format"]) for t in tasks
-            if isinstance(t, dict) and t.get("task") and t.get("format")}
+    return {
+        str(t["task"]): str(t["format"])
+        for t in tasks
+        if isinstance(t, dict) and t.get("task") and t.get("format")
+    }
 
 
 class _Generations:
@@ -239,21 +254,34 @@ class _Generations:
             values.append((row.metric, row.value))
         if key is not None:
             metrics.append((key[0] or 0, LogMetric(tuple(values), key[1], key[2])))
-        return LogBatch(task, t, metrics=tuple(metrics), lines_read=len(metrics),
-                        file_path=task, **self._start(task))
+        return LogBatch(
+            task,
+            t,
+            metrics=tuple(metrics),
+            lines_read=len(metrics),
+            file_path=task,
+            **self._start(task),
+        )
 
     def event(self, item: tuple[float, dict[str, Any]]) -> LogBatch | None:
         t, event = item
         if event["kind"] == EVENT.exit:
-            return LogBatch(COMMAND_TASK, t, file_path=COMMAND_TASK,
-                            ended_with=int(event["exit_code"]), **self._start(COMMAND_TASK))
+            return LogBatch(
+                COMMAND_TASK,
+                t,
+                file_path=COMMAND_TASK,
+                ended_with=int(event["exit_code"]),
+                **self._start(COMMAND_TASK),
+            )
         task = str(event["task"])
         if event["kind"] == EVENT.log_restarted:
             self._restart[task] = RESTART_FLAGS.get(str(event.get("how")), "truncated")
             return None
         line = event.get("line")
         line_no = line if isinstance(line, int) and not isinstance(line, bool) else 0
-        finding = LogFinding(str(event.get("finding") or "finding"),
-                             str(event.get("evidence") or ""))
-        return LogBatch(task, t, findings=((line_no, finding),), file_path=task,
-                        **self._start(task))
+        finding = LogFinding(
+            str(event.get("finding") or "finding"), str(event.get("evidence") or "")
+        )
+        return LogBatch(
+            task, t, findings=((line_no, finding),), file_path=task, **self._start(task)
+        )

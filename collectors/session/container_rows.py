@@ -16,7 +16,9 @@ from collectors.session.session_joins import keyed
 
 # column -> (field, kind); `t` and `id` are the key cells, read apart.
 CONTAINER_CELLS: dict[str, tuple[str, Kind]] = {
-    "name": ("name", "text"), "image": ("image", "text"), "status": ("status", "text"),
+    "name": ("name", "text"),
+    "image": ("image", "text"),
+    "status": ("status", "text"),
     "cpu_pct": ("cpu_pct", c.PROCESS_PERCENT),
     "mem_used_bytes": ("memory_used_bytes", c.BYTES),
     "mem_limit_bytes": ("memory_limit_bytes", c.BYTES),
@@ -25,7 +27,8 @@ CONTAINER_CELLS: dict[str, tuple[str, Kind]] = {
     "net_tx_bytes_s": ("net_tx_bytes_per_s", c.RATE),
     "block_read_bytes_s": ("block_read_bytes_per_s", c.RATE),
     "block_write_bytes_s": ("block_write_bytes_per_s", c.RATE),
-    "pids": ("pids", c.COUNT), "gpus": ("gpu_devices", "text"),
+    "pids": ("pids", c.COUNT),
+    "gpus": ("gpu_devices", "text"),
     "gpu_mem_bytes": ("gpu_mem_bytes", c.BYTES),
 }
 ID_LENGTH = 12
@@ -71,14 +74,17 @@ class ContainerRowDecoder:
         for text in ("name", "image", "status"):
             values[text] = values[text] or ""
         values["name"] = values["name"] or cid[:ID_LENGTH]
-        return ContainerRow(t, ContainerSample(id=cid, short_id=cid[:ID_LENGTH], **values),
-                            gpu_mem)
+        return ContainerRow(t, ContainerSample(id=cid, short_id=cid[:ID_LENGTH], **values), gpu_mem)
 
     def columns(self, row: ContainerRow) -> dict[str, Any]:
         """A decoded row by column name (the columnar reader's slow path)."""
         sample = row.sample
-        out: dict[str, Any] = {"t": row.t, "id": sample.id, "gpu_mem_bytes": row.gpu_mem_bytes,
-                               "gpus": " ".join(sample.gpu_devices)}
+        out: dict[str, Any] = {
+            "t": row.t,
+            "id": sample.id,
+            "gpu_mem_bytes": row.gpu_mem_bytes,
+            "gpus": " ".join(sample.gpu_devices),
+        }
         for column, (field, _) in CONTAINER_CELLS.items():
             out.setdefault(column, getattr(sample, field, None))
         return out
@@ -91,8 +97,9 @@ def container_rows(stream: CsvStream) -> Generator[ContainerRow, None, None]:
         yield decoder.row(line, cells, stream.tally)
 
 
-def container_ticks(stream: CsvStream, interval_s: float | None = None,
-                    end_t: float | None = None) -> Generator[ContainerTick, None, None]:
+def container_ticks(
+    stream: CsvStream, interval_s: float | None = None, end_t: float | None = None
+) -> Generator[ContainerTick, None, None]:
     """The recorded ticks: rows with one `t` form one `ContainerTick`.
 
     A moment without a running container has no row. So with the recording's `interval_s`, a
@@ -114,7 +121,8 @@ def container_ticks(stream: CsvStream, interval_s: float | None = None,
             yield from _none_between(group_t, end_t, interval_s)
 
 
-def _none_between(last_t: float, next_t: float, interval_s: float | None
-                  ) -> Generator[ContainerTick, None, None]:
+def _none_between(
+    last_t: float, next_t: float, interval_s: float | None
+) -> Generator[ContainerTick, None, None]:
     if interval_s and next_t - last_t > 1.5 * interval_s:
         yield ContainerTick(last_t + interval_s, ())

@@ -16,26 +16,36 @@ Kind = c.CellRule | str
 
 # column -> (sample field, kind); the key columns (t, gpu, pid) are read apart
 GPU_CELLS: dict[str, tuple[str, Kind]] = {
-    "uuid": ("uuid", "text"), "name": ("name", "text"),
+    "uuid": ("uuid", "text"),
+    "name": ("name", "text"),
     "mem_used_bytes": ("memory_used_bytes", c.BYTES),
     "mem_total_bytes": ("memory_total_bytes", c.BYTES),
     "mem_reserved_bytes": ("memory_reserved_bytes", c.BYTES),
-    "util_gpu_pct": ("gpu_util_pct", c.PERCENT), "util_mem_pct": ("mem_util_pct", c.PERCENT),
-    "temp_c": ("temperature_c", c.CELSIUS), "power_w": ("power_w", c.WATTS),
-    "power_limit_w": ("power_limit_w", c.WATTS), "sm_clock_mhz": ("sm_clock_mhz", c.MHZ),
-    "mem_clock_mhz": ("mem_clock_mhz", c.MHZ), "fan_pct": ("fan_pct", c.FAN_PERCENT),
-    "pstate": ("pstate", c.PSTATE), "ecc_corrected": ("ecc_errors_corrected", c.COUNT),
-    "ecc_uncorrected": ("ecc_errors_uncorrected", c.COUNT), "mig_mode": ("mig_mode", "bool"),
-    "mem_peak_bytes": ("mem_peak_bytes", c.BYTES), "process_count": ("process_count", c.COUNT),
+    "util_gpu_pct": ("gpu_util_pct", c.PERCENT),
+    "util_mem_pct": ("mem_util_pct", c.PERCENT),
+    "temp_c": ("temperature_c", c.CELSIUS),
+    "power_w": ("power_w", c.WATTS),
+    "power_limit_w": ("power_limit_w", c.WATTS),
+    "sm_clock_mhz": ("sm_clock_mhz", c.MHZ),
+    "mem_clock_mhz": ("mem_clock_mhz", c.MHZ),
+    "fan_pct": ("fan_pct", c.FAN_PERCENT),
+    "pstate": ("pstate", c.PSTATE),
+    "ecc_corrected": ("ecc_errors_corrected", c.COUNT),
+    "ecc_uncorrected": ("ecc_errors_uncorrected", c.COUNT),
+    "mig_mode": ("mig_mode", "bool"),
+    "mem_peak_bytes": ("mem_peak_bytes", c.BYTES),
+    "process_count": ("process_count", c.COUNT),
     "error": ("error", "text?"),
 }
 HOST_CELLS: dict[str, tuple[str, Kind]] = {
-    "cpu_pct": ("cpu_pct", c.PERCENT), "cpu_count": ("cpu_count", c.CPU_COUNT),
+    "cpu_pct": ("cpu_pct", c.PERCENT),
+    "cpu_count": ("cpu_count", c.CPU_COUNT),
     "mem_used_bytes": ("mem_used_bytes", c.BYTES),
     "mem_total_bytes": ("mem_total_bytes", c.BYTES),
     "swap_used_bytes": ("swap_used_bytes", c.BYTES),
     "swap_total_bytes": ("swap_total_bytes", c.BYTES),
-    "load_1m": ("load_1m", c.LOAD), "load_5m": ("load_5m", c.LOAD),
+    "load_1m": ("load_1m", c.LOAD),
+    "load_5m": ("load_5m", c.LOAD),
     "load_15m": ("load_15m", c.LOAD),
     "disk_read_bytes_s": ("disk_read_bytes_s", c.RATE),
     "disk_write_bytes_s": ("disk_write_bytes_s", c.RATE),
@@ -43,16 +53,26 @@ HOST_CELLS: dict[str, tuple[str, Kind]] = {
     "net_tx_bytes_s": ("net_tx_bytes_s", c.RATE),
 }
 PROCESS_CELLS: dict[str, tuple[str, Kind]] = {
-    "used_bytes": ("used_memory_bytes", c.BYTES), "kind": ("kind", "text?"),
-    "user": ("user", "text?"), "command": ("command", "text?"),
-    "container": ("container", "text?"), "cpu_pct": ("cpu_pct", c.PROCESS_PERCENT),
-    "rss_bytes": ("rss_bytes", c.BYTES), "started_at": ("started_at", c.TIME),
+    "used_bytes": ("used_memory_bytes", c.BYTES),
+    "kind": ("kind", "text?"),
+    "user": ("user", "text?"),
+    "command": ("command", "text?"),
+    "container": ("container", "text?"),
+    "cpu_pct": ("cpu_pct", c.PROCESS_PERCENT),
+    "rss_bytes": ("rss_bytes", c.BYTES),
+    "started_at": ("started_at", c.TIME),
 }
 METRICS_CELLS: dict[str, tuple[str, Kind]] = {
-    "line": ("line", c.LINE), "step": ("step", c.STEP), "epoch": ("epoch", c.EPOCH),
+    "line": ("line", c.LINE),
+    "step": ("step", c.STEP),
+    "epoch": ("epoch", c.EPOCH),
 }
-CELLS = {GPU_FILE: GPU_CELLS, HOST_FILE: HOST_CELLS, PROCESSES_FILE: PROCESS_CELLS,
-         METRICS_FILE: METRICS_CELLS}
+CELLS = {
+    GPU_FILE: GPU_CELLS,
+    HOST_FILE: HOST_CELLS,
+    PROCESSES_FILE: PROCESS_CELLS,
+    METRICS_FILE: METRICS_CELLS,
+}
 KEYS: dict[str, dict[str, c.CellRule]] = {
     GPU_FILE: {"t": c.TIME, "gpu": c.GPU_INDEX},
     PROCESSES_FILE: {"t": c.TIME, "gpu": c.GPU_INDEX, "pid": c.PID},
@@ -98,8 +118,11 @@ class _Plan:
     @classmethod
     def build(cls, header: Sequence[str], table: Mapping[str, tuple[str, Kind]]) -> _Plan:
         where = column_index(header)
-        fields = tuple((where[col], col, f, kind, reader_of(kind))
-                       for col, (f, kind) in table.items() if col in where)
+        fields = tuple(
+            (where[col], col, f, kind, reader_of(kind))
+            for col, (f, kind) in table.items()
+            if col in where
+        )
         absent = tuple(f for col, (f, _) in table.items() if col not in where)
         return cls(fields, absent)
 
@@ -166,9 +189,14 @@ class GpuRowDecoder:
         """The row's GPU index; `RowError` when it is not a valid index."""
         return int(read_key(cells, self._gpu, "gpu", c.GPU_INDEX))
 
-    def sample(self, cells: Sequence[str], processes: tuple[GpuProcess, ...] | None,
-               line: int = 0, tally: CellTally | None = None,
-               index: int | None = None) -> GpuSample:
+    def sample(
+        self,
+        cells: Sequence[str],
+        processes: tuple[GpuProcess, ...] | None,
+        line: int = 0,
+        tally: CellTally | None = None,
+        index: int | None = None,
+    ) -> GpuSample:
         """Build the GPU sample of one row; bad cells read as `None` and go to `tally`.
 
         `index` is the row's GPU index when the caller has read it already. A file without
@@ -195,8 +223,9 @@ class ProcessRowDecoder:
         where = column_index(header)
         self._t, self._gpu, self._pid = where["t"], where["gpu"], where["pid"]
         self._driver = _Plan.build(header, {k: PROCESS_CELLS[k] for k in ("used_bytes", "kind")})
-        self._details = _Plan.build(header, {k: v for k, v in PROCESS_CELLS.items()
-                                             if k not in ("used_bytes", "kind")})
+        self._details = _Plan.build(
+            header, {k: v for k, v in PROCESS_CELLS.items() if k not in ("used_bytes", "kind")}
+        )
 
     def t(self, cells: Sequence[str]) -> float:
         """The row's time; `RowError` when it is not a valid time."""
@@ -210,12 +239,20 @@ class ProcessRowDecoder:
         """The row's pid; `RowError` when it is not valid."""
         return int(read_key(cells, self._pid, "pid", c.PID))
 
-    def process(self, cells: Sequence[str], line: int = 0, tally: CellTally | None = None,
-                pid: int | None = None) -> GpuProcess:
+    def process(
+        self,
+        cells: Sequence[str],
+        line: int = 0,
+        tally: CellTally | None = None,
+        pid: int | None = None,
+    ) -> GpuProcess:
         """The driver's view: pid (when not read already), used memory and kind."""
         values = self._driver.values(cells, line, tally)
-        return GpuProcess(self.pid(cells) if pid is None else pid, values["used_memory_bytes"],
-                          values["kind"] or "compute")
+        return GpuProcess(
+            self.pid(cells) if pid is None else pid,
+            values["used_memory_bytes"],
+            values["kind"] or "compute",
+        )
 
     def check_details(self, cells: Sequence[str], line: int, tally: CellTally) -> None:
         """Count the bad cells among the row's host details, without building them."""
@@ -224,8 +261,9 @@ class ProcessRowDecoder:
                 why = kind.why(cells[i]) if isinstance(kind, c.CellRule) else "not 1 or 0"
                 tally.bad_cell(line, column, why)
 
-    def info(self, cells: Sequence[str], line: int = 0,
-             tally: CellTally | None = None) -> ProcessInfo | None:
+    def info(
+        self, cells: Sequence[str], line: int = 0, tally: CellTally | None = None
+    ) -> ProcessInfo | None:
         """The host's view of the process, or `None` when the row carries no host details."""
         values = self._details.values(cells, line, tally)
         if all(v is None for v in values.values()):
@@ -245,8 +283,14 @@ class HostRowDecoder:
         """The row's time; `RowError` when it is not a valid time."""
         return float(read_key(cells, self._t, "t", c.TIME))
 
-    def sample(self, cells: Sequence[str], processes: tuple[ProcessInfo, ...] = (),
-               line: int = 0, tally: CellTally | None = None) -> HostSample:
+    def sample(
+        self,
+        cells: Sequence[str],
+        processes: tuple[ProcessInfo, ...] = (),
+        line: int = 0,
+        tally: CellTally | None = None,
+    ) -> HostSample:
         """Build the host sample of one row; bad cells read as `None` and go to `tally`."""
-        return HostSample(taken_at=self.t(cells), processes=processes,
-                          **self._plan.values(cells, line, tally))
+        return HostSample(
+            taken_at=self.t(cells), processes=processes, **self._plan.values(cells, line, tally)
+        )

@@ -83,9 +83,15 @@ class QuotedCells(dict[str, str]):
         return quoted
 
 
-def metric_lines(t_text: str, task_cell: str, line: int,
-                 values: Iterable[tuple[str, float]], step: int | None, epoch: float | None,
-                 quoted: QuotedCells) -> list[str]:
+def metric_lines(
+    t_text: str,
+    task_cell: str,
+    line: int,
+    values: Iterable[tuple[str, float]],
+    step: int | None,
+    epoch: float | None,
+    quoted: QuotedCells,
+) -> list[str]:
     """The `metrics.csv` lines of one parsed log line: one per (name, value), `METRICS_COLUMNS`.
 
     Text, not lists of cells: the recorder writes thousands of these a second and joins them
@@ -106,10 +112,27 @@ def gpu_rows(tick: GpuTick, peaks_by_uuid: Mapping[str, int] | None = None) -> l
     for d in tick.devices:
         count = None if d.processes is None else len(d.processes)
         values = (
-            d.index, d.uuid, d.name, d.memory_used_bytes, d.memory_total_bytes, d.gpu_util_pct,
-            d.mem_util_pct, d.temperature_c, d.power_w, d.memory_reserved_bytes, d.power_limit_w,
-            d.sm_clock_mhz, d.mem_clock_mhz, d.fan_pct, d.pstate, d.ecc_errors_corrected,
-            d.ecc_errors_uncorrected, d.mig_mode, peaks.get(d.uuid), count, d.error,
+            d.index,
+            d.uuid,
+            d.name,
+            d.memory_used_bytes,
+            d.memory_total_bytes,
+            d.gpu_util_pct,
+            d.mem_util_pct,
+            d.temperature_c,
+            d.power_w,
+            d.memory_reserved_bytes,
+            d.power_limit_w,
+            d.sm_clock_mhz,
+            d.mem_clock_mhz,
+            d.fan_pct,
+            d.pstate,
+            d.ecc_errors_corrected,
+            d.ecc_errors_uncorrected,
+            d.mig_mode,
+            peaks.get(d.uuid),
+            count,
+            d.error,
         )
         rows.append([t, *map(cell, values)])
     return rows
@@ -127,8 +150,14 @@ def process_rows(
             info = details.get(p.pid)
             extra: tuple[object, ...] = (None,) * 6
             if info is not None:
-                extra = (info.user, info.command, info.container, info.cpu_pct, info.rss_bytes,
-                         info.started_at)
+                extra = (
+                    info.user,
+                    info.command,
+                    info.container,
+                    info.cpu_pct,
+                    info.rss_bytes,
+                    info.started_at,
+                )
             values = (d.index, p.pid, p.used_memory_bytes, p.kind, *extra)
             rows.append([t, *map(cell, values)])
     return rows
@@ -138,15 +167,27 @@ def host_row(sample: HostSample) -> list[str]:
     """The `host.csv` row of one host sample, in `HOST_COLUMNS` order."""
     s = sample
     values = (
-        s.taken_at, s.cpu_pct, s.mem_used_bytes, s.mem_total_bytes, s.cpu_count,
-        s.swap_used_bytes, s.swap_total_bytes, s.load_1m, s.load_5m, s.load_15m,
-        s.disk_read_bytes_s, s.disk_write_bytes_s, s.net_rx_bytes_s, s.net_tx_bytes_s,
+        s.taken_at,
+        s.cpu_pct,
+        s.mem_used_bytes,
+        s.mem_total_bytes,
+        s.cpu_count,
+        s.swap_used_bytes,
+        s.swap_total_bytes,
+        s.load_1m,
+        s.load_5m,
+        s.load_15m,
+        s.disk_read_bytes_s,
+        s.disk_write_bytes_s,
+        s.net_rx_bytes_s,
+        s.net_tx_bytes_s,
     )
     return [cell(v) for v in values]
 
 
-def container_rows(tick: ContainerTick,
-                   gpu_memory: Mapping[str, int | None] | None = None) -> list[list[str]]:
+def container_rows(
+    tick: ContainerTick, gpu_memory: Mapping[str, int | None] | None = None
+) -> list[list[str]]:
     """The `containers.csv` rows of one tick, in `CONTAINER_COLUMNS` order.
 
     Args:
@@ -160,10 +201,21 @@ def container_rows(tick: ContainerTick,
     for c in tick.containers:
         gpu_mem = None if gpu_memory is None else gpu_memory.get(c.short_id, 0)
         values = (
-            c.id, c.name, c.image, c.status, c.cpu_pct, c.memory_used_bytes,
-            c.memory_limit_bytes, c.started_at, c.net_rx_bytes_per_s, c.net_tx_bytes_per_s,
-            c.block_read_bytes_per_s, c.block_write_bytes_per_s, c.pids,
-            " ".join(c.gpu_devices), gpu_mem,
+            c.id,
+            c.name,
+            c.image,
+            c.status,
+            c.cpu_pct,
+            c.memory_used_bytes,
+            c.memory_limit_bytes,
+            c.started_at,
+            c.net_rx_bytes_per_s,
+            c.net_tx_bytes_per_s,
+            c.block_read_bytes_per_s,
+            c.block_write_bytes_per_s,
+            c.pids,
+            " ".join(c.gpu_devices),
+            gpu_mem,
         )
         rows.append([t, *map(cell, values)])
     return rows

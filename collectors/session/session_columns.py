@@ -50,9 +50,13 @@ class _File:
         self.wanted = [c for c in wanted if c in self.where]
         self.metrics = name == METRICS_FILE
         self.containers = name == CONTAINERS_FILE
-        self.decoder: Any = (MetricRowDecoder(stream.header, str(stream.path)) if self.metrics
-                             else ContainerRowDecoder(stream.header) if self.containers
-                             else RowCells(stream.header, name))
+        self.decoder: Any = (
+            MetricRowDecoder(stream.header, str(stream.path))
+            if self.metrics
+            else ContainerRowDecoder(stream.header)
+            if self.containers
+            else RowCells(stream.header, name)
+        )
         table = {col: kind for col, (_, kind) in CELLS_OF[name].items()}
         if self.metrics:
             table["value"] = cells.VALUE
@@ -68,8 +72,15 @@ class _File:
         try:
             if self.metrics:
                 r = self.decoder.row(line, row, self.tally)
-                return {"t": r.t, "task": r.task, "line": r.line, "metric": r.metric,
-                        "value": r.value, "step": r.step, "epoch": r.epoch}
+                return {
+                    "t": r.t,
+                    "task": r.task,
+                    "line": r.line,
+                    "metric": r.metric,
+                    "value": r.value,
+                    "step": r.step,
+                    "epoch": r.epoch,
+                }
             if self.containers:
                 return self.decoder.columns(self.decoder.row(line, row, self.tally))
             keys = self.decoder.keys(row)
@@ -107,8 +118,11 @@ def _read(file: _File, start: int) -> None:
             f.seek(pos)
             data = f.read(CHUNK_BYTES)
             cut = data.rfind(b"\n") + 1
-            if cut and _plain(data[:cut], len(file.stream.header)) and _fast(file, data[:cut],
-                                                                             line):
+            if (
+                cut
+                and _plain(data[:cut], len(file.stream.header))
+                and _fast(file, data[:cut], line)
+            ):
                 pos, line = pos + cut, line + data.count(b"\n", 0, cut)
             elif not cut and len(data) < CHUNK_BYTES:
                 file.tally.cut = True  # all that is left is a line without a newline
@@ -142,8 +156,12 @@ def _exact_floats() -> dict[str, str]:
     """
     global _float_options
     if _float_options is None:
-        probe = pd.read_csv(io.BytesIO(repr(_ROUND_TRIP_PROBE).encode()), header=None,
-                            dtype={0: "float64"}, engine="c")[0].iloc[0]
+        probe = pd.read_csv(
+            io.BytesIO(repr(_ROUND_TRIP_PROBE).encode()),
+            header=None,
+            dtype={0: "float64"},
+            engine="c",
+        )[0].iloc[0]
         _float_options = {} if probe == _ROUND_TRIP_PROBE else {"float_precision": "round_trip"}
     return _float_options
 
@@ -157,9 +175,16 @@ def _fast(file: _File, data: bytes, line: int) -> bool:
     dtypes: dict[int, Any] = {at: "float64" for at, _, _ in file.keys + file.checks}
     dtypes.update({file.where[c]: "object" for c in file.texts})
     try:
-        frame = pd.read_csv(io.BytesIO(data), header=None, usecols=sorted(dtypes), dtype=dtypes,
-                            keep_default_na=False, na_values=[""], engine="c",
-                            **_exact_floats())
+        frame = pd.read_csv(
+            io.BytesIO(data),
+            header=None,
+            usecols=sorted(dtypes),
+            dtype=dtypes,
+            keep_default_na=False,
+            na_values=[""],
+            engine="c",
+            **_exact_floats(),
+        )
     except (ValueError, pd.errors.ParserError):
         return False
     keep = np.ones(len(frame), dtype=bool)
@@ -183,8 +208,9 @@ def _fast(file: _File, data: bytes, line: int) -> bool:
     for column in file.wanted:
         values = frame[file.where[column]].to_numpy(dtype=float)[keep]
         rule = file.rule[column]
-        out[column] = values if rule is cells.VALUE else np.where(_valid(values, rule), values,
-                                                                   np.nan)
+        out[column] = (
+            values if rule is cells.VALUE else np.where(_valid(values, rule), values, np.nan)
+        )
     for column in file.texts:
         out[column] = _texts(file, frame[file.where[column]].to_numpy()[keep])
     file.parts.append(out)
@@ -207,8 +233,9 @@ def _valid(values: np.ndarray, rule: cells.CellRule) -> np.ndarray:
     return ok
 
 
-def _count(file: _File, data: bytes, line: int, per_row: np.ndarray, first: bool,
-           what: str) -> None:
+def _count(
+    file: _File, data: bytes, line: int, per_row: np.ndarray, first: bool, what: str
+) -> None:
     """Add the skipped rows (or bad cells) of a chunk to the tally.
 
     The first one of the file is counted by decoding its row as the streaming reader does, so
@@ -229,14 +256,19 @@ def _line_cells(data: bytes, index: int) -> list[str]:
     start = 0
     for _ in range(index):
         start = data.index(b"\n", start) + 1
-    return data[start: data.index(b"\n", start)].decode("utf-8").split(",")
+    return data[start : data.index(b"\n", start)].decode("utf-8").split(",")
 
 
 def _slow(file: _File, pos: int, line: int, stop: int) -> tuple[int, int]:
-    rows = [r for number, row in file.stream.records(pos, line, stop)
-            if (r := file.scalar(number, row)) is not None]
-    out = {c: np.array([np.nan if r[c] is None else float(r[c]) for r in rows], dtype=float)
-           for c in file.wanted}
+    rows = [
+        r
+        for number, row in file.stream.records(pos, line, stop)
+        if (r := file.scalar(number, row)) is not None
+    ]
+    out = {
+        c: np.array([np.nan if r[c] is None else float(r[c]) for r in rows], dtype=float)
+        for c in file.wanted
+    }
     for column in file.texts:
         out[column] = _texts(file, np.array([r[column] for r in rows], dtype=object))
     file.parts.append(out)

@@ -77,13 +77,17 @@ class FileTally:
             out.append(self.cut_warning())
         if self.first_skip is not None:
             line, reason = self.first_skip
-            out.append(f"{self.path}: skipped {_lines(self.skipped)} that could not be read "
-                       f"(first: line {line}: {reason})")
+            out.append(
+                f"{self.path}: skipped {_lines(self.skipped)} that could not be read "
+                f"(first: line {line}: {reason})"
+            )
         if self.first_bad_cell is not None:
             line, column, why = self.first_bad_cell
             what = "cell" if self.bad_cells == 1 else "cells"
-            out.append(f"{self.path}: {self.bad_cells} bad {what} read as N/A (first: line "
-                       f"{line}, {column}: {why})")
+            out.append(
+                f"{self.path}: {self.bad_cells} bad {what} read as N/A (first: line "
+                f"{line}, {column}: {why})"
+            )
         return out
 
 

@@ -38,9 +38,19 @@ LOCK_FILE = ".lock"
 """Held by the recorder while recording: one recorder per directory."""
 
 SESSION_FILES = (
-    META_FILE, GPU_FILE, PROCESSES_FILE, HOST_FILE, CONTAINERS_FILE, SLURM_FILE, METRICS_FILE,
+    META_FILE,
+    GPU_FILE,
+    PROCESSES_FILE,
+    HOST_FILE,
+    CONTAINERS_FILE,
+    SLURM_FILE,
+    METRICS_FILE,
     EVENTS_FILE,
-    COMMAND_LOG_FILE, COMMAND_EXIT_FILE, SUMMARY_JSON_FILE, SUMMARY_MD_FILE, PEAK_TRACE_FILE,
+    COMMAND_LOG_FILE,
+    COMMAND_EXIT_FILE,
+    SUMMARY_JSON_FILE,
+    SUMMARY_MD_FILE,
+    PEAK_TRACE_FILE,
     LOCK_FILE,
 )
 """Every file a session directory may hold, in the order docs/session-format.md lists them."""
@@ -53,50 +63,117 @@ CSV_FILES = (GPU_FILE, PROCESSES_FILE, HOST_FILE, CONTAINERS_FILE, METRICS_FILE)
 
 # Columns of each CSV file, in the order the writer writes them.
 GPU_WRITTEN = (
-    "t", "gpu", "uuid", "name", "mem_used_bytes", "mem_total_bytes",
-    "util_gpu_pct", "util_mem_pct", "temp_c", "power_w",
+    "t",
+    "gpu",
+    "uuid",
+    "name",
+    "mem_used_bytes",
+    "mem_total_bytes",
+    "util_gpu_pct",
+    "util_mem_pct",
+    "temp_c",
+    "power_w",
 )
 """Columns every recorder writes; a file without one of them reads it as empty (`N/A`)."""
 GPU_COLUMNS = GPU_WRITTEN + (
-    "mem_reserved_bytes", "power_limit_w", "sm_clock_mhz", "mem_clock_mhz", "fan_pct", "pstate",
-    "ecc_corrected", "ecc_uncorrected", "mig_mode", "mem_peak_bytes", "process_count", "error",
+    "mem_reserved_bytes",
+    "power_limit_w",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "fan_pct",
+    "pstate",
+    "ecc_corrected",
+    "ecc_uncorrected",
+    "mig_mode",
+    "mem_peak_bytes",
+    "process_count",
+    "error",
 )
 PROCESS_WRITTEN = ("t", "gpu", "pid", "used_bytes")
 PROCESS_COLUMNS = PROCESS_WRITTEN + (
-    "kind", "user", "command", "container", "cpu_pct", "rss_bytes", "started_at",
+    "kind",
+    "user",
+    "command",
+    "container",
+    "cpu_pct",
+    "rss_bytes",
+    "started_at",
 )
 HOST_WRITTEN = ("t", "cpu_pct", "mem_used_bytes", "mem_total_bytes")
 HOST_COLUMNS = HOST_WRITTEN + (
-    "cpu_count", "swap_used_bytes", "swap_total_bytes", "load_1m", "load_5m", "load_15m",
-    "disk_read_bytes_s", "disk_write_bytes_s", "net_rx_bytes_s", "net_tx_bytes_s",
+    "cpu_count",
+    "swap_used_bytes",
+    "swap_total_bytes",
+    "load_1m",
+    "load_5m",
+    "load_15m",
+    "disk_read_bytes_s",
+    "disk_write_bytes_s",
+    "net_rx_bytes_s",
+    "net_tx_bytes_s",
 )
-CONTAINER_WRITTEN = ("t", "id", "name", "image", "status", "cpu_pct", "mem_used_bytes",
-                     "mem_limit_bytes")
+CONTAINER_WRITTEN = (
+    "t",
+    "id",
+    "name",
+    "image",
+    "status",
+    "cpu_pct",
+    "mem_used_bytes",
+    "mem_limit_bytes",
+)
 CONTAINER_COLUMNS = CONTAINER_WRITTEN + (
-    "started_at", "net_rx_bytes_s", "net_tx_bytes_s", "block_read_bytes_s", "block_write_bytes_s",
-    "pids", "gpus", "gpu_mem_bytes",
+    "started_at",
+    "net_rx_bytes_s",
+    "net_tx_bytes_s",
+    "block_read_bytes_s",
+    "block_write_bytes_s",
+    "pids",
+    "gpus",
+    "gpu_mem_bytes",
 )
 METRICS_COLUMNS = ("t", "task", "line", "metric", "value", "step", "epoch")
-SLURM_COLUMNS = ("t", "event", "job_id", "array_id", "user", "name", "partition", "state",
-                 "time_limit_s", "gpus", "pid", "step")
+SLURM_COLUMNS = (
+    "t",
+    "event",
+    "job_id",
+    "array_id",
+    "user",
+    "name",
+    "partition",
+    "state",
+    "time_limit_s",
+    "gpus",
+    "pid",
+    "step",
+)
 """`slurm.csv`: one row when a job appears or changes (`job`), leaves (`gone`), or a GPU
 process is found to belong to it (`process`); read by `gpuherd summarize` alone."""
 PEAK_TRACE_COLUMNS = ("t", "gpu", "used_bytes")
 
 COLUMNS = {
-    GPU_FILE: GPU_COLUMNS, PROCESSES_FILE: PROCESS_COLUMNS, HOST_FILE: HOST_COLUMNS,
-    CONTAINERS_FILE: CONTAINER_COLUMNS, METRICS_FILE: METRICS_COLUMNS,
+    GPU_FILE: GPU_COLUMNS,
+    PROCESSES_FILE: PROCESS_COLUMNS,
+    HOST_FILE: HOST_COLUMNS,
+    CONTAINERS_FILE: CONTAINER_COLUMNS,
+    METRICS_FILE: METRICS_COLUMNS,
     PEAK_TRACE_FILE: PEAK_TRACE_COLUMNS,
 }
 """Every CSV file's columns as the writer writes them."""
 REQUIRED_COLUMNS = {
-    GPU_FILE: ("t", "gpu"), PROCESSES_FILE: ("t", "gpu", "pid"), HOST_FILE: ("t",),
-    CONTAINERS_FILE: ("t", "id"), METRICS_FILE: ("t", "task", "metric", "value"),
+    GPU_FILE: ("t", "gpu"),
+    PROCESSES_FILE: ("t", "gpu", "pid"),
+    HOST_FILE: ("t",),
+    CONTAINERS_FILE: ("t", "id"),
+    METRICS_FILE: ("t", "task", "metric", "value"),
 }
 """Without these a row means nothing: a file that lacks one is refused."""
 WRITTEN_COLUMNS = {
-    GPU_FILE: GPU_WRITTEN, PROCESSES_FILE: PROCESS_WRITTEN, HOST_FILE: HOST_WRITTEN,
-    CONTAINERS_FILE: CONTAINER_WRITTEN, METRICS_FILE: REQUIRED_COLUMNS[METRICS_FILE],
+    GPU_FILE: GPU_WRITTEN,
+    PROCESSES_FILE: PROCESS_WRITTEN,
+    HOST_FILE: HOST_WRITTEN,
+    CONTAINERS_FILE: CONTAINER_WRITTEN,
+    METRICS_FILE: REQUIRED_COLUMNS[METRICS_FILE],
 }
 """Columns every recorder writes; a reader notes each one a file lacks."""
 

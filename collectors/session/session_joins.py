@@ -54,8 +54,7 @@ class _Processes:
             self._next = None
         return out
 
-    def listing_between(self, start: float, end: float | None
-                        ) -> list[tuple[dict[str, Any], Row]]:
+    def listing_between(self, start: float, end: float | None) -> list[tuple[dict[str, Any], Row]]:
         """Consume and return the first listing with `start <= t < end`; skip older rows.
 
         The recorder writes each host sample's process details into the GPU listings that
@@ -83,21 +82,24 @@ def cuda_version_text(value: object) -> str | None:
     return text or None
 
 
-def ticks(gpu: CsvStream, procs: CsvStream | None,
-          meta: dict[str, Any]) -> Generator[GpuTick, None, None]:
+def ticks(
+    gpu: CsvStream, procs: CsvStream | None, meta: dict[str, Any]
+) -> Generator[GpuTick, None, None]:
     """The GPU ticks of `gpu.csv` (rows with one `t`), processes joined from `procs`."""
     decoder = GpuRowDecoder(gpu.header)
     joined = _Processes(procs) if procs is not None else None
-    versions = (meta.get(META.driver), meta.get(META.nvml_version),
-                cuda_version_text(meta.get(META.cuda_driver_version)))
+    versions = (
+        meta.get(META.driver),
+        meta.get(META.nvml_version),
+        cuda_version_text(meta.get(META.cuda_driver_version)),
+    )
 
     group: list[tuple[int, Row]] = []
     group_t = 0.0
     for keys, row in keyed(gpu, RowCells(gpu.header, GPU_FILE).keys):
         t = keys["t"]
         if group and t != group_t:
-            yield GpuTick(group_t, _devices(decoder, gpu.tally, group_t, group, joined),
-                          *versions)
+            yield GpuTick(group_t, _devices(decoder, gpu.tally, group_t, group, joined), *versions)
             group = []
         group_t = t
         group.append((keys["gpu"], row))
@@ -105,13 +107,19 @@ def ticks(gpu: CsvStream, procs: CsvStream | None,
         yield GpuTick(group_t, _devices(decoder, gpu.tally, group_t, group, joined), *versions)
 
 
-def _devices(decoder: GpuRowDecoder, tally: FileTally, t: float,
-             group: list[tuple[int, Row]], procs: _Processes | None) -> tuple[GpuSample, ...]:
+def _devices(
+    decoder: GpuRowDecoder,
+    tally: FileTally,
+    t: float,
+    group: list[tuple[int, Row]],
+    procs: _Processes | None,
+) -> tuple[GpuSample, ...]:
     by_gpu: dict[int, list[GpuProcess]] = {}
     if procs is not None:
         for keys, (line, cells) in procs.take_at(t):
             by_gpu.setdefault(keys["gpu"], []).append(
-                procs.decoder.process(cells, line, procs.tally, keys["pid"]))
+                procs.decoder.process(cells, line, procs.tally, keys["pid"])
+            )
             procs.decoder.check_details(cells, line, procs.tally)  # counted here, once
     devices = []
     for index, (line, cells) in group:
@@ -140,8 +148,9 @@ def hosts(host: CsvStream, procs: CsvStream | None) -> Generator[HostSample, Non
         item = after
 
 
-def _details(procs: _Processes, listing: list[tuple[dict[str, Any], Row]]
-             ) -> tuple[ProcessInfo, ...]:
+def _details(
+    procs: _Processes, listing: list[tuple[dict[str, Any], Row]]
+) -> tuple[ProcessInfo, ...]:
     seen: dict[int, ProcessInfo] = {}
     for _, (line, cells) in listing:
         # The GPU tick that joined this listing has counted its bad cells already.

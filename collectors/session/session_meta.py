@@ -68,8 +68,9 @@ def _depth(value: Any) -> int:
         if isinstance(item, (dict, list)):
             deepest = max(deepest, depth)
             if depth <= MAX_DEPTH:
-                todo.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict)
-                                                     else item))
+                todo.extend(
+                    (v, depth + 1) for v in (item.values() if isinstance(item, dict) else item)
+                )
     return deepest
 
 
@@ -98,7 +99,8 @@ def read_meta(directory: Path, warn: Callable[[str], None] | None = None) -> dic
             raw = f.read(MAX_META_BYTES + 1)
     except FileNotFoundError:
         raise SessionFormatError(
-            f"not a gpuherd session (no {META_FILE} in it)", str(directory)) from None
+            f"not a gpuherd session (no {META_FILE} in it)", str(directory)
+        ) from None
     except OSError as error:
         raise SessionFormatError(f"cannot read: {error.strerror}", str(path)) from None
     if len(raw) > MAX_META_BYTES:
@@ -118,8 +120,9 @@ def read_meta(directory: Path, warn: Callable[[str], None] | None = None) -> dic
     return meta
 
 
-def _adopt_exit_record(directory: Path, meta: dict[str, Any],
-                       warn: Callable[[str], None] | None) -> None:
+def _adopt_exit_record(
+    directory: Path, meta: dict[str, Any], warn: Callable[[str], None] | None
+) -> None:
     """Take the command's exit code from `command.exit.json` when the recorder never closed.
 
     The command runs under a supervisor that outlives a killed recorder and writes how the
@@ -144,8 +147,10 @@ def _adopt_exit_record(directory: Path, meta: dict[str, Any],
         return
     meta[META.exit_code] = code
     if warn is not None:
-        warn(f"{directory}: the recorder stopped before the command ended (killed?); the "
-             f"command's exit code {code} comes from {COMMAND_EXIT_FILE}")
+        warn(
+            f"{directory}: the recorder stopped before the command ended (killed?); the "
+            f"command's exit code {code} comes from {COMMAND_EXIT_FILE}"
+        )
 
 
 def read_command_exit(directory: Path) -> Any:
@@ -184,15 +189,18 @@ def meta_problem(meta: object) -> str | None:
     if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
         return f"'schema' must be a positive integer, not {_short(schema)}"
     if schema > SCHEMA_VERSION:
-        return (f"schema {schema} is newer than this gpuherd reads ({SCHEMA_VERSION}); "
-                "upgrade gpuherd")
+        return (
+            f"schema {schema} is newer than this gpuherd reads ({SCHEMA_VERSION}); upgrade gpuherd"
+        )
     if not isinstance(meta[META.host], str):
         return "'host' must be a string"
     if meta[META.driver] is not None and not isinstance(meta[META.driver], str):
         return "'driver' must be a string or null"
     if not is_time(meta[META.started_at]):
-        return (f"'started_at' must be a number of Unix seconds (0 to {cells.MAX_T_S:g}), not "
-                f"{_short(meta[META.started_at])}")
+        return (
+            f"'started_at' must be a number of Unix seconds (0 to {cells.MAX_T_S:g}), not "
+            f"{_short(meta[META.started_at])}"
+        )
     return None
 
 
@@ -246,8 +254,10 @@ KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
     META.peak_interval_s: (_maybe(_interval), "must be seconds (0 to 1e6) or null"),
     META.tool: (_text, "must be a string"),
     META.nvml_version: (_TEXT_OR_NONE, "must be a string"),
-    META.cuda_driver_version: (_maybe(lambda v: _text(v) or _whole(0, 2**31)(v)),
-                                 "must be a string or a whole number"),
+    META.cuda_driver_version: (
+        _maybe(lambda v: _text(v) or _whole(0, 2**31)(v)),
+        "must be a string or a whole number",
+    ),
     META.command: (_command, "must be a list of strings"),
     META.exit_code: (_maybe(_whole(-(2**31), 2**31)), "must be a whole number"),
     META.peak_sampler: (_TEXT_OR_NONE, "must be a string"),
@@ -256,11 +266,20 @@ KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 """Optional keys gpuherd reads: (check, what a valid value is)."""
 ENTRIES: dict[str, dict[str, Callable[[Any], bool]]] = {
-    META.gpus: {"index": _GPU, "uuid": _TEXT_OR_NONE, "name": _TEXT_OR_NONE,
-             "mem_total_bytes": _maybe(_BYTES)},
-    META.run_peaks: {"gpu": _GPU, "uuid": _TEXT_OR_NONE, "peak_bytes": _BYTES,
-                  "at": _TIME_OR_NONE, "method": _TEXT_OR_NONE,
-                  "baseline_bytes": _maybe(_BYTES)},
+    META.gpus: {
+        "index": _GPU,
+        "uuid": _TEXT_OR_NONE,
+        "name": _TEXT_OR_NONE,
+        "mem_total_bytes": _maybe(_BYTES),
+    },
+    META.run_peaks: {
+        "gpu": _GPU,
+        "uuid": _TEXT_OR_NONE,
+        "peak_bytes": _BYTES,
+        "at": _TIME_OR_NONE,
+        "method": _TEXT_OR_NONE,
+        "baseline_bytes": _maybe(_BYTES),
+    },
     META.tasks: {"task": _text, "path": _TEXT_OR_NONE, "format": _TEXT_OR_NONE},
 }
 """Optional keys that hold a list of objects: per entry key, its check. Entries that fail are
@@ -278,8 +297,12 @@ def clean_meta(meta: dict[str, Any]) -> list[tuple[str, str]]:
     if is_time(started) and is_time(ended) and ended < started:
         # A clock stepped back while recording (NTP, a VM restored): no duration can come of it.
         del meta[META.ended_at]
-        dropped.append((META.ended_at, f"{ended:.3f} is {started - ended:.3f} s before "
-                                       f"'started_at' ({started:.3f})"))
+        dropped.append(
+            (
+                META.ended_at,
+                f"{ended:.3f} is {started - ended:.3f} s before 'started_at' ({started:.3f})",
+            )
+        )
     for key, fields in ENTRIES.items():
         if key not in meta or meta[key] is None:
             continue
@@ -287,11 +310,19 @@ def clean_meta(meta: dict[str, Any]) -> list[tuple[str, str]]:
         if not isinstance(value, list):
             dropped.append((key, f"must be a list of objects, not {_short(meta.pop(key))}"))
             continue
-        kept = [e for e in value if isinstance(e, dict) and all(
-            check(e.get(name)) for name, check in fields.items())]
+        kept = [
+            e
+            for e in value
+            if isinstance(e, dict) and all(check(e.get(name)) for name, check in fields.items())
+        ]
         if len(kept) < len(value):
-            dropped.append((key, f"{len(value) - len(kept)} of {len(value)} entries are not "
-                                 f"objects with valid {', '.join(fields)}"))
+            dropped.append(
+                (
+                    key,
+                    f"{len(value) - len(kept)} of {len(value)} entries are not "
+                    f"objects with valid {', '.join(fields)}",
+                )
+            )
         meta[key] = kept
     return dropped
 
@@ -309,6 +340,7 @@ def read_event(line: str) -> dict[str, Any]:
         found = value.get("finding")
         if not isinstance(found, str) or not found.strip():
             # Counted, it would be a finding of no kind: a badge with no name, a note's "".
-            raise JsonProblem(f"a finding event's 'finding' must name its kind, not "
-                              f"{_short(found)}")
+            raise JsonProblem(
+                f"a finding event's 'finding' must name its kind, not {_short(found)}"
+            )
     return value

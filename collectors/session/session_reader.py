@@ -69,8 +69,7 @@ class SessionReader:
     be used. Rows are streamed by the iterators; `check()` reads everything once.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], on_problem: Notice | None = None
-                 ) -> None:
+    def __init__(self, directory: str | os.PathLike[str], on_problem: Notice | None = None) -> None:
         self.directory = Path(directory)
         self._notes: list[str] = []
         self.meta = read_meta(self.directory, self._note)
@@ -192,8 +191,9 @@ class SessionReader:
             return
         ends = [t for n, t in self.last_t.items() if n in (GPU_FILE, HOST_FILE) and t is not None]
         with self.open_csv(CONTAINERS_FILE) as stream:
-            yield from container_ticks(stream, self.meta.get(META.interval_s),
-                                       max(ends, default=None))
+            yield from container_ticks(
+                stream, self.meta.get(META.interval_s), max(ends, default=None)
+            )
 
     def events(self) -> Generator[dict[str, Any], None, None]:
         """The valid objects of `events.jsonl`; bad lines are skipped and counted."""
@@ -260,8 +260,7 @@ class SessionReader:
             for head in (next(gpu, None), next(host, None)):
                 if head is not None:
                     firsts.append(head.taken_at)
-        lasts = [t for n, t in self.last_t.items()
-                 if n in (GPU_FILE, HOST_FILE) and t is not None]
+        lasts = [t for n, t in self.last_t.items() if n in (GPU_FILE, HOST_FILE) and t is not None]
         first = min(firsts, default=float(self.meta[META.started_at]))
         return first, max(lasts + [first])
 

@@ -39,10 +39,17 @@ class SlurmCollector:
     name = "slurm"
     role = "slurm"
 
-    def __init__(self, pid_watch: PidWatch | None = None, interval_s: float = 1.0, *,
-                 node: str | None = None, runner: Runner = run_slurm,
-                 proc_root: str = "/proc", refresh_s: float = JOBS_REFRESH_S,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        pid_watch: PidWatch | None = None,
+        interval_s: float = 1.0,
+        *,
+        node: str | None = None,
+        runner: Runner = run_slurm,
+        proc_root: str = "/proc",
+        refresh_s: float = JOBS_REFRESH_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.interval_s = interval_s
         self.pid_watch = pid_watch or PidWatch()
         self.node = node or node_name()
@@ -100,8 +107,9 @@ class SlurmCollector:
         """Nothing is held between ticks."""
 
     def _squeue(self) -> list[SlurmJob]:
-        out = self.runner(["squeue", "-h", "-w", self.node, "-t", ON_NODE_STATES,
-                           "-o", SQUEUE_FORMAT])
+        out = self.runner(
+            ["squeue", "-h", "-w", self.node, "-t", ON_NODE_STATES, "-o", SQUEUE_FORMAT]
+        )
         return [job for line in out.splitlines() if (job := parse_squeue_line(line))]
 
     def _read_details(self, new: list[str]) -> None:
@@ -113,13 +121,14 @@ class SlurmCollector:
         if not new:
             return
         try:
-            text = self.runner(["scontrol", "show", "job", "-d", "-o",
-                                *([new[0]] if len(new) == 1 else [])])
+            text = self.runner(
+                ["scontrol", "show", "job", "-d", "-o", *([new[0]] if len(new) == 1 else [])]
+            )
         except CollectorError:
             return  # ended between the two calls; asked again next tick if still here
         wanted = set(new)
         for line in text.splitlines():
-            job_id = line[len("JobId="):].split(" ", 1)[0] if line.startswith("JobId=") else ""
+            job_id = line[len("JobId=") :].split(" ", 1)[0] if line.startswith("JobId=") else ""
             if job_id in wanted:
                 self._gpus[job_id] = gpu_indexes_on_node(line, self.node)
 

@@ -20,14 +20,21 @@ about Slurm from the machine's Slurm and other tests' jobs)."""
 TIMEOUT_S = 5.0
 """A query slower than this fails the tick (a controller that does not answer)."""
 
-CONF_PATHS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf",
-              "/run/slurm/conf/slurm.conf", "/usr/local/etc/slurm.conf")
+CONF_PATHS = (
+    "/etc/slurm/slurm.conf",
+    "/etc/slurm-llnl/slurm.conf",
+    "/run/slurm/conf/slurm.conf",
+    "/usr/local/etc/slurm.conf",
+)
 """Where Slurm's commands look for their configuration (the last but one: a configless node,
 whose slurmd keeps the controller's copy there). Without one they retry for a minute."""
 
 
-def slurm_missing(env: Mapping[str, str] | None = None,
-                  conf_paths: Sequence[str] = CONF_PATHS, proc_root: str = "/proc") -> str | None:
+def slurm_missing(
+    env: Mapping[str, str] | None = None,
+    conf_paths: Sequence[str] = CONF_PATHS,
+    proc_root: str = "/proc",
+) -> str | None:
     """Why Slurm cannot be read here (no commands, no configuration, no slurmd); `None` if it can.
 
     A machine without Slurm pays a PATH lookup; one with Slurm's commands also a few `stat`
@@ -74,15 +81,22 @@ def node_name(env: Mapping[str, str] | None = None) -> str:
 def run_slurm(argv: Sequence[str], timeout_s: float = TIMEOUT_S) -> str:
     """Run one Slurm command; its stdout, or `CollectorError` with Slurm's own last line."""
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, errors="replace",
-                              timeout=timeout_s, check=False)
+        done = subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
+            check=False,
+        )
     except FileNotFoundError as missing:
         raise CollectorUnavailable(f"{argv[0]} is gone: {missing}", "slurm") from None
     except subprocess.TimeoutExpired:
         raise CollectorError(f"{argv[0]} did not answer within {timeout_s:g} s", "slurm") from None
     if done.returncode != 0:
-        raise CollectorError(last_line(done.stderr) or f"{argv[0]} exited {done.returncode}",
-                             "slurm")
+        raise CollectorError(
+            last_line(done.stderr) or f"{argv[0]} exited {done.returncode}", "slurm"
+        )
     return done.stdout
 
 

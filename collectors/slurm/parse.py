@@ -81,8 +81,13 @@ def parse_squeue_line(line: str) -> SlurmJob | None:
         return None
     job_id, shown, user, partition, state, elapsed, limit, tres, name = fields
     return SlurmJob(
-        job_id=job_id, user=user, name=name, partition=partition, state=state,
-        elapsed_s=parse_duration(elapsed), time_limit_s=parse_duration(limit),
+        job_id=job_id,
+        user=user,
+        name=name,
+        partition=partition,
+        state=state,
+        elapsed_s=parse_duration(elapsed),
+        time_limit_s=parse_duration(limit),
         gpus_requested=gpus_requested(tres),
         array_id=shown if "_" in shown else None,
     )
@@ -96,7 +101,7 @@ def gpu_indexes_on_node(detail: str, node: str) -> tuple[int, ...] | None:
     """
     found: tuple[int, ...] | None = None
     for group in re.split(r"\s(?=Nodes=)", detail)[1:]:
-        hosts, _, rest = group[len("Nodes="):].partition(" ")
+        hosts, _, rest = group[len("Nodes=") :].partition(" ")
         if node not in expand_hostlist(hosts):
             continue
         gres = re.search(r"\bGRES=(\S+)", rest.split(" Min", 1)[0])

@@ -54,8 +54,7 @@ class PidJobs:
     was found by neither, at most once a tick.
     """
 
-    def __init__(self, proc_root: str = "/proc",
-                 listpids: Callable[[], str] | None = None) -> None:
+    def __init__(self, proc_root: str = "/proc", listpids: Callable[[], str] | None = None) -> None:
         self.proc_root = proc_root
         self.listpids = listpids
         self._known: dict[int, ProcessJob | None] = {}
@@ -80,8 +79,9 @@ class PidJobs:
                     if pid in from_slurmd:
                         found[pid] = ProcessJob(pid, *from_slurmd[pid], "listpids")
         self._known.update(found)
-        return tuple(sorted((j for j in self._known.values() if j is not None),
-                            key=lambda j: j.pid))
+        return tuple(
+            sorted((j for j in self._known.values() if j is not None), key=lambda j: j.pid)
+        )
 
     def _ask_slurmd(self) -> dict[int, tuple[str, str | None]]:
         assert self.listpids is not None

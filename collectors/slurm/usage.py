@@ -25,8 +25,11 @@ def job_gpus(job: SlurmJob, slurm: SlurmTick, gpus: GpuTick | None) -> tuple[int
     if job.gpu_indexes is not None:
         return job.gpu_indexes
     pids = {p.pid for p in slurm.processes if p.job_id == job.job_id}
-    return tuple(d.index for d in (gpus.devices if gpus else ())
-                 if any(p.pid in pids for p in d.processes or ()))
+    return tuple(
+        d.index
+        for d in (gpus.devices if gpus else ())
+        if any(p.pid in pids for p in d.processes or ())
+    )
 
 
 def job_gpu_use(job: SlurmJob, slurm: SlurmTick, gpus: GpuTick | None) -> JobGpuUse:
@@ -35,8 +38,9 @@ def job_gpu_use(job: SlurmJob, slurm: SlurmTick, gpus: GpuTick | None) -> JobGpu
     devices = [d for d in (gpus.devices if gpus else ()) if d.index in indexes and not d.error]
     memory = [d.memory_used_bytes for d in devices if d.memory_used_bytes is not None]
     utils = [d.gpu_util_pct for d in devices if d.gpu_util_pct is not None]
-    return JobGpuUse(indexes, sum(memory) if memory else None,
-                     sum(utils) / len(utils) if utils else None)
+    return JobGpuUse(
+        indexes, sum(memory) if memory else None, sum(utils) / len(utils) if utils else None
+    )
 
 
 def idle_gpus(slurm: SlurmTick, gpus: GpuTick) -> set[tuple[str, int]]:
@@ -66,10 +70,12 @@ class IdleWatch:
         """Feed one tick; the findings (one line each) of GPUs idle at least `after_s`."""
         idle = idle_gpus(slurm, gpus)
         self._since = {key: self._since.get(key, now) for key in idle}
-        return [f"job {job_id} ({_owner(slurm, job_id)}) has held GPU {index} idle for "
-                f"{_minutes(now - since)}"
-                for (job_id, index), since in sorted(self._since.items())
-                if now - since >= self.after_s]
+        return [
+            f"job {job_id} ({_owner(slurm, job_id)}) has held GPU {index} idle for "
+            f"{_minutes(now - since)}"
+            for (job_id, index), since in sorted(self._since.items())
+            if now - since >= self.after_s
+        ]
 
 
 def _owner(slurm: SlurmTick, job_id: str) -> str:

@@ -23,8 +23,12 @@ from collectors.trackers.console import ConsoleTail
 from parsers.findings import findings_from_metric
 from parsers.model import LogFinding, LogMetric
 
-FORMATS = {stores.TENSORBOARD: "tensorboard", stores.MLFLOW_FILE: "mlflow",
-           stores.MLFLOW_SQLITE: "mlflow_sqlite", stores.WANDB: "wandb"}
+FORMATS = {
+    stores.TENSORBOARD: "tensorboard",
+    stores.MLFLOW_FILE: "mlflow",
+    stores.MLFLOW_SQLITE: "mlflow_sqlite",
+    stores.WANDB: "wandb",
+}
 """The format a run's batches carry, by store (`mlflow` as for one metric file of it)."""
 
 
@@ -65,8 +69,9 @@ def open_reader(task_id: str, kind: str) -> RunReader:
     return WandbRun(task_id)
 
 
-def number_points(first: int, metrics: list[LogMetric], in_order: bool = True
-                  ) -> tuple[tuple[tuple[int, LogMetric], ...], tuple[tuple[int, LogFinding], ...]]:
+def number_points(
+    first: int, metrics: list[LogMetric], in_order: bool = True
+) -> tuple[tuple[tuple[int, LogMetric], ...], tuple[tuple[int, LogFinding], ...]]:
     """Points in the order they were logged, numbered from `first`, and their findings.
 
     Args:
@@ -89,8 +94,9 @@ def number_points(first: int, metrics: list[LogMetric], in_order: bool = True
 class TrackerRunCollector:
     """One run of a tracker's store; one `LogBatch` per sample, like `LogTailCollector`."""
 
-    def __init__(self, task_id: str, *, poll_interval_s: float = 1.0,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, task_id: str, *, poll_interval_s: float = 1.0, clock: Callable[[], float] = time.time
+    ) -> None:
         self.name = f"log:{task_id}"
         self.role = LOG
         self.path = task_id
@@ -158,17 +164,25 @@ class TrackerRunCollector:
             return self.sample()  # nothing to hand on first: say it now
         status = read.status
         return LogBatch(
-            self.path, now, FORMATS.get(self.kind or ""), numbered,
-            findings + console_findings, lines_read=len(numbered),
+            self.path,
+            now,
+            FORMATS.get(self.kind or ""),
+            numbered,
+            findings + console_findings,
+            lines_read=len(numbered),
             unparsed_lines=console_unparsed + _take_unparsed(self._reader),
-            generation=1, file_path=read.file_path or self.path,
-            offset_bytes=read.read_bytes, size_bytes=read.size_bytes,
+            generation=1,
+            file_path=read.file_path or self.path,
+            offset_bytes=read.read_bytes,
+            size_bytes=read.size_bytes,
             modified_at=read.modified_at,
             ended_with=STATUS_EXIT_CODES.get(status) if status else None,
-            label=read.label)
+            label=read.label,
+        )
 
-    def _read_console(self, now: float) -> tuple[tuple[tuple[int, LogMetric], ...],
-                                                 tuple[tuple[int, LogFinding], ...], int]:
+    def _read_console(
+        self, now: float
+    ) -> tuple[tuple[tuple[int, LogMetric], ...], tuple[tuple[int, LogFinding], ...], int]:
         """A W&B run's console: its metrics (only without the history), findings, unparsed."""
         if self._console is None:
             return (), (), 0
@@ -180,7 +194,7 @@ class TrackerRunCollector:
     def _note_damage(self) -> None:
         """Say once, at the next sample, that a file of the run was given up on."""
         damaged = getattr(self._reader, "damaged", None)
-        for problem in ([damaged] if isinstance(damaged, str) else damaged or []):
+        for problem in [damaged] if isinstance(damaged, str) else damaged or []:
             if problem not in self._reported:
                 self._reported.add(problem)
                 self._damage = problem

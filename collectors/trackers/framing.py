@@ -44,8 +44,9 @@ def _length_crc(header: bytes, crc32c: Callable[[bytes], int]) -> int:
     return found
 
 
-def split_tfrecords(data: bytes, crc32c: Callable[[bytes], int] | None,
-                    check_data: bool = True) -> tuple[list[bytes], int]:
+def split_tfrecords(
+    data: bytes, crc32c: Callable[[bytes], int] | None, check_data: bool = True
+) -> tuple[list[bytes], int]:
     """The whole records at the start of `data` and how many bytes they take.
 
     Records before a damaged one are returned; the damage is raised when it comes first.
@@ -63,7 +64,7 @@ def split_tfrecords(data: bytes, crc32c: Callable[[bytes], int] | None,
     while size - offset >= 12:
         length, length_crc = _TF_HEADER.unpack_from(data, offset)
         problem = None
-        if crc32c is not None and _length_crc(data[offset:offset + 8], crc32c) != length_crc:
+        if crc32c is not None and _length_crc(data[offset : offset + 8], crc32c) != length_crc:
             problem = "record length checksum does not match"
         elif length > MAX_RECORD_BYTES:
             problem = f"record of {length} bytes"
@@ -74,7 +75,7 @@ def split_tfrecords(data: bytes, crc32c: Callable[[bytes], int] | None,
         end = offset + 12 + length + 4
         if end > size:
             break  # still being written
-        body = data[offset + 12:end - 4]
+        body = data[offset + 12 : end - 4]
         if check_data and crc32c is not None:
             (body_crc,) = struct.unpack_from("<I", data, end - 4)
             if masked_crc(crc32c(body)) != body_crc:

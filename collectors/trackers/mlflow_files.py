@@ -35,8 +35,9 @@ def read_meta(path: str) -> dict[str, str]:
 
 def is_run_dir(path: str) -> bool:
     """Whether `path` is a run of a file store: a `meta.yaml` with a `run_id` beside `metrics/`."""
-    return (os.path.isdir(os.path.join(path, "metrics"))
-            and "run_id" in read_meta(os.path.join(path, "meta.yaml")))
+    return os.path.isdir(os.path.join(path, "metrics")) and "run_id" in read_meta(
+        os.path.join(path, "meta.yaml")
+    )
 
 
 class _MetricFile:
@@ -72,8 +73,11 @@ class MlflowFileRun:
         # the file written most (the largest), where the writer is looked for: meta.yaml is
         # written at the start and the end alone
         written = max(metrics, key=lambda m: (m.size, m.path), default=None)
-        out.file_path = written.path if written is not None and written.size \
+        out.file_path = (
+            written.path
+            if written is not None and written.size
             else os.path.join(self.run_dir, "meta.yaml")
+        )
         out.read_bytes = sum(f.offset for f in self._files.values())
         out.size_bytes = sum(f.size for f in self._files.values())
         out.more = out.more or out.read_bytes < out.size_bytes

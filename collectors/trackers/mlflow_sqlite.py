@@ -43,12 +43,12 @@ def connect(path: str) -> sqlite3.Connection:
     """
     uri = "file:" + _quote(os.path.abspath(path)) + "?mode=ro"
     try:
-        connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S,
-                                     check_same_thread=False)
+        connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
         connection.execute("PRAGMA query_only = 1")
     except sqlite3.Error as error:
-        raise CollectorError(f"{path}: cannot open the MLflow database read-only ({error})",
-                             title="mlflow") from error
+        raise CollectorError(
+            f"{path}: cannot open the MLflow database read-only ({error})", title="mlflow"
+        ) from error
     return connection
 
 
@@ -66,8 +66,10 @@ def is_mlflow_database(path: str) -> bool:
     except (OSError, CollectorError):
         return False
     try:
-        names = {row[0] for row in connection.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        names = {
+            row[0]
+            for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
     except sqlite3.Error:
         return False
     finally:
@@ -80,9 +82,12 @@ def list_runs(connection: sqlite3.Connection) -> list[SqliteRun]:
     rows = connection.execute(
         "SELECT r.run_uuid, r.name, r.status, e.name FROM runs r "
         "LEFT JOIN experiments e ON e.experiment_id = r.experiment_id "
-        "WHERE r.lifecycle_stage IS NOT 'deleted' ORDER BY r.start_time, r.run_uuid").fetchall()
-    return [SqliteRun(uuid, f"{exp}/{name or uuid}" if exp else (name or uuid), status)
-            for uuid, name, status, exp in rows]
+        "WHERE r.lifecycle_stage IS NOT 'deleted' ORDER BY r.start_time, r.run_uuid"
+    ).fetchall()
+    return [
+        SqliteRun(uuid, f"{exp}/{name or uuid}" if exp else (name or uuid), status)
+        for uuid, name, status, exp in rows
+    ]
 
 
 def metric_value(value: float, is_nan: int) -> float:
@@ -119,11 +124,13 @@ class MlflowSqliteRun:
             rows = self._connection.execute(
                 "SELECT rowid, key, value, timestamp, step, is_nan FROM metrics "
                 "WHERE rowid > ? AND run_uuid = ? ORDER BY rowid LIMIT ?",
-                (self._last_rowid, self.run_uuid, budget_rows)).fetchall()
+                (self._last_rowid, self.run_uuid, budget_rows),
+            ).fetchall()
             run = self._connection.execute(
                 "SELECT r.name, r.status, e.name FROM runs r LEFT JOIN experiments e "
                 "ON e.experiment_id = r.experiment_id WHERE r.run_uuid = ?",
-                (self.run_uuid,)).fetchone()
+                (self.run_uuid,),
+            ).fetchone()
         except sqlite3.Error as error:
             raise CollectorError(f"{self.db_path}: {error}", title="mlflow") from error
         out = RunRead(file_path=self.db_path, more=len(rows) >= budget_rows)
@@ -139,8 +146,11 @@ class MlflowSqliteRun:
         if rows:
             self._last_rowid = rows[-1][0]
         try:
-            out.modified_at = max(os.stat(p).st_mtime for p in (self.db_path, self.db_path + "-wal")
-                                  if os.path.exists(p))
+            out.modified_at = max(
+                os.stat(p).st_mtime
+                for p in (self.db_path, self.db_path + "-wal")
+                if os.path.exists(p)
+            )
         except (OSError, ValueError):
             pass
         out.read_bytes = out.size_bytes = self._last_rowid

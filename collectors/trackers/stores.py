@@ -59,8 +59,9 @@ def runs_in_database(path: str) -> list[TrackerRun]:
         return []
     finally:
         connection.close()
-    return [TrackerRun(f"{path}{RUN_SEPARATOR}{run.run_uuid}", MLFLOW_SQLITE, run.label)
-            for run in runs]
+    return [
+        TrackerRun(f"{path}{RUN_SEPARATOR}{run.run_uuid}", MLFLOW_SQLITE, run.label) for run in runs
+    ]
 
 
 def run_of_file(path: str) -> TrackerRun | None:
@@ -79,8 +80,10 @@ def run_of_file(path: str) -> TrackerRun | None:
 def in_wandb_run(path: str) -> bool:
     """Whether a file lies inside a W&B run directory (its console is read by the run's task)."""
     parts = path.split(os.sep)
-    return any(part.startswith(("offline-run-", "run-")) and parent == "wandb"
-               for parent, part in zip(parts, parts[1:], strict=False))
+    return any(
+        part.startswith(("offline-run-", "run-")) and parent == "wandb"
+        for parent, part in zip(parts, parts[1:], strict=False)
+    )
 
 
 def find_runs(path: str, max_depth: int = 6) -> list[TrackerRun]:

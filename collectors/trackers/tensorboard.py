@@ -25,8 +25,13 @@ EVENTS_PREFIX = "events.out.tfevents."
 READ_CHUNK_BYTES = 256 * 1024
 _SCALAR_PLUGINS = ("scalars", "")
 _DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64, _DT_HALF = 1, 2, 3, 9, 19
-_CONTENT_FORMATS = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q",
-                    _DT_HALF: "<e"}
+_CONTENT_FORMATS = {
+    _DT_FLOAT: "<f",
+    _DT_DOUBLE: "<d",
+    _DT_INT32: "<i",
+    _DT_INT64: "<q",
+    _DT_HALF: "<e",
+}
 
 
 def load_protos() -> tuple[Any, Callable[[bytes], int], bool]:
@@ -39,9 +44,10 @@ def load_protos() -> tuple[Any, Callable[[bytes], int], bool]:
         from tensorboardX.crc32c import _crc32c_native, crc32c
         from tensorboardX.proto.event_pb2 import Event
     except ImportError as error:
-        raise missing_extra(f"a TensorBoard run needs tensorboardX ({error})",
-                            "tensorboardX and protobuf (gpuherd's own dependencies: "
-                            "pip install tensorboardX)") from error
+        raise missing_extra(
+            f"a TensorBoard run needs tensorboardX ({error})",
+            "tensorboardX and protobuf (gpuherd's own dependencies: pip install tensorboardX)",
+        ) from error
     return Event, crc32c, _crc32c_native is not None
 
 
@@ -120,8 +126,9 @@ class TensorBoardRun:
             events.damaged = f"{os.path.basename(events.path)}: {error}"
             return 0
         if not records and len(data) > budget:
-            records, used = split_tfrecords(_whole(events.path, events.offset), self._crc,
-                                            self._check_data)
+            records, used = split_tfrecords(
+                _whole(events.path, events.offset), self._crc, self._check_data
+            )
         events.offset += used
         for record in records:
             self._decode(record, events, out)
@@ -182,9 +189,15 @@ def tensor_scalar(tensor: Any) -> float | None:
     if tensor.tensor_content:
         number = float(struct.unpack_from(fmt, tensor.tensor_content)[0])
         return float32_value(number) if dtype in (_DT_FLOAT, _DT_HALF) else number
-    values = (tensor.float_val if dtype == _DT_FLOAT else tensor.double_val
-              if dtype == _DT_DOUBLE else tensor.int64_val if dtype == _DT_INT64
-              else tensor.int_val)
+    values = (
+        tensor.float_val
+        if dtype == _DT_FLOAT
+        else tensor.double_val
+        if dtype == _DT_DOUBLE
+        else tensor.int64_val
+        if dtype == _DT_INT64
+        else tensor.int_val
+    )
     if dtype == _DT_HALF and tensor.half_val:
         return float(struct.unpack("<e", struct.pack("<H", tensor.half_val[0]))[0])
     if not len(values):

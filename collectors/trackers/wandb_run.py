@@ -51,7 +51,8 @@ def is_run_dir(path: str) -> bool:
     """A W&B run directory: `offline-run-*` or `run-*` holding a `run-<id>.wandb` file."""
     name = os.path.basename(path.rstrip(os.sep))
     return name.startswith(("offline-run-", "run-")) and bool(
-        glob.glob(os.path.join(glob.escape(path), "run-*.wandb")))
+        glob.glob(os.path.join(glob.escape(path), "run-*.wandb"))
+    )
 
 
 def history_value(text: str) -> float | None:
@@ -206,13 +207,21 @@ def read_summary(run_dir: str) -> LogMetric | None:
     if not isinstance(data, dict):
         return None
     step = data.get("_step")
-    values = tuple((metric_name(str(k)), float(v)) for k, v in data.items()
-                   if not str(k).startswith("_") and isinstance(v, int | float)
-                   and not isinstance(v, bool))
+    values = tuple(
+        (metric_name(str(k)), float(v))
+        for k, v in data.items()
+        if not str(k).startswith("_") and isinstance(v, int | float) and not isinstance(v, bool)
+    )
     stamp = data.get("_timestamp")
-    return LogMetric(values, step if isinstance(step, int) else None,
-                     taken_at=float(stamp) if isinstance(stamp, int | float) else None) \
-        if values else None
+    return (
+        LogMetric(
+            values,
+            step if isinstance(step, int) else None,
+            taken_at=float(stamp) if isinstance(stamp, int | float) else None,
+        )
+        if values
+        else None
+    )
 
 
 def _decoded_row(history: Any) -> HistoryRow:

@@ -92,27 +92,34 @@ class RecordNumbers:
         item = history.fields_by_name["item"].message_type
         step = history.fields_by_name["step"].message_type
         return cls(
-            kinds={field.number: field.name
-                   for field in record.oneofs_by_name["record_type"].fields},
+            kinds={
+                field.number: field.name for field in record.oneofs_by_name["record_type"].fields
+            },
             num=record.fields_by_name["num"].number,
             item=history.fields_by_name["item"].number,
             step=history.fields_by_name["step"].number,
             step_num=step.fields_by_name["num"].number,
             key=item.fields_by_name["key"].number,
             nested_key=item.fields_by_name["nested_key"].number,
-            value_json=item.fields_by_name["value_json"].number)
+            value_json=item.fields_by_name["value_json"].number,
+        )
 
     @cached_property
     def tags(self) -> _Tags:
         """The tags as they stand in the bytes (one-byte ones as ints, to compare `raw[i]`)."""
         return _Tags(
             num=_tag(self.num, _VARINT),
-            kinds={_tag(number, _LEN): name for number, name in self.kinds.items()
-                   if _tag(number, _LEN) < 0x80},
-            item=_tag(self.item, _LEN), step=_tag(self.step, _LEN),
+            kinds={
+                _tag(number, _LEN): name
+                for number, name in self.kinds.items()
+                if _tag(number, _LEN) < 0x80
+            },
+            item=_tag(self.item, _LEN),
+            step=_tag(self.step, _LEN),
             step_num=_tag(self.step_num, _VARINT),
             keys=frozenset({_tag(self.nested_key, _LEN), _tag(self.key, _LEN)}),
-            value=_tag_bytes(_tag(self.value_json, _LEN)))
+            value=_tag_bytes(_tag(self.value_json, _LEN)),
+        )
 
 
 @dataclass(frozen=True)
@@ -191,23 +198,34 @@ def history_row(raw: bytes, start: int, end: int, numbers: RecordNumbers) -> His
                 # key tag, key length, key, value tag, value length, value: nothing else
                 key_end = pos + 4 + raw[pos + 3]
                 value_at = key_end + value_skip
-                if raw[pos + 2] not in key_tags or raw[pos + 3] >= 0x80 \
-                        or raw[key_end:value_at - 1] != value_tag \
-                        or value_at + raw[value_at - 1] != after:
+                if (
+                    raw[pos + 2] not in key_tags
+                    or raw[pos + 3] >= 0x80
+                    or raw[key_end : value_at - 1] != value_tag
+                    or value_at + raw[value_at - 1] != after
+                ):
                     raise WireError("item of another layout")
                 if key_end == pos + 4:
                     pass  # no key: nothing to name the value by
                 elif raw[pos + 4] != 95:  # `_`: W&B's own keys
-                    items.append((raw[pos + 4:key_end], raw[value_at:after]))
-                elif key_end - pos == 14 and raw[pos + 4:key_end] == b"_timestamp":
+                    items.append((raw[pos + 4 : key_end], raw[value_at:after]))
+                elif key_end - pos == 14 and raw[pos + 4 : key_end] == b"_timestamp":
                     row.timestamp = raw[value_at:after]
-                elif key_end - pos == 9 and raw[pos + 4:key_end] == b"_step":
+                elif key_end - pos == 9 and raw[pos + 4 : key_end] == b"_step":
                     step_values.append(raw[value_at:after])
             elif raw[pos] == tags.step and raw[pos + 1] < 0x80:
                 # `step {}` (0 is not written) or a one-byte number; else `_step` reads it
-                row.step = 0 if after == pos + 2 else (
-                    raw[pos + 3] if after == pos + 4 and raw[pos + 2] == tags.step_num
-                    and raw[pos + 3] < 0x80 else _step(raw, pos + 2, after, tags.step_num))
+                row.step = (
+                    0
+                    if after == pos + 2
+                    else (
+                        raw[pos + 3]
+                        if after == pos + 4
+                        and raw[pos + 2] == tags.step_num
+                        and raw[pos + 3] < 0x80
+                        else _step(raw, pos + 2, after, tags.step_num)
+                    )
+                )
             else:
                 raise WireError("history field not read here")
             pos = after

@@ -14,31 +14,52 @@ from gpuherd.export.address import parse_listen  # standard library only
 
 def add_logs(parser: argparse.ArgumentParser) -> None:
     """`--log PATH` and `--watch DIR` (both repeatable)."""
-    parser.add_argument("--log", action="append", default=[], metavar="PATH",
-                        help="follow a training log (repeatable, globs allowed, the file may "
-                        "not exist yet)")
-    parser.add_argument("--watch", action="append", default=[], metavar="DIR",
-                        help="discover training logs under DIR (repeatable)")
+    parser.add_argument(
+        "--log",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="follow a training log (repeatable, globs allowed, the file may not exist yet)",
+    )
+    parser.add_argument(
+        "--watch",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="discover training logs under DIR (repeatable)",
+    )
 
 
 def add_interval(parser: argparse.ArgumentParser) -> None:
     """`--interval S`: seconds between full samples."""
-    parser.add_argument("--interval", type=finite_float, default=1.0, metavar="S",
-                        help="seconds between samples (default 1, at least 0.05)")
+    parser.add_argument(
+        "--interval",
+        type=finite_float,
+        default=1.0,
+        metavar="S",
+        help="seconds between samples (default 1, at least 0.05)",
+    )
 
 
 def add_speed(parser: argparse.ArgumentParser) -> None:
     """`--speed N`: the replay speed factor."""
-    parser.add_argument("--speed", type=finite_float, default=1.0, metavar="N",
-                        help="replay speed factor (default 1; 10 plays ten times faster)")
+    parser.add_argument(
+        "--speed",
+        type=finite_float,
+        default=1.0,
+        metavar="N",
+        help="replay speed factor (default 1; 10 plays ten times faster)",
+    )
 
 
 def watch_problem(args: argparse.Namespace) -> str | None:
     """A `--watch` that names a file: it would be scanned for ever and never followed."""
     for directory in getattr(args, "watch", None) or []:
         if os.path.exists(directory) and not os.path.isdir(directory):
-            return (f"--watch {directory}: a file, not a directory (follow a file with "
-                    f"--log {directory})")
+            return (
+                f"--watch {directory}: a file, not a directory (follow a file with "
+                f"--log {directory})"
+            )
     return None
 
 
@@ -48,9 +69,11 @@ def watch_notes(args: argparse.Namespace) -> list[str]:
     Not an error: a run may create its log directory after gpuherd starts, and the scan finds
     it then; but a typo must not pass without a word.
     """
-    return [f"--watch {directory}: no such directory yet; logs are found in it once it "
-            "appears" for directory in getattr(args, "watch", None) or []
-            if not os.path.exists(directory)]
+    return [
+        f"--watch {directory}: no such directory yet; logs are found in it once it appears"
+        for directory in getattr(args, "watch", None) or []
+        if not os.path.exists(directory)
+    ]
 
 
 def first_problem(*checks: tuple[Callable[[float], float], float]) -> str | None:
@@ -65,19 +88,23 @@ def first_problem(*checks: tuple[Callable[[float], float], float]) -> str | None
 
 def add_serve_metrics(parser: argparse.ArgumentParser) -> None:
     """`--serve-metrics [HOST:]PORT` and its TLS pair (docs/fleet.md)."""
-    parser.add_argument("--serve-metrics", metavar="[HOST:]PORT",
-                        help="also export Prometheus metrics at http://HOST:PORT/metrics "
-                        "(HOST defaults to 127.0.0.1; docs/fleet.md)")
+    parser.add_argument(
+        "--serve-metrics",
+        metavar="[HOST:]PORT",
+        help="also export Prometheus metrics at http://HOST:PORT/metrics "
+        "(HOST defaults to 127.0.0.1; docs/fleet.md)",
+    )
     add_metrics_tls(parser)
 
 
 def add_metrics_tls(parser: argparse.ArgumentParser) -> None:
     """`--metrics-cert PEM` and `--metrics-key PEM`: serve the metrics over HTTPS."""
-    parser.add_argument("--metrics-cert", metavar="PEM",
-                        help="serve the metrics over HTTPS with this certificate (with "
-                        "--metrics-key)")
-    parser.add_argument("--metrics-key", metavar="PEM",
-                        help="the private key of --metrics-cert")
+    parser.add_argument(
+        "--metrics-cert",
+        metavar="PEM",
+        help="serve the metrics over HTTPS with this certificate (with --metrics-key)",
+    )
+    parser.add_argument("--metrics-key", metavar="PEM", help="the private key of --metrics-cert")
 
 
 def metrics_problem(args: argparse.Namespace, listen: str | None) -> str | None:
@@ -123,8 +150,9 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\nsee `{self.prog} --help`\n")
 
 
-def deepest_parser(parser: argparse.ArgumentParser,
-                   args: argparse.Namespace) -> argparse.ArgumentParser:
+def deepest_parser(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> argparse.ArgumentParser:
     """The parser of the innermost subcommand `args` chose (`queue add`, not `queue`)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

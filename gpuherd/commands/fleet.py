@@ -20,14 +20,33 @@ MIN_REFRESH_S = 0.2
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The fleet view's flags."""
-    parser.add_argument("--prometheus", required=True, metavar="URL",
-                        help="the Prometheus server, e.g. http://127.0.0.1:9090")
-    parser.add_argument("--interval", type=finite_float, default=2.0, metavar="S",
-                        help="seconds between two refreshes (default 2, at least 0.2)")
-    parser.add_argument("--stale-after", type=finite_float, default=60.0, metavar="S",
-                        help="mark a host stale when its newest sample is older (default 60)")
-    parser.add_argument("--forget-after", type=finite_float, default=3600.0, metavar="S",
-                        help="drop a host silent for longer than this (default 3600)")
+    parser.add_argument(
+        "--prometheus",
+        required=True,
+        metavar="URL",
+        help="the Prometheus server, e.g. http://127.0.0.1:9090",
+    )
+    parser.add_argument(
+        "--interval",
+        type=finite_float,
+        default=2.0,
+        metavar="S",
+        help="seconds between two refreshes (default 2, at least 0.2)",
+    )
+    parser.add_argument(
+        "--stale-after",
+        type=finite_float,
+        default=60.0,
+        metavar="S",
+        help="mark a host stale when its newest sample is older (default 60)",
+    )
+    parser.add_argument(
+        "--forget-after",
+        type=finite_float,
+        default=3600.0,
+        metavar="S",
+        help="drop a host silent for longer than this (default 3600)",
+    )
 
 
 def check(args: argparse.Namespace) -> str | None:

@@ -7,8 +7,10 @@ import argparse
 from gpuherd.common.options import NoteOptions, from_namespace
 
 HELP = "write the verification note of a recorded run into an example.yaml"
-EPILOG = ("DIR is a session directory written by `gpuherd record`; PATH is the example.yaml "
-          "whose `verification:` mapping gets the note (docs/recording.md).")
+EPILOG = (
+    "DIR is a session directory written by `gpuherd record`; PATH is the example.yaml "
+    "whose `verification:` mapping gets the note (docs/recording.md)."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

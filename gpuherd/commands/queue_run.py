@@ -19,16 +19,34 @@ Ledger shared by every user: $GPUHERD_LEDGER_DIR (else /tmp/gpuherd-ledger)."""
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The runner's flags."""
-    parser.add_argument("--settle", type=finite_float, default=SETTLE_S, metavar="S",
-                        help="seconds a GPU must keep room for a job before it starts "
-                        f"(default {SETTLE_S:g})")
-    parser.add_argument("--margin", default=MARGIN_TEXT, metavar="SIZE",
-                        help=f"memory kept free on top of each job's need (default {MARGIN_TEXT})")
-    parser.add_argument("--grace", type=finite_float, default=GRACE_S, metavar="S",
-                        help="seconds a started job's reservation is held at most while it has "
-                        f"not allocated its need yet (default {GRACE_S:g})")
-    parser.add_argument("--interval", type=finite_float, default=1.0, metavar="S",
-                        help="seconds between GPU readings (default 1, at least 0.05)")
+    parser.add_argument(
+        "--settle",
+        type=finite_float,
+        default=SETTLE_S,
+        metavar="S",
+        help=f"seconds a GPU must keep room for a job before it starts (default {SETTLE_S:g})",
+    )
+    parser.add_argument(
+        "--margin",
+        default=MARGIN_TEXT,
+        metavar="SIZE",
+        help=f"memory kept free on top of each job's need (default {MARGIN_TEXT})",
+    )
+    parser.add_argument(
+        "--grace",
+        type=finite_float,
+        default=GRACE_S,
+        metavar="S",
+        help="seconds a started job's reservation is held at most while it has "
+        f"not allocated its need yet (default {GRACE_S:g})",
+    )
+    parser.add_argument(
+        "--interval",
+        type=finite_float,
+        default=1.0,
+        metavar="S",
+        help="seconds between GPU readings (default 1, at least 0.05)",
+    )
 
 
 def check_run(args: argparse.Namespace) -> str | None:
@@ -57,6 +75,11 @@ def run_queue_run(args: argparse.Namespace) -> int:
     from gpuherd.queue.runner import run_headless
     from gpuherd.queue.store import default_state_dir
 
-    return run_headless(default_state_dir(), default_ledger_dir(), settle_s=args.settle,
-                        margin_bytes=args.margin_bytes, grace_s=args.grace,
-                        interval_s=args.interval)
+    return run_headless(
+        default_state_dir(),
+        default_ledger_dir(),
+        settle_s=args.settle,
+        margin_bytes=args.margin_bytes,
+        grace_s=args.grace,
+        interval_s=args.interval,
+    )

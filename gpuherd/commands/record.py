@@ -39,17 +39,28 @@ ACCEPTS_COMMAND = True
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The recorder's flags."""
     parser.add_argument("record", metavar="DIR", help="the session directory to write")
-    parser.add_argument("--duration", metavar="T",
-                        help="stop recording after T, e.g. 90s, 10m, 2h, 1h30m (the command "
-                        "gets SIGTERM, then SIGKILL 10 s later)")
-    parser.add_argument("--tui", action="store_true",
-                        help="also show the live dashboard; q leaves it while the recording "
-                        "goes on to the command's end, k stops the command")
+    parser.add_argument(
+        "--duration",
+        metavar="T",
+        help="stop recording after T, e.g. 90s, 10m, 2h, 1h30m (the command "
+        "gets SIGTERM, then SIGKILL 10 s later)",
+    )
+    parser.add_argument(
+        "--tui",
+        action="store_true",
+        help="also show the live dashboard; q leaves it while the recording "
+        "goes on to the command's end, k stops the command",
+    )
     add_logs(parser)
     add_interval(parser)
-    parser.add_argument("--peak-interval", type=finite_float, default=0.02, metavar="S",
-                        help="seconds between fast memory readings for peaks (default 0.02, at "
-                        "least 0.005; 0 turns the fast sampler off)")
+    parser.add_argument(
+        "--peak-interval",
+        type=finite_float,
+        default=0.02,
+        metavar="S",
+        help="seconds between fast memory readings for peaks (default 0.02, at "
+        "least 0.005; 0 turns the fast sampler off)",
+    )
     add_serve_metrics(parser)
 
 
@@ -66,9 +77,9 @@ def check(args: argparse.Namespace) -> str | None:
             parse_duration(args.duration)
         except ValueError as error:
             return str(error)
-    return (metrics_problem(args, args.serve_metrics)
-            or first_problem((check_interval, args.interval),
-                             (check_peak_interval, args.peak_interval)))
+    return metrics_problem(args, args.serve_metrics) or first_problem(
+        (check_interval, args.interval), (check_peak_interval, args.peak_interval)
+    )
 
 
 def options(args: argparse.Namespace) -> RecordOptions:

@@ -9,9 +9,11 @@ from gpuherd.common.argcheck import check_speed
 from gpuherd.common.options import MonitorOptions, from_namespace
 
 HELP = "drive the dashboard from a recorded session directory"
-EPILOG = ("DIR is a session directory written by `gpuherd record` (docs/session-format.md); it "
-          "is checked before the dashboard starts. Tasks come from its metrics.csv and "
-          "events.jsonl. `gpuherd --replay DIR` is the same command.")
+EPILOG = (
+    "DIR is a session directory written by `gpuherd record` (docs/session-format.md); it "
+    "is checked before the dashboard starts. Tasks come from its metrics.csv and "
+    "events.jsonl. `gpuherd --replay DIR` is the same command."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

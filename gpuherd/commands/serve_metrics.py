@@ -29,8 +29,11 @@ they do. Metric names, a scrape config and a Grafana dashboard: docs/fleet.md.""
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The exporter's flags."""
     parser.add_argument("listen", metavar="[HOST:]PORT", help="where to serve /metrics")
-    parser.add_argument("--replay", metavar="DIR",
-                        help="export a recorded session directory instead of this machine")
+    parser.add_argument(
+        "--replay",
+        metavar="DIR",
+        help="export a recorded session directory instead of this machine",
+    )
     add_speed(parser)
     add_interval(parser)
     add_logs(parser)
@@ -41,8 +44,9 @@ def check(args: argparse.Namespace) -> str | None:
     """What is wrong with the values, if anything."""
     if args.replay is not None and (args.log or args.watch):
         return "--replay exports a recorded session; --log and --watch follow this machine"
-    return (metrics_problem(args, args.listen)
-            or first_problem((check_interval, args.interval), (check_speed, args.speed)))
+    return metrics_problem(args, args.listen) or first_problem(
+        (check_interval, args.interval), (check_speed, args.speed)
+    )
 
 
 def options(args: argparse.Namespace) -> ServeMetricsOptions:

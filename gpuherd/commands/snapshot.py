@@ -7,9 +7,11 @@ import argparse
 from gpuherd.common.options import SnapshotOptions, from_namespace
 
 HELP = "print one sample of everything and exit"
-EPILOG = ("Exit status 0 when every GPU was read, 1 when a GPU could not be read, 3 without an "
-          "NVIDIA driver or GPU (the host part is still printed). The JSON layout is in "
-          "docs/snapshot-json.md.")
+EPILOG = (
+    "Exit status 0 when every GPU was read, 1 when a GPU could not be read, 3 without an "
+    "NVIDIA driver or GPU (the host part is still printed). The JSON layout is in "
+    "docs/snapshot-json.md."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

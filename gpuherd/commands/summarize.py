@@ -7,8 +7,10 @@ import argparse
 from gpuherd.common.options import SummarizeOptions, from_namespace
 
 HELP = "summarize a recorded session directory"
-EPILOG = ("DIR is a session directory written by `gpuherd record`; summary.json and summary.md "
-          "are (re)written into it when it can be written to.")
+EPILOG = (
+    "DIR is a session directory written by `gpuherd record`; summary.json and summary.md "
+    "are (re)written into it when it can be written to."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

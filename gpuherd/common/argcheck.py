@@ -39,8 +39,10 @@ def check_interval(seconds: float) -> float:
 def check_peak_interval(seconds: float) -> float:
     """`--peak-interval`: 0 (off) or at least `MIN_PEAK_INTERVAL_S`."""
     if seconds != 0 and not seconds >= MIN_PEAK_INTERVAL_S:
-        raise ValueError(f"--peak-interval must be 0 (off) or at least "
-                         f"{MIN_PEAK_INTERVAL_S:g} s (got {seconds:g})")
+        raise ValueError(
+            f"--peak-interval must be 0 (off) or at least "
+            f"{MIN_PEAK_INTERVAL_S:g} s (got {seconds:g})"
+        )
     return seconds
 
 

@@ -34,9 +34,14 @@ class UnsafeFileError(OSError):
 
 def kind_of(mode: int) -> str:
     """What a non-regular file is, in words ("a symbolic link", "a directory", ...)."""
-    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
-             (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
-             (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    kinds = (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+    )
     return next((words for test, words in kinds if test(mode)), "not a regular file")
 
 
@@ -56,9 +61,11 @@ def others_may_write_problem(path: str | os.PathLike[str], info: os.stat_result)
     """
     mode = stat.S_IMODE(info.st_mode)
     if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
-        return (f"{path} is writable by every user (mode {mode:04o}) without the sticky bit, so "
-                f"anyone can replace its files while gpuherd writes them; run `chmod o-w {path}` "
-                "(or `chmod +t`), or use a directory you own")
+        return (
+            f"{path} is writable by every user (mode {mode:04o}) without the sticky bit, so "
+            f"anyone can replace its files while gpuherd writes them; run `chmod o-w {path}` "
+            "(or `chmod +t`), or use a directory you own"
+        )
     return None
 
 
@@ -78,8 +85,11 @@ class Directory:
             OSError: it cannot be opened, or is not a directory (`NotADirectoryError`).
         """
         self.path = Path(path)
-        self.fd: int | None = (_walk(self.path) if no_links else
-                               os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+        self.fd: int | None = (
+            _walk(self.path)
+            if no_links
+            else os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        )
 
     def duplicate(self) -> Directory:
         """A second handle on the same open directory (not its path), closed on its own."""
@@ -90,8 +100,12 @@ class Directory:
     def __enter__(self) -> Directory:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         self.close()
 
     def _fd(self) -> int:
@@ -129,8 +143,10 @@ class Directory:
         except FileExistsError:
             info = self.lstat(name)
             if info is not None and not stat.S_ISREG(info.st_mode):
-                raise UnsafeFileError(f"{self.path / name} is {kind_of(info.st_mode)}; gpuherd "
-                                      "does not write through it") from None
+                raise UnsafeFileError(
+                    f"{self.path / name} is {kind_of(info.st_mode)}; gpuherd "
+                    "does not write through it"
+                ) from None
             raise
 
     def open_existing(self, name: str, flags: int) -> int:
@@ -144,11 +160,12 @@ class Directory:
             fd = os.open(name, flags | _NOFOLLOW | os.O_NONBLOCK, dir_fd=self._fd())
         except OSError as error:
             if error.errno == errno.ELOOP:
-                raise UnsafeFileError(f"{self.path / name} is a symbolic link; gpuherd does not "
-                                      "write through it") from None
+                raise UnsafeFileError(
+                    f"{self.path / name} is a symbolic link; gpuherd does not write through it"
+                ) from None
             raise
         info = os.fstat(fd)
-        problem = (None if stat.S_ISREG(info.st_mode) else kind_of(info.st_mode))
+        problem = None if stat.S_ISREG(info.st_mode) else kind_of(info.st_mode)
         if problem is None and info.st_uid != os.geteuid():
             problem = f"a file of uid {info.st_uid}, not of this user"
         if problem is None and info.st_nlink != 1:
@@ -169,8 +186,9 @@ class Directory:
         except FileExistsError:
             return self.open_existing(name, flags)
 
-    def write_atomic(self, name: str, data: bytes, mode: int | None = None,
-                     owner: tuple[int, int] | None = None) -> None:
+    def write_atomic(
+        self, name: str, data: bytes, mode: int | None = None, owner: tuple[int, int] | None = None
+    ) -> None:
         """Replace `name` with `data` whole: an unpredictable temporary name, fsync, rename.
 
         An interrupt or a full disk leaves the old file or the new one, never a part, and no
@@ -278,8 +296,10 @@ def _links_problem(path: Path, trusted: set[int], depth: int) -> str | None:
         if not stat.S_ISLNK(info.st_mode):
             continue
         if info.st_uid not in trusted:
-            return (f"{prefix} is a symbolic link of uid {info.st_uid}, who can point it "
-                    "elsewhere while gpuherd writes; give the real path instead")
+            return (
+                f"{prefix} is a symbolic link of uid {info.st_uid}, who can point it "
+                "elsewhere while gpuherd writes; give the real path instead"
+            )
         parent = os.stat(prefix.parent)
         problem = _directory_problem(prefix.parent, parent, trusted)
         target = prefix.parent / os.readlink(prefix)
@@ -289,18 +309,23 @@ def _links_problem(path: Path, trusted: set[int], depth: int) -> str | None:
     return None
 
 
-def _directory_problem(path: str | os.PathLike[str], info: os.stat_result,
-                       trusted: set[int]) -> str | None:
+def _directory_problem(
+    path: str | os.PathLike[str], info: os.stat_result, trusted: set[int]
+) -> str | None:
     mode = stat.S_IMODE(info.st_mode)
     if info.st_uid not in trusted:
-        return (f"{path} belongs to uid {info.st_uid}, who can rename what is in it and put a "
-                "link in its place while gpuherd writes; use a path whose directories only "
-                "root or you own")
+        return (
+            f"{path} belongs to uid {info.st_uid}, who can rename what is in it and put a "
+            "link in its place while gpuherd writes; use a path whose directories only "
+            "root or you own"
+        )
     writable = mode & stat.S_IWOTH or (mode & stat.S_IWGRP and info.st_gid != 0)
     if writable and not mode & stat.S_ISVTX:
-        return (f"{path} is writable by other users (mode {mode:04o}) without the sticky bit, "
-                "so they can put a link in place of what is in it while gpuherd writes; run "
-                f"`chmod go-w {path}`, or use a path whose directories only root or you own")
+        return (
+            f"{path} is writable by other users (mode {mode:04o}) without the sticky bit, "
+            "so they can put a link in place of what is in it while gpuherd writes; run "
+            f"`chmod go-w {path}`, or use a path whose directories only root or you own"
+        )
     return None
 
 
@@ -323,4 +348,4 @@ def _walk(path: Path) -> int:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]

@@ -97,8 +97,14 @@ def _metrics(args: MonitorOptions, plan: Plan) -> AbstractContextManager[Any]:
         return nullcontext()
     from gpuherd.export.exporter import beside  # prometheus-client loads only when asked
 
-    return beside(args, plan.hostname, plan.task_hints, plan.taps, plan.notices,
-                  live=plan.replay_label is None)
+    return beside(
+        args,
+        plan.hostname,
+        plan.task_hints,
+        plan.taps,
+        plan.notices,
+        live=plan.replay_label is None,
+    )
 
 
 @contextmanager
@@ -116,9 +122,14 @@ def _queue(args: MonitorOptions, plan: Plan) -> Iterator[None]:
 
     beside = None
     try:
-        with run_beside(plan.queue.state_dir, default_ledger_dir(), plan.gpu_source,
-                        settle_s=args.settle, margin_bytes=args.margin_bytes,
-                        grace_s=args.grace) as beside:
+        with run_beside(
+            plan.queue.state_dir,
+            default_ledger_dir(),
+            plan.gpu_source,
+            settle_s=args.settle,
+            margin_bytes=args.margin_bytes,
+            grace_s=args.grace,
+        ) as beside:
             plan.taps.append(beside.tap)
             plan.queue.note = beside.note
             yield
@@ -127,8 +138,9 @@ def _queue(args: MonitorOptions, plan: Plan) -> Iterator[None]:
             print(visible(f"gpuherd: queue: {line}"), file=sys.stderr)
 
 
-def build_plan(args: MonitorOptions, demo: Path | None = None,
-               nvml_backend: NvmlBackend | None = None) -> Plan:
+def build_plan(
+    args: MonitorOptions, demo: Path | None = None, nvml_backend: NvmlBackend | None = None
+) -> Plan:
     """Collectors and labels for live mode, `replay DIR` or `demo` (given its directory)."""
     if demo is not None:
         return _replay_plan(demo, args.speed, loop=True, label_prefix="DEMO")
@@ -142,9 +154,14 @@ def build_plan(args: MonitorOptions, demo: Path | None = None,
     return plan
 
 
-def live_plan(interval_s: float, nvml_backend: NvmlBackend | None = None, *,
-              logs: Sequence[str] = (), watch: Sequence[str] = (),
-              exclude: Sequence[str] = ()) -> Plan:
+def live_plan(
+    interval_s: float,
+    nvml_backend: NvmlBackend | None = None,
+    *,
+    logs: Sequence[str] = (),
+    watch: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> Plan:
     """This machine's source set, built once by the composition root (`gpuherd.sources`).
 
     The NVML, host and container collectors, and with `logs` or `watch` discovery (its scans
@@ -152,9 +169,15 @@ def live_plan(interval_s: float, nvml_backend: NvmlBackend | None = None, *,
     recording's own session directory). `nvml_backend` is the NVML seam (a fake in tests and
     GPU-less benchmarks); `None` is the real driver.
     """
-    sources = live_sources(SourceOptions(interval_s=interval_s, logs=logs or (),
-                                         watch=watch or (), exclude=exclude,
-                                         nvml_backend=nvml_backend))
+    sources = live_sources(
+        SourceOptions(
+            interval_s=interval_s,
+            logs=logs or (),
+            watch=watch or (),
+            exclude=exclude,
+            nvml_backend=nvml_backend,
+        )
+    )
     collectors = sources.collectors()
     plan = Plan(
         collectors=collectors,
@@ -164,11 +187,14 @@ def live_plan(interval_s: float, nvml_backend: NvmlBackend | None = None, *,
         sources=sources,
     )
     if sources.has_logs:
-        plan.logs = LogSources(sources, [c for c in collectors
-                                         if role_of(c) in (DISCOVERY, WRITERS)])
+        plan.logs = LogSources(
+            sources, [c for c in collectors if role_of(c) in (DISCOVERY, WRITERS)]
+        )
     if not in_host_pid_namespace(Path("/proc")):
-        plan.notices.append("gpuherd runs in its own PID namespace (a container?): GPU "
-                            "processes are listed by pid only, without user or command")
+        plan.notices.append(
+            "gpuherd runs in its own PID namespace (a container?): GPU "
+            "processes are listed by pid only, without user or command"
+        )
     return plan
 
 
@@ -234,8 +260,11 @@ def show(plan: Plan) -> int:
     """Run the dashboard over `plan` until `q`; the exit status."""
     problem = terminal_problem()
     if problem is not None:
-        print(f"gpuherd: {problem}; for scripts use `gpuherd snapshot --json`, or `gpuherd "
-              "record DIR` to record headless", file=sys.stderr)
+        print(
+            f"gpuherd: {problem}; for scripts use `gpuherd snapshot --json`, or `gpuherd "
+            "record DIR` to record headless",
+            file=sys.stderr,
+        )
         return exit_codes.USAGE
     app = run_app(plan)
     return exit_codes.OK if app.return_code in (None, 0) else int(app.return_code)
@@ -253,8 +282,9 @@ def _tap(plan: Plan) -> Callable[[CollectorEvent], None] | None:
     return tap
 
 
-def _also(tap: Callable[[CollectorEvent], None] | None,
-          then: Callable[[CollectorEvent], None]) -> Callable[[CollectorEvent], None]:
+def _also(
+    tap: Callable[[CollectorEvent], None] | None, then: Callable[[CollectorEvent], None]
+) -> Callable[[CollectorEvent], None]:
     if tap is None:
         return then
 

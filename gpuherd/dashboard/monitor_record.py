@@ -45,16 +45,18 @@ def run(args: RecordOptions) -> int:
         _say(str(error))
         return exit_codes.USAGE
     argv = list(getattr(args, "child_command", []) or [])
-    options = record_options(args.log or [], args.watch or [], argv, args.interval,
-                             args.peak_interval)
+    options = record_options(
+        args.log or [], args.watch or [], argv, args.interval, args.peak_interval
+    )
     try:
         exporter = _metrics(args, options)
     except GpuherdError as error:
         _say(error.shown)
         return exit_codes.USAGE
     with exporter if exporter is not None else nullcontext():
-        return _record(args, DashboardRecording(args.record, options, duration_s), argv,
-                       duration_s, exporter)
+        return _record(
+            args, DashboardRecording(args.record, options, duration_s), argv, duration_s, exporter
+        )
 
 
 def _metrics(args: RecordOptions, options: RecordingOptions) -> Any:
@@ -69,8 +71,13 @@ def _metrics(args: RecordOptions, options: RecordingOptions) -> Any:
     return exporter
 
 
-def _record(args: RecordOptions, session: DashboardRecording, argv: list[str],
-            duration_s: float | None, exporter: Any) -> int:
+def _record(
+    args: RecordOptions,
+    session: DashboardRecording,
+    argv: list[str],
+    duration_s: float | None,
+    exporter: Any,
+) -> int:
     try:
         session.start()
     except SessionUnsafeError as error:
@@ -87,8 +94,7 @@ def _record(args: RecordOptions, session: DashboardRecording, argv: list[str],
     if exporter is not None:
         exporter.state.add_hints(plan.task_hints)  # the command's pids: its task's GPUs
         plan.notices.append(f"serving metrics on {exporter.url}")
-    monitor.run_app(plan, guard=lambda app: exit_on_signals(app, session),
-                          close_logs=False)
+    monitor.run_app(plan, guard=lambda app: exit_on_signals(app, session), close_logs=False)
     try:
         assert plan.running is not None
         if not plan.running.running.stopped:  # the dashboard left the recording running
@@ -99,12 +105,14 @@ def _record(args: RecordOptions, session: DashboardRecording, argv: list[str],
             plan.logs.close()
 
 
-def _plan(args: RecordOptions, session: DashboardRecording, argv: list[str],
-          duration_s: float | None) -> monitor.Plan:
+def _plan(
+    args: RecordOptions, session: DashboardRecording, argv: list[str], duration_s: float | None
+) -> monitor.Plan:
     # The session directory is never scanned: its `command.log` is the command's task already,
     # and following its `events.jsonl` would feed the recording into itself.
-    plan = monitor.live_plan(args.interval, logs=args.log or [], watch=args.watch or [],
-                             exclude=[str(session.directory)])
+    plan = monitor.live_plan(
+        args.interval, logs=args.log or [], watch=args.watch or [], exclude=[str(session.directory)]
+    )
     if session.command_task:
         if plan.logs is None:
             assert plan.sources is not None
@@ -112,10 +120,12 @@ def _plan(args: RecordOptions, session: DashboardRecording, argv: list[str],
         plan.logs.tails.adopt(session.command_task)  # followed from the start, never twice
         plan.collectors = [*plan.collectors, plan.logs.tail(session.command_task)]
     if session.command_task:
-        plan.task_hints.append(TaskHint(session.command_task, label=COMMAND_TASK,
-                                        owns_pid=session.owns_pid))
-    until = ("the command ends" if argv else
-             f"{args.duration} or q" if duration_s is not None else "q")
+        plan.task_hints.append(
+            TaskHint(session.command_task, label=COMMAND_TASK, owns_pid=session.owns_pid)
+        )
+    until = (
+        "the command ends" if argv else f"{args.duration} or q" if duration_s is not None else "q"
+    )
     plan.notices.append(f"recording into {session.directory} until {until}")
     plan.recording = session
     return plan
@@ -132,11 +142,14 @@ def exit_on_signals(app: Any, session: DashboardRecording) -> Iterator[None]:
     event loop; it only schedules the action there (`call_soon_threadsafe` is the call that is
     safe from a signal handler).
     """
+
     def handle(signum: int, frame: FrameType | None) -> None:
         stops = signum == signal.SIGTERM
-        session.recording.event(EVENT.signal, signal=signal.Signals(signum).name,
-                                forwarded="SIGTERM" if stops and session.child is not None
-                                else None)
+        session.recording.event(
+            EVENT.signal,
+            signal=signal.Signals(signum).name,
+            forwarded="SIGTERM" if stops and session.child is not None else None,
+        )
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -168,8 +181,10 @@ def record_after_dashboard(session: DashboardRecording, early: EarlyCollectors) 
     early.running.detach(early.gate.emit)  # nobody shows events any more
     directory, pid = session.directory, os.getpid()
     _say(f"left the dashboard; still recording into {directory} until the command ends")
-    _say(f"the command's output goes to {session.recording.command_log}; to stop the "
-         f"command: Ctrl-C here, or kill -INT {pid}")
+    _say(
+        f"the command's output goes to {session.recording.command_log}; to stop the "
+        f"command: Ctrl-C here, or kill -INT {pid}"
+    )
     child = session.child
     try:
         with _forwarding(session):
@@ -190,6 +205,7 @@ def _forwarding(session: DashboardRecording) -> Iterator[None]:
     Once the command has ended, SIGINT or SIGTERM stops reading the logs to their end: the
     session closes with what was read, and says how much was not.
     """
+
     def handle(signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         child = session.child
@@ -197,13 +213,19 @@ def _forwarding(session: DashboardRecording) -> Iterator[None]:
             session.cancel_drain()  # closing: stop reading the logs, close with what was read
             return
         if signum == signal.SIGHUP or child is None:
-            session.recording.event(EVENT.signal, signal=name, forwarded=None,
-                                    note="terminal hung up; the command keeps running"
-                                    if signum == signal.SIGHUP else None)
+            session.recording.event(
+                EVENT.signal,
+                signal=name,
+                forwarded=None,
+                note="terminal hung up; the command keeps running"
+                if signum == signal.SIGHUP
+                else None,
+            )
             return
         sent = child.forward(signum)
-        session.recording.event(EVENT.signal, signal=name,
-                                forwarded=signal.Signals(sent).name if sent else None)
+        session.recording.event(
+            EVENT.signal, signal=name, forwarded=signal.Signals(sent).name if sent else None
+        )
         if sent:
             _say(f"sent {signal.Signals(sent).name} to the command; recording until it ends")
 

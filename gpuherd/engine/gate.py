@@ -87,9 +87,15 @@ class EarlyCollectors:
         return self.running.threads
 
     @classmethod
-    def create(cls, collectors: Sequence[Collector[Any]], *, taps: Sequence[Emit] = (),
-               pid_watch: PidSink | None = None, tails: TailSupervisor | None = None,
-               writers: WriterWatch | None = None) -> EarlyCollectors:
+    def create(
+        cls,
+        collectors: Sequence[Collector[Any]],
+        *,
+        taps: Sequence[Emit] = (),
+        pid_watch: PidSink | None = None,
+        tails: TailSupervisor | None = None,
+        writers: WriterWatch | None = None,
+    ) -> EarlyCollectors:
         """The set of `collectors`, its events going to `taps` and held at a closed gate."""
         running = RunningSet(collectors, pid_watch=pid_watch, tails=tails, writers=writers)
         for tap in taps:
@@ -99,12 +105,23 @@ class EarlyCollectors:
         return cls(running, gate)
 
     @classmethod
-    def start(cls, collectors: Sequence[Collector[Any]], *, tap: Emit | None = None,
-              pid_watch: PidSink | None = None, tails: TailSupervisor | None = None,
-              writers: WriterWatch | None = None) -> EarlyCollectors:
+    def start(
+        cls,
+        collectors: Sequence[Collector[Any]],
+        *,
+        tap: Emit | None = None,
+        pid_watch: PidSink | None = None,
+        tails: TailSupervisor | None = None,
+        writers: WriterWatch | None = None,
+    ) -> EarlyCollectors:
         """Start one thread per collector, their events held by a closed gate."""
-        early = cls.create(collectors, taps=[tap] if tap is not None else [],
-                           pid_watch=pid_watch, tails=tails, writers=writers)
+        early = cls.create(
+            collectors,
+            taps=[tap] if tap is not None else [],
+            pid_watch=pid_watch,
+            tails=tails,
+            writers=writers,
+        )
         early.running.run()
         return early
 
@@ -112,4 +129,3 @@ class EarlyCollectors:
         """Stop the threads when no dashboard took them over (it failed to start)."""
         if not self.gate.is_open:
             self.running.stop()
-

@@ -54,10 +54,17 @@ class RunningSet:
             by default each source has its own.
     """
 
-    def __init__(self, collectors: Sequence[Collector[Any]] = (), *,
-                 pid_watch: PidSink | None = None, tails: TailSupervisor | None = None,
-                 writers: WriterWatch | None = None, keep_vanished: bool = False,
-                 prefix: str = "", stop: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        collectors: Sequence[Collector[Any]] = (),
+        *,
+        pid_watch: PidSink | None = None,
+        tails: TailSupervisor | None = None,
+        writers: WriterWatch | None = None,
+        keep_vanished: bool = False,
+        prefix: str = "",
+        stop: threading.Event | None = None,
+    ) -> None:
         self.collectors = list(collectors)
         self.pid_watch, self.tails, self.writers = pid_watch, tails, writers
         self.threads = SourceThreads(self._emit, self._crashed, prefix)
@@ -142,8 +149,11 @@ class RunningSet:
                 self.writers.set_gpu_pids(pids)
         elif isinstance(sample, LogBatch):
             # A tail stopped with its vanished run may still hand in what it read last.
-            if (self.writers is not None and sample.file_path
-                    and (self.tails is None or self.tails.is_followed(sample.path))):
+            if (
+                self.writers is not None
+                and sample.file_path
+                and (self.tails is None or self.tails.is_followed(sample.path))
+            ):
                 self.writers.follow(sample.path, sample.file_path, sample.format)
         elif isinstance(sample, DiscoveredLogs) and self.tails is not None:
             return Sampled(event.source, self.discovered(sample))
@@ -157,8 +167,11 @@ class RunningSet:
             for task_id in changed.stopped:
                 self.writers.forget(task_id)
         return dataclasses.replace(
-            found, started=tuple(log.task_id for log in changed.started),
-            stopped=changed.stopped, first_scan=changed.first_scan)
+            found,
+            started=tuple(log.task_id for log in changed.started),
+            stopped=changed.stopped,
+            first_scan=changed.first_scan,
+        )
 
     def _emit(self, event: CollectorEvent) -> None:
         event = self.wire(event)

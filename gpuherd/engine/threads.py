@@ -53,12 +53,17 @@ class SourceThreads:
         self._running: list[CollectorThread] = []
         self._lock = threading.Lock()
 
-    def start(self, collector: Collector[Any],
-              stop: threading.Event | None = None) -> CollectorThread:
+    def start(
+        self, collector: Collector[Any], stop: threading.Event | None = None
+    ) -> CollectorThread:
         """Run `collector` on a new daemon thread until `stop` (a new event by default) is set."""
         stop = stop if stop is not None else threading.Event()
-        thread = threading.Thread(target=self._run, args=(collector, stop),
-                                  name=f"{self._prefix}{collector.name}", daemon=True)
+        thread = threading.Thread(
+            target=self._run,
+            args=(collector, stop),
+            name=f"{self._prefix}{collector.name}",
+            daemon=True,
+        )
         handle = CollectorThread(collector, stop, thread)
         with self._lock:
             self._running = [h for h in self._running if h.thread.is_alive()]
@@ -96,14 +101,21 @@ class SourceThreads:
     def find(self, name: str) -> Collector[Any] | None:
         """The collector started here under `name`, if any (the newest one)."""
         with self._lock:
-            return next((h.collector for h in reversed(self._running)
-                         if h.collector.name == name), None)
+            return next(
+                (h.collector for h in reversed(self._running) if h.collector.name == name), None
+            )
 
     def find_by(self, attribute: str, value: object) -> Collector[Any] | None:
         """The newest collector started here whose `attribute` is `value`, if any."""
         with self._lock:
-            return next((h.collector for h in reversed(self._running)
-                         if getattr(h.collector, attribute, None) == value), None)
+            return next(
+                (
+                    h.collector
+                    for h in reversed(self._running)
+                    if getattr(h.collector, attribute, None) == value
+                ),
+                None,
+            )
 
     def alive(self) -> list[str]:
         """The names of the collectors whose threads still run."""

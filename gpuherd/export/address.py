@@ -43,8 +43,9 @@ def parse_listen(text: str) -> ListenAddress:
     if not text or text != text.strip():
         raise ValueError(f"{what}: expected [HOST:]PORT, e.g. 9400 or 127.0.0.1:9400")
     if "/" in text:
-        raise ValueError(f"{what}: expected [HOST:]PORT, not a URL (the path is always "
-                         f"{METRICS_PATH})")
+        raise ValueError(
+            f"{what}: expected [HOST:]PORT, not a URL (the path is always {METRICS_PATH})"
+        )
     host, port_text = DEFAULT_HOST, text
     if text.startswith("["):
         close = text.find("]")
@@ -58,8 +59,10 @@ def parse_listen(text: str) -> ListenAddress:
         if ":" in host:
             raise ValueError(f"{what}: write an IPv6 address in brackets, e.g. [::1]:9400")
         if not host:
-            raise ValueError(f"{what}: give the host before ':' (0.0.0.0 listens on every "
-                             "interface, 127.0.0.1 on this machine only)")
+            raise ValueError(
+                f"{what}: give the host before ':' (0.0.0.0 listens on every "
+                "interface, 127.0.0.1 on this machine only)"
+            )
         if not _HOST_NAME.fullmatch(host):
             raise ValueError(f"{what}: {host!r} is not a host name or address")
     if not re.fullmatch(r"[0-9]{1,5}", port_text) or not 1 <= int(port_text) <= 65535:

@@ -54,10 +54,17 @@ class Exporter:
         ExporterError: the address cannot be bound or the certificate and key do not fit.
     """
 
-    def __init__(self, listen: ListenAddress, host: str, *, hints: Sequence[TaskHint] = (),
-                 cert: str | None = None, key: str | None = None,
-                 queue: QueueProvider | None = None,
-                 report: Callable[[str], None] = say) -> None:
+    def __init__(
+        self,
+        listen: ListenAddress,
+        host: str,
+        *,
+        hints: Sequence[TaskHint] = (),
+        cert: str | None = None,
+        key: str | None = None,
+        queue: QueueProvider | None = None,
+        report: Callable[[str], None] = say,
+    ) -> None:
         tls = tls_context(cert, key) if cert is not None and key is not None else None
         self.state = ExportState(host, hints)
         self.collector = ScrapeCollector(self.state, queue, report)
@@ -72,8 +79,11 @@ class Exporter:
 
     def gpu_totals(self) -> dict[str, int]:
         """Total memory per GPU UUID, from the newest reading of each GPU source."""
-        return {gpu.uuid: gpu.memory_total_bytes for gpu in self.state.snapshot().gpus
-                if gpu.memory_total_bytes is not None}
+        return {
+            gpu.uuid: gpu.memory_total_bytes
+            for gpu in self.state.snapshot().gpus
+            if gpu.memory_total_bytes is not None
+        }
 
     def emit(self, event: CollectorEvent) -> None:
         """A collector event (thread-safe): the sink every source set feeds."""
@@ -102,9 +112,14 @@ class Exporter:
 
 
 @contextmanager
-def beside(args: MetricsFlags, host: str, hints: Sequence[TaskHint],
-           taps: list[Callable[[CollectorEvent], None]],
-           notices: list[str] | None = None, live: bool = True) -> Iterator[Exporter | None]:
+def beside(
+    args: MetricsFlags,
+    host: str,
+    hints: Sequence[TaskHint],
+    taps: list[Callable[[CollectorEvent], None]],
+    notices: list[str] | None = None,
+    live: bool = True,
+) -> Iterator[Exporter | None]:
     """Serve `--serve-metrics` (if given) while the body runs, fed by one more tap.
 
     The dashboard, a replay and a recording call this before they start anything: an
@@ -145,9 +160,13 @@ def live_queue() -> QueueProvider:
     return QueueReader(warn=lambda text: say(f"metrics: queue: {text}"))
 
 
-def from_args(args: MetricsFlags, host: str, hints: Sequence[TaskHint] = (),
-              listen: str | None = None,
-              queue: QueueProvider | None = None) -> Exporter | None:
+def from_args(
+    args: MetricsFlags,
+    host: str,
+    hints: Sequence[TaskHint] = (),
+    listen: str | None = None,
+    queue: QueueProvider | None = None,
+) -> Exporter | None:
     """The exporter `--serve-metrics` asks for (bound, not yet serving), or `None` without it.
 
     Raises:
@@ -160,5 +179,11 @@ def from_args(args: MetricsFlags, host: str, hints: Sequence[TaskHint] = (),
         address = parse_listen(text)
     except ValueError as error:
         raise ExporterError(str(error)) from None
-    return Exporter(address, host, hints=hints, cert=getattr(args, "metrics_cert", None),
-                    key=getattr(args, "metrics_key", None), queue=queue)
+    return Exporter(
+        address,
+        host,
+        hints=hints,
+        cert=getattr(args, "metrics_cert", None),
+        key=getattr(args, "metrics_key", None),
+        queue=queue,
+    )

@@ -32,30 +32,68 @@ MAX_PROCESSES = 64
 MAX_TASKS = 32
 """Task series sets per scrape; running tasks first, then the most recently active."""
 MAX_LABEL_CHARS = 64
-FINDING_KINDS = ("nan", "inf", "oom", "traceback", "nccl", "cuda_error", "killed", "download",
-                 "stalled", "chance", "zero_metric", "overfitting", "gpu_low", "gpu_swing",
-                 "other")
+FINDING_KINDS = (
+    "nan",
+    "inf",
+    "oom",
+    "traceback",
+    "nccl",
+    "cuda_error",
+    "killed",
+    "download",
+    "stalled",
+    "chance",
+    "zero_metric",
+    "overfitting",
+    "gpu_low",
+    "gpu_swing",
+    "other",
+)
 """Every health-finding kind gets one series per task (0 when absent); a kind not listed here
 (a rule added later) counts under `other` until it is."""
-STATUSES = ("running", "stalled", "waiting", "idle", "finished", "done", "stopped", "failed",
-            "error")
+STATUSES = (
+    "running",
+    "stalled",
+    "waiting",
+    "idle",
+    "finished",
+    "done",
+    "stopped",
+    "failed",
+    "error",
+)
 """`TaskView.status` values; one series each per task, 1 for the current one."""
-THROUGHPUT_UNITS = {"throughput/samples_s": "samples_s", "throughput/tokens_s": "tokens_s",
-                    "throughput/it_s": "it_s", "steps_s": "steps_s"}
+THROUGHPUT_UNITS = {
+    "throughput/samples_s": "samples_s",
+    "throughput/tokens_s": "tokens_s",
+    "throughput/it_s": "it_s",
+    "steps_s": "steps_s",
+}
 GPU_LABELS = ("host", "gpu", "uuid")
 TASK_LABELS = ("host", "task")
 
 GPU_GAUGES: tuple[tuple[str, str, Callable[[GpuSample], float | None]], ...] = (
-    ("gpuherd_gpu_memory_used_bytes", "GPU memory in use (bytes).",
-     lambda d: d.memory_used_bytes),
-    ("gpuherd_gpu_memory_total_bytes", "GPU memory in all (bytes).",
-     lambda d: d.memory_total_bytes),
-    ("gpuherd_gpu_memory_reserved_bytes", "GPU memory the driver reserves for itself (bytes).",
-     lambda d: d.memory_reserved_bytes),
-    ("gpuherd_gpu_utilization_ratio", "GPU utilization over the driver's last period (0 to 1).",
-     lambda d: None if d.gpu_util_pct is None else d.gpu_util_pct / 100.0),
-    ("gpuherd_gpu_temperature_celsius", "GPU temperature (degrees Celsius).",
-     lambda d: d.temperature_c),
+    ("gpuherd_gpu_memory_used_bytes", "GPU memory in use (bytes).", lambda d: d.memory_used_bytes),
+    (
+        "gpuherd_gpu_memory_total_bytes",
+        "GPU memory in all (bytes).",
+        lambda d: d.memory_total_bytes,
+    ),
+    (
+        "gpuherd_gpu_memory_reserved_bytes",
+        "GPU memory the driver reserves for itself (bytes).",
+        lambda d: d.memory_reserved_bytes,
+    ),
+    (
+        "gpuherd_gpu_utilization_ratio",
+        "GPU utilization over the driver's last period (0 to 1).",
+        lambda d: None if d.gpu_util_pct is None else d.gpu_util_pct / 100.0,
+    ),
+    (
+        "gpuherd_gpu_temperature_celsius",
+        "GPU temperature (degrees Celsius).",
+        lambda d: d.temperature_c,
+    ),
     ("gpuherd_gpu_power_watts", "GPU power draw (watts).", lambda d: d.power_w),
 )
 """Name, help and value of each per-GPU gauge; a `None` value (not reported) is left out."""
@@ -69,8 +107,15 @@ def max_series(gpus: int) -> int:
     """The most series one scrape shows on a host with `gpus` GPUs (the queue's aside)."""
     per_gpu = len(GPU_GAUGES) + 3  # info, ok, peak
     per_task = 5 + len(STATUSES) + len(FINDING_KINDS) + gpus
-    return (gpus * per_gpu + MAX_PROCESSES + 1 + MAX_TASKS * per_task + 1 + OWN_SERIES_MAX
-            + 3 * MAX_SLURM_JOBS)
+    return (
+        gpus * per_gpu
+        + MAX_PROCESSES
+        + 1
+        + MAX_TASKS * per_task
+        + 1
+        + OWN_SERIES_MAX
+        + 3 * MAX_SLURM_JOBS
+    )
 
 
 def cut(value: str | None) -> str:
@@ -87,14 +132,21 @@ def gpu_families(snap: ExportSnapshot) -> Iterator[Metric]:
             if value is not None:
                 family.add_metric(_gpu_labels(snap, device), value)
         yield family
-    info = GaugeMetricFamily("gpuherd_gpu_info", "One series per GPU: its model (value 1).",
-                             labels=(*_gpu_label_names(snap), "model"))
-    ok = GaugeMetricFamily("gpuherd_gpu_ok", "1 when the GPU was read this round, 0 when it "
-                           "failed (for example lost from the bus).",
-                           labels=_gpu_label_names(snap))
-    peak = GaugeMetricFamily("gpuherd_gpu_memory_peak_bytes", "Highest GPU memory the fast "
-                             "sampler read over the last 15 s (only while recording).",
-                             labels=_gpu_label_names(snap))
+    info = GaugeMetricFamily(
+        "gpuherd_gpu_info",
+        "One series per GPU: its model (value 1).",
+        labels=(*_gpu_label_names(snap), "model"),
+    )
+    ok = GaugeMetricFamily(
+        "gpuherd_gpu_ok",
+        "1 when the GPU was read this round, 0 when it failed (for example lost from the bus).",
+        labels=_gpu_label_names(snap),
+    )
+    peak = GaugeMetricFamily(
+        "gpuherd_gpu_memory_peak_bytes",
+        "Highest GPU memory the fast sampler read over the last 15 s (only while recording).",
+        labels=_gpu_label_names(snap),
+    )
     for device in snap.gpus:
         labels = _gpu_labels(snap, device)
         info.add_metric([*labels, cut(device.name)], 1.0)
@@ -121,52 +173,83 @@ def process_families(snap: ExportSnapshot) -> Iterator[Metric]:
             if process.used_memory_bytes is None:
                 continue
             info = snap.processes.get(process.pid)
-            rows.append((process.used_memory_bytes, [
-                snap.host, str(device.index), cut(device.uuid), str(process.pid),
-                cut(info.user if info else None), cut(info.container if info else None),
-                *process_job(snap, process.pid)]))
+            rows.append(
+                (
+                    process.used_memory_bytes,
+                    [
+                        snap.host,
+                        str(device.index),
+                        cut(device.uuid),
+                        str(process.pid),
+                        cut(info.user if info else None),
+                        cut(info.container if info else None),
+                        *process_job(snap, process.pid),
+                    ],
+                )
+            )
     rows.sort(key=lambda row: -row[0])
-    family = GaugeMetricFamily("gpuherd_process_gpu_memory_bytes",
-                               "GPU memory of one process (bytes); the largest "
-                               f"{MAX_PROCESSES} per host.",
-                               labels=(*GPU_LABELS, "pid", "user", "container",
-                                       *job_label_names(snap)))
+    family = GaugeMetricFamily(
+        "gpuherd_process_gpu_memory_bytes",
+        f"GPU memory of one process (bytes); the largest {MAX_PROCESSES} per host.",
+        labels=(*GPU_LABELS, "pid", "user", "container", *job_label_names(snap)),
+    )
     for used, labels in rows[:MAX_PROCESSES]:
         family.add_metric(labels, used)
     yield family
-    yield _count("gpuherd_processes_unexported", "GPU processes beyond the series cap.",
-                 snap.host, max(0, len(rows) - MAX_PROCESSES))
+    yield _count(
+        "gpuherd_processes_unexported",
+        "GPU processes beyond the series cap.",
+        snap.host,
+        max(0, len(rows) - MAX_PROCESSES),
+    )
 
 
 def task_families(snap: ExportSnapshot) -> Iterator[Metric]:
     """Training metrics and health of each task (at most `MAX_TASKS`), named by short label."""
     chosen = sorted(snap.tasks, key=_task_order)[:MAX_TASKS]
     index_of = {device.uuid: str(device.index) for device in snap.gpus}
-    families = {name: GaugeMetricFamily(name, text, labels=(*TASK_LABELS, *extra))
-                for name, text, extra in _TASK_FAMILIES}
+    families = {
+        name: GaugeMetricFamily(name, text, labels=(*TASK_LABELS, *extra))
+        for name, text, extra in _TASK_FAMILIES
+    }
     for view, task in zip(chosen, _unique_labels(chosen), strict=True):
         _add_task(families, snap.host, task, view, index_of)
     yield from families.values()
-    yield _count("gpuherd_tasks_unexported", "Tasks beyond the series cap.", snap.host,
-                 max(0, len(snap.tasks) - MAX_TASKS))
+    yield _count(
+        "gpuherd_tasks_unexported",
+        "Tasks beyond the series cap.",
+        snap.host,
+        max(0, len(snap.tasks) - MAX_TASKS),
+    )
 
 
 _TASK_FAMILIES = (
     ("gpuherd_task_loss", "The task's last training loss.", ()),
-    ("gpuherd_task_validation", "The task's last validation metric (which one: `metric`).",
-     ("metric",)),
+    (
+        "gpuherd_task_validation",
+        "The task's last validation metric (which one: `metric`).",
+        ("metric",),
+    ),
     ("gpuherd_task_throughput", "The task's throughput, in the unit `unit` names.", ("unit",)),
     ("gpuherd_task_eta_seconds", "Seconds until the task's run should end.", ()),
     ("gpuherd_task_step", "The task's last step.", ()),
     ("gpuherd_task_status", "1 for the task's status, 0 for the others.", ("status",)),
-    ("gpuherd_task_findings", "How often the task showed each kind of health finding (0: "
-     "never).", ("kind",)),
+    (
+        "gpuherd_task_findings",
+        "How often the task showed each kind of health finding (0: never).",
+        ("kind",),
+    ),
     ("gpuherd_task_gpu", "1 for each GPU the task runs on.", ("gpu", "uuid")),
 )
 
 
-def _add_task(families: dict[str, GaugeMetricFamily], host: str, task: str, view: TaskView,
-              index_of: dict[str, str]) -> None:
+def _add_task(
+    families: dict[str, GaugeMetricFamily],
+    host: str,
+    task: str,
+    view: TaskView,
+    index_of: dict[str, str],
+) -> None:
     labels = [host, task]
     values = dict(view.latest)
     loss = next((values[n] for n in LOSS_NAMES if n in values), None)
@@ -183,8 +266,7 @@ def _add_task(families: dict[str, GaugeMetricFamily], host: str, task: str, view
     if view.step is not None:
         families["gpuherd_task_step"].add_metric(labels, view.step)
     for status in STATUSES:
-        families["gpuherd_task_status"].add_metric([*labels, status],
-                                                   float(view.status == status))
+        families["gpuherd_task_status"].add_metric([*labels, status], float(view.status == status))
     counts = dict.fromkeys(FINDING_KINDS, 0)
     for finding in view.findings:
         kind = finding.kind if finding.kind in counts else "other"
@@ -198,8 +280,12 @@ def _add_task(families: dict[str, GaugeMetricFamily], host: str, task: str, view
 
 def _task_order(view: TaskView) -> tuple[Any, ...]:
     last = view.last_progress_at
-    return (view.status != "running", -(last if last is not None and math.isfinite(last)
-                                        else -math.inf), view.label, view.task_id)
+    return (
+        view.status != "running",
+        -(last if last is not None and math.isfinite(last) else -math.inf),
+        view.label,
+        view.task_id,
+    )
 
 
 def _unique_labels(views: list[TaskView]) -> list[str]:

@@ -62,14 +62,17 @@ def build_feed(args: ServeMetricsOptions) -> Feed:
         from collectors.replay.replay import SessionReplay
 
         directory = Path(args.replay)
-        replay = SessionReplay(directory, speed=args.speed,
-                               check_all=_csv_bytes(directory) <= CHECK_ALL_MAX_BYTES)
+        replay = SessionReplay(
+            directory, speed=args.speed, check_all=_csv_bytes(directory) <= CHECK_ALL_MAX_BYTES
+        )
         host = str(replay.session.meta.get("host") or "unknown")
         return Feed(host, list(replay.collectors()), replay_hints(replay.session))
-    sources = live_sources(SourceOptions(interval_s=args.interval, logs=args.log,
-                                         watch=args.watch, headless=True))
-    return Feed(socket.gethostname(), sources.collectors(), sources=sources,
-                writers=sources.writers)
+    sources = live_sources(
+        SourceOptions(interval_s=args.interval, logs=args.log, watch=args.watch, headless=True)
+    )
+    return Feed(
+        socket.gethostname(), sources.collectors(), sources=sources, writers=sources.writers
+    )
 
 
 def _csv_bytes(directory: Path) -> int:
@@ -91,8 +94,11 @@ def sink(exporter: Exporter) -> Callable[[CollectorEvent], None]:
             failing.discard(event.source)
         elif isinstance(event, (Unavailable, Crashed)):
             say(f"metrics: {event.source}: {event.error}")
-        elif (isinstance(event, Sampled) and isinstance(event.sample, LogBatch)
-              and event.sample.notice):
+        elif (
+            isinstance(event, Sampled)
+            and isinstance(event.sample, LogBatch)
+            and event.sample.notice
+        ):
             say(f"metrics: {event.source}: {event.sample.notice}")  # a tail polls, and why
         exporter.emit(event)
 
@@ -104,17 +110,26 @@ def running_set(feed: Feed) -> RunningSet:
     sources = feed.sources
     if sources is None:
         return RunningSet(feed.collectors, prefix="export:")
-    return RunningSet(feed.collectors, pid_watch=sources.pid_watch,
-                      tails=sources.tails if sources.has_logs else None,
-                      writers=feed.writers, prefix="export:")
+    return RunningSet(
+        feed.collectors,
+        pid_watch=sources.pid_watch,
+        tails=sources.tails if sources.has_logs else None,
+        writers=feed.writers,
+        prefix="export:",
+    )
 
 
 def run(args: ServeMetricsOptions) -> int:
     """Export until SIGINT or SIGTERM; exit status 2 when it cannot start."""
     try:
         feed = build_feed(args)
-        exporter = from_args(args, feed.host, feed.hints, listen=args.listen,
-                             queue=live_queue() if feed.sources is not None else None)
+        exporter = from_args(
+            args,
+            feed.host,
+            feed.hints,
+            listen=args.listen,
+            queue=live_queue() if feed.sources is not None else None,
+        )
     except GpuherdError as error:
         say(error.shown)
         return exit_codes.USAGE

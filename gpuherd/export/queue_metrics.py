@@ -30,8 +30,9 @@ QueueProvider = Callable[[], QueueState]
 """Called once per scrape, on the scrape's thread; may raise (the scrape goes on without it)."""
 
 
-def queue_families(host: str, provider: QueueProvider,
-                   index_of: Mapping[str, str] | None = None) -> Iterator[Metric]:
+def queue_families(
+    host: str, provider: QueueProvider, index_of: Mapping[str, str] | None = None
+) -> Iterator[Metric]:
     """`gpuherd_queue_jobs{state}` and `gpuherd_queue_reserved_bytes{gpu, uuid}`.
 
     `index_of` maps a GPU UUID to its index (from the newest tick); a GPU it does not know gets
@@ -39,13 +40,16 @@ def queue_families(host: str, provider: QueueProvider,
     """
     state = provider()
     index_of = index_of or {}
-    jobs = GaugeMetricFamily("gpuherd_queue_jobs", "Jobs in the queue, by state.",
-                             labels=("host", "state"))
+    jobs = GaugeMetricFamily(
+        "gpuherd_queue_jobs", "Jobs in the queue, by state.", labels=("host", "state")
+    )
     for name, count in sorted(state.jobs_by_state.items())[:MAX_QUEUE_STATES]:
         jobs.add_metric([host, str(name)[:32]], count)
-    reserved = GaugeMetricFamily("gpuherd_queue_reserved_bytes",
-                                 "GPU memory the queue reserves for its jobs (bytes).",
-                                 labels=("host", "gpu", "uuid"))
+    reserved = GaugeMetricFamily(
+        "gpuherd_queue_reserved_bytes",
+        "GPU memory the queue reserves for its jobs (bytes).",
+        labels=("host", "gpu", "uuid"),
+    )
     for uuid, value in sorted(state.reserved_bytes_by_uuid.items())[:MAX_QUEUE_GPUS]:
         reserved.add_metric([host, index_of.get(uuid, ""), str(uuid)[:64]], value)
     yield from (jobs, reserved)

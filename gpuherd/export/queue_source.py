@@ -37,9 +37,13 @@ class QueueReader:
             (`use_gpu_totals`) from its own GPU readings.
     """
 
-    def __init__(self, state_dir: Path | None = None, ledger_dir: Path | None = None,
-                 warn: object = None,
-                 gpu_totals: Callable[[], Mapping[str, int]] | None = None) -> None:
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        ledger_dir: Path | None = None,
+        warn: object = None,
+        gpu_totals: Callable[[], Mapping[str, int]] | None = None,
+    ) -> None:
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self.ledger_dir = ledger_dir if ledger_dir is not None else default_ledger_dir()
         self._warn = warn if callable(warn) else (lambda text: None)
@@ -73,8 +77,9 @@ class QueueReader:
             return {}
         if self._ledger is None:
             # One ledger for every scrape, so what it cannot trust is named once, not per scrape.
-            self._ledger = Ledger(self.ledger_dir, on_warning=self._warn,
-                                  lock_timeout_s=LOCK_TIMEOUT_S)
+            self._ledger = Ledger(
+                self.ledger_dir, on_warning=self._warn, lock_timeout_s=LOCK_TIMEOUT_S
+            )
         ledger = self._ledger
         totals = self._gpu_totals() if self._gpu_totals is not None else {}
         with ledger.locked() as view:

@@ -21,7 +21,9 @@ from gpuherd.export.state import ExportSnapshot, ExportState
 
 Part = Callable[[ExportSnapshot], Iterable[Metric]]
 PARTS: tuple[tuple[str, Part], ...] = (
-    ("gpu", gpu_families), ("process", process_families), ("task", task_families),
+    ("gpu", gpu_families),
+    ("process", process_families),
+    ("task", task_families),
     ("slurm", slurm_families),
 )
 
@@ -35,8 +37,12 @@ class ScrapeCollector:
         report: Told (once per distinct message) what a failing part raised.
     """
 
-    def __init__(self, state: ExportState, queue: QueueProvider | None = None,
-                 report: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        state: ExportState,
+        queue: QueueProvider | None = None,
+        report: Callable[[str], None] | None = None,
+    ) -> None:
         self.state = state
         self.queue = queue
         self._report = report
@@ -72,19 +78,26 @@ class ScrapeCollector:
         yield from self._own(host, snap)
 
     def _own(self, host: str, snap: ExportSnapshot | None) -> Iterator[Metric]:
-        info = GaugeMetricFamily("gpuherd_exporter_info", "The exporter's host label and "
-                                 "version (value 1).", labels=("host", "version"))
+        info = GaugeMetricFamily(
+            "gpuherd_exporter_info",
+            "The exporter's host label and version (value 1).",
+            labels=("host", "version"),
+        )
         info.add_metric([host, __version__], 1.0)
-        errors = CounterMetricFamily("gpuherd_exporter_scrape_errors",
-                                     "Scrapes that left a part out because it raised.",
-                                     labels=("host", "part"))
+        errors = CounterMetricFamily(
+            "gpuherd_exporter_scrape_errors",
+            "Scrapes that left a part out because it raised.",
+            labels=("host", "part"),
+        )
         with self._lock:
             counts = sorted(self._errors.items())
         for part, count in counts:
             errors.add_metric([host, part], count)
-        failing = GaugeMetricFamily("gpuherd_sources_failing",
-                                    "Sources (GPU, host, logs) failing right now.",
-                                    labels=("host",))
+        failing = GaugeMetricFamily(
+            "gpuherd_sources_failing",
+            "Sources (GPU, host, logs) failing right now.",
+            labels=("host",),
+        )
         failing.add_metric([host], len(snap.failing) if snap is not None else 0)
         yield from (info, errors, failing)
 

@@ -42,9 +42,11 @@ closed) without a thread, so a client that opens connections without end, or a s
 costs at most this many threads; Prometheus needs one per scrape."""
 BUSY_REPORT_S = 60.0
 """Refusals are said on stderr at most once per this many seconds."""
-_BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                b"Retry-After: 1\r\nConnection: close\r\nContent-Length: 41\r\n\r\n"
-                b"too many connections open; retry shortly\n")
+_BUSY_ANSWER = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Retry-After: 1\r\nConnection: close\r\nContent-Length: 41\r\n\r\n"
+    b"too many connections open; retry shortly\n"
+)
 
 
 class ExporterError(GpuherdError):
@@ -74,23 +76,27 @@ def tls_context(cert: str, key: str) -> ssl.SSLContext:
     try:
         ssl.create_default_context().load_verify_locations(cafile=cert)
     except ssl.SSLError as error:
-        raise ExporterError(f"--metrics-cert {cert}: not a PEM certificate "
-                            f"({error.reason or error})") from None
+        raise ExporterError(
+            f"--metrics-cert {cert}: not a PEM certificate ({error.reason or error})"
+        ) from None
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
         context.load_cert_chain(cert, key, password=_no_passphrase)
     except _PassphraseAsked:
-        raise ExporterError(f"--metrics-key {key}: the key is encrypted and gpuherd never asks "
-                            "for a passphrase; give it an unencrypted key (openssl pkey -in "
-                            "KEY -out PLAIN.key), readable only by the exporter's user") \
-            from None
+        raise ExporterError(
+            f"--metrics-key {key}: the key is encrypted and gpuherd never asks "
+            "for a passphrase; give it an unencrypted key (openssl pkey -in "
+            "KEY -out PLAIN.key), readable only by the exporter's user"
+        ) from None
     except ssl.SSLError as error:
         if "KEY_VALUES_MISMATCH" in str(error) or "key values mismatch" in str(error):
-            raise ExporterError(f"--metrics-cert {cert} does not match --metrics-key {key}") \
-                from None
-        raise ExporterError(f"--metrics-key {key}: not a PEM private key "
-                            f"({error.reason or error})") from None
+            raise ExporterError(
+                f"--metrics-cert {cert} does not match --metrics-key {key}"
+            ) from None
+        raise ExporterError(
+            f"--metrics-key {key}: not a PEM private key ({error.reason or error})"
+        ) from None
     except OSError as error:
         raise ExporterError(f"{error.filename or key}: {error.strerror or error}") from None
     return context
@@ -104,8 +110,7 @@ def _check_readable(flag: str, path: str) -> None:
         with open(path, "rb"):
             pass
     except OSError as error:
-        raise ExporterError(f"{flag} {path}: cannot read it ({error.strerror or error})") \
-            from None
+        raise ExporterError(f"{flag} {path}: cannot read it ({error.strerror or error})") from None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -166,10 +171,14 @@ class MetricsServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, address: ListenAddress, registry: CollectorRegistry,
-                 tls: ssl.SSLContext | None = None,
-                 report: Callable[[str], None] | None = None,
-                 max_connections: int = MAX_CONNECTIONS) -> None:
+    def __init__(
+        self,
+        address: ListenAddress,
+        registry: CollectorRegistry,
+        tls: ssl.SSLContext | None = None,
+        report: Callable[[str], None] | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
         self.registry = registry
         self.max_connections = max_connections
         self.refused = 0
@@ -180,11 +189,13 @@ class MetricsServer(ThreadingHTTPServer):
         self.report = report or (lambda line: print(f"gpuherd: {visible(line)}", file=sys.stderr))
         self.listen = address
         try:
-            infos = socket.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM,
-                                       flags=socket.AI_PASSIVE)
+            infos = socket.getaddrinfo(
+                address.host, address.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            )
         except socket.gaierror as error:
-            raise ExporterError(f"--serve-metrics {address}: cannot resolve "
-                                f"{address.host!r} ({error.strerror})") from None
+            raise ExporterError(
+                f"--serve-metrics {address}: cannot resolve {address.host!r} ({error.strerror})"
+            ) from None
         self.address_family = infos[0][0]
         bound = (str(infos[0][4][0]), int(infos[0][4][1]))
         try:
@@ -221,8 +232,10 @@ class MetricsServer(ThreadingHTTPServer):
         now = time.monotonic()
         if self._busy_said_at is None or now - self._busy_said_at >= BUSY_REPORT_S:
             self._busy_said_at = now
-            self.report(f"metrics: {self.max_connections} connections open already; refusing "
-                        f"more ({self.refused} so far)")
+            self.report(
+                f"metrics: {self.max_connections} connections open already; refusing "
+                f"more ({self.refused} so far)"
+            )
         if self.tls is None:  # over TLS a plain answer would be noise: just close
             try:
                 request.setblocking(False)  # a fresh socket's buffer takes it, or nothing
@@ -261,8 +274,12 @@ class MetricsServer(ThreadingHTTPServer):
 
     def start(self) -> None:
         """Serve on a daemon thread."""
-        self._thread = threading.Thread(target=self.serve_forever, name="export:http",
-                                        kwargs={"poll_interval": 0.5}, daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever,
+            name="export:http",
+            kwargs={"poll_interval": 0.5},
+            daemon=True,
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -277,8 +294,9 @@ def _bind_problem(address: ListenAddress, error: OSError) -> str:
     import errno
 
     if error.errno == errno.EADDRINUSE:
-        return (f"--serve-metrics {address}: the port is in use (another exporter?); "
-                "pick another port")
+        return (
+            f"--serve-metrics {address}: the port is in use (another exporter?); pick another port"
+        )
     if error.errno == errno.EACCES:
         return f"--serve-metrics {address}: not allowed to listen there (a port under 1024?)"
     if error.errno == errno.EADDRNOTAVAIL:

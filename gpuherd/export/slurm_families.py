@@ -45,17 +45,31 @@ def slurm_families(snap: ExportSnapshot) -> Iterator[Metric]:
     if snap.slurm is None:
         return
     labels = ("host", JOB_LABEL)
-    info = GaugeMetricFamily("gpuherd_slurm_job_info", "One series per Slurm job on this "
-                             "node: its user, name, partition and state (value 1).",
-                             labels=(*labels, "user", "name", "partition", "state"))
-    gpus = GaugeMetricFamily("gpuherd_slurm_job_gpus", "GPUs Slurm allocated to the job on "
-                             "this node.", labels=labels)
-    left = GaugeMetricFamily("gpuherd_slurm_job_time_left_seconds", "Seconds until the job's "
-                             "time limit (left out for a job without one).", labels=labels)
+    info = GaugeMetricFamily(
+        "gpuherd_slurm_job_info",
+        "One series per Slurm job on this node: its user, name, partition and state (value 1).",
+        labels=(*labels, "user", "name", "partition", "state"),
+    )
+    gpus = GaugeMetricFamily(
+        "gpuherd_slurm_job_gpus", "GPUs Slurm allocated to the job on this node.", labels=labels
+    )
+    left = GaugeMetricFamily(
+        "gpuherd_slurm_job_time_left_seconds",
+        "Seconds until the job's time limit (left out for a job without one).",
+        labels=labels,
+    )
     for job in snap.slurm.jobs[:MAX_SLURM_JOBS]:
         ids = [snap.host, job.job_id]
-        info.add_metric([*ids, *(value[:MAX_LABEL_CHARS] for value in (
-            job.user, job.name, job.partition, job.state))], 1.0)
+        info.add_metric(
+            [
+                *ids,
+                *(
+                    value[:MAX_LABEL_CHARS]
+                    for value in (job.user, job.name, job.partition, job.state)
+                ),
+            ],
+            1.0,
+        )
         gpus.add_metric(ids, float(len(job.gpu_indexes or ())))
         if job.time_left_s is not None:
             left.add_metric(ids, float(job.time_left_s))

@@ -49,8 +49,9 @@ class ExportSnapshot:
 class ExportState:
     """The exporter's sink: `emit` from collector threads, `snapshot` from a scrape."""
 
-    def __init__(self, host: str, hints: Sequence[TaskHint] = (),
-                 peak_window_s: float = PEAK_WINDOW_S) -> None:
+    def __init__(
+        self, host: str, hints: Sequence[TaskHint] = (), peak_window_s: float = PEAK_WINDOW_S
+    ) -> None:
         self.host = host
         self._hints = {hint.task_id: hint for hint in hints}
         self._peak_window_s = peak_window_s
@@ -63,7 +64,9 @@ class ExportState:
         self._failing: dict[str, str] = {}
         self._peaks: deque[tuple[float, Mapping[str, int]]] = deque()
         self._handlers: dict[type, Callable[[str, Any], None]] = {
-            GpuTick: self._tick, HostSample: self._host_sample, LogBatch: self._batch,
+            GpuTick: self._tick,
+            HostSample: self._host_sample,
+            LogBatch: self._batch,
             WritersTick: self._writers,
             DiscoveredLogs: self._discovered,
             SlurmTick: self._slurm_tick,

@@ -41,7 +41,7 @@ class Series:
 def said(text: object) -> str:
     """A server's own words, safe to show: control characters made visible, length capped."""
     shown = visible(text) if isinstance(text, str) else f"({_kind(text)})"
-    return shown if len(shown) <= MAX_SAID_CHARS else shown[:MAX_SAID_CHARS - 1] + "…"
+    return shown if len(shown) <= MAX_SAID_CHARS else shown[: MAX_SAID_CHARS - 1] + "…"
 
 
 def read_answer(raw: bytes, url: str) -> list[Series]:
@@ -54,13 +54,16 @@ def read_answer(raw: bytes, url: str) -> list[Series]:
     try:
         doc = json.loads(raw)
     except RecursionError:
-        raise PrometheusError(f"{url} answered JSON nested too deeply to be Prometheus's "
-                              "query API") from None
+        raise PrometheusError(
+            f"{url} answered JSON nested too deeply to be Prometheus's query API"
+        ) from None
     except ValueError:  # not JSON, or not UTF-8
         doc = None
     if not isinstance(doc, dict) or doc.get("status") not in ("success", "error"):
-        raise PrometheusError(f"{url} does not answer like Prometheus's query API "
-                              "(/api/v1/query); is it the Prometheus server's URL?")
+        raise PrometheusError(
+            f"{url} does not answer like Prometheus's query API "
+            "(/api/v1/query); is it the Prometheus server's URL?"
+        )
     if doc["status"] == "error":
         raise PrometheusError(f"Prometheus at {url}: {said(doc.get('error', 'error'))}")
     data = doc.get("data")
@@ -68,8 +71,9 @@ def read_answer(raw: bytes, url: str) -> list[Series]:
         raise _malformed(url, "data", data, "an object")
     if data.get("resultType") != "vector":
         if isinstance(data.get("resultType"), str):
-            raise PrometheusError(f"Prometheus at {url} answered a "
-                                  f"{said(data['resultType'])}, not an instant vector")
+            raise PrometheusError(
+                f"Prometheus at {url} answered a {said(data['resultType'])}, not an instant vector"
+            )
         raise _malformed(url, "data.resultType", data.get("resultType"), '"vector"')
     result = data.get("result")
     if not isinstance(result, list):
@@ -122,8 +126,9 @@ def _number(text: Any) -> float | None:
 
 
 def _malformed(url: str, where: str, found: Any, wanted: str) -> PrometheusError:
-    return PrometheusError(f"Prometheus at {url} gave a malformed answer: {where} is "
-                           f"{_kind(found)}, not {wanted}")
+    return PrometheusError(
+        f"Prometheus at {url} gave a malformed answer: {where} is {_kind(found)}, not {wanted}"
+    )
 
 
 def _kind(value: Any) -> str:

@@ -45,8 +45,9 @@ def fleet_query(lookback_s: float) -> str:
         "dcgm_util": f"last_over_time(DCGM_FI_DEV_GPU_UTIL{window})",
         "dcgm_fresh": "timestamp(DCGM_FI_DEV_FB_USED)",
     }
-    return " or ".join(f'label_replace({expr}, "fleet_q", "{name}", "", "")'
-                       for name, expr in parts.items())
+    return " or ".join(
+        f'label_replace({expr}, "fleet_q", "{name}", "", "")' for name, expr in parts.items()
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +122,17 @@ class FleetSnapshot:
 def sort_key(row: FleetRow) -> tuple[bool, float, str, int, str]:
     """Where to run now first: fresh before stale, most free memory first."""
     free = row.free_bytes
-    gpu = (int(row.gpu) if len(row.gpu) <= MAX_GPU_INDEX_DIGITS and row.gpu.isascii()
-           and row.gpu.isdigit() else AFTER_EVERY_INDEX)
+    gpu = (
+        int(row.gpu)
+        if len(row.gpu) <= MAX_GPU_INDEX_DIGITS and row.gpu.isascii() and row.gpu.isdigit()
+        else AFTER_EVERY_INDEX
+    )
     return (row.stale, -(free if free is not None else -1.0), row.host, gpu, row.gpu)
 
 
-def build_rows(series: Iterable[Series], stale_after_s: float) -> tuple[tuple[FleetRow, ...],
-                                                                          float]:
+def build_rows(
+    series: Iterable[Series], stale_after_s: float
+) -> tuple[tuple[FleetRow, ...], float]:
     """The rows of one answer to `fleet_query`, sorted, and the answer's evaluation time."""
     parts: dict[str, list[Series]] = {}
     at = 0.0
@@ -147,8 +152,12 @@ def checked(row: FleetRow) -> FleetRow:
     """
     bad = set()
     used, total, util = row.used_bytes, row.total_bytes, row.util_ratio
-    if not _possible(used) or not _possible(total) or total == 0 or (
-            used is not None and total is not None and used > total):
+    if (
+        not _possible(used)
+        or not _possible(total)
+        or total == 0
+        or (used is not None and total is not None and used > total)
+    ):
         bad.add("memory")
         used = total = None
     if not _possible(util, MAX_RATIO):
@@ -160,8 +169,14 @@ def checked(row: FleetRow) -> FleetRow:
         user_bytes = None
     if not bad:
         return row
-    return replace(row, used_bytes=used, total_bytes=total, util_ratio=util,
-                   top_user_bytes=user_bytes, invalid=frozenset(bad))
+    return replace(
+        row,
+        used_bytes=used,
+        total_bytes=total,
+        util_ratio=util,
+        top_user_bytes=user_bytes,
+        invalid=frozenset(bad),
+    )
 
 
 def _possible(value: float | None, most: float = math.inf) -> bool:
@@ -173,8 +188,9 @@ def _host(labels: dict[str, str], name: str) -> str:
     return labels.get(name) or labels.get("instance") or "?"
 
 
-def _values(parts: dict[str, list[Series]], name: str, host_label: str,
-            scale: float = 1.0) -> dict[tuple[str, str], float]:
+def _values(
+    parts: dict[str, list[Series]], name: str, host_label: str, scale: float = 1.0
+) -> dict[tuple[str, str], float]:
     out: dict[tuple[str, str], float] = {}
     for s in parts.get(name, ()):
         key = (_host(s.labels, host_label), s.labels.get("gpu", "?"))
@@ -182,8 +198,9 @@ def _values(parts: dict[str, list[Series]], name: str, host_label: str,
     return out
 
 
-def _ages(parts: dict[str, list[Series]], name: str,
-          host_label: str) -> dict[tuple[str, str], float]:
+def _ages(
+    parts: dict[str, list[Series]], name: str, host_label: str
+) -> dict[tuple[str, str], float]:
     out: dict[tuple[str, str], float] = {}
     for s in parts.get(name, ()):
         key = (_host(s.labels, host_label), s.labels.get("gpu", "?"))
@@ -194,19 +211,32 @@ def _ages(parts: dict[str, list[Series]], name: str,
 def _gpuherd_rows(parts: dict[str, list[Series]], stale_after_s: float) -> list[FleetRow]:
     used, total = _values(parts, "used", "host"), _values(parts, "total", "host")
     util, ages = _values(parts, "util", "host"), _ages(parts, "fresh", "host")
-    models = {(_host(s.labels, "host"), s.labels.get("gpu", "?")): s.labels.get("model")
-              for s in parts.get("model", ())}
+    models = {
+        (_host(s.labels, "host"), s.labels.get("gpu", "?")): s.labels.get("model")
+        for s in parts.get("model", ())
+    }
     users = _top_users(parts.get("user", ()))
     tasks = _tasks(parts)
     rows = []
     for key in sorted({*used, *total}):
         age = ages.get(key)
         user = users.get(key)
-        rows.append(FleetRow(
-            key[0], key[1], "gpuherd", models.get(key), used.get(key),
-            total.get(key), util.get(key), user[0] if user else None,
-            user[1] if user else None, tasks.get(key, ()),
-            stale=age is None or age > stale_after_s, age_s=age))
+        rows.append(
+            FleetRow(
+                key[0],
+                key[1],
+                "gpuherd",
+                models.get(key),
+                used.get(key),
+                total.get(key),
+                util.get(key),
+                user[0] if user else None,
+                user[1] if user else None,
+                tasks.get(key, ()),
+                stale=age is None or age > stale_after_s,
+                age_s=age,
+            )
+        )
     return rows
 
 
@@ -215,15 +245,27 @@ def _dcgm_rows(parts: dict[str, list[Series]], stale_after_s: float) -> list[Fle
     free = _values(parts, "dcgm_free", "Hostname", MIB)
     util = _values(parts, "dcgm_util", "Hostname", 0.01)
     ages = _ages(parts, "dcgm_fresh", "Hostname")
-    models = {(_host(s.labels, "Hostname"), s.labels.get("gpu", "?")): s.labels.get("modelName")
-              for s in parts.get("dcgm_used", ())}
+    models = {
+        (_host(s.labels, "Hostname"), s.labels.get("gpu", "?")): s.labels.get("modelName")
+        for s in parts.get("dcgm_used", ())
+    }
     rows = []
     for key in sorted(used):
         age = ages.get(key)
         total = used[key] + free[key] if key in free else None
-        rows.append(FleetRow(key[0], key[1], "dcgm", models.get(key), used[key],
-                             total, util.get(key),
-                             stale=age is None or age > stale_after_s, age_s=age))
+        rows.append(
+            FleetRow(
+                key[0],
+                key[1],
+                "dcgm",
+                models.get(key),
+                used[key],
+                total,
+                util.get(key),
+                stale=age is None or age > stale_after_s,
+                age_s=age,
+            )
+        )
     return rows
 
 
@@ -239,23 +281,29 @@ def _top_users(series: Iterable[Series]) -> dict[tuple[str, str], tuple[str, flo
 
 def _tasks(parts: dict[str, list[Series]]) -> dict[tuple[str, str], tuple[FleetTask, ...]]:
     """Tasks by (host, GPU); a task whose GPU is unknown shows on its host's first GPU."""
-    status = {(_host(s.labels, "host"), s.labels.get("task", "")): s.labels.get("status")
-              for s in parts.get("status", ())}
+    status = {
+        (_host(s.labels, "host"), s.labels.get("task", "")): s.labels.get("status")
+        for s in parts.get("status", ())
+    }
     kinds: dict[tuple[str, str], list[str]] = {}
     for s in parts.get("finding", ()):
         kinds.setdefault((_host(s.labels, "host"), s.labels.get("task", "")), []).append(
-            s.labels.get("kind", "other"))
+            s.labels.get("kind", "other")
+        )
     gpus: dict[tuple[str, str], list[str]] = {}
     for s in parts.get("task_gpu", ()):
         gpus.setdefault((_host(s.labels, "host"), s.labels.get("task", "")), []).append(
-            s.labels.get("gpu", "?"))
+            s.labels.get("gpu", "?")
+        )
     host_gpus: dict[str, list[str]] = {}
     for s in parts.get("used", ()):
         host_gpus.setdefault(_host(s.labels, "host"), []).append(s.labels.get("gpu", "?"))
     out: dict[tuple[str, str], list[FleetTask]] = {}
-    for (host, name) in sorted({*status, *kinds}):
-        found = sorted(kinds.get((host, name), ()),
-                       key=lambda k: (SEVERITY_RANK.get(severity_of(k, False), 3), k))
+    for host, name in sorted({*status, *kinds}):
+        found = sorted(
+            kinds.get((host, name), ()),
+            key=lambda k: (SEVERITY_RANK.get(severity_of(k, False), 3), k),
+        )
         task = FleetTask(name, status.get((host, name)), tuple(found))
         first = sorted(host_gpus.get(host, ["?"]), key=lambda g: (len(g), g))[:1]
         for gpu in gpus.get((host, name)) or first:

@@ -40,16 +40,18 @@ def check_url(text: str) -> str:
     try:
         parsed.port  # noqa: B018 (raises on a bad port)
     except ValueError:
-        raise ValueError(f"--prometheus {text!r}: the port is not a number from 0 to 65535") \
-            from None
+        raise ValueError(
+            f"--prometheus {text!r}: the port is not a number from 0 to 65535"
+        ) from None
     return text.rstrip("/")
 
 
 class PrometheusClient:
     """Instant queries against one Prometheus server."""
 
-    def __init__(self, url: str, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 max_bytes: int = MAX_ANSWER_BYTES) -> None:
+    def __init__(
+        self, url: str, timeout_s: float = DEFAULT_TIMEOUT_S, max_bytes: int = MAX_ANSWER_BYTES
+    ) -> None:
         self.url = check_url(url)
         self.timeout_s = timeout_s
         self.max_bytes = max_bytes
@@ -69,8 +71,11 @@ class PrometheusClient:
             raise PrometheusError(self._unreadable(error)) from None
 
     def _connection(self) -> http.client.HTTPConnection:
-        kind = (http.client.HTTPSConnection if self._parts.scheme == "https"
-                else http.client.HTTPConnection)
+        kind = (
+            http.client.HTTPSConnection
+            if self._parts.scheme == "https"
+            else http.client.HTTPConnection
+        )
         return kind(self._parts.hostname or "", self._parts.port, timeout=self.timeout_s)
 
     def _exchange(self, body: bytes) -> tuple[int, bytes]:
@@ -79,9 +84,12 @@ class PrometheusClient:
         deadline = Deadline(self.timeout_s, lambda: connection.sock)
         got: list[bytes] = []
         try:
-            connection.request("POST", f"{self._parts.path}/api/v1/query", body, {
-                "Accept": "application/json",
-                "Content-Type": "application/x-www-form-urlencoded"})
+            connection.request(
+                "POST",
+                f"{self._parts.path}/api/v1/query",
+                body,
+                {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"},
+            )
             deadline.left()
             answer = connection.getresponse()
             self._check_length(answer.getheader("Content-Length"))
@@ -91,8 +99,9 @@ class PrometheusClient:
         except (OSError, http.client.HTTPException) as error:
             if deadline.passed.is_set():
                 raise PrometheusError(self._late(got)) from None
-            raise PrometheusError(f"cannot reach Prometheus at {self.url}: "
-                                  f"{said(str(error) or type(error).__name__)}") from None
+            raise PrometheusError(
+                f"cannot reach Prometheus at {self.url}: {said(str(error) or type(error).__name__)}"
+            ) from None
         except PrometheusError:
             raise
         except Exception as error:  # noqa: BLE001 (a backstop: see `_unreadable`)
@@ -101,8 +110,13 @@ class PrometheusClient:
             deadline.cancel()
             connection.close()
 
-    def _body(self, answer: http.client.HTTPResponse, connection: http.client.HTTPConnection,
-              deadline: Deadline, got: list[bytes]) -> bytes:
+    def _body(
+        self,
+        answer: http.client.HTTPResponse,
+        connection: http.client.HTTPConnection,
+        deadline: Deadline,
+        got: list[bytes],
+    ) -> bytes:
         size = 0
         while True:
             if connection.sock is not None:
@@ -120,26 +134,35 @@ class PrometheusClient:
         # str.isdigit() is true of "²", which int() refuses: only ASCII digits are a length.
         # int() refuses thousands of digits: a length of more than 18 is over any cap anyway.
         length = header.strip().lstrip("0") if header is not None else ""
-        if length.isascii() and length.isdigit() and (len(length) > 18
-                                                      or int(length) > self.max_bytes):
+        if (
+            length.isascii()
+            and length.isdigit()
+            and (len(length) > 18 or int(length) > self.max_bytes)
+        ):
             raise PrometheusError(self._too_big())
 
     def _too_big(self) -> str:
-        return (f"Prometheus at {self.url} answered more than {fmt_bytes(self.max_bytes)}; "
-                "gave up reading (is it the Prometheus server's URL?)")
+        return (
+            f"Prometheus at {self.url} answered more than {fmt_bytes(self.max_bytes)}; "
+            "gave up reading (is it the Prometheus server's URL?)"
+        )
 
     def _unreadable(self, error: Exception) -> str:
         # The server chooses every byte: an answer that trips a check nobody thought of is
         # still one line, so the fleet view keeps its rows and tries again.
-        return (f"Prometheus at {self.url} gave an answer gpuherd cannot read: "
-                f"{said(f'{type(error).__name__}: {error}')}")
+        return (
+            f"Prometheus at {self.url} gave an answer gpuherd cannot read: "
+            f"{said(f'{type(error).__name__}: {error}')}"
+        )
 
     def _late(self, got: list[bytes]) -> str:
         if not got:
             return f"no answer from {self.url} within {self.timeout_s:g} s"
         size = fmt_bytes(sum(len(chunk) for chunk in got))
-        return (f"no whole answer from {self.url} within {self.timeout_s:g} s ({size} came); "
-                "gave up reading")
+        return (
+            f"no whole answer from {self.url} within {self.timeout_s:g} s ({size} came); "
+            "gave up reading"
+        )
 
     def _http_problem(self, status: int, raw: bytes) -> str:
         try:
@@ -148,5 +171,4 @@ class PrometheusClient:
             doc = None
         if isinstance(doc, dict) and doc.get("error"):
             return f"Prometheus at {self.url}: {said(doc['error'])}"
-        return (f"{self.url} answered HTTP {status} to a query: is it the Prometheus "
-                "server's URL?")
+        return f"{self.url} answered HTTP {status} to a query: is it the Prometheus server's URL?"

@@ -31,9 +31,13 @@ class FleetSource:
     name = "prometheus"
     role = "fleet"
 
-    def __init__(self, client: PrometheusClient, interval_s: float = DEFAULT_REFRESH_S,
-                 stale_after_s: float = DEFAULT_STALE_AFTER_S,
-                 lookback_s: float = DEFAULT_LOOKBACK_S) -> None:
+    def __init__(
+        self,
+        client: PrometheusClient,
+        interval_s: float = DEFAULT_REFRESH_S,
+        stale_after_s: float = DEFAULT_STALE_AFTER_S,
+        lookback_s: float = DEFAULT_LOOKBACK_S,
+    ) -> None:
         self.client = client
         self.interval_s = interval_s
         self.stale_after_s = stale_after_s
@@ -70,5 +74,6 @@ class FleetSource:
             raise NoFleetSeries(
                 f"Prometheus at {self.client.url} holds no gpuherd_gpu_* or DCGM_FI_DEV_* "
                 "series: add a scrape of `gpuherd serve-metrics` or dcgm-exporter "
-                "(docs/fleet.md)")
+                "(docs/fleet.md)"
+            )
         return first

@@ -16,16 +16,16 @@ def run(args: FleetOptions) -> int:
     from gpuherd.dashboard.monitor import terminal_problem
 
     try:
-        source = FleetSource(PrometheusClient(args.prometheus), args.interval, args.stale_after,
-                             args.forget_after)
+        source = FleetSource(
+            PrometheusClient(args.prometheus), args.interval, args.stale_after, args.forget_after
+        )
         first = source.check()
     except PrometheusError as error:
         print(visible(f"gpuherd: fleet: {error.msg}"), file=sys.stderr)
         return exit_codes.USAGE
     problem = terminal_problem()
     if problem is not None:
-        print(f"gpuherd: {problem}; query Prometheus's API directly in scripts",
-              file=sys.stderr)
+        print(f"gpuherd: {problem}; query Prometheus's API directly in scripts", file=sys.stderr)
         return exit_codes.USAGE
     from tui.fleet_app import FleetApp  # the one way into Textual from here
 

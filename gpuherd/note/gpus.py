@@ -31,14 +31,20 @@ def used_gpus(data: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[int, int
     the same): the GPUs busy in the window stand in, each with its whole-card figures.
     """
     gpus = {g["index"]: g for g in data["gpus"]}
-    run_peaks = {p["gpu"]: p["peak_bytes"] for p in data["session"]["run_peaks"]
-                 if p.get("gpu") in gpus and isinstance(p.get("peak_bytes"), int)}
+    run_peaks = {
+        p["gpu"]: p["peak_bytes"]
+        for p in data["session"]["run_peaks"]
+        if p.get("gpu") in gpus and isinstance(p.get("peak_bytes"), int)
+    }
     if run_peaks:
         return [gpus[i] for i in sorted(run_peaks)], run_peaks, True
     busy = [g for g in data["gpus"] if (g["util_p95_pct"] or 0) > 0]
     chosen = busy or list(data["gpus"])
-    return chosen, {g["index"]: g["peak_mem_bytes"] for g in chosen
-                    if isinstance(g["peak_mem_bytes"], int)}, False
+    return (
+        chosen,
+        {g["index"]: g["peak_mem_bytes"] for g in chosen if isinstance(g["peak_mem_bytes"], int)},
+        False,
+    )
 
 
 def _models(chosen: list[dict[str, Any]]) -> str:
@@ -83,11 +89,17 @@ def gpu_sentences(data: dict[str, Any]) -> tuple[str, str]:
         # that would take in another user's card.
         per_gpu = "; ".join(
             f"GPU {g['index']} {peaks[g['index']] / GIB:.1f}GB VRAM{_pct(peaks[g['index']], g)}"
-            f"{_util([g])}" for g in chosen if g["index"] in peaks)
-        return where, ("GPU usage per GPU (the session does not say which GPUs the run used): "
-                       + per_gpu)
+            f"{_util([g])}"
+            for g in chosen
+            if g["index"] in peaks
+        )
+        return where, (
+            "GPU usage per GPU (the session does not say which GPUs the run used): " + per_gpu
+        )
     index = max(peaks, key=lambda i: peaks[i])
     gpu = next(g for g in chosen if g["index"] == index)
     per = " per GPU" if len(chosen) > 1 else ""
-    return where, f"GPU usage: {peaks[index] / GIB:.1f}GB VRAM{_pct(peaks[index], gpu)}{per}" \
-                  f"{_util(chosen)}"
+    return (
+        where,
+        f"GPU usage: {peaks[index] / GIB:.1f}GB VRAM{_pct(peaks[index], gpu)}{per}{_util(chosen)}",
+    )

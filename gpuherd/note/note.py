@@ -19,21 +19,28 @@ __all__ = ["BLOCK", "Note", "NoteError", "card_size_gb", "compose"]
 
 BLOCK = "verification"
 MAX_TREND = 4
-FINDING_TEXT = {"oom": "CUDA out of memory", "nan": "NaN loss", "inf": "Inf loss",
-                "traceback": "a traceback in the log", "stalled": "loss not falling",
-                "download": "downloads on this run (cache miss)"}
-SOURCE_TEXT = {"nvml": "no GPU readings (the NVIDIA driver could not be used)",
-               "nvml-memory": "no fast VRAM peak readings (peaks are those of the 1 s GPU "
-                              "readings)",
-               "host": "no host readings (CPU, memory)",
-               "docker": "no container readings (the Docker engine could not be reached)",
-               "writers": "no search for the processes that write the logs",
-               "discovery": "no search for new logs (--log globs and --watch directories)"}
+FINDING_TEXT = {
+    "oom": "CUDA out of memory",
+    "nan": "NaN loss",
+    "inf": "Inf loss",
+    "traceback": "a traceback in the log",
+    "stalled": "loss not falling",
+    "download": "downloads on this run (cache miss)",
+}
+SOURCE_TEXT = {
+    "nvml": "no GPU readings (the NVIDIA driver could not be used)",
+    "nvml-memory": "no fast VRAM peak readings (peaks are those of the 1 s GPU readings)",
+    "host": "no host readings (CPU, memory)",
+    "docker": "no container readings (the Docker engine could not be reached)",
+    "writers": "no search for the processes that write the logs",
+    "discovery": "no search for new logs (--log globs and --watch directories)",
+}
 """What a missing source costs the note, in the words of its reader (sources by name)."""
 TOTAL_EPOCH_METRICS = ("total_epochs", "max_epochs", "num_epochs", "num_train_epochs", "epochs")
 """Metrics that state how many epochs the run was asked for."""
 TOTAL_EPOCH_FLAG = re.compile(
-    r"^-{0,2}(?:trainer\.)?(?:max|num|n|total)?[_-]?(?:train[_-])?epochs$")
+    r"^-{0,2}(?:trainer\.)?(?:max|num|n|total)?[_-]?(?:train[_-])?epochs$"
+)
 """Command-line options that ask for a number of epochs: `--epochs 4`, `--max_epochs=4`,
 `--num-train-epochs 4`, `trainer.max_epochs=4` (Hydra, LightningCLI)."""
 
@@ -103,8 +110,11 @@ def _extent(task: dict[str, Any], stopped: bool, total: int | None) -> str:
     if not isinstance(last_epoch, (int, float)):
         return f"Trained {steps}" if steps else ""
     if not isinstance(last_epoch, int):  # fractional (Hugging Face): how far it got
-        head = (f"Stopped at epoch {fmt_num(last_epoch, 3)}{of}" if stopped
-                else f"Trained {fmt_num(last_epoch, 3)}{of} epochs")
+        head = (
+            f"Stopped at epoch {fmt_num(last_epoch, 3)}{of}"
+            if stopped
+            else f"Trained {fmt_num(last_epoch, 3)}{of} epochs"
+        )
         return f"{head} ({steps})" if steps else head
     current = last_epoch + 1 if first_epoch == 0 else last_epoch
     if stopped:
@@ -154,7 +164,8 @@ def _limitations(data: dict[str, Any]) -> list[str]:
 def _no_engine(event: dict[str, Any]) -> bool:
     """A host without a container engine: nothing was missed (`containers.NoEngine`)."""
     return event.get("source") == "docker" and str(event.get("msg", "")).startswith(
-        "no container engine")
+        "no container engine"
+    )
 
 
 def _missing_source(source: str) -> str:
@@ -173,9 +184,13 @@ def compose(summary: Summary) -> Note:
         raise NoteError("the session has no start time (meta.json `started_at`)")
     if not data["session"].get("readings", 1):
         # Nothing was measured: a note must not call the run verified.
-        return Note(None, "The session holds no readings (no GPU rows and no metrics): nothing "
-                          "was verified (last_verified keeps the date of the last run that "
-                          "passed).", "the session holds no readings")
+        return Note(
+            None,
+            "The session holds no readings (no GPU rows and no metrics): nothing "
+            "was verified (last_verified keeps the date of the last run that "
+            "passed).",
+            "the session holds no readings",
+        )
     where, usage = gpu_sentences(data)
     task = _main_task(data)
     code = data["session"]["exit_code"]
@@ -185,14 +200,19 @@ def compose(summary: Summary) -> Note:
     on = f" on {where}" if where else ""
     date = dt.datetime.fromtimestamp(started).date()
     # A failed run verifies nothing: the date of the last run that passed stays in the file.
-    sentences = [f"Training run{on} failed on {date.isoformat()} (last_verified keeps the date "
-                 "of the last run that passed)" if failed else f"Verified {kind}{on}"]
+    sentences = [
+        f"Training run{on} failed on {date.isoformat()} (last_verified keeps the date "
+        "of the last run that passed)"
+        if failed
+        else f"Verified {kind}{on}"
+    ]
     if usage:
         sentences.append(usage)
     if task:
         total = total_epochs(task, data["session"]["command"])
-        training = "; ".join(p for p in (_extent(task, failed or limited, total), _trend(task))
-                             if p)
+        training = "; ".join(
+            p for p in (_extent(task, failed or limited, total), _trend(task)) if p
+        )
         if training:
             sentences.append(training)
     limits = _limitations(data)

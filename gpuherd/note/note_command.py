@@ -30,8 +30,9 @@ def run(args: NoteOptions) -> int:
         if args.dry_run:
             old, new = updated_text(example, note)
             # The example may be another user's file: its lines are shown, not obeyed.
-            sys.stdout.write(visible_lines(diff(example, old, new)
-                                           or f"{example}: already up to date\n"))
+            sys.stdout.write(
+                visible_lines(diff(example, old, new) or f"{example}: already up to date\n")
+            )
             return EXIT_OK
         changed = write_note(example, note)
     except NoteWriteError as error:
@@ -41,8 +42,13 @@ def run(args: NoteOptions) -> int:
         print(visible(f"gpuherd: {error.msg}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     state = "updated" if changed else "already up to date"
-    date = (f"not changed ({note.unverified_because})" if note.last_verified is None
-            else note.last_verified.isoformat())
-    print(f"{visible(str(example))}: {state}\n  last_verified: {date}\n"
-          f"  last_verification_note: {visible(note.text)}")
+    date = (
+        f"not changed ({note.unverified_because})"
+        if note.last_verified is None
+        else note.last_verified.isoformat()
+    )
+    print(
+        f"{visible(str(example))}: {state}\n  last_verified: {date}\n"
+        f"  last_verification_note: {visible(note.text)}"
+    )
     return EXIT_OK

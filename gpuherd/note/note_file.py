@@ -22,8 +22,10 @@ class NoteWriteError(NoteError):
 
 def _decode(path: Path, raw: bytes) -> str:
     if len(raw) > MAX_EXAMPLE_BYTES:
-        raise NoteError(f"{path}: larger than {MAX_EXAMPLE_BYTES >> 20} MiB; gpuherd note edits "
-                        "example files up to that size")
+        raise NoteError(
+            f"{path}: larger than {MAX_EXAMPLE_BYTES >> 20} MiB; gpuherd note edits "
+            "example files up to that size"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -55,9 +57,14 @@ def updated_text(path: Path, note: Note) -> tuple[str, str]:
 def diff(path: Path, old: str, new: str) -> str:
     """A unified diff between the two texts of `path`."""
     name = str(path).lstrip("/")
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True),
-                                        new.splitlines(keepends=True),
-                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{name}",
+            tofile=f"b/{name}",
+        )
+    )
 
 
 def backup_path(target: Path) -> Path:
@@ -75,8 +82,10 @@ def writable_problem(path: Path, info: os.stat_result) -> str | None:
         return "not a regular file"
     mode = stat.S_IMODE(info.st_mode)
     if not mode & 0o222:
-        return (f"read-only (mode {mode:04o}); make it writable (chmod u+w) to let gpuherd "
-                "write the note")
+        return (
+            f"read-only (mode {mode:04o}); make it writable (chmod u+w) to let gpuherd "
+            "write the note"
+        )
     if not os.access(path, os.W_OK):
         return "not writable by this user (permission denied)"
     return None
@@ -111,9 +120,11 @@ def write_note(path: Path, note: Note) -> bool:
 def _write_in(directory: Directory, path: Path, target: Path, note: Note) -> bool:
     backup = backup_path(target)
     if directory.lstat(backup.name) is not None:
-        raise NoteError(f"{backup} exists: an earlier `gpuherd note` stopped while rewriting "
-                        f"{target}, and this is the file as it was before. Compare the two, keep "
-                        "the right one, delete the backup, then run again")
+        raise NoteError(
+            f"{backup} exists: an earlier `gpuherd note` stopped while rewriting "
+            f"{target}, and this is the file as it was before. Compare the two, keep "
+            "the right one, delete the backup, then run again"
+        )
     info = directory.lstat(target.name)
     if info is None:
         raise NoteError(f"{path}: cannot read: No such file or directory")
@@ -153,9 +164,11 @@ def _refuse_foreign_hard_links(path: Path, opened: os.stat_result, directory: Di
         return
     trusted = trusted_owners()
     if opened.st_uid not in trusted or directory.stat().st_uid not in trusted:
-        raise NoteError(f"{path}: it has {opened.st_nlink} hard links, and it or its "
-                        "directory belongs to another user, who may have linked it to a file "
-                        "root alone may write; run gpuherd as the file's owner, or copy it first")
+        raise NoteError(
+            f"{path}: it has {opened.st_nlink} hard links, and it or its "
+            "directory belongs to another user, who may have linked it to a file "
+            "root alone may write; run gpuherd as the file's owner, or copy it first"
+        )
 
 
 def _read_fd(fd: int, limit: int) -> bytes:
@@ -187,23 +200,28 @@ def _keep(directory: Directory, backup: Path, raw: bytes, info: os.stat_result) 
     except OSError as error:
         if created:
             directory.unlink(backup.name)
-        raise NoteError(f"{backup}: cannot write the backup copy: {error.strerror}; the file "
-                        "is left untouched") from None
+        raise NoteError(
+            f"{backup}: cannot write the backup copy: {error.strerror}; the file is left untouched"
+        ) from None
 
 
-def _rewrite(fd: int, directory: Directory, target: Path, backup: Path, old: bytes,
-             new: bytes) -> None:
+def _rewrite(
+    fd: int, directory: Directory, target: Path, backup: Path, old: bytes, new: bytes
+) -> None:
     try:
         _overwrite(fd, new)
     except OSError as error:
         try:
             _overwrite(fd, old)
         except OSError:
-            raise NoteWriteError(f"{target}: cannot write: {error.strerror}; the file may be "
-                                 f"half-written, and {backup} holds it as it was") from None
+            raise NoteWriteError(
+                f"{target}: cannot write: {error.strerror}; the file may be "
+                f"half-written, and {backup} holds it as it was"
+            ) from None
         directory.unlink(backup.name)
-        raise NoteWriteError(f"{target}: cannot write: {error.strerror}; the file is as it "
-                             "was") from None
+        raise NoteWriteError(
+            f"{target}: cannot write: {error.strerror}; the file is as it was"
+        ) from None
     directory.unlink(backup.name)
     directory.sync()
 
@@ -213,6 +231,6 @@ def _overwrite(fd: int, data: bytes) -> None:
     os.lseek(fd, 0, os.SEEK_SET)
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
     os.ftruncate(fd, len(data))
     os.fsync(fd)

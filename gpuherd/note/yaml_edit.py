@@ -53,14 +53,24 @@ class _Node:
 
 def _read_node(stream: Iterator[Any], first: Any) -> _Node:
     if isinstance(first, ev.ScalarEvent):
-        return _Node("scalar", first.start_mark.index, first.end_mark.index, first.value,
-                     first.style, first.tag)
+        return _Node(
+            "scalar",
+            first.start_mark.index,
+            first.end_mark.index,
+            first.value,
+            first.style,
+            first.tag,
+        )
     if isinstance(first, ev.AliasEvent):
         return _Node("alias", first.start_mark.index, first.end_mark.index)
     if isinstance(first, (ev.MappingStartEvent, ev.SequenceStartEvent)):
         is_map = isinstance(first, ev.MappingStartEvent)
-        node = _Node("map" if is_map else "seq", first.start_mark.index, first.end_mark.index,
-                     flow=bool(first.flow_style))
+        node = _Node(
+            "map" if is_map else "seq",
+            first.start_mark.index,
+            first.end_mark.index,
+            flow=bool(first.flow_style),
+        )
         end_type = ev.MappingEndEvent if is_map else ev.SequenceEndEvent
         while True:
             item = next(stream)
@@ -90,8 +100,10 @@ def check_size(text: str) -> None:
     size is remembered, and an alias adds the size of what it names.
     """
     if len(text) > MAX_TEXT_CHARS:
-        raise YamlEditError(f"{len(text):,} characters; gpuherd edits YAML files of up to "
-                            f"{MAX_TEXT_CHARS:,} (1 MiB)")
+        raise YamlEditError(
+            f"{len(text):,} characters; gpuherd edits YAML files of up to "
+            f"{MAX_TEXT_CHARS:,} (1 MiB)"
+        )
     sizes: dict[str, int] = {}
     open_nodes: list[list[Any]] = []  # [anchor, expanded size so far] per open collection
     total = 0
@@ -117,8 +129,10 @@ def check_size(text: str) -> None:
             else:
                 total += size
             if size > MAX_NODES or total > MAX_NODES:
-                raise YamlEditError(f"its aliases expand to more than {MAX_NODES:,} nodes; "
-                                    "gpuherd does not edit such files")
+                raise YamlEditError(
+                    f"its aliases expand to more than {MAX_NODES:,} nodes; "
+                    "gpuherd does not edit such files"
+                )
     except YAMLError as error:
         raise _problem(error) from None
     except RecursionError:
@@ -156,13 +170,12 @@ def load(text: str) -> Any:
 def scalar_text(value: Any, quote: str | None = '"') -> str:
     """One YAML scalar as it would follow `key: `, on one line; strings are quoted."""
     if isinstance(value, str):
-        value = SingleQuotedScalarString(value) if quote == "'" else DoubleQuotedScalarString(
-            value)
+        value = SingleQuotedScalarString(value) if quote == "'" else DoubleQuotedScalarString(value)
     yaml = YAML(typ="rt")
     yaml.width = 1 << 20
     out = io.StringIO()
     yaml.dump({"k": value}, out)
-    return out.getvalue()[len("k: "):].rstrip("\n")
+    return out.getvalue()[len("k: ") :].rstrip("\n")
 
 
 @dataclass(frozen=True)
@@ -203,8 +216,12 @@ class _Splicer:
         key, value = found[0]
         # `!!str ~` is the string "~", and `!!null ~` would keep its tag on the mapping: only an
         # untagged empty value or null word is filled.
-        if (value.kind == "scalar" and value.style is None and value.tag is None
-                and value.value in NULL_TEXTS):
+        if (
+            value.kind == "scalar"
+            and value.style is None
+            and value.tag is None
+            and value.value in NULL_TEXTS
+        ):
             return self._fill_null(key, value)
         if value.kind != "map":
             what = {"seq": "a list", "scalar": "a single value", "alias": "an alias"}[value.kind]
@@ -255,7 +272,7 @@ class _Splicer:
                 raise YamlEditError(f"`{self.block}.{name}` is not a single value; fix it by hand")
             quote = old.style if old.style in ("'", '"') else '"'
             replacement = scalar_text(new, quote)
-            if self.text[old.start:old.end].endswith("\n"):
+            if self.text[old.start : old.end].endswith("\n"):
                 replacement += self.nl  # a block scalar owned its line break
             edits.append(_Edit(old.start, old.end, replacement))
         if missing:
@@ -266,13 +283,12 @@ class _Splicer:
         pairs = [(k, scalar_text(self.values[k])) for k in names]
         if mapping.flow:
             sep = ", " if mapping.items else ""
-            return _Edit(mapping.end, mapping.end,
-                         sep + ", ".join(f"{k}: {v}" for k, v in pairs))
+            return _Edit(mapping.end, mapping.end, sep + ", ".join(f"{k}: {v}" for k, v in pairs))
         last = mapping.items[-1][1]
         pad = " " * _column(self.text, mapping.items[0][0].start)
         lines = "".join(f"{self.nl}{pad}{k}: {v}" for k, v in pairs)
-        if self.text[last.start:last.end].endswith("\n"):
-            return _Edit(last.end, last.end, lines[len(self.nl):] + self.nl)
+        if self.text[last.start : last.end].endswith("\n"):
+            return _Edit(last.end, last.end, lines[len(self.nl) :] + self.nl)
         at = _line_end(self.text, last.end)
         return _Edit(at, at, lines)
 
@@ -306,5 +322,7 @@ def _check(before: Any, after: Any, block: str, values: Mapping[str, Any]) -> No
     kept_after = {k: v for k, v in new_block.items() if k not in values}
     wanted = {k: new_block.get(k) for k in values}
     if rest_before != rest_after or kept_before != kept_after or wanted != dict(values):
-        raise YamlEditError("internal error: the edit would change more than the "
-                            f"`{block}:` keys; the file is left untouched")
+        raise YamlEditError(
+            "internal error: the edit would change more than the "
+            f"`{block}:` keys; the file is left untouched"
+        )

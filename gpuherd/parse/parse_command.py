@@ -76,13 +76,20 @@ def run(args: ParseOptions) -> int:
             continue
         if report.cut_lines:
             cap = f"{DEFAULT_MAX_LINE_BYTES // 1024} KiB"
-            print(visible(f"gpuherd parse: {path}: {report.cut_lines} line(s) longer than "
-                          f"{cap}; the first {cap} of each read"), file=sys.stderr)
+            print(
+                visible(
+                    f"gpuherd parse: {path}: {report.cut_lines} line(s) longer than "
+                    f"{cap}; the first {cap} of each read"
+                ),
+                file=sys.stderr,
+            )
         if report.unparsed:
             what = "log_history entr(y/ies)" if report.format in DOCUMENT_FORMATS else "line(s)"
-            print(visible(
-                f"gpuherd parse: {path}: {report.unparsed} unparsed {what} as {report.format}; "
-                f"first at {report.first_unparsed_line}: {report.first_error}"),
+            print(
+                visible(
+                    f"gpuherd parse: {path}: {report.unparsed} unparsed {what} as {report.format}; "
+                    f"first at {report.first_unparsed_line}: {report.first_error}"
+                ),
                 file=sys.stderr,
             )
         elif not (report.metrics or report.findings):
@@ -129,8 +136,10 @@ def _nothing_read(report: FileReport, forced: str | None) -> str | None:
 def _nothing_found(report: FileReport) -> str:
     if report.format in DOCUMENT_FORMATS:
         return f"no log_history entry holds a metric (read as {report.format})"
-    return (f"no metric and no finding in {report.text_lines} text line(s), read as "
-            f"{report.format}; --format names another format")
+    return (
+        f"no metric and no finding in {report.text_lines} text line(s), read as "
+        f"{report.format}; --format names another format"
+    )
 
 
 class FileReport:
@@ -161,8 +170,9 @@ class FileReport:
             self.first_error = str(error)[:200]
 
 
-def parse_file(path: str, log_format: str | None, emit: Emit,
-               off: frozenset[str] = frozenset()) -> FileReport:
+def parse_file(
+    path: str, log_format: str | None, emit: Emit, off: frozenset[str] = frozenset()
+) -> FileReport:
     r"""Parse one file, streaming it, and pass each metric value and finding to `emit`.
 
     The file is read as a log tail reads it: cut into lines by `collectors.logs.logtail_lines`
@@ -188,8 +198,9 @@ def parse_file(path: str, log_format: str | None, emit: Emit,
         return report
 
 
-def _digest_file(path: str, handle: IO[bytes], formats: RegistryFormats,
-                 forced: str | None, emit: Emit) -> FileReport:
+def _digest_file(
+    path: str, handle: IO[bytes], formats: RegistryFormats, forced: str | None, emit: Emit
+) -> FileReport:
     """Feed the file, chunk by chunk, through the tail's `LineDigest`; emit what each gave."""
     # the whole path: MLflow's metric files are named by the directories above them
     digest = LineDigest(formats, os.path.abspath(path), forced, max_findings=sys.maxsize)
@@ -218,8 +229,9 @@ def _digest_file(path: str, handle: IO[bytes], formats: RegistryFormats,
     return report
 
 
-def _emit_parts(path: str, digest: LineDigest, report: FileReport, history: TrendHistory,
-                emit: Emit) -> None:
+def _emit_parts(
+    path: str, digest: LineDigest, report: FileReport, history: TrendHistory, emit: Emit
+) -> None:
     """Emit what the digest gathered, line by line: each line's metric, then its findings."""
     parts = digest.take()
     log_format = digest.format or "generic"
@@ -360,8 +372,10 @@ class TrendHistory:
         # a run whose log said it ended, with no metric after, is judged as ended: its loss is
         # flat at the end because it converged (`gpuherd.tasks.health.LIVE_ONLY_KINDS`)
         ended = self.end_line is not None and self.end_line >= self.last_metric_line
-        return [(self.last_line[name], found)
-                for name, found in judge_histories(self.series, ended=ended)]
+        return [
+            (self.last_line[name], found)
+            for name, found in judge_histories(self.series, ended=ended)
+        ]
 
 
 def _json_emitter(out: IO[str]) -> Emit:
@@ -383,22 +397,29 @@ class _TableEmitter:
 
     def __call__(self, record: dict[str, Any]) -> None:
         if not self.header_done:
-            self.out.write(f"{'FILE:LINE':<{PATH_WIDTH}} {'FORMAT':<{FORMAT_WIDTH}} {'STEP':>8} "
-                           f"{'EPOCH':>7}  {'METRIC':<28} VALUE\n")
+            self.out.write(
+                f"{'FILE:LINE':<{PATH_WIDTH}} {'FORMAT':<{FORMAT_WIDTH}} {'STEP':>8} "
+                f"{'EPOCH':>7}  {'METRIC':<28} VALUE\n"
+            )
             self.header_done = True
         # The path and the evidence are the log's (its name, its lines): shown, not obeyed.
         where = short_where(visible(record["file"]), record["line"])
         if "finding" in record:
-            self.out.write(visible(f"{where:<{PATH_WIDTH}} ! {record['finding']}: "
-                                   f"{record['evidence']}") + "\n")
+            self.out.write(
+                visible(f"{where:<{PATH_WIDTH}} ! {record['finding']}: {record['evidence']}") + "\n"
+            )
             return
         step = record.get("step", "")
         epoch = record.get("epoch", "")
         value = record["value"]
         shown = f"{value:.6g}" if isinstance(value, float) else str(value)
-        self.out.write(visible(f"{where:<{PATH_WIDTH}} {record['format']:<{FORMAT_WIDTH}} "
-                               f"{step!s:>8} {epoch!s:>7}  {record['metric']:<28} {shown}")
-                       + "\n")
+        self.out.write(
+            visible(
+                f"{where:<{PATH_WIDTH}} {record['format']:<{FORMAT_WIDTH}} "
+                f"{step!s:>8} {epoch!s:>7}  {record['metric']:<28} {shown}"
+            )
+            + "\n"
+        )
 
 
 def short_where(path: str, line: int, width: int = PATH_WIDTH) -> str:

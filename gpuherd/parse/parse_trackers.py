@@ -80,8 +80,9 @@ def _parse_run(run: stores.TrackerRun, emit: Emit, warn: Warn, number_of: Number
             for number, metric in batch.metrics:
                 while findings and findings[0][0] < number:
                     at, finding = findings.pop(0)
-                    emit({**base, "line": at, "finding": finding.kind,
-                          "evidence": finding.evidence})
+                    emit(
+                        {**base, "line": at, "finding": finding.kind, "evidence": finding.evidence}
+                    )
                 for name, value in metric.values:
                     record = {**base, "line": number, "metric": name, "value": number_of(value)}
                     if metric.step is not None:
@@ -92,15 +93,23 @@ def _parse_run(run: stores.TrackerRun, emit: Emit, warn: Warn, number_of: Number
                 history.add(number, metric)
                 count, last_number = count + 1, number
             for number, finding in findings:  # after the last point
-                emit({**base, "line": number, "finding": finding.kind,
-                      "evidence": finding.evidence})
+                emit(
+                    {**base, "line": number, "finding": finding.kind, "evidence": finding.evidence}
+                )
             if not collector.backlog:
                 break
     finally:
         collector.close()
     for number, finding in history.findings():
-        emit({"file": run.task_id, "run": label, "line": number or last_number,
-              "finding": finding.kind, "evidence": finding.evidence})
+        emit(
+            {
+                "file": run.task_id,
+                "run": label,
+                "line": number or last_number,
+                "finding": finding.kind,
+                "evidence": finding.evidence,
+            }
+        )
     return count
 
 
@@ -124,5 +133,7 @@ class _Trends:
 
     def findings(self) -> list[tuple[int, Any]]:
         """The trend findings, each at the last point of its metric."""
-        return [(self.last_line[name], found)
-                for name, found in judge_histories(self.series, ended=True)]
+        return [
+            (self.last_line[name], found)
+            for name, found in judge_histories(self.series, ended=True)
+        ]

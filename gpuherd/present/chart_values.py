@@ -24,9 +24,12 @@ def _fit(value: float) -> float:
     return max(-LIMIT, min(LIMIT, value))
 
 
-def drawable(xs: Sequence[float], ys: Sequence[float],
-             x_range: tuple[float, float] | None = None,
-             y_range: tuple[float, float] | None = None) -> tuple[list[float], list[float]]:
+def drawable(
+    xs: Sequence[float],
+    ys: Sequence[float],
+    x_range: tuple[float, float] | None = None,
+    y_range: tuple[float, float] | None = None,
+) -> tuple[list[float], list[float]]:
     """The points plotext can draw: non-finite points left out, the rest brought within range.
 
     Args:
@@ -51,7 +54,6 @@ def drawable(xs: Sequence[float], ys: Sequence[float],
     return out_x, out_y
 
 
-
 NICE_STEPS = (1.0, 2.0, 2.5, 5.0)
 """Tick spacings a reader counts in, times a power of ten."""
 
@@ -61,7 +63,7 @@ def nice_steps(smallest: float, integer: bool = False) -> list[float]:
     if not smallest > 0 or not math.isfinite(smallest):
         smallest = 1.0
     power = 10.0 ** math.floor(math.log10(smallest))
-    steps = [f * power * 10.0 ** k for k in range(3) for f in NICE_STEPS]
+    steps = [f * power * 10.0**k for k in range(3) for f in NICE_STEPS]
     steps = [_clean(x) for x in steps if x >= smallest * (1 - 1e-9)]
     if integer:
         steps = [x for x in steps if x >= 1 and x == int(x) and (x >= 10 or x != 2.5)]
@@ -85,8 +87,12 @@ def nice_ticks(low: float, high: float, max_ticks: int, integer: bool = False) -
     return [low, high]
 
 
-def even_ticks(low: float, high: float, rows: int, max_ticks: int = 6,
-               ) -> tuple[list[float], float, float]:
+def even_ticks(
+    low: float,
+    high: float,
+    rows: int,
+    max_ticks: int = 6,
+) -> tuple[list[float], float, float]:
     """Round y ticks the same number of text rows apart, and the y range that puts them there.
 
     plotext maps the y range onto rows 0 to rows - 1 and rounds: round ticks land on whole
@@ -134,8 +140,12 @@ def log_ticks(low: float, high: float, max_ticks: int = 6) -> list[float]:
         return []
     ticks = [float(k) for k in range(math.ceil(low - 1e-9), math.floor(high + 1e-9) + 1)]
     if len(ticks) < 3:
-        ticks = sorted(t + math.log10(f) for t in range(math.floor(low) - 1, math.ceil(high) + 1)
-                       for f in (1, 2, 5) if low - 1e-9 <= t + math.log10(f) <= high + 1e-9)
+        ticks = sorted(
+            t + math.log10(f)
+            for t in range(math.floor(low) - 1, math.ceil(high) + 1)
+            for f in (1, 2, 5)
+            if low - 1e-9 <= t + math.log10(f) <= high + 1e-9
+        )
     while len(ticks) > max_ticks:
         ticks = ticks[::2]
     return ticks
@@ -143,7 +153,7 @@ def log_ticks(low: float, high: float, max_ticks: int = 6) -> list[float]:
 
 def log_labels(ticks: list[float]) -> list[str]:
     """The values of log10 ticks: `0.01 0.1 1 10`."""
-    return [f"{10.0 ** t:.3g}" for t in ticks]
+    return [f"{10.0**t:.3g}" for t in ticks]
 
 
 def tick_labels(ticks: list[float]) -> list[str]:

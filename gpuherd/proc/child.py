@@ -15,18 +15,25 @@ from collectors.base import GpuherdError
 from gpuherd.proc import status
 from gpuherd.proc.status import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, exit_status
 
-__all__ = ["EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "ChildCommand", "CommandStartError",
-           "exit_status"]
+__all__ = [
+    "EXIT_NOT_EXECUTABLE",
+    "EXIT_NOT_FOUND",
+    "ChildCommand",
+    "CommandStartError",
+    "exit_status",
+]
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-_BOOT = ("import sys\n"
-         # after the standard library, before site-packages: only gpuherd's own packages can
-         # come from there, never a module of the standard library
-         "at = next((i for i, p in enumerate(sys.path)\n"
-         "           if p.endswith(('site-packages', 'dist-packages'))), len(sys.path))\n"
-         f"sys.path.insert(at, {_PACKAGE_ROOT!r})\n"
-         "from gpuherd.proc.supervisor import main\n"
-         "sys.exit(main())\n")
+_BOOT = (
+    "import sys\n"
+    # after the standard library, before site-packages: only gpuherd's own packages can
+    # come from there, never a module of the standard library
+    "at = next((i for i, p in enumerate(sys.path)\n"
+    "           if p.endswith(('site-packages', 'dist-packages'))), len(sys.path))\n"
+    f"sys.path.insert(at, {_PACKAGE_ROOT!r})\n"
+    "from gpuherd.proc.supervisor import main\n"
+    "sys.exit(main())\n"
+)
 SUPERVISOR = [sys.executable, "-I", "-c", _BOOT]
 """`python -m gpuherd.proc.supervisor`, pinned to this very gpuherd and isolated (-I), so that
 neither the working directory (a checkout of another gpuherd version, a `json.py` of the
@@ -98,20 +105,36 @@ class ChildCommand:
         # Python buffers a piped stdout in 8 KiB blocks; metrics would arrive minutes late.
         env.setdefault("PYTHONUNBUFFERED", "1")
         read_fd, write_fd = os.pipe()
-        argv = [*SUPERVISOR, "--log", str(self.log_path),
-                "--exit-file", str(self.exit_path), "--status-fd", str(write_fd),
-                *([] if self._echo else ["--no-echo"]), "--", *self.argv]
+        argv = [
+            *SUPERVISOR,
+            "--log",
+            str(self.log_path),
+            "--exit-file",
+            str(self.exit_path),
+            "--status-fd",
+            str(write_fd),
+            *([] if self._echo else ["--no-echo"]),
+            "--",
+            *self.argv,
+        ]
         sink = None if self._echo else subprocess.DEVNULL
         sys.stdout.flush()  # what we printed comes before the command's output
         sys.stderr.flush()
         try:
-            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink,
-                                          stderr=sink, start_new_session=True,
-                                          pass_fds=(write_fd,), env=env)
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=sink,
+                start_new_session=True,
+                pass_fds=(write_fd,),
+                env=env,
+            )
         except OSError as error:
             os.close(read_fd)
-            raise CommandStartError(f"cannot start {sys.executable}: {error.strerror}",
-                                    EXIT_NOT_EXECUTABLE) from error
+            raise CommandStartError(
+                f"cannot start {sys.executable}: {error.strerror}", EXIT_NOT_EXECUTABLE
+            ) from error
         finally:
             os.close(write_fd)
         messages = _messages(read_fd)
@@ -120,21 +143,26 @@ class ChildCommand:
             messages.close()
             code = exit_status(self._proc.wait())
             if first is None:
-                raise CommandStartError(f"cannot run {self.argv[0]}: the supervisor exited "
-                                        f"with status {code}", EXIT_NOT_EXECUTABLE)
-            raise CommandStartError(str(first.get("error")),
-                                    int(first.get("exit_code", EXIT_NOT_EXECUTABLE)))
+                raise CommandStartError(
+                    f"cannot run {self.argv[0]}: the supervisor exited with status {code}",
+                    EXIT_NOT_EXECUTABLE,
+                )
+            raise CommandStartError(
+                str(first.get("error")), int(first.get("exit_code", EXIT_NOT_EXECUTABLE))
+            )
         self._pid = int(first["pid"])
-        self._reader = threading.Thread(target=self._follow, args=(messages,),
-                                        name="command:status", daemon=True)
+        self._reader = threading.Thread(
+            target=self._follow, args=(messages,), name="command:status", daemon=True
+        )
         self._reader.start()
 
     def _follow(self, messages: Iterator[dict[str, Any]]) -> None:
         """Read the supervisor's messages until it reports the exit (or dies)."""
         for message in messages:
             if message["event"] == status.LOG_FAILED:
-                self._on_log_error(OSError(int(message.get("errno") or 0),
-                                           str(message.get("error"))))
+                self._on_log_error(
+                    OSError(int(message.get("errno") or 0), str(message.get("error")))
+                )
             elif message["event"] == status.EXITED:
                 self._exit = message
                 if message.get("warning"):
@@ -145,9 +173,11 @@ class ChildCommand:
             proc = self._require()
             code = exit_status(proc.wait())
             self._exit = {"exit_code": code}
-            self.warnings.append(f"the supervisor of the command ended with status {code}; "
-                                 f"the command (pid {self._pid}) may still run, and its "
-                                 "output is no longer logged")
+            self.warnings.append(
+                f"the supervisor of the command ended with status {code}; "
+                f"the command (pid {self._pid}) may still run, and its "
+                "output is no longer logged"
+            )
         self._ended.set()
 
     def poll(self) -> int | None:

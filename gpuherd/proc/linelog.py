@@ -28,10 +28,13 @@ class LogFile:
     goes on, so the command whose output this is never blocks or dies because of its log.
     """
 
-    def __init__(self, path: str | os.PathLike[str],
-                 on_error: Callable[[OSError], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 sync_interval_s: float = SYNC_INTERVAL_S) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        on_error: Callable[[OSError], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sync_interval_s: float = SYNC_INTERVAL_S,
+    ) -> None:
         self.path = os.fspath(path)
         self.error: OSError | None = None
         """The failure that ended writing, if any."""
@@ -123,8 +126,12 @@ class LineJoiner:
     without more output (a prompt, a bar), or until it grows past `max_pending_bytes`.
     """
 
-    def __init__(self, log: LogFile, max_pending_bytes: int = MAX_PENDING_BYTES,
-                 partial_line_s: float = PARTIAL_LINE_S) -> None:
+    def __init__(
+        self,
+        log: LogFile,
+        max_pending_bytes: int = MAX_PENDING_BYTES,
+        partial_line_s: float = PARTIAL_LINE_S,
+    ) -> None:
         self._log = log
         self._max_pending_bytes = max_pending_bytes
         self._partial_line_s = partial_line_s

@@ -62,7 +62,7 @@ class _Echo:
         view = memoryview(data)
         while view.nbytes and self.fd is not None:
             try:
-                view = view[os.write(self.fd, view):]
+                view = view[os.write(self.fd, view) :]
             except BlockingIOError:
                 select.select([], [self.fd], [])  # someone made the terminal non-blocking
             except OSError:
@@ -182,8 +182,9 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def _pump_until_done(proc: subprocess.Popen[bytes], pump: Pump,
-                     on_exit: Callable[[int], None]) -> int:
+def _pump_until_done(
+    proc: subprocess.Popen[bytes], pump: Pump, on_exit: Callable[[int], None]
+) -> int:
     """Copy output until the command has exited and every writer closed the pipes."""
     forwarder = _Forwarder(proc.pid)
     pidfd = _pidfd(proc.pid)
@@ -204,11 +205,20 @@ def _pump_until_done(proc: subprocess.Popen[bytes], pump: Pump,
     return code
 
 
-def supervise(argv: Sequence[str], log_path: Path, exit_path: Path | None,
-              status: StatusPipe, echo: bool = True) -> int:
+def supervise(
+    argv: Sequence[str],
+    log_path: Path,
+    exit_path: Path | None,
+    status: StatusPipe,
+    echo: bool = True,
+) -> int:
     """Run `argv` to its end as described above; its exit status (127/126: it could not start)."""
-    log = LogFile(log_path, on_error=lambda error: status.send(
-        LOG_FAILED, errno=error.errno, error=error.strerror or str(error)))
+    log = LogFile(
+        log_path,
+        on_error=lambda error: status.send(
+            LOG_FAILED, errno=error.errno, error=error.strerror or str(error)
+        ),
+    )
     record: dict[str, Any] = {"command": list(argv), "started_at": time.time()}
     exit_file = None if exit_path is None else ExitRecordFile(exit_path)
 
@@ -227,8 +237,13 @@ def supervise(argv: Sequence[str], log_path: Path, exit_path: Path | None,
         status.close()  # gpuherd sees the end of its pipe, even while the pipes stay open
 
     try:
-        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
     except OSError as error:
         message, code = start_error(argv[0], error)
         finish(code, error=message)
@@ -237,8 +252,10 @@ def supervise(argv: Sequence[str], log_path: Path, exit_path: Path | None,
     record["pid"] = proc.pid
     status.send(STARTED, pid=proc.pid)
     assert proc.stdout is not None and proc.stderr is not None
-    pump = Pump([(proc.stdout.fileno(), 1 if echo else None),
-                 (proc.stderr.fileno(), 2 if echo else None)], log)
+    pump = Pump(
+        [(proc.stdout.fileno(), 1 if echo else None), (proc.stderr.fileno(), 2 if echo else None)],
+        log,
+    )
     code = _pump_until_done(proc, pump, finish)
     log.close()
     return code
@@ -266,8 +283,9 @@ def _parse(argv: Sequence[str]) -> Invocation:
     parser.add_argument("--status-fd", type=int)
     parser.add_argument("--no-echo", action="store_true")
     parsed = parser.parse_args(argv[:cut])
-    return Invocation(argv[cut + 1:], parsed.log, parsed.exit_file, parsed.status_fd,
-                      echo=not parsed.no_echo)
+    return Invocation(
+        argv[cut + 1 :], parsed.log, parsed.exit_file, parsed.status_fd, echo=not parsed.no_echo
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -276,8 +294,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Python ignores SIGPIPE already; say so here, since everything rests on it: a reader of
     # our stdout that goes away must cost the echo, never the supervisor.
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    return supervise(invocation.command, invocation.log, invocation.exit_file,
-                     StatusPipe(invocation.status_fd), echo=invocation.echo)
+    return supervise(
+        invocation.command,
+        invocation.log,
+        invocation.exit_file,
+        StatusPipe(invocation.status_fd),
+        echo=invocation.echo,
+    )
 
 
 if __name__ == "__main__":

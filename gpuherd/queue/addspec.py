@@ -60,8 +60,10 @@ def parse_env(items: Sequence[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not _ENV_NAME.fullmatch(key):
-            raise QueueError(f"--env {item!r}: expected NAME=VALUE (a name of letters, digits "
-                             "and _, not starting with a digit)")
+            raise QueueError(
+                f"--env {item!r}: expected NAME=VALUE (a name of letters, digits "
+                "and _, not starting with a digit)"
+            )
         found[key] = value
     return found
 
@@ -77,15 +79,15 @@ def _cwd(given: str | None) -> str:
     return cwd
 
 
-def _vram(text: str | None, store: QueueStore, argv: Sequence[str], cwd: str,
-          notes: list[str]) -> int:
+def _vram(
+    text: str | None, store: QueueStore, argv: Sequence[str], cwd: str, notes: list[str]
+) -> int:
     if text is None:
         return 0
     if text.strip().lower() == "auto":
         peak = store.last_peak_for(argv, cwd)
         if peak is None:
-            raise QueueError("--vram auto: no recorded peak for this command yet: give "
-                             "--vram SIZE")
+            raise QueueError("--vram auto: no recorded peak for this command yet: give --vram SIZE")
         notes.append(f"--vram auto: {format_size(peak)}, the recorded peak of its last run")
         return peak
     try:
@@ -102,13 +104,16 @@ def _after(job_id: int | None, store: QueueStore) -> int | None:
     except QueueError:
         raise QueueError(f"--after {job_id}: no job {job_id} in the queue") from None
     if job.state in (JobState.FAILED, JobState.CANCELLED):
-        raise QueueError(f"--after {job_id}: job {job_id} already {job.state.value}, so this "
-                         "job could never start")
+        raise QueueError(
+            f"--after {job_id}: job {job_id} already {job.state.value}, so this "
+            "job could never start"
+        )
     return job_id
 
 
-def check_gpu_count(gpus: int, host_gpus: int | None, why_unknown: str | None,
-                    notes: list[str]) -> None:
+def check_gpu_count(
+    gpus: int, host_gpus: int | None, why_unknown: str | None, notes: list[str]
+) -> None:
     """Refuse more GPUs than the host has; without a driver, accept and note it."""
     if gpus < 1:
         raise QueueError(f"--gpus {gpus}: a job needs at least 1 GPU")
@@ -116,16 +121,18 @@ def check_gpu_count(gpus: int, host_gpus: int | None, why_unknown: str | None,
         raise QueueError(f"--gpus {gpus}: more than any host has (at most {MAX_GPUS})")
     if host_gpus is None:
         if gpus > 1:
-            notes.append(f"--gpus {gpus} not checked: {why_unknown or 'no GPU count'}; "
-                         "the runner checks it")
+            notes.append(
+                f"--gpus {gpus} not checked: {why_unknown or 'no GPU count'}; the runner checks it"
+            )
         return
     if gpus > host_gpus:
         have = f"{host_gpus} GPU" + ("" if host_gpus == 1 else "s")
         raise QueueError(f"--gpus {gpus}: this host has {have}")
 
 
-def build_spec(args: QueueOptions, store: QueueStore,
-               host_gpus: tuple[int | None, str | None]) -> tuple[JobSpec, list[str]]:
+def build_spec(
+    args: QueueOptions, store: QueueStore, host_gpus: tuple[int | None, str | None]
+) -> tuple[JobSpec, list[str]]:
     """The job `queue add` asked for, and notes to tell the person.
 
     Args:
@@ -145,11 +152,19 @@ def build_spec(args: QueueOptions, store: QueueStore,
     if not (math.isfinite(args.max_util) and 0 < args.max_util <= 100):
         raise QueueError(f"--max-util {args.max_util:g}: give a percentage above 0, at most 100")
     name = args.name
-    if name is not None and (not name.strip() or len(name) > MAX_NAME_CHARS
-                             or not name.isprintable()):
+    if name is not None and (
+        not name.strip() or len(name) > MAX_NAME_CHARS or not name.isprintable()
+    ):
         raise QueueError(f"--name: give 1 to {MAX_NAME_CHARS} printable characters")
-    spec = JobSpec(argv=argv, cwd=cwd, env=tuple(sorted(env.items())), name=name,
-                   gpus=args.gpus, vram_bytes=_vram(args.vram, store, argv, cwd, notes),
-                   max_util_pct=float(args.max_util), after=_after(args.after, store),
-                   retry_oom=bool(args.retry_oom))
+    spec = JobSpec(
+        argv=argv,
+        cwd=cwd,
+        env=tuple(sorted(env.items())),
+        name=name,
+        gpus=args.gpus,
+        vram_bytes=_vram(args.vram, store, argv, cwd, notes),
+        max_util_pct=float(args.max_util),
+        after=_after(args.after, store),
+        retry_oom=bool(args.retry_oom),
+    )
     return spec, notes

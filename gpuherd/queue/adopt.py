@@ -14,8 +14,15 @@ STOPPED_WHILE_LAUNCHING = LOST_WHILE_LAUNCHING
 """Why a job whose launch a stopped runner cut off waits again."""
 
 
-def adopt(store: QueueStore, ledger: Ledger, *, keys: Callable[[Job], tuple[str, ...]],
-          grace_s: float, say: Callable[[str], None], now: float) -> None:
+def adopt(
+    store: QueueStore,
+    ledger: Ledger,
+    *,
+    keys: Callable[[Job], tuple[str, ...]],
+    grace_s: float,
+    say: Callable[[str], None],
+    now: float,
+) -> None:
     """Take over after a runner that stopped (even by kill -9); never starts anything.
 
     A `launching` job without a pid is adopted when its session directory shows a live
@@ -30,14 +37,22 @@ def adopt(store: QueueStore, ledger: Ledger, *, keys: Callable[[Job], tuple[str,
             continue
         pid = recording_pid(Path(job.session_dir)) if job.session_dir else None
         started = process_start_time(pid) if pid is not None else None
-        if pid is not None and started is not None and store.mark_running(job.id, pid,
-                                                                             started, now):
+        if (
+            pid is not None
+            and started is not None
+            and store.mark_running(job.id, pid, started, now)
+        ):
             say(f"adopted job {job.id}: its recording runs (pid {pid})")
         elif store.unlaunch(job.id, STOPPED_WHILE_LAUNCHING):
             say(f"job {job.id} is {STOPPED_WHILE_LAUNCHING}")
-    running = [j for j in store.jobs([JobState.RUNNING])
-               if j.pid is not None and j.pid_start_time is not None
-               and j.started_at is not None and j.started_at + grace_s > now]
+    running = [
+        j
+        for j in store.jobs([JobState.RUNNING])
+        if j.pid is not None
+        and j.pid_start_time is not None
+        and j.started_at is not None
+        and j.started_at + grace_s > now
+    ]
     if not running:
         return
     with ledger.locked() as view:
@@ -47,5 +62,11 @@ def adopt(store: QueueStore, ledger: Ledger, *, keys: Callable[[Job], tuple[str,
             assert job.started_at is not None
             for key, uuid in zip(keys(job), job.gpu_uuids, strict=False):
                 if key not in held:
-                    view.reserve(uuid, job.spec.vram_bytes, key, job.pid, job.pid_start_time,
-                                 job.started_at + grace_s)
+                    view.reserve(
+                        uuid,
+                        job.spec.vram_bytes,
+                        key,
+                        job.pid,
+                        job.pid_start_time,
+                        job.started_at + grace_s,
+                    )

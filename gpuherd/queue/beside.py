@@ -90,9 +90,15 @@ class BesideRunner:
 
 
 @contextmanager
-def run_beside(state_dir: Path, ledger_dir: Path, gpu_source: str, *,
-               settle_s: float = SETTLE_S, margin_bytes: int = MARGIN_BYTES,
-               grace_s: float = GRACE_S) -> Iterator[BesideRunner]:
+def run_beside(
+    state_dir: Path,
+    ledger_dir: Path,
+    gpu_source: str,
+    *,
+    settle_s: float = SETTLE_S,
+    margin_bytes: int = MARGIN_BYTES,
+    grace_s: float = GRACE_S,
+) -> Iterator[BesideRunner]:
     """Hold the runner lock and run the queue while the `with` block (the dashboard) runs.
 
     Raises:
@@ -105,10 +111,19 @@ def run_beside(state_dir: Path, ledger_dir: Path, gpu_source: str, *,
         stack.callback(store.close)
         beside = BesideRunner(gpu_source)
         ledger = Ledger(ledger_dir, on_warning=beside.say)
-        runner = QueueRunner(store, ledger, settle_s=settle_s, margin_bytes=margin_bytes,
-                             grace_s=grace_s, state_dir=state_dir, say=beside.say)
-        beside.say(f"this dashboard runs the queue (settle {settle_s:g} s, ledger {ledger_dir})"
-                   "; q leaves it, jobs keep running")
+        runner = QueueRunner(
+            store,
+            ledger,
+            settle_s=settle_s,
+            margin_bytes=margin_bytes,
+            grace_s=grace_s,
+            state_dir=state_dir,
+            say=beside.say,
+        )
+        beside.say(
+            f"this dashboard runs the queue (settle {settle_s:g} s, ledger {ledger_dir})"
+            "; q leaves it, jobs keep running"
+        )
         beside.start(runner)
         try:
             yield beside

@@ -35,8 +35,11 @@ def _tree(root: _Proc) -> list[_Proc]:
         children = psutil.Process(root[0]).children(recursive=True)
     except (psutil.Error, OSError):
         return []
-    found = [(child.pid, started) for child in children
-             if (started := process_start_time(child.pid)) is not None]
+    found = [
+        (child.pid, started)
+        for child in children
+        if (started := process_start_time(child.pid)) is not None
+    ]
     return [root, *found] if same_process(*root) else []
 
 
@@ -101,18 +104,26 @@ def stop_job(job: Job, grace_s: float = DEFAULT_GRACE_S) -> str:
             return f"job {job.id} was no longer running (pid {job.pid} has ended)"
         _signal_groups([command], signal.SIGTERM)
         if _wait_gone([command], grace_s):
-            return (f"stopped job {job.id}: SIGTERM to its command (pid {command[0]}; its "
-                    "recorder had already ended)")
+            return (
+                f"stopped job {job.id}: SIGTERM to its command (pid {command[0]}; its "
+                "recorder had already ended)"
+            )
         _kill_command(command)
-        return (f"stopped job {job.id}: SIGTERM to its command (pid {command[0]}; its recorder "
-                f"had already ended), SIGKILL after {grace_s:g} s")
+        return (
+            f"stopped job {job.id}: SIGTERM to its command (pid {command[0]}; its recorder "
+            f"had already ended), SIGKILL after {grace_s:g} s"
+        )
     started = time.monotonic()
     _signal_groups([supervisor], signal.SIGTERM)
     if _wait_gone([supervisor], grace_s):
-        return (f"stopped job {job.id}: SIGTERM to its supervisor (pid {supervisor[0]}); it "
-                f"ended after {time.monotonic() - started:.1f} s")
-    said = (f"stopped job {job.id}: SIGTERM to its supervisor (pid {supervisor[0]}), SIGKILL "
-            f"to its command after {grace_s:g} s")
+        return (
+            f"stopped job {job.id}: SIGTERM to its supervisor (pid {supervisor[0]}); it "
+            f"ended after {time.monotonic() - started:.1f} s"
+        )
+    said = (
+        f"stopped job {job.id}: SIGTERM to its supervisor (pid {supervisor[0]}), SIGKILL "
+        f"to its command after {grace_s:g} s"
+    )
     if _kill_command(_command(job)) and _wait_gone([supervisor], grace_s):
         return said
     _signal_groups([supervisor], signal.SIGKILL)

@@ -63,7 +63,9 @@ def runner_lock(state_dir: Path) -> Iterator[None]:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
             raise RunnerLockedError(
                 f"another `gpuherd queue run` (pid {holder}) already runs the queue in "
-                f"{state_dir}; stop it first (one runner per user)", title="queue") from None
+                f"{state_dir}; stop it first (one runner per user)",
+                title="queue",
+            ) from None
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -114,8 +116,7 @@ class Feed:
         if isinstance(event, Sampled) and isinstance(event.sample, GpuTick):
             self.runner.on_gpu_tick(event.sample)
         elif isinstance(event, Failed):
-            self.say(f"GPU readings failed: {event.error.msg}; no job starts until they "
-                     "come back")
+            self.say(f"GPU readings failed: {event.error.msg}; no job starts until they come back")
         elif isinstance(event, Recovered):
             self.say("GPU readings are back")
         self.step()

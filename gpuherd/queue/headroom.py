@@ -16,8 +16,15 @@ from gpuherd.present.format import fmt_gib_or_mib as _size
 from gpuherd.queue.jobs import Job, JobState
 from gpuherd.queue.readings import GpuReading, HeadroomWindow
 
-__all__ = ["Decision", "GpuReading", "HeadroomWindow", "Launch", "Reservation", "decide",
-           "reserved_by_gpu"]
+__all__ = [
+    "Decision",
+    "GpuReading",
+    "HeadroomWindow",
+    "Launch",
+    "Reservation",
+    "decide",
+    "reserved_by_gpu",
+]
 
 _EPS_S = 1e-6
 """Float slack when comparing a covered span with the settle period (sums of tick times)."""
@@ -76,9 +83,16 @@ def reserved_by_gpu(reservations: Iterable[Reservation]) -> dict[str, int]:
     return out
 
 
-def decide(window: HeadroomWindow, jobs: Sequence[Job], reservations: Sequence[Reservation],
-           now: float, *, margin_bytes: int = MARGIN_BYTES, settle_s: float = SETTLE_S,
-           starve_after_s: float = STARVE_AFTER_S) -> Decision:
+def decide(
+    window: HeadroomWindow,
+    jobs: Sequence[Job],
+    reservations: Sequence[Reservation],
+    now: float,
+    *,
+    margin_bytes: int = MARGIN_BYTES,
+    settle_s: float = SETTLE_S,
+    starve_after_s: float = STARVE_AFTER_S,
+) -> Decision:
     """Which waiting jobs start now, and on which GPUs; why the others wait.
 
     Args:
@@ -97,8 +111,9 @@ def decide(window: HeadroomWindow, jobs: Sequence[Job], reservations: Sequence[R
     gpus = _gpus(window, now, settle_s)
     reserved = reserved_by_gpu(reservations)
     by_id = {job.id: job for job in jobs}
-    waiting = sorted((j for j in jobs if j.state is JobState.WAITING),
-                     key=lambda j: (j.position, j.id))
+    waiting = sorted(
+        (j for j in jobs if j.state is JobState.WAITING), key=lambda j: (j.position, j.id)
+    )
     launches: list[Launch] = []
     reasons: dict[int, str] = {}
     holder: Job | None = None
@@ -108,8 +123,10 @@ def decide(window: HeadroomWindow, jobs: Sequence[Job], reservations: Sequence[R
     for job in waiting:
         blocked = _after_reason(job, by_id)
         if blocked is None and holder is not None:
-            blocked = (f"waits behind job {holder.id}, first in line for "
-                       f"{_minutes(now - holder.created_at)}")
+            blocked = (
+                f"waits behind job {holder.id}, first in line for "
+                f"{_minutes(now - holder.created_at)}"
+            )
         if blocked is not None:
             reasons[job.id] = blocked
             continue
@@ -118,15 +135,21 @@ def decide(window: HeadroomWindow, jobs: Sequence[Job], reservations: Sequence[R
         if reason is None:
             picked = _place(job, gpus, reserved, margin_bytes)
             if picked:
-                launches.append(Launch(job.id, tuple(g.latest.uuid for g in picked),
-                                       tuple(g.latest.index for g in picked)))
+                launches.append(
+                    Launch(
+                        job.id,
+                        tuple(g.latest.uuid for g in picked),
+                        tuple(g.latest.index for g in picked),
+                    )
+                )
                 for gpu in picked:  # later jobs in this decision see its memory as taken
                     uuid = gpu.latest.uuid
                     reserved[uuid] = reserved.get(uuid, 0) + job.spec.vram_bytes
                 misses.clear()
                 continue
-            reason = misses[asks] = _why(job, gpus, reserved, margin_bytes, now, settle_s,
-                                         window.max_gap_s)
+            reason = misses[asks] = _why(
+                job, gpus, reserved, margin_bytes, now, settle_s, window.max_gap_s
+            )
         reasons[job.id] = reason
         if now - job.created_at >= starve_after_s and _could_fit(job, gpus, margin_bytes):
             holder = job
@@ -145,20 +168,23 @@ def _gpus(window: HeadroomWindow, now: float, settle_s: float) -> list[_Gpu]:
         while first > 0 and kept[first].taken_at > start + _EPS_S:
             first -= 1
         run = tuple(kept[first:])
-        covered = (run[0].taken_at <= start + _EPS_S
-                   and now - run[-1].taken_at <= window.max_gap_s
-                   and all(r.problem is None for r in run)
-                   and all(b.taken_at - a.taken_at <= window.max_gap_s
-                           for a, b in pairwise(run)))
+        covered = (
+            run[0].taken_at <= start + _EPS_S
+            and now - run[-1].taken_at <= window.max_gap_s
+            and all(r.problem is None for r in run)
+            and all(b.taken_at - a.taken_at <= window.max_gap_s for a, b in pairwise(run))
+        )
         utils = [r.util_pct for r in run if r.util_pct is not None]
-        out.append(_Gpu(run[-1], run, covered, min(r.free_bytes for r in run),
-                        max(utils) if utils else None))
+        out.append(
+            _Gpu(
+                run[-1], run, covered, min(r.free_bytes for r in run), max(utils) if utils else None
+            )
+        )
     out.sort(key=lambda g: g.latest.index)
     return [replace(g, position=i) for i, g in enumerate(out)]
 
 
-def _place(job: Job, gpus: list[_Gpu], reserved: dict[str, int],
-           margin_bytes: int) -> list[_Gpu]:
+def _place(job: Job, gpus: list[_Gpu], reserved: dict[str, int], margin_bytes: int) -> list[_Gpu]:
     """The best-fitting GPUs for the job (least headroom left), or none."""
     need = job.spec.vram_bytes
     limit = job.spec.max_util_pct
@@ -186,8 +212,10 @@ def _after_reason(job: Job, by_id: dict[int, Job]) -> str | None:
     if other.state is JobState.DONE:
         return None
     if other.state in (JobState.FAILED, JobState.CANCELLED):
-        return (f"waits for job {after} ({other.state.value}): it starts only if that job is "
-                "run again and succeeds")
+        return (
+            f"waits for job {after} ({other.state.value}): it starts only if that job is "
+            "run again and succeeds"
+        )
     return f"waits for job {after} ({other.state.value})"
 
 
@@ -198,8 +226,15 @@ def _could_fit(job: Job, gpus: list[_Gpu], margin_bytes: int) -> bool:
     return large >= max(1, job.spec.gpus)
 
 
-def _why(job: Job, gpus: list[_Gpu], reserved: dict[str, int], margin_bytes: int,
-         now: float, settle_s: float, max_gap_s: float) -> str:
+def _why(
+    job: Job,
+    gpus: list[_Gpu],
+    reserved: dict[str, int],
+    margin_bytes: int,
+    now: float,
+    settle_s: float,
+    max_gap_s: float,
+) -> str:
     """Why the job cannot start, in words, naming the GPU closest to qualifying."""
     need = job.spec.vram_bytes
     count = max(1, job.spec.gpus)
@@ -216,8 +251,7 @@ def _why(job: Job, gpus: list[_Gpu], reserved: dict[str, int], margin_bytes: int
         return f"needs {count} GPUs with {needs}; only {large} of {len(gpus)} are that large"
     statuses = []
     for gpu in gpus:
-        status = _status(gpu, job, reserved.get(gpu.latest.uuid, 0), margin_bytes, now,
-                         max_gap_s)
+        status = _status(gpu, job, reserved.get(gpu.latest.uuid, 0), margin_bytes, now, max_gap_s)
         if status[0] > 1 or status[4] + _EPS_S < settle_s:  # else it qualifies
             statuses.append(status)
     if not statuses:
@@ -225,8 +259,16 @@ def _why(job: Job, gpus: list[_Gpu], reserved: dict[str, int], margin_bytes: int
     else:
         rank, _, index, low, held_s = min(statuses)
         gpu = gpus[index]
-        closest = _words(rank, gpu, low, held_s, reserved.get(gpu.latest.uuid, 0), needs,
-                         job.spec.max_util_pct, settle_s)
+        closest = _words(
+            rank,
+            gpu,
+            low,
+            held_s,
+            reserved.get(gpu.latest.uuid, 0),
+            needs,
+            job.spec.max_util_pct,
+            settle_s,
+        )
     if count == 1:
         return closest
     qualify = len(gpus) - len(statuses)
@@ -234,8 +276,9 @@ def _why(job: Job, gpus: list[_Gpu], reserved: dict[str, int], margin_bytes: int
     return f"needs {count} GPUs, {qualify} {verb}; {closest}"
 
 
-def _status(gpu: _Gpu, job: Job, reserved: int, margin_bytes: int, now: float,
-            max_gap_s: float) -> tuple[int, float, int, int, float]:
+def _status(
+    gpu: _Gpu, job: Job, reserved: int, margin_bytes: int, now: float, max_gap_s: float
+) -> tuple[int, float, int, int, float]:
     """How far a GPU is from qualifying: (rank, distance, position, lowest free, held s).
 
     Ranks, nearest first: 1 usable but not for long enough, 2 too busy, 3 short of memory,
@@ -260,17 +303,28 @@ def _status(gpu: _Gpu, job: Job, reserved: int, margin_bytes: int, now: float,
     run = gpu.run
     for k in range(len(run) - 2, -1, -1):
         before = run[k]
-        if (before.problem is not None or run[k + 1].taken_at - before.taken_at > max_gap_s
-                or before.free_bytes - reserved < need
-                or (before.util_pct is not None and before.util_pct >= limit)):
+        if (
+            before.problem is not None
+            or run[k + 1].taken_at - before.taken_at > max_gap_s
+            or before.free_bytes - reserved < need
+            or (before.util_pct is not None and before.util_pct >= limit)
+        ):
             break
         start, low = before, min(low, before.free_bytes)
     held_s = now - start.taken_at
     return (1, -held_s, gpu.position, low, held_s)
 
 
-def _words(rank: int, gpu: _Gpu, low: int, held_s: float, reserved: int, needs: str,
-           limit: float, settle_s: float) -> str:
+def _words(
+    rank: int,
+    gpu: _Gpu,
+    low: int,
+    held_s: float,
+    reserved: int,
+    needs: str,
+    limit: float,
+    settle_s: float,
+) -> str:
     """One GPU's state, from `_status`, in words."""
     latest = gpu.latest
     name = f"GPU {latest.index}"

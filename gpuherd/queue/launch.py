@@ -81,8 +81,9 @@ def session_dir_for(state_dir: Path, job: Job, attempt: int) -> Path:
     return state_dir / "jobs" / name
 
 
-def job_environment(job: Job, gpu_uuids: Sequence[str],
-                    base: Mapping[str, str] | None = None) -> dict[str, str]:
+def job_environment(
+    job: Job, gpu_uuids: Sequence[str], base: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The runner's environment, the job's `--env`, and the GPUs by UUID in bus order."""
     env = dict(os.environ if base is None else base)
     env.update(dict(job.spec.env))
@@ -122,8 +123,7 @@ def _left_by_a_cut_off_launch(session_dir: Path) -> bool:
         return False
 
 
-def start(job: Job, session_dir: Path, gpu_uuids: Sequence[str],
-          state_dir: Path | None) -> Started:
+def start(job: Job, session_dir: Path, gpu_uuids: Sequence[str], state_dir: Path | None) -> Started:
     """Start the job's recorder detached; gated on the queue in `state_dir` when given.
 
     Raises:
@@ -133,22 +133,42 @@ def start(job: Job, session_dir: Path, gpu_uuids: Sequence[str],
     env = job_environment(job, gpu_uuids)
     check_startable(job, env)
     try:
-        session_dir.mkdir(parents=True, mode=0o700,
-                          exist_ok=_left_by_a_cut_off_launch(session_dir))
+        session_dir.mkdir(parents=True, mode=0o700, exist_ok=_left_by_a_cut_off_launch(session_dir))
         with Directory(session_dir) as directory:  # never through a link planted there
             out = directory.append(RUNNER_OUT, 0o600)
     except OSError as error:
-        raise QueueError(f"cannot make the session directory {session_dir}: "
-                         f"{error.strerror}") from None
+        raise QueueError(
+            f"cannot make the session directory {session_dir}: {error.strerror}"
+        ) from None
     gate_read, gate_write = os.pipe() if state_dir is not None else (None, None)
-    gate = ([] if gate_read is None else
-            ["--gate", str(gate_read), "--state", str(state_dir), "--job", str(job.id)])
-    argv = [sys.executable, _ISOLATED, "-c", _pinned(_BOOT, sys.path), *gate, "--", "record",
-            str(session_dir), "--", *job.spec.argv]
+    gate = (
+        []
+        if gate_read is None
+        else ["--gate", str(gate_read), "--state", str(state_dir), "--job", str(job.id)]
+    )
+    argv = [
+        sys.executable,
+        _ISOLATED,
+        "-c",
+        _pinned(_BOOT, sys.path),
+        *gate,
+        "--",
+        "record",
+        str(session_dir),
+        "--",
+        *job.spec.argv,
+    ]
     try:
-        process = subprocess.Popen(argv, cwd=job.spec.cwd, env=env, stdin=subprocess.DEVNULL,
-                                   stdout=out, stderr=out, start_new_session=True,
-                                   pass_fds=() if gate_read is None else (gate_read,))
+        process = subprocess.Popen(
+            argv,
+            cwd=job.spec.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            pass_fds=() if gate_read is None else (gate_read,),
+        )
     except OSError as error:
         for fd in (gate_read, gate_write):
             if fd is not None:
@@ -203,8 +223,9 @@ def gate_main(argv: Sequence[str]) -> int:
         os.close(fd)
         why = _committed(Path(options["--state"]), int(options["--job"]))
         if why is not None:
-            print(f"gpuherd: the command was not started: {visible(why)}", file=sys.stderr,
-                  flush=True)
+            print(
+                f"gpuherd: the command was not started: {visible(why)}", file=sys.stderr, flush=True
+            )
             return NOT_COMMITTED
     sys.stdout.flush()
     os.execv(sys.executable, [sys.executable, _ISOLATED, "-c", _pinned(_RECORD, sys.path), *rest])

@@ -68,8 +68,13 @@ class Ledger:
             another user, writable by others without the sticky bit, not writable here).
     """
 
-    def __init__(self, directory: Path, *, on_warning: Callable[[str], None] | None = None,
-                 lock_timeout_s: float = LOCK_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
+    ) -> None:
         self.directory = Path(directory)
         self._warn = on_warning or _say
         self._warned: set[str] = set()
@@ -121,25 +126,32 @@ class Ledger:
         if len(new) == 1:
             self._warn(f"ledger: {self.directory / first}: {why}; not counted")
         else:
-            self._warn(f"ledger: {len(new)} files in {self.directory} are not counted (the "
-                       f"first, {first}: {why}); each is named once")
+            self._warn(
+                f"ledger: {len(new)} files in {self.directory} are not counted (the "
+                f"first, {first}: {why}); each is named once"
+            )
         if len(self._named) >= MAX_NAMED:
-            self._warn(f"ledger: more than {MAX_NAMED} untrusted files in {self.directory}; "
-                       "new ones are not counted and no longer named")
+            self._warn(
+                f"ledger: more than {MAX_NAMED} untrusted files in {self.directory}; "
+                "new ones are not counted and no longer named"
+            )
 
     def _open_dir(self) -> tuple[int, int]:
         """The directory's descriptor and owner, once it is known to be safe to use."""
         where = self.directory
         try:
             if stat.S_ISLNK(os.lstat(where).st_mode):
-                raise LedgerError(f"the ledger directory {where} is a symbolic link; refusing to "
-                                  "follow it (remove it, or set GPUHERD_LEDGER_DIR)")
+                raise LedgerError(
+                    f"the ledger directory {where} is a symbolic link; refusing to "
+                    "follow it (remove it, or set GPUHERD_LEDGER_DIR)"
+                )
             dir_fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except NotADirectoryError:
             raise LedgerError(f"the ledger directory {where} is not a directory") from None
         except OSError as error:
-            raise LedgerError(f"cannot open the ledger directory {where}: "
-                              f"{error.strerror}") from None
+            raise LedgerError(
+                f"cannot open the ledger directory {where}: {error.strerror}"
+            ) from None
         try:
             info = os.fstat(dir_fd)
             check_mode(where, info)
@@ -157,13 +169,15 @@ class LedgerView:
         self._dir_fd = dir_fd
         self._open = True
 
-    def live(self, now: float | None = None,
-             gpu_totals: Mapping[str, int] | None = None) -> list[Reservation]:
+    def live(
+        self, now: float | None = None, gpu_totals: Mapping[str, int] | None = None
+    ) -> list[Reservation]:
         """Every user's live, trusted reservations; own stale entries are deleted on the way."""
         return [entry.reservation for entry in self.entries(now, gpu_totals)]
 
-    def entries(self, now: float | None = None,
-                gpu_totals: Mapping[str, int] | None = None) -> list[LedgerEntry]:
+    def entries(
+        self, now: float | None = None, gpu_totals: Mapping[str, int] | None = None
+    ) -> list[LedgerEntry]:
         """Every user's live, trusted entries, with who wrote them, in file-name order.
 
         Args:
@@ -190,8 +204,11 @@ class LedgerView:
                 doubts[name] = problem
             if entry is None:
                 continue
-            alive, problem = ((False, None) if not now < entry.expires_at
-                              else judge_process(entry.pid, entry.pid_start_time, entry.uid))
+            alive, problem = (
+                (False, None)
+                if not now < entry.expires_at
+                else judge_process(entry.pid, entry.pid_start_time, entry.uid)
+            )
             if problem is not None:
                 doubts[name] = problem
             elif alive:
@@ -203,8 +220,15 @@ class LedgerView:
         self._ledger.name_untrusted(doubts | beyond)
         return [entry for entry in out if entry.name not in beyond]
 
-    def reserve(self, gpu_uuid: str, bytes_: int, job: str, pid: int, pid_start_time: float,
-                expires_at: float) -> None:
+    def reserve(
+        self,
+        gpu_uuid: str,
+        bytes_: int,
+        job: str,
+        pid: int,
+        pid_start_time: float,
+        expires_at: float,
+    ) -> None:
         """Write one reservation owned by this user (atomically: temp file, then rename).
 
         A need of 0 bytes holds nothing, so nothing is written for it.
@@ -212,9 +236,15 @@ class LedgerView:
         self._check_open()
         if bytes_ == 0:
             return
-        body = {"gpu_uuid": gpu_uuid, "bytes": bytes_, "uid": os.geteuid(), "pid": pid,
-                "pid_start_time": float(pid_start_time), "expires_at": float(expires_at),
-                "job": job}
+        body = {
+            "gpu_uuid": gpu_uuid,
+            "bytes": bytes_,
+            "uid": os.geteuid(),
+            "pid": pid,
+            "pid_start_time": float(pid_start_time),
+            "expires_at": float(expires_at),
+            "job": job,
+        }
         problem = invalid(body)
         if problem is not None:
             raise ValueError(f"bad reservation: {problem}")
@@ -222,8 +252,12 @@ class LedgerView:
         temp, final = f"{TEMP_PREFIX}{token}", f"{ENTRY_PREFIX}{token}{ENTRY_SUFFIX}"
         data = json.dumps(body, sort_keys=True).encode()
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, 0o644, dir_fd=self._dir_fd)
+            fd = os.open(
+                temp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o644,
+                dir_fd=self._dir_fd,
+            )
             try:
                 os.fchmod(fd, 0o644)
                 os.write(fd, data)  # far below PIPE_BUF-sized limits: one write
@@ -234,8 +268,9 @@ class LedgerView:
             os.rename(temp, final, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
         except OSError as error:
             self._unlink(temp)
-            raise LedgerError(f"cannot write a reservation in {self._ledger.directory}: "
-                              f"{error.strerror}") from None
+            raise LedgerError(
+                f"cannot write a reservation in {self._ledger.directory}: {error.strerror}"
+            ) from None
 
     def release(self, job: str) -> int:
         """Delete this user's entries of `job` (live or not); returns how many."""
@@ -249,8 +284,9 @@ class LedgerView:
                     gone += self._unlink(name)
         return gone
 
-    def _read(self, name: str, gpu_totals: Mapping[str, int], now: float
-              ) -> tuple[LedgerEntry | None, int | None, str | None]:
+    def _read(
+        self, name: str, gpu_totals: Mapping[str, int], now: float
+    ) -> tuple[LedgerEntry | None, int | None, str | None]:
         """An entry and its file's owner, or why the file is not a trusted entry."""
         if not (name.startswith(ENTRY_PREFIX) and name.endswith(ENTRY_SUFFIX)):
             return None, None, "not a ledger entry"

@@ -30,8 +30,15 @@ UID_MAX = (1 << 32) - 2
 """The largest uid (`(uid_t) -1` means "no uid")."""
 MAX_SEEN = 100_000
 """Entry files whose first sighting is remembered; past this many, the oldest is forgotten."""
-_FIELDS = {"gpu_uuid": str, "bytes": int, "uid": int, "pid": int, "pid_start_time": float,
-           "expires_at": float, "job": str}
+_FIELDS = {
+    "gpu_uuid": str,
+    "bytes": int,
+    "uid": int,
+    "pid": int,
+    "pid_start_time": float,
+    "expires_at": float,
+    "job": str,
+}
 
 
 class LedgerError(GpuherdError):
@@ -114,11 +121,14 @@ def judge_process(pid: int, start_time: float, uid: int) -> tuple[bool, str | No
     if seen is None:
         return False, None  # gone, a zombie, or the pid was reused by another process
     if seen.owner_uid is None:
-        return False, (f"its process {pid} cannot be seen in /proc (mounted with hidepid?), "
-                       "so whose it is cannot be checked")
+        return False, (
+            f"its process {pid} cannot be seen in /proc (mounted with hidepid?), "
+            "so whose it is cannot be checked"
+        )
     if seen.owner_uid != uid:
-        return False, (f"its process {pid} belongs to {user_name(seen.owner_uid)}, "
-                       f"not to uid {uid}")
+        return False, (
+            f"its process {pid} belongs to {user_name(seen.owner_uid)}, not to uid {uid}"
+        )
     return True, None
 
 
@@ -132,13 +142,17 @@ def doubt(body: dict[str, Any], written_at: float, gpu_totals: Mapping[str, int]
         gpu_totals: total memory per GPU UUID where known.
     """
     if body["expires_at"] > written_at + MAX_GRACE_S + CLOCK_SLACK_S:
-        return (f"it counts until {body['expires_at']:.6g}, more than the longest grace "
-                f"period ({MAX_GRACE_S:g} s) after it was written or first seen "
-                f"({written_at:.0f})")
+        return (
+            f"it counts until {body['expires_at']:.6g}, more than the longest grace "
+            f"period ({MAX_GRACE_S:g} s) after it was written or first seen "
+            f"({written_at:.0f})"
+        )
     total = gpu_totals.get(body["gpu_uuid"])
     if total is not None and body["bytes"] > total:
-        return (f"it reserves {body['bytes']} bytes on {body['gpu_uuid']}, more than that "
-                f"GPU's total ({total} bytes)")
+        return (
+            f"it reserves {body['bytes']} bytes on {body['gpu_uuid']}, more than that "
+            f"GPU's total ({total} bytes)"
+        )
     return None
 
 
@@ -157,8 +171,10 @@ def beyond_share(entries: list[LedgerEntry], gpu_totals: Mapping[str, int]) -> d
             continue
         key = (entry.uid, entry.gpu_uuid)
         if held.get(key, 0) + entry.bytes > total:
-            beyond[entry.name] = (f"with it, uid {entry.uid}'s entries on {entry.gpu_uuid} "
-                                  f"would reserve more than that GPU's total ({total} bytes)")
+            beyond[entry.name] = (
+                f"with it, uid {entry.uid}'s entries on {entry.gpu_uuid} "
+                f"would reserve more than that GPU's total ({total} bytes)"
+            )
         else:
             held[key] = held.get(key, 0) + entry.bytes
     return beyond
@@ -202,8 +218,9 @@ def create_shared_dir(directory: Path) -> None:
     except FileExistsError:
         return
     except OSError as error:
-        raise LedgerError(f"cannot create the ledger directory {directory}: "
-                          f"{error.strerror}") from None
+        raise LedgerError(
+            f"cannot create the ledger directory {directory}: {error.strerror}"
+        ) from None
     # mkdir's mode passes through the umask, so the sticky, world-writable mode is set after:
     # through a descriptor of what was made, never by a path another user could have swapped
     # for a link to somewhere else in the meantime.
@@ -227,20 +244,26 @@ def check_mode(where: Path, info: os.stat_result) -> None:
         raise LedgerError(f"the ledger directory {where} is not a directory")
     if info.st_uid not in (0, os.geteuid()):
         # The owner of a sticky directory may still delete or replace anyone's files in it.
-        raise LedgerError(f"the ledger directory {where} belongs to {user_name(info.st_uid)}, "
-                          "not to root or this user, so its owner could delete anyone's "
-                          f"reservations; move it away and have root create it: "
-                          f"install -d -m 1777 {where} (or set GPUHERD_LEDGER_DIR)")
+        raise LedgerError(
+            f"the ledger directory {where} belongs to {user_name(info.st_uid)}, "
+            "not to root or this user, so its owner could delete anyone's "
+            f"reservations; move it away and have root create it: "
+            f"install -d -m 1777 {where} (or set GPUHERD_LEDGER_DIR)"
+        )
     mode = stat.S_IMODE(info.st_mode)
     sticky = bool(mode & stat.S_ISVTX)
     if mode & 0o022 and not sticky:
-        raise LedgerError(f"the ledger directory {where} is writable by other users but has no "
-                          f"sticky bit (mode {mode:04o}), so anyone could delete reservations; "
-                          f"run: chmod 1777 {where}")
+        raise LedgerError(
+            f"the ledger directory {where} is writable by other users but has no "
+            f"sticky bit (mode {mode:04o}), so anyone could delete reservations; "
+            f"run: chmod 1777 {where}"
+        )
     if not _writable(info, mode):
-        raise LedgerError(f"the ledger directory {where} belongs to {user_name(info.st_uid)} with "
-                          f"mode {mode:04o}, so this user cannot add reservations; it must be "
-                          f"mode 1777 (its owner or root can run: chmod 1777 {where})")
+        raise LedgerError(
+            f"the ledger directory {where} belongs to {user_name(info.st_uid)} with "
+            f"mode {mode:04o}, so this user cannot add reservations; it must be "
+            f"mode 1777 (its owner or root can run: chmod 1777 {where})"
+        )
 
 
 def _writable(info: os.stat_result, mode: int) -> bool:

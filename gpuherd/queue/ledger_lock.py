@@ -25,8 +25,10 @@ milliseconds)."""
 RETRY_WAIT_S = 0.05
 """After one wait ran out, later tries wait only this long until the lock is free again, so a
 held lock does not slow every step by `LOCK_TIMEOUT_S`."""
-GOING_ON = ("going on without it: reservations are still read and written, but two runners "
-            "deciding at the same moment could share headroom")
+GOING_ON = (
+    "going on without it: reservations are still read and written, but two runners "
+    "deciding at the same moment could share headroom"
+)
 STILL_ORDERED = "the ledger directory's own lock still orders runners"
 _OPEN_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 """O_NONBLOCK: a FIFO planted under the lock's name must not hang the open."""
@@ -98,8 +100,10 @@ class LedgerLock:
         if not stat.S_ISREG(info.st_mode):
             return None, f"{self.path} is not a regular file ({kind_of(info.st_mode)})"
         if info.st_uid not in (0, dir_owner):
-            return None, (f"{self.path} belongs to {user_name(info.st_uid)}, not to the ledger "
-                          f"directory's owner ({user_name(dir_owner)}), so it is not trusted")
+            return None, (
+                f"{self.path} belongs to {user_name(info.st_uid)}, not to the ledger "
+                f"directory's owner ({user_name(dir_owner)}), so it is not trusted"
+            )
         try:
             fd = os.open(LOCK_NAME, _OPEN_READ, dir_fd=dir_fd)
         except OSError as error:
@@ -112,8 +116,12 @@ class LedgerLock:
 
     def _create(self, dir_fd: int) -> str | None:
         try:
-            fd = os.open(LOCK_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
+            fd = os.open(
+                LOCK_NAME,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o644,
+                dir_fd=dir_fd,
+            )
         except FileExistsError:
             return None  # someone was faster: judged like any lock found there
         except OSError as error:
@@ -137,8 +145,10 @@ class LedgerLock:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     self._waited_out[which] = True
-                    return (f"{what} has been held for over {self.timeout_s:g} s by "
-                            f"{holders(os.fstat(fd))}")
+                    return (
+                        f"{what} has been held for over {self.timeout_s:g} s by "
+                        f"{holders(os.fstat(fd))}"
+                    )
                 time.sleep(0.002)
 
 
@@ -171,4 +181,3 @@ def _process_user(pid: int) -> str:
         return f"user {user_name(os.stat(f'/proc/{pid}').st_uid)}"
     except OSError:
         return "user unknown"
-

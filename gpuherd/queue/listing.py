@@ -32,8 +32,9 @@ def duration_s(job: Job, now: float) -> float | None:
 
 def places(jobs: Sequence[Job]) -> dict[int, int]:
     """Job id -> place in line (1 = next to start) of each waiting job."""
-    waiting = sorted((j for j in jobs if j.state is JobState.WAITING),
-                     key=lambda j: (j.position, j.id))
+    waiting = sorted(
+        (j for j in jobs if j.state is JobState.WAITING), key=lambda j: (j.position, j.id)
+    )
     return {job.id: n for n, job in enumerate(waiting, start=1)}
 
 
@@ -62,29 +63,38 @@ def table_rows(jobs: Sequence[Job], now: float) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for job in jobs:
         took = duration_s(job, now)
-        rows.append((
-            str(job.id), str(place[job.id]) if job.id in place else NONE,
-            _cut(job_name(job), MAX_NAME_CHARS), _state(job), _gpus(job), _need(job),
-            format_size(job.peak_vram_bytes) if job.peak_vram_bytes is not None else NONE,
-            str(job.exit_code) if job.exit_code is not None else NONE,
-            fmt_duration(took) if took is not None else NONE,
-            _cut(job.wait_reason, MAX_WHY_CHARS) if job.wait_reason else NONE,
-        ))
+        rows.append(
+            (
+                str(job.id),
+                str(place[job.id]) if job.id in place else NONE,
+                _cut(job_name(job), MAX_NAME_CHARS),
+                _state(job),
+                _gpus(job),
+                _need(job),
+                format_size(job.peak_vram_bytes) if job.peak_vram_bytes is not None else NONE,
+                str(job.exit_code) if job.exit_code is not None else NONE,
+                fmt_duration(took) if took is not None else NONE,
+                _cut(job.wait_reason, MAX_WHY_CHARS) if job.wait_reason else NONE,
+            )
+        )
     return rows
 
 
 def damaged_rows(damaged: Sequence[DamagedRow]) -> list[tuple[str, ...]]:
     """One table row per damaged row: its id, `damaged`, and why in the WHY column."""
-    return [(str(row.job_id), NONE, "?", DAMAGED, *(NONE,) * 5, _cut(row.problem, MAX_WHY_CHARS))
-            for row in damaged]
+    return [
+        (str(row.job_id), NONE, "?", DAMAGED, *(NONE,) * 5, _cut(row.problem, MAX_WHY_CHARS))
+        for row in damaged
+    ]
 
 
 DAMAGED = "damaged"
 """The state `ls` shows for a stored row that is not a job this gpuherd could have written."""
 
 
-def render_table(jobs: Sequence[Job], now: float, paused: bool,
-                 damaged: Sequence[DamagedRow] = ()) -> str:
+def render_table(
+    jobs: Sequence[Job], now: float, paused: bool, damaged: Sequence[DamagedRow] = ()
+) -> str:
     """The `queue ls` table (and a first line when the queue is paused)."""
     lines = ["the queue is paused: no job starts until `gpuherd queue resume`"] if paused else []
     if not jobs and not damaged:
@@ -100,21 +110,36 @@ def job_json(job: Job, now: float, place: int | None) -> dict[str, Any]:
     """One job as the object `queue ls --json` lists (docs/queue.md); no environment."""
     spec = job.spec
     return {
-        "id": job.id, "name": job_name(job), "state": job.state.value, "place": place,
-        "argv": list(spec.argv), "cwd": spec.cwd, "gpus": spec.gpus,
-        "vram_bytes": spec.vram_bytes, "max_util_pct": spec.max_util_pct, "after": spec.after,
-        "retry_oom": spec.retry_oom, "attempts": job.attempts,
-        "gpu_uuids": list(job.gpu_uuids), "gpu_indices": list(job.gpu_indices),
-        "session_dir": job.session_dir, "pid": job.pid, "created_at": job.created_at,
-        "started_at": job.started_at, "ended_at": job.ended_at,
-        "duration_s": duration_s(job, now), "exit_code": job.exit_code,
-        "peak_vram_bytes": job.peak_vram_bytes, "cancel_requested": job.cancel_requested,
+        "id": job.id,
+        "name": job_name(job),
+        "state": job.state.value,
+        "place": place,
+        "argv": list(spec.argv),
+        "cwd": spec.cwd,
+        "gpus": spec.gpus,
+        "vram_bytes": spec.vram_bytes,
+        "max_util_pct": spec.max_util_pct,
+        "after": spec.after,
+        "retry_oom": spec.retry_oom,
+        "attempts": job.attempts,
+        "gpu_uuids": list(job.gpu_uuids),
+        "gpu_indices": list(job.gpu_indices),
+        "session_dir": job.session_dir,
+        "pid": job.pid,
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "ended_at": job.ended_at,
+        "duration_s": duration_s(job, now),
+        "exit_code": job.exit_code,
+        "peak_vram_bytes": job.peak_vram_bytes,
+        "cancel_requested": job.cancel_requested,
         "reason": job.wait_reason,
     }
 
 
-def jobs_json(jobs: Sequence[Job], now: float,
-              damaged: Sequence[DamagedRow] = ()) -> list[dict[str, Any]]:
+def jobs_json(
+    jobs: Sequence[Job], now: float, damaged: Sequence[DamagedRow] = ()
+) -> list[dict[str, Any]]:
     """`queue ls --json`: every job, in the order `ls` shows them, then the damaged rows.
 
     A damaged row has every key, `null` but for `id`, `state` (`damaged`) and `reason`.
@@ -123,15 +148,38 @@ def jobs_json(jobs: Sequence[Job], now: float,
     listed = [job_json(job, now, place.get(job.id)) for job in jobs]
     keys = list(listed[0]) if listed else list(_KEYS)
     for row in damaged:
-        listed.append(dict.fromkeys(keys) | {"id": row.job_id, "state": DAMAGED,
-                                             "reason": row.problem})
+        listed.append(
+            dict.fromkeys(keys) | {"id": row.job_id, "state": DAMAGED, "reason": row.problem}
+        )
     return listed
 
 
-_KEYS = ("id", "name", "state", "place", "argv", "cwd", "gpus", "vram_bytes", "max_util_pct",
-         "after", "retry_oom", "attempts", "gpu_uuids", "gpu_indices", "session_dir", "pid",
-         "created_at", "started_at", "ended_at", "duration_s", "exit_code", "peak_vram_bytes",
-         "cancel_requested", "reason")
+_KEYS = (
+    "id",
+    "name",
+    "state",
+    "place",
+    "argv",
+    "cwd",
+    "gpus",
+    "vram_bytes",
+    "max_util_pct",
+    "after",
+    "retry_oom",
+    "attempts",
+    "gpu_uuids",
+    "gpu_indices",
+    "session_dir",
+    "pid",
+    "created_at",
+    "started_at",
+    "ended_at",
+    "duration_s",
+    "exit_code",
+    "peak_vram_bytes",
+    "cancel_requested",
+    "reason",
+)
 
 
 def _time(value: float | None) -> str:
@@ -160,13 +208,19 @@ def render_job(job: Job, now: float, place: int | None, show_secrets: bool = Fal
         ("reason", job.wait_reason or NONE),
         ("command", shlex.join(spec.argv)),
         ("cwd", spec.cwd),
-        ("needs", f"{_need(job)} per GPU on {spec.gpus} GPU"
-                  f"{'' if spec.gpus == 1 else 's'}, under {spec.max_util_pct:g} % busy"),
+        (
+            "needs",
+            f"{_need(job)} per GPU on {spec.gpus} GPU"
+            f"{'' if spec.gpus == 1 else 's'}, under {spec.max_util_pct:g} % busy",
+        ),
         ("after", f"job {spec.after}" if spec.after is not None else NONE),
         ("retry on OOM", "yes" if spec.retry_oom else "no"),
         ("attempts", str(job.attempts)),
-        ("GPUs", ", ".join(f"{i} ({u})" for i, u in zip(job.gpu_indices, job.gpu_uuids,
-                                                           strict=False)) or NONE),
+        (
+            "GPUs",
+            ", ".join(f"{i} ({u})" for i, u in zip(job.gpu_indices, job.gpu_uuids, strict=False))
+            or NONE,
+        ),
         ("session", job.session_dir or NONE),
         ("supervisor pid", str(job.pid) if job.pid is not None else NONE),
         ("queued", _time(job.created_at)),
@@ -174,15 +228,19 @@ def render_job(job: Job, now: float, place: int | None, show_secrets: bool = Fal
         ("ended", _time(job.ended_at)),
         ("ran for", fmt_duration(took) if took is not None else NONE),
         ("exit code", str(job.exit_code) if job.exit_code is not None else NONE),
-        ("peak VRAM", format_size(job.peak_vram_bytes) if job.peak_vram_bytes is not None
-                      else NONE),
+        (
+            "peak VRAM",
+            format_size(job.peak_vram_bytes) if job.peak_vram_bytes is not None else NONE,
+        ),
         ("cancel asked", "yes" if job.cancel_requested else "no"),
     ]
     width = max(len(name) for name, _ in fields)
     lines = [f"{name + ':':<{width + 1}} {value}" for name, value in fields]
     masked = [key for key, _ in spec.env if not show_secrets and is_secret_name(key)]
-    lines.append(f"environment ({len(spec.env)} variables"
-                 + (f"; {len(masked)} masked, --show-secrets prints them" if masked else "")
-                 + "):")
+    lines.append(
+        f"environment ({len(spec.env)} variables"
+        + (f"; {len(masked)} masked, --show-secrets prints them" if masked else "")
+        + "):"
+    )
     lines += [f"  {key}={MASK if key in masked else value}" for key, value in spec.env]
     return "\n".join(lines)

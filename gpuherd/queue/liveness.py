@@ -39,7 +39,8 @@ back in line (`QueueStore.unlaunch`)."""
 OOM_FINDING = "oom"
 """The `finding` the parsers give a CUDA out-of-memory line (`parsers.findings`)."""
 LOST_WHILE_LAUNCHING = (
-    "back in line: the runner stopped while launching it, before its command started")
+    "back in line: the runner stopped while launching it, before its command started"
+)
 NO_END_RECORDED = "its supervisor ended without recording how the command ended"
 CANCELLED_BEFORE_START = "cancelled before its command started"
 
@@ -99,8 +100,10 @@ def _meta_and_oom(session_dir: Path) -> tuple[dict[str, Any], bool]:
             return read_meta(session_dir), False
         except SessionFormatError:
             return {}, False
-    oom = any(event.get("kind") == EVENT.finding and event.get("finding") == OOM_FINDING
-              for event in reader.events())
+    oom = any(
+        event.get("kind") == EVENT.finding and event.get("finding") == OOM_FINDING
+        for event in reader.events()
+    )
     return reader.meta, oom
 
 
@@ -122,9 +125,13 @@ def read_job_end(session_dir: Path) -> JobEnd | None:
         return None
     peaks = [entry["peak_bytes"] for entry in meta.get(META.run_peaks) or ()]
     error = record.get("error")
-    return JobEnd(exit_code=code, ended_at=float(ended_at) if ended_at is not None else None,
-                  peak_vram_bytes=max(peaks) if peaks else None, oom=oom,
-                  error=error if isinstance(error, str) else None)
+    return JobEnd(
+        exit_code=code,
+        ended_at=float(ended_at) if ended_at is not None else None,
+        peak_vram_bytes=max(peaks) if peaks else None,
+        oom=oom,
+        error=error if isinstance(error, str) else None,
+    )
 
 
 def command_process(session_dir: Path, not_before: float) -> tuple[int, float] | None:
@@ -178,8 +185,11 @@ def end_seen(job: Job) -> JobEnd | None:
     if _supervisor_alive(job):
         return None
     session = Path(job.session_dir) if job.session_dir else None
-    if (session is not None and not (session / COMMAND_EXIT_FILE).exists()
-            and command_process(session, job.pid_start_time) is not None):
+    if (
+        session is not None
+        and not (session / COMMAND_EXIT_FILE).exists()
+        and command_process(session, job.pid_start_time) is not None
+    ):
         return None  # the recorder was killed, but the command it started runs on
     end = read_job_end(session) if session is not None else None
     return end if end is not None else JobEnd(None, None, None, False, NO_END_RECORDED)
@@ -188,12 +198,22 @@ def end_seen(job: Job) -> JobEnd | None:
 def as_ended(job: Job, end: JobEnd, now: float) -> Job:
     """`job` as it will be recorded once settled: its end state, code, time and peak."""
     code = end.exit_code
-    state = (JobState.CANCELLED if job.cancel_requested
-             else JobState.DONE if code == 0 else JobState.FAILED)
+    state = (
+        JobState.CANCELLED
+        if job.cancel_requested
+        else JobState.DONE
+        if code == 0
+        else JobState.FAILED
+    )
     reason = end.error or (NO_END_RECORDED if code is None else ENDED_UNSETTLED)
-    return replace(job, state=state, exit_code=code,
-                   ended_at=end.ended_at if end.ended_at is not None else now,
-                   peak_vram_bytes=end.peak_vram_bytes, wait_reason=reason)
+    return replace(
+        job,
+        state=state,
+        exit_code=code,
+        ended_at=end.ended_at if end.ended_at is not None else now,
+        peak_vram_bytes=end.peak_vram_bytes,
+        wait_reason=reason,
+    )
 
 
 def settle_job(store: QueueStore, job: Job, now: float) -> Job | None:
@@ -201,9 +221,12 @@ def settle_job(store: QueueStore, job: Job, now: float) -> Job | None:
     if _supervisor_alive(job):
         return None
     session = Path(job.session_dir) if job.session_dir else None
-    if (session is not None and job.pid_start_time is not None
-            and not (session / COMMAND_EXIT_FILE).exists()
-            and command_process(session, job.pid_start_time) is not None):
+    if (
+        session is not None
+        and job.pid_start_time is not None
+        and not (session / COMMAND_EXIT_FILE).exists()
+        and command_process(session, job.pid_start_time) is not None
+    ):
         return None  # the recorder was killed, but the command it started runs on
     if job.pid is None:
         if job.started_at is not None and now - job.started_at < LAUNCH_TIMEOUT_S:

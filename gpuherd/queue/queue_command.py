@@ -51,8 +51,10 @@ def _add(store: QueueStore, args: QueueOptions, backend: NvmlBackend | None) -> 
     place = listing.places(store.jobs((JobState.WAITING,))).get(job.id)
     gpus = "1 GPU" if spec.gpus == 1 else f"{spec.gpus} GPUs"
     need = format_size(spec.vram_bytes) if spec.vram_bytes else "0 B (no --vram)"
-    said = (f"queued job {job.id} ({listing.job_name(job)}) at place {place} in line: needs "
-            f"{need} on {gpus}")
+    said = (
+        f"queued job {job.id} ({listing.job_name(job)}) at place {place} in line: needs "
+        f"{need} on {gpus}"
+    )
     if spec.after is not None:
         said += f", after job {spec.after}"
     return said + ("; the queue is paused" if store.paused() else "")
@@ -79,16 +81,18 @@ def _ls(store: QueueStore, args: QueueOptions) -> str:
     from gpuherd.queue.slurm_command import slurm_json, slurm_table
 
     if args.json:
-        return json.dumps(listing.jobs_json(jobs, now, store.damaged) + slurm_json(store)[0],
-                          indent=1)
+        return json.dumps(
+            listing.jobs_json(jobs, now, store.damaged) + slurm_json(store)[0], indent=1
+        )
     return listing.render_table(jobs, now, store.paused(), store.damaged) + slurm_table(store)
 
 
 def _show(store: QueueStore, args: QueueOptions) -> str:
     now = time.time()
     [job] = _as_seen(store, [store.get(args.job)], now)
-    return listing.render_job(job, now, listing.places(store.jobs()).get(job.id),
-                              show_secrets=args.show_secrets)
+    return listing.render_job(
+        job, now, listing.places(store.jobs()).get(job.id), show_secrets=args.show_secrets
+    )
 
 
 def _rm(store: QueueStore, args: QueueOptions) -> str:
@@ -139,8 +143,13 @@ def _move(store: QueueStore, args: QueueOptions) -> str:
 
 
 _ACTIONS: dict[str, Callable[[QueueStore, QueueOptions], str]] = {
-    "ls": _ls, "show": _show, "rm": _rm, "cancel": _cancel, "pause": _pause,
-    "resume": _resume, "move": _move,
+    "ls": _ls,
+    "show": _show,
+    "rm": _rm,
+    "cancel": _cancel,
+    "pause": _pause,
+    "resume": _resume,
+    "move": _move,
 }
 
 

@@ -47,8 +47,17 @@ class HeadroomWindow:
         seen = {r.uuid for r in batch}
         missing = [q[-1] for uuid, q in self._by_gpu.items() if uuid not in seen]
         for last in missing:
-            self._append(GpuReading(taken_at, last.uuid, last.index, last.total_bytes, 0, None,
-                                    "missing from the last reading"))
+            self._append(
+                GpuReading(
+                    taken_at,
+                    last.uuid,
+                    last.index,
+                    last.total_bytes,
+                    0,
+                    None,
+                    "missing from the last reading",
+                )
+            )
 
     def _append(self, reading: GpuReading) -> None:
         kept = self._by_gpu.setdefault(reading.uuid, deque())
@@ -80,9 +89,18 @@ class HeadroomWindow:
             if problem is None and not gpu.uuid.startswith(("GPU-", "MIG-")):
                 problem = "its UUID is not known yet"
             if problem is not None or total is None or used is None:
-                out.append(GpuReading(tick.taken_at, gpu.uuid, gpu.index, total or 0, 0, None,
-                                      problem))
+                out.append(
+                    GpuReading(tick.taken_at, gpu.uuid, gpu.index, total or 0, 0, None, problem)
+                )
             else:
-                out.append(GpuReading(tick.taken_at, gpu.uuid, gpu.index, total,
-                                      max(0, total - used), gpu.gpu_util_pct))
+                out.append(
+                    GpuReading(
+                        tick.taken_at,
+                        gpu.uuid,
+                        gpu.index,
+                        total,
+                        max(0, total - used),
+                        gpu.gpu_util_pct,
+                    )
+                )
         return out

@@ -66,10 +66,18 @@ class QueueRunner:
     `step`, both from the thread that opened `store`.
     """
 
-    def __init__(self, store: QueueStore, ledger: Ledger, *, settle_s: float = SETTLE_S,
-                 margin_bytes: int = MARGIN_BYTES, grace_s: float = GRACE_S,
-                 clock: Callable[[], float] = time.time, state_dir: Path | None = None,
-                 say: Say = say_stderr) -> None:
+    def __init__(
+        self,
+        store: QueueStore,
+        ledger: Ledger,
+        *,
+        settle_s: float = SETTLE_S,
+        margin_bytes: int = MARGIN_BYTES,
+        grace_s: float = GRACE_S,
+        clock: Callable[[], float] = time.time,
+        state_dir: Path | None = None,
+        say: Say = say_stderr,
+    ) -> None:
         self.store, self.ledger, self.say = store, ledger, say
         self.settle_s, self.margin_bytes, self.grace_s = settle_s, margin_bytes, grace_s
         self.clock = clock
@@ -110,8 +118,9 @@ class QueueRunner:
             # First, so a job a killed runner left launching is judged here, with its reason,
             # not by the generic timeout of settle_ended.
             self._adopted = True
-            adopt(self.store, self.ledger, keys=self.keys, grace_s=self.grace_s, say=self.say,
-                  now=now)
+            adopt(
+                self.store, self.ledger, keys=self.keys, grace_s=self.grace_s, say=self.say, now=now
+            )
         ended = settle_ended(self.store, now)
         reached = self._usage_reached()
         plan, launched = self._next_launch(now, reached), 0
@@ -119,8 +128,9 @@ class QueueRunner:
             self._launch(plan)
             launched += 1
             # Never claim one more than is launched: a claimed job would stay `launching`.
-            plan = (self._next_launch(self.clock(), set())
-                    if launched < MAX_LAUNCHES_PER_STEP else None)
+            plan = (
+                self._next_launch(self.clock(), set()) if launched < MAX_LAUNCHES_PER_STEP else None
+            )
         for job in ended:
             self._retry_oom(job)
 
@@ -150,8 +160,9 @@ class QueueRunner:
                 for job in waiting:
                     self._wait_reason(job.id, PAUSED, now)
                 return None
-            decision = decide(self.window, jobs, live, now, margin_bytes=self.margin_bytes,
-                              settle_s=self.settle_s)
+            decision = decide(
+                self.window, jobs, live, now, margin_bytes=self.margin_bytes, settle_s=self.settle_s
+            )
             for job_id, why in decision.waiting.items():
                 self._wait_reason(job_id, why, now)
             by_id = {j.id: j for j in jobs}
@@ -166,14 +177,15 @@ class QueueRunner:
         for row in self.store.damaged:
             if (row.job_id, row.problem) not in self._damaged_named:
                 self._damaged_named.add((row.job_id, row.problem))
-                self.say(f"job {row.job_id} is damaged in the queue database ({row.problem}); "
-                         f"it is skipped (gpuherd queue rm {row.job_id} removes it)")
+                self.say(
+                    f"job {row.job_id} is damaged in the queue database ({row.problem}); "
+                    f"it is skipped (gpuherd queue rm {row.job_id} removes it)"
+                )
 
     def _gpu_totals(self) -> dict[str, int]:
         """Total memory per GPU UUID in the last reading (bounds what a reservation may claim)."""
         devices = self._tick.devices if self._tick is not None else ()
-        return {d.uuid: d.memory_total_bytes for d in devices
-                if d.memory_total_bytes is not None}
+        return {d.uuid: d.memory_total_bytes for d in devices if d.memory_total_bytes is not None}
 
     def _stale(self, key: str, active: dict[int, Job], reached: set[str]) -> bool:
         """Whether one of this queue's ledger entries should go (other users' never do)."""
@@ -186,8 +198,9 @@ class QueueRunner:
     def _claim(self, view: LedgerView, job: Job, launch: Launch, now: float) -> _Planned | None:
         attempt = job.attempts + 1
         session = session_dir_for(self.state_dir, job, attempt)
-        if not self.store.mark_launching(job.id, launch.gpu_uuids, launch.gpu_indices,
-                                         str(session)):
+        if not self.store.mark_launching(
+            job.id, launch.gpu_uuids, launch.gpu_indices, str(session)
+        ):
             return None  # changed meanwhile (cancelled, removed): nothing was reserved
         keys = self.keys(job, attempt)
         expires_at = now + self.grace_s
@@ -201,13 +214,18 @@ class QueueRunner:
         try:
             started = start(job, plan.session_dir, plan.launch.gpu_uuids, self.state_dir)
         except QueueError as error:
-            self.store.mark_ended(job.id, JobState.FAILED, None, self.clock(), None,
-                                  reason=f"could not start: {error.msg}")
+            self.store.mark_ended(
+                job.id,
+                JobState.FAILED,
+                None,
+                self.clock(),
+                None,
+                reason=f"could not start: {error.msg}",
+            )
             self._release(plan.keys)
             self.say(f"job {job.id} failed to start: {error.msg}")
             return
-        committed = self.store.mark_running(job.id, started.pid, started.start_time,
-                                            self.clock())
+        committed = self.store.mark_running(job.id, started.pid, started.start_time, self.clock())
         started.open_gate()
         if not committed:  # someone ended it meanwhile: the gated process gives up by itself
             self._release(plan.keys)
@@ -216,11 +234,13 @@ class QueueRunner:
         with self.ledger.locked() as view:  # the reservation now lives as long as the job
             for key, uuid in zip(plan.keys, plan.launch.gpu_uuids, strict=False):
                 view.release(key)
-                view.reserve(uuid, job.spec.vram_bytes, key, started.pid, started.start_time,
-                             plan.expires_at)
+                view.reserve(
+                    uuid, job.spec.vram_bytes, key, started.pid, started.start_time, plan.expires_at
+                )
         gpus = ", ".join(str(i) for i in plan.launch.gpu_indices)
-        self.say(f"started job {job.id} on GPU {gpus} (pid {started.pid}, session "
-                 f"{plan.session_dir})")
+        self.say(
+            f"started job {job.id} on GPU {gpus} (pid {started.pid}, session {plan.session_dir})"
+        )
 
     def _release(self, keys: tuple[str, ...]) -> None:
         with self.ledger.locked() as view:
@@ -244,8 +264,11 @@ class QueueRunner:
         for job in running:
             if job.pid is None:
                 continue
-            held = [(k, uuid) for k, uuid in zip(self.keys(job), job.gpu_uuids, strict=False)
-                    if k not in self._released]
+            held = [
+                (k, uuid)
+                for k, uuid in zip(self.keys(job), job.gpu_uuids, strict=False)
+                if k not in self._released
+            ]
             if not held:
                 continue
             if job.session_dir and (Path(job.session_dir) / COMMAND_EXIT_FILE).exists():
@@ -256,8 +279,9 @@ class QueueRunner:
                 device = devices.get(uuid)
                 if device is None or not device.processes:
                     continue  # not listed (another PID namespace): the grace period ends it
-                used = sum(p.used_memory_bytes or 0 for p in device.processes
-                           if tree.contains(p.pid))
+                used = sum(
+                    p.used_memory_bytes or 0 for p in device.processes if tree.contains(p.pid)
+                )
                 if used >= job.spec.vram_bytes:
                     out.add(key)
         return out
@@ -278,15 +302,21 @@ class QueueRunner:
             return
         need = oom_retry_need(job.spec.vram_bytes)
         self.store.requeue(job.id, need)
-        self.say(f"job {job.id} ran out of GPU memory: queued again needing "
-                 f"{format_size(need)}")
+        self.say(f"job {job.id} ran out of GPU memory: queued again needing {format_size(need)}")
 
 
-def run_headless(state_dir: Path, ledger_dir: Path, *, settle_s: float = SETTLE_S,
-                 margin_bytes: int = MARGIN_BYTES, grace_s: float = GRACE_S,
-                 interval_s: float = 1.0,
-                 nvml_backend: NvmlBackend | None = None, stop: threading.Event | None = None,
-                 say: Say = say_stderr) -> int:
+def run_headless(
+    state_dir: Path,
+    ledger_dir: Path,
+    *,
+    settle_s: float = SETTLE_S,
+    margin_bytes: int = MARGIN_BYTES,
+    grace_s: float = GRACE_S,
+    interval_s: float = 1.0,
+    nvml_backend: NvmlBackend | None = None,
+    stop: threading.Event | None = None,
+    say: Say = say_stderr,
+) -> int:
     """`gpuherd queue run`: run the queue until SIGINT/SIGTERM/SIGHUP (or `stop`).
 
     Takes the runner lock, builds the GPU source through the composition root and runs its
@@ -299,13 +329,22 @@ def run_headless(state_dir: Path, ledger_dir: Path, *, settle_s: float = SETTLE_
             store = QueueStore.open(state_dir)
             try:
                 ledger = Ledger(ledger_dir)
-                runner = QueueRunner(store, ledger, settle_s=settle_s, margin_bytes=margin_bytes,
-                                     grace_s=grace_s, state_dir=state_dir, say=say)
+                runner = QueueRunner(
+                    store,
+                    ledger,
+                    settle_s=settle_s,
+                    margin_bytes=margin_bytes,
+                    grace_s=grace_s,
+                    state_dir=state_dir,
+                    say=say,
+                )
                 feed = Feed(runner, stop, say)
                 with stop_on_signals(stop):
                     runner.step()  # adopt what a previous runner left before the first tick
-                    feed.banner = (f"running the queue in {state_dir} (settle {settle_s:g} s, "
-                                   f"ledger {ledger_dir}); Ctrl-C stops the runner, not the jobs")
+                    feed.banner = (
+                        f"running the queue in {state_dir} (settle {settle_s:g} s, "
+                        f"ledger {ledger_dir}); Ctrl-C stops the runner, not the jobs"
+                    )
                     run_here(gpu_source(interval_s, nvml_backend), feed, stop)
                 left = len(store.jobs([JobState.RUNNING, JobState.LAUNCHING]))
             finally:

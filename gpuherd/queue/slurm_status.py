@@ -20,10 +20,17 @@ SEP = "\x1f"
 TIMEOUT_S = 20.0
 
 QUEUE_STATE = {
-    "PENDING": "waiting", "REQUEUED": "waiting", "REQUEUE_HOLD": "waiting",
-    "CONFIGURING": "running", "RUNNING": "running", "COMPLETING": "running",
-    "SUSPENDED": "running", "STOPPED": "running", "RESIZING": "running",
-    "COMPLETED": "done", "CANCELLED": "cancelled",
+    "PENDING": "waiting",
+    "REQUEUED": "waiting",
+    "REQUEUE_HOLD": "waiting",
+    "CONFIGURING": "running",
+    "RUNNING": "running",
+    "COMPLETING": "running",
+    "SUSPENDED": "running",
+    "STOPPED": "running",
+    "RESIZING": "running",
+    "COMPLETED": "done",
+    "CANCELLED": "cancelled",
 }
 """Slurm's states in the queue's words; every other end (FAILED, TIMEOUT, OUT_OF_MEMORY,
 NODE_FAIL, PREEMPTED, BOOT_FAIL, DEADLINE) is `failed`."""
@@ -50,8 +57,14 @@ class SlurmStatus:
 
 def _run(argv: Sequence[str]) -> tuple[int, str, str]:
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, errors="replace",
-                              timeout=TIMEOUT_S, check=False)
+        done = subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return 1, "", str(error)
     return done.returncode, done.stdout, done.stderr
@@ -70,8 +83,9 @@ def _wait_status(raw: str) -> tuple[int | None, int | None]:
 
 def from_squeue(ids: Sequence[str]) -> dict[str, SlurmStatus]:
     """What `squeue` still holds of `ids` (pending, running, recently ended)."""
-    fields = ",".join(f"{name}:{SEP}" for name in
-                      ("JobID", "State", "Reason", "NodeList", "exit_code"))
+    fields = ",".join(
+        f"{name}:{SEP}" for name in ("JobID", "State", "Reason", "NodeList", "exit_code")
+    )
     code, out, _ = _run(["squeue", "-h", "--states=all", "-j", ",".join(ids), "-O", fields])
     found: dict[str, SlurmStatus] = {}
     for line in out.splitlines() if code == 0 else ():
@@ -81,15 +95,17 @@ def from_squeue(ids: Sequence[str]) -> dict[str, SlurmStatus]:
         job_id, state, reason, node, raw = parts[:5]
         ended = QUEUE_STATE.get(state) not in ("waiting", "running")
         exit_code, signal = _wait_status(raw) if ended else (None, None)
-        found[job_id] = SlurmStatus(state, None if reason in ("None", "") else reason,
-                                    node or None, exit_code, signal)
+        found[job_id] = SlurmStatus(
+            state, None if reason in ("None", "") else reason, node or None, exit_code, signal
+        )
     return found
 
 
 def from_sacct(ids: Sequence[str]) -> tuple[dict[str, SlurmStatus], str | None]:
     """What accounting holds of `ids`; and why it holds nothing (no accounting here)."""
-    code, out, err = _run(["sacct", "-n", "-P", "-X", "-j", ",".join(ids),
-                           "-o", "JobID,State,ExitCode,NodeList"])
+    code, out, err = _run(
+        ["sacct", "-n", "-P", "-X", "-j", ",".join(ids), "-o", "JobID,State,ExitCode,NodeList"]
+    )
     if code != 0:
         return {}, (err.strip().splitlines() or ["sacct failed"])[-1]
     found: dict[str, SlurmStatus] = {}
@@ -97,8 +113,9 @@ def from_sacct(ids: Sequence[str]) -> tuple[dict[str, SlurmStatus], str | None]:
         parts = line.split("|")
         if len(parts) == 4 and parts[0] in ids:
             exit_code, signal = _wait_status(parts[2])
-            found[parts[0]] = SlurmStatus(parts[1], None, parts[3] or None, exit_code, signal,
-                                          "sacct")
+            found[parts[0]] = SlurmStatus(
+                parts[1], None, parts[3] or None, exit_code, signal, "sacct"
+            )
     return found, None
 
 
@@ -107,8 +124,9 @@ def from_session(entry: SlurmSubmission) -> SlurmStatus | None:
     end = read_job_end(Path(entry.session_dir))
     if end is None or end.exit_code is None:
         return None
-    return SlurmStatus("COMPLETED" if end.exit_code == 0 else "FAILED", None, None,
-                       end.exit_code, None, "session")
+    return SlurmStatus(
+        "COMPLETED" if end.exit_code == 0 else "FAILED", None, None, end.exit_code, None, "session"
+    )
 
 
 def statuses(entries: Sequence[SlurmSubmission]) -> tuple[dict[str, SlurmStatus], str | None]:

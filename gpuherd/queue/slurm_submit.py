@@ -23,8 +23,9 @@ DEFAULT_RECORD_DIR = "gpuherd-sessions"
 the compute nodes share: the job writes its session there)."""
 
 
-def batch_script(argv: Sequence[str], record_dir: Path, env: Mapping[str, str],
-                 python: str = sys.executable) -> str:
+def batch_script(
+    argv: Sequence[str], record_dir: Path, env: Mapping[str, str], python: str = sys.executable
+) -> str:
     """The script Slurm runs: `gpuherd record <record_dir>/job-$SLURM_JOB_ID -- CMD`."""
     lines = ["#!/bin/sh", "# gpuherd queue add --slurm: the command, recorded where it runs"]
     lines += [f"export {key}={shlex.quote(value)}" for key, value in sorted(env.items())]
@@ -34,11 +35,17 @@ def batch_script(argv: Sequence[str], record_dir: Path, env: Mapping[str, str],
     return "\n".join(lines) + "\n"
 
 
-def sbatch_argv(name: str, gpus: int, cwd: str, record_dir: Path, partition: str | None,
-                time_limit: str | None) -> list[str]:
+def sbatch_argv(
+    name: str, gpus: int, cwd: str, record_dir: Path, partition: str | None, time_limit: str | None
+) -> list[str]:
     """`sbatch` with the job's name, GPUs, directory, output file, partition and time."""
-    argv = ["sbatch", "--parsable", f"--job-name={name}", f"--chdir={cwd}",
-            f"--output={record_dir}/slurm-%j.out"]
+    argv = [
+        "sbatch",
+        "--parsable",
+        f"--job-name={name}",
+        f"--chdir={cwd}",
+        f"--output={record_dir}/slurm-%j.out",
+    ]
     if gpus:
         argv.append(f"--gres=gpu:{gpus}")
     if partition:
@@ -59,8 +66,15 @@ def slurm_reason(stderr: str) -> str:
 def submit(argv: Sequence[str], script: str) -> str:
     """Run `sbatch`; the job id, or `QueueError` with Slurm's reason for refusing it."""
     try:
-        done = subprocess.run(list(argv), input=script, capture_output=True, text=True,
-                              errors="replace", timeout=SBATCH_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            list(argv),
+            input=script,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=SBATCH_TIMEOUT_S,
+            check=False,
+        )
     except FileNotFoundError:
         raise QueueError("--slurm: sbatch is not on PATH (no Slurm here)") from None
     except subprocess.TimeoutExpired:
@@ -71,8 +85,9 @@ def submit(argv: Sequence[str], script: str) -> str:
     return job_id
 
 
-def _vram(text: str | None, ledger: SlurmLedger, store: QueueStore, argv: Sequence[str],
-          cwd: str) -> tuple[int, str | None]:
+def _vram(
+    text: str | None, ledger: SlurmLedger, store: QueueStore, argv: Sequence[str], cwd: str
+) -> tuple[int, str | None]:
     if text is None:
         return 0, None
     if text.strip().lower() != "auto":
@@ -83,8 +98,10 @@ def _vram(text: str | None, ledger: SlurmLedger, store: QueueStore, argv: Sequen
     for earlier in ledger.last_for(argv, cwd):
         peak = recorded_peak(Path(earlier.session_dir))
         if peak is not None:
-            return peak, (f"--vram auto: {format_size(peak)}, the recorded peak of Slurm job "
-                          f"{earlier.slurm_job_id}")
+            return peak, (
+                f"--vram auto: {format_size(peak)}, the recorded peak of Slurm job "
+                f"{earlier.slurm_job_id}"
+            )
     peak = store.last_peak_for(argv, cwd)
     if peak is None:
         raise QueueError("--vram auto: no recorded peak for this command yet: give --vram SIZE")
@@ -109,14 +126,31 @@ def add_slurm(store: QueueStore, args: QueueOptions) -> str:
     except OSError as error:
         raise QueueError(f"--record-dir {record_dir}: {error.strerror}") from None
     name = args.name or os.path.basename(argv[0])
-    job_id = submit(sbatch_argv(name, args.gpus, cwd, record_dir, args.partition, args.time),
-                    batch_script(argv, record_dir, extra))
+    job_id = submit(
+        sbatch_argv(name, args.gpus, cwd, record_dir, args.partition, args.time),
+        batch_script(argv, record_dir, extra),
+    )
     session = record_dir / f"job-{job_id}"
-    ledger.append(SlurmSubmission(job_id, name, argv, cwd, str(session), time.time(), args.gpus,
-                                  vram, args.partition, args.time, extra))
+    ledger.append(
+        SlurmSubmission(
+            job_id,
+            name,
+            argv,
+            cwd,
+            str(session),
+            time.time(),
+            args.gpus,
+            vram,
+            args.partition,
+            args.time,
+            extra,
+        )
+    )
     if note:
         print(f"gpuherd queue add: {note}", file=sys.stderr)
     gpus = "1 GPU" if args.gpus == 1 else f"{args.gpus} GPUs"
     need = f", needs {format_size(vram)} each" if vram else ""
-    return (f"submitted Slurm job {job_id} ({name}) on {gpus}{need}; recorded in {session} "
-            "(`gpuherd queue ls` follows it)")
+    return (
+        f"submitted Slurm job {job_id} ({name}) on {gpus}{need}; recorded in {session} "
+        "(`gpuherd queue ls` follows it)"
+    )

@@ -47,8 +47,10 @@ def _owner_problem(st: os.stat_result, what: str, path: Path) -> str | None:
     if st.st_uid != uid:
         return f"{path}: {what} is owned by uid {st.st_uid}, not by you (uid {uid}); refusing it"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return (f"{path}: {what} is writable by other users (mode {stat.S_IMODE(st.st_mode):04o})"
-                f"; refusing it (chmod go-w {path})")
+        return (
+            f"{path}: {what} is writable by other users (mode {stat.S_IMODE(st.st_mode):04o})"
+            f"; refusing it (chmod go-w {path})"
+        )
     return None
 
 
@@ -64,8 +66,9 @@ def prepare_state_dir(directory: Path) -> Path:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = os.stat(directory)
     except OSError as error:
-        raise QueueError(f"{directory}: cannot use it as the state directory: "
-                         f"{error.strerror or error}") from None
+        raise QueueError(
+            f"{directory}: cannot use it as the state directory: {error.strerror or error}"
+        ) from None
     if not stat.S_ISDIR(st.st_mode):
         raise QueueError(f"{directory}: the state directory is not a directory")
     problem = _owner_problem(st, "the state directory", directory)
@@ -85,17 +88,21 @@ def _check_db_file(path: Path) -> None:
     except OSError as error:
         raise QueueError(f"{path}: cannot read it: {error.strerror}") from None
     if stat.S_ISLNK(st.st_mode):
-        raise QueueError(f"{path}: is a symbolic link; refusing it (the queue database must be "
-                         "a file of its own)")
+        raise QueueError(
+            f"{path}: is a symbolic link; refusing it (the queue database must be "
+            "a file of its own)"
+        )
     if not stat.S_ISREG(st.st_mode):
         raise QueueError(f"{path}: is not a regular file; refusing it")
     problem = _owner_problem(st, "the queue database", path)
     if problem:
         raise QueueError(problem)
     if st.st_mode & 0o077:
-        raise QueueError(f"{path}: other users may read it (mode {stat.S_IMODE(st.st_mode):04o})"
-                         f" and it holds your commands and environments; refusing it "
-                         f"(chmod 600 {path})")
+        raise QueueError(
+            f"{path}: other users may read it (mode {stat.S_IMODE(st.st_mode):04o})"
+            f" and it holds your commands and environments; refusing it "
+            f"(chmod 600 {path})"
+        )
 
 
 def create_db_file(path: Path) -> None:
@@ -129,9 +136,10 @@ def backup_corrupt(path: Path) -> Path:
             if os.path.lexists(f"{path}{side}"):
                 os.rename(f"{path}{side}", f"{backup}{side}")
     except OSError as error:
-        raise QueueError(f"{path}: is not a valid queue database, and it could not be moved "
-                         f"aside ({error.strerror}); nothing was changed: move it yourself"
-                         ) from None
+        raise QueueError(
+            f"{path}: is not a valid queue database, and it could not be moved "
+            f"aside ({error.strerror}); nothing was changed: move it yourself"
+        ) from None
     return backup
 
 
@@ -148,8 +156,10 @@ def db_error(path: Path, doing: str, error: Exception) -> QueueError:
     except OSError:
         full = False
     if full:
-        return QueueError(f"{path}: cannot {doing}: the disk holding {path.parent} is full "
-                          f"({error}); free some space and run the command again")
+        return QueueError(
+            f"{path}: cannot {doing}: the disk holding {path.parent} is full "
+            f"({error}); free some space and run the command again"
+        )
     return QueueError(f"{path}: cannot {doing}: {error}")
 
 

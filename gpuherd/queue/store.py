@@ -68,8 +68,9 @@ class QueueStore:
         path = prepare_state_dir(state_dir)
         create_db_file(path)
         try:
-            db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                 check_same_thread=False)
+            db = sqlite3.connect(
+                path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
         except sqlite3.Error as error:
             raise db_error(path, "open the queue database", error) from None
         store = cls(db, path)
@@ -84,9 +85,11 @@ class QueueStore:
         except (sqlite3.DatabaseError, NotAQueueError) as error:
             db.close()
             backup = backup_corrupt(path)
-            raise QueueError(f"{path}: not a valid queue database ({error}); it was moved to "
-                             f"{backup} and nothing was reset: the next command starts an "
-                             "empty queue") from None
+            raise QueueError(
+                f"{path}: not a valid queue database ({error}); it was moved to "
+                f"{backup} and nothing was reset: the next command starts an "
+                "empty queue"
+            ) from None
         return store
 
     def close(self) -> None:
@@ -126,8 +129,10 @@ class QueueStore:
         try:
             return job_from_row(row)
         except DamagedRowError as error:
-            raise QueueError(f"job {job_id} is damaged in the queue database ({error.problem});"
-                             f" `gpuherd queue rm {job_id}` removes it") from None
+            raise QueueError(
+                f"job {job_id} is damaged in the queue database ({error.problem});"
+                f" `gpuherd queue rm {job_id}` removes it"
+            ) from None
 
     # Reading.
     def jobs(self, states: Collection[JobState] | None = None) -> list[Job]:
@@ -154,7 +159,8 @@ class QueueStore:
                 "SELECT peak_vram_bytes FROM jobs WHERE argv = ? AND cwd = ? AND state IN "
                 "('done', 'failed') AND typeof(peak_vram_bytes) = 'integer' "
                 "ORDER BY ended_at DESC, id DESC LIMIT 1",
-                (json.dumps(list(argv)), cwd)).fetchone()
+                (json.dumps(list(argv)), cwd),
+            ).fetchone()
         return None if row is None else int(row[0])
 
     # Changes the command line makes.
@@ -167,7 +173,8 @@ class QueueStore:
             cursor = db.execute(
                 f"INSERT INTO jobs (position, state, created_at, owner_uid, {names}) VALUES "
                 f"(?, 'waiting', ?, ?, {', '.join('?' * len(values))})",
-                (position, time.time(), os.getuid(), *values.values()))
+                (position, time.time(), os.getuid(), *values.values()),
+            )
             assert cursor.lastrowid is not None
             return self._row(db, cursor.lastrowid)
 
@@ -187,14 +194,20 @@ class QueueStore:
                 db.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
                 return DamagedRow(job_id, row[0], "damaged")
             if job.state in (JobState.LAUNCHING, JobState.RUNNING):
-                raise QueueError(f"job {job_id} is {job.state.value}: cancel it first "
-                                 f"(gpuherd queue cancel {job_id})")
-            waiting = db.execute("SELECT id FROM jobs WHERE after_id = ? AND state = 'waiting' "
-                                 "ORDER BY id", (job_id,)).fetchall()
+                raise QueueError(
+                    f"job {job_id} is {job.state.value}: cancel it first "
+                    f"(gpuherd queue cancel {job_id})"
+                )
+            waiting = db.execute(
+                "SELECT id FROM jobs WHERE after_id = ? AND state = 'waiting' ORDER BY id",
+                (job_id,),
+            ).fetchall()
             if waiting:
                 ids = ", ".join(str(row[0]) for row in waiting)
-                raise QueueError(f"job {job_id} cannot be removed: job {ids} waits for it "
-                                 f"(--after {job_id}); remove or cancel that first")
+                raise QueueError(
+                    f"job {job_id} cannot be removed: job {ids} waits for it "
+                    f"(--after {job_id}); remove or cancel that first"
+                )
             db.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
             return job
 
@@ -205,22 +218,29 @@ class QueueStore:
         with self._tx() as db:
             job = self._row(db, job_id)
             if job.state is not JobState.WAITING:
-                raise QueueError(f"job {job_id} is {job.state.value}: only a waiting job can "
-                                 "move")
-            order = [row[0] for row in db.execute(
-                "SELECT id FROM jobs WHERE state = 'waiting' ORDER BY position, id")]
+                raise QueueError(f"job {job_id} is {job.state.value}: only a waiting job can move")
+            order = [
+                row[0]
+                for row in db.execute(
+                    "SELECT id FROM jobs WHERE state = 'waiting' ORDER BY position, id"
+                )
+            ]
             order.remove(job_id)
             order.insert(min(to_position, len(order) + 1) - 1, job_id)
-            db.executemany("UPDATE jobs SET position = ? WHERE id = ?",
-                           [(n, other) for n, other in enumerate(order, start=1)])
+            db.executemany(
+                "UPDATE jobs SET position = ? WHERE id = ?",
+                [(n, other) for n, other in enumerate(order, start=1)],
+            )
             return self._row(db, job_id)
 
     def set_paused(self, paused: bool) -> None:
         """Pause or resume the queue."""
         with self._tx() as db:
-            db.execute("INSERT INTO settings (key, value) VALUES ('paused', ?) "
-                       "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                       ("1" if paused else "0",))
+            db.execute(
+                "INSERT INTO settings (key, value) VALUES ('paused', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                ("1" if paused else "0",),
+            )
 
     def request_cancel(self, job_id: int) -> Job:
         """Cancel a waiting job at once; mark a launching or running one for stopping.
@@ -233,39 +253,56 @@ class QueueStore:
             if job.state in ENDED:
                 raise QueueError(f"job {job_id} already ended ({job.state.value})")
             if job.state is JobState.WAITING:
-                db.execute("UPDATE jobs SET state = 'cancelled', ended_at = ?, "
-                           "cancel_requested = 1, wait_reason = NULL WHERE id = ?",
-                           (time.time(), job_id))
+                db.execute(
+                    "UPDATE jobs SET state = 'cancelled', ended_at = ?, "
+                    "cancel_requested = 1, wait_reason = NULL WHERE id = ?",
+                    (time.time(), job_id),
+                )
             else:
                 db.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job_id,))
             return self._row(db, job_id)
 
     # Transitions the runner makes: False when the job was not in the expected state.
-    def _cas(self, job_id: int, expected: Collection[JobState], assignments: str,
-             values: Sequence[object]) -> bool:
+    def _cas(
+        self,
+        job_id: int,
+        expected: Collection[JobState],
+        assignments: str,
+        values: Sequence[object],
+    ) -> bool:
         marks = ", ".join("?" * len(expected))
         with self._tx() as db:
             cursor = db.execute(
                 f"UPDATE jobs SET {assignments} WHERE id = ? AND state IN ({marks})",
-                (*values, job_id, *(state.value for state in expected)))
+                (*values, job_id, *(state.value for state in expected)),
+            )
             return cursor.rowcount == 1
 
-    def mark_launching(self, job_id: int, gpu_uuids: Sequence[str], gpu_indices: Sequence[int],
-                       session_dir: str) -> bool:
+    def mark_launching(
+        self, job_id: int, gpu_uuids: Sequence[str], gpu_indices: Sequence[int], session_dir: str
+    ) -> bool:
         """Waiting -> launching, `attempts` + 1, its GPUs and session directory set."""
         return self._cas(
-            job_id, (JobState.WAITING,),
+            job_id,
+            (JobState.WAITING,),
             "state = 'launching', attempts = attempts + 1, gpu_uuids = ?, gpu_indices = ?, "
             "session_dir = ?, started_at = ?, wait_reason = NULL",
-            (json.dumps(list(gpu_uuids)), json.dumps([int(i) for i in gpu_indices]),
-             session_dir, time.time()))
+            (
+                json.dumps(list(gpu_uuids)),
+                json.dumps([int(i) for i in gpu_indices]),
+                session_dir,
+                time.time(),
+            ),
+        )
 
-    def mark_running(self, job_id: int, pid: int, pid_start_time: float,
-                     started_at: float) -> bool:
+    def mark_running(self, job_id: int, pid: int, pid_start_time: float, started_at: float) -> bool:
         """Launching -> running, with its supervisor's pid and start time."""
-        return self._cas(job_id, (JobState.LAUNCHING,),
-                         "state = 'running', pid = ?, pid_start_time = ?, started_at = ?",
-                         (pid, pid_start_time, started_at))
+        return self._cas(
+            job_id,
+            (JobState.LAUNCHING,),
+            "state = 'running', pid = ?, pid_start_time = ?, started_at = ?",
+            (pid, pid_start_time, started_at),
+        )
 
     def unlaunch(self, job_id: int, reason: str) -> bool:
         """Launching without a supervisor -> waiting again, in its place, `attempts` - 1.
@@ -279,21 +316,31 @@ class QueueStore:
                 "UPDATE jobs SET state = 'waiting', attempts = MAX(attempts - 1, 0), "
                 "gpu_uuids = '[]', gpu_indices = '[]', session_dir = NULL, started_at = NULL, "
                 "wait_reason = ? WHERE id = ? AND state = 'launching' AND pid IS NULL",
-                (reason, job_id))
+                (reason, job_id),
+            )
             return cursor.rowcount == 1
 
-    def mark_ended(self, job_id: int, state: JobState, exit_code: int | None, ended_at: float,
-                   peak_vram_bytes: int | None, reason: str | None = None) -> bool:
+    def mark_ended(
+        self,
+        job_id: int,
+        state: JobState,
+        exit_code: int | None,
+        ended_at: float,
+        peak_vram_bytes: int | None,
+        reason: str | None = None,
+    ) -> bool:
         """Launching or running -> `state` (done, failed or cancelled).
 
         `reason` says why, where the exit code does not (kept as the job's `wait_reason`).
         """
         if state not in ENDED:
             raise ValueError(f"{state.value} is not an end state")
-        return self._cas(job_id, (JobState.LAUNCHING, JobState.RUNNING),
-                         "state = ?, exit_code = ?, ended_at = ?, peak_vram_bytes = ?, "
-                         "wait_reason = ?",
-                         (state.value, exit_code, ended_at, peak_vram_bytes, reason))
+        return self._cas(
+            job_id,
+            (JobState.LAUNCHING, JobState.RUNNING),
+            "state = ?, exit_code = ?, ended_at = ?, peak_vram_bytes = ?, wait_reason = ?",
+            (state.value, exit_code, ended_at, peak_vram_bytes, reason),
+        )
 
     def requeue(self, job_id: int, vram_bytes: int) -> Job:
         """A failed job (CUDA OOM) waits again with a new need: same id, same position.
@@ -304,13 +351,16 @@ class QueueStore:
         with self._tx() as db:
             job = self._row(db, job_id)
             if job.state is not JobState.FAILED:
-                raise QueueError(f"job {job_id} is {job.state.value}: only a failed job can be "
-                                 "requeued")
+                raise QueueError(
+                    f"job {job_id} is {job.state.value}: only a failed job can be requeued"
+                )
             db.execute(
                 "UPDATE jobs SET state = 'waiting', vram_bytes = ?, gpu_uuids = '[]', "
                 "gpu_indices = '[]', session_dir = NULL, pid = NULL, pid_start_time = NULL, "
                 "started_at = NULL, ended_at = NULL, exit_code = NULL, peak_vram_bytes = NULL, "
-                "cancel_requested = 0, wait_reason = NULL WHERE id = ?", (vram_bytes, job_id))
+                "cancel_requested = 0, wait_reason = NULL WHERE id = ?",
+                (vram_bytes, job_id),
+            )
             return self._row(db, job_id)
 
     def set_wait_reason(self, job_id: int, reason: str | None) -> None:

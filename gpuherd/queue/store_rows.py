@@ -48,10 +48,32 @@ SCHEMA = (
 )
 
 _FIELDS = (
-    "id", "position", "state", "created_at", "owner_uid", "argv", "cwd", "env", "name", "gpus",
-    "vram_bytes", "max_util_pct", "after_id", "retry_oom", "attempts", "gpu_uuids",
-    "gpu_indices", "session_dir", "pid", "pid_start_time", "started_at", "ended_at",
-    "exit_code", "peak_vram_bytes", "cancel_requested", "wait_reason",
+    "id",
+    "position",
+    "state",
+    "created_at",
+    "owner_uid",
+    "argv",
+    "cwd",
+    "env",
+    "name",
+    "gpus",
+    "vram_bytes",
+    "max_util_pct",
+    "after_id",
+    "retry_oom",
+    "attempts",
+    "gpu_uuids",
+    "gpu_indices",
+    "session_dir",
+    "pid",
+    "pid_start_time",
+    "started_at",
+    "ended_at",
+    "exit_code",
+    "peak_vram_bytes",
+    "cancel_requested",
+    "wait_reason",
 )
 COLUMNS = ", ".join(_FIELDS)
 """The columns `job_from_row` expects, in order."""
@@ -77,8 +99,10 @@ def ensure_schema(db: sqlite3.Connection, path: Path) -> None:
     try:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise QueueError(f"{path}: queue schema {version} is newer than this gpuherd reads "
-                             f"({SCHEMA_VERSION}); upgrade gpuherd")
+            raise QueueError(
+                f"{path}: queue schema {version} is newer than this gpuherd reads "
+                f"({SCHEMA_VERSION}); upgrade gpuherd"
+            )
         if version == 0:
             if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
                 raise NotAQueueError("it holds tables but no queue schema version")
@@ -110,10 +134,15 @@ def required_columns(db: sqlite3.Connection) -> str | None:
 def spec_values(spec: JobSpec) -> dict[str, Any]:
     """The columns of a job's spec, ready to insert."""
     return {
-        "argv": json.dumps(list(spec.argv)), "cwd": spec.cwd,
-        "env": json.dumps([list(pair) for pair in spec.env]), "name": spec.name,
-        "gpus": spec.gpus, "vram_bytes": spec.vram_bytes, "max_util_pct": spec.max_util_pct,
-        "after_id": spec.after, "retry_oom": int(spec.retry_oom),
+        "argv": json.dumps(list(spec.argv)),
+        "cwd": spec.cwd,
+        "env": json.dumps([list(pair) for pair in spec.env]),
+        "name": spec.name,
+        "gpus": spec.gpus,
+        "vram_bytes": spec.vram_bytes,
+        "max_util_pct": spec.max_util_pct,
+        "after_id": spec.after,
+        "retry_oom": int(spec.retry_oom),
     }
 
 
@@ -145,13 +174,16 @@ def _json_list(r: dict[str, Any], key: str, item: type) -> list[Any]:
     except (RecursionError, ValueError):
         # Nesting thousands deep exhausts the parser's stack; an integer past Python's digit
         # limit is a ValueError: a row edited so is damaged, like any other.
-        raise DamagedRowError(r["id"], f"{key} is JSON nested too deeply or with a number too "
-                                       "long to read") from None
+        raise DamagedRowError(
+            r["id"], f"{key} is JSON nested too deeply or with a number too long to read"
+        ) from None
     if not isinstance(value, list):
         raise DamagedRowError(r["id"], f"{key} is not a JSON list")
     if item is list:
-        ok = all(isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
-                 for v in value)
+        ok = all(
+            isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
+            for v in value
+        )
     else:
         ok = all(isinstance(v, item) and not isinstance(v, bool) for v in value)
     if not ok:
@@ -159,8 +191,16 @@ def _json_list(r: dict[str, Any], key: str, item: type) -> list[Any]:
     return value
 
 
-_INTS = ("id", "position", "owner_uid", "gpus", "vram_bytes", "retry_oom", "attempts",
-         "cancel_requested")
+_INTS = (
+    "id",
+    "position",
+    "owner_uid",
+    "gpus",
+    "vram_bytes",
+    "retry_oom",
+    "attempts",
+    "cancel_requested",
+)
 _OPTIONAL_INTS = ("after_id", "pid", "exit_code", "peak_vram_bytes")
 _NUMBERS = ("created_at", "max_util_pct")
 _OPTIONAL_NUMBERS = ("pid_start_time", "started_at", "ended_at")
@@ -174,8 +214,7 @@ def _check_kinds(r: dict[str, Any]) -> None:
             raise DamagedRowError(r["id"], f"{key} is {value!r}, not a whole number")
     for key in (*_NUMBERS, *_OPTIONAL_NUMBERS):
         value = r[key]
-        if not isinstance(value, int | float) and not (value is None
-                                                       and key in _OPTIONAL_NUMBERS):
+        if not isinstance(value, int | float) and not (value is None and key in _OPTIONAL_NUMBERS):
             raise DamagedRowError(r["id"], f"{key} is {value!r}, not a number")
     for key in ("cwd", *_OPTIONAL_TEXTS):
         if not isinstance(r[key], str) and not (r[key] is None and key != "cwd"):
@@ -199,19 +238,36 @@ def job_from_row(row: tuple[Any, ...]) -> Job:
     if not argv:
         raise DamagedRowError(r["id"], "argv is an empty command")
     spec = JobSpec(
-        argv=tuple(argv), cwd=r["cwd"],
-        env=tuple((k, v) for k, v in _json_list(r, "env", list)), name=r["name"],
-        gpus=r["gpus"], vram_bytes=r["vram_bytes"], max_util_pct=float(r["max_util_pct"]),
-        after=r["after_id"], retry_oom=bool(r["retry_oom"]))
+        argv=tuple(argv),
+        cwd=r["cwd"],
+        env=tuple((k, v) for k, v in _json_list(r, "env", list)),
+        name=r["name"],
+        gpus=r["gpus"],
+        vram_bytes=r["vram_bytes"],
+        max_util_pct=float(r["max_util_pct"]),
+        after=r["after_id"],
+        retry_oom=bool(r["retry_oom"]),
+    )
     return Job(
-        id=r["id"], position=r["position"], spec=spec, state=JobState(r["state"]),
-        created_at=r["created_at"], attempts=r["attempts"],
+        id=r["id"],
+        position=r["position"],
+        spec=spec,
+        state=JobState(r["state"]),
+        created_at=r["created_at"],
+        attempts=r["attempts"],
         gpu_uuids=tuple(_json_list(r, "gpu_uuids", str)),
         gpu_indices=tuple(_json_list(r, "gpu_indices", int)),
-        session_dir=r["session_dir"], pid=r["pid"], pid_start_time=r["pid_start_time"],
-        started_at=r["started_at"], ended_at=r["ended_at"], exit_code=r["exit_code"],
-        peak_vram_bytes=r["peak_vram_bytes"], cancel_requested=bool(r["cancel_requested"]),
-        wait_reason=r["wait_reason"], owner_uid=r["owner_uid"])
+        session_dir=r["session_dir"],
+        pid=r["pid"],
+        pid_start_time=r["pid_start_time"],
+        started_at=r["started_at"],
+        ended_at=r["ended_at"],
+        exit_code=r["exit_code"],
+        peak_vram_bytes=r["peak_vram_bytes"],
+        cancel_requested=bool(r["cancel_requested"]),
+        wait_reason=r["wait_reason"],
+        owner_uid=r["owner_uid"],
+    )
 
 
 def read_rows(rows: list[tuple[Any, ...]]) -> tuple[list[Job], list[DamagedRow]]:
@@ -227,8 +283,10 @@ def read_rows(rows: list[tuple[Any, ...]]) -> tuple[list[Job], list[DamagedRow]]
 
 
 # The reads that the store and the dashboard's read-only watch both make, written once.
-_ALL_JOBS = (f"SELECT {COLUMNS} FROM jobs ORDER BY state != 'waiting', "
-             "CASE WHEN state = 'waiting' THEN position END, id")
+_ALL_JOBS = (
+    f"SELECT {COLUMNS} FROM jobs ORDER BY state != 'waiting', "
+    "CASE WHEN state = 'waiting' THEN position END, id"
+)
 _PAUSED = "SELECT value FROM settings WHERE key = 'paused'"
 
 
@@ -247,8 +305,9 @@ def open_read_only(path: Path, timeout_s: float) -> sqlite3.Connection:
     """A connection that can only read the queue database at `path` (which must exist)."""
     # mode=rw: SQLite fails instead of creating a missing file; query_only refuses every
     # write this connection could make by mistake.
-    db = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, timeout=timeout_s,
-                         check_same_thread=False)
+    db = sqlite3.connect(
+        f"{path.as_uri()}?mode=rw", uri=True, timeout=timeout_s, check_same_thread=False
+    )
     db.execute("PRAGMA query_only = 1")
     return db
 

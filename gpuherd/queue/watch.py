@@ -34,13 +34,22 @@ READ_TIMEOUT_S = 0.5
 def job_row(job: Job, place: int | None) -> QueueJobRow:
     """The dashboard's plain view of one stored job."""
     return QueueJobRow(
-        id=job.id, name=job_name(job), state=job.state.value, gpus=job.spec.gpus,
-        need_bytes=job.spec.vram_bytes, gpu_indices=job.gpu_indices,
-        peak_vram_bytes=job.peak_vram_bytes, exit_code=job.exit_code,
-        started_at=(job.started_at if job.state not in (JobState.WAITING, JobState.LAUNCHING)
-                    else None),
-        ended_at=job.ended_at, reason=job.wait_reason, cancel_requested=job.cancel_requested,
-        place=place)
+        id=job.id,
+        name=job_name(job),
+        state=job.state.value,
+        gpus=job.spec.gpus,
+        need_bytes=job.spec.vram_bytes,
+        gpu_indices=job.gpu_indices,
+        peak_vram_bytes=job.peak_vram_bytes,
+        exit_code=job.exit_code,
+        started_at=(
+            job.started_at if job.state not in (JobState.WAITING, JobState.LAUNCHING) else None
+        ),
+        ended_at=job.ended_at,
+        reason=job.wait_reason,
+        cancel_requested=job.cancel_requested,
+        place=place,
+    )
 
 
 def runner_pid(state_dir: Path, locks: Path = Path("/proc/locks")) -> int | None:
@@ -84,9 +93,13 @@ class QueueWatch:
 
     role = QUEUE
 
-    def __init__(self, state_dir: Path, interval_s: float = 1.0,
-                 note: Callable[[], str | None] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        interval_s: float = 1.0,
+        note: Callable[[], str | None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.name = "queue"
         self.state_dir = state_dir
         self.interval_s = interval_s
@@ -135,17 +148,25 @@ class QueueWatch:
                 self.reads += 1
         except (sqlite3.Error, ValueError, KeyError, TypeError) as error:
             self.close()  # a database replaced or moved aside is opened afresh next time
-            raise CollectorError(f"{self.path}: cannot read the queue: {error}",
-                                 title="queue") from None
+            raise CollectorError(
+                f"{self.path}: cannot read the queue: {error}", title="queue"
+            ) from None
         _, jobs, paused, running = self._last
         runner = runner_pid(self.state_dir)
         if runner is not None:  # the runner records ends itself, within seconds
             running = ()
-        return QueueSnapshot(now, exists=True, jobs=self._as_seen(jobs, running, now),
-                             paused=paused, runner_pid=runner, runner_note=note)
+        return QueueSnapshot(
+            now,
+            exists=True,
+            jobs=self._as_seen(jobs, running, now),
+            paused=paused,
+            runner_pid=runner,
+            runner_note=note,
+        )
 
-    def _as_seen(self, rows: tuple[QueueJobRow, ...], running: tuple[Job, ...],
-                 now: float) -> tuple[QueueJobRow, ...]:
+    def _as_seen(
+        self, rows: tuple[QueueJobRow, ...], running: tuple[Job, ...], now: float
+    ) -> tuple[QueueJobRow, ...]:
         """The rows, a running job whose supervisor and command are gone shown as ended."""
         if not running and not self._ends:
             return rows
@@ -164,15 +185,20 @@ class QueueWatch:
         return tuple(ended.get(row.id, row) for row in rows) if ended else rows
 
     @staticmethod
-    def _read(db: sqlite3.Connection
-              ) -> tuple[tuple[QueueJobRow, ...], bool, tuple[Job, ...]]:
+    def _read(db: sqlite3.Connection) -> tuple[tuple[QueueJobRow, ...], bool, tuple[Job, ...]]:
         jobs, damaged = select_jobs(db)
         paused = select_paused(db)
         place = places(jobs)
         # A damaged row is shown as one, with why, and the rest of the queue as usual.
-        shown = [*(job_row(job, place.get(job.id)) for job in jobs),
-                 *(QueueJobRow(id=row.job_id, name="?", state=DAMAGED, gpus=0, need_bytes=0,
-                               reason=row.problem) for row in damaged)]
+        shown = [
+            *(job_row(job, place.get(job.id)) for job in jobs),
+            *(
+                QueueJobRow(
+                    id=row.job_id, name="?", state=DAMAGED, gpus=0, need_bytes=0, reason=row.problem
+                )
+                for row in damaged
+            ),
+        ]
         running = tuple(job for job in jobs if job.state is JobState.RUNNING)
         return tuple(shown), paused, running
 

@@ -88,18 +88,28 @@ class _Signals:
         self.on_signal(signum)
 
 
-def record_command(recording: Recording, argv: Sequence[str], deadline: float | None,
-                   signals: _Signals | None = None) -> int:
+def record_command(
+    recording: Recording,
+    argv: Sequence[str],
+    deadline: float | None,
+    signals: _Signals | None = None,
+) -> int:
     """Run the command while recording; its exit status (126/127 when it cannot start).
 
     A command that --duration stopped is said to be so; `gpuherd record` then exits with
     `exit_codes.OK` (the person asked for that end), while the session keeps the real status.
     """
     signals = signals or _Signals()
-    child = ChildCommand(argv, recording.command_log, exit_path=recording.command_exit,
-                         on_log_error=lambda error: recording.event(
-                             EVENT.disk_full if error.errno == errno.ENOSPC else EVENT.write_failed,
-                             file=COMMAND_LOG_FILE, msg=str(error)))
+    child = ChildCommand(
+        argv,
+        recording.command_log,
+        exit_path=recording.command_exit,
+        on_log_error=lambda error: recording.event(
+            EVENT.disk_full if error.errno == errno.ENOSPC else EVENT.write_failed,
+            file=COMMAND_LOG_FILE,
+            msg=str(error),
+        ),
+    )
     try:
         child.start()
     except CommandStartError as error:
@@ -120,12 +130,19 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
         if signum == signal.SIGHUP:
             # Our terminal hung up (a closed pane, a dropped SSH session). The command runs in
             # a session of its own and never saw it; recording goes on until it ends.
-            recording.event(EVENT.signal, signal="SIGHUP", forwarded=None,
-                            note="terminal hung up; the command keeps running")
+            recording.event(
+                EVENT.signal,
+                signal="SIGHUP",
+                forwarded=None,
+                note="terminal hung up; the command keeps running",
+            )
             return
         sent = child.forward(signum)
-        recording.event(EVENT.signal, signal=signal.Signals(signum).name,
-                        forwarded=signal.Signals(sent).name if sent else None)
+        recording.event(
+            EVENT.signal,
+            signal=signal.Signals(signum).name,
+            forwarded=signal.Signals(sent).name if sent else None,
+        )
 
     def stop_for_duration(signum: int) -> None:
         # sent by gpuherd itself: a `signal` event would read as one gpuherd received
@@ -146,17 +163,21 @@ def record_command(recording: Recording, argv: Sequence[str], deadline: float | 
         _say(warning)
     dropped = child.log_dropped_bytes
     if dropped:
-        _say(f"{COMMAND_LOG_FILE} misses {dropped} bytes of the command's output (they could not "
-             "be written); they went to the terminal only")
-    recording.event(EVENT.exit, exit_code=code,
-                    **({"log_dropped_bytes": dropped} if dropped else {}))
+        _say(
+            f"{COMMAND_LOG_FILE} misses {dropped} bytes of the command's output (they could not "
+            "be written); they went to the terminal only"
+        )
+    recording.event(
+        EVENT.exit, exit_code=code, **({"log_dropped_bytes": dropped} if dropped else {})
+    )
     if recording.stopped_at_duration:
         _say(f"stopped the command at the --duration limit (it exited with code {code})")
     return code
 
 
-def _wait_for_command(recording: Recording, done: threading.Event, deadline: float | None,
-                      stop: Callable[[int], None]) -> None:
+def _wait_for_command(
+    recording: Recording, done: threading.Event, deadline: float | None, stop: Callable[[int], None]
+) -> None:
     warned = killed = False
     while not done.wait(POLL_S):
         if recording.error is not None and not warned:
@@ -173,8 +194,9 @@ def _wait_for_command(recording: Recording, done: threading.Event, deadline: flo
                 deadline = None
 
 
-def record_until_stopped(recording: Recording, deadline: float | None,
-                         signals: _Signals | None = None) -> bool:
+def record_until_stopped(
+    recording: Recording, deadline: float | None, signals: _Signals | None = None
+) -> bool:
     """Record until --duration, a stop signal or a write failure; True if recording failed."""
     signals = signals or _Signals()
     stop = threading.Event()
@@ -201,6 +223,7 @@ def finish(recording: Recording, code: int | None, signals: _Signals | None = No
     if code is not None:
         updates["exit_code"] = code
     if signals is not None:
+
         def interrupt(signum: int) -> None:  # a stop signal while closing: stop reading logs
             signals.note(signum)
             recording.cancel_drain()
@@ -233,10 +256,13 @@ def run(args: RecordOptions) -> int:
         _say(str(error))
         return exit_codes.USAGE
     argv = list(args.child_command)
-    options = RecordingOptions(logs=list(args.log or []), watch=list(args.watch or []),
-                               command=argv,
-                               interval_s=float(args.interval or 1.0),
-                               peak_interval_s=float(args.peak_interval))
+    options = RecordingOptions(
+        logs=list(args.log or []),
+        watch=list(args.watch or []),
+        command=argv,
+        interval_s=float(args.interval or 1.0),
+        peak_interval_s=float(args.peak_interval),
+    )
     try:
         exporter = _metrics(args, options)
     except GpuherdError as error:
@@ -282,8 +308,11 @@ def _say_log_problems(
     def on_event(event: CollectorEvent) -> None:
         if tap is not None:
             tap(event)
-        if (isinstance(event, Failed | Unavailable) and event.source.startswith("log:")
-                and (event.source, event.error.msg) not in said):
+        if (
+            isinstance(event, Failed | Unavailable)
+            and event.source.startswith("log:")
+            and (event.source, event.error.msg) not in said
+        ):
             said.add((event.source, event.error.msg))
             _say(f"not following {event.error.msg}")
 
@@ -308,7 +337,13 @@ def _announce(recording: Recording, argv: Sequence[str], duration: str | None) -
         _say(warning)
     if recording.sampler is not None and recording.sampler.unavailable:
         _say(f"recording without GPU figures: {recording.sampler.unavailable}")
-    until = ("the command ends" if not duration else
-             f"the command ends or {duration} (--duration) has passed") if argv \
+    until = (
+        (
+            "the command ends"
+            if not duration
+            else f"the command ends or {duration} (--duration) has passed"
+        )
+        if argv
         else duration or "Ctrl-C"
+    )
     _say(f"recording into {recording.directory} until {until}")

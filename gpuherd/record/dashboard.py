@@ -57,8 +57,9 @@ class DashboardRecording:
     the summary; it is thread-safe and does its work once.
     """
 
-    def __init__(self, directory: str | Path, options: RecordingOptions,
-                 duration_s: float | None = None) -> None:
+    def __init__(
+        self, directory: str | Path, options: RecordingOptions, duration_s: float | None = None
+    ) -> None:
         self.recording = Recording(Path(directory), options)
         self.argv = list(options.command)
         self.duration_s = duration_s
@@ -95,8 +96,9 @@ class DashboardRecording:
             self._deadline = time.monotonic() + self.duration_s
         if not self.argv:
             return
-        child = ChildCommand(self.argv, self.recording.command_log, echo=False,
-                             on_log_error=self._log_error)
+        child = ChildCommand(
+            self.argv, self.recording.command_log, echo=False, on_log_error=self._log_error
+        )
         try:
             child.start()
         except CommandStartError as error:
@@ -108,8 +110,11 @@ class DashboardRecording:
         self.recording.command_started(child.pid)
 
     def _log_error(self, error: OSError) -> None:
-        self.recording.event(EVENT.disk_full if error.errno == 28 else EVENT.write_failed,
-                             file=COMMAND_LOG_FILE, msg=str(error))
+        self.recording.event(
+            EVENT.disk_full if error.errno == 28 else EVENT.write_failed,
+            file=COMMAND_LOG_FILE,
+            msg=str(error),
+        )
 
     def tap(self, event: CollectorEvent) -> None:
         """Record one collector event of the dashboard (thread-safe).
@@ -146,8 +151,9 @@ class DashboardRecording:
 
     def watch(self, on_end: Callable[[RecordingEnded], object]) -> threading.Thread:
         """Start the thread that reports the command's exit, --duration and write failures."""
-        thread = threading.Thread(target=self._watch, args=(on_end,), name="record:watch",
-                                  daemon=True)
+        thread = threading.Thread(
+            target=self._watch, args=(on_end,), name="record:watch", daemon=True
+        )
         thread.start()
         return thread
 
@@ -231,8 +237,11 @@ class DashboardRecording:
         with self._lock_logs:
             paths = set(self._logs) | self._seen.followed
         # Logs known from the start count even before their tail's first batch arrives.
-        paths.update(os.path.abspath(os.path.expanduser(p)) for p in self.recording.options.logs
-                     if not glob.has_magic(p))
+        paths.update(
+            os.path.abspath(os.path.expanduser(p))
+            for p in self.recording.options.logs
+            if not glob.has_magic(p)
+        )
         if self.command_task is not None:
             paths.add(self.command_task)
         self.recording.drain_logs(sorted(paths))
@@ -248,9 +257,19 @@ class DashboardRecording:
         return 1 if result.error is not None else 0
 
 
-def record_options(args_log: Sequence[str], args_watch: Sequence[str], command: Sequence[str],
-                   interval_s: float, peak_interval_s: float) -> RecordingOptions:
+def record_options(
+    args_log: Sequence[str],
+    args_watch: Sequence[str],
+    command: Sequence[str],
+    interval_s: float,
+    peak_interval_s: float,
+) -> RecordingOptions:
     """Options of a recording whose collectors the dashboard runs."""
-    return RecordingOptions(logs=list(args_log), watch=list(args_watch), command=list(command),
-                            interval_s=interval_s, peak_interval_s=peak_interval_s,
-                            own_collectors=False)
+    return RecordingOptions(
+        logs=list(args_log),
+        watch=list(args_watch),
+        command=list(command),
+        interval_s=interval_s,
+        peak_interval_s=peak_interval_s,
+        own_collectors=False,
+    )

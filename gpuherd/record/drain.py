@@ -53,9 +53,14 @@ class LogDrain:
     `unread()` says how much of which log was left.
     """
 
-    def __init__(self, offsets: Mapping[str, int],
-                 seen: Mapping[str, tuple[int, int]] | None = None, *,
-                 stall_s: float = STALL_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        offsets: Mapping[str, int],
+        seen: Mapping[str, tuple[int, int]] | None = None,
+        *,
+        stall_s: float = STALL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.offsets = offsets
         self.seen: Mapping[str, tuple[int, int]] = seen if seen is not None else {}
         """Per path, the generation a tail reads and its size at the last look (`LogSink`)."""
@@ -68,9 +73,14 @@ class LogDrain:
         self._targets: dict[str, int] = {}
         self._reading: dict[str, tuple[int, int]] = {}
 
-    def run(self, paths: Iterable[str], *, wake: Callable[[], None] | None = None,
-            failed: Callable[[], bool] = lambda: False,
-            notice: Callable[[str], None] | None = None) -> None:
+    def run(
+        self,
+        paths: Iterable[str],
+        *,
+        wake: Callable[[], None] | None = None,
+        failed: Callable[[], bool] = lambda: False,
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
         """Wait for `paths` to be recorded up to the size they (and the files read) have now.
 
         Args:
@@ -94,16 +104,25 @@ class LogDrain:
             now = self._clock()
             if done != seen:
                 seen, last_progress = done, now
-            reason = (INTERRUPTED if self.cancel.is_set() else WRITE_FAILED if failed()
-                      else STALLED if now - last_progress >= self.stall_s else None)
+            reason = (
+                INTERRUPTED
+                if self.cancel.is_set()
+                else WRITE_FAILED
+                if failed()
+                else STALLED
+                if now - last_progress >= self.stall_s
+                else None
+            )
             if reason is not None:
                 self.reason = reason
                 return
             if not announced and now - started >= NOTICE_AFTER_S:
                 announced = True
                 assert notice is not None
-                notice(f"reading the rest of the logs ({mib(left)} left); interrupt again "
-                       "to stop reading and close the session now")
+                notice(
+                    f"reading the rest of the logs ({mib(left)} left); interrupt again "
+                    "to stop reading and close the session now"
+                )
             if wake is not None:
                 wake()
             self.cancel.wait(POLL_S)
@@ -125,8 +144,9 @@ class LogDrain:
             left = self._left(path, target)
             if left > 0:
                 rate = (lines_per_byte or {}).get(path)
-                out.append(Unread(path, left, self.reason,
-                                  None if rate is None else round(left * rate)))
+                out.append(
+                    Unread(path, left, self.reason, None if rate is None else round(left * rate))
+                )
         return out
 
     def _left(self, path: str, target: int) -> int:
@@ -157,17 +177,21 @@ def _log_size(path: str) -> int:
 
 def dropped_event(task: str, unread: Unread, stall_s: float = STALL_S) -> dict[str, Any]:
     """The `log_dropped` event (for `events.jsonl`) of a log not read to its end."""
-    lines = ("" if unread.lines_estimate is None
-             else f" (about {unread.lines_estimate:,} lines)")
-    why = {INTERRUPTED: "reading was interrupted",
-           WRITE_FAILED: "the session could not be written",
-           STALLED: f"the log could not be read any further (no progress for {stall_s:g} s)",
-           }.get(unread.reason, unread.reason)
+    lines = "" if unread.lines_estimate is None else f" (about {unread.lines_estimate:,} lines)"
+    why = {
+        INTERRUPTED: "reading was interrupted",
+        WRITE_FAILED: "the session could not be written",
+        STALLED: f"the log could not be read any further (no progress for {stall_s:g} s)",
+    }.get(unread.reason, unread.reason)
     event: dict[str, Any] = {
-        "kind": EVENT.log_dropped, "source": task, "task": task, "path": unread.path,
-        "unread_bytes": unread.unread_bytes, "reason": unread.reason,
-        "msg": f"{mib(unread.unread_bytes)}{lines} at the end of {unread.path} not recorded: "
-               f"{why}"}
+        "kind": EVENT.log_dropped,
+        "source": task,
+        "task": task,
+        "path": unread.path,
+        "unread_bytes": unread.unread_bytes,
+        "reason": unread.reason,
+        "msg": f"{mib(unread.unread_bytes)}{lines} at the end of {unread.path} not recorded: {why}",
+    }
     if unread.lines_estimate is not None:
         event["unread_lines_estimate"] = unread.lines_estimate
     return event
@@ -176,17 +200,27 @@ def dropped_event(task: str, unread: Unread, stall_s: float = STALL_S) -> dict[s
 def findings_dropped_event(task: Mapping[str, Any]) -> dict[str, Any]:
     """The `log_dropped` event of findings over the per-read cap (`LogSink.tasks_meta` row)."""
     count = task["findings_dropped"]
-    return {"kind": EVENT.log_dropped, "source": task["task"], "task": task["task"],
-            "path": task["path"], "findings": count,
-            "msg": f"{count:,} findings of {task['path']} not recorded (more than "
-                   f"{MAX_FINDINGS_PER_BATCH} in one read of the log)"}
+    return {
+        "kind": EVENT.log_dropped,
+        "source": task["task"],
+        "task": task["task"],
+        "path": task["path"],
+        "findings": count,
+        "msg": f"{count:,} findings of {task['path']} not recorded (more than "
+        f"{MAX_FINDINGS_PER_BATCH} in one read of the log)",
+    }
 
 
 def unread_events(drain: LogDrain, sink: LogSink) -> list[dict[str, Any]]:
     """`log_dropped` events for what of the logs was not recorded (once writing has ended)."""
     tasks = sink.tasks_meta()
-    rates = {path: task["lines"] / offset for task in tasks
-             if (path := task["path"]) and (offset := sink.offsets.get(path))}
-    events = [dropped_event(sink.label(unread.path), unread, drain.stall_s)
-              for unread in drain.unread(rates)]
+    rates = {
+        path: task["lines"] / offset
+        for task in tasks
+        if (path := task["path"]) and (offset := sink.offsets.get(path))
+    }
+    events = [
+        dropped_event(sink.label(unread.path), unread, drain.stall_s)
+        for unread in drain.unread(rates)
+    ]
     return events + [findings_dropped_event(task) for task in tasks if task["findings_dropped"]]

@@ -34,13 +34,22 @@ class _TaskState:
 def lost_event(task: str, batch: LogBatch) -> dict[str, Any]:
     """The `log_dropped` event of lines a copytruncate cut away before they were read."""
     lines = batch.lost_lines_estimate
-    about = f"about {lines:,} lines ({batch.lost_bytes:,} bytes)" if lines is not None \
+    about = (
+        f"about {lines:,} lines ({batch.lost_bytes:,} bytes)"
+        if lines is not None
         else f"{batch.lost_bytes:,} bytes"
+    )
     event: dict[str, Any] = {
-        "t": batch.taken_at, "kind": EVENT.log_dropped, "source": task, "task": task,
-        "path": batch.path, "lost_bytes": batch.lost_bytes, "reason": "cut",
+        "t": batch.taken_at,
+        "kind": EVENT.log_dropped,
+        "source": task,
+        "task": task,
+        "path": batch.path,
+        "lost_bytes": batch.lost_bytes,
+        "reason": "cut",
         "msg": f"{about} of {batch.path} lost when it was cut (copytruncate): written after "
-               "the copy was made, or in no copy found beside the log"}
+        "the copy was made, or in no copy found beside the log",
+    }
     if lines is not None:
         event["lost_lines_estimate"] = lines
     return event
@@ -82,15 +91,28 @@ class LogSink:
         if batch.lost_bytes:
             writer.write_event(lost_event(state.label, batch))
         if batch.notice:
-            writer.write_event({"t": batch.taken_at, "kind": EVENT.log_polling,
-                                "task": state.label, "msg": batch.notice})
+            writer.write_event(
+                {
+                    "t": batch.taken_at,
+                    "kind": EVENT.log_polling,
+                    "task": state.label,
+                    "msg": batch.notice,
+                }
+            )
         if batch.metrics:
             self._write(writer, state, self._rows(state, batch))
         for line, finding in batch.findings:
             state.findings += 1
-            writer.write_event({"t": batch.taken_at, "kind": "finding", "task": state.label,
-                                "line": line, "finding": finding.kind,
-                                "evidence": finding.evidence})
+            writer.write_event(
+                {
+                    "t": batch.taken_at,
+                    "kind": "finding",
+                    "task": state.label,
+                    "line": line,
+                    "finding": finding.kind,
+                    "evidence": finding.evidence,
+                }
+            )
 
     def _rows(self, state: _TaskState, batch: LogBatch) -> list[str]:
         """The `metrics.csv` lines to write now, one per (metric name, value) of each line.
@@ -137,10 +159,19 @@ class LogSink:
 
     def tasks_meta(self) -> list[dict[str, Any]]:
         """Per task: label, path, format and line counts, for `meta.json`."""
-        return [{"task": s.label, "path": path, "format": s.format, "lines": s.lines,
-                 "unparsed_lines": s.unparsed, "metric_rows": s.metric_rows,
-                 "findings": s.findings, "findings_dropped": s.findings_dropped}
-                for path, s in self._tasks.items()]
+        return [
+            {
+                "task": s.label,
+                "path": path,
+                "format": s.format,
+                "lines": s.lines,
+                "unparsed_lines": s.unparsed,
+                "metric_rows": s.metric_rows,
+                "findings": s.findings,
+                "findings_dropped": s.findings_dropped,
+            }
+            for path, s in self._tasks.items()
+        ]
 
     def label(self, path: str) -> str:
         """The task name of a followed path."""

@@ -42,8 +42,14 @@ class RunPeak:
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form, as stored in `meta.json` under `run_peaks`."""
-        return {"gpu": self.index, "uuid": self.uuid, "peak_bytes": self.peak_bytes,
-                "at": self.at, "method": self.method, "baseline_bytes": self.baseline_bytes}
+        return {
+            "gpu": self.index,
+            "uuid": self.uuid,
+            "peak_bytes": self.peak_bytes,
+            "at": self.at,
+            "method": self.method,
+            "baseline_bytes": self.baseline_bytes,
+        }
 
 
 @dataclass
@@ -78,7 +84,8 @@ class PeakTracker:
     def __init__(self, clock: Callable[[], float] = time.time, trace: bool = False) -> None:
         self._clock = clock
         self.trace: deque[tuple[float, tuple[int | None, ...]]] | None = (
-            deque(maxlen=TRACE_READINGS) if trace else None)
+            deque(maxlen=TRACE_READINGS) if trace else None
+        )
         """With `trace`, the latest fast readings with their time (for benchmarks)."""
         self._lock = threading.Lock()
         self._gpus: dict[int, _Gpu] = {}
@@ -138,14 +145,22 @@ class PeakTracker:
             if last is None or not pending:
                 return None
             devices = tuple(
-                GpuSample(d.index, d.uuid, d.name, memory_total_bytes=d.memory_total_bytes,
-                          memory_used_bytes=pending[d.index].last)
-                for d in last.devices if d.index in pending)
+                GpuSample(
+                    d.index,
+                    d.uuid,
+                    d.name,
+                    memory_total_bytes=d.memory_total_bytes,
+                    memory_used_bytes=pending[d.index].last,
+                )
+                for d in last.devices
+                if d.index in pending
+            )
             taken_at = max(g.last_at or last.taken_at for g in pending.values())
         # Rows with the same `t` form one tick: never reuse the last row's time.
         taken_at = taken_at if taken_at > last.taken_at else last.taken_at + 0.001
-        return GpuTick(taken_at, devices, last.driver_version, last.nvml_version,
-                       last.cuda_driver_version)
+        return GpuTick(
+            taken_at, devices, last.driver_version, last.nvml_version, last.cuda_driver_version
+        )
 
     def start_run(self, root_pid: int, tree: ProcessTree | None = None) -> None:
         """The recorded command started as `root_pid`: fix the baseline and begin attribution."""
@@ -170,8 +185,16 @@ class PeakTracker:
                 if gpu.run_peak is None or (per_process and not gpu.own_seen):
                     continue
                 method = PER_PROCESS if per_process else BASELINE
-                peaks.append(RunPeak(index, self._uuids.get(index), gpu.run_peak,
-                                     gpu.run_peak_at, method, gpu.baseline))
+                peaks.append(
+                    RunPeak(
+                        index,
+                        self._uuids.get(index),
+                        gpu.run_peak,
+                        gpu.run_peak_at,
+                        method,
+                        gpu.baseline,
+                    )
+                )
             return tuple(peaks)
 
     def _seen(self, index: int, used: int, t: float) -> None:
@@ -211,7 +234,6 @@ class PeakTracker:
             gpu.run_peak_at = t
 
 
-
 class SleepingStop(threading.Event):
     """A stop event whose timed `wait` sleeps instead of waiting on a condition.
 
@@ -238,8 +260,12 @@ class PeakSampler:
     `events.jsonl`).
     """
 
-    def __init__(self, probe: Collector[Sequence[int | None]], tracker: PeakTracker,
-                 on_event: Callable[[CollectorEvent], None]) -> None:
+    def __init__(
+        self,
+        probe: Collector[Sequence[int | None]],
+        tracker: PeakTracker,
+        on_event: Callable[[CollectorEvent], None],
+    ) -> None:
         self.probe = probe
         self.tracker = tracker
         self._on_event = on_event

@@ -56,18 +56,29 @@ class Recorder:
     run vanishes: a recording reads what it can).
     """
 
-    def __init__(self, writer: SessionWriter, collectors: Sequence[Collector[Any]] = (), *,
-                 pid_watch: PidSink | None = None,
-                 tails: TailSupervisor | None = None,
-                 peaks: Callable[[GpuTick], Mapping[str, int]] | None = None,
-                 handlers: Mapping[type, Handler] | None = None,
-                 stop: threading.Event | None = None,
-                 tap: Callable[[CollectorEvent], None] | None = None) -> None:
+    def __init__(
+        self,
+        writer: SessionWriter,
+        collectors: Sequence[Collector[Any]] = (),
+        *,
+        pid_watch: PidSink | None = None,
+        tails: TailSupervisor | None = None,
+        peaks: Callable[[GpuTick], Mapping[str, int]] | None = None,
+        handlers: Mapping[type, Handler] | None = None,
+        stop: threading.Event | None = None,
+        tap: Callable[[CollectorEvent], None] | None = None,
+    ) -> None:
         self.writer = writer
         self.stop_event = stop if stop is not None else threading.Event()
         """Set to end the recording; the recorder sets it itself when writing fails."""
-        self.running = RunningSet(collectors, pid_watch=pid_watch, tails=tails,
-                                  keep_vanished=True, prefix="record:", stop=self.stop_event)
+        self.running = RunningSet(
+            collectors,
+            pid_watch=pid_watch,
+            tails=tails,
+            keep_vanished=True,
+            prefix="record:",
+            stop=self.stop_event,
+        )
         """The sources this recorder runs (none when a dashboard feeds `emit`)."""
         self.running.attach(self.emit)
         self.error: SessionWriteError | None = None
@@ -83,17 +94,21 @@ class Recorder:
         }
         """How each sample type is written; a type not listed is noted once in the events."""
         self._event_writers: dict[type, Callable[[Any], None]] = {
-            Sampled: self._write_sampled, Failed: self._write_failed,
-            Recovered: self._write_recovered, Unavailable: self._write_unavailable,
-            Finished: self._write_finished, Crashed: self._write_crashed,
+            Sampled: self._write_sampled,
+            Failed: self._write_failed,
+            Recovered: self._write_recovered,
+            Unavailable: self._write_unavailable,
+            Finished: self._write_finished,
+            Crashed: self._write_crashed,
         }
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._failing: dict[str, str] = {}
         self._unknown: set[type] = set()
         self._threads_lock = threading.Lock()
         self._started = False
-        self._writer_thread = threading.Thread(target=self._write_loop, name="record:writer",
-                                               daemon=True)
+        self._writer_thread = threading.Thread(
+            target=self._write_loop, name="record:writer", daemon=True
+        )
 
     @property
     def collectors(self) -> tuple[Collector[Any], ...]:
@@ -203,8 +218,9 @@ class Recorder:
     def _write_crashed(self, event: Crashed) -> None:
         self._problem(event.source, event.error)
 
-    def _event(self, kind: str, source: str, msg: str | None = None,
-               title: str | None = None) -> None:
+    def _event(
+        self, kind: str, source: str, msg: str | None = None, title: str | None = None
+    ) -> None:
         event: dict[str, Any] = {"kind": kind, "source": source}
         if msg is not None:
             event["msg"] = msg
@@ -216,5 +232,6 @@ class Recorder:
         text = f"{source}: {type(error).__name__}: {error}"
         self.problems.append(text)
         trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-        self.writer.write_event({"kind": EVENT.recorder_bug, "source": source, "msg": text,
-                                 "traceback": trace})
+        self.writer.write_event(
+            {"kind": EVENT.recorder_bug, "source": source, "msg": text, "traceback": trace}
+        )

@@ -126,11 +126,17 @@ class Recording:
         """This machine's sources (`gpuherd.sources`), when the recording runs its own; their
         tail supervisor decides what is followed. A dashboard feeding `emit` runs its own."""
         if options.own_collectors:
-            self.sources = live_sources(SourceOptions(
-                interval_s=options.interval_s, logs=options.logs, watch=options.watch,
-                exclude=[str(self.directory)],
-                discovery_interval_s=options.discovery_interval_s, headless=True,
-                nvml_backend=options.nvml_backend))
+            self.sources = live_sources(
+                SourceOptions(
+                    interval_s=options.interval_s,
+                    logs=options.logs,
+                    watch=options.watch,
+                    exclude=[str(self.directory)],
+                    discovery_interval_s=options.discovery_interval_s,
+                    headless=True,
+                    nvml_backend=options.nvml_backend,
+                )
+            )
         self.writer: SessionWriter | None = None
         self.recorder: Recorder | None = None
         self.sampler: PeakSampler | None = None
@@ -174,8 +180,11 @@ class Recording:
         """The tails this recording runs (those it started with and those found later)."""
         if self.recorder is None:
             return []
-        return [c for c in self.recorder.collectors
-                if isinstance(c, LogTailCollector | TrackerRunCollector)]
+        return [
+            c
+            for c in self.recorder.collectors
+            if isinstance(c, LogTailCollector | TrackerRunCollector)
+        ]
 
     def _on_discovered(self, writer: SessionWriter, found: DiscoveredLogs) -> None:
         """A discovery scan while recording (on the writer thread): note what it started.
@@ -185,8 +194,14 @@ class Recording:
         if not self._rescans():
             return
         for log in _started(found):
-            writer.write_event({"t": found.taken_at, "kind": EVENT.log_found, "task": log.task_id,
-                                "source": log.source})
+            writer.write_event(
+                {
+                    "t": found.taken_at,
+                    "kind": EVENT.log_found,
+                    "task": log.task_id,
+                    "source": log.source,
+                }
+            )
 
     def _final_scan(self) -> None:
         """Follow files that appeared since the last scan, so that draining reads them too.
@@ -197,18 +212,31 @@ class Recording:
         if not self._rescans() or self.sources is None:
             return
         now = time.time()
-        found = self.recorder.running.discovered(
-            DiscoveredLogs(now, self.sources.discovery.scan()))
+        found = self.recorder.running.discovered(DiscoveredLogs(now, self.sources.discovery.scan()))
         for log in _started(found):
-            self.recorder.emit(Sampled("record", RecordEvent(
-                {"t": now, "kind": EVENT.log_found, "task": log.task_id, "source": log.source})))
+            self.recorder.emit(
+                Sampled(
+                    "record",
+                    RecordEvent(
+                        {
+                            "t": now,
+                            "kind": EVENT.log_found,
+                            "task": log.task_id,
+                            "source": log.source,
+                        }
+                    ),
+                )
+            )
 
     def start(self) -> None:
         """Open the session directory and start every thread."""
         o = self.options
-        meta = {META.interval_s: o.interval_s,
-                META.peak_interval_s: o.peak_interval_s if o.peak_interval_s > 0 else None,
-                **slurm_meta(os.environ), **o.extra_meta}
+        meta = {
+            META.interval_s: o.interval_s,
+            META.peak_interval_s: o.peak_interval_s if o.peak_interval_s > 0 else None,
+            **slurm_meta(os.environ),
+            **o.extra_meta,
+        }
         if o.command:
             meta[META.command] = list(o.command)
         self.writer = SessionWriter(self.directory, meta)
@@ -218,12 +246,18 @@ class Recording:
             self.writer.create_empty(COMMAND_LOG_FILE)
         sources = self.sources
         self.recorder = Recorder(
-            self.writer, self._collectors(),
+            self.writer,
+            self._collectors(),
             pid_watch=sources.pid_watch if sources is not None else None,
             tails=sources.tails if sources is not None and self._rescans() else None,
-            peaks=self._take_peaks, tap=o.tap,
-            handlers={LogBatch: self.log_sink, RecordEvent: _write_record_event,
-                      DiscoveredLogs: self._on_discovered, SlurmTick: SlurmRecord()},
+            peaks=self._take_peaks,
+            tap=o.tap,
+            handlers={
+                LogBatch: self.log_sink,
+                RecordEvent: _write_record_event,
+                DiscoveredLogs: self._on_discovered,
+                SlurmTick: SlurmRecord(),
+            },
         )
         if o.peak_interval_s > 0:
             probe = peak_probe(o.peak_interval_s, o.nvml_backend)
@@ -272,8 +306,9 @@ class Recording:
             for tail in tails:
                 tail.wake()
 
-        self.drain.run(paths, wake=wake, failed=lambda: self.error is not None,
-                       notice=self.drain_notice)
+        self.drain.run(
+            paths, wake=wake, failed=lambda: self.error is not None, notice=self.drain_notice
+        )
 
     def cancel_drain(self) -> None:
         """Stop reading the logs to their end (a second interrupt); safe from a signal handler."""
@@ -299,9 +334,11 @@ class Recording:
         if not stopped:
             # The writer thread is stuck (an fsync on a hung network filesystem): using the
             # writer from here would race it. What it flushed before is on disk.
-            return SessionWriteError(f"recording stopped: writing to {self.directory} hangs; "
-                                     "the session was not closed (its last seconds may be "
-                                     "missing)")
+            return SessionWriteError(
+                f"recording stopped: writing to {self.directory} hangs; "
+                "the session was not closed (its last seconds may be "
+                "missing)"
+            )
         error = self.recorder.error
         final = self.tracker.final_tick()
         dropped = unread_events(self.drain, self.log_sink)
@@ -337,8 +374,12 @@ class Recording:
     def _write_trace(self) -> None:
         assert self.tracker.trace is not None
         lines = [",".join(PEAK_TRACE_COLUMNS) + "\n"]
-        lines += [f"{t!r},{index},{used}\n" for t, readings in self.tracker.trace
-                  for index, used in enumerate(readings) if used is not None]
+        lines += [
+            f"{t!r},{index},{used}\n"
+            for t, readings in self.tracker.trace
+            for index, used in enumerate(readings)
+            if used is not None
+        ]
         if self._opened is not None:
             self._opened.write_atomic(PEAK_TRACE_FILE, "".join(lines).encode("utf-8"))
 
@@ -360,4 +401,3 @@ class Recording:
         if self._opened is not None:
             self._opened.close()
             self._opened = None
-

@@ -22,18 +22,28 @@ def slurm_meta(env: Mapping[str, str]) -> dict[str, Any]:
     if not job_id.isdigit():
         return {}
     array = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
-    return {"slurm": {
-        "job_id": job_id,
-        "array_id": f"{array[0]}_{array[1]}" if all(array) else None,
-        "step": env.get("SLURM_STEP_ID") or "batch",
-        "node": env.get("SLURMD_NODENAME"),
-        "gpus": env.get("SLURM_JOB_GPUS") or env.get("SLURM_STEP_GPUS"),
-    }}
+    return {
+        "slurm": {
+            "job_id": job_id,
+            "array_id": f"{array[0]}_{array[1]}" if all(array) else None,
+            "step": env.get("SLURM_STEP_ID") or "batch",
+            "node": env.get("SLURMD_NODENAME"),
+            "gpus": env.get("SLURM_JOB_GPUS") or env.get("SLURM_STEP_GPUS"),
+        }
+    }
 
 
 def _job_cells(job: SlurmJob) -> tuple[object, ...]:
-    return (job.job_id, job.array_id, job.user, job.name, job.partition, job.state,
-            job.time_limit_s, " ".join(map(str, job.gpu_indexes or ())))
+    return (
+        job.job_id,
+        job.array_id,
+        job.user,
+        job.name,
+        job.partition,
+        job.state,
+        job.time_limit_s,
+        " ".join(map(str, job.gpu_indexes or ())),
+    )
 
 
 class SlurmRecord:
@@ -52,8 +62,9 @@ class SlurmRecord:
             if self._jobs.get(job_id) != cells:
                 out.append((t, "job", *cells, None, None))
         for job_id in self._jobs.keys() - now.keys():
-            out.append((t, "gone", *self._jobs[job_id][:5], "GONE", *self._jobs[job_id][6:],
-                        None, None))
+            out.append(
+                (t, "gone", *self._jobs[job_id][:5], "GONE", *self._jobs[job_id][6:], None, None)
+            )
         self._jobs = now
         for process in tick.processes:
             if (process.pid, process.job_id) not in self._pids:

@@ -64,6 +64,7 @@ __all__ = [
     "read_meta",
 ]
 
+
 class SessionWriteError(SessionError):
     """Recording cannot go on (directory unwritable, disk full); the message says what was kept."""
 
@@ -88,8 +89,9 @@ class _Table:
 
     def __init__(self, directory: Directory, name: str, columns: Sequence[str]) -> None:
         self.path, self.columns = directory.path / name, tuple(columns)
-        self.file: IO[str] = os.fdopen(directory.append(name), "a", newline="",
-                                       encoding="utf-8", errors="backslashreplace")
+        self.file: IO[str] = os.fdopen(
+            directory.append(name), "a", newline="", encoding="utf-8", errors="backslashreplace"
+        )
         self.writer = csv.writer(self.file, lineterminator="\n")
         if self.file.tell() == 0:
             self.writer.writerow(self.columns)
@@ -109,9 +111,14 @@ class SessionWriter:
     `SessionWriteError` saying what was kept; the writer then refuses further writes.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], meta: Mapping[str, Any] | None = None,
-                 *, flush_interval_s: float = 2.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        meta: Mapping[str, Any] | None = None,
+        *,
+        flush_interval_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.directory = Path(directory)
         self.flush_interval_s = flush_interval_s
         self.warnings: list[str] = []
@@ -180,16 +187,22 @@ class SessionWriter:
     def _note_devices(self, tick: GpuTick) -> None:
         """Keep driver versions and the GPU list in `meta.json`, rewritten only on a change."""
         updates: dict[str, Any] = {}
-        for key, value in ((META.driver, tick.driver_version),
-                           (META.nvml_version, tick.nvml_version),
-                           (META.cuda_driver_version, tick.cuda_driver_version)):
+        for key, value in (
+            (META.driver, tick.driver_version),
+            (META.nvml_version, tick.nvml_version),
+            (META.cuda_driver_version, tick.cuda_driver_version),
+        ):
             if value is not None and self.meta.get(key) != value:
                 updates[key] = value
         known = {g.get("uuid"): g for g in self.meta.get(META.gpus) or () if isinstance(g, dict)}
         fresh = [d for d in tick.devices if d.error is None and d.uuid not in known]
         for d in fresh:
-            known[d.uuid] = {"index": d.index, "uuid": d.uuid, "name": d.name,
-                             "mem_total_bytes": d.memory_total_bytes}
+            known[d.uuid] = {
+                "index": d.index,
+                "uuid": d.uuid,
+                "name": d.name,
+                "mem_total_bytes": d.memory_total_bytes,
+            }
         if fresh:
             updates[META.gpus] = sorted(known.values(), key=lambda g: g.get("index", 0))
         if updates:
@@ -212,14 +225,24 @@ class SessionWriter:
             return
         gpu = self._gpu_tick
         known = gpu is not None and any(d.processes is not None for d in gpu.devices)
-        memory = ({cid: use.memory_bytes for cid, use in
-                   gpu_use_by_container(gpu, self._details.values()).items()}
-                  if known else None)
-        self._append(CONTAINERS_FILE, CONTAINER_COLUMNS, container_rows(tick, memory),
-                     tick.taken_at)
+        memory = (
+            {
+                cid: use.memory_bytes
+                for cid, use in gpu_use_by_container(gpu, self._details.values()).items()
+            }
+            if known
+            else None
+        )
+        self._append(
+            CONTAINERS_FILE, CONTAINER_COLUMNS, container_rows(tick, memory), tick.taken_at
+        )
 
-    def append_rows(self, file_name: str, columns: Sequence[str],
-                    rows: Iterable[Mapping[str, object] | Sequence[object]]) -> None:
+    def append_rows(
+        self,
+        file_name: str,
+        columns: Sequence[str],
+        rows: Iterable[Mapping[str, object] | Sequence[object]],
+    ) -> None:
         """Append rows to a further CSV file of the session (for example `metrics.csv`).
 
         Args:
@@ -228,14 +251,19 @@ class SessionWriter:
             rows: mappings by column name (missing keys are empty cells) or sequences in
                 `columns` order. `None` is written as an empty cell.
         """
-        if (os.sep in file_name or not file_name.endswith(".csv")
-                or file_name in (GPU_FILE, PROCESSES_FILE, HOST_FILE, CONTAINERS_FILE)):
+        if (
+            os.sep in file_name
+            or not file_name.endswith(".csv")
+            or file_name in (GPU_FILE, PROCESSES_FILE, HOST_FILE, CONTAINERS_FILE)
+        ):
             raise ValueError(f"append_rows cannot write {file_name!r}")
         table = self._tables.get(file_name)
         if table is not None and table.columns != tuple(columns):
             raise ValueError(f"{file_name} was started with columns {table.columns}")
-        cells = [[cell(r.get(c)) for c in columns] if isinstance(r, Mapping) else
-                 [cell(v) for v in r] for r in rows]
+        cells = [
+            [cell(r.get(c)) for c in columns] if isinstance(r, Mapping) else [cell(v) for v in r]
+            for r in rows
+        ]
         self._append(file_name, columns, cells, None)
 
     def append_csv_lines(self, file_name: str, columns: Sequence[str], text: str) -> None:
@@ -246,8 +274,11 @@ class SessionWriter:
             columns: as for `append_rows`; the header written when the file is new.
             text: whole lines, each ending in `\n`, quoted as the `csv` module quotes.
         """
-        if (os.sep in file_name or not file_name.endswith(".csv")
-                or file_name in (GPU_FILE, PROCESSES_FILE, HOST_FILE)):
+        if (
+            os.sep in file_name
+            or not file_name.endswith(".csv")
+            or file_name in (GPU_FILE, PROCESSES_FILE, HOST_FILE)
+        ):
             raise ValueError(f"append_csv_lines cannot write {file_name!r}")
         self._check()
         table = self._table(file_name, columns)
@@ -266,8 +297,9 @@ class SessionWriter:
         line = json.dumps(_json_safe(record), ensure_ascii=False, default=str) + "\n"
         try:
             if self._events is None:
-                self._events = os.fdopen(self._dir.append(EVENTS_FILE), "a", encoding="utf-8",
-                                         errors="backslashreplace")
+                self._events = os.fdopen(
+                    self._dir.append(EVENTS_FILE), "a", encoding="utf-8", errors="backslashreplace"
+                )
             self._events.write(line)
         except OSError as error:
             raise self._fail(error, self.directory / EVENTS_FILE) from None
@@ -324,8 +356,9 @@ class SessionWriter:
         if error is not None:
             raise error
 
-    def _append(self, name: str, columns: Sequence[str], rows: list[list[str]],
-                t: float | None) -> None:
+    def _append(
+        self, name: str, columns: Sequence[str], rows: list[list[str]], t: float | None
+    ) -> None:
         self._check()
         path = self.directory / name
         try:
@@ -360,16 +393,20 @@ class SessionWriter:
 
     def _fail(self, error: OSError, path: Path) -> SessionWriteError:
         what = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up"}.get(
-            error.errno or 0, _reason(error))
+            error.errno or 0, _reason(error)
+        )
         if self._synced_t is None:
             kept = "nothing beyond the start of the session was safely written"
         else:
             stamp = datetime.fromtimestamp(self._synced_t, timezone.utc).strftime("%H:%M:%S UTC")
             started = float(self.meta[META.started_at])
-            kept = (f"everything up to {stamp} ({self._synced_t - started:.0f} s after the start) "
-                    "is kept, only the last seconds before the failure are lost")
+            kept = (
+                f"everything up to {stamp} ({self._synced_t - started:.0f} s after the start) "
+                "is kept, only the last seconds before the failure are lost"
+            )
         self._failed = SessionWriteError(
-            f"recording stopped: cannot write {path}: {what}. In {self.directory}, {kept}.")
+            f"recording stopped: cannot write {path}: {what}. In {self.directory}, {kept}."
+        )
         return self._failed
 
     def _note_failure(self, meta_updates: Mapping[str, Any]) -> None:
@@ -414,8 +451,11 @@ class SessionWriter:
 
 def _initial_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
-        META.schema: SCHEMA_VERSION, META.tool: f"gpuherd {__version__}",
-        META.host: socket.gethostname(), META.driver: None, META.started_at: time.time(),
+        META.schema: SCHEMA_VERSION,
+        META.tool: f"gpuherd {__version__}",
+        META.host: socket.gethostname(),
+        META.driver: None,
+        META.started_at: time.time(),
         META.ended_at: None,
     }
     out.update(meta)
@@ -432,10 +472,12 @@ def _open_directory(directory: Path) -> Directory:
         return Directory(directory)
     except (FileExistsError, NotADirectoryError):
         if os.path.lexists(directory):
-            raise SessionWriteError(f"cannot record into {directory}: it exists and is not a "
-                                    "directory") from None
-        raise SessionWriteError(f"cannot create {directory}: a parent of it is a file, not a "
-                                "directory") from None
+            raise SessionWriteError(
+                f"cannot record into {directory}: it exists and is not a directory"
+            ) from None
+        raise SessionWriteError(
+            f"cannot create {directory}: a parent of it is a file, not a directory"
+        ) from None
     except OSError as error:
         raise SessionWriteError(f"cannot create {directory}: {_reason(error)}") from None
 
@@ -449,7 +491,8 @@ def _refuse_existing(directory: Directory, lock: SessionLock) -> None:
                 raise SessionLockedError(held)
             raise SessionExistsError(
                 f"{directory.path} already holds a recorded session ({name} exists); record "
-                "into a new directory, or move that one away first")
+                "into a new directory, or move that one away first"
+            )
 
 
 def _write_json_atomically(directory: Directory, data: Mapping[str, Any]) -> None:

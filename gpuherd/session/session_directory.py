@@ -27,15 +27,19 @@ def refuse_unsafe(directory: Directory) -> None:
     info = directory.stat()
     problem = others_may_write_problem(directory.path, info)
     if problem is None and os.geteuid() == 0 and info.st_uid not in trusted_owners():
-        problem = (f"{directory.path} belongs to {user_name(info.st_uid)}, and root writes "
-                   "there only by privilege; record into a directory root owns (or your own, "
-                   "under sudo), or run gpuherd as that user")
+        problem = (
+            f"{directory.path} belongs to {user_name(info.st_uid)}, and root writes "
+            "there only by privilege; record into a directory root owns (or your own, "
+            "under sudo), or run gpuherd as that user"
+        )
     if problem is None:
         found = directory.irregular(SESSION_FILES)
         if found is not None:
             name, kind = found
-            problem = (f"{directory.path / name} is {kind} where gpuherd writes its {name}; "
-                       "remove it, or record into a new directory you own")
+            problem = (
+                f"{directory.path / name} is {kind} where gpuherd writes its {name}; "
+                "remove it, or record into a new directory you own"
+            )
     if problem is not None:
         raise SessionUnsafeError(f"refusing to record: {problem}")
 
@@ -49,4 +53,3 @@ def refuse_swappable_path(directory: Directory) -> None:
     problem = swappable_path_problem(directory)
     if problem is not None:
         raise SessionUnsafeError(f"refusing to record into {directory.path}: {problem}")
-

@@ -120,14 +120,21 @@ class SessionLock:
         who = f"pid {parts[0]}" if parts else "another process"
         if len(parts) > 1 and parts[1] != socket.gethostname():
             who += f" on {parts[1]}"
-        return (f"{self.path.parent} is being recorded by {who} (see {self.path}); record into "
-                "another directory or stop that recorder first")
+        return (
+            f"{self.path.parent} is being recorded by {who} (see {self.path}); record into "
+            "another directory or stop that recorder first"
+        )
 
     def _foreign_message(self, error: OSError) -> str:
-        reason = (error.strerror if isinstance(error, UnsafeFileError)
-                  else f"cannot open {self.path}: {error.strerror}")
-        return (f"{reason}; another user may be recording into {self.path.parent}, or left it "
-                "there: record into another directory, or remove it once no recorder runs there")
+        reason = (
+            error.strerror
+            if isinstance(error, UnsafeFileError)
+            else f"cannot open {self.path}: {error.strerror}"
+        )
+        return (
+            f"{reason}; another user may be recording into {self.path.parent}, or left it "
+            "there: record into another directory, or remove it once no recorder runs there"
+        )
 
     def release(self) -> None:
         """Remove the lock file and drop the lock."""

@@ -41,7 +41,6 @@ WINDOW_S = 0.25
 """Host CPU percent and disk/network rates are measured over this window."""
 
 
-
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """One NVML tick and one host sample taken together."""
@@ -111,8 +110,16 @@ def take_snapshot(
     sample = host.sample()
     host.close()
     jobs = look_at_slurm(gpu_pids(tick) if tick else ()) if slurm else SlurmLook()
-    return Snapshot(hostname or socket.gethostname(), sample, tick, error, missing,
-                    host.pids_visible, probe.finish(), jobs)
+    return Snapshot(
+        hostname or socket.gethostname(),
+        sample,
+        tick,
+        error,
+        missing,
+        host.pids_visible,
+        probe.finish(),
+        jobs,
+    )
 
 
 def run(args: SnapshotOptions, backend: NvmlBackend | None = None) -> int:
@@ -132,6 +139,7 @@ def run(args: SnapshotOptions, backend: NvmlBackend | None = None) -> int:
 
 
 # JSON.
+
 
 def to_json(snap: Snapshot) -> dict[str, Any]:
     """The documented JSON object (docs/snapshot-json.md); every key is always present."""
@@ -156,14 +164,18 @@ def to_json(snap: Snapshot) -> dict[str, Any]:
         "host": _host_json(snap.host),
         "container_engine": listed.engine if listed else None,
         "containers_error": snap.containers.error,
-        "containers": [container_json(c, uses.get(c.short_id), snap.gpus_known)
-                       for c in listed.containers] if listed else [],
+        "containers": [
+            container_json(c, uses.get(c.short_id), snap.gpus_known) for c in listed.containers
+        ]
+        if listed
+        else [],
         "slurm": slurm_json(snap.slurm, tick),
     }
 
 
-def _gpu_json(gpu: GpuSample, details: dict[int, ProcessInfo],
-              names: dict[str, str]) -> dict[str, Any]:
+def _gpu_json(
+    gpu: GpuSample, details: dict[int, ProcessInfo], names: dict[str, str]
+) -> dict[str, Any]:
     return {
         "index": gpu.index,
         "uuid": gpu.uuid,
@@ -186,13 +198,15 @@ def _gpu_json(gpu: GpuSample, details: dict[int, ProcessInfo],
         "ecc_errors_corrected": gpu.ecc_errors_corrected,
         "ecc_errors_uncorrected": gpu.ecc_errors_uncorrected,
         "mig_mode": gpu.mig_mode,
-        "processes": None if gpu.processes is None
+        "processes": None
+        if gpu.processes is None
         else [_process_json(p, details.get(p.pid), names) for p in gpu.processes],
     }
 
 
-def _process_json(proc: GpuProcess, info: ProcessInfo | None,
-                  names: dict[str, str]) -> dict[str, Any]:
+def _process_json(
+    proc: GpuProcess, info: ProcessInfo | None, names: dict[str, str]
+) -> dict[str, Any]:
     container = info.container if info else None
     return {
         "pid": proc.pid,
@@ -232,17 +246,22 @@ def _round(value: float | None) -> float | None:
 
 # Table.
 
+
 def render_table(snap: Snapshot, width: int | None = 120) -> str:
     """The readable form: a header line, a GPU table, a process table and the host figures.
 
     Lines longer than `width` are cut with `…`; `None` cuts none (output that is no terminal).
     """
     tick = snap.tick
-    head = [f"host {snap.hostname}",
-            fmt.fmt_timestamp(tick.taken_at if tick else snap.host.taken_at)]
+    head = [
+        f"host {snap.hostname}",
+        fmt.fmt_timestamp(tick.taken_at if tick else snap.host.taken_at),
+    ]
     if tick:
-        head += [f"driver {fmt.fmt_text(tick.driver_version)}",
-                 f"CUDA {fmt.fmt_text(tick.cuda_driver_version)}"]
+        head += [
+            f"driver {fmt.fmt_text(tick.driver_version)}",
+            f"CUDA {fmt.fmt_text(tick.cuda_driver_version)}",
+        ]
     lines = ["  ".join(head), ""]
     if tick is None:
         lines += [f"GPUs: {fmt.NA} (see the message on stderr)", ""]
@@ -254,8 +273,9 @@ def render_table(snap: Snapshot, width: int | None = 120) -> str:
     look = snap.containers
     if look.tick is not None and look.tick.containers:
         uses = gpu_use_by_container(tick, snap.host.processes)
-        lines += [""] + [_clip(line, width)
-                         for line in container_lines(look.tick, uses, snap.gpus_known)]
+        lines += [""] + [
+            _clip(line, width) for line in container_lines(look.tick, uses, snap.gpus_known)
+        ]
     elif look.error and not look.no_engine:
         lines += ["", f"containers: {look.error}"]
     # Names (processes, users, containers, GPUs) are escaped where the columns are built, so
@@ -268,16 +288,28 @@ def _gpu_table(tick: GpuTick) -> list[str]:
     rows = [["GPU", "NAME", "VRAM", "VRAM%", "UTIL", "MEM UTIL", "TEMP", "POWER", "SM CLOCK"]]
     for d in tick.devices:
         if d.error:
-            rows.append([str(d.index), fmt.visible(d.name),
-                         fmt.fmt_gib_pair(None, d.memory_total_bytes), f"error: {d.error}"])
+            rows.append(
+                [
+                    str(d.index),
+                    fmt.visible(d.name),
+                    fmt.fmt_gib_pair(None, d.memory_total_bytes),
+                    f"error: {d.error}",
+                ]
+            )
             continue
-        rows.append([
-            str(d.index), fmt.visible(d.name),
-            fmt.fmt_gib_pair(d.memory_used_bytes, d.memory_total_bytes),
-            fmt.fmt_pct(fmt.pct_of(d.memory_used_bytes, d.memory_total_bytes)),
-            fmt.fmt_pct(d.gpu_util_pct), fmt.fmt_pct(d.mem_util_pct), fmt.fmt_temp(d.temperature_c),
-            fmt.fmt_power_pair(d.power_w, d.power_limit_w), fmt.fmt_mhz(d.sm_clock_mhz),
-        ])
+        rows.append(
+            [
+                str(d.index),
+                fmt.visible(d.name),
+                fmt.fmt_gib_pair(d.memory_used_bytes, d.memory_total_bytes),
+                fmt.fmt_pct(fmt.pct_of(d.memory_used_bytes, d.memory_total_bytes)),
+                fmt.fmt_pct(d.gpu_util_pct),
+                fmt.fmt_pct(d.mem_util_pct),
+                fmt.fmt_temp(d.temperature_c),
+                fmt.fmt_power_pair(d.power_w, d.power_limit_w),
+                fmt.fmt_mhz(d.sm_clock_mhz),
+            ]
+        )
     return _align(rows, right={0, 2, 3, 4, 5, 6, 7, 8})
 
 
@@ -290,22 +322,36 @@ def _process_lines(snap: Snapshot, tick: GpuTick, width: int | None) -> list[str
         if d.error:
             continue
         if d.processes is None:
-            notes.append(f"GPU {d.index}: the driver would not list processes; "
-                         f"{fmt.fmt_bytes(d.memory_used_bytes)} in use")
+            notes.append(
+                f"GPU {d.index}: the driver would not list processes; "
+                f"{fmt.fmt_bytes(d.memory_used_bytes)} in use"
+            )
             continue
         for p in d.processes:
             info = details.get(p.pid) or ProcessInfo(p.pid)
-            rows.append([str(d.index), str(p.pid), fmt.fmt_text(info.user),
-                         fmt.fmt_bytes(p.used_memory_bytes), fmt.fmt_pct(info.cpu_pct),
-                         fmt.fmt_bytes(info.rss_bytes), fmt.fmt_elapsed(info.started_at, now),
-                         process_job(snap.slurm, p.pid) + _command(info, snap.container_names)])
+            rows.append(
+                [
+                    str(d.index),
+                    str(p.pid),
+                    fmt.fmt_text(info.user),
+                    fmt.fmt_bytes(p.used_memory_bytes),
+                    fmt.fmt_pct(info.cpu_pct),
+                    fmt.fmt_bytes(info.rss_bytes),
+                    fmt.fmt_elapsed(info.started_at, now),
+                    process_job(snap.slurm, p.pid) + _command(info, snap.container_names),
+                ]
+            )
         hidden = d.unattributed_memory_bytes
         if hidden:
-            notes.append(f"GPU {d.index}: {fmt.fmt_bytes(hidden)} in use by processes not "
-                         "visible here (or held by the driver)")
+            notes.append(
+                f"GPU {d.index}: {fmt.fmt_bytes(hidden)} in use by processes not "
+                "visible here (or held by the driver)"
+            )
     if not snap.pids_visible:
-        notes.append("process details unavailable: gpuherd runs in its own PID namespace "
-                     "(a container without the host's)")
+        notes.append(
+            "process details unavailable: gpuherd runs in its own PID namespace "
+            "(a container without the host's)"
+        )
     table = _align(rows, right={0, 1, 3, 4, 5, 6}) if len(rows) > 1 else ["no GPU processes"]
     return [_clip(line, width) for line in table] + notes
 
@@ -332,13 +378,19 @@ def _host_lines(host: HostSample) -> list[str]:
 def _align(rows: list[list[str]], right: set[int]) -> list[str]:
     # A short row (a GPU in error) lets its last cell run on instead of widening a column.
     n = len(rows[0])
-    widths = [max((len(r[i]) for r in rows if i < len(r) - (len(r) < n)), default=0)
-              for i in range(n)]
+    widths = [
+        max((len(r[i]) for r in rows if i < len(r) - (len(r) < n)), default=0) for i in range(n)
+    ]
     out = []
     for row in rows:
-        cells = [c if i == len(row) - 1 and len(row) < n
-                 else c.rjust(widths[i]) if i in right else c.ljust(widths[i])
-                 for i, c in enumerate(row)]
+        cells = [
+            c
+            if i == len(row) - 1 and len(row) < n
+            else c.rjust(widths[i])
+            if i in right
+            else c.ljust(widths[i])
+            for i, c in enumerate(row)
+        ]
         out.append("  ".join(cells).rstrip())
     return out
 

@@ -36,8 +36,9 @@ class ContainerProbe:
     rest of the snapshot is taken.
     """
 
-    def __init__(self, collector: DockerCollector | None = None,
-                 wait_s: float = CONTAINER_WAIT_S) -> None:
+    def __init__(
+        self, collector: DockerCollector | None = None, wait_s: float = CONTAINER_WAIT_S
+    ) -> None:
         self.collector = collector if collector is not None else DockerCollector()
         self.wait_s = wait_s
         self._started = time.monotonic()
@@ -68,45 +69,65 @@ class ContainerProbe:
             self.collector.close()
 
 
-def container_json(c: ContainerSample, use: ContainerGpuUse | None,
-                   gpus_known: bool) -> dict[str, Any]:
+def container_json(
+    c: ContainerSample, use: ContainerGpuUse | None, gpus_known: bool
+) -> dict[str, Any]:
     """One documented `containers[]` object (docs/snapshot-json.md)."""
     gpu_memory = use.memory_bytes if use is not None else (0 if gpus_known else None)
     return {
-        "id": c.id, "short_id": c.short_id, "name": c.name, "image": c.image,
-        "status": c.status, "started_at": c.started_at, "cpu_pct": _round(c.cpu_pct),
-        "memory_used_bytes": c.memory_used_bytes, "memory_limit_bytes": c.memory_limit_bytes,
+        "id": c.id,
+        "short_id": c.short_id,
+        "name": c.name,
+        "image": c.image,
+        "status": c.status,
+        "started_at": c.started_at,
+        "cpu_pct": _round(c.cpu_pct),
+        "memory_used_bytes": c.memory_used_bytes,
+        "memory_limit_bytes": c.memory_limit_bytes,
         "net_rx_bytes_per_s": _round(c.net_rx_bytes_per_s),
         "net_tx_bytes_per_s": _round(c.net_tx_bytes_per_s),
         "block_read_bytes_per_s": _round(c.block_read_bytes_per_s),
         "block_write_bytes_per_s": _round(c.block_write_bytes_per_s),
-        "pids": c.pids, "gpu_devices": list(c.gpu_devices),
+        "pids": c.pids,
+        "gpu_devices": list(c.gpu_devices),
         "gpu_memory_bytes": gpu_memory,
         "gpu_pids": list(use.pids) if use is not None else [],
     }
 
 
-def container_lines(tick: ContainerTick, uses: Mapping[str, ContainerGpuUse],
-                    gpus_known: bool) -> list[str]:
+def container_lines(
+    tick: ContainerTick, uses: Mapping[str, ContainerGpuUse], gpus_known: bool
+) -> list[str]:
     """The table form: one line per running container."""
     rows = [["CONTAINER", "IMAGE", "STATUS", "CPU", "MEM / LIMIT", "PIDS", "GPUS", "GPU MEM"]]
     for c in tick.containers:
         use = uses.get(c.short_id)
         gpu_memory = use.memory_bytes if use is not None else (0 if gpus_known else None)
-        rows.append([fmt.visible(c.name), fmt.visible(c.image), fmt.visible(c.status),
-                     fmt.fmt_pct(c.cpu_pct),
-                     f"{fmt.fmt_bytes(c.memory_used_bytes)} / "
-                     f"{fmt.fmt_bytes(c.memory_limit_bytes)}",
-                     fmt.fmt_count(c.pids), ",".join(c.gpu_devices) or "-",
-                     fmt.fmt_bytes(gpu_memory)])
+        rows.append(
+            [
+                fmt.visible(c.name),
+                fmt.visible(c.image),
+                fmt.visible(c.status),
+                fmt.fmt_pct(c.cpu_pct),
+                f"{fmt.fmt_bytes(c.memory_used_bytes)} / {fmt.fmt_bytes(c.memory_limit_bytes)}",
+                fmt.fmt_count(c.pids),
+                ",".join(c.gpu_devices) or "-",
+                fmt.fmt_bytes(gpu_memory),
+            ]
+        )
     return rows_text(rows, right={3, 5, 7})
 
 
 def rows_text(rows: list[list[str]], right: set[int]) -> list[str]:
     """Columns padded to their widest cell, `right` ones right-aligned."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
-                      for i, cell in enumerate(row)).rstrip() for row in rows]
+    return [
+        "  ".join(
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]
 
 
 def _round(value: float | None) -> float | None:

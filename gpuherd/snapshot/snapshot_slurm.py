@@ -44,17 +44,27 @@ def slurm_json(look: SlurmLook, gpus: GpuTick | None) -> dict[str, Any] | None:
     if look.absent:
         return None
     tick = look.tick
-    return {"node": tick.node if tick else None, "error": look.error,
-            "jobs": [_job_json(job, tick, gpus) for job in tick.jobs] if tick else []}
+    return {
+        "node": tick.node if tick else None,
+        "error": look.error,
+        "jobs": [_job_json(job, tick, gpus) for job in tick.jobs] if tick else [],
+    }
 
 
 def _job_json(job: Any, tick: SlurmTick, gpus: GpuTick | None) -> dict[str, Any]:
     use = job_gpu_use(job, tick, gpus)
     return {
-        "job_id": job.job_id, "array_id": job.array_id, "user": job.user, "name": job.name,
-        "partition": job.partition, "state": job.state, "elapsed_s": job.elapsed_s,
-        "time_limit_s": job.time_limit_s, "time_left_s": job.time_left_s,
-        "gpus_requested": job.gpus_requested, "gpu_indexes": list(use.gpu_indexes),
+        "job_id": job.job_id,
+        "array_id": job.array_id,
+        "user": job.user,
+        "name": job.name,
+        "partition": job.partition,
+        "state": job.state,
+        "elapsed_s": job.elapsed_s,
+        "time_limit_s": job.time_limit_s,
+        "time_left_s": job.time_left_s,
+        "gpus_requested": job.gpus_requested,
+        "gpu_indexes": list(use.gpu_indexes),
         "gpus_from_slurm": job.gpu_indexes is not None,
         "gpu_memory_used_bytes": use.memory_used_bytes,
         "gpu_util_pct": None if use.gpu_util_pct is None else round(use.gpu_util_pct, 2),
@@ -90,10 +100,12 @@ def slurm_lines(look: SlurmLook, gpus: GpuTick | None) -> list[str]:
         use = job_gpu_use(job, look.tick, gpus)
         shown = ",".join(map(str, use.gpu_indexes)) or "-"
         left = fmt.NA if job.time_left_s is None else _hms(job.time_left_s)
-        lines.append(f"  job {job.shown_id}  {fmt.visible(job.user)}  {fmt.visible(job.name)}  "
-                     f"{job.partition}  {job.state}  GPUs {shown}  "
-                     f"VRAM {fmt.fmt_bytes(use.memory_used_bytes)}  "
-                     f"util {fmt.fmt_pct(use.gpu_util_pct)}  left {left}")
+        lines.append(
+            f"  job {job.shown_id}  {fmt.visible(job.user)}  {fmt.visible(job.name)}  "
+            f"{job.partition}  {job.state}  GPUs {shown}  "
+            f"VRAM {fmt.fmt_bytes(use.memory_used_bytes)}  "
+            f"util {fmt.fmt_pct(use.gpu_util_pct)}  left {left}"
+        )
     return lines
 
 

@@ -31,8 +31,9 @@ class Line:
     ys: tuple[float, ...]
 
 
-def render(lines: Sequence[Line], title: str, xlabel: str, width: int = 78,
-           height: int = 18) -> str:
+def render(
+    lines: Sequence[Line], title: str, xlabel: str, width: int = 78, height: int = 18
+) -> str:
     """Draw `lines` as uncoloured text; an empty string when there is nothing to draw.
 
     A value plotext cannot scale (a log's `loss=1e308` or `1e-310`) is drawn at the chart's
@@ -57,8 +58,9 @@ def render(lines: Sequence[Line], title: str, xlabel: str, width: int = 78,
     return "\n".join(row.rstrip() for row in text.splitlines())
 
 
-def bucket_max(xs: np.ndarray, ys: np.ndarray, points: int = MAX_POINTS) -> tuple[
-        tuple[float, ...], tuple[float, ...]]:
+def bucket_max(
+    xs: np.ndarray, ys: np.ndarray, points: int = MAX_POINTS
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """Reduce a series sorted by x to about `points` points, keeping each x bucket's maximum."""
     keep = ~np.isnan(ys)
     xs, ys = xs[keep], ys[keep]
@@ -121,8 +123,9 @@ def loss_chart(frames: SessionFrames, width: int = 78, height: int = 18) -> str:
     return render(lines[: len(MARKERS)], "loss", axis, width, height)
 
 
-def _thin(xs: np.ndarray, ys: np.ndarray, points: int = MAX_POINTS) -> tuple[
-        tuple[float, ...], tuple[float, ...]]:
+def _thin(
+    xs: np.ndarray, ys: np.ndarray, points: int = MAX_POINTS
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
     if len(xs) <= points:
         return tuple(xs.tolist()), tuple(ys.tolist())
     pick = np.linspace(0, len(xs) - 1, points).astype(int)

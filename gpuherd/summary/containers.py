@@ -29,22 +29,32 @@ def container_summary(frames: SessionFrames, window: dict[str, Any]) -> list[dic
         gpu = rows["gpu_mem_bytes"].dropna()
         peak_at = float(rows.loc[gpu.idxmax(), "t"]) if len(gpu) else None
         images = rows["image"].dropna()
-        out.append({
-            "id": cid, "name": labels[cid],
-            "image": str(images.iloc[-1]) if len(images) else None,
-            "first_t": _num(rows["t"].min()), "last_t": _num(rows["t"].max()),
-            "gpu_mem_peak_bytes": _num(gpu.max()) if len(gpu) else None,
-            "gpu_mem_peak_gib": round(float(gpu.max()) / GIB, 3) if len(gpu) else None,
-            "gpu_mem_peak_at": peak_at,
-            "gpu_mem_peak_at_elapsed_s": (None if peak_at is None or not _is_num(started)
-                                          else round(peak_at - float(started), 3)),
-            "cpu_mean_pct": _num(cpu_mean.get(cid), 2),
-            "cpu_p95_pct": _num(cpu_p95.get(cid), 2),
-            "cpu_max_pct": _num(rows["cpu_pct"].max(), 2),
-            "mem_peak_bytes": _num(rows["mem_used_bytes"].max()),
-            "mem_limit_bytes": _num(rows["mem_limit_bytes"].dropna().iloc[-1]
-                                    if rows["mem_limit_bytes"].notna().any() else None),
-        })
+        out.append(
+            {
+                "id": cid,
+                "name": labels[cid],
+                "image": str(images.iloc[-1]) if len(images) else None,
+                "first_t": _num(rows["t"].min()),
+                "last_t": _num(rows["t"].max()),
+                "gpu_mem_peak_bytes": _num(gpu.max()) if len(gpu) else None,
+                "gpu_mem_peak_gib": round(float(gpu.max()) / GIB, 3) if len(gpu) else None,
+                "gpu_mem_peak_at": peak_at,
+                "gpu_mem_peak_at_elapsed_s": (
+                    None
+                    if peak_at is None or not _is_num(started)
+                    else round(peak_at - float(started), 3)
+                ),
+                "cpu_mean_pct": _num(cpu_mean.get(cid), 2),
+                "cpu_p95_pct": _num(cpu_p95.get(cid), 2),
+                "cpu_max_pct": _num(rows["cpu_pct"].max(), 2),
+                "mem_peak_bytes": _num(rows["mem_used_bytes"].max()),
+                "mem_limit_bytes": _num(
+                    rows["mem_limit_bytes"].dropna().iloc[-1]
+                    if rows["mem_limit_bytes"].notna().any()
+                    else None
+                ),
+            }
+        )
     return sorted(out, key=lambda c: (c["name"], c["id"]))
 
 

@@ -30,8 +30,17 @@ from collectors.session.session_reader import SessionReader
 
 __all__ = ["SessionFrames", "load_frames"]
 
-GPU_NUMERIC = ("t", "gpu", "mem_used_bytes", "mem_total_bytes", "util_gpu_pct", "util_mem_pct",
-               "temp_c", "power_w", "mem_peak_bytes")
+GPU_NUMERIC = (
+    "t",
+    "gpu",
+    "mem_used_bytes",
+    "mem_total_bytes",
+    "util_gpu_pct",
+    "util_mem_pct",
+    "temp_c",
+    "power_w",
+    "mem_peak_bytes",
+)
 HOST_NUMERIC = ("t", "cpu_pct", "mem_used_bytes", "mem_total_bytes")
 METRICS_NUMERIC = ("t", "line", "value", "step", "epoch")
 CONTAINER_NUMERIC = ("t", "cpu_pct", "mem_used_bytes", "mem_limit_bytes", "gpu_mem_bytes")
@@ -94,5 +103,14 @@ def load_frames(directory: str | os.PathLike[str]) -> SessionFrames:
     assert gpu is not None  # the reader refuses a session without gpu.csv
     events = list(reader.events())
     names = _gpu_names(reader)
-    return SessionFrames(reader.directory, reader.meta, gpu, names, host, metrics, events,
-                         reader.warnings, containers)
+    return SessionFrames(
+        reader.directory,
+        reader.meta,
+        gpu,
+        names,
+        host,
+        metrics,
+        events,
+        reader.warnings,
+        containers,
+    )

@@ -65,16 +65,22 @@ def slurm_lines(data: dict[str, Any]) -> list[str]:
     lines = ["## Slurm", ""]
     own = slurm["job"]
     if own:
-        lines.append(f"- Recorded inside Slurm job {own.get('array_id') or own['job_id']}, "
-                     f"step {own.get('step')}, on node {own.get('node') or '-'}; GPUs "
-                     f"{own.get('gpus') or '-'}.")
+        lines.append(
+            f"- Recorded inside Slurm job {own.get('array_id') or own['job_id']}, "
+            f"step {own.get('step')}, on node {own.get('node') or '-'}; GPUs "
+            f"{own.get('gpus') or '-'}."
+        )
     if slurm["jobs_seen"]:
-        lines += ["", "| job | user | name | partition | GPUs | last state | GPU pids |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| job | user | name | partition | GPUs | last state | GPU pids |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for job in slurm["jobs_seen"]:
             lines.append(
                 f"| {job.get('array_id') or job['job_id']} | {job.get('user', '-')} | "
                 f"{job.get('name', '-')} | {job.get('partition', '-')} | "
                 f"{','.join(map(str, job.get('gpus', []))) or '-'} | {job.get('state', '-')} | "
-                f"{','.join(map(str, sorted(set(job['pids'])))) or '-'} |")
+                f"{','.join(map(str, sorted(set(job['pids'])))) or '-'} |"
+            )
     return lines + [""]

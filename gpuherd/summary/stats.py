@@ -51,8 +51,9 @@ def container_labels(frame: pd.DataFrame) -> dict[str, str]:
         known = rows["name"].dropna()
         names[str(cid)] = str(known.iloc[-1]) if len(known) else str(cid)[:SHORT_ID]
     taken = pd.Series(list(names.values())).value_counts()
-    return {cid: name if taken[name] == 1 else f"{name}@{cid[:SHORT_ID]}"
-            for cid, name in names.items()}
+    return {
+        cid: name if taken[name] == 1 else f"{name}@{cid[:SHORT_ID]}" for cid, name in names.items()
+    }
 
 
 def in_window(frame: pd.DataFrame, window: dict[str, Any]) -> pd.DataFrame:
@@ -79,15 +80,20 @@ def stats_frame(frames: SessionFrames, gpu: pd.DataFrame, window: dict[str, Any]
 
     `gpu` is `frames.gpu` with the `mem_best` column (the row's peak) added.
     """
-    parts = [_grouped_stats(in_window(gpu, window), "gpu",
-                            lambda i: f"gpu{int(i)}", GPU_STATS)]
+    parts = [_grouped_stats(in_window(gpu, window), "gpu", lambda i: f"gpu{int(i)}", GPU_STATS)]
     if frames.host is not None and not frames.host.empty:
         host = in_window(frames.host, window).assign(scope="host")
         parts.append(_grouped_stats(host, "scope", str, HOST_STATS))
     if frames.containers is not None and not frames.containers.empty:
         labels = container_labels(frames.containers)
-        parts.append(_grouped_stats(in_window(frames.containers, window), "id",
-                                    lambda i: f"container:{labels[str(i)]}", CONTAINER_STATS))
+        parts.append(
+            _grouped_stats(
+                in_window(frames.containers, window),
+                "id",
+                lambda i: f"container:{labels[str(i)]}",
+                CONTAINER_STATS,
+            )
+        )
     if frames.metrics is not None and not frames.metrics.empty:
         parts.append(_metric_stats(frames.metrics))
     parts = [p for p in parts if not p.empty]
@@ -96,8 +102,9 @@ def stats_frame(frames: SessionFrames, gpu: pd.DataFrame, window: dict[str, Any]
     return pd.concat(parts).rename_axis("key")
 
 
-def _grouped_stats(frame: pd.DataFrame, by: str, scope: Any,
-                   columns: tuple[tuple[str, str, str, float], ...]) -> pd.DataFrame:
+def _grouped_stats(
+    frame: pd.DataFrame, by: str, scope: Any, columns: tuple[tuple[str, str, str, float], ...]
+) -> pd.DataFrame:
     """All `columns` of `frame` per `by` group in one groupby pass, one row per (group, column)."""
     names = [c for c, _, _, _ in columns]
     grouped = frame.groupby(by, observed=True)[names]
@@ -132,7 +139,15 @@ def _metric_stats(metrics: pd.DataFrame) -> pd.DataFrame:
 
 def stats_records(stats: pd.DataFrame) -> list[dict[str, Any]]:
     """The statistics frame as JSON-ready rows."""
-    return [{"key": key, "count": int(row["count"]), "mean": _round(row["mean"], 4),
-             "min": _round(row["min"], 4), "max": _round(row["max"], 4),
-             "p95": _round(row["p95"], 4), "unit": row["unit"]}
-            for key, row in stats.iterrows()]
+    return [
+        {
+            "key": key,
+            "count": int(row["count"]),
+            "mean": _round(row["mean"], 4),
+            "min": _round(row["min"], 4),
+            "max": _round(row["max"], 4),
+            "p95": _round(row["p95"], 4),
+            "unit": row["unit"],
+        }
+        for key, row in stats.iterrows()
+    ]

@@ -38,8 +38,12 @@ def run(args: SummarizeOptions) -> int:
         write_atomic(root / SUMMARY_JSON_FILE, as_json)
         write_atomic(root / SUMMARY_MD_FILE, as_md)
     except OSError as error:
-        print(visible(f"gpuherd: could not write the summary files into {root}: "
-                      f"{error.strerror or error}"), file=sys.stderr)
+        print(
+            visible(
+                f"gpuherd: could not write the summary files into {root}: {error.strerror or error}"
+            ),
+            file=sys.stderr,
+        )
     if args.json:
         sys.stdout.write(as_json)
     elif args.md:

@@ -31,7 +31,6 @@ __all__ = ["STAT_COLUMNS", "Summary", "direction", "stat_key", "summarize", "sum
 MAX_LISTED_FINDINGS = 50
 
 
-
 @dataclass(frozen=True)
 class Summary:
     """A session's summary: JSON-ready `data` and the statistics frame (STYLE section 6)."""
@@ -101,20 +100,25 @@ def gpu_summary(frames: SessionFrames, window: dict[str, Any]) -> list[dict[str,
         at = peak_rows["t"].get(index)
         tot = total.get(index)
         pct = None if peak is None or not tot or math.isnan(tot) else 100.0 * peak / tot
-        out.append({
-            "index": int(index), "uuid": uuid, "name": name,
-            "mem_total_bytes": _num(_nan_none(tot)),  # unknown on every row: null
-            "peak_mem_bytes": _num(peak),
-            "peak_mem_gib": None if peak is None else round(peak / GIB, 3),
-            "peak_mem_pct": None if pct is None else round(pct, 2),
-            "peak_at": _num(at),
-            "peak_at_elapsed_s": (None if at is None or not _is_num(started)
-                                  else round(float(at) - started, 3)),
-            "util_mean_pct": _round(mean.get(index)),
-            "util_p95_pct": _round(p95.get(index)),
-            "temp_max_c": _round(temp.get(index)),
-            "power_max_w": _round(power.get(index)),
-        })
+        out.append(
+            {
+                "index": int(index),
+                "uuid": uuid,
+                "name": name,
+                "mem_total_bytes": _num(_nan_none(tot)),  # unknown on every row: null
+                "peak_mem_bytes": _num(peak),
+                "peak_mem_gib": None if peak is None else round(peak / GIB, 3),
+                "peak_mem_pct": None if pct is None else round(pct, 2),
+                "peak_at": _num(at),
+                "peak_at_elapsed_s": (
+                    None if at is None or not _is_num(started) else round(float(at) - started, 3)
+                ),
+                "util_mean_pct": _round(mean.get(index)),
+                "util_p95_pct": _round(p95.get(index)),
+                "temp_max_c": _round(temp.get(index)),
+                "power_max_w": _round(power.get(index)),
+            }
+        )
     return out
 
 
@@ -136,16 +140,19 @@ def task_summary(frames: SessionFrames) -> list[dict[str, Any]]:
         t, step, epoch = rows["t"], rows["step"], rows["epoch"]
         entry: dict[str, Any] = {
             "task": str(task),
-            "first_t": _num(t.min()), "last_t": _num(t.max()),
+            "first_t": _num(t.min()),
+            "last_t": _num(t.max()),
             "duration_s": _round(t.max() - t.min(), 3),
             "steps": _span(step),
             "epochs": _span(epoch),
             "steps_per_s": _steps_per_s(rows),
             "metrics": per_metric.get(str(task), {}),
         }
-        entry["throughput"] = {m: {"mean": v["mean"], "last": v["last"]}
-                               for m, v in entry["metrics"].items()
-                               if m.startswith("throughput/")}
+        entry["throughput"] = {
+            m: {"mean": v["mean"], "last": v["last"]}
+            for m, v in entry["metrics"].items()
+            if m.startswith("throughput/")
+        }
         out.append(entry)
     return out
 
@@ -186,8 +193,10 @@ def _metric_table(metrics: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]]]
             best = stats["min"] if best_is == "min" else stats["max"]
         count = int(total.loc[(task, metric)])
         out.setdefault(str(task), {})[str(metric)] = {
-            "first": _num(row["value"]), "last": _num(last.loc[(task, metric), "value"]),
-            "best": _num(best), "best_is": best_is,
+            "first": _num(row["value"]),
+            "last": _num(last.loc[(task, metric), "value"]),
+            "best": _num(best),
+            "best_is": best_is,
             "first_step": _num(_nan_none(row["step"])),
             "last_step": _num(_nan_none(last.loc[(task, metric), "step"])),
             "count": count,
@@ -208,12 +217,19 @@ def findings_summary(frames: SessionFrames) -> dict[str, Any]:
     for event in found:
         key = (str(event.get("task", "")), str(event.get("finding", "")))
         if key not in counts:
-            counts[key] = {"task": key[0], "finding": key[1], "count": 0,
-                           "first_line": event.get("line"), "first_t": event.get("t"),
-                           "evidence": str(event.get("evidence", ""))[:300]}
+            counts[key] = {
+                "task": key[0],
+                "finding": key[1],
+                "count": 0,
+                "first_line": event.get("line"),
+                "first_t": event.get("t"),
+                "evidence": str(event.get("evidence", ""))[:300],
+            }
         counts[key]["count"] += 1
-    listed = [{k: e.get(k) for k in ("t", "task", "line", "finding", "evidence")}
-              for e in found[:MAX_LISTED_FINDINGS]]
+    listed = [
+        {k: e.get(k) for k in ("t", "task", "line", "finding", "evidence")}
+        for e in found[:MAX_LISTED_FINDINGS]
+    ]
     return {"total": len(found), "by_kind": list(counts.values()), "listed": listed}
 
 
@@ -226,8 +242,14 @@ def lifecycle_summary(frames: SessionFrames) -> dict[str, Any]:
         if kind == EVENT.finding:
             continue
         counts[kind] = counts.get(kind, 0) + 1
-        if kind in (EVENT.collector_failed, EVENT.collector_unavailable, EVENT.disk_full,
-                    EVENT.signal, EVENT.write_failed, EVENT.log_dropped):
+        if kind in (
+            EVENT.collector_failed,
+            EVENT.collector_unavailable,
+            EVENT.disk_full,
+            EVENT.signal,
+            EVENT.write_failed,
+            EVENT.log_dropped,
+        ):
             notable.append({k: v for k, v in event.items() if k != "t"} | {"t": event.get("t")})
     return {"counts": counts, "notable": notable[:MAX_LISTED_FINDINGS]}
 
@@ -242,17 +264,23 @@ def _session(frames: SessionFrames, window: dict[str, Any]) -> dict[str, Any]:
     if exit_code is None and exits:
         exit_code = exits[-1].get("exit_code")
     return {
-        "directory": str(frames.directory), "host": meta.get(META.host),
-        "tool": meta.get(META.tool), "driver": meta.get(META.driver), "started_at": started,
+        "directory": str(frames.directory),
+        "host": meta.get(META.host),
+        "tool": meta.get(META.tool),
+        "driver": meta.get(META.driver),
+        "started_at": started,
         "ended_at": ended,
         "complete": ended is not None,
         "duration_s": _duration(started, end),
         "readings": len(frames.gpu) + (0 if frames.metrics is None else len(frames.metrics)),
-        "interval_s": meta.get(META.interval_s), "peak_interval_s": meta.get(META.peak_interval_s),
-        "command": meta.get(META.command), "exit_code": exit_code,
+        "interval_s": meta.get(META.interval_s),
+        "peak_interval_s": meta.get(META.peak_interval_s),
+        "command": meta.get(META.command),
+        "exit_code": exit_code,
         # the person's own --duration ended the command: a limit reached, not a failure
-        "stopped_at_duration": any(e.get("kind") == EVENT.duration_reached and e.get("sent")
-                                   for e in frames.events),
+        "stopped_at_duration": any(
+            e.get("kind") == EVENT.duration_reached and e.get("sent") for e in frames.events
+        ),
         "run_peaks": meta.get(META.run_peaks) or [],
     }
 
@@ -298,8 +326,13 @@ def _summarize(frames: SessionFrames) -> Summary:
     return Summary(data, stats)
 
 
-def write_atomic(path: Path, text: str, newline: str | None = "", mode: int | None = None,
-                 opened: Directory | None = None) -> None:
+def write_atomic(
+    path: Path,
+    text: str,
+    newline: str | None = "",
+    mode: int | None = None,
+    opened: Directory | None = None,
+) -> None:
     """Write `text` to `path` through a temporary file in the same directory and `os.replace`.
 
     An interrupt (SIGINT) or a full disk leaves either the old file or the new one, never a

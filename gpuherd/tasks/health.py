@@ -71,17 +71,22 @@ class History(Protocol):
         """Points spread evenly over the whole run, ending with the newest."""
 
 
-def judge_histories(histories: Mapping[str, History], num_classes: int | None = None,
-                    ended: bool = False) -> list[tuple[str, LogFinding]]:
+def judge_histories(
+    histories: Mapping[str, History], num_classes: int | None = None, ended: bool = False
+) -> list[tuple[str, LogFinding]]:
     """`judge` over metric histories: the one call of the dashboard and of `gpuherd parse`."""
     windows = {name: h.window for name, h in histories.items()}
     runs = {name: h.points() for name, h in histories.items() if _whole_run(name)}
     return judge(windows, num_classes, runs=runs, ended=ended)
 
 
-def judge(series: Mapping[str, Series], num_classes: int | None = None, *,
-          runs: Mapping[str, Series] | None = None,
-          ended: bool = False) -> list[tuple[str, LogFinding]]:
+def judge(
+    series: Mapping[str, Series],
+    num_classes: int | None = None,
+    *,
+    runs: Mapping[str, Series] | None = None,
+    ended: bool = False,
+) -> list[tuple[str, LogFinding]]:
     """Findings that need a metric history, each with the metric whose history shows it.
 
     Stalled loss, validation accuracy near chance while training improves, mAP/mIoU exactly 0
@@ -124,8 +129,9 @@ def _whole_run(name: str) -> bool:
     return name in vocabulary.LOSS_NAMES or vocabulary.is_loss_part(name)
 
 
-_JUDGED = frozenset({*vocabulary.LOSS_NAMES, vocabulary.TRAIN_ACC, vocabulary.VAL_ACC,
-                     *vocabulary.ZERO_METRICS})
+_JUDGED = frozenset(
+    {*vocabulary.LOSS_NAMES, vocabulary.TRAIN_ACC, vocabulary.VAL_ACC, *vocabulary.ZERO_METRICS}
+)
 
 
 def gpu_findings(utils: Sequence[float]) -> list[LogFinding]:
@@ -140,12 +146,22 @@ def gpu_findings(utils: Sequence[float]) -> list[LogFinding]:
     low = sum(1 for u in values if u <= 10.0) / len(values)
     high = sum(1 for u in values if u >= 90.0) / len(values)
     if low >= 0.2 and high >= 0.2:
-        return [LogFinding("gpu_swing", f"GPU utilization swings 0-100 %: {low:.0%} of the last "
-                           f"{len(values)} samples <= 10 %, {high:.0%} >= 90 % (input-bound?)")]
+        return [
+            LogFinding(
+                "gpu_swing",
+                f"GPU utilization swings 0-100 %: {low:.0%} of the last "
+                f"{len(values)} samples <= 10 %, {high:.0%} >= 90 % (input-bound?)",
+            )
+        ]
     mean = sum(values) / len(values)
     if mean < GPU_LOW_PCT:
-        return [LogFinding("gpu_low", f"GPU utilization averages {mean:.0f} % over the last "
-                           f"{len(values)} samples while the task logs progress")]
+        return [
+            LogFinding(
+                "gpu_low",
+                f"GPU utilization averages {mean:.0f} % over the last "
+                f"{len(values)} samples while the task logs progress",
+            )
+        ]
     return []
 
 
@@ -160,8 +176,11 @@ def _loss(series: Mapping[str, Series]) -> tuple[str, list[tuple[float, float]]]
         found = _window(series, name)
         if found:
             return name, found
-    parts = [(name, points) for name, points in series.items()
-             if points and vocabulary.is_loss_part(name)]
+    parts = [
+        (name, points)
+        for name, points in series.items()
+        if points and vocabulary.is_loss_part(name)
+    ]
     if not parts:
         return vocabulary.TRAIN_LOSS, []
     # The terms are logged together, one of each per row: align them from the newest point.
@@ -170,8 +189,12 @@ def _loss(series: Mapping[str, Series]) -> tuple[str, list[tuple[float, float]]]
     return parts[-1][0], summed[::-1]
 
 
-def _chance(val_acc: list[tuple[float, float]], train_acc: list[tuple[float, float]],
-            loss: list[tuple[float, float]], num_classes: int | None) -> LogFinding | None:
+def _chance(
+    val_acc: list[tuple[float, float]],
+    train_acc: list[tuple[float, float]],
+    loss: list[tuple[float, float]],
+    num_classes: int | None,
+) -> LogFinding | None:
     if not train_acc and not _fell(loss):
         return None  # "while training improves": needs rising train acc or falling loss
     if num_classes is not None:
@@ -182,8 +205,11 @@ def _chance(val_acc: list[tuple[float, float]], train_acc: list[tuple[float, flo
     if found is None:
         return None
     last = val_acc[-1]
-    return LogFinding("chance", f"val acc {last[1]:.4g} at step {last[0]:g} stays near zero "
-                                f"while training improves (class count unknown)")
+    return LogFinding(
+        "chance",
+        f"val acc {last[1]:.4g} at step {last[0]:g} stays near zero "
+        f"while training improves (class count unknown)",
+    )
 
 
 def _fell(loss: list[tuple[float, float]]) -> bool:

@@ -35,9 +35,14 @@ def replay_hints(session: SessionReader) -> list[TaskHint]:
 
     if not session.meta.get(META.command):
         return []
-    uuids = tuple(str(p["uuid"]) for p in session.meta.get(META.run_peaks) or ()
-                  if isinstance(p, dict) and p.get("uuid") and p.get("method") == "per-process"
-                  and p.get("peak_bytes"))
+    uuids = tuple(
+        str(p["uuid"])
+        for p in session.meta.get(META.run_peaks) or ()
+        if isinstance(p, dict)
+        and p.get("uuid")
+        and p.get("method") == "per-process"
+        and p.get("peak_bytes")
+    )
     pid = next((e.get("pid") for e in session.events() if e.get("kind") == EVENT.start), None)
     owns = (lambda p, root=pid: p == root) if isinstance(pid, int) else None
     return [TaskHint(COMMAND_TASK, gpu_uuids=uuids, owns_pid=owns)]

@@ -23,11 +23,21 @@ class MetricSeries:
     or the point's index when the log gives neither, chosen by the first point).
     """
 
-    __slots__ = ("_x", "_y", "_stride", "_seen", "window", "x_kind", "latest", "x_monotonic",
-                 "max_points")
+    __slots__ = (
+        "_x",
+        "_y",
+        "_stride",
+        "_seen",
+        "window",
+        "x_kind",
+        "latest",
+        "x_monotonic",
+        "max_points",
+    )
 
-    def __init__(self, max_points: int = DEFAULT_CHART_POINTS,
-                 window_points: int = DEFAULT_WINDOW_POINTS) -> None:
+    def __init__(
+        self, max_points: int = DEFAULT_CHART_POINTS, window_points: int = DEFAULT_WINDOW_POINTS
+    ) -> None:
         self.max_points = max(4, max_points)
         self._x = array("d")
         self._y = array("d")

@@ -117,9 +117,14 @@ class TaskTracker:
     Memory per task is bounded: ring buffers of `chart_points` and `window_points` per metric.
     """
 
-    def __init__(self, *, chart_points: int = DEFAULT_CHART_POINTS,
-                 window_points: int = DEFAULT_WINDOW_POINTS, active_s: float = 60.0,
-                 gpu_window: int = 60) -> None:
+    def __init__(
+        self,
+        *,
+        chart_points: int = DEFAULT_CHART_POINTS,
+        window_points: int = DEFAULT_WINDOW_POINTS,
+        active_s: float = 60.0,
+        gpu_window: int = 60,
+    ) -> None:
         self.chart_points = chart_points
         self.window_points = window_points
         self.active_s = active_s
@@ -159,8 +164,7 @@ class TaskTracker:
             task.modified_at = batch.modified_at
         catching_up = batch.size_bytes is not None and batch.offset_bytes < batch.size_bytes
         if batch.lines_read and not catching_up:
-            task.lines.arrived(batch.taken_at if batch.modified_at is None
-                               else batch.modified_at)
+            task.lines.arrived(batch.taken_at if batch.modified_at is None else batch.modified_at)
         if batch.ended_with is not None:
             task.exit_code = batch.ended_with
         for _line_no, metric in batch.metrics:
@@ -176,8 +180,9 @@ class TaskTracker:
         """The command whose output the task is has exited with `exit_code`."""
         self._task(task_id).exit_code = exit_code
 
-    def writers_seen(self, task_id: str, at: float, writer_pids: Iterable[int],
-                     gpu_pids: Iterable[int] = ()) -> None:
+    def writers_seen(
+        self, task_id: str, at: float, writer_pids: Iterable[int], gpu_pids: Iterable[int] = ()
+    ) -> None:
         """Who writes the task's log, as `/proc` showed it at `at`.
 
         `writer_pids` hold the log open for writing; `gpu_pids` are the GPU processes among
@@ -201,9 +206,16 @@ class TaskTracker:
         """The log can be read again."""
         self._task(task_id).error = None
 
-    def associate(self, task_id: str, *, gpu_uuids: Iterable[str] | None = None,
-                  pids: Iterable[int] | None = None, num_classes: int | None = None,
-                  total_steps: int | None = None, label: str | None = None) -> None:
+    def associate(
+        self,
+        task_id: str,
+        *,
+        gpu_uuids: Iterable[str] | None = None,
+        pids: Iterable[int] | None = None,
+        num_classes: int | None = None,
+        total_steps: int | None = None,
+        label: str | None = None,
+    ) -> None:
         """Say what is known about a task from outside its log (the queue knows its pid)."""
         task = self._task(task_id)
         if gpu_uuids is not None:
@@ -222,8 +234,9 @@ class TaskTracker:
         for hint in hints:
             if hint.owns_pid is None or hint.task_id not in known:
                 continue
-            pids = {p.pid for gpu in tick.devices for p in gpu.processes or ()
-                    if hint.owns_pid(p.pid)}
+            pids = {
+                p.pid for gpu in tick.devices for p in gpu.processes or () if hint.owns_pid(p.pid)
+            }
             if pids:
                 self.associate(hint.task_id, pids=pids)
 
@@ -239,8 +252,11 @@ class TaskTracker:
         self._tick(tick.taken_at)
         for task in self._tasks.values():
             _place(task, tick)
-            utils = [d.gpu_util_pct for d in tick.devices
-                     if d.uuid in task.gpu_uuids and d.gpu_util_pct is not None]
+            utils = [
+                d.gpu_util_pct
+                for d in tick.devices
+                if d.uuid in task.gpu_uuids and d.gpu_util_pct is not None
+            ]
             task.gpu_util = sum(utils) / len(utils) if utils else None
             if task.gpu_util is None or not self._running(task):
                 task.gpu_utils.clear()
@@ -294,8 +310,9 @@ class TaskTracker:
     def _tick(self, at: float) -> None:
         self.now = at if self.now is None else max(self.now, at)
 
-    def _add_metric(self, task: _Task, metric: LogMetric, received_at: float,
-                    catching_up: bool) -> None:
+    def _add_metric(
+        self, task: _Task, metric: LogMetric, received_at: float, catching_up: bool
+    ) -> None:
         position = metric.step if metric.step is not None else metric.epoch
         run = task.run
         if position is not None and len(run.first) < REPLAY_PROBE:
@@ -347,18 +364,30 @@ class TaskTracker:
             task.window_findings, task.gpu_findings = [], []
         return True
 
-    def _add_log_finding(self, task: _Task, line_no: int, finding: LogFinding,
-                         at: float) -> None:
+    def _add_log_finding(self, task: _Task, line_no: int, finding: LogFinding, at: float) -> None:
         old = task.run.log_findings.get(finding.kind)
         count = old.count + 1 if old is not None else 1
         first = old.first_seen_at if old is not None else at
         task.run.log_findings[finding.kind] = Finding(
-            finding.kind, severity_of(finding.kind, task.runs > 1), finding.evidence, line_no,
-            count, first, at)
+            finding.kind,
+            severity_of(finding.kind, task.runs > 1),
+            finding.evidence,
+            line_no,
+            count,
+            first,
+            at,
+        )
 
     def _finding(self, finding: LogFinding, line_no: int | None) -> Finding:
-        return Finding(finding.kind, severity_of(finding.kind, False), finding.evidence,
-                       line_no, 1, self.now, self.now)
+        return Finding(
+            finding.kind,
+            severity_of(finding.kind, False),
+            finding.evidence,
+            line_no,
+            1,
+            self.now,
+            self.now,
+        )
 
     def usual_interval_s(self, task_id: str) -> float | None:
         """The median gap between line arrivals of the live log (`None` under 2 gaps)."""
@@ -389,8 +418,13 @@ class TaskTracker:
         if task.waiting and not task.lines_read and not task.had_writer:
             return "waiting"
         if task.exit_code is not None:
-            return ("done" if task.exit_code == 0 else
-                    "stopped" if task.exit_code in STOPPED_EXIT_CODES else "failed")
+            return (
+                "done"
+                if task.exit_code == 0
+                else "stopped"
+                if task.exit_code in STOPPED_EXIT_CODES
+                else "failed"
+            )
         ended_in_error = self._ended_in_error(task)
         if ended_in_error and not task.writer_pids and self._quiet_for(task, _error_quiet_s(task)):
             return "failed"
@@ -404,15 +438,20 @@ class TaskTracker:
 
     def _ended(self, task: _Task) -> bool:
         """Whether the run has ended: its command exited, its writers left, or its log said so."""
-        return (task.exit_code is not None or (task.had_writer and not task.writer_pids)
-                or _said_it_ended(task.run))
+        return (
+            task.exit_code is not None
+            or (task.had_writer and not task.writer_pids)
+            or _said_it_ended(task.run)
+        )
 
     @staticmethod
     def _ended_in_error(task: _Task) -> bool:
         """Whether an error finding (traceback, OOM) is the run's last news: no metric since."""
         last_metric = task.run.last_metric_at or -math.inf
-        return any(f.severity == "error" and (f.last_seen_at or 0.0) >= last_metric
-                   for f in task.run.log_findings.values())
+        return any(
+            f.severity == "error" and (f.last_seen_at or 0.0) >= last_metric
+            for f in task.run.log_findings.values()
+        )
 
     def _quiet_for(self, task: _Task, seconds: float) -> bool:
         """Whether the log has not been written for `seconds` (its mtime, else a line read)."""
@@ -424,23 +463,48 @@ class TaskTracker:
             task.health_dirty = False
             task.window_findings = [
                 self._finding(f, None)
-                for _, f in judge_histories(task.run.series, task.num_classes)]
+                for _, f in judge_histories(task.run.series, task.num_classes)
+            ]
         run = task.run
         throughput, throughput_name = self._throughput(run)
         # judged while the run went on; what speaks of a live run is left out once it ended
-        window = [f for f in task.window_findings
-                  if f.kind not in LIVE_ONLY_KINDS or not self._ended(task)]
+        window = [
+            f
+            for f in task.window_findings
+            if f.kind not in LIVE_ONLY_KINDS or not self._ended(task)
+        ]
         findings = [*run.log_findings.values(), *window, *task.gpu_findings]
         return TaskView(
-            task.task_id, task.label, self._status(task), task.format, run.step, run.epoch,
-            tuple(run.latest.items()), throughput, throughput_name,
-            self._eta(task), task.lines_read, task.unparsed,
-            task.too_long, task.generation, task.runs, sort_findings(findings), task.gpu_uuids,
-            task.gpu_util, task.last_progress_at, task.offset, task.size, task.error,
-            task.exit_code, tuple(sorted(task.pids)) or task.last_writers, task.writer_pids,
+            task.task_id,
+            task.label,
+            self._status(task),
+            task.format,
+            run.step,
+            run.epoch,
+            tuple(run.latest.items()),
+            throughput,
+            throughput_name,
+            self._eta(task),
+            task.lines_read,
+            task.unparsed,
+            task.too_long,
+            task.generation,
+            task.runs,
+            sort_findings(findings),
+            task.gpu_uuids,
+            task.gpu_util,
+            task.last_progress_at,
+            task.offset,
+            task.size,
+            task.error,
+            task.exit_code,
+            tuple(sorted(task.pids)) or task.last_writers,
+            task.writer_pids,
             task.lines.usual_interval_s(),
             task.lines.stall_after_s(self.active_s) if task.writer_pids else None,
-            lost_bytes=task.lost_bytes, lost_lines=task.lost_lines)
+            lost_bytes=task.lost_bytes,
+            lost_lines=task.lost_lines,
+        )
 
     def _throughput(self, run: _Run) -> tuple[float | None, str | None]:
         for name in THROUGHPUT_NAMES:
@@ -453,8 +517,9 @@ class TaskTracker:
         run = task.run
         if "eta_s" in run.latest and self._fresh(run, "eta_s"):
             return max(0.0, run.latest["eta_s"] - ((self.now or 0.0) - run.latest_at["eta_s"]))
-        total = task.total_steps or next((int(run.latest[n]) for n in TOTAL_STEP_NAMES
-                                          if n in run.latest), None)
+        total = task.total_steps or next(
+            (int(run.latest[n]) for n in TOTAL_STEP_NAMES if n in run.latest), None
+        )
         rate = run.rate.rate()
         if rate is None and IT_S in run.latest and self._fresh(run, IT_S):
             rate = run.latest[IT_S]
@@ -472,21 +537,26 @@ def _said_it_ended(run: _Run) -> bool:
     A metric after it is a new run in the same file; an end line's own metric (the Trainer's
     `train_runtime` dict) still counts as the end.
     """
-    return run.end_line is not None and (run.last_metric_line is None
-                                         or run.end_line >= run.last_metric_line)
+    return run.end_line is not None and (
+        run.last_metric_line is None or run.end_line >= run.last_metric_line
+    )
 
 
 def _place(task: _Task, tick: GpuTick) -> None:
     if task.pids:
-        found = tuple(d.uuid for d in tick.devices
-                      if d.processes and any(p.pid in task.pids for p in d.processes))
+        found = tuple(
+            d.uuid
+            for d in tick.devices
+            if d.processes and any(p.pid in task.pids for p in d.processes)
+        )
         task.gpu_uuids = found or task.gpu_uuids
 
 
 def _same(a: dict[str, float], b: dict[str, float]) -> bool:
     common = a.keys() & b.keys()
-    return bool(common) and all(a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k]))
-                                for k in common)
+    return bool(common) and all(
+        a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k])) for k in common
+    )
 
 
 def _last_write(task: _Task) -> float | None:

@@ -101,5 +101,8 @@ def label_of(task_id: str) -> str:
 
 def sort_findings(findings: list[Finding]) -> tuple[Finding, ...]:
     """Errors first, then warnings, then information; newest first within each."""
-    return tuple(sorted(findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 3),
-                                                 -(f.last_seen_at or 0.0))))
+    return tuple(
+        sorted(
+            findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 3), -(f.last_seen_at or 0.0))
+        )
+    )

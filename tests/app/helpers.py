@@ -60,15 +60,32 @@ def tick(*devices: GpuSample, t: float = T0) -> GpuTick:
 def host(t: float = T0, processes: tuple[ProcessInfo, ...] | None = None) -> HostSample:
     if processes is None:
         processes = (
-            ProcessInfo(4242, "alice", "python train.py --model llama-8b --bs 32", 101.5,
-                        12 * GiB, T0 - 3725.0),
+            ProcessInfo(
+                4242,
+                "alice",
+                "python train.py --model llama-8b --bs 32",
+                101.5,
+                12 * GiB,
+                T0 - 3725.0,
+            ),
             ProcessInfo(5151, "bob", "python finetune.py", 12.0, 3 * GiB, T0 - 65.0),
         )
     return HostSample(
-        taken_at=t, cpu_pct=23.0, cpu_count=64, mem_used_bytes=120 * GiB,
-        mem_total_bytes=512 * GiB, swap_used_bytes=0, swap_total_bytes=8 * GiB, load_1m=1.2,
-        load_5m=1.05, load_15m=0.9, disk_read_bytes_s=1.5 * MiB, disk_write_bytes_s=3 * MiB,
-        net_rx_bytes_s=12 * MiB, net_tx_bytes_s=1 * MiB, processes=processes,
+        taken_at=t,
+        cpu_pct=23.0,
+        cpu_count=64,
+        mem_used_bytes=120 * GiB,
+        mem_total_bytes=512 * GiB,
+        swap_used_bytes=0,
+        swap_total_bytes=8 * GiB,
+        load_1m=1.2,
+        load_5m=1.05,
+        load_15m=0.9,
+        disk_read_bytes_s=1.5 * MiB,
+        disk_write_bytes_s=3 * MiB,
+        net_rx_bytes_s=12 * MiB,
+        net_tx_bytes_s=1 * MiB,
+        processes=processes,
     )
 
 
@@ -93,8 +110,9 @@ class ScriptedCollector:
     does the app stopping its thread on exit (`wake()`).
     """
 
-    def __init__(self, name: str = "nvml", role: str | None = GPU,
-                 task_id: str | None = None) -> None:
+    def __init__(
+        self, name: str = "nvml", role: str | None = GPU, task_id: str | None = None
+    ) -> None:
         self.name = name
         self.role = role
         self.task_id = task_id
@@ -125,8 +143,7 @@ class ScriptedCollector:
             try:
                 item = self._items.get(timeout=0.02)
             except queue.Empty:
-                if (self._done.is_set() or time.monotonic() > deadline
-                        or self._woken.is_set()):
+                if self._done.is_set() or time.monotonic() > deadline or self._woken.is_set():
                     raise SourceExhausted(f"{self.name}: finished") from None
                 continue
             if isinstance(item, BaseException):
@@ -139,8 +156,11 @@ class ScriptedCollector:
 
 def events(messages: Iterable[object], kind: type[E]) -> list[E]:
     """The collector events of type `kind` that reached the app, in order."""
-    return [m.event for m in messages
-            if isinstance(m, CollectorEventReceived) and isinstance(m.event, kind)]
+    return [
+        m.event
+        for m in messages
+        if isinstance(m, CollectorEventReceived) and isinstance(m.event, kind)
+    ]
 
 
 async def collectors_done(pilot: Pilot[object], app: GpuherdApp, timeout_s: float = 30) -> None:

@@ -73,8 +73,9 @@ def rendered(widget: object) -> str:
 
 async def test_samples_flow_from_collectors_into_the_panels() -> None:
     messages: list[Message] = []
-    app = make_app([gpu_source(tick(gpu(0), gpu(1))), host_source(host())],
-                   clock=lambda: T0, hostname="box-1")
+    app = make_app(
+        [gpu_source(tick(gpu(0), gpu(1))), host_source(host())], clock=lambda: T0, hostname="box-1"
+    )
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await collectors_done(pilot, app)
         await pilot.pause()
@@ -95,8 +96,10 @@ async def test_samples_flow_from_collectors_into_the_panels() -> None:
 
 async def test_gpu_pids_go_to_the_pid_watch() -> None:
     watch = PidWatch()
-    devices = (gpu(0, processes=(GpuProcess(11, 1 * MiB),)),
-               gpu(1, processes=(GpuProcess(22, None), GpuProcess(33, 5 * MiB))))
+    devices = (
+        gpu(0, processes=(GpuProcess(11, 1 * MiB),)),
+        gpu(1, processes=(GpuProcess(22, None), GpuProcess(33, 5 * MiB))),
+    )
     app = make_app([gpu_source(tick(*devices))], pid_watch=watch, clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
         await collectors_done(pilot, app)
@@ -237,11 +240,14 @@ async def test_lost_gpu_shows_an_error_row_while_the_other_keeps_updating() -> N
 
 
 async def test_no_driver_shows_the_banner_and_the_host_panel_keeps_working() -> None:
-    no_driver = CollectorUnavailable("NVIDIA driver not found: libnvidia-ml.so.1 missing",
-                                     title="NVML")
+    no_driver = CollectorUnavailable(
+        "NVIDIA driver not found: libnvidia-ml.so.1 missing", title="NVML"
+    )
     messages: list[Message] = []
-    app = make_app([FakeCollector(name="nvml", unavailable=no_driver, role=GPU),
-                    host_source(host())], clock=lambda: T0)
+    app = make_app(
+        [FakeCollector(name="nvml", unavailable=no_driver, role=GPU), host_source(host())],
+        clock=lambda: T0,
+    )
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await collectors_done(pilot, app)
         await pilot.pause()
@@ -258,13 +264,17 @@ async def test_no_driver_shows_the_banner_and_the_host_panel_keeps_working() -> 
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         assert "NVIDIA driver not found" in " ".join(
-            str(s.render()) for s in app.screen.query(".help-note"))
+            str(s.render()) for s in app.screen.query(".help-note")
+        )
     assert app.state.notices[0].startswith("NVIDIA driver not found")
 
 
 async def test_replay_mode_has_no_demo_hint_and_says_when_it_finished() -> None:
-    app = make_app([gpu_source(tick(gpu(0)), name="replay:gpu")], clock=lambda: 0.0,
-                   replay_label="REPLAY runs/a x2")
+    app = make_app(
+        [gpu_source(tick(gpu(0)), name="replay:gpu")],
+        clock=lambda: 0.0,
+        replay_label="REPLAY runs/a x2",
+    )
     async with app.run_test(size=SIZE) as pilot:
         await collectors_done(pilot, app)
         await pilot.pause()
@@ -296,8 +306,15 @@ async def test_fully_attributed_memory_has_no_gap_line() -> None:
 
 
 async def test_unknown_fields_show_na() -> None:
-    bare = gpu(0, temperature_c=None, power_w=None, power_limit_w=None, sm_clock_mhz=None,
-               gpu_util_pct=None, memory_used_bytes=None)
+    bare = gpu(
+        0,
+        temperature_c=None,
+        power_w=None,
+        power_limit_w=None,
+        sm_clock_mhz=None,
+        gpu_util_pct=None,
+        memory_used_bytes=None,
+    )
     app = make_app([gpu_source(tick(bare))], clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
         await collectors_done(pilot, app)
@@ -404,8 +421,7 @@ async def test_process_values_refresh_every_two_seconds_but_new_processes_show_a
             rows = {r.pid: r for r in table.rows_shown}
             return rows[pid].gpu_memory_bytes if pid in rows else None
 
-        for item in (step(T0, GpuProcess(4242, 1 * GiB)),
-                     step(T0 + 1, GpuProcess(4242, 2 * GiB))):
+        for item in (step(T0, GpuProcess(4242, 1 * GiB)), step(T0 + 1, GpuProcess(4242, 2 * GiB))):
             source.push(item)
             await until(pilot, lambda item=item: app.state.gpu_tick is item)
         await pilot.pause()

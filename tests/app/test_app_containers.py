@@ -20,31 +20,70 @@ A, B, C = "a" * 64, "b" * 64, "c" * 64
 
 
 def containers(t: float = T0, *, trainer_cpu: float = 150.5) -> ContainerTick:
-    return ContainerTick(t, (
-        ContainerSample(id=B, short_id=B[:12], name="etl", image="busybox:1", status="running",
-                        started_at=T0 - 65, cpu_pct=12.0, memory_used_bytes=300 * MiB,
-                        memory_limit_bytes=512 * MiB, net_rx_bytes_per_s=None,
-                        net_tx_bytes_per_s=None, block_read_bytes_per_s=2048.0,
-                        block_write_bytes_per_s=0.0, pids=3, gpu_devices=("1",)),
-        ContainerSample(id=C, short_id=C[:12], name="idle", image="busybox:1", status="paused",
-                        started_at=T0 - 7200, cpu_pct=None, memory_used_bytes=None,
-                        memory_limit_bytes=None, pids=1),
-        ContainerSample(id=A, short_id=A[:12], name="trainer", image="pytorch:24.10",
-                        status="running", started_at=T0 - 3725, cpu_pct=trainer_cpu,
-                        memory_used_bytes=int(1.5 * GiB), memory_limit_bytes=8 * GiB,
-                        net_rx_bytes_per_s=1536.0, net_tx_bytes_per_s=100.0, pids=12,
-                        gpu_devices=("0", "1")),
-    ), engine="Docker 20.10.24")
+    return ContainerTick(
+        t,
+        (
+            ContainerSample(
+                id=B,
+                short_id=B[:12],
+                name="etl",
+                image="busybox:1",
+                status="running",
+                started_at=T0 - 65,
+                cpu_pct=12.0,
+                memory_used_bytes=300 * MiB,
+                memory_limit_bytes=512 * MiB,
+                net_rx_bytes_per_s=None,
+                net_tx_bytes_per_s=None,
+                block_read_bytes_per_s=2048.0,
+                block_write_bytes_per_s=0.0,
+                pids=3,
+                gpu_devices=("1",),
+            ),
+            ContainerSample(
+                id=C,
+                short_id=C[:12],
+                name="idle",
+                image="busybox:1",
+                status="paused",
+                started_at=T0 - 7200,
+                cpu_pct=None,
+                memory_used_bytes=None,
+                memory_limit_bytes=None,
+                pids=1,
+            ),
+            ContainerSample(
+                id=A,
+                short_id=A[:12],
+                name="trainer",
+                image="pytorch:24.10",
+                status="running",
+                started_at=T0 - 3725,
+                cpu_pct=trainer_cpu,
+                memory_used_bytes=int(1.5 * GiB),
+                memory_limit_bytes=8 * GiB,
+                net_rx_bytes_per_s=1536.0,
+                net_tx_bytes_per_s=100.0,
+                pids=12,
+                gpu_devices=("0", "1"),
+            ),
+        ),
+        engine="Docker 20.10.24",
+    )
 
 
-GPUS = tick(gpu(0, processes=(GpuProcess(4242, 30 * GiB), GpuProcess(5151, 15 * GiB))),
-            gpu(1, processes=(GpuProcess(6161, 2 * GiB), GpuProcess(7070, 1 * GiB))))
-HOST_SAMPLE = host(processes=(
-    ProcessInfo(4242, "alice", "python train.py", 100.0, GiB, T0 - 60, A[:12]),
-    ProcessInfo(6161, "alice", "python eval.py", 50.0, GiB, T0 - 60, A[:12]),
-    ProcessInfo(5151, "bob", "python etl.py", 10.0, GiB, T0 - 60, B[:12]),
-    ProcessInfo(7070, "carol", "python bare.py", 10.0, GiB, T0 - 60, None),
-))
+GPUS = tick(
+    gpu(0, processes=(GpuProcess(4242, 30 * GiB), GpuProcess(5151, 15 * GiB))),
+    gpu(1, processes=(GpuProcess(6161, 2 * GiB), GpuProcess(7070, 1 * GiB))),
+)
+HOST_SAMPLE = host(
+    processes=(
+        ProcessInfo(4242, "alice", "python train.py", 100.0, GiB, T0 - 60, A[:12]),
+        ProcessInfo(6161, "alice", "python eval.py", 50.0, GiB, T0 - 60, A[:12]),
+        ProcessInfo(5151, "bob", "python etl.py", 10.0, GiB, T0 - 60, B[:12]),
+        ProcessInfo(7070, "carol", "python bare.py", 10.0, GiB, T0 - 60, None),
+    )
+)
 
 
 async def started(pilot, app: GpuherdApp, sources: Sequence[ScriptedCollector]) -> None:
@@ -59,8 +98,11 @@ async def started(pilot, app: GpuherdApp, sources: Sequence[ScriptedCollector]) 
 
 
 def make() -> tuple[GpuherdApp, list[ScriptedCollector]]:
-    sources = [ScriptedCollector("nvml"), ScriptedCollector("host", role=HOST),
-               ScriptedCollector("docker", role=CONTAINERS)]
+    sources = [
+        ScriptedCollector("nvml"),
+        ScriptedCollector("host", role=HOST),
+        ScriptedCollector("docker", role=CONTAINERS),
+    ]
     return make_app(sources, clock=lambda: T0, hostname="box"), sources
 
 
@@ -81,14 +123,31 @@ async def test_each_container_shows_its_stats_and_the_gpu_memory_of_its_processe
         panel = app.screen.query_one(ContainerPanel)
         assert panel.display and panel.region.height > 0
         assert cells(panel, "trainer") == {
-            "name": "trainer", "image": "pytorch:24.10", "status": "running",
-            "uptime": "1h 02m", "cpu": "150%", "memory": "1.5 GiB / 8.0 GiB",
-            "net": "1.5 KiB / 100 B", "block": "N/A", "pids": "12", "gpus": "0,1",
-            "gpu_mem": "32.0 GiB"}
+            "name": "trainer",
+            "image": "pytorch:24.10",
+            "status": "running",
+            "uptime": "1h 02m",
+            "cpu": "150%",
+            "memory": "1.5 GiB / 8.0 GiB",
+            "net": "1.5 KiB / 100 B",
+            "block": "N/A",
+            "pids": "12",
+            "gpus": "0,1",
+            "gpu_mem": "32.0 GiB",
+        }
         assert cells(panel, "etl") == {
-            "name": "etl", "image": "busybox:1", "status": "running", "uptime": "1m",
-            "cpu": "12%", "memory": "300 MiB / 512 MiB", "net": "N/A",
-            "block": "2.0 KiB / 0 B", "pids": "3", "gpus": "1", "gpu_mem": "15.0 GiB"}
+            "name": "etl",
+            "image": "busybox:1",
+            "status": "running",
+            "uptime": "1m",
+            "cpu": "12%",
+            "memory": "300 MiB / 512 MiB",
+            "net": "N/A",
+            "block": "2.0 KiB / 0 B",
+            "pids": "3",
+            "gpus": "1",
+            "gpu_mem": "15.0 GiB",
+        }
         assert cells(panel, "idle")["cpu"] == "N/A"
         assert cells(panel, "idle")["gpu_mem"] == "-"
         assert cells(panel, "idle")["gpus"] == "-"
@@ -129,7 +188,8 @@ async def test_enter_on_a_container_filters_the_processes_to_it_and_esc_clears()
         await until(pilot, lambda: process_pids(app) == [4242, 6161])
         assert isinstance(app.focused, ProcessTable)
         assert "container: trainer (2 of 4, Esc clears)" in str(
-            app.screen.query_one("#processes").border_subtitle)
+            app.screen.query_one("#processes").border_subtitle
+        )
         await pilot.press("c", "down", "enter")  # the second: etl, not only the first
         await until(pilot, lambda: process_pids(app) == [5151])
         await pilot.press("escape")
@@ -143,11 +203,16 @@ async def test_an_engine_that_stops_answering_is_marked_on_the_panel_until_it_an
         await started(pilot, app, sources)
         panel = app.screen.query_one(ContainerPanel)
         banner = app.screen.query_one(Banner)
-        sources[2].push(CollectorError("the container engine at unix:///var/run/docker.sock "
-                                       "is not running (No such file or directory)"))
+        sources[2].push(
+            CollectorError(
+                "the container engine at unix:///var/run/docker.sock "
+                "is not running (No such file or directory)"
+            )
+        )
         await until(pilot, lambda: panel.has_class("-error"))
-        assert str(panel.border_subtitle).startswith("the container engine at unix:///var/run/"
-                                                     "docker.sock is not running")
+        assert str(panel.border_subtitle).startswith(
+            "the container engine at unix:///var/run/docker.sock is not running"
+        )
         assert panel.display and "container engine" not in str(banner.render())
         sources[2].push(containers(T0 + 2, trainer_cpu=7.0))
         await until(pilot, lambda: not panel.has_class("-error"))

@@ -17,11 +17,25 @@ from tui.widgets.container_panel import ContainerPanel
 SIZE = (180, 50)
 
 
-@pytest.mark.parametrize(("seconds", "text"), [
-    (0, "0s"), (59.9, "59s"), (60, "1m"), (65, "1m"), (3599, "59m"), (3600, "1h 00m"),
-    (3725, "1h 02m"), (86399, "23h 59m"), (86400, "1d 00h"), (90000 + 86400 * 99, "100d 01h"),
-    (None, "N/A"), (-1, "N/A"), (math.nan, "N/A"), (math.inf, "N/A"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0s"),
+        (59.9, "59s"),
+        (60, "1m"),
+        (65, "1m"),
+        (3599, "59m"),
+        (3600, "1h 00m"),
+        (3725, "1h 02m"),
+        (86399, "23h 59m"),
+        (86400, "1d 00h"),
+        (90000 + 86400 * 99, "100d 01h"),
+        (None, "N/A"),
+        (-1, "N/A"),
+        (math.nan, "N/A"),
+        (math.inf, "N/A"),
+    ],
+)
 def test_uptime_shows_seconds_only_in_the_first_minute(seconds: float | None, text: str) -> None:
     assert fmt_uptime(seconds) == text
 
@@ -47,8 +61,11 @@ class Counting:
 
 
 def make(now: list[float]) -> tuple[GpuherdApp, list[ScriptedCollector]]:
-    sources = [ScriptedCollector("nvml"), ScriptedCollector("host", role=HOST),
-               ScriptedCollector("docker", role=CONTAINERS)]
+    sources = [
+        ScriptedCollector("nvml"),
+        ScriptedCollector("host", role=HOST),
+        ScriptedCollector("docker", role=CONTAINERS),
+    ]
     return make_app(sources, clock=lambda: now[0], hostname="box"), sources
 
 
@@ -84,8 +101,10 @@ async def test_a_container_tick_that_changes_no_cell_touches_no_cell() -> None:
         docker.push(containers(T0 + 55))
         await until(pilot, lambda: cells(panel, "etl")["uptime"] == "2m")
         await pilot.pause()
-        assert sorted(counting.cells) == [("a" * 64, "uptime", "1h 03m"),
-                                          ("b" * 64, "uptime", "2m")]
+        assert sorted(counting.cells) == [
+            ("a" * 64, "uptime", "1h 03m"),
+            ("b" * 64, "uptime", "2m"),
+        ]
         assert cells(panel, "idle")["uptime"] == "2h 00m"
 
 
@@ -106,8 +125,11 @@ async def test_a_gpu_tick_redraws_the_panel_only_when_a_containers_gpu_memory_mo
         assert counting.cells == [] and counting.refreshes == 0
         assert cells(panel, "etl")["uptime"] == "1m"
         # etl's process (pid 5151 on GPU 0) grows from 15 to 20 GiB: the panel is redrawn.
-        grown = tick(gpu(0, processes=(GpuProcess(4242, 30 * GiB), GpuProcess(5151, 20 * GiB))),
-                     GPUS.devices[1], t=T0 + 61)
+        grown = tick(
+            gpu(0, processes=(GpuProcess(4242, 30 * GiB), GpuProcess(5151, 20 * GiB))),
+            GPUS.devices[1],
+            t=T0 + 61,
+        )
         gpus.push(grown)
         await until(pilot, lambda: cells(panel, "etl")["gpu_mem"] == "20.0 GiB")
         assert ("b" * 64, "gpu_mem", "20.0 GiB") in counting.cells

@@ -40,20 +40,31 @@ async def test_a_log_named_with_escapes_under_watch_is_shown_not_obeyed(tmp_path
     run = tmp_path / "runs"
     run.mkdir()
     log = run / f"{EVIL}.log"
-    log.write_text(f"step=1 loss=0.5\nstep=2 loss=nan\n"
-                   f"torch.OutOfMemoryError: CUDA out of memory. {EVIL}\n")
+    log.write_text(
+        f"step=1 loss=0.5\nstep=2 loss=nan\ntorch.OutOfMemoryError: CUDA out of memory. {EVIL}\n"
+    )
     sources = log_sources([], [str(run)], interval_s=0.2)
     app = make_app(sources.collectors, clock=lambda: T0, hostname="box", tail=sources.tail)
     try:
         async with app.run_test(size=SIZE) as pilot:
             panel = app.get_default_screen().query_one(TasksPanel)
-            await until(pilot, lambda: str(log) in {str(k.value) for k in panel.rows}
-                        and "NaN" in task_cell(app, str(log), "health"))
+            await until(
+                pilot,
+                lambda: (
+                    str(log) in {str(k.value) for k in panel.rows}
+                    and "NaN" in task_cell(app, str(log), "health")
+                ),
+            )
             assert task_cell(app, str(log), "task").endswith(f"{SHOWN}.log")
             assert raw_controls(app) == []
             await pilot.press("t", "enter")  # the task's details
-            await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen)
-                        and SHOWN in str(app.screen.query_one("#task-title").render()))
+            await until(
+                pilot,
+                lambda: (
+                    isinstance(app.screen, TaskDetailScreen)
+                    and SHOWN in str(app.screen.query_one("#task-title").render())
+                ),
+            )
             findings = str(app.screen.query_one("#task-findings-text").render())
             # Log lines lose their ANSI colour sequences when read; what is left shows.
             assert "CUDA out of memory. owned\\x9b1;1H\\u202e" in findings
@@ -64,30 +75,65 @@ async def test_a_log_named_with_escapes_under_watch_is_shown_not_obeyed(tmp_path
 
 async def test_processes_users_and_containers_with_escapes_show_them_visibly() -> None:
     cid = "e" * 64
-    sources = [ScriptedCollector("nvml"), ScriptedCollector("host", role=HOST),
-               ScriptedCollector("docker", role=CONTAINERS)]
+    sources = [
+        ScriptedCollector("nvml"),
+        ScriptedCollector("host", role=HOST),
+        ScriptedCollector("docker", role=CONTAINERS),
+    ]
     app = make_app(sources, clock=lambda: T0, hostname="box")
     async with app.run_test(size=SIZE) as pilot:
         gpus, hosts, docker = sources
-        hosts.push(host(processes=(ProcessInfo(4242, f"[b]mallory{EVIL}", f"python {EVIL}",
-                                               10.0, GiB, T0 - 60, cid[:12]),)))
+        hosts.push(
+            host(
+                processes=(
+                    ProcessInfo(
+                        4242, f"[b]mallory{EVIL}", f"python {EVIL}", 10.0, GiB, T0 - 60, cid[:12]
+                    ),
+                )
+            )
+        )
         await until(pilot, lambda: app.state.host_sample is not None)
         gpus.push(tick(gpu(0, processes=(GpuProcess(4242, 3 * GiB),))))
-        docker.push(ContainerTick(T0, (ContainerSample(
-            id=cid, short_id=cid[:12], name=f"[red]box{EVIL}", image=f"img{EVIL}",
-            status="running", started_at=T0 - 65, cpu_pct=1.0, memory_used_bytes=MiB,
-            memory_limit_bytes=None, pids=1),), engine="Docker"))
+        docker.push(
+            ContainerTick(
+                T0,
+                (
+                    ContainerSample(
+                        id=cid,
+                        short_id=cid[:12],
+                        name=f"[red]box{EVIL}",
+                        image=f"img{EVIL}",
+                        status="running",
+                        started_at=T0 - 65,
+                        cpu_pct=1.0,
+                        memory_used_bytes=MiB,
+                        memory_limit_bytes=None,
+                        pids=1,
+                    ),
+                ),
+                engine="Docker",
+            )
+        )
         table = app.screen.query_one(ProcessTable)
         panel = app.screen.query_one(ContainerPanel)
-        await until(pilot, lambda: panel.row_count == 1 and table.row_count == 1
-                    and "[red]" in table.get_row_at(0)[-1].plain)
+        await until(
+            pilot,
+            lambda: (
+                panel.row_count == 1
+                and table.row_count == 1
+                and "[red]" in table.get_row_at(0)[-1].plain
+            ),
+        )
         row = [cell.plain for cell in table.get_row_at(0)]
         assert row[2] == f"[b]mallory{SHOWN}" and row[-1] == f"[[red]box{SHOWN}] python {SHOWN}"
-        assert [cell.plain for cell in panel.get_row_at(0)][:2] == [f"[red]box{SHOWN}",
-                                                                    f"img{SHOWN}"]
+        assert [cell.plain for cell in panel.get_row_at(0)][:2] == [
+            f"[red]box{SHOWN}",
+            f"img{SHOWN}",
+        ]
         await pilot.press("c", "enter")  # filter the processes to the container: its name
-        await until(pilot, lambda: "container:" in str(app.screen.query_one("#processes")
-                                                       .border_subtitle))
+        await until(
+            pilot, lambda: "container:" in str(app.screen.query_one("#processes").border_subtitle)
+        )
         assert SHOWN in str(app.screen.query_one("#processes").border_subtitle)
         assert raw_controls(app) == []
         for source in sources:
@@ -99,8 +145,7 @@ async def test_a_failing_source_named_with_escapes_toasts_and_titles_visibly() -
     source = ScriptedCollector(f"log:{path}", role=LOG, task_id=path)
     app = make_app([source], clock=lambda: T0, hostname="box")
     async with app.run_test(size=SIZE) as pilot:
-        source.push(CollectorError(f"cannot read {path}: [b]permission denied",
-                                   title="Log"))
+        source.push(CollectorError(f"cannot read {path}: [b]permission denied", title="Log"))
         await until(pilot, lambda: any(SHOWN in n.message for n in app._notifications))
         toast = next(n for n in app._notifications if SHOWN in n.message)
         assert toast.message == f"cannot read /runs/{SHOWN}.log: [b]permission denied"

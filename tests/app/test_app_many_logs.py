@@ -88,8 +88,7 @@ def every_log_read(app: GpuherdApp, paths: list[Path], lines: int) -> bool:
     return all(v is not None and v.lines_read == lines and v.step == lines for v in views)
 
 
-async def test_fifty_logs_in_five_directories_all_get_their_row_and_metrics(
-        tmp_path: Path) -> None:
+async def test_fifty_logs_in_five_directories_all_get_their_row_and_metrics(tmp_path: Path) -> None:
     # Asyncio's executor holds at most 32 threads, so collectors run as thread workers
     # showed 32 - 1 (discovery) logs at the very most; on 2 cores, 5.
     paths = make_logs(tmp_path, dirs=5, per_dir=10)
@@ -97,14 +96,19 @@ async def test_fifty_logs_in_five_directories_all_get_their_row_and_metrics(
     app, close = dashboard(tmp_path / "run*" / "*.log")
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await until_or_dump(pilot, lambda: rows(app) == {str(p) for p in paths},
-                                "not every log got a row")
-            await until_or_dump(pilot, lambda: every_log_read(app, paths, 5),
-                                "not every log was read")
+            await until_or_dump(
+                pilot, lambda: rows(app) == {str(p) for p in paths}, "not every log got a row"
+            )
+            await until_or_dump(
+                pilot, lambda: every_log_read(app, paths, 5), "not every log was read"
+            )
             # More lines later: every tail keeps following its file.
             await asyncio.to_thread(write_lines, paths, 1000, 3, 6)
-            await until_or_dump(pilot, lambda: all(
-                cell(app, str(p), "loss") == "0.125" for p in paths), "not every row updated")
+            await until_or_dump(
+                pilot,
+                lambda: all(cell(app, str(p), "loss") == "0.125" for p in paths),
+                "not every row updated",
+            )
             assert every_log_read(app, paths, 8)
         assert len(app.state.tasks.task_ids) == 50
         assert not app.threads.alive()  # quitting stopped all 51 collector threads
@@ -126,12 +130,16 @@ async def run_once(root: Path) -> tuple[float, list[str]]:
     app, close = dashboard(root / "run*" / "*.log")
     try:
         async with app.run_test(size=SIZE) as pilot:
-            writer = threading.Thread(target=write_lines, args=(paths, LINES_PER_S, lines),
-                                      name="writer", daemon=True)
+            writer = threading.Thread(
+                target=write_lines, args=(paths, LINES_PER_S, lines), name="writer", daemon=True
+            )
             writer.start()
             await until_or_dump(pilot, lambda: not writer.is_alive(), "the writer is stuck")
-            await until_or_dump(pilot, lambda: every_log_read(app, paths, lines),
-                                "the dashboard stopped reading the logs")
+            await until_or_dump(
+                pilot,
+                lambda: every_log_read(app, paths, lines),
+                "the dashboard stopped reading the logs",
+            )
             await pilot.press("q")
             asked = time.monotonic()
         return time.monotonic() - asked, app.threads.alive()
@@ -141,7 +149,8 @@ async def run_once(root: Path) -> tuple[float, list[str]]:
 
 @pytest.mark.slow
 async def test_many_logs_written_at_100_lines_per_second_never_freeze_the_dashboard(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The guard of the style guide: a lock-order inversion once froze the dashboard here."""
     for run in range(RUNS):
         # A backstop for a frozen event loop, which no timeout inside the loop can catch.

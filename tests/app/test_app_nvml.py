@@ -22,11 +22,18 @@ A100 = "GPU-bbbbbbbb-0000-0000-0000-000000000000"
 
 
 def two_gpus() -> FakeNvml:
-    return FakeNvml([
-        FakeGpu(name="NVIDIA H200", uuid=H200, used=20 * GiB, util=(55, 30),
-                compute=[ProcessEntry(pid=31337, used_memory_bytes=19 * GiB)]),
-        FakeGpu(name="NVIDIA A100-SXM4-80GB", uuid=A100, total=80 * GiB, used=615 * MiB),
-    ])
+    return FakeNvml(
+        [
+            FakeGpu(
+                name="NVIDIA H200",
+                uuid=H200,
+                used=20 * GiB,
+                util=(55, 30),
+                compute=[ProcessEntry(pid=31337, used_memory_bytes=19 * GiB)],
+            ),
+            FakeGpu(name="NVIDIA A100-SXM4-80GB", uuid=A100, total=80 * GiB, used=615 * MiB),
+        ]
+    )
 
 
 async def test_real_collector_fills_the_panels_and_names_the_gap() -> None:
@@ -36,8 +43,11 @@ async def test_real_collector_fills_the_panels_and_names_the_gap() -> None:
         await until(pilot, lambda: app.state.gpu_tick is not None)
         text = app.screen.query_one(GpuPanel).plain
         assert "NVIDIA H200" in text and "NVIDIA A100-SXM4-80GB" in text
-        assert "GPU-aaaaaaaa" in text and "55%" in text and "580.159.04" in str(
-            app.screen.query_one("HeaderBar").render())
+        assert (
+            "GPU-aaaaaaaa" in text
+            and "55%" in text
+            and "580.159.04" in str(app.screen.query_one("HeaderBar").render())
+        )
         table = app.screen.query_one(ProcessTable)
         await until(pilot, lambda: table.row_count == 1)
         assert table.get_row(f"{H200}/31337")[1].plain == "31337"
@@ -76,8 +86,11 @@ async def test_missing_driver_shows_the_banner_and_host_figures_keep_coming() ->
     nvml = FakeNvml()
     nvml.fail(None, "init", LibraryNotFound)
     watch = PidWatch()
-    app = make_app([NvmlCollector(backend=nvml), HostCollector(watch, interval_s=0.05)],
-                   pid_watch=watch, clock=lambda: T0)
+    app = make_app(
+        [NvmlCollector(backend=nvml), HostCollector(watch, interval_s=0.05)],
+        pid_watch=watch,
+        clock=lambda: T0,
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: bool(app.state.notices))
         banner = str(app.screen.query_one(Banner).render())
@@ -105,8 +118,11 @@ async def test_a_new_gpu_process_gets_its_user_at_once_not_at_the_next_host_tick
         await until(pilot, lambda: table.row_count == 1)
         # Long before the scripted GPU source gives up (60 s): the table is redrawn for the
         # host sample itself, not for a later GPU tick.
-        await until(pilot, lambda: getpass.getuser()[:8] in table.get_row(f"{UUID0}/{me}")[2].plain,
-                    timeout_s=5)
+        await until(
+            pilot,
+            lambda: getpass.getuser()[:8] in table.get_row(f"{UUID0}/{me}")[2].plain,
+            timeout_s=5,
+        )
         gpus.finish()
 
 
@@ -114,11 +130,21 @@ async def test_collectors_started_before_the_app_are_adopted_with_what_they_read
     """`gpuherd.dashboard.monitor.run_app` starts the collectors before Textual loads; the app takes
     over their threads and shows what they read from its first frame on."""
     me = os.getpid()
-    nvml = FakeNvml([FakeGpu(name="NVIDIA H200", uuid=H200, used=3 * GiB,
-                             compute=[ProcessEntry(pid=me, used_memory_bytes=2 * GiB)])])
+    nvml = FakeNvml(
+        [
+            FakeGpu(
+                name="NVIDIA H200",
+                uuid=H200,
+                used=3 * GiB,
+                compute=[ProcessEntry(pid=me, used_memory_bytes=2 * GiB)],
+            )
+        ]
+    )
     watch = PidWatch()
-    collectors = [NvmlCollector(backend=nvml, interval_s=600.0),
-                  HostCollector(watch, interval_s=600.0)]
+    collectors = [
+        NvmlCollector(backend=nvml, interval_s=600.0),
+        HostCollector(watch, interval_s=600.0),
+    ]
     detailed = threading.Event()
 
     def tap(event: object) -> None:
@@ -131,8 +157,9 @@ async def test_collectors_started_before_the_app_are_adopted_with_what_they_read
     app = make_app(collectors, pid_watch=watch, clock=lambda: T0, early=early)
     async with app.run_test(size=(160, 50)) as pilot:
         # Handled on mount, not as messages after it: nothing to wait for.
-        assert app.state.gpu_tick is not None and "NVIDIA H200" in app.screen.query_one(
-            GpuPanel).plain
+        assert (
+            app.state.gpu_tick is not None and "NVIDIA H200" in app.screen.query_one(GpuPanel).plain
+        )
         row = app.screen.query_one(ProcessTable).get_row(f"{H200}/{me}")
         assert row[1].plain == str(me) and row[2].plain == getpass.getuser()
         assert sorted(app.threads.alive()) == ["host", "nvml"]  # adopted, not started again

@@ -30,17 +30,29 @@ def fill(state: Path, cwd: Path) -> dict[str, int]:
     store = QueueStore.open(state)
     try:
         ids: dict[str, int] = {}
-        for name in ("done", "failed", "cancelled", "launching", "running", "waiting",
-                     "second-waiting"):
+        for name in (
+            "done",
+            "failed",
+            "cancelled",
+            "launching",
+            "running",
+            "waiting",
+            "second-waiting",
+        ):
             spec = mark_spec(name, cwd, 20 if name != "failed" else 6.5)
             ids[name] = store.add(type(spec)(**{**_fields(spec), "name": name})).id
-        for name, index, uuid in (("done", 0, UUID0), ("failed", 1, UUID1),
-                                  ("launching", 1, UUID1), ("running", 0, UUID0)):
+        for name, index, uuid in (
+            ("done", 0, UUID0),
+            ("failed", 1, UUID1),
+            ("launching", 1, UUID1),
+            ("running", 0, UUID0),
+        ):
             assert store.mark_launching(ids[name], [uuid], [index], str(cwd / name))
         for name, started in (("done", T0 - 60), ("failed", T0 - 30), ("running", T0 - 125)):
             # this test process stands in for the live supervisors (pid and start time)
-            assert store.mark_running(ids[name], os.getpid(), psutil.Process().create_time(),
-                                      started)
+            assert store.mark_running(
+                ids[name], os.getpid(), psutil.Process().create_time(), started
+            )
         assert store.mark_ended(ids["done"], JobState.DONE, 0, T0, int(19.5 * GiB))
         assert store.mark_ended(ids["failed"], JobState.FAILED, 1, T0 - 25, 3 * GiB)
         store.request_cancel(ids["cancelled"])
@@ -65,11 +77,25 @@ async def test_every_state_shows_with_its_gpu_peak_time_and_reason(tmp_path: Pat
         await until(pilot, lambda: panel.row_count == 7)
         assert app.screen.query_one("#queue").has_class("-shown")
         assert cells(panel, ids["done"]) == {
-            "job": str(ids["done"]), "name": "done", "state": "done", "gpu": "0",
-            "need": "20 GiB", "peak": "19.5 GiB", "exit": "0 · 1:00", "why": "-"}
+            "job": str(ids["done"]),
+            "name": "done",
+            "state": "done",
+            "gpu": "0",
+            "need": "20 GiB",
+            "peak": "19.5 GiB",
+            "exit": "0 · 1:00",
+            "why": "-",
+        }
         assert cells(panel, ids["failed"]) == {
-            "job": str(ids["failed"]), "name": "failed", "state": "failed", "gpu": "1",
-            "need": "6.5 GiB", "peak": "3 GiB", "exit": "1 · 0:05", "why": "-"}
+            "job": str(ids["failed"]),
+            "name": "failed",
+            "state": "failed",
+            "gpu": "1",
+            "need": "6.5 GiB",
+            "peak": "3 GiB",
+            "exit": "1 · 0:05",
+            "why": "-",
+        }
         assert cells(panel, ids["cancelled"])["state"] == "cancelled"
         assert cells(panel, ids["cancelled"])["gpu"] == "-"
         assert cells(panel, ids["launching"])["state"] == "launching"
@@ -77,23 +103,46 @@ async def test_every_state_shows_with_its_gpu_peak_time_and_reason(tmp_path: Pat
         assert cells(panel, ids["launching"])["exit"] == "-"
         running = cells(panel, ids["running"])
         assert (running["state"], running["gpu"], running["peak"], running["exit"]) == (
-            "running", "0", "-", "2:05")
+            "running",
+            "0",
+            "-",
+            "2:05",
+        )
         assert cells(panel, ids["waiting"]) == {
-            "job": str(ids["waiting"]), "name": "waiting", "state": "waiting", "gpu": "-",
-            "need": "20 GiB", "peak": "-", "exit": "-", "why": WHY}
+            "job": str(ids["waiting"]),
+            "name": "waiting",
+            "state": "waiting",
+            "gpu": "-",
+            "need": "20 GiB",
+            "peak": "-",
+            "exit": "-",
+            "why": WHY,
+        }
         assert cells(panel, ids["second-waiting"])["why"] == "after job 6 (waiting)"
         # `queue ls` order: waiting jobs first, in line, then the rest by id.
         assert [row.key for row in panel.rows_shown] == [
-            str(ids[n]) for n in ("waiting", "second-waiting", "done", "failed", "cancelled",
-                                  "launching", "running")]
+            str(ids[n])
+            for n in (
+                "waiting",
+                "second-waiting",
+                "done",
+                "failed",
+                "cancelled",
+                "launching",
+                "running",
+            )
+        ]
         title = str(app.screen.query_one("#queue").border_title)
-        assert title == ("Queue (2 waiting, 1 done, 1 failed, 1 cancelled, 1 launching, "
-                         "1 running) · no runner: jobs wait (gpuherd queue run, or "
-                         "gpuherd --queue)")
+        assert title == (
+            "Queue (2 waiting, 1 done, 1 failed, 1 cancelled, 1 launching, "
+            "1 running) · no runner: jobs wait (gpuherd queue run, or "
+            "gpuherd --queue)"
+        )
 
 
 async def test_the_runners_own_wait_reasons_reach_the_panel_and_its_rows_follow_the_jobs(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # An 80 GiB card with 22 GiB free for 4 s of a 10 s settle period: the first job (20 GiB)
     # fits but waits for the period, the second (30 GiB) does not fit at all.
     queue = Queue(tmp_path, [Gpu(UUID0, used=80 * GiB - 22 * GiB)], settle_s=10.0)
@@ -108,17 +157,27 @@ async def test_the_runners_own_wait_reasons_reach_the_panel_and_its_rows_follow_
         await until(pilot, lambda: panel.row_count == 2)
         row = cells(panel, first.id)
         assert (row["state"], row["gpu"], row["need"], row["why"]) == (
-            "waiting", "-", "20 GiB",
-            "GPU 0: 22 GiB free for 4 s of 10 s; needs 20 GiB + 1 GiB margin")
+            "waiting",
+            "-",
+            "20 GiB",
+            "GPU 0: 22 GiB free for 4 s of 10 s; needs 20 GiB + 1 GiB margin",
+        )
         row = cells(panel, second.id)
         assert (row["state"], row["need"], row["why"]) == (
-            "waiting", "30 GiB", "GPU 0: 22 GiB free; needs 30 GiB + 1 GiB margin")
+            "waiting",
+            "30 GiB",
+            "GPU 0: 22 GiB free; needs 30 GiB + 1 GiB margin",
+        )
         # The settle period has passed: the first job starts on GPU 0, runs and ends.
         queue.step(T0 + 7)
         queue.step_until(lambda: queue.state_of(first.id) is JobState.DONE)
         # (seen ended before the runner recorded it, the row says so until it has)
-        await until(pilot, lambda: cells(panel, first.id)["state"] == "done"
-                    and cells(panel, first.id)["why"] == "-")
+        await until(
+            pilot,
+            lambda: (
+                cells(panel, first.id)["state"] == "done" and cells(panel, first.id)["why"] == "-"
+            ),
+        )
         done = cells(panel, first.id)
         assert (done["gpu"], done["exit"].split(" · ")[0], done["why"]) == ("0", "0", "-")
         assert cells(panel, second.id)["state"] == "waiting"
@@ -127,13 +186,16 @@ async def test_the_runners_own_wait_reasons_reach_the_panel_and_its_rows_follow_
 
 
 async def test_no_queue_database_hides_the_panel_and_looking_creates_nothing(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     state = tmp_path / "state"
     watch = QueueWatch(state, interval_s=0.02)
     app = make_app([gpu_source(tick()), host_source(host()), watch], clock=lambda: T0)
     async with app.run_test(size=(160, 50)) as pilot:
-        await until(pilot, lambda: watch.name in app.state.status
-                    and app.state.status[watch.name].health == "ok")
+        await until(
+            pilot,
+            lambda: watch.name in app.state.status and app.state.status[watch.name].health == "ok",
+        )
         await pilot.pause(0.2)
         assert not app.screen.query_one("#queue").has_class("-shown")
         assert not app.screen.query_one("#queue").display
@@ -146,8 +208,7 @@ async def test_no_queue_database_hides_the_panel_and_looking_creates_nothing(
         assert app.screen.query_one("#queue").has_class("-shown")
 
 
-async def test_a_corrupt_database_is_named_on_the_panel_and_left_as_it_is(
-        tmp_path: Path) -> None:
+async def test_a_corrupt_database_is_named_on_the_panel_and_left_as_it_is(tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     junk = b"this is not SQLite" * 100
@@ -166,9 +227,11 @@ async def test_a_corrupt_database_is_named_on_the_panel_and_left_as_it_is(
 async def test_a_long_runner_message_wraps_instead_of_being_cut(tmp_path: Path) -> None:
     state = tmp_path / "state"
     fill(state, tmp_path)
-    said = ("waiting: job 7 needs 20 GiB + 1 GiB margin on 1 GPU; GPU 0 has 12.5 GiB free "
-            "(another user's job holds 60 GiB), GPU 1 is 97 % busy; the next look is in 10 s, "
-            "and the reservation ledger holds 8 GiB for job 3 of another user until it allocates")
+    said = (
+        "waiting: job 7 needs 20 GiB + 1 GiB margin on 1 GPU; GPU 0 has 12.5 GiB free "
+        "(another user's job holds 60 GiB), GPU 1 is 97 % busy; the next look is in 10 s, "
+        "and the reservation ledger holds 8 GiB for job 3 of another user until it allocates"
+    )
     watch = QueueWatch(state, interval_s=0.05, note=lambda: said, clock=lambda: T0)
     app = make_app([watch], clock=lambda: T0)
     async with app.run_test(size=(120, 50)) as pilot:

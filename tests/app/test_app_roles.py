@@ -17,17 +17,21 @@ BOX_B = "GPU-bbbbbbbb-2222-0000-0000-000000000000"
 
 
 async def test_two_gpu_sources_both_show_on_the_gpu_panel() -> None:
-    first = NvmlCollector(backend=FakeNvml([FakeGpu(name="NVIDIA H200", uuid=BOX_A)]),
-                          interval_s=0.02, name="nvml-a")
-    second = NvmlCollector(backend=FakeNvml([FakeGpu(name="NVIDIA A100-SXM4-80GB", uuid=BOX_B,
-                                                     total=80 * GiB)]),
-                           interval_s=0.02, name="nvml-b")
+    first = NvmlCollector(
+        backend=FakeNvml([FakeGpu(name="NVIDIA H200", uuid=BOX_A)]), interval_s=0.02, name="nvml-a"
+    )
+    second = NvmlCollector(
+        backend=FakeNvml([FakeGpu(name="NVIDIA A100-SXM4-80GB", uuid=BOX_B, total=80 * GiB)]),
+        interval_s=0.02,
+        name="nvml-b",
+    )
     app = make_app([first, second], clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
         panel = app.screen.query_one(GpuPanel)
         await until(pilot, lambda: panel.tick is not None and len(panel.tick.devices) == 2)
         assert [g.uuid for g in panel.tick.devices] == [BOX_A, BOX_B] or [
-            g.uuid for g in panel.tick.devices] == [BOX_B, BOX_A]
+            g.uuid for g in panel.tick.devices
+        ] == [BOX_B, BOX_A]
         await until(pilot, lambda: "A100" in panel.plain and "H200" in panel.plain)
         assert "GPU-aaaaaaaa" in panel.plain and "GPU-bbbbbbbb" in panel.plain
         assert set(app.state.history) == {BOX_A, BOX_B}
@@ -35,8 +39,12 @@ async def test_two_gpu_sources_both_show_on_the_gpu_panel() -> None:
 
 
 async def test_a_source_named_like_a_gpu_host_with_role_log_marks_the_tasks_panel() -> None:
-    log = FakeCollector([CollectorError("permission denied: /runs/a.log")],
-                        name="gpu-something-host", role=LOG, task_id="/runs/a.log")
+    log = FakeCollector(
+        [CollectorError("permission denied: /runs/a.log")],
+        name="gpu-something-host",
+        role=LOG,
+        task_id="/runs/a.log",
+    )
     app = make_app([log], clock=lambda: T0, hostname="box")
     async with app.run_test(size=SIZE) as pilot:
         await collectors_done(pilot, app)

@@ -39,12 +39,12 @@ def cell(app: GpuherdApp, task_id: str, column: str) -> str:
 
 def has_cell(app: GpuherdApp, task_id: str, column: str) -> bool:
     table = app.get_default_screen().query_one(TasksPanel)
-    return (task_id in {k.value for k in table.rows}
-            and column in {k.value for k in table.columns})
+    return task_id in {k.value for k in table.rows} and column in {k.value for k in table.columns}
 
 
 async def test_the_task_row_shows_its_writers_pid_gpu_and_vram_then_finished(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     log = tmp_path / "exp1" / "train.log"
     log.parent.mkdir()
     log.touch()
@@ -58,14 +58,21 @@ async def test_the_task_row_shows_its_writers_pid_gpu_and_vram_then_finished(
         app = make_app([gpus, tail, writers], hostname="box")
         async with app.run_test(size=(160, 40)) as pilot:
             task = str(log)
-            await until(pilot, lambda: has_cell(app, task, "pid")
-                        and cell(app, task, "pid") == str(child.pid), timeout_s=20)
+            await until(
+                pilot,
+                lambda: has_cell(app, task, "pid") and cell(app, task, "pid") == str(child.pid),
+                timeout_s=20,
+            )
             assert cell(app, task, "status") == "running"
             assert cell(app, task, "gpu").split()[0] == "1"  # GPU 1, where its pid is listed
             assert cell(app, task, "vram") == "3.0 GiB"
             table = app.get_default_screen().query_one(ProcessTable)
-            await until(pilot, lambda: "exp1/train.log: " in table.get_cell(
-                f"{UUID1}/{child.pid}", "command").plain)
+            await until(
+                pilot,
+                lambda: (
+                    "exp1/train.log: " in table.get_cell(f"{UUID1}/{child.pid}", "command").plain
+                ),
+            )
             await pilot.press("t", "enter")  # the detail screen names the process too
             await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen))
             facts = app.screen.query_one("#task-facts", Static)

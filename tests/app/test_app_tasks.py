@@ -42,11 +42,20 @@ def metric(step: int, **values: float) -> LogMetric:
     return LogMetric(tuple(values.items()), step=step)
 
 
-def batch(t: float, *metrics: LogMetric, first_line: int = 1, findings=(), path: str = LOG
-          ) -> LogBatch:
+def batch(
+    t: float, *metrics: LogMetric, first_line: int = 1, findings=(), path: str = LOG
+) -> LogBatch:
     numbered = tuple((first_line + i, m) for i, m in enumerate(metrics))
-    return LogBatch(path, t, "generic", numbered, tuple(findings), lines_read=len(metrics),
-                    generation=1, file_path=path)
+    return LogBatch(
+        path,
+        t,
+        "generic",
+        numbered,
+        tuple(findings),
+        lines_read=len(metrics),
+        generation=1,
+        file_path=path,
+    )
 
 
 def cell(app: GpuherdApp, task_id: str, column: str) -> str:
@@ -80,10 +89,18 @@ async def test_batches_become_a_row_with_metrics_and_a_nan_badge() -> None:
     messages: list[object] = []
     batches = [
         batch(T0, metric(10, **{"train/loss": 2.31, "lr": 0.001})),
-        batch(T0 + 1, metric(20, **{"train/loss": 1.75}), metric(20, **{"val/acc": 0.4321}),
-              first_line=2),
-        batch(T0 + 2, metric(30, **{"train/loss": float("nan")}), first_line=4,
-              findings=[(4, LogFinding("nan", "train/loss = nan at step 30"))]),
+        batch(
+            T0 + 1,
+            metric(20, **{"train/loss": 1.75}),
+            metric(20, **{"val/acc": 0.4321}),
+            first_line=2,
+        ),
+        batch(
+            T0 + 2,
+            metric(30, **{"train/loss": float("nan")}),
+            first_line=4,
+            findings=[(4, LogFinding("nan", "train/loss = nan at step 30"))],
+        ),
     ]
     log = FakeCollector(batches, name=f"log:{LOG}", role="log", task_id=LOG)
     app = make_app([log], clock=lambda: T0, hostname="box")
@@ -103,14 +120,26 @@ async def test_batches_become_a_row_with_metrics_and_a_nan_badge() -> None:
 
 
 async def test_enter_on_a_row_opens_the_detail_screen_with_charts() -> None:
-    steps = [batch(T0 + i, metric(10 * i, **{"train/loss": 2.0 / (i + 1)}), first_line=i + 1)
-             for i in range(12)]
-    steps.append(batch(T0 + 12, metric(120, **{"val/loss": 0.4, "val/acc": 0.81}),
-                       first_line=13, findings=[(13, LogFinding("oom", "CUDA out of memory"))]))
+    steps = [
+        batch(T0 + i, metric(10 * i, **{"train/loss": 2.0 / (i + 1)}), first_line=i + 1)
+        for i in range(12)
+    ]
+    steps.append(
+        batch(
+            T0 + 12,
+            metric(120, **{"val/loss": 0.4, "val/acc": 0.81}),
+            first_line=13,
+            findings=[(13, LogFinding("oom", "CUDA out of memory"))],
+        )
+    )
     gpus = ScriptedCollector("nvml")
     log = FakeCollector(steps, name=f"log:{LOG}", role="log", task_id=LOG)
-    app = make_app([gpus, log], clock=lambda: T0, hostname="box",
-                   task_hints=[TaskHint(LOG, gpu_uuids=(UUID0,))])
+    app = make_app(
+        [gpus, log],
+        clock=lambda: T0,
+        hostname="box",
+        task_hints=[TaskHint(LOG, gpu_uuids=(UUID0,))],
+    )
     async with app.run_test(size=SIZE) as pilot:
         gpus.push(tick(gpu(0, gpu_util_pct=55.0), t=T0 + 12))
         await until(pilot, lambda: has_row(app, LOG) and "OOM" in cell(app, LOG, "health"))
@@ -156,13 +185,24 @@ async def test_replayed_metrics_drive_the_tasks_panel() -> None:
     replay = SessionReplay(TASKS_SESSION, speed=1e6)
     from gpuherd.tasks.hints import replay_hints
 
-    app = make_app(replay.collectors(), clock=lambda: T0, hostname="box",
-                   replay_label="REPLAY test x1e6", task_hints=replay_hints(replay.session))
+    app = make_app(
+        replay.collectors(),
+        clock=lambda: T0,
+        hostname="box",
+        replay_label="REPLAY test x1e6",
+        task_hints=replay_hints(replay.session),
+    )
     async with app.run_test(size=SIZE) as pilot:
         await collectors_done(pilot, app)
         detr = "/runs/detr/train.log"
-        await until(pilot, lambda: has_row(app, "command") and has_row(app, detr)
-                    and cell(app, "command", "val") == "acc 0.7731")
+        await until(
+            pilot,
+            lambda: (
+                has_row(app, "command")
+                and has_row(app, detr)
+                and cell(app, "command", "val") == "acc 0.7731"
+            ),
+        )
         assert cell(app, "command", "progress") == "step 300 · ep 2"
         assert cell(app, "command", "speed") == "11.5 it/s"
         assert cell(app, "command", "gpu").startswith("0")  # the GPU of run_peaks
@@ -170,8 +210,7 @@ async def test_replayed_metrics_drive_the_tasks_panel() -> None:
         assert app.state.tasks.view("command").format == "tqdm"  # type: ignore[union-attr]
 
 
-async def test_discovered_logs_are_tailed_and_a_directory_shows_its_error(
-        tmp_path: Path) -> None:
+async def test_discovered_logs_are_tailed_and_a_directory_shows_its_error(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     log = run / "train.log"
@@ -186,8 +225,9 @@ async def test_discovered_logs_are_tailed_and_a_directory_shows_its_error(
         tails.append(LogTailCollector(path, poll=True, poll_interval_s=0.05))
         return tails[-1]
 
-    app = make_app([DiscoveryCollector(discovery, interval_s=0.2)], clock=lambda: T0,
-                   hostname="box", tail=tail)
+    app = make_app(
+        [DiscoveryCollector(discovery, interval_s=0.2)], clock=lambda: T0, hostname="box", tail=tail
+    )
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: has_row(app, str(log)) and cell(app, str(log), "loss") == "2.1")
         await until(pilot, lambda: has_row(app, str(bad)) and has_row(app, str(missing)))
@@ -212,8 +252,9 @@ async def test_a_run_that_disappears_loses_its_row_and_its_tail(tmp_path: Path) 
     def tail(path: str) -> LogTailCollector:
         return LogTailCollector(path, poll=True, poll_interval_s=0.05)
 
-    app = make_app([DiscoveryCollector(discovery, interval_s=0.2)], clock=lambda: T0,
-                   hostname="box", tail=tail)
+    app = make_app(
+        [DiscoveryCollector(discovery, interval_s=0.2)], clock=lambda: T0, hostname="box", tail=tail
+    )
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: has_row(app, str(csv)) and cell(app, str(csv), "loss") != "")
         os.remove(csv)
@@ -233,9 +274,13 @@ async def test_a_task_hint_maps_the_commands_pid_to_its_gpu(owner: bool) -> None
         log.push(batch(T0, metric(1, **{"train/loss": 1.0}), path="/s/command.log"))
         await until(pilot, lambda: has_row(app, "/s/command.log"))
         assert cell(app, "/s/command.log", "task") == "command"
-        gpus.push(tick(gpu(0, gpu_util_pct=12.0, processes=()),
-                       gpu(1, gpu_util_pct=99.0, processes=(GpuProcess(777, 1 << 30),)),
-                       t=T0 + 1))
+        gpus.push(
+            tick(
+                gpu(0, gpu_util_pct=12.0, processes=()),
+                gpu(1, gpu_util_pct=99.0, processes=(GpuProcess(777, 1 << 30),)),
+                t=T0 + 1,
+            )
+        )
         await until(pilot, lambda: app.state.gpu_tick is not None)
         await pilot.pause(0.4)
         assert cell(app, "/s/command.log", "gpu") == ("1 99%" if owner else "")
@@ -243,8 +288,7 @@ async def test_a_task_hint_maps_the_commands_pid_to_its_gpu(owner: bool) -> None
         log.finish()
 
 
-async def test_a_bad_metrics_line_met_while_replaying_is_named_and_skipped(
-        tmp_path: Path) -> None:
+async def test_a_bad_metrics_line_met_while_replaying_is_named_and_skipped(tmp_path: Path) -> None:
     import shutil
 
     session = shutil.copytree(TASKS_SESSION, tmp_path / "s")
@@ -253,26 +297,28 @@ async def test_a_bad_metrics_line_met_while_replaying_is_named_and_skipped(
     lines[40] = "1764130020.00,command,21,train/loss,garbage,200,1\n"
     (session / "metrics.csv").write_text("".join(lines))
     replay = SessionReplay(session, speed=1e6)  # streamed: the bad line is met while replaying
-    app = make_app(replay.collectors(), clock=lambda: T0, hostname="box",
-                   replay_label="REPLAY test")
+    app = make_app(
+        replay.collectors(), clock=lambda: T0, hostname="box", replay_label="REPLAY test"
+    )
     messages: list[object] = []
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await collectors_done(pilot, app)
         await until(pilot, lambda: bool(events(messages, Failed)))
         failed = events(messages, Failed)
         assert [f.error.msg for f in failed] == [
-            f"{session}/metrics.csv:41: skipped: value: 'garbage' is not a number"]
+            f"{session}/metrics.csv:41: skipped: value: 'garbage' is not a number"
+        ]
         await until(pilot, lambda: has_row(app, "command"))
         # The rows after the skipped one are shown too: the replay went on to the end.
-        await until(pilot, lambda: cell(app, "command", "progress").startswith(
-            f"step {last_step} "))
+        await until(
+            pilot, lambda: cell(app, "command", "progress").startswith(f"step {last_step} ")
+        )
         assert not app.screen.query_one("#tasks").has_class("-error")
 
 
 async def test_a_looping_replay_starts_its_tasks_over_on_each_lap() -> None:
     replay = SessionReplay(TASKS_SESSION, speed=100.0, loop=True)
-    app = make_app(replay.collectors(), clock=lambda: T0, hostname="box",
-                   replay_label="DEMO x100")
+    app = make_app(replay.collectors(), clock=lambda: T0, hostname="box", replay_label="DEMO x100")
     steps: list[int] = []
 
     def seen_a_second_lap() -> bool:
@@ -292,11 +338,19 @@ async def test_a_looping_replay_starts_its_tasks_over_on_each_lap() -> None:
 def test_columns_are_as_wide_as_their_content_and_an_empty_health_goes_first() -> None:
     from tui.widgets.tasks_panel import fitting_columns
 
-    needs = {"task": 14, "status": 7, "progress": 15, "loss": 6, "val": 10, "speed": 9,
-             "eta": 3, "gpu": 5, "health": 0}
+    needs = {
+        "task": 14,
+        "status": 7,
+        "progress": 15,
+        "loss": 6,
+        "val": 10,
+        "speed": 9,
+        "eta": 3,
+        "gpu": 5,
+        "health": 0,
+    }
     keys = [key for key, _ in fitting_columns(156, needs)]
-    assert keys == ["task", "status", "progress", "loss", "val", "speed", "eta", "gpu",
-                    "health"]
+    assert keys == ["task", "status", "progress", "loss", "val", "speed", "eta", "gpu", "health"]
     narrow = dict(fitting_columns(76, needs))  # an 80-column terminal, nothing to report
     assert list(narrow) == ["task", "status", "progress", "loss", "val", "speed"]
     found = dict(fitting_columns(76, {**needs, "health": 5}))  # a NaN badge: health stays
@@ -308,8 +362,12 @@ def test_columns_are_as_wide_as_their_content_and_an_empty_health_goes_first() -
 async def test_a_log_source_that_cannot_start_says_why_on_its_row() -> None:
     from collectors.base import CollectorUnavailable
 
-    log = FakeCollector(name=f"log:{LOG}", role="log", task_id=LOG,
-                        unavailable=CollectorUnavailable("inotify is not available here"))
+    log = FakeCollector(
+        name=f"log:{LOG}",
+        role="log",
+        task_id=LOG,
+        unavailable=CollectorUnavailable("inotify is not available here"),
+    )
     app = make_app([log], clock=lambda: T0, hostname="box")
     async with app.run_test(size=SIZE) as pilot:
         await collectors_done(pilot, app)

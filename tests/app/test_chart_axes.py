@@ -41,12 +41,18 @@ def detail_app() -> tuple[GpuherdApp, ScriptedCollector]:
 async def open_detail(pilot: Pilot[object], app: GpuherdApp, train: ScriptedCollector) -> None:
     """60 logged steps (val every 20) of one run, then its detail screen."""
     train.push(*training(TRAIN, 60))
-    await until(pilot, lambda: (view := app.state.tasks.view(TRAIN)) is not None
-                and view.step == 3000)
+    await until(
+        pilot, lambda: (view := app.state.tasks.view(TRAIN)) is not None and view.step == 3000
+    )
     await pilot.pause(0.5)  # the tasks panel's redraw
     await pilot.press("t", "enter")
-    await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen)
-                and bool(app.screen.query_one("#val-chart", Plot).series))
+    await until(
+        pilot,
+        lambda: (
+            isinstance(app.screen, TaskDetailScreen)
+            and bool(app.screen.query_one("#val-chart", Plot).series)
+        ),
+    )
     await pilot.pause()
 
 
@@ -73,7 +79,8 @@ def x_labels(text: str) -> list[str]:
 @settings(max_examples=200, deadline=None)
 @given(st.floats(-1e6, 1e6), st.floats(1e-6, 1e6), st.integers(3, 40))
 def test_even_ticks_land_on_rows_equally_apart_and_cover_the_data(
-        low: float, relative: float, rows: int) -> None:
+    low: float, relative: float, rows: int
+) -> None:
     high = low + relative * max(1.0, abs(low))  # a flat line of 1e5 +- 1e-11 is centred
     ticks, bottom, top = even_ticks(low, high, rows)
     tolerance = 1e-9 * (high - low)  # a tick may sit a rounding error inside the data
@@ -92,8 +99,7 @@ def test_step_ticks_are_whole_numbers(first: int, span: int, most: int) -> None:
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 50)])
-async def test_the_task_charts_have_even_round_ticks_and_whole_steps(
-        size: tuple[int, int]) -> None:
+async def test_the_task_charts_have_even_round_ticks_and_whole_steps(size: tuple[int, int]) -> None:
     app, train = detail_app()
     async with app.run_test(size=size) as pilot:
         await open_detail(pilot, app, train)
@@ -112,8 +118,7 @@ async def test_the_task_charts_have_even_round_ticks_and_whole_steps(
 
 async def test_the_history_chart_says_its_unit() -> None:
     ticks = busy_ticks(30)
-    app = make_app([gpu_source(*ticks), host_source(host())], clock=lambda: T0,
-                   hostname="box")
+    app = make_app([gpu_source(*ticks), host_source(host())], clock=lambda: T0, hostname="box")
     async with app.run_test(size=(160, 50)) as pilot:
         await until(pilot, lambda: app.state.gpu_tick is ticks[-1])
         await pilot.pause()
@@ -126,10 +131,15 @@ def test_points_of_one_epoch_are_spread_across_it_not_stacked() -> None:
     tracker = TaskTracker()
     for epoch in range(3):
         for k in range(4):
-            tracker.add_batch(batch(T0 + epoch * 4 + k, [metric(epoch=epoch,
-                                                                train__loss=2 - epoch / 2)]))
-    line = chart_line("train/loss", tracker.series(TASK, "train/loss"), "cyan",
-                      tracker.series_x_kind(TASK, "train/loss"))
+            tracker.add_batch(
+                batch(T0 + epoch * 4 + k, [metric(epoch=epoch, train__loss=2 - epoch / 2)])
+            )
+    line = chart_line(
+        "train/loss",
+        tracker.series(TASK, "train/loss"),
+        "cyan",
+        tracker.series_x_kind(TASK, "train/loss"),
+    )
     assert line.xs == (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75)
 
 

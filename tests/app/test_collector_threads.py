@@ -100,14 +100,19 @@ def test_stop_all_gives_up_on_a_stuck_collector_and_names_it() -> None:
 def test_a_closed_gate_holds_events_and_crashes_in_order_until_it_opens() -> None:
     tapped: list[object] = []
     bug = ZeroDivisionError("a bug in sample")
-    early = EarlyCollectors.start([FakeCollector([1, 2, 3], name="a"),
-                                   FakeCollector([bug], name="b")], tap=tapped.append)
+    early = EarlyCollectors.start(
+        [FakeCollector([1, 2, 3], name="a"), FakeCollector([bug], name="b")], tap=tapped.append
+    )
     assert early.threads.stop_all(timeout_s=10) == []  # both sources ended by themselves
     assert not early.gate.is_open
     seen = Recorder()
     held = early.gate.open(seen.emit, seen.crashed)
     assert [e for e in held if getattr(e, "source", None) == "a"] == [
-        Sampled("a", 1), Sampled("a", 2), Sampled("a", 3), Finished("a")]
+        Sampled("a", 1),
+        Sampled("a", 2),
+        Sampled("a", 3),
+        Finished("a"),
+    ]
     assert [e for e in held if getattr(e, "source", None) == "b"] == [Crashed("b", bug)]
     # The tap is a sink of the running set like the gate: it gets every event, crashes too.
     assert sorted(map(repr, tapped)) == sorted(repr(e) for e in held)
@@ -137,15 +142,17 @@ def test_a_gpu_process_gets_its_user_while_the_gate_is_still_closed() -> None:
     """While the dashboard loads, a GPU tick's pids already wake the host collector."""
     child = subprocess.Popen(["sleep", "600"])
     watch = PidWatch()
-    nvml = NvmlCollector(FakeNvml([FakeGpu(compute=[ProcessEntry(child.pid, 4 << 30)])]),
-                         interval_s=600.0)
+    nvml = NvmlCollector(
+        FakeNvml([FakeGpu(compute=[ProcessEntry(child.pid, 4 << 30)])]), interval_s=600.0
+    )
     host = HostCollector(watch, interval_s=600.0)  # a second sample only by waking
     detailed = threading.Event()
 
     def tap(event: object) -> None:
         sample = getattr(event, "sample", None)
         if isinstance(sample, HostSample) and any(
-                p.pid == child.pid and p.user == getpass.getuser() for p in sample.processes):
+            p.pid == child.pid and p.user == getpass.getuser() for p in sample.processes
+        ):
             detailed.set()
 
     early = EarlyCollectors.start([nvml, host], tap=tap, pid_watch=watch)

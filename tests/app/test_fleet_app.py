@@ -21,8 +21,18 @@ def snapshot(*rows: FleetRow) -> FleetSnapshot:
     return FleetSnapshot(tuple(sorted(rows, key=sort_key)), 1_700_000_000.0, 0.004)
 
 
-A0 = FleetRow("a", "0", "gpuherd", "H100", 70 * GiB, 80 * GiB, 0.9, "carol", 60 * GiB,
-              (FleetTask("cifar/train.log", "running", ("nan",)),))
+A0 = FleetRow(
+    "a",
+    "0",
+    "gpuherd",
+    "H100",
+    70 * GiB,
+    80 * GiB,
+    0.9,
+    "carol",
+    60 * GiB,
+    (FleetTask("cifar/train.log", "running", ("nan",)),),
+)
 B0 = FleetRow("b", "0", "gpuherd", "H100", 10 * GiB, 80 * GiB, 0.1, "dave", 9 * GiB)
 
 
@@ -39,11 +49,14 @@ async def test_rows_follow_free_memory_and_a_failing_prometheus_keeps_them() -> 
         assert hosts(table) == ["b 0", "a 0"]  # 70 GiB free before 10 GiB
         assert table.lines()[1].endswith("carol 60.0 GiB    cifar/train.log NaN")
 
-        source.push(CollectorError("cannot reach Prometheus at http://127.0.0.1:9090: "
-                                   "Connection refused"))
+        source.push(
+            CollectorError("cannot reach Prometheus at http://127.0.0.1:9090: Connection refused")
+        )
         await until(pilot, lambda: app.problem is not None)
-        assert app.problem == ("cannot reach Prometheus at http://127.0.0.1:9090: Connection "
-                               "refused (showing the last answer; retrying)")
+        assert app.problem == (
+            "cannot reach Prometheus at http://127.0.0.1:9090: Connection "
+            "refused (showing the last answer; retrying)"
+        )
         assert len(table.lines()) == 2  # the last answer stays
 
         busy_b = FleetRow("b", "0", "gpuherd", "H100", 79 * GiB, 80 * GiB, 1.0, "dave", 78 * GiB)
@@ -57,9 +70,21 @@ async def test_rows_follow_free_memory_and_a_failing_prometheus_keeps_them() -> 
 
 
 async def test_a_narrow_terminal_keeps_the_tasks_and_a_long_fleet_scrolls() -> None:
-    rows = [FleetRow(f"host-{n:02d}", "0", "gpuherd", "NVIDIA H100 80GB HBM3", n * GiB,
-                     80 * GiB, 0.5, "carol", GiB, (FleetTask("cifar/train.log", "running"),))
-            for n in range(40)]
+    rows = [
+        FleetRow(
+            f"host-{n:02d}",
+            "0",
+            "gpuherd",
+            "NVIDIA H100 80GB HBM3",
+            n * GiB,
+            80 * GiB,
+            0.5,
+            "carol",
+            GiB,
+            (FleetTask("cifar/train.log", "running"),),
+        )
+        for n in range(40)
+    ]
     source = ScriptedCollector("prometheus", role="fleet")
     app = FleetApp(source, snapshot(*rows), url="http://127.0.0.1:9090")
     async with app.run_test(size=(120, 16)) as pilot:
@@ -67,14 +92,16 @@ async def test_a_narrow_terminal_keeps_the_tasks_and_a_long_fleet_scrolls() -> N
         await until(pilot, lambda: len(table.lines()) == 40)
         header = table.render_line(0).text
         assert "MODEL" not in header and "TASKS" in header  # the model gives way below 150
-        assert table.lines()[0].startswith(" host-00") and \
-            table.lines()[0].endswith("carol 1.0 GiB     cifar/train.log ok")
+        assert table.lines()[0].startswith(" host-00") and table.lines()[0].endswith(
+            "carol 1.0 GiB     cifar/train.log ok"
+        )
         assert "H100" not in table.lines()[0]
         assert table.render_line(1).text.startswith(" host-00")
         table.focus()
         await pilot.press("end")
-        await until(pilot, lambda: table.render_line(table.size.height - 1).text
-                    .startswith(" host-39"))
+        await until(
+            pilot, lambda: table.render_line(table.size.height - 1).text.startswith(" host-39")
+        )
         assert table.render_line(0).text == header  # the header stays on top
         source.finish()
 
@@ -110,17 +137,29 @@ class Answers:
         self.httpd.server_close()
 
 
-def gpu_answer(used_gib: float, total_gib: float = 80, util: str = "0.5",
-               host: str = "a", **labels: str) -> dict[str, object]:
+def gpu_answer(
+    used_gib: float, total_gib: float = 80, util: str = "0.5", host: str = "a", **labels: str
+) -> dict[str, object]:
     def part(name: str, value: str, **more: str) -> dict[str, object]:
-        return {"metric": {"fleet_q": name, "host": host, "gpu": "0", **more},
-                "value": [1_700_000_000.0, value]}
-    return {"status": "success", "data": {"resultType": "vector", "result": [
-        part("used", str(used_gib * GiB)), part("total", str(total_gib * GiB)),
-        part("util", util), part("fresh", "1699999999"),
-        part("user", str(used_gib * GiB), user=labels.get("user", "carol")),
-        part("status", "1", task=labels.get("task", "train.log"), status="running"),
-    ]}}
+        return {
+            "metric": {"fleet_q": name, "host": host, "gpu": "0", **more},
+            "value": [1_700_000_000.0, value],
+        }
+
+    return {
+        "status": "success",
+        "data": {
+            "resultType": "vector",
+            "result": [
+                part("used", str(used_gib * GiB)),
+                part("total", str(total_gib * GiB)),
+                part("util", util),
+                part("fresh", "1699999999"),
+                part("user", str(used_gib * GiB), user=labels.get("user", "carol")),
+                part("status", "1", task=labels.get("task", "train.log"), status="running"),
+            ],
+        },
+    }
 
 
 async def test_the_view_recovers_after_a_malformed_answer() -> None:
@@ -134,21 +173,32 @@ async def test_the_view_recovers_after_a_malformed_answer() -> None:
             await until(pilot, lambda: "10.0 / 80.0 GiB" in table.lines()[0])
             answers.set({"status": "success", "data": {"resultType": "vector", "result": 5}})
             await until(pilot, lambda: app.problem is not None)
-            assert app.problem == (f"Prometheus at {answers.url} gave a malformed answer: "
-                                   "data.result is a number, not a list (showing the last "
-                                   "answer; retrying)")
+            assert app.problem == (
+                f"Prometheus at {answers.url} gave a malformed answer: "
+                "data.result is a number, not a list (showing the last "
+                "answer; retrying)"
+            )
             assert "10.0 / 80.0 GiB" in table.lines()[0]  # the last answer stays
             answers.set(gpu_answer(30))
-            await until(pilot, lambda: app.problem is None
-                        and "30.0 / 80.0 GiB" in table.lines()[0])
+            await until(
+                pilot, lambda: app.problem is None and "30.0 / 80.0 GiB" in table.lines()[0]
+            )
     finally:
         answers.close()
 
 
 async def test_impossible_figures_show_as_invalid_and_labels_as_text() -> None:
     answers = Answers()
-    answers.set(gpu_answer(-4.7, total_gib=-0.0, util="3", host="\x1b[2Jevil",
-                           user="[b]\x9b", task="t\u202eexe.log"))
+    answers.set(
+        gpu_answer(
+            -4.7,
+            total_gib=-0.0,
+            util="3",
+            host="\x1b[2Jevil",
+            user="[b]\x9b",
+            task="t\u202eexe.log",
+        )
+    )
     source = FleetSource(PrometheusClient(answers.url, timeout_s=2.0), interval_s=0.2)
     app = FleetApp(source, source.check())
     try:

@@ -60,8 +60,7 @@ async def test_a_new_panel_gets_its_roles_samples_and_marks_its_sources_failures
         await until(pilot, lambda: panel.has_class("-error"))
         assert "the probe is down" in str(panel.border_subtitle)
         # its failures are on the panel, not on the banner
-        assert not any("the probe is down" in line for line in app.screen.query_one(
-            "Banner").lines)  # type: ignore[attr-defined]
+        assert not any("the probe is down" in line for line in app.screen.query_one("Banner").lines)  # type: ignore[attr-defined]
         probe_source.finish()
         gpus.finish()
         hosts.finish()

@@ -24,12 +24,15 @@ def drawn(plot: Plot) -> str:
     return console.export_text()
 
 
-@pytest.mark.parametrize(("ys", "x_range", "y_range"), [
-    ((-5.0, 50.0, 250.0, 40.0), (-600.0, 0.0), (0.0, 100.0)),  # a GPU -5 % busy, VRAM 250 %
-    ((1e308, 1.0, -1e308, 2.0), None, None),  # a log's loss=1e308
-    ((1e-310, 2e-310, 1e-310, 0.0), None, None),  # and loss=1e-310
-    ((math.nan, 3.0, math.inf, 4.0), None, None),
-])
+@pytest.mark.parametrize(
+    ("ys", "x_range", "y_range"),
+    [
+        ((-5.0, 50.0, 250.0, 40.0), (-600.0, 0.0), (0.0, 100.0)),  # a GPU -5 % busy, VRAM 250 %
+        ((1e308, 1.0, -1e308, 2.0), None, None),  # a log's loss=1e308
+        ((1e-310, 2e-310, 1e-310, 0.0), None, None),  # and loss=1e-310
+        ((math.nan, 3.0, math.inf, 4.0), None, None),
+    ],
+)
 async def test_values_plotext_cannot_scale_are_drawn_at_the_edge(ys, x_range, y_range) -> None:
     app = PlotApp()
     async with app.run_test(size=(80, 20)) as pilot:

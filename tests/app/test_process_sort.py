@@ -48,9 +48,20 @@ EXPECTED = {
 
 
 def rows() -> list[ProcessRow]:
-    return [ProcessRow(f"GPU-{g}/{pid}", g, f"GPU-{g}", pid, mem * MiB, user, cpu,
-                       None if rss is None else rss * MiB, elapsed)
-            for pid, g, mem, cpu, rss, elapsed, user in PROCESSES]
+    return [
+        ProcessRow(
+            f"GPU-{g}/{pid}",
+            g,
+            f"GPU-{g}",
+            pid,
+            mem * MiB,
+            user,
+            cpu,
+            None if rss is None else rss * MiB,
+            elapsed,
+        )
+        for pid, g, mem, cpu, rss, elapsed, user in PROCESSES
+    ]
 
 
 @pytest.mark.parametrize("key", SORT_KEYS, ids=lambda k: k.name)
@@ -68,18 +79,31 @@ def test_the_cycle_visits_every_key_once_in_this_order() -> None:
     for _ in SORT_KEYS:
         seen.append((key.name, key.descending))
         key = next_sort_key(key)
-    assert seen == [("gpu_memory", True), ("cpu", True), ("rss", True), ("elapsed", True),
-                    ("pid", False), ("user", False), ("gpu", False)]
+    assert seen == [
+        ("gpu_memory", True),
+        ("cpu", True),
+        ("rss", True),
+        ("elapsed", True),
+        ("pid", False),
+        ("user", False),
+        ("gpu", False),
+    ]
     assert key == SORT_KEYS[0]
 
 
 async def test_the_dashboard_shows_elapsed_and_gpu_orders() -> None:
-    devices = (gpu(0, processes=(GpuProcess(20, 2 * MiB), GpuProcess(30, 6 * MiB))),
-               gpu(1, processes=(GpuProcess(10, 8 * MiB), GpuProcess(5, 3 * MiB))))
-    infos = tuple(ProcessInfo(pid, user, "python x.py", cpu, rss * MiB, T0 - elapsed)
-                  for pid, _, _, cpu, rss, elapsed, user in PROCESSES[:5] if pid != 40)
-    app = make_app([gpu_source(tick(*devices)), host_source(host(processes=infos))],
-                   clock=lambda: T0)
+    devices = (
+        gpu(0, processes=(GpuProcess(20, 2 * MiB), GpuProcess(30, 6 * MiB))),
+        gpu(1, processes=(GpuProcess(10, 8 * MiB), GpuProcess(5, 3 * MiB))),
+    )
+    infos = tuple(
+        ProcessInfo(pid, user, "python x.py", cpu, rss * MiB, T0 - elapsed)
+        for pid, _, _, cpu, rss, elapsed, user in PROCESSES[:5]
+        if pid != 40
+    )
+    app = make_app(
+        [gpu_source(tick(*devices)), host_source(host(processes=infos))], clock=lambda: T0
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         await collectors_done(pilot, app)
         await pilot.pause()
@@ -87,9 +111,7 @@ async def test_the_dashboard_shows_elapsed_and_gpu_orders() -> None:
         subtitle = app.screen.query_one("#processes")
         await pilot.press("s", "s", "s")  # GPU memory -> CPU -> RSS -> elapsed
         assert subtitle.border_subtitle.startswith("sort: elapsed ▼")
-        assert visible_keys(table) == [f"{UUID0}/20", f"{UUID1}/5", f"{UUID1}/10",
-                                       f"{UUID0}/30"]
+        assert visible_keys(table) == [f"{UUID0}/20", f"{UUID1}/5", f"{UUID1}/10", f"{UUID0}/30"]
         await pilot.press("s", "s", "s")  # pid, user, GPU
         assert subtitle.border_subtitle.startswith("sort: GPU ▲")
-        assert visible_keys(table) == [f"{UUID0}/30", f"{UUID0}/20", f"{UUID1}/10",
-                                       f"{UUID1}/5"]
+        assert visible_keys(table) == [f"{UUID0}/30", f"{UUID0}/20", f"{UUID1}/10", f"{UUID1}/5"]

@@ -45,8 +45,14 @@ def dashboard(session: DashboardRecording, gpus: ScriptedCollector) -> GpuherdAp
     if session.command_task:
         collectors.append(LogTailCollector(session.command_task, poll=True, poll_interval_s=0.05))
         hints.append(TaskHint(session.command_task, label="command", owns_pid=session.owns_pid))
-    return make_app(collectors, clock=lambda: T0, hostname="box",  # type: ignore[arg-type]
-                    tap=session.tap, recording=session, task_hints=hints)
+    return make_app(
+        collectors,
+        clock=lambda: T0,
+        hostname="box",  # type: ignore[arg-type]
+        tap=session.tap,
+        recording=session,
+        task_hints=hints,
+    )
 
 
 def cell(app: GpuherdApp, key: str, column: str) -> str:
@@ -65,7 +71,8 @@ def read_csv_rows(path: Path) -> list[dict[str, str]]:
 
 
 async def test_the_command_is_recorded_shown_as_a_task_and_closed_when_it_exits(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     directory = tmp_path / "session"
     go = tmp_path / "go"
     options = record_options([], [], [sys.executable, "-c", SCRIPT, str(go)], 1.0, 0.0)
@@ -81,15 +88,16 @@ async def test_the_command_is_recorded_shown_as_a_task_and_closed_when_it_exits(
         assert cell(app, task, "loss") == "0.25"
         # The command's own pid on GPU 0: its task shows that GPU.
         for i in range(3):
-            gpus.push(tick(gpu(0, processes=(GpuProcess(session.child.pid, 1 << 30),)),
-                           t=T0 + i))
+            gpus.push(tick(gpu(0, processes=(GpuProcess(session.child.pid, 1 << 30),)), t=T0 + i))
         await until(pilot, lambda: cell(app, task, "gpu") == "0 87%")
         go.touch()  # now the command may end
-        await until(pilot, lambda: app.record is not None and app.record.result is not None,
-                    timeout_s=20)
+        await until(
+            pilot, lambda: app.record is not None and app.record.result is not None, timeout_s=20
+        )
         await until(pilot, lambda: "OOM" in cell(app, task, "health"))
-        assert any("recording saved in" in line and "exit code 3" in line
-                   for line in app.state.notices)
+        assert any(
+            "recording saved in" in line and "exit code 3" in line for line in app.state.notices
+        )
         gpus.finish()
     meta = json.loads((directory / "meta.json").read_text())
     assert meta["exit_code"] == 3 and meta["ended_at"] is not None
@@ -118,8 +126,9 @@ async def test_without_a_command_quit_closes_the_session(tmp_path: Path) -> None
     async with app.run_test(size=SIZE) as pilot:
         for i in range(4):
             gpus.push(tick(t=T0 + i))
-        await until(pilot, lambda: app.state.gpu_tick is not None
-                    and app.state.gpu_tick.taken_at == T0 + 3)
+        await until(
+            pilot, lambda: app.state.gpu_tick is not None and app.state.gpu_tick.taken_at == T0 + 3
+        )
         await pilot.press("q")
         await until(pilot, lambda: not app.is_running, timeout_s=20)
         gpus.finish()
@@ -130,7 +139,8 @@ async def test_without_a_command_quit_closes_the_session(tmp_path: Path) -> None
 
 
 async def test_eight_logs_and_the_command_are_all_recorded_and_the_session_closes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Asyncio's default executor sized as on the 2-core host where thread workers filled it
     # (min(32, cpu_count + 4) = 6 threads), whatever machine runs the test.
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
@@ -147,20 +157,32 @@ async def test_eight_logs_and_the_command_are_all_recorded_and_the_session_close
     task = session.command_task
     assert task is not None
     gpus = ScriptedCollector("nvml")
-    app = make_app([gpus, *sources.collectors, sources.tail(task)],  # as monitor_record builds
-                   clock=lambda: T0, hostname="box", tail=sources.tail, tap=session.tap,
-                   recording=session,
-                   task_hints=[TaskHint(task, label="command", owns_pid=session.owns_pid)])
+    app = make_app(
+        [gpus, *sources.collectors, sources.tail(task)],  # as monitor_record builds
+        clock=lambda: T0,
+        hostname="box",
+        tail=sources.tail,
+        tap=session.tap,
+        recording=session,
+        task_hints=[TaskHint(task, label="command", owns_pid=session.owns_pid)],
+    )
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: all(cell(app, str(log), "progress") == "step 5"
-                                           for log in logs), timeout_s=30)
+            await until(
+                pilot,
+                lambda: all(cell(app, str(log), "progress") == "step 5" for log in logs),
+                timeout_s=30,
+            )
             await until(pilot, lambda: cell(app, task, "progress") == "step 80")
             go.touch()  # the command exits: the recording closes by itself
-            await until(pilot, lambda: app.record is not None and app.record.result is not None,
-                        timeout_s=30)
-            assert any("recording saved in" in line and "exit code 3" in line
-                       for line in app.state.notices)
+            await until(
+                pilot,
+                lambda: app.record is not None and app.record.result is not None,
+                timeout_s=30,
+            )
+            assert any(
+                "recording saved in" in line and "exit code 3" in line for line in app.state.notices
+            )
             gpus.finish()
     finally:
         sources.close()
@@ -183,16 +205,22 @@ async def test_a_collector_bug_is_shown_and_recorded(tmp_path: Path) -> None:
     session.start()
     gpus = ScriptedCollector("nvml")
     broken = FakeCollector([RuntimeError("boom in sample")], name="host", role="host")
-    app = make_app([gpus, broken], clock=lambda: T0, hostname="box",  # type: ignore[list-item]
-                   tap=session.tap, recording=session)
+    app = make_app(
+        [gpus, broken],
+        clock=lambda: T0,
+        hostname="box",  # type: ignore[list-item]
+        tap=session.tap,
+        recording=session,
+    )
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: isinstance(app.screen, ErrorScreen))
         assert "boom in sample" in str(app.screen.query_one("#error-details").render())
         assert app.state.status["host"].reason == "crashed: RuntimeError('boom in sample')"
         gpus.finish()
     assert session.finish().error is None
-    events = [json.loads(line) for line in (tmp_path / "s" / "events.jsonl").read_text()
-              .splitlines()]
+    events = [
+        json.loads(line) for line in (tmp_path / "s" / "events.jsonl").read_text().splitlines()
+    ]
     bugs = [(e["source"], e["msg"]) for e in events if e["kind"] == "recorder_bug"]
     assert len(bugs) == 1 and bugs[0][0] == "host" and "boom in sample" in bugs[0][1]
 
@@ -206,8 +234,9 @@ def test_logs_found_after_the_first_scan_are_recorded_as_log_found(tmp_path: Pat
     session.tap(Sampled("discovery", DiscoveredLogs(T0 + 4, (a, b))))
     result = session.finish()
     assert result.error is None
-    events = [json.loads(line) for line in (tmp_path / "s" / "events.jsonl").read_text()
-              .splitlines()]
+    events = [
+        json.loads(line) for line in (tmp_path / "s" / "events.jsonl").read_text().splitlines()
+    ]
     found = [(e["task"], e["source"]) for e in events if e["kind"] == "log_found"]
     assert found == [("/w/b.log", "/w")]
     # Discovery scans are never written as samples the recorder does not know.
@@ -215,8 +244,9 @@ def test_logs_found_after_the_first_scan_are_recorded_as_log_found(tmp_path: Pat
 
 
 def test_a_command_that_does_not_exist_ends_at_once(tmp_path: Path) -> None:
-    session = DashboardRecording(tmp_path / "s", record_options(
-        [], [], ["/nonexistent/gpuherd-test-command"], 1.0, 0.0))
+    session = DashboardRecording(
+        tmp_path / "s", record_options([], [], ["/nonexistent/gpuherd-test-command"], 1.0, 0.0)
+    )
     session.start()
     ended = []
     done = threading.Event()

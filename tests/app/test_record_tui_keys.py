@@ -37,21 +37,29 @@ sys.exit(3)
 
 
 def started(tmp_path: Path, go: Path) -> tuple[DashboardRecording, GpuherdApp, ScriptedCollector]:
-    session = DashboardRecording(tmp_path / "session", record_options(
-        [], [], [sys.executable, "-c", SCRIPT, str(go)], 1.0, 0.0))
+    session = DashboardRecording(
+        tmp_path / "session",
+        record_options([], [], [sys.executable, "-c", SCRIPT, str(go)], 1.0, 0.0),
+    )
     session.start()
     task = session.command_task
     assert task is not None
     gpus = ScriptedCollector("nvml")
-    app = make_app([gpus, LogTailCollector(task, poll=True, poll_interval_s=0.05)],
-                   clock=lambda: T0, hostname="box", tap=session.tap, recording=session,
-                   task_hints=[TaskHint(task, label="command", owns_pid=session.owns_pid)])
+    app = make_app(
+        [gpus, LogTailCollector(task, poll=True, poll_interval_s=0.05)],
+        clock=lambda: T0,
+        hostname="box",
+        tap=session.tap,
+        recording=session,
+        task_hints=[TaskHint(task, label="command", owns_pid=session.owns_pid)],
+    )
     return session, app, gpus
 
 
 @pytest.mark.parametrize("key", ["q", "ctrl+c"])
 async def test_leaving_the_viewer_leaves_the_command_running_and_recorded_to_its_end(
-        tmp_path: Path, key: str) -> None:
+    tmp_path: Path, key: str
+) -> None:
     go = tmp_path / "go"
     session, app, gpus = started(tmp_path, go)
     task = session.command_task
@@ -68,11 +76,16 @@ async def test_leaving_the_viewer_leaves_the_command_running_and_recorded_to_its
     assert app.threads.alive() == []
     meta = json.loads((session.directory / "meta.json").read_text())
     assert meta["exit_code"] == 3 and meta["ended_at"] is not None
-    steps = [int(r["step"]) for r in read_csv_rows(session.directory / "metrics.csv")
-             if r["metric"] in ("loss", "train/loss")]
+    steps = [
+        int(r["step"])
+        for r in read_csv_rows(session.directory / "metrics.csv")
+        if r["metric"] in ("loss", "train/loss")
+    ]
     assert steps == [10 * s for s in range(1, 9)] + list(range(90, 100))
-    events = [json.loads(line)["kind"] for line in
-              (session.directory / "events.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line)["kind"]
+        for line in (session.directory / "events.jsonl").read_text().splitlines()
+    ]
     assert "signal" not in events and events.count("exit") == 1
 
 
@@ -86,7 +99,8 @@ async def test_ctrl_c_quits_the_plain_dashboard_without_a_hint() -> None:
 
 
 async def test_the_stop_key_asks_first_then_stops_the_command_and_the_dashboard_stays(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     go = tmp_path / "never"
     session, app, gpus = started(tmp_path, go)
     task = session.command_task
@@ -101,8 +115,9 @@ async def test_the_stop_key_asks_first_then_stops_the_command_and_the_dashboard_
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await until(pilot, lambda: app.record is not None and app.record.result is not None,
-                    timeout_s=30)
+        await until(
+            pilot, lambda: app.record is not None and app.record.result is not None, timeout_s=30
+        )
         assert app.is_running  # the dashboard stays, saying where the session is
         assert session.exit_code == 128 + signal.SIGTERM
         await until(pilot, lambda: cell(app, task, "status") == "stopped")

@@ -21,19 +21,28 @@ SIZE = (140, 40)
 def write_log(path: Path, lines: int) -> None:
     with open(path, "w") as f:
         for first in range(0, lines, 50_000):
-            f.write("".join(f"step={i} loss={1 / (i + 1):.6f}\n"
-                            for i in range(first, min(lines, first + 50_000))))
+            f.write(
+                "".join(
+                    f"step={i} loss={1 / (i + 1):.6f}\n"
+                    for i in range(first, min(lines, first + 50_000))
+                )
+            )
 
 
 def dashboard(session: DashboardRecording, log: Path):
     # Polling, so the tail reads its backlog without file events, as slowly as it must.
     tail = LogTailCollector(str(log), poll=True, poll_interval_s=0.05)
-    return make_app([ScriptedCollector("nvml"), tail], tap=session.tap,  # type: ignore[list-item]
-                    recording=session, hostname="box")
+    return make_app(
+        [ScriptedCollector("nvml"), tail],
+        tap=session.tap,  # type: ignore[list-item]
+        recording=session,
+        hostname="box",
+    )
 
 
 async def test_sigterm_closes_the_recording_with_every_line_before_the_dashboard(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # SIGTERM used to exit the dashboard at once: its tails stopped, and the recording then
     # waited 3 s for them in vain, losing the rest of the log without a word.
     log, root = tmp_path / "train.log", tmp_path / "s"
@@ -66,8 +75,11 @@ async def test_q_twice_quits_at_once_and_reports_what_was_not_read(tmp_path: Pat
         await pilot.press("q")  # quit now
         await until(pilot, lambda: not app.is_running, timeout_s=60)
     result = session.finish()
-    [dropped] = [e for e in map(json.loads, (root / "events.jsonl").read_text().splitlines())
-                 if e["kind"] == "log_dropped"]
+    [dropped] = [
+        e
+        for e in map(json.loads, (root / "events.jsonl").read_text().splitlines())
+        if e["kind"] == "log_dropped"
+    ]
     assert dropped["reason"] == "interrupted"
     recorded = size - dropped["unread_bytes"]
     with open(log, "rb") as f:

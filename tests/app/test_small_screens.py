@@ -33,11 +33,13 @@ RUN = "/home/alice/experiments/resnet50-lr3e-4-bs256/lightning_logs/version_3/tr
 
 
 def batch(path: str, step: int, finding: bool = False) -> LogBatch:
-    metric = LogMetric((("train/loss", 1.25), ("val/acc", 0.731), ("throughput/it_s", 11.8)),
-                       step=step, epoch=2)
+    metric = LogMetric(
+        (("train/loss", 1.25), ("val/acc", 0.731), ("throughput/it_s", 11.8)), step=step, epoch=2
+    )
     findings = ((step, LogFinding("nan", "loss=nan")),) if finding else ()
-    return LogBatch(path, T0, "generic", ((step, metric),), findings, lines_read=1,
-                    generation=1, file_path=path)
+    return LogBatch(
+        path, T0, "generic", ((step, metric),), findings, lines_read=1, generation=1, file_path=path
+    )
 
 
 def columns(app: GpuherdApp) -> dict[str, int]:
@@ -59,8 +61,9 @@ async def test_progress_val_and_speed_come_before_an_empty_health_column(width: 
             assert "health" not in shown  # empty: it goes before them
         log.push(batch(RUN, 1300, finding=True))
         table = app.get_default_screen().query_one(TasksPanel)
-        await until(pilot, lambda: "health" in columns(app)
-                    and "NaN" in str(table.get_cell(RUN, "health")))
+        await until(
+            pilot, lambda: "health" in columns(app) and "NaN" in str(table.get_cell(RUN, "health"))
+        )
         assert "progress" in columns(app) and "val" in columns(app)
         log.finish()
         nvml.finish()
@@ -73,8 +76,13 @@ async def test_the_task_column_grows_with_the_width() -> None:
         app = make_app([log], clock=lambda: T0, hostname="box")
         async with app.run_test(size=(width, 30)) as pilot:
             log.push(batch(RUN, 5))
-            await until(pilot, lambda app=app: "task" in columns(app) and
-                        app.get_default_screen().query_one(TasksPanel).row_count == 1)
+            await until(
+                pilot,
+                lambda app=app: (
+                    "task" in columns(app)
+                    and app.get_default_screen().query_one(TasksPanel).row_count == 1
+                ),
+            )
             widths[width] = columns(app)["task"]
             table = app.get_default_screen().query_one(TasksPanel)
             cells[width] = str(table.get_cell(RUN, "task"))
@@ -103,8 +111,9 @@ async def test_eight_gpus_and_the_tasks_fit_80x24_one_line_per_gpu() -> None:
         panel = screen.query_one(GpuPanel)
         assert panel.compact and screen.has_class("-crowded")
         lines = panel.plain.splitlines()
-        assert len(lines) == 8 and [line.split()[0 if i else 1] for i, line in
-                                    enumerate(lines)] == [str(i) for i in range(8)]
+        assert len(lines) == 8 and [
+            line.split()[0 if i else 1] for i, line in enumerate(lines)
+        ] == [str(i) for i in range(8)]
         assert screen.query_one("#gpus").region.bottom <= 24
         tasks = screen.query_one("#tasks")
         assert tasks.display and tasks.region.bottom <= 23  # above the footer
@@ -113,31 +122,36 @@ async def test_eight_gpus_and_the_tasks_fit_80x24_one_line_per_gpu() -> None:
             source.finish()
 
 
-@pytest.mark.parametrize(("height", "gpus", "tasks", "expected"), [
-    (50, 8, 0, (False, False, None)),   # 160x50: two lines a GPU, as before
-    (50, 8, 2, (False, False, None)),
-    (40, 8, 2, (True, False, None)),    # 120x40: one line a GPU, the chart stays
-    (24, 8, 2, (True, True, 10)),       # 80x24: crowded, all eight and the tasks
-    (24, 1, 0, (False, False, None)),   # one GPU at 80x24: unchanged
-    (24, 16, 2, (True, True, 10)),      # more than fit: the GPU panel scrolls
-])
-def test_arrangement(height: int, gpus: int, tasks: int,
-                     expected: tuple[bool, bool, int | None]) -> None:
+@pytest.mark.parametrize(
+    ("height", "gpus", "tasks", "expected"),
+    [
+        (50, 8, 0, (False, False, None)),  # 160x50: two lines a GPU, as before
+        (50, 8, 2, (False, False, None)),
+        (40, 8, 2, (True, False, None)),  # 120x40: one line a GPU, the chart stays
+        (24, 8, 2, (True, True, 10)),  # 80x24: crowded, all eight and the tasks
+        (24, 1, 0, (False, False, None)),  # one GPU at 80x24: unchanged
+        (24, 16, 2, (True, True, 10)),  # more than fit: the GPU panel scrolls
+    ],
+)
+def test_arrangement(
+    height: int, gpus: int, tasks: int, expected: tuple[bool, bool, int | None]
+) -> None:
     middle = 16 if height >= 30 else 5
     assert arrangement(height, gpus, tasks, 0, middle) == expected
 
 
 async def test_without_a_gpu_the_footer_offers_no_dead_keys_and_slash_opens_nothing() -> None:
     no_driver = CollectorUnavailable("NVIDIA driver not found", title="NVML")
-    app = make_app([FakeCollector(name="nvml", unavailable=no_driver, role=GPU),
-                    host_source(host())], clock=lambda: T0)
+    app = make_app(
+        [FakeCollector(name="nvml", unavailable=no_driver, role=GPU), host_source(host())],
+        clock=lambda: T0,
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await collectors_done(pilot, app)
         await pilot.pause()
         screen = app.get_default_screen()
         assert screen.has_class("-no-gpu")
-        keys = {b.binding.key for b in app.active_bindings.values() if b.enabled and
-                b.binding.show}
+        keys = {b.binding.key for b in app.active_bindings.values() if b.enabled and b.binding.show}
         assert not keys & {"slash", "s", "g"} and {"q", "question_mark"} <= keys
         await pilot.press("slash", "a")
         await pilot.pause()
@@ -145,13 +159,16 @@ async def test_without_a_gpu_the_footer_offers_no_dead_keys_and_slash_opens_noth
         assert app.focused is None or app.focused.id != "filter"
 
 
-@pytest.mark.parametrize(("gap", "line"), [
-    (0, ""),
-    (40 * MiB, ""),  # would read 0.0 GiB
-    (51 * MiB, ""),
-    (60 * MiB, "0.1 GiB on GPU 0 in use by processes not visible here"),
-    (int(0.6 * GiB), "0.6 GiB on GPU 0 in use by processes not visible here"),
-])
+@pytest.mark.parametrize(
+    ("gap", "line"),
+    [
+        (0, ""),
+        (40 * MiB, ""),  # would read 0.0 GiB
+        (51 * MiB, ""),
+        (60 * MiB, "0.1 GiB on GPU 0 in use by processes not visible here"),
+        (int(0.6 * GiB), "0.6 GiB on GPU 0 in use by processes not visible here"),
+    ],
+)
 def test_no_line_says_zero_gib_is_hidden(gap: int, line: str) -> None:
     sample = gpu(0, memory_used_bytes=10 * GiB + gap, processes=(GpuProcess(1, 10 * GiB),))
     text = gap_note(tick(sample), any_rows=True).plain
@@ -162,5 +179,5 @@ def test_no_line_says_zero_gib_is_hidden(gap: int, line: str) -> None:
 def test_a_gpu_whose_processes_are_not_listed_says_so_in_mib() -> None:
     sample = gpu(0, memory_used_bytes=40 * MiB, processes=None)
     assert gap_note(tick(sample), False).plain == (
-        "The driver would not list the processes of GPU 0 (40 MiB in use)")
-
+        "The driver would not list the processes of GPU 0 (40 MiB in use)"
+    )

@@ -33,13 +33,26 @@ def busy_ticks(count: int = HISTORY) -> list[GpuTick]:
     for i in range(count):
         used = int((40 + 12 * math.sin(i / 9)) * GiB)
         util = round(70 + 25 * math.sin(i / 5))
-        ticks.append(tick(
-            gpu(0, memory_used_bytes=used, gpu_util_pct=float(util),
-                processes=(GpuProcess(4242, used - 600 * MiB),)),
-            gpu(1, memory_used_bytes=615 * MiB, gpu_util_pct=0.0, processes=(), power_w=71.0,
-                temperature_c=31.0, sm_clock_mhz=345),
-            t=T0 + i,
-        ))
+        ticks.append(
+            tick(
+                gpu(
+                    0,
+                    memory_used_bytes=used,
+                    gpu_util_pct=float(util),
+                    processes=(GpuProcess(4242, used - 600 * MiB),),
+                ),
+                gpu(
+                    1,
+                    memory_used_bytes=615 * MiB,
+                    gpu_util_pct=0.0,
+                    processes=(),
+                    power_w=71.0,
+                    temperature_c=31.0,
+                    sm_clock_mhz=345,
+                ),
+                t=T0 + i,
+            )
+        )
     return ticks
 
 
@@ -48,8 +61,9 @@ def scripted_app(
 ) -> tuple[GpuherdApp, Callable[[Pilot[object]], Awaitable[None]]]:
     """An app fed `items` one message at a time (so no tick is merged away), plus a host sample."""
     gpus, hosts = ScriptedCollector("nvml"), ScriptedCollector("host", role=HOST)
-    app = make_app([gpus, hosts], clock=lambda: T0 + HISTORY, hostname="gpu-box-3",
-                   replay_label=replay_label)
+    app = make_app(
+        [gpus, hosts], clock=lambda: T0 + HISTORY, hostname="gpu-box-3", replay_label=replay_label
+    )
 
     async def feed(pilot: Pilot[object]) -> None:
         hosts.push(host(T0 + HISTORY))
@@ -86,11 +100,22 @@ def test_normal(snap_compare: Callable[..., bool], size: tuple[int, int]) -> Non
 
 
 def test_unknown_fields_read_na(snap_compare: Callable[..., bool]) -> None:
-    bare = gpu(0, name="NVIDIA GeForce GTX 1080", temperature_c=None, power_w=None,
-               power_limit_w=None, sm_clock_mhz=None, mem_util_pct=None, pstate=None,
-               ecc_errors_corrected=None, ecc_errors_uncorrected=None, mig_mode=None,
-               memory_reserved_bytes=None, mem_clock_mhz=None,
-               processes=(GpuProcess(4242, None), GpuProcess(777, 2 * GiB)))
+    bare = gpu(
+        0,
+        name="NVIDIA GeForce GTX 1080",
+        temperature_c=None,
+        power_w=None,
+        power_limit_w=None,
+        sm_clock_mhz=None,
+        mem_util_pct=None,
+        pstate=None,
+        ecc_errors_corrected=None,
+        ecc_errors_uncorrected=None,
+        mig_mode=None,
+        memory_reserved_bytes=None,
+        mem_clock_mhz=None,
+        processes=(GpuProcess(4242, None), GpuProcess(777, 2 * GiB)),
+    )
     app, feed = scripted_app([tick(bare)])
     assert snap_compare(app, terminal_size=(120, 40), run_before=feed)
 
@@ -99,8 +124,15 @@ def test_lost_gpu(snap_compare: Callable[..., bool]) -> None:
     ticks: list[object] = list(busy_ticks(30))
     last = busy_ticks(31)[-1]
     lost = GpuSample(index=1, uuid=UUID1, name="NVIDIA H200", error="GPU is lost")
-    ticks.append(GpuTick(last.taken_at, (last.devices[0], lost), last.driver_version,
-                         last.nvml_version, last.cuda_driver_version))
+    ticks.append(
+        GpuTick(
+            last.taken_at,
+            (last.devices[0], lost),
+            last.driver_version,
+            last.nvml_version,
+            last.cuda_driver_version,
+        )
+    )
     app, feed = scripted_app(ticks)
     assert snap_compare(app, terminal_size=(120, 40), run_before=feed)
 

@@ -117,7 +117,9 @@ def test_samples_are_kept_per_host_and_default_to_the_local_one() -> None:
     state.apply_sample("remote", RemoteTick("box-b", tick(gpu(1))))
     state.apply_sample("remote", RemoteTick("box-a", tick(gpu(0), t=T0 + 1)))
     assert [(s.host, s.tick.taken_at) for s in state.samples("remote-gpu")] == [
-        ("box-a", T0 + 1), ("box-b", T0)]
+        ("box-a", T0 + 1),
+        ("box-b", T0),
+    ]
     state.apply_sample("host", host())
     assert state.latest[("host", LOCAL_HOST)] == host()
 
@@ -157,10 +159,12 @@ def test_rows_join_host_details_and_use_the_tick_time_for_elapsed() -> None:
 
 
 def test_every_sort_key_orders_unknown_values_last() -> None:
-    rows = build_rows(tick(gpu(0, processes=(GpuProcess(1, None), GpuProcess(2, 5 * MiB),
-                                             GpuProcess(3, 9 * MiB)))),
-                      host(processes=(ProcessInfo(2, "zed", cpu_pct=50.0),
-                                      ProcessInfo(3, "amy", cpu_pct=5.0))))
+    rows = build_rows(
+        tick(
+            gpu(0, processes=(GpuProcess(1, None), GpuProcess(2, 5 * MiB), GpuProcess(3, 9 * MiB)))
+        ),
+        host(processes=(ProcessInfo(2, "zed", cpu_pct=50.0), ProcessInfo(3, "amy", cpu_pct=5.0))),
+    )
     assert [r.pid for r in sort_rows(rows, SORT_KEYS[0])] == [3, 2, 1]
     assert [r.pid for r in sort_rows(rows, next_sort_key(SORT_KEYS[0]))] == [2, 3, 1]
     user = next(k for k in SORT_KEYS if k.name == "user")
@@ -168,10 +172,17 @@ def test_every_sort_key_orders_unknown_values_last() -> None:
     assert next_sort_key(SORT_KEYS[-1]) == SORT_KEYS[0]
 
 
-@pytest.mark.parametrize(("needle", "pids"), [
-    ("", [4242, 5151]), ("ALICE", [4242]), ("finetune", [5151]), ("515", [5151]),
-    ("nobody", []), ("  bob ", [5151]),
-])
+@pytest.mark.parametrize(
+    ("needle", "pids"),
+    [
+        ("", [4242, 5151]),
+        ("ALICE", [4242]),
+        ("finetune", [5151]),
+        ("515", [5151]),
+        ("nobody", []),
+        ("  bob ", [5151]),
+    ],
+)
 def test_filter_matches_user_command_and_pid(needle: str, pids: list[int]) -> None:
     rows = build_rows(tick(gpu(0)), host())
     assert [r.pid for r in filter_rows(rows, needle)] == pids

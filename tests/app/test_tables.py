@@ -26,8 +26,10 @@ from tui.widgets.tasks_panel import TasksPanel
 
 
 def row(label_style: str) -> TaskRow:
-    return TaskRow("/runs/a/train.log", (("task", Text("a/train.log", style=label_style)),
-                                         ("status", Text("running"))))
+    return TaskRow(
+        "/runs/a/train.log",
+        (("task", Text("a/train.log", style=label_style)), ("status", Text("running"))),
+    )
 
 
 class PanelApp(App[None]):
@@ -82,9 +84,27 @@ async def test_container_rows_show_though_no_resize_laid_the_columns_out() -> No
         await pilot.pause()
         panel.clear(columns=True)
         panel._columns = None  # as if no resize had reached the panel yet
-        panel.container_rows = (ContainerRow(
-            "c0ffee" * 10, "c0ffeec0ffee", "trainer", "pytorch:24.05", "running", 60.0, 50.0,
-            2 * 2**30, 8 * 2**30, None, None, None, None, 12, "0", 10 * 2**30, (4242,)),)
+        panel.container_rows = (
+            ContainerRow(
+                "c0ffee" * 10,
+                "c0ffeec0ffee",
+                "trainer",
+                "pytorch:24.05",
+                "running",
+                60.0,
+                50.0,
+                2 * 2**30,
+                8 * 2**30,
+                None,
+                None,
+                None,
+                None,
+                12,
+                "0",
+                10 * 2**30,
+                (4242,),
+            ),
+        )
         await pilot.pause()
         assert panel.row_count == 1
         assert "trainer" in [str(cell) for cell in panel.get_row("c0ffee" * 10)]
@@ -137,14 +157,22 @@ async def test_keyed_rows_add_remove_and_update_only_the_changed_cells() -> None
     async with app.run_test(size=(80, 10)) as pilot:
         table = app.query_one(CountingTable)
         shown: dict[str, Item] = {}
-        update_rows(table, shown, [Item("a", "alpha", "1"), Item("b", "beta", "2"),
-                                   Item("c", "gamma", "3")], item_cells)
+        update_rows(
+            table,
+            shown,
+            [Item("a", "alpha", "1"), Item("b", "beta", "2"), Item("c", "gamma", "3")],
+            item_cells,
+        )
         await pilot.pause()
         table.move_cursor(row=2)
         assert plain_rows(table) == [["alpha", "1"], ["beta", "2"], ["gamma", "3"]]
         assert table.updates == [] and table.removed == []
-        update_rows(table, shown, [Item("a", "alpha", "10"), Item("c", "gamma", "3"),
-                                   Item("d", "delta", "4")], item_cells)
+        update_rows(
+            table,
+            shown,
+            [Item("a", "alpha", "10"), Item("c", "gamma", "3"), Item("d", "delta", "4")],
+            item_cells,
+        )
         await pilot.pause()
         assert table.removed == ["b"]
         assert table.updates == [("a", "value", "10")]  # `c` unchanged: not touched
@@ -195,8 +223,10 @@ class FirstResizeTable(ProcessTable):
 
     def on_resize(self, event: events.Resize) -> None:  # runs before ProcessTable's own
         if self.at_first_resize is None:
-            self.at_first_resize = ([str(c.label) for c in self.columns.values()],
-                                    [str(k.value) for k in self.rows])
+            self.at_first_resize = (
+                [str(c.label) for c in self.columns.values()],
+                [str(k.value) for k in self.rows],
+            )
 
 
 class ProcessScreen(Screen[None]):
@@ -208,7 +238,8 @@ class ProcessScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(FirstResizeTable).rows_shown = (
-            ProcessRow("GPU-0/4242", 0, "GPU-0", 4242, 30 << 30, user="alice"),)
+            ProcessRow("GPU-0/4242", 0, "GPU-0", 4242, 30 << 30, user="alice"),
+        )
 
 
 class ProcessApp(App[None]):
@@ -243,5 +274,11 @@ def test_the_container_columns_fit_the_panel_so_it_never_scrolls_sideways(width:
 def test_at_80_columns_the_pids_go_first() -> None:
     # 78 cells inside the borders, one of them the scrollbar's
     assert [c.key for c in fitting_columns(78)] == [
-        "name", "status", "cpu", "memory", "gpus", "gpu_mem"]
+        "name",
+        "status",
+        "cpu",
+        "memory",
+        "gpus",
+        "gpu_mem",
+    ]
     assert "pids" in [c.key for c in fitting_columns(84)]

@@ -65,8 +65,9 @@ def private_podman() -> Iterator[PrivatePodman]:
     """podman's Docker-compatible API on a private socket; skipped without podman, even in CI
     (`.ci/run` installs Docker's engine only)."""
     if os.geteuid() != 0 or shutil.which("podman") is None:
-        pytest.skip("podman's API service needs root and the podman command (apt-get install "
-                    "podman)")
+        pytest.skip(
+            "podman's API service needs root and the podman command (apt-get install podman)"
+        )
     podman = PrivatePodman()
     try:
         podman.start()

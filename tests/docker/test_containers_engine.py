@@ -55,7 +55,8 @@ def test_busy_cpu_is_within_ten_points_of_docker_stats(containers: Containers) -
 
 
 def test_memory_limit_is_shown_exactly_and_no_limit_is_the_hosts_memory(
-        containers: Containers) -> None:
+    containers: Containers,
+) -> None:
     limited = containers.idle("limited", "--memory", "64m")
     free = containers.idle("free")
     host_total = int(docker("info", "--format", "{{.MemTotal}}").stdout)
@@ -73,7 +74,8 @@ def test_memory_limit_is_shown_exactly_and_no_limit_is_the_hosts_memory(
 
 
 def test_containers_stopped_or_removed_mid_run_disappear_without_an_error(
-        containers: Containers) -> None:
+    containers: Containers,
+) -> None:
     stays, stopped = containers.idle("stays"), containers.idle("stop")
     removed = containers.idle("rm")
     collector = DockerCollector(interval_s=0.2)
@@ -83,15 +85,28 @@ def test_containers_stopped_or_removed_mid_run_disappear_without_an_error(
         assert len(collector.readers) >= 3
         docker("stop", "-t", "0", stopped.name)
         docker("rm", "-f", removed.name)
-        wait_until(lambda: find(run.latest(), stopped.name) is None
-                   and find(run.latest(), removed.name) is None, 30)
+        wait_until(
+            lambda: (
+                find(run.latest(), stopped.name) is None
+                and find(run.latest(), removed.name) is None
+            ),
+            30,
+        )
         after = run.latest()
         assert find(after, stays.name) is not None
         assert stopped.id not in collector.readers and removed.id not in collector.readers
         # Their stream threads end within a frame of the engine (a second), not at exit.
-        wait_until(lambda: not [t for t in threading.enumerate()
-                                if t.name in (f"docker:stats:{stopped.short_id}",
-                                              f"docker:stats:{removed.short_id}")], 10)
+        wait_until(
+            lambda: (
+                not [
+                    t
+                    for t in threading.enumerate()
+                    if t.name
+                    in (f"docker:stats:{stopped.short_id}", f"docker:stats:{removed.short_id}")
+                ]
+            ),
+            10,
+        )
         assert sampled(run, stays.name, "memory_used_bytes").memory_used_bytes
     assert not [e for e in run.events if isinstance(e, Failed)]
 
@@ -107,8 +122,22 @@ def test_a_container_started_later_is_listed_and_read(containers: Containers) ->
 def test_the_engine_restarted_fails_the_ticks_then_recovers(private_engine) -> None:
     env = private_engine.env
     name = "gpuherd-test-restart"
-    docker("run", "-d", "--restart", "always", "--network", "none", "--stop-timeout", "1",
-           "--name", name, "gpuherd-test-busybox:1", "sleep", "3600", env=env)
+    docker(
+        "run",
+        "-d",
+        "--restart",
+        "always",
+        "--network",
+        "none",
+        "--stop-timeout",
+        "1",
+        "--name",
+        name,
+        "gpuherd-test-busybox:1",
+        "sleep",
+        "3600",
+        env=env,
+    )
     with LoopRun(DockerCollector(interval_s=0.2, environ=env)) as run:
         first = sampled(run, name, "memory_used_bytes")
         private_engine.stop()
@@ -118,15 +147,23 @@ def test_the_engine_restarted_fails_the_ticks_then_recovers(private_engine) -> N
         # gone: either way the first failure names the engine and says it is down.
         assert re.fullmatch(
             rf"the container engine at {re.escape(env['DOCKER_HOST'])} (is not running \(No "
-            r"such file or directory\)|does not answer: .+)", failed.error.msg), failed.error.msg
+            r"such file or directory\)|does not answer: .+)",
+            failed.error.msg,
+        ), failed.error.msg
         private_engine.start()
         events_before = len(run.events)
         # The engine starts the container again (--restart always); its stats stream again.
-        wait_until(lambda: (c := find(run.latest(), name)) is not None
-                   and c.memory_used_bytes is not None and c.started_at != first.started_at
-                   and len(run.events) > events_before, 60)
+        wait_until(
+            lambda: (
+                (c := find(run.latest(), name)) is not None
+                and c.memory_used_bytes is not None
+                and c.started_at != first.started_at
+                and len(run.events) > events_before
+            ),
+            60,
+        )
     kinds = [type(e).__name__ for e in run.events]
-    assert "Recovered" in kinds[kinds.index("Failed"):]
+    assert "Recovered" in kinds[kinds.index("Failed") :]
     assert "Unavailable" not in kinds and "Crashed" not in kinds
     again = find(run.latest(), name)
     assert again is not None and again.started_at is not None
@@ -134,11 +171,13 @@ def test_the_engine_restarted_fails_the_ticks_then_recovers(private_engine) -> N
 
 
 def test_a_socket_this_user_may_not_open_says_how_to_get_access(docker_engine: str) -> None:
-    code = ("import sys; from collectors.base import CollectorUnavailable\n"
-            "from collectors.machine.containers import DockerCollector\n"
-            "try: DockerCollector().open()\n"
-            "except CollectorUnavailable as e: print(e.msg)\n"
-            "print('docker' in sys.modules)\n")
+    code = (
+        "import sys; from collectors.base import CollectorUnavailable\n"
+        "from collectors.machine.containers import DockerCollector\n"
+        "try: DockerCollector().open()\n"
+        "except CollectorUnavailable as e: print(e.msg)\n"
+        "print('docker' in sys.modules)\n"
+    )
     socket = Path("/var/run/docker.sock")
     if not socket.exists():
         pytest.skip("the engine does not listen on /var/run/docker.sock")
@@ -149,17 +188,26 @@ def test_a_socket_this_user_may_not_open_says_how_to_get_access(docker_engine: s
     # the system one then runs the same code (the path to the check is standard library).
     for python in (sys.executable, "/usr/bin/python3"):
         try:
-            out = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=REPO,
-                                 user=65534, group=65534, extra_groups=[], timeout=60,
-                                 env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+            out = subprocess.run(
+                [python, "-c", code],
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+                user=65534,
+                group=65534,
+                extra_groups=[],
+                timeout=60,
+                env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+            )
             break
         except PermissionError:
             continue
     assert out is not None, "no Python interpreter the user nobody may run"
     assert out.returncode == 0, out.stderr
     msg, imported = out.stdout.splitlines()
-    assert msg.startswith("cannot open /var/run/docker.sock: permission denied. Membership of "
-                          "the `docker` group gives access")
+    assert msg.startswith(
+        "cannot open /var/run/docker.sock: permission denied. Membership of "
+        "the `docker` group gives access"
+    )
     assert "DOCKER_HOST" in msg
     assert imported == "False"  # denied before loading the library
-

@@ -16,8 +16,7 @@ MiB = 1 << 20
 
 def named(run: LoopRun, name: str):
     latest = run.latest()
-    return None if latest is None else next((c for c in latest.containers if c.name == name),
-                                            None)
+    return None if latest is None else next((c for c in latest.containers if c.name == name), None)
 
 
 def test_podman_containers_are_listed_with_their_stats(private_podman: PrivatePodman) -> None:
@@ -32,8 +31,9 @@ def test_podman_containers_are_listed_with_their_stats(private_podman: PrivatePo
         assert first.memory_limit_bytes == 64 * MiB and first.pids == 1
         # podman's compatible API streams a reading every 5 s: the rate needs two.
         wait_until(lambda: getattr(named(run, busy), "cpu_pct", None) is not None, 30)
-        theirs = docker_cli("stats", "--no-stream", "--format", "{{.CPUPerc}}", busy,
-                            env=private_podman.env).stdout.strip()
+        theirs = docker_cli(
+            "stats", "--no-stream", "--format", "{{.CPUPerc}}", busy, env=private_podman.env
+        ).stdout.strip()
         ours = named(run, busy).cpu_pct
         private_podman.podman("stop", "-t", "0", idle)
         wait_until(lambda: named(run, idle) is None, 30)

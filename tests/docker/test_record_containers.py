@@ -20,12 +20,17 @@ MiB = 1 << 20
 
 
 def test_a_recording_keeps_the_containers_for_replay_and_summary(
-        containers: Containers, tmp_path: Path) -> None:
+    containers: Containers, tmp_path: Path
+) -> None:
     busy = containers.busy("rec", "--memory", "64m")
     session = tmp_path / "session"
-    out = subprocess.run([sys.executable, "-m", "gpuherd", "record", str(session),
-                          "--duration", "5s"], cwd=REPO, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "record", str(session), "--duration", "5s"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     with open(session / "containers.csv", newline="") as f:
         mine = [r for r in csv.DictReader(f) if r["name"] == busy.name]

@@ -32,12 +32,17 @@ def started_in(container: Container, *command: str) -> int:
 
 
 def test_a_process_started_in_a_container_is_attributed_by_name(
-        containers: Containers, capsys: pytest.CaptureFixture[str]) -> None:
+    containers: Containers, capsys: pytest.CaptureFixture[str]
+) -> None:
     box = containers.idle("snap")
     pid = started_in(box, "sleep", "4321")
     # No GPU here: the driver's side is scripted, the process, its cgroup and the engine are real.
-    fake = FakeNvml([FakeGpu(uuid="GPU-a", used=12 * GiB, compute=[ProcessEntry(pid, 10 * GiB)]),
-                     FakeGpu(uuid="GPU-b")])
+    fake = FakeNvml(
+        [
+            FakeGpu(uuid="GPU-a", used=12 * GiB, compute=[ProcessEntry(pid, 10 * GiB)]),
+            FakeGpu(uuid="GPU-b"),
+        ]
+    )
     assert run(SnapshotOptions(json=True), backend=fake) == 0
     data = json.loads(capsys.readouterr().out)
     (proc,) = data["gpus"][0]["processes"]
@@ -54,5 +59,6 @@ def test_a_process_started_in_a_container_is_attributed_by_name(
     assert run(SnapshotOptions(json=False), backend=fake) == 0
     table = capsys.readouterr().out
     assert re.search(rf"\b{pid}\b.*sleep 4321 \[{re.escape(box.name)}\]", table)
-    assert re.search(rf"^{re.escape(box.name)}\s+gpuherd-test-busybox:1\s+running\s.*\s10\.0 GiB$",
-                     table, re.M)
+    assert re.search(
+        rf"^{re.escape(box.name)}\s+gpuherd-test-busybox:1\s+running\s.*\s10\.0 GiB$", table, re.M
+    )

@@ -41,12 +41,32 @@ def test_the_panel_marks_a_stopped_engine_and_recovers_when_it_is_back(
     pane: Pane, private_engine: PrivateEngine
 ) -> None:
     env = private_engine.env
-    docker("run", "-d", "--restart", "always", "--network", "none", "--stop-timeout", "1",
-           "--memory", "64m", "--name", NAME, IMAGE, "sleep", "3600", env=env)
+    docker(
+        "run",
+        "-d",
+        "--restart",
+        "always",
+        "--network",
+        "none",
+        "--stop-timeout",
+        "1",
+        "--memory",
+        "64m",
+        "--name",
+        NAME,
+        IMAGE,
+        "sleep",
+        "3600",
+        env=env,
+    )
     argv = [sys.executable, "-m", "gpuherd", "--interval", "0.5"]
     environ = f"DOCKER_HOST={shlex.quote(env['DOCKER_HOST'])} TZ=UTC"
-    pane.start(f"cd {shlex.quote(str(REPO))} && env {environ} {shlex.join(argv)}; "
-               "echo GPUHERD_EXIT=$?; sleep 30", 160, 50)
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && env {environ} {shlex.join(argv)}; "
+        "echo GPUHERD_EXIT=$?; sleep 30",
+        160,
+        50,
+    )
     # The container's row, its memory limit read from the engine, and no error mark.
     screen = pane.wait_for(lambda s: re.search(rf"{NAME}\s.*/ 64\.0 MiB", s) is not None, 60)
     assert "Containers (1)" in containers_line(screen)
@@ -63,8 +83,12 @@ def test_the_panel_marks_a_stopped_engine_and_recovers_when_it_is_back(
 
     private_engine.start()
     # --restart always: the engine starts the container again and the dashboard reads it.
-    screen = pane.wait_for(lambda s: "not running" not in s
-                           and re.search(rf"{NAME}\s+(\S+\s+)?running", s) is not None, 90)
+    screen = pane.wait_for(
+        lambda s: (
+            "not running" not in s and re.search(rf"{NAME}\s+(\S+\s+)?running", s) is not None
+        ),
+        90,
+    )
     assert "Containers (1)" in containers_line(screen)
     assert "GPUHERD_EXIT" not in screen
     pane.keys("q")

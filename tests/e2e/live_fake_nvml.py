@@ -20,8 +20,17 @@ GPU_NAME = "NVIDIA H100 80GB HBM3"
 
 def fake_h100(pid: int) -> FakeNvml:
     """One busy H100 with `pid` holding 4 GiB of its memory."""
-    return FakeNvml([FakeGpu(name=GPU_NAME, total=80 * GiB, used=5 * GiB, util=(97, 40),
-                             compute=[ProcessEntry(pid=pid, used_memory_bytes=4 * GiB)])])
+    return FakeNvml(
+        [
+            FakeGpu(
+                name=GPU_NAME,
+                total=80 * GiB,
+                used=5 * GiB,
+                util=(97, 40),
+                compute=[ProcessEntry(pid=pid, used_memory_bytes=4 * GiB)],
+            )
+        ]
+    )
 
 
 def main(argv: list[str]) -> int:

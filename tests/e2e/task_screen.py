@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-HEADERS = ("TASK", "STATUS", "PROGRESS", "LOSS", "VAL", "SPEED", "ETA", "GPU", "PID", "VRAM",
-           "HEALTH")
+HEADERS = (
+    "TASK",
+    "STATUS",
+    "PROGRESS",
+    "LOSS",
+    "VAL",
+    "SPEED",
+    "ETA",
+    "GPU",
+    "PID",
+    "VRAM",
+    "HEALTH",
+)
 
 
 def _header(screen: str) -> str | None:
     """The tasks panel's header line (the process table's has no STATUS)."""
-    return next((line for line in screen.splitlines()
-                 if " TASK " in f" {line} " and "STATUS" in line), None)
+    return next(
+        (line for line in screen.splitlines() if " TASK " in f" {line} " and "STATUS" in line), None
+    )
 
 
 def task_cells(screen: str, label: str) -> dict[str, str] | None:
@@ -37,7 +49,7 @@ def task_cells(screen: str, label: str) -> dict[str, str] | None:
             end = starts[i + 1][0] if i + 1 < len(starts) else len(line)
             # A right-aligned cell may reach left into its column's padding: take from the end
             # of the previous column's text.
-            cells[name] = line[at - 1:end - 1].strip(" │")
+            cells[name] = line[at - 1 : end - 1].strip(" │")
         if cells.get("TASK", "").endswith(label):
             return cells
     return None

@@ -12,8 +12,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _parse(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpuherd", "parse", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuherd", "parse", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _log(path: Path, lines: int) -> Path:
@@ -26,8 +31,12 @@ def _log(path: Path, lines: int) -> Path:
 def test_a_closed_pipe_ends_quietly_with_141(tmp_path: Path, json_flag: list[str]) -> None:
     # 20 000 lines are far more than a pipe buffer holds, so the writer meets the closed pipe
     log = _log(tmp_path / "train.log", 20_000)
-    writer = subprocess.Popen([sys.executable, "-m", "gpuherd", "parse", *json_flag, str(log)],
-                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "gpuherd", "parse", *json_flag, str(log)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert writer.stdout is not None and writer.stderr is not None
     head = subprocess.run(["head", "-1"], stdin=writer.stdout, capture_output=True, timeout=120)
     writer.stdout.close()  # only `head` holds the read end now
@@ -36,9 +45,15 @@ def test_a_closed_pipe_ends_quietly_with_141(tmp_path: Path, json_flag: list[str
     assert stderr == b""
     assert len(head.stdout.splitlines()) == 1
     # through a real shell pipeline too, as in the report
-    shell = subprocess.run(f"{sys.executable} -m gpuherd parse {log} | head -1; "
-                           'echo "status=${PIPESTATUS[0]}"', shell=True, executable="bash",
-                           cwd=REPO, capture_output=True, text=True, timeout=120)
+    shell = subprocess.run(
+        f'{sys.executable} -m gpuherd parse {log} | head -1; echo "status=${{PIPESTATUS[0]}}"',
+        shell=True,
+        executable="bash",
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shell.stdout.splitlines()[-1] == "status=141"
     assert shell.stderr == ""
 
@@ -51,8 +66,9 @@ def test_an_empty_and_a_binary_file_are_said_with_status_1(tmp_path: Path) -> No
     good = _log(tmp_path / "good.log", 3)
     done = _parse("--json", str(empty), str(binary), str(good))
     assert done.returncode == 1
-    assert done.stderr == (f"gpuherd parse: {empty}: empty\n"
-                           f"gpuherd parse: {binary}: no text lines (binary?)\n")
+    assert done.stderr == (
+        f"gpuherd parse: {empty}: empty\ngpuherd parse: {binary}: no text lines (binary?)\n"
+    )
     assert len(done.stdout.splitlines()) == 3  # the good file is still parsed
     alone = _parse(str(good))
     assert alone.returncode == 0 and alone.stderr == ""
@@ -71,8 +87,10 @@ def test_a_forced_format_that_matches_no_line_is_said(tmp_path: Path) -> None:
     # detectron2 reads its own lines only (a console format would also read `step=1 loss=2`)
     done = _parse("--format", "detectron2", str(log))
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr == (f"gpuherd parse: {log}: no line matched --format detectron2; without "
-                           "--format it reads as generic\n")
+    assert done.stderr == (
+        f"gpuherd parse: {log}: no line matched --format detectron2; without "
+        "--format it reads as generic\n"
+    )
     right = _parse("--format", "generic", str(log))
     assert right.returncode == 0 and right.stderr == "" and len(right.stdout.splitlines()) > 50
 

@@ -59,16 +59,17 @@ def test_add_on_a_full_disk_names_the_full_disk(disk: Path, tmp_path: Path) -> N
     assert [j.split()[0] for j in queue(state, "ls").stdout.splitlines()[1:]] == ["1"]
 
 
-def test_the_runner_names_the_full_disk_and_goes_on_once_there_is_room(disk: Path,
-                                                                       tmp_path: Path) -> None:
+def test_the_runner_names_the_full_disk_and_goes_on_once_there_is_room(
+    disk: Path, tmp_path: Path
+) -> None:
     state, work, script = disk / "state", tmp_path / "work", tmp_path / "gpus.json"
     work.mkdir()
     write_script(script, [Gpu("GPU-a", total=80 * GiB, used=80 * GiB)])  # no room yet
     store = QueueStore.open(state)
-    job = store.add(JobSpec(argv=("sh", "-c", "echo ran >> ran.txt"), cwd=str(work),
-                            vram_bytes=GiB))
-    runner = fake_runner(script, state, ledger_dir(tmp_path), "--settle", "0", "--interval",
-                         "0.1")
+    job = store.add(
+        JobSpec(argv=("sh", "-c", "echo ran >> ran.txt"), cwd=str(work), vram_bytes=GiB)
+    )
+    runner = fake_runner(script, state, ledger_dir(tmp_path), "--settle", "0", "--interval", "0.1")
     said: list[str] = []
     reader = threading.Thread(target=lambda: said.extend(runner.stdout or ()), daemon=True)
     reader.start()
@@ -104,4 +105,6 @@ def test_a_job_whose_recording_died_on_the_full_disk_says_so(disk: Path, tmp_pat
     fill(disk)
     (ended,) = settle_ended(store, started + 1)
     assert (ended.state, ended.wait_reason) == (
-        JobState.FAILED, f"{NO_END_RECORDED}: the disk holding {session} is full")
+        JobState.FAILED,
+        f"{NO_END_RECORDED}: the disk holding {session} is full",
+    )

@@ -46,8 +46,12 @@ def _kill_when_launching(store: QueueStore, pid: int, timeout_s: float = 4.0) ->
 
 def test_kill_9_at_random_points_loses_no_job_and_runs_none_twice(tmp_path: Path) -> None:
     rng = random.Random(SEED)
-    script, state, ledger, work = (tmp_path / "gpus.json", tmp_path / "state",
-                                   ledger_dir(tmp_path), tmp_path / "work")
+    script, state, ledger, work = (
+        tmp_path / "gpus.json",
+        tmp_path / "state",
+        ledger_dir(tmp_path),
+        tmp_path / "work",
+    )
     work.mkdir()
     # 100 GiB and 30 GiB jobs: three at a time, the rest wait on the reservations.
     write_script(script, [Gpu("GPU-a", total=100 * GiB)])
@@ -88,10 +92,12 @@ def test_kill_9_at_random_points_loses_no_job_and_runs_none_twice(tmp_path: Path
     assert sorted(marks) == sorted(dict(j.spec.env)["QUEUE_JOB_MARK"] for j in jobs)
     assert list(ledger.glob("*.json")) == []  # every reservation was released
     requeued = seen.pop("put back in line", 0)
-    summary = (f"{TRIALS} kill -9 trials (seed {SEED}) over {len(jobs)} jobs in "
-               f"{time.monotonic() - started:.0f} s: all {len(jobs)} done and run exactly once "
-               f"({requeued} of them put back in line after a kill cut off their launch), "
-               f"none lost, none run twice; {dict(seen)}")
+    summary = (
+        f"{TRIALS} kill -9 trials (seed {SEED}) over {len(jobs)} jobs in "
+        f"{time.monotonic() - started:.0f} s: all {len(jobs)} done and run exactly once "
+        f"({requeued} of them put back in line after a kill cut off their launch), "
+        f"none lost, none run twice; {dict(seen)}"
+    )
     print(summary)
     report = os.environ.get("GPUHERD_QUEUE_FAULT_REPORT")
     if report:

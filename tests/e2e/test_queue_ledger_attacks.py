@@ -34,8 +34,10 @@ from tests.privileges import (
 from tests.queue_helpers import ROOT, GiB, Gpu, mark_spec, python_for_everyone, ran, tick
 
 GPU = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
-GOING_ON = ("going on without it: reservations are still read and written, but two runners "
-            "deciding at the same moment could share headroom")
+GOING_ON = (
+    "going on without it: reservations are still read and written, but two runners "
+    "deciding at the same moment could share headroom"
+)
 NOT_USED = "it is not used (the ledger directory's own lock still orders runners)"
 
 
@@ -75,8 +77,9 @@ class RootQueue:
         self.cwd.mkdir()
         self.store = QueueStore.open(tmp_path / "state")
         ledger = Ledger(ledger_dir, on_warning=self.said.append, lock_timeout_s=0.3)
-        self.runner = QueueRunner(self.store, ledger, settle_s=0.0, state_dir=tmp_path / "state",
-                                  say=self.said.append)
+        self.runner = QueueRunner(
+            self.store, ledger, settle_s=0.0, state_dir=tmp_path / "state", say=self.said.append
+        )
 
     def run_one(self, need_gib: float) -> JobState:
         job = self.store.add(mark_spec("root", self.cwd, need_gib))
@@ -98,30 +101,50 @@ FORGE = textwrap.dedent("""
 
 
 def forged(uid: int, pid: int, start: float, **more: object) -> dict[str, object]:
-    return {"gpu_uuid": GPU, "bytes": 10 * GiB, "uid": uid, "pid": pid,
-            "pid_start_time": start, "expires_at": time.time() + 60, "job": "x:1:1:0"} | more
+    return {
+        "gpu_uuid": GPU,
+        "bytes": 10 * GiB,
+        "uid": uid,
+        "pid": pid,
+        "pid_start_time": start,
+        "expires_at": time.time() + 60,
+        "job": "x:1:1:0",
+    } | more
 
 
 def test_forged_reservations_do_not_count_and_each_is_named_once(
-        tmp_path: Path, shared: Path, her_sleeper: psutil.Process) -> None:
+    tmp_path: Path, shared: Path, her_sleeper: psutil.Process
+) -> None:
     d = root_ledger(shared)
     python, env = python_for_everyone() or pytest.skip("no Python the other uid can start")
     init_start = psutil.Process(1).create_time()
     mine = (her_sleeper.pid, her_sleeper.create_time())
     cases = [  # as the attack ran them, each claim alone, so each reason is seen
-        ("res-1-init.json", forged(OTHER_UID, 1, init_start),
-         f"its process 1 belongs to root (uid 0), not to uid {OTHER_UID}"),
-        ("res-2-huge.json", forged(OTHER_UID, *mine, bytes=2**60),
-         f"it reserves {2**60} bytes on {GPU}, more than that GPU's total ({80 * GiB} bytes)"),
-        ("res-3-forever.json", forged(OTHER_UID, *mine, expires_at=1e300),
-         "it counts until 1e+300, more than the longest grace period (3600 s) after it was "
-         "written"),
+        (
+            "res-1-init.json",
+            forged(OTHER_UID, 1, init_start),
+            f"its process 1 belongs to root (uid 0), not to uid {OTHER_UID}",
+        ),
+        (
+            "res-2-huge.json",
+            forged(OTHER_UID, *mine, bytes=2**60),
+            f"it reserves {2**60} bytes on {GPU}, more than that GPU's total ({80 * GiB} bytes)",
+        ),
+        (
+            "res-3-forever.json",
+            forged(OTHER_UID, *mine, expires_at=1e300),
+            "it counts until 1e+300, more than the longest grace period (3600 s) after it was "
+            "written",
+        ),
     ]
     queue = RootQueue(tmp_path, d)
     for name, body, why in cases:
-        done = subprocess.run(as_other_user([python, "-c", FORGE, str(d / name),
-                                             json.dumps(body)]),
-                              env={**os.environ, **env}, capture_output=True, timeout=60)
+        done = subprocess.run(
+            as_other_user([python, "-c", FORGE, str(d / name), json.dumps(body)]),
+            env={**os.environ, **env},
+            capture_output=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         assert queue.run_one(70) is JobState.DONE  # 70 + 1 GiB fits only if nothing counts
         ledger_lines = [line for line in queue.said if line.startswith("ledger:")]
@@ -130,9 +153,12 @@ def test_forged_reservations_do_not_count_and_each_is_named_once(
     assert len([line for line in queue.said if line.startswith("ledger:")]) == 3
     # Her honest reservation, with her own live process, does count: 70 GiB no longer fits.
     honest = forged(OTHER_UID, *mine, bytes=20 * GiB)
-    subprocess.run(as_other_user([python, "-c", FORGE, str(d / "res-4-honest.json"),
-                                  json.dumps(honest)]),
-                   env={**os.environ, **env}, check=True, timeout=60)
+    subprocess.run(
+        as_other_user([python, "-c", FORGE, str(d / "res-4-honest.json"), json.dumps(honest)]),
+        env={**os.environ, **env},
+        check=True,
+        timeout=60,
+    )
     job = queue.store.add(mark_spec("late", queue.cwd, 70))
     for _ in range(3):
         queue.runner.on_gpu_tick(tick([Gpu(GPU, total=80 * GiB, used=0)]))
@@ -143,14 +169,17 @@ def test_forged_reservations_do_not_count_and_each_is_named_once(
 
 
 @pytest.mark.parametrize("target", ["ledger.lock", "directory"])
-def test_her_shared_flock_does_not_stop_roots_runner(tmp_path: Path, shared: Path,
-                                                     target: str) -> None:
+def test_her_shared_flock_does_not_stop_roots_runner(
+    tmp_path: Path, shared: Path, target: str
+) -> None:
     d = root_ledger(shared)
     Ledger(d, on_warning=lambda text: None)  # root creates ledger.lock, 0644
     held = d / "ledger.lock" if target == "ledger.lock" else d
-    holder = subprocess.Popen(as_other_user(["flock", "-s", str(held), "sh", "-c",
-                                             "echo held; exec sleep 120"]),
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        as_other_user(["flock", "-s", str(held), "sh", "-c", "echo held; exec sleep 120"]),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         queue = RootQueue(tmp_path, d)
@@ -168,8 +197,9 @@ def test_her_shared_flock_does_not_stop_roots_runner(tmp_path: Path, shared: Pat
 
 
 @pytest.mark.parametrize("squat", ["file-0600", "directory"])
-def test_her_squatted_lock_does_not_stop_roots_runner(tmp_path: Path, shared: Path,
-                                                      squat: str) -> None:
+def test_her_squatted_lock_does_not_stop_roots_runner(
+    tmp_path: Path, shared: Path, squat: str
+) -> None:
     d = root_ledger(shared)
     lock = d / "ledger.lock"
     if squat == "directory":
@@ -177,13 +207,16 @@ def test_her_squatted_lock_does_not_stop_roots_runner(tmp_path: Path, shared: Pa
         what = "is not a regular file (a directory)"
     else:
         as_her("install", "-m", "0600", "/dev/null", str(lock))
-        what = (f"belongs to uid {OTHER_UID}, not to the ledger directory's owner (root "
-                "(uid 0)), so it is not trusted")
+        what = (
+            f"belongs to uid {OTHER_UID}, not to the ledger directory's owner (root "
+            "(uid 0)), so it is not trusted"
+        )
     queue = RootQueue(tmp_path, d)
     assert queue.run_one(1) is JobState.DONE
     assert queue.run_one(1) is JobState.DONE
     assert [line for line in queue.said if line.startswith("ledger:")] == [
-        f"ledger: {lock} {what}; {NOT_USED}"]
+        f"ledger: {lock} {what}; {NOT_USED}"
+    ]
 
 
 def test_a_ledger_directory_she_created_is_refused_by_root(shared: Path) -> None:
@@ -195,38 +228,57 @@ def test_a_ledger_directory_she_created_is_refused_by_root(shared: Path) -> None
     assert refused.value.msg == (
         f"the ledger directory {d} belongs to uid {OTHER_UID}, not to root or this user, so its "
         f"owner could delete anyone's reservations; move it away and have root create it: "
-        f"install -d -m 1777 {d} (or set GPUHERD_LEDGER_DIR)")
+        f"install -d -m 1777 {d} (or set GPUHERD_LEDGER_DIR)"
+    )
     assert sorted(os.listdir(d)) == []  # nothing of root's was written into it
 
 
-def test_roots_runner_refuses_her_ledger_directory_with_one_line(shared: Path,
-                                                                tmp_path: Path) -> None:
+def test_roots_runner_refuses_her_ledger_directory_with_one_line(
+    shared: Path, tmp_path: Path
+) -> None:
     shared.chmod(0o1777)
     d = shared / "ledger"
     as_her("mkdir", "-m", "1777", str(d))
-    env = {**os.environ, "GPUHERD_STATE_DIR": str(tmp_path / "state"),
-           "GPUHERD_LEDGER_DIR": str(d)}
-    out = subprocess.run([sys.executable, "-m", "gpuherd", "queue", "run"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "GPUHERD_STATE_DIR": str(tmp_path / "state"), "GPUHERD_LEDGER_DIR": str(d)}
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "queue", "run"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert (out.returncode, out.stdout) == (2, "")
     assert out.stderr == (
         f"gpuherd: queue: the ledger directory {d} belongs to uid {OTHER_UID}, not to root or "
         f"this user, so its owner could delete anyone's reservations; move it away and have "
-        f"root create it: install -d -m 1777 {d} (or set GPUHERD_LEDGER_DIR)\n")
+        f"root create it: install -d -m 1777 {d} (or set GPUHERD_LEDGER_DIR)\n"
+    )
 
 
 def test_her_entries_count_together_at_most_one_whole_gpu(
-        tmp_path: Path, shared: Path, her_sleeper: psutil.Process) -> None:
+    tmp_path: Path, shared: Path, her_sleeper: psutil.Process
+) -> None:
     """Five 20 GiB entries, each tied to her live `sleep` and each passing every check alone:
     together they count as the GPU's 80 GiB, not 100 GiB, and the one past it is named once."""
     d = root_ledger(shared)
     python, env = python_for_everyone() or pytest.skip("no Python the other uid can start")
     mine = (her_sleeper.pid, her_sleeper.create_time())
     for n in range(5):
-        done = subprocess.run(as_other_user([python, "-c", FORGE, str(d / f"res-{n}-her.json"),
-                                             json.dumps(forged(OTHER_UID, *mine,
-                                                               bytes=20 * GiB))]),
-                              env={**os.environ, **env}, capture_output=True, timeout=60)
+        done = subprocess.run(
+            as_other_user(
+                [
+                    python,
+                    "-c",
+                    FORGE,
+                    str(d / f"res-{n}-her.json"),
+                    json.dumps(forged(OTHER_UID, *mine, bytes=20 * GiB)),
+                ]
+            ),
+            env={**os.environ, **env},
+            capture_output=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
     queue = RootQueue(tmp_path, d)
     job = queue.store.add(mark_spec("root", queue.cwd, 1))
@@ -237,4 +289,5 @@ def test_her_entries_count_together_at_most_one_whole_gpu(
     assert "after 80 GiB reserved" in (queue.store.get(job.id).wait_reason or "")
     assert [line for line in queue.said if line.startswith("ledger:")] == [
         f"ledger: {d / 'res-4-her.json'}: with it, uid {OTHER_UID}'s entries on {GPU} would "
-        f"reserve more than that GPU's total ({80 * GiB} bytes); not counted"]
+        f"reserve more than that GPU's total ({80 * GiB} bytes); not counted"
+    ]

@@ -62,8 +62,12 @@ def shared_dir() -> Iterator[Path]:
 def _queue(base: Path, user: tuple[int, int], name: str, release: Path) -> tuple[Path, Path]:
     home = base / name
     (home / "work").mkdir(parents=True)
-    spec = JobSpec(argv=("sh", "-c", JOB), cwd=str(home / "work"), vram_bytes=48 * GiB,
-                   env=(("QUEUE_JOB_MARK", name), ("RELEASE", str(release))))
+    spec = JobSpec(
+        argv=("sh", "-c", JOB),
+        cwd=str(home / "work"),
+        vram_bytes=48 * GiB,
+        env=(("QUEUE_JOB_MARK", name), ("RELEASE", str(release))),
+    )
     store = QueueStore.open(home / "state")
     store.add(spec)
     store.close()
@@ -83,13 +87,31 @@ def _state_as(user: tuple[int, int], state_dir: Path) -> str:
     found = python_for_everyone()
     assert found is not None
     python, env = found
-    code = ("import sys; from pathlib import Path; from gpuherd.queue.store import QueueStore; "
-            "print(QueueStore.open(Path(sys.argv[1])).get(1).state.value)")
-    out = subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}",
-                          "--clear-groups", python, "-c", code, str(state_dir)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60,
-                         env={**os.environ, **env, "PYTHONPATH": os.pathsep.join(
-                             [str(ROOT), env.get("PYTHONPATH", "")])})
+    code = (
+        "import sys; from pathlib import Path; from gpuherd.queue.store import QueueStore; "
+        "print(QueueStore.open(Path(sys.argv[1])).get(1).state.value)"
+    )
+    out = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={user[0]}",
+            f"--regid={user[1]}",
+            "--clear-groups",
+            python,
+            "-c",
+            code,
+            str(state_dir),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env={
+            **os.environ,
+            **env,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+        },
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
@@ -107,10 +129,14 @@ def _race(base: Path) -> None:
     script = base / "gpus.json"
     write_script(script, [Gpu("GPU-shared", total=80 * GiB)])
     releases = {name: base / f"release-{name}" for name in ("a", "b")}
-    queues = {name: _queue(base, user, name, releases[name])
-              for name, user in zip(("a", "b"), USERS, strict=True)}
-    runners = [fake_runner(script, queues[name][0], ledger, *FLAGS, user=user)
-               for name, user in zip(("a", "b"), USERS, strict=True)]
+    queues = {
+        name: _queue(base, user, name, releases[name])
+        for name, user in zip(("a", "b"), USERS, strict=True)
+    }
+    runners = [
+        fake_runner(script, queues[name][0], ledger, *FLAGS, user=user)
+        for name, user in zip(("a", "b"), USERS, strict=True)
+    ]
     try:
         _wait(lambda: any(_launched(q[0]) for q in queues.values()), "no job started")
         started = [n for n, q in queues.items() if _launched(q[0])]
@@ -128,12 +154,18 @@ def _race(base: Path) -> None:
         releases[first].touch()
         _wait(lambda: _launched(queues[second][0]), "the second job never started")
         releases[second].touch()
-        _wait(lambda: all((q[1] / "ran.txt").exists() for q in queues.values()),
-              "the jobs never ended")
+        _wait(
+            lambda: all((q[1] / "ran.txt").exists() for q in queues.values()),
+            "the jobs never ended",
+        )
         _wait(lambda: not list(ledger.glob("*.json")), "a reservation was left behind")
-        _wait(lambda: [_state_as(u, q[0]) for u, q in zip(USERS, queues.values(),
-                                                           strict=True)] == ["done", "done"],
-              "the runners never settled the ended jobs")
+        _wait(
+            lambda: (
+                [_state_as(u, q[0]) for u, q in zip(USERS, queues.values(), strict=True)]
+                == ["done", "done"]
+            ),
+            "the runners never settled the ended jobs",
+        )
     finally:
         for runner in runners:
             runner.send_signal(signal.SIGTERM)

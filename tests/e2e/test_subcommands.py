@@ -21,73 +21,114 @@ TRAIN_LOG = REPO / "tests" / "data" / "logs" / "generic" / "train.log"
 
 
 def gpuherd(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpuherd", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuherd", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    ([], ["monitor"]),
-    (["--log", "x.log", "--interval", "2"], ["monitor", "--log", "x.log", "--interval", "2"]),
-    (["--record", "D"], ["record", "D"]),
-    (["--record=D", "--duration", "5m"], ["record", "D", "--duration", "5m"]),
-    (["--record", "D", "--log", "a", "--", "python", "--record", "x"],
-     ["record", "D", "--log", "a", "--", "python", "--record", "x"]),
-    (["--tui", "--record", "D", "--", "true"], ["record", "D", "--tui", "--", "true"]),
-    (["--replay", "S", "--speed", "4"], ["replay", "S", "--speed", "4"]),
-    (["--speed", "4", "--replay=S"], ["replay", "S", "--speed", "4"]),
-    (["--demo"], ["demo"]),
-    (["--demo", "--speed", "2"], ["demo", "--speed", "2"]),
-    (["--record", "D", "--tui", "snapshot"], ["record", "D", "--tui", "snapshot"]),
-    (["--record"], ["record"]),  # the record parser says DIR is missing
-    (["--record", "--log", "a"], ["record", "--log", "a"]),  # likewise
-    (["--", "ls"], ["monitor", "--", "ls"]),
-    # A subcommand, the root's own flags, or a misspelt command: left as they are.
-    (["snapshot", "--record", "X"], ["snapshot", "--record", "X"]),
-    (["record", "D", "--", "true"], ["record", "D", "--", "true"]),
-    (["--help"], ["--help"]),
-    (["--version"], ["--version"]),
-    (["snapshots"], ["snapshots"]),
-])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], ["monitor"]),
+        (["--log", "x.log", "--interval", "2"], ["monitor", "--log", "x.log", "--interval", "2"]),
+        (["--record", "D"], ["record", "D"]),
+        (["--record=D", "--duration", "5m"], ["record", "D", "--duration", "5m"]),
+        (
+            ["--record", "D", "--log", "a", "--", "python", "--record", "x"],
+            ["record", "D", "--log", "a", "--", "python", "--record", "x"],
+        ),
+        (["--tui", "--record", "D", "--", "true"], ["record", "D", "--tui", "--", "true"]),
+        (["--replay", "S", "--speed", "4"], ["replay", "S", "--speed", "4"]),
+        (["--speed", "4", "--replay=S"], ["replay", "S", "--speed", "4"]),
+        (["--demo"], ["demo"]),
+        (["--demo", "--speed", "2"], ["demo", "--speed", "2"]),
+        (["--record", "D", "--tui", "snapshot"], ["record", "D", "--tui", "snapshot"]),
+        (["--record"], ["record"]),  # the record parser says DIR is missing
+        (["--record", "--log", "a"], ["record", "--log", "a"]),  # likewise
+        (["--", "ls"], ["monitor", "--", "ls"]),
+        # A subcommand, the root's own flags, or a misspelt command: left as they are.
+        (["snapshot", "--record", "X"], ["snapshot", "--record", "X"]),
+        (["record", "D", "--", "true"], ["record", "D", "--", "true"]),
+        (["--help"], ["--help"]),
+        (["--version"], ["--version"]),
+        (["snapshots"], ["snapshots"]),
+    ],
+)
 def test_old_spellings_are_rewritten_to_subcommands(argv: list[str], expected: list[str]) -> None:
     assert rewrite_aliases(argv) == expected
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--record", "D", "--replay", "S"],
-     "--record records this machine; it cannot be combined with --replay or --demo"),
-    (["--demo", "--record", "D"],
-     "--record records this machine; it cannot be combined with --replay or --demo"),
-    (["--replay", "S", "--demo"], "give one of --replay and --demo"),
-    (["--record", "A", "--record", "B"], "--record is given twice"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--record", "D", "--replay", "S"],
+            "--record records this machine; it cannot be combined with --replay or --demo",
+        ),
+        (
+            ["--demo", "--record", "D"],
+            "--record records this machine; it cannot be combined with --replay or --demo",
+        ),
+        (["--replay", "S", "--demo"], "give one of --replay and --demo"),
+        (["--record", "A", "--record", "B"], "--record is given twice"),
+    ],
+)
 def test_two_modes_at_once_are_refused(argv: list[str], message: str) -> None:
     with pytest.raises(UsageError, match=re.escape(message)):
         rewrite_aliases(argv)
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    # Each of these was silently ignored before: the flag belongs to another mode.
-    (["--tui"], "gpuherd monitor: error: unrecognized arguments: --tui"),
-    (["--duration", "5m"], "gpuherd monitor: error: unrecognized arguments: --duration 5m"),
-    (["--peak-interval", "0.1"],
-     "gpuherd monitor: error: unrecognized arguments: --peak-interval 0.1"),
-    (["snapshot", "--record", "X"], "gpuherd snapshot: error: unrecognized arguments: --record X"),
-    (["--record", "X", "--tui", "snapshot"],
-     "gpuherd record: error: unrecognized arguments: snapshot"),
-    (["--replay", str(SESSIONS / "tasks"), "--log", "x.log"],
-     "gpuherd replay: error: unrecognized arguments: --log x.log"),
-    (["demo", "--interval", "2"], "gpuherd demo: error: unrecognized arguments: --interval 2"),
-    (["--", "ls"], "gpuherd monitor: error: a command after `--` needs --record DIR"),
-    (["snapshot", "--", "ls"], "gpuherd snapshot: error: a command after `--` needs --record DIR"),
-    (["parse", str(TRAIN_LOG), "--", "ls"],
-     "gpuherd parse: error: a command after `--` needs --record DIR"),
-    (["record"], "gpuherd record: error: the following arguments are required: DIR"),
-    (["snapshots"], "gpuherd: error: argument COMMAND: invalid choice: 'snapshots' (choose from "
-     "'monitor', 'replay', 'demo', 'record', 'snapshot', 'parse', 'summarize', 'note', "
-     "'queue', 'serve-metrics', 'fleet')"),
-    (["--record", "D", "--replay", "S"], "gpuherd: error: --record records this machine; it "
-     "cannot be combined with --replay or --demo"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        # Each of these was silently ignored before: the flag belongs to another mode.
+        (["--tui"], "gpuherd monitor: error: unrecognized arguments: --tui"),
+        (["--duration", "5m"], "gpuherd monitor: error: unrecognized arguments: --duration 5m"),
+        (
+            ["--peak-interval", "0.1"],
+            "gpuherd monitor: error: unrecognized arguments: --peak-interval 0.1",
+        ),
+        (
+            ["snapshot", "--record", "X"],
+            "gpuherd snapshot: error: unrecognized arguments: --record X",
+        ),
+        (
+            ["--record", "X", "--tui", "snapshot"],
+            "gpuherd record: error: unrecognized arguments: snapshot",
+        ),
+        (
+            ["--replay", str(SESSIONS / "tasks"), "--log", "x.log"],
+            "gpuherd replay: error: unrecognized arguments: --log x.log",
+        ),
+        (["demo", "--interval", "2"], "gpuherd demo: error: unrecognized arguments: --interval 2"),
+        (["--", "ls"], "gpuherd monitor: error: a command after `--` needs --record DIR"),
+        (
+            ["snapshot", "--", "ls"],
+            "gpuherd snapshot: error: a command after `--` needs --record DIR",
+        ),
+        (
+            ["parse", str(TRAIN_LOG), "--", "ls"],
+            "gpuherd parse: error: a command after `--` needs --record DIR",
+        ),
+        (["record"], "gpuherd record: error: the following arguments are required: DIR"),
+        (
+            ["snapshots"],
+            "gpuherd: error: argument COMMAND: invalid choice: 'snapshots' (choose from "
+            "'monitor', 'replay', 'demo', 'record', 'snapshot', 'parse', 'summarize', 'note', "
+            "'queue', 'serve-metrics', 'fleet')",
+        ),
+        (
+            ["--record", "D", "--replay", "S"],
+            "gpuherd: error: --record records this machine; it "
+            "cannot be combined with --replay or --demo",
+        ),
+    ],
+)
 def test_misplaced_flags_are_usage_errors(tmp_path: Path, argv: list[str], message: str) -> None:
     out = gpuherd(*argv, cwd=tmp_path)
     assert out.returncode == exit_codes.USAGE == 2
@@ -101,15 +142,32 @@ FLAGS = {
     "monitor": ["--interval", "--log", "--watch", *METRICS],
     "replay": ["DIR", "--speed", *METRICS],
     "demo": ["--speed"],
-    "record": ["DIR", "--duration", "--tui", "--log", "--watch", "--interval",
-               "--peak-interval", "-- CMD ARGS...", *METRICS],
+    "record": [
+        "DIR",
+        "--duration",
+        "--tui",
+        "--log",
+        "--watch",
+        "--interval",
+        "--peak-interval",
+        "-- CMD ARGS...",
+        *METRICS,
+    ],
     "snapshot": ["--json"],
     "parse": ["FILE", "--format", "--json"],
     "summarize": ["DIR", "--json", "--md"],
     "note": ["DIR", "--example", "--dry-run"],
     "queue": ["add", "ls", "show", "rm", "cancel", "pause", "resume", "move", "run"],
-    "serve-metrics": ["[HOST:]PORT", "--replay", "--speed", "--interval", "--log", "--watch",
-                      "--metrics-cert", "--metrics-key"],
+    "serve-metrics": [
+        "[HOST:]PORT",
+        "--replay",
+        "--speed",
+        "--interval",
+        "--log",
+        "--watch",
+        "--metrics-cert",
+        "--metrics-key",
+    ],
     "fleet": ["--prometheus", "--interval", "--stale-after", "--forget-after"],
 }
 
@@ -172,8 +230,16 @@ def test_summarize_runs_on_a_session(tmp_path: Path) -> None:
 
 def test_record_runs_a_tiny_command_and_passes_its_exit_code(tmp_path: Path) -> None:
     session = tmp_path / "s"
-    out = gpuherd("record", str(session), "--interval", "0.05", "--", sys.executable, "-c",
-                  "print('hello'); raise SystemExit(5)")
+    out = gpuherd(
+        "record",
+        str(session),
+        "--interval",
+        "0.05",
+        "--",
+        sys.executable,
+        "-c",
+        "print('hello'); raise SystemExit(5)",
+    )
     assert out.returncode == 5, out.stderr
     assert "hello" in out.stdout
     assert (session / "command.log").read_text() == "hello\n"
@@ -181,8 +247,17 @@ def test_record_runs_a_tiny_command_and_passes_its_exit_code(tmp_path: Path) -> 
     assert meta["exit_code"] == 5 and meta["ended_at"] is not None
 
 
-@pytest.mark.parametrize("argv", [["replay", str(SESSIONS / "tasks")], ["demo"], ["monitor"],
-                                  ["--replay", str(SESSIONS / "tasks")], ["--demo"], []])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["replay", str(SESSIONS / "tasks")],
+        ["demo"],
+        ["monitor"],
+        ["--replay", str(SESSIONS / "tasks")],
+        ["--demo"],
+        [],
+    ],
+)
 def test_dashboard_commands_refuse_without_a_terminal(argv: list[str]) -> None:
     out = gpuherd(*argv)
     assert out.returncode == exit_codes.USAGE
@@ -202,8 +277,10 @@ def test_record_tui_refuses_without_a_terminal(tmp_path: Path, argv: list[str]) 
 def readme_exit_table() -> dict[str, str]:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     section = text.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
-    return {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\d+)` \| `(\w+)` \|", section,
-                                                       re.MULTILINE)}
+    return {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^\| `(\d+)` \| `(\w+)` \|", section, re.MULTILINE)
+    }
 
 
 def test_readme_exit_code_table_is_the_module() -> None:

@@ -40,18 +40,52 @@ def session(root: Path, containers: int) -> Path:
     with SessionWriter(root, {"host": "box", "started_at": T0, "interval_s": 1.0}) as writer:
         for n in range(60):
             t = T0 + n
-            writer.write_gpu_tick(GpuTick(t, (GpuSample(
-                0, "GPU-0", "NVIDIA H100 80GB HBM3", memory_used_bytes=12 * GIB,
-                memory_total_bytes=80 * GIB, gpu_util_pct=50.0,
-                processes=(GpuProcess(4242, 10 * GIB),)),)))
-            writer.write_host(HostSample(t, processes=(
-                ProcessInfo(4242, user="ana", command="python train.py", container=ids[0][:12]),)))
-            writer.write_containers(ContainerTick(t + 0.5, tuple(
-                ContainerSample(cid, cid[:12], f"ctr-{k}", "busybox:1", "running",
-                                cpu_pct=3.0 + k, memory_used_bytes=GIB,
-                                memory_limit_bytes=8 * GIB, pids=2,
-                                gpu_devices=("0",) if k == 0 else ())
-                for k, cid in enumerate(ids))))
+            writer.write_gpu_tick(
+                GpuTick(
+                    t,
+                    (
+                        GpuSample(
+                            0,
+                            "GPU-0",
+                            "NVIDIA H100 80GB HBM3",
+                            memory_used_bytes=12 * GIB,
+                            memory_total_bytes=80 * GIB,
+                            gpu_util_pct=50.0,
+                            processes=(GpuProcess(4242, 10 * GIB),),
+                        ),
+                    ),
+                )
+            )
+            writer.write_host(
+                HostSample(
+                    t,
+                    processes=(
+                        ProcessInfo(
+                            4242, user="ana", command="python train.py", container=ids[0][:12]
+                        ),
+                    ),
+                )
+            )
+            writer.write_containers(
+                ContainerTick(
+                    t + 0.5,
+                    tuple(
+                        ContainerSample(
+                            cid,
+                            cid[:12],
+                            f"ctr-{k}",
+                            "busybox:1",
+                            "running",
+                            cpu_pct=3.0 + k,
+                            memory_used_bytes=GIB,
+                            memory_limit_bytes=8 * GIB,
+                            pids=2,
+                            gpu_devices=("0",) if k == 0 else (),
+                        )
+                        for k, cid in enumerate(ids)
+                    ),
+                )
+            )
     return root
 
 
@@ -60,23 +94,45 @@ def panel_lines(screen: str) -> list[str]:
     cover its bottom border)."""
     lines = screen.splitlines()
     top = next(i for i, line in enumerate(lines) if "Containers (" in line)
-    bottom = next((i for i in range(top + 1, len(lines)) if lines[i].startswith("╰")),
-                  len(lines) - 1)
-    return lines[top:bottom + 1]
+    bottom = next(
+        (i for i in range(top + 1, len(lines)) if lines[i].startswith("╰")), len(lines) - 1
+    )
+    return lines[top : bottom + 1]
 
 
 @pytest.mark.parametrize(("width", "height"), [(80, 24), (100, 30), (120, 40), (160, 50)])
 def test_the_containers_panel_fits_its_columns_and_draws_no_sideways_scrollbar(
-        pane: Pane, tmp_path: Path, width: int, height: int) -> None:
+    pane: Pane, tmp_path: Path, width: int, height: int
+) -> None:
     root = session(tmp_path / "s", 20)
-    argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "gpuherd", "replay",
-            str(root), "--speed", "1"]
-    pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; "
-               "sleep 30", width, height)
+    argv = [
+        "env",
+        "-u",
+        "COLUMNS",
+        "-u",
+        "LINES",
+        sys.executable,
+        "-m",
+        "gpuherd",
+        "replay",
+        str(root),
+        "--speed",
+        "1",
+    ]
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; sleep 30",
+        width,
+        height,
+    )
     # the container that holds the GPU process, with its GPU memory (once the host's sample
     # has named the process's container)
-    screen = pane.wait_for(lambda s: "Containers (20)" in s and any(
-        "ctr-0 " in line and "10.0 GiB" in line for line in s.splitlines()), timeout_s=30)
+    screen = pane.wait_for(
+        lambda s: (
+            "Containers (20)" in s
+            and any("ctr-0 " in line and "10.0 GiB" in line for line in s.splitlines())
+        ),
+        timeout_s=30,
+    )
     lines = panel_lines(screen)
     header = lines[1]
     # the last column is on screen whole: the table is no wider than its panel

@@ -20,21 +20,22 @@ pytestmark = [
 
 def command_row(screen: str) -> str | None:
     """The tasks panel's row of the recorded command's own output."""
-    return next((line for line in screen.splitlines() if re.match(r"│\s*command\s", line)),
-                None)
+    return next((line for line in screen.splitlines() if re.match(r"│\s*command\s", line)), None)
 
 
-@pytest.mark.parametrize("argv", [["demo", "--speed", "4"], ["--demo", "--speed", "4"]],
-                         ids=["subcommand", "flag"])
+@pytest.mark.parametrize(
+    "argv", [["demo", "--speed", "4"], ["--demo", "--speed", "4"]], ids=["subcommand", "flag"]
+)
 def test_the_demo_plays_the_bundled_session(pane: Pane, argv: list[str]) -> None:
     # The test environment pins COLUMNS for formatted output; the pane has its own size.
-    command = shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "gpuherd",
-                          *argv])
-    pane.start(f"cd {shlex.quote(str(REPO))} && {command}; echo GPUHERD_EXIT=$?; sleep 30",
-               160, 50)
+    command = shlex.join(
+        ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "gpuherd", *argv]
+    )
+    pane.start(f"cd {shlex.quote(str(REPO))} && {command}; echo GPUHERD_EXIT=$?; sleep 30", 160, 50)
     # The recorded training: one H200 on host "vm", the Lightning job holding 7.0 GiB.
-    screen = pane.wait_for(lambda s: "train_lightning.py --epochs 8" in s and "7.0 GiB" in s,
-                           timeout_s=30)
+    screen = pane.wait_for(
+        lambda s: "train_lightning.py --epochs 8" in s and "7.0 GiB" in s, timeout_s=30
+    )
     header = screen.splitlines()[0]
     assert "DEMO" in header and "vm" in header and "driver 580.159.04" in header
     assert "NVIDIA H200" in screen and "/ 140.4 GiB" in screen

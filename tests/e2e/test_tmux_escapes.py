@@ -61,13 +61,29 @@ def test_a_log_named_with_escapes_under_watch_shows_its_name(pane: Pane, tmp_pat
 @pytest.fixture
 def prometheus_stand_in() -> Iterator[str]:
     """A loopback server answering the fleet's query with one GPU whose labels carry escapes."""
+
     def part(name: str, value: str, **labels: str) -> dict[str, object]:
-        return {"metric": {"fleet_q": name, "host": f"box{EVIL}", "gpu": "0", **labels},
-                "value": [1_700_000_000.0, value]}
-    body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
-        part("used", str(10 << 30)), part("total", str(80 << 30)), part("util", "0.5"),
-        part("fresh", "1699999999"), part("user", str(10 << 30), user=f"eve{EVIL}"),
-        part("status", "1", task=f"t{EVIL}", status="running")]}}).encode()
+        return {
+            "metric": {"fleet_q": name, "host": f"box{EVIL}", "gpu": "0", **labels},
+            "value": [1_700_000_000.0, value],
+        }
+
+    body = json.dumps(
+        {
+            "status": "success",
+            "data": {
+                "resultType": "vector",
+                "result": [
+                    part("used", str(10 << 30)),
+                    part("total", str(80 << 30)),
+                    part("util", "0.5"),
+                    part("fresh", "1699999999"),
+                    part("user", str(10 << 30), user=f"eve{EVIL}"),
+                    part("status", "1", task=f"t{EVIL}", status="running"),
+                ],
+            },
+        }
+    ).encode()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
@@ -87,12 +103,12 @@ def prometheus_stand_in() -> Iterator[str]:
     httpd.server_close()
 
 
-def test_fleet_labels_with_escapes_show_as_text(pane: Pane, tmp_path: Path,
-                                                prometheus_stand_in: str) -> None:
+def test_fleet_labels_with_escapes_show_as_text(
+    pane: Pane, tmp_path: Path, prometheus_stand_in: str
+) -> None:
     output = tmp_path / "pane.bytes"
     start(pane, output, "fleet", "--prometheus", prometheus_stand_in, "--interval", "0.5")
-    screen = pane.wait_for(lambda s: "box\\x1b[2J" in s and "10.0 / 80.0 GiB" in s,
-                           timeout_s=30)
+    screen = pane.wait_for(lambda s: "box\\x1b[2J" in s and "10.0 / 80.0 GiB" in s, timeout_s=30)
     assert f"t{SHOWN} ok" in screen and "eve\\x1b[2J" in screen  # task and user labels
     assert "gpuherd fleet" in screen  # the title line is still there: nothing was cleared
     quit_cleanly(pane)

@@ -36,12 +36,26 @@ def gpu_process() -> Iterator[int]:
 
 
 def test_gpus_and_processes_come_first_then_the_dashboard_with_nothing_left_after_q(
-        pane: Pane, gpu_process: int, tmp_path: Path) -> None:
+    pane: Pane, gpu_process: int, tmp_path: Path
+) -> None:
     output = tmp_path / "pane.out"
-    argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m",
-            "tests.e2e.live_fake_nvml", str(gpu_process)]
-    pane.start(f"cd {shlex.quote(str(REPO))} && echo before-gpuherd && {shlex.join(argv)}; "
-               "sleep 30", 120, 40, output=output)
+    argv = [
+        "env",
+        "-u",
+        "COLUMNS",
+        "-u",
+        "LINES",
+        sys.executable,
+        "-m",
+        "tests.e2e.live_fake_nvml",
+        str(gpu_process),
+    ]
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && echo before-gpuherd && {shlex.join(argv)}; sleep 30",
+        120,
+        40,
+        output=output,
+    )
     user = re.escape(getpass.getuser()[:8])
     row = re.compile(rf"│\s+0\s+{gpu_process}\s+{user}\s+4\.0 GiB\s.*sleep 600")
     dashboard = pane.wait_for(lambda s: "/ Filter" in s and row.search(s) is not None)
@@ -54,7 +68,9 @@ def test_gpus_and_processes_come_first_then_the_dashboard_with_nothing_left_afte
 
     stream = output.read_text(encoding="utf-8", errors="replace")
     assert stream.count(ALT_SCREEN) >= 2, "no plain frame before the dashboard's"
-    plain = stream[stream.index(ALT_SCREEN):stream.index(ALT_SCREEN, stream.index(ALT_SCREEN) + 1)]
+    plain = stream[
+        stream.index(ALT_SCREEN) : stream.index(ALT_SCREEN, stream.index(ALT_SCREEN) + 1)
+    ]
     lines = [ESCAPES.sub("", line) for line in re.split(r"\x1b\[\d+;1H", plain)]
     assert any(f"│   0 {GPU_NAME}" in line for line in lines), lines
     assert any("VRAM 5.0 / 80.0 GiB" in line and "UTIL  97%" in line for line in lines), lines
@@ -64,10 +80,21 @@ def test_gpus_and_processes_come_first_then_the_dashboard_with_nothing_left_afte
 
 def test_replay_has_no_plain_frame(pane: Pane, tmp_path: Path) -> None:
     output = tmp_path / "pane.out"
-    argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "gpuherd", "replay",
-            "tests/data/sessions/e2e"]
-    pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; sleep 30", 120, 40,
-               output=output)
+    argv = [
+        "env",
+        "-u",
+        "COLUMNS",
+        "-u",
+        "LINES",
+        sys.executable,
+        "-m",
+        "gpuherd",
+        "replay",
+        "tests/data/sessions/e2e",
+    ]
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; sleep 30", 120, 40, output=output
+    )
     pane.wait_for(lambda s: "/ Filter" in s)
     pane.keys("q")
     pane.wait_for(lambda s: "/ Filter" not in s)

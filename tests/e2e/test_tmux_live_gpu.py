@@ -49,8 +49,9 @@ def tick() -> GpuTick:
 def gpu_job() -> Iterator[int]:
     """A child process holding 1 GiB on GPU 0, so the process table has a row to show."""
     pytest.importorskip("torch")
-    job = subprocess.Popen([sys.executable, "-c", HOLD_GPU, "120"], stdout=subprocess.PIPE,
-                           text=True)
+    job = subprocess.Popen(
+        [sys.executable, "-c", HOLD_GPU, "120"], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert job.stdout is not None
         if job.stdout.readline().strip() != "READY":
@@ -65,13 +66,20 @@ def test_live_dashboard_shows_every_gpu_and_our_process(
     pane: Pane, tick: GpuTick, gpu_job: int
 ) -> None:
     argv = [sys.executable, "-m", "gpuherd", "--interval", "0.5"]
-    pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; "
-               "sleep 30", 160, 50)
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; sleep 30",
+        160,
+        50,
+    )
     names = {gpu.name for gpu in tick.devices}
     user = getpass.getuser()[:10]
     # The job's row with its user: the host collector joined the details of the GPU's pid.
-    screen = pane.wait_for(lambda s: all(name in s for name in names) and any(
-        str(gpu_job) in line and user in line for line in s.splitlines()))
+    screen = pane.wait_for(
+        lambda s: (
+            all(name in s for name in names)
+            and any(str(gpu_job) in line and user in line for line in s.splitlines())
+        )
+    )
     assert tick.driver_version is not None and tick.driver_version in screen
     assert "NVIDIA driver not found" not in screen and "Traceback" not in screen
     pane.keys("q")

@@ -47,13 +47,24 @@ def first_frame(output: str) -> str:
 
 
 def test_the_first_frame_shows_the_gpu_and_its_process_with_user(
-        pane: Pane, gpu_process: int, tmp_path: Path) -> None:
+    pane: Pane, gpu_process: int, tmp_path: Path
+) -> None:
     output = tmp_path / "pane.out"
     # The test environment pins COLUMNS for formatted output; the pane has its own size.
-    argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m",
-            "tests.e2e.live_fake_nvml", str(gpu_process)]
-    pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; sleep 30", WIDTH, HEIGHT,
-               output=output)
+    argv = [
+        "env",
+        "-u",
+        "COLUMNS",
+        "-u",
+        "LINES",
+        sys.executable,
+        "-m",
+        "tests.e2e.live_fake_nvml",
+        str(gpu_process),
+    ]
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; sleep 30", WIDTH, HEIGHT, output=output
+    )
     user = re.escape(getpass.getuser()[:8])
     row = re.compile(rf"│\s+0\s+{gpu_process}\s+{user}")
     pane.wait_for(lambda s: GPU_NAME in s and row.search(s) is not None)

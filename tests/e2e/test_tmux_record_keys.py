@@ -41,26 +41,47 @@ while True:
 
 
 def start(pane: Pane, session: Path, script: str, *args: str, width: int, height: int) -> None:
-    argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "gpuherd", "record",
-            "--tui", str(session), "--peak-interval", "0", "--", sys.executable, "-c", script,
-            *args]
-    pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; "
-               "sleep 30", width, height)
+    argv = [
+        "env",
+        "-u",
+        "COLUMNS",
+        "-u",
+        "LINES",
+        sys.executable,
+        "-m",
+        "gpuherd",
+        "record",
+        "--tui",
+        str(session),
+        "--peak-interval",
+        "0",
+        "--",
+        sys.executable,
+        "-c",
+        script,
+        *args,
+    ]
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; sleep 30",
+        width,
+        height,
+    )
 
 
 def steps(session: Path) -> list[int]:
     with (session / "metrics.csv").open(newline="") as f:
-        return [int(r["step"]) for r in csv.DictReader(f) if r["metric"] in ("loss",
-                                                                            "train/loss")]
+        return [int(r["step"]) for r in csv.DictReader(f) if r["metric"] in ("loss", "train/loss")]
 
 
 @pytest.mark.parametrize(("width", "height"), [(160, 50), (120, 40), (80, 24)])
 def test_q_leaves_the_viewer_and_the_command_is_recorded_to_its_end(
-        pane: Pane, tmp_path: Path, width: int, height: int) -> None:
+    pane: Pane, tmp_path: Path, width: int, height: int
+) -> None:
     session, go = tmp_path / "session", tmp_path / "go"
     start(pane, session, TRAIN, str(go), width=width, height=height)
-    screen = pane.wait_for(lambda s: "command" in s and "running" in s and "Stop command" in s,
-                           timeout_s=30)
+    screen = pane.wait_for(
+        lambda s: "command" in s and "running" in s and "Stop command" in s, timeout_s=30
+    )
     pane.keys("q")
     screen = pane.wait_for(lambda s: "kill -INT" in joined(s), timeout_s=20, unwrap=True)
     assert f"gpuherd: left the dashboard; still recording into {session}" in joined(screen)
@@ -74,7 +95,8 @@ def test_q_leaves_the_viewer_and_the_command_is_recorded_to_its_end(
 
 
 def test_ctrl_c_leaves_the_viewer_then_stops_the_command_without_a_traceback_finding(
-        pane: Pane, tmp_path: Path) -> None:
+    pane: Pane, tmp_path: Path
+) -> None:
     session = tmp_path / "session"
     start(pane, session, FOREVER, width=120, height=40)
     pane.wait_for(lambda s: "command" in s and "running" in s, timeout_s=30)
@@ -87,17 +109,18 @@ def test_ctrl_c_leaves_the_viewer_then_stops_the_command_without_a_traceback_fin
     events = [json.loads(e) for e in (session / "events.jsonl").read_text().splitlines()]
     assert [e["finding"] for e in events if e["kind"] == "finding"] == []
     assert [(e["signal"], e["forwarded"]) for e in events if e["kind"] == "signal"] == [
-        ("SIGINT", "SIGINT")]
+        ("SIGINT", "SIGINT")
+    ]
     assert json.loads((session / "meta.json").read_text())["exit_code"] == 130
 
 
 @pytest.mark.parametrize(("width", "height"), [(140, 35), (80, 24)])
 def test_k_asks_its_question_with_the_keys_that_answer_it_then_stops_the_command(
-        pane: Pane, tmp_path: Path, width: int, height: int) -> None:
+    pane: Pane, tmp_path: Path, width: int, height: int
+) -> None:
     session = tmp_path / "session"
     start(pane, session, FOREVER, width=width, height=height)
-    pane.wait_for(lambda s: "command" in s and "running" in s and "Stop command" in s,
-                  timeout_s=30)
+    pane.wait_for(lambda s: "command" in s and "running" in s and "Stop command" in s, timeout_s=30)
     pane.keys("k")
     screen = pane.wait_for(lambda s: "Stop the command" in s, timeout_s=20)
     assert "Stop the command" in screen  # the dialog's title

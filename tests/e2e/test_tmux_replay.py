@@ -87,17 +87,37 @@ def test_a_session_recorded_without_a_gpu_replays_saying_so(pane: Pane, tmp_path
         pytest.skip("an NVIDIA driver is here: the session would hold GPU readings")
     session = tmp_path / "no-gpu"
     recorded = subprocess.run(
-        [sys.executable, "-m", "gpuherd", "record", str(session), "--peak-interval", "0", "--",
-         sys.executable, "-c", "import time\nfor s in range(1, 4):\n print(f'step={s} "
-         "loss={1 / s}', flush=True); time.sleep(0.4)"],
-        capture_output=True, text=True, cwd=REPO, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "gpuherd",
+            "record",
+            str(session),
+            "--peak-interval",
+            "0",
+            "--",
+            sys.executable,
+            "-c",
+            "import time\nfor s in range(1, 4):\n print(f'step={s} "
+            "loss={1 / s}', flush=True); time.sleep(0.4)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert recorded.returncode == 0, recorded.stderr
     argv = [sys.executable, "-m", "gpuherd", "replay", str(session)]
-    pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; "
-               "sleep 30", 140, 40)
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; sleep 30",
+        140,
+        40,
+    )
     screen = pane.wait_for(lambda s: "replay finished" in s, timeout_s=30)
-    assert "this session holds no GPU readings (when it was recorded: NVIDIA driver not found" \
+    assert (
+        "this session holds no GPU readings (when it was recorded: NVIDIA driver not found"
         in screen
+    )
     assert "waiting for the first GPU reading" not in screen and "no data yet" not in screen
     assert "gpuherd --demo" not in screen
     pane.keys("q")

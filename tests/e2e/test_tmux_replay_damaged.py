@@ -43,15 +43,15 @@ def damaged(tmp_path: Path) -> Path:
     return session
 
 
-def test_a_damaged_session_replays_with_its_notes_and_na_cells(pane: Pane,
-                                                                 tmp_path: Path) -> None:
+def test_a_damaged_session_replays_with_its_notes_and_na_cells(pane: Pane, tmp_path: Path) -> None:
     session = damaged(tmp_path)
     argv = [sys.executable, "-m", "gpuherd", "--replay", str(session), "--speed", "8"]
     command = f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; sleep 30"
     pane.start(command, 200, 50)
     screen = pane.wait_for(lambda s: "NVIDIA H100 80GB HBM3" in s and "skipped 3 lines" in s)
     assert "gpu.csv: skipped 3 lines that could not be read (first: line 5: gpu: 'inf'" in (
-        screen.replace("\n", ""))
+        screen.replace("\n", "")
+    )
     assert "bad cells read as N/A" in screen and "events.jsonl: skipped 1 line" in screen
     screen = pane.wait_for(lambda s: "replay finished" in s, timeout_s=30)
     assert "N/A" in screen  # GPU 0's utilization and total memory

@@ -22,6 +22,7 @@ def _no_real_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPUHERD_STATE_DIR", str(tmp_path / "queue-state"))
     monkeypatch.setenv("GPUHERD_LEDGER_DIR", str(tmp_path / "queue-ledger"))
 
+
 pytestmark = [
     pytest.mark.tmux,
     pytest.mark.slow,
@@ -33,21 +34,38 @@ def scraped(port: int) -> dict[tuple[str, str], float]:
     status, body = get(f"http://127.0.0.1:{port}/metrics")
     if status != 200:
         return {}
-    return {(s.name, s.labels.get("gpu", "") + s.labels.get("user", "")): s.value
-            for family in text_string_to_metric_families(body) for s in family.samples}
+    return {
+        (s.name, s.labels.get("gpu", "") + s.labels.get("user", "")): s.value
+        for family in text_string_to_metric_families(body)
+        for s in family.samples
+    }
 
 
 def test_the_dashboard_serves_what_it_shows(pane: Pane) -> None:
     port = free_port()
-    argv = [sys.executable, "-m", "gpuherd", "replay", str(SESSION), "--speed", "1000",
-            "--serve-metrics", str(port)]
-    pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; "
-               "sleep 30", 160, 50)
+    argv = [
+        sys.executable,
+        "-m",
+        "gpuherd",
+        "replay",
+        str(SESSION),
+        "--speed",
+        "1000",
+        "--serve-metrics",
+        str(port),
+    ]
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; sleep 30",
+        160,
+        50,
+    )
     screen = pane.wait_for(lambda s: "carol" in s and "replay finished" in s, timeout_s=30)
     assert "e2e-box" in screen
     assert f"serving metrics on http://127.0.0.1:{port}/metrics" in screen  # on the banner
-    found = wait_for(lambda: scraped(port).get(("gpuherd_gpu_memory_used_bytes", "0")),
-                     what="the dashboard's metrics")
+    found = wait_for(
+        lambda: scraped(port).get(("gpuherd_gpu_memory_used_bytes", "0")),
+        what="the dashboard's metrics",
+    )
     assert found == 45259506243  # gpu.csv's last row of GPU 0, as on the screen
     metrics = scraped(port)
     assert metrics[("gpuherd_process_gpu_memory_bytes", "0carol")] == 44615261149
@@ -58,28 +76,58 @@ def test_the_dashboard_serves_what_it_shows(pane: Pane) -> None:
     assert get(f"http://127.0.0.1:{port}/metrics")[0] == 0  # stopped with the dashboard
 
 
-TRAIN = ("import time\n"
-         "for step in range(1, 4):\n"
-         "    print(f'step: {step} loss: {3.0 / step:.3f}', flush=True)\n"
-         "    time.sleep(0.2)\n"
-         "time.sleep(60)\n")
+TRAIN = (
+    "import time\n"
+    "for step in range(1, 4):\n"
+    "    print(f'step: {step} loss: {3.0 / step:.3f}', flush=True)\n"
+    "    time.sleep(0.2)\n"
+    "time.sleep(60)\n"
+)
 
 
 def test_record_tui_serves_the_recorded_command_as_a_task(pane: Pane, tmp_path) -> None:
     port = free_port()
     session = tmp_path / "session"
-    argv = [sys.executable, "-m", "gpuherd", "record", "--tui", str(session), "--peak-interval",
-            "0", "--serve-metrics", str(port), "--", sys.executable, "-c", TRAIN]
-    pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; "
-               "sleep 30", 160, 50)
-    pane.wait_for(lambda s: f"serving metrics on http://127.0.0.1:{port}/metrics" in s,
-                  timeout_s=30)
+    argv = [
+        sys.executable,
+        "-m",
+        "gpuherd",
+        "record",
+        "--tui",
+        str(session),
+        "--peak-interval",
+        "0",
+        "--serve-metrics",
+        str(port),
+        "--",
+        sys.executable,
+        "-c",
+        TRAIN,
+    ]
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; sleep 30",
+        160,
+        50,
+    )
+    pane.wait_for(
+        lambda s: f"serving metrics on http://127.0.0.1:{port}/metrics" in s, timeout_s=30
+    )
 
     def loss() -> float | None:
         status, body = get(f"http://127.0.0.1:{port}/metrics")
-        return next((s.value for f in text_string_to_metric_families(body) for s in f.samples
-                     if s.name == "gpuherd_task_loss" and s.labels["task"] == "command"),
-                    None) if status == 200 else None
+        return (
+            next(
+                (
+                    s.value
+                    for f in text_string_to_metric_families(body)
+                    for s in f.samples
+                    if s.name == "gpuherd_task_loss" and s.labels["task"] == "command"
+                ),
+                None,
+            )
+            if status == 200
+            else None
+        )
 
     assert wait_for(lambda: loss() == 1.0, what="the command's last loss")
     pane.keys("q")  # leaves the dashboard; the recording (and its exporter) goes on

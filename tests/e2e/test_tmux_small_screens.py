@@ -27,16 +27,27 @@ pytestmark = [
 
 
 def eight_gpu_session(root: Path) -> Path:
-    with SessionWriter(root, {"host": "eight", "started_at": T0, "interval_s": 1.0,
-                              "command": ["python", "train.py"]}) as writer:
+    with SessionWriter(
+        root,
+        {"host": "eight", "started_at": T0, "interval_s": 1.0, "command": ["python", "train.py"]},
+    ) as writer:
         for n in range(40):
             devices = tuple(
-                GpuSample(i, f"GPU-e1ght{i:03d}", "NVIDIA H100 80GB HBM3",
-                          memory_used_bytes=(20 + i) * GIB, memory_total_bytes=80 * GIB,
-                          gpu_util_pct=90.0, temperature_c=60.0 + i, power_w=400.0,
-                          power_limit_w=700.0, sm_clock_mhz=1980,
-                          processes=(GpuProcess(5000 + i, (20 + i) * GIB - GIB // 2),))
-                for i in range(8))
+                GpuSample(
+                    i,
+                    f"GPU-e1ght{i:03d}",
+                    "NVIDIA H100 80GB HBM3",
+                    memory_used_bytes=(20 + i) * GIB,
+                    memory_total_bytes=80 * GIB,
+                    gpu_util_pct=90.0,
+                    temperature_c=60.0 + i,
+                    power_w=400.0,
+                    power_limit_w=700.0,
+                    sm_clock_mhz=1980,
+                    processes=(GpuProcess(5000 + i, (20 + i) * GIB - GIB // 2),),
+                )
+                for i in range(8)
+            )
             writer.write_gpu_tick(GpuTick(T0 + n, devices, "580.159.04", None, "13000"))
     rows = []
     for n in range(40):
@@ -50,13 +61,17 @@ def eight_gpu_session(root: Path) -> Path:
 
 def start(pane: Pane, width: int, height: int, *args: str) -> None:
     argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "gpuherd", *args]
-    pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; "
-               "sleep 30", width, height)
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; sleep 30",
+        width,
+        height,
+    )
 
 
 @pytest.mark.parametrize(("width", "height"), [(80, 24), (120, 40), (160, 50)])
-def test_eight_gpus_and_the_tasks_stay_in_view(pane: Pane, tmp_path: Path, width: int,
-                                                height: int) -> None:
+def test_eight_gpus_and_the_tasks_stay_in_view(
+    pane: Pane, tmp_path: Path, width: int, height: int
+) -> None:
     start(pane, width, height, "replay", str(eight_gpu_session(tmp_path / "s")), "--speed", "4")
     screen = pane.wait_for(lambda s: "Tasks (2)" in s and "step 2" in s, timeout_s=30)
     lines = screen.splitlines()
@@ -75,8 +90,7 @@ def test_eight_gpus_and_the_tasks_stay_in_view(pane: Pane, tmp_path: Path, width
 
 def test_without_a_gpu_the_footer_offers_only_keys_that_work(pane: Pane) -> None:
     start(pane, 80, 24)  # this machine has no NVIDIA driver: the host panel alone
-    screen = pane.wait_for(lambda s: "NVIDIA driver not found" in s and "CPU" in s
-                           and "Quit" in s)
+    screen = pane.wait_for(lambda s: "NVIDIA driver not found" in s and "CPU" in s and "Quit" in s)
     if "GPUs" in screen:
         pytest.skip("this machine has an NVIDIA GPU")
     footer = screen.rstrip().splitlines()[-1]

@@ -51,35 +51,47 @@ VRAM = re.compile(r"\d+(\.\d+)? (MiB|GiB)")
 
 
 def test_task_rows_show_their_writers_gpu_pid_and_vram_then_finished(
-        pane: Pane, tmp_path: Path) -> None:
+    pane: Pane, tmp_path: Path
+) -> None:
     runs = []
     for name in ("alpha", "beta"):
         log = tmp_path / name / "train.log"
         log.parent.mkdir()
         with open(log, "w") as out:  # the writer holds its stdout, the log, open for writing
-            runs.append((f"{name}/train.log", subprocess.Popen(
-                [sys.executable, "-c", WRITE], stdout=out, stderr=subprocess.STDOUT)))
+            runs.append(
+                (
+                    f"{name}/train.log",
+                    subprocess.Popen(
+                        [sys.executable, "-c", WRITE], stdout=out, stderr=subprocess.STDOUT
+                    ),
+                )
+            )
     try:
         pids = ",".join(str(proc.pid) for _, proc in runs)
         logs = [str(tmp_path / name / "train.log") for name in ("alpha", "beta")]
-        argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-c", DASHBOARD,
-                pids, *logs]
+        argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-c", DASHBOARD, pids, *logs]
         pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; sleep 30", 160, 50)
         for index, (label, proc) in enumerate(runs):
-            screen = pane.wait_for(lambda s, label=label, proc=proc: (
-                (task_cells(s, label) or {}).get("PID") == str(proc.pid)), timeout_s=30)
+            screen = pane.wait_for(
+                lambda s, label=label, proc=proc: (
+                    (task_cells(s, label) or {}).get("PID") == str(proc.pid)
+                ),
+                timeout_s=30,
+            )
             cells = task_cells(screen, label)
             assert cells is not None
             assert cells["STATUS"] == "running"
             assert cells["GPU"].split()[0] == str(index)
             assert cells["VRAM"] == f"{index + 2}.0 GiB"
-            assert any(str(proc.pid) in line and f"{label}: " in line
-                       for line in screen.splitlines()), screen  # the process row's task
+            assert any(
+                str(proc.pid) in line and f"{label}: " in line for line in screen.splitlines()
+            ), screen  # the process row's task
         first, proc = runs[0]
         proc.kill()
         proc.wait()
-        screen = pane.wait_for(lambda s: (task_cells(s, first) or {}).get("STATUS")
-                               == "finished", timeout_s=30)
+        screen = pane.wait_for(
+            lambda s: (task_cells(s, first) or {}).get("STATUS") == "finished", timeout_s=30
+        )
         assert (task_cells(screen, runs[1][0]) or {}).get("STATUS") == "running"
         assert VRAM.fullmatch((task_cells(screen, runs[1][0]) or {}).get("VRAM", ""))
         pane.keys("q")

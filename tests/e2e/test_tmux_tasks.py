@@ -31,15 +31,23 @@ def start(pane: Pane, *args: str, width: int = 160, height: int = 50) -> None:
 
 def test_replay_shows_the_recorded_tasks_and_their_detail(pane: Pane) -> None:
     start(pane, "--replay", str(TASKS), "--speed", "4")
-    screen = pane.wait_for(lambda s: "Tasks (2)" in s and "acc 0.7731" in s
-                           and s.count("NaN") >= 2, timeout_s=30)
+    screen = pane.wait_for(
+        lambda s: "Tasks (2)" in s and "acc 0.7731" in s and s.count("NaN") >= 2, timeout_s=30
+    )
     row = next(line for line in screen.splitlines() if "command" in line and "acc" in line)
     assert "step 300" in row and "11.5 it/s" in row
     detr = next(line for line in screen.splitlines() if "detr/train.log" in line)
     assert detr.count("NaN") == 2  # the loss cell and the health badge
     pane.keys("t", "Enter")
-    pane.wait_for(lambda s: "loss over steps" in s and "validation over steps" in s
-                  and "val/acc" in s and "0.7731" in s and "NVIDIA H100 80GB" in s)
+    pane.wait_for(
+        lambda s: (
+            "loss over steps" in s
+            and "validation over steps" in s
+            and "val/acc" in s
+            and "0.7731" in s
+            and "NVIDIA H100 80GB" in s
+        )
+    )
     pane.keys("Escape")
     pane.wait_for(lambda s: "Tasks (2)" in s)
     pane.keys("q")
@@ -47,8 +55,7 @@ def test_replay_shows_the_recorded_tasks_and_their_detail(pane: Pane) -> None:
     assert "GPUHERD_EXIT=0" in screen and "Traceback" not in screen
 
 
-def test_a_followed_log_updates_its_row_as_lines_are_written(pane: Pane, tmp_path: Path
-                                                           ) -> None:
+def test_a_followed_log_updates_its_row_as_lines_are_written(pane: Pane, tmp_path: Path) -> None:
     log = tmp_path / "run" / "train.log"
     start(pane, "--log", str(log), "--log", str(tmp_path))
     screen = pane.wait_for(lambda s: "Tasks (2)" in s and "waiting" in s)
@@ -65,11 +72,14 @@ def test_a_followed_log_updates_its_row_as_lines_are_written(pane: Pane, tmp_pat
     assert "GPUHERD_EXIT=0" in screen and "Traceback" not in screen
 
 
-def test_tui_record_records_the_command_and_returns_its_exit_code(pane: Pane,
-                                                                  tmp_path: Path) -> None:
+def test_tui_record_records_the_command_and_returns_its_exit_code(
+    pane: Pane, tmp_path: Path
+) -> None:
     session = tmp_path / "session"
-    script = ("import time\nfor i in range(1, 6):\n    print(f'step={i} loss={1.0 / i:.3f}', "
-              "flush=True)\n    time.sleep(0.2)\nraise SystemExit(4)\n")
+    script = (
+        "import time\nfor i in range(1, 6):\n    print(f'step={i} loss={1.0 / i:.3f}', "
+        "flush=True)\n    time.sleep(0.2)\nraise SystemExit(4)\n"
+    )
     start(pane, "--tui", "--record", str(session), "--", sys.executable, "-c", script)
     screen = pane.wait_for(lambda s: "recording saved in" in s, timeout_s=30)
     assert "command" in screen and "step 5" in screen
@@ -82,8 +92,9 @@ def test_tui_record_records_the_command_and_returns_its_exit_code(pane: Pane,
     assert "train/loss" in (session / "metrics.csv").read_text()
 
 
-def test_tui_record_follows_eight_logs_written_at_100_lines_per_second(pane: Pane,
-                                                                       tmp_path: Path) -> None:
+def test_tui_record_follows_eight_logs_written_at_100_lines_per_second(
+    pane: Pane, tmp_path: Path
+) -> None:
     # Eight logs in four directories, written while their tails start: with collectors run as
     # thread workers only four logs showed on 2 cores and the session never closed; placing
     # watches while events arrived could freeze the dashboard.
@@ -102,8 +113,19 @@ def test_tui_record_follows_eight_logs_written_at_100_lines_per_second(pane: Pan
         "print('step=1 loss=0.5', flush=True)\n"
     )
     session = tmp_path / "session"
-    start(pane, "--tui", "--record", str(session), "--log", str(tmp_path / "runs" / "*" / "*.log"),
-          "--", sys.executable, "-c", script, *map(str, logs))
+    start(
+        pane,
+        "--tui",
+        "--record",
+        str(session),
+        "--log",
+        str(tmp_path / "runs" / "*" / "*.log"),
+        "--",
+        sys.executable,
+        "-c",
+        script,
+        *map(str, logs),
+    )
     screen = pane.wait_for(lambda s: "recording saved in" in s, timeout_s=60)
     assert "Tasks (9)" in screen
     pane.keys("q")

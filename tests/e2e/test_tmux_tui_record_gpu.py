@@ -56,12 +56,31 @@ def driver() -> None:
 
 
 def test_tui_record_shows_the_commands_gpu_and_records_its_peak(
-        driver: None, pane: Pane, tmp_path: Path) -> None:
+    driver: None, pane: Pane, tmp_path: Path
+) -> None:
     session = tmp_path / "session"
-    argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "gpuherd",
-            "--tui", "--record", str(session), "--", sys.executable, "-c", TRAIN]
-    pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; "
-               "sleep 60", 180, 50)
+    argv = [
+        "env",
+        "-u",
+        "COLUMNS",
+        "-u",
+        "LINES",
+        sys.executable,
+        "-m",
+        "gpuherd",
+        "--tui",
+        "--record",
+        str(session),
+        "--",
+        sys.executable,
+        "-c",
+        TRAIN,
+    ]
+    pane.start(
+        f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; echo GPUHERD_EXIT=$?; sleep 60",
+        180,
+        50,
+    )
     # The command's row gets the GPU of its process, with that GPU's utilization.
     gpu_cell = re.compile(r"command\s+running\s.*\s\d+(,\d+)* \d+%\s")
     screen = pane.wait_for(lambda s: gpu_cell.search(s) is not None, timeout_s=90)

@@ -28,16 +28,31 @@ class Pane:
 
     def tmux(self, *args: str) -> str:
         # -u: UTF-8 even when the test runs under the C locale (CI), or "°" and bars turn to "_".
-        out = subprocess.run(["tmux", "-u", "-L", self.socket, *args], capture_output=True,
-                             text=True, encoding="utf-8", timeout=10)
+        out = subprocess.run(
+            ["tmux", "-u", "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=10,
+        )
         return out.stdout
 
     def start(self, command: str, width: int, height: int, output: Path | None = None) -> None:
         """Run `command` in a new pane; with `output`, every byte it writes is copied there."""
         copy = (";", "pipe-pane", "-t", "e2e", f"cat > {shlex.quote(str(output))}")
         # One tmux command line: the copy is attached before the pane's output is first read.
-        self.tmux("new-session", "-d", "-s", "e2e", "-x", str(width), "-y", str(height),
-                  command, *(copy if output is not None else ()))
+        self.tmux(
+            "new-session",
+            "-d",
+            "-s",
+            "e2e",
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            command,
+            *(copy if output is not None else ()),
+        )
 
     def keys(self, *keys: str) -> None:
         for key in keys:
@@ -47,8 +62,9 @@ class Pane:
     def text(self, *args: str) -> str:
         return self.tmux("capture-pane", "-p", "-t", "e2e", *args)
 
-    def wait_for(self, check: Callable[[str], bool], timeout_s: float = 15.0,
-                 unwrap: bool = False) -> str:
+    def wait_for(
+        self, check: Callable[[str], bool], timeout_s: float = 15.0, unwrap: bool = False
+    ) -> str:
         """The screen once `check` accepts it; `unwrap`: each wrapped line is given as one
         line, its spaces kept (`capture-pane -J`), for a message whose wrap depends on a path."""
         args = ("-J",) if unwrap else ()

@@ -38,8 +38,10 @@ from collectors.samples import GpuTick
 pytestmark = pytest.mark.gpu
 
 MIB = 1 << 20
-FIELDS = ("index,uuid,memory.used,memory.total,utilization.gpu,utilization.memory,"
-          "temperature.gpu,power.draw")
+FIELDS = (
+    "index,uuid,memory.used,memory.total,utilization.gpu,utilization.memory,"
+    "temperature.gpu,power.draw"
+)
 ROUNDS = 8
 
 SPIN = """
@@ -82,15 +84,24 @@ def parse_query_gpu(text: str) -> list[SmiGpu]:
 
 
 def smi_gpus() -> list[SmiGpu]:
-    out = subprocess.run(["nvidia-smi", f"--query-gpu={FIELDS}", "--format=csv,noheader,nounits"],
-                         capture_output=True, text=True, timeout=30, check=True)
+    out = subprocess.run(
+        ["nvidia-smi", f"--query-gpu={FIELDS}", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     return parse_query_gpu(out.stdout)
 
 
 def smi_processes() -> dict[int, float | None]:
-    out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
-                          "--format=csv,noheader,nounits"],
-                         capture_output=True, text=True, timeout=30, check=True)
+    out = subprocess.run(
+        ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     found: dict[int, float | None] = {}
     for line in out.stdout.strip().splitlines():
         if "," in line:
@@ -131,8 +142,10 @@ def test_identity_and_memory_match_nvidia_smi(collector: NvmlCollector) -> None:
         for s, a in zip(smi, after.devices, strict=True):
             assert s.total_mib is not None and a.memory_total_bytes is not None
             assert abs(s.total_mib - a.memory_total_bytes / MIB) <= 1, (s, a)
-        if any(b.memory_used_bytes != a.memory_used_bytes
-               for b, a in zip(before.devices, after.devices, strict=True)):
+        if any(
+            b.memory_used_bytes != a.memory_used_bytes
+            for b, a in zip(before.devices, after.devices, strict=True)
+        ):
             time.sleep(0.2)  # memory moved during the call: try again
             continue
         for s, a in zip(smi, after.devices, strict=True):
@@ -158,8 +171,12 @@ def test_utilization_under_a_known_load_matches_nvidia_smi(collector: NvmlCollec
     if not torch.cuda.is_available():
         pytest.fail("NVML sees a GPU but torch has no CUDA: install a CUDA build of torch")
     uuid = collector.sample().devices[0].uuid
-    child = subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "CUDA_VISIBLE_DEVICES": uuid})
+    child = subprocess.Popen(
+        [sys.executable, "-c", SPIN],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": uuid},
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         time.sleep(2.0)  # a full driver sample period of the load
@@ -173,12 +190,17 @@ def test_utilization_under_a_known_load_matches_nvidia_smi(collector: NvmlCollec
         child.wait()
     direct = [(b.gpu_util_pct, a.gpu_util_pct) for b, _, a in rounds]
     assert all(u is not None and u >= 90 for pair in direct for u in pair), (
-        f"GPU utilization under a spinning kernel: {direct}")
+        f"GPU utilization under a spinning kernel: {direct}"
+    )
     assert all(s.util_gpu is not None and s.util_gpu >= 90 for _, s, _ in rounds), rounds
-    agree = [(b, s, a) for b, s, a in rounds
-             if s.util_gpu is not None and s.util_mem is not None
-             and within(s.util_gpu, (b.gpu_util_pct, a.gpu_util_pct), 10)
-             and within(s.util_mem, (b.mem_util_pct, a.mem_util_pct), 10)]
+    agree = [
+        (b, s, a)
+        for b, s, a in rounds
+        if s.util_gpu is not None
+        and s.util_mem is not None
+        and within(s.util_gpu, (b.gpu_util_pct, a.gpu_util_pct), 10)
+        and within(s.util_mem, (b.mem_util_pct, a.mem_util_pct), 10)
+    ]
     assert agree, f"no round where both utilizations agree with nvidia-smi: {rounds}"
 
 
@@ -189,8 +211,9 @@ def test_process_memory_matches_nvidia_smi(collector: NvmlCollector) -> None:
         before = collector.sample()
         smi = smi_processes()
         after = collector.sample()
-        ours_before = {p.pid: p.used_memory_bytes for d in before.devices
-                       for p in d.processes or ()}
+        ours_before = {
+            p.pid: p.used_memory_bytes for d in before.devices for p in d.processes or ()
+        }
         ours = {p.pid: p.used_memory_bytes for d in after.devices for p in d.processes or ()}
         if ours != ours_before:
             time.sleep(0.2)
@@ -202,6 +225,9 @@ def test_process_memory_matches_nvidia_smi(collector: NvmlCollector) -> None:
                 assert ours[pid] is None, f"pid {pid}: nvidia-smi [N/A], NVML {ours[pid]}"
             else:
                 assert ours[pid] is not None and abs(ours[pid] / MIB - used_mib) <= 2, (
-                    pid, ours[pid], used_mib)
+                    pid,
+                    ours[pid],
+                    used_mib,
+                )
         return
     pytest.fail(f"the process list changed during every one of {ROUNDS} nvidia-smi calls")

@@ -91,8 +91,9 @@ class MemoryTrace:
 
 
 def _printed(job_session: Path) -> dict[str, float]:
-    lines = [ln for ln in (job_session / "command.log").read_text().splitlines()
-             if ln.startswith("{")]
+    lines = [
+        ln for ln in (job_session / "command.log").read_text().splitlines() if ln.startswith("{")
+    ]
     assert len(lines) == 1, lines  # the job ran exactly once
     return json.loads(lines[0])
 
@@ -112,8 +113,9 @@ def test_three_jobs_of_60_percent_run_one_at_a_time(tmp_path: Path) -> None:
     finally:
         collector.close()
     if len(devices) != 1:
-        pytest.skip(f"{len(devices)} GPUs: the queue would run the jobs side by side; "
-                    "use a one-GPU host")
+        pytest.skip(
+            f"{len(devices)} GPUs: the queue would run the jobs side by side; use a one-GPU host"
+        )
     total = devices[0].memory_total_bytes
     assert total is not None and devices[0].error is None
     need = int(total * FRACTION)
@@ -124,17 +126,44 @@ def test_three_jobs_of_60_percent_run_one_at_a_time(tmp_path: Path) -> None:
     ledger.chmod(0o1777)
     work.mkdir()
     store = QueueStore.open(state)
-    ids = [store.add(JobSpec(argv=(sys.executable, str(script)), cwd=str(work),
-                             name=f"torch60-{i}", vram_bytes=need)).id for i in range(JOBS)]
-    env = {**os.environ, "GPUHERD_STATE_DIR": str(state), "GPUHERD_LEDGER_DIR": str(ledger),
-           "PYTHONUNBUFFERED": "1"}
+    ids = [
+        store.add(
+            JobSpec(
+                argv=(sys.executable, str(script)),
+                cwd=str(work),
+                name=f"torch60-{i}",
+                vram_bytes=need,
+            )
+        ).id
+        for i in range(JOBS)
+    ]
+    env = {
+        **os.environ,
+        "GPUHERD_STATE_DIR": str(state),
+        "GPUHERD_LEDGER_DIR": str(ledger),
+        "PYTHONUNBUFFERED": "1",
+    }
     runner_log = tmp_path / "runner.log"
     with MemoryTrace() as trace, runner_log.open("w") as log:
         time.sleep(1.0)
         baseline = max(used for _, used in trace.points)
-        runner = subprocess.Popen([sys.executable, "-m", "gpuherd", "queue", "run", "--settle",
-                                   str(SETTLE_S), "--interval", str(INTERVAL_S)], cwd=ROOT,
-                                  env=env, stdout=log, stderr=subprocess.STDOUT)
+        runner = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gpuherd",
+                "queue",
+                "run",
+                "--settle",
+                str(SETTLE_S),
+                "--interval",
+                str(INTERVAL_S),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             deadline = time.monotonic() + 240  # under pytest-timeout's 300 s
             while store.jobs([JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING]):
@@ -151,19 +180,35 @@ def test_three_jobs_of_60_percent_run_one_at_a_time(tmp_path: Path) -> None:
         session = Path(job.session_dir or "")
         printed, peak = _printed(session), _run_peak(session)
         command_end = json.loads((session / "command.exit.json").read_text())["ended_at"]
-        rows.append({"id": job.id, "state": job.state.value, "started_at": job.started_at,
-                     "command_ended_at": command_end, "gpu": job.gpu_uuids, **printed,
-                     "run_peak_bytes": peak["peak_bytes"], "peak_method": peak["method"],
-                     "expected_peak_bytes": printed["max_reserved"] + printed["context"]})
+        rows.append(
+            {
+                "id": job.id,
+                "state": job.state.value,
+                "started_at": job.started_at,
+                "command_ended_at": command_end,
+                "gpu": job.gpu_uuids,
+                **printed,
+                "run_peak_bytes": peak["peak_bytes"],
+                "peak_method": peak["method"],
+                "expected_peak_bytes": printed["max_reserved"] + printed["context"],
+            }
+        )
     for prev, row in zip(rows, rows[1:], strict=False):
         freed = trace.freed_after(prev["allocated_at"], baseline + need // 2)
         row["previous_freed_at"] = freed
         row["start_after_free_s"] = None if freed is None else row["started_at"] - freed
-    timeline = {"gpu_total_bytes": total, "baseline_used_bytes": baseline, "need_bytes": need,
-                "settle_s": SETTLE_S, "interval_s": INTERVAL_S, "hold_s": HOLD_S,
-                "peak_tolerance_bytes": PEAK_TOLERANCE_BYTES, "jobs": rows,
-                "memory": [[round(t, 3), used] for t, used in trace.points],
-                "runner_log": runner_log.read_text()}
+    timeline = {
+        "gpu_total_bytes": total,
+        "baseline_used_bytes": baseline,
+        "need_bytes": need,
+        "settle_s": SETTLE_S,
+        "interval_s": INTERVAL_S,
+        "hold_s": HOLD_S,
+        "peak_tolerance_bytes": PEAK_TOLERANCE_BYTES,
+        "jobs": rows,
+        "memory": [[round(t, 3), used] for t, used in trace.points],
+        "runner_log": runner_log.read_text(),
+    }
     out = os.environ.get("GPUHERD_QUEUE_TIMELINE")
     if out:
         Path(out).write_text(json.dumps(timeline, indent=1))

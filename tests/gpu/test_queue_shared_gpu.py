@@ -69,13 +69,20 @@ def _gpu_uuid() -> str:
 
 
 def _queue(env: dict[str, str], cwd: Path, *argv: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "gpuherd", "queue", "add", *argv], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "queue", "add", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
 
 
 def test_a_zero_need_job_and_a_job_with_its_own_pythonpath_run_past_forged_claims(
-        tmp_path: Path, shared: Path) -> None:
+    tmp_path: Path, shared: Path
+) -> None:
     torch = pytest.importorskip("torch")
     assert torch.cuda.is_available()
     gpu = _gpu_uuid()
@@ -83,27 +90,61 @@ def test_a_zero_need_job_and_a_job_with_its_own_pythonpath_run_past_forged_claim
     ledger.mkdir()
     ledger.chmod(0o1777)
     python, her_env = python_for_everyone() or pytest.skip("no Python the other uid can start")
-    done = subprocess.run(as_other_user([python, "-c", FORGE, str(ledger), gpu, str(OTHER_UID),
-                                         str(psutil.Process(1).create_time())]),
-                          env={**os.environ, **her_env}, capture_output=True, timeout=60)
+    done = subprocess.run(
+        as_other_user(
+            [
+                python,
+                "-c",
+                FORGE,
+                str(ledger),
+                gpu,
+                str(OTHER_UID),
+                str(psutil.Process(1).create_time()),
+            ]
+        ),
+        env={**os.environ, **her_env},
+        capture_output=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     state, work, shadow = tmp_path / "state", tmp_path / "work", tmp_path / "shadow"
     work.mkdir()
     shadow.mkdir()
     (shadow / "json.py").write_text("raise SystemExit('the job environment reached gpuherd')\n")
-    env = {**os.environ, "GPUHERD_STATE_DIR": str(state), "GPUHERD_LEDGER_DIR": str(ledger),
-           "PYTHONUNBUFFERED": "1"}
-    alloc = ("import torch; x = torch.ones(256 << 20, device='cuda'); "
-             "torch.cuda.synchronize(); print('zero-need job held', x.numel(), 'floats')")
+    env = {
+        **os.environ,
+        "GPUHERD_STATE_DIR": str(state),
+        "GPUHERD_LEDGER_DIR": str(ledger),
+        "PYTHONUNBUFFERED": "1",
+    }
+    alloc = (
+        "import torch; x = torch.ones(256 << 20, device='cuda'); "
+        "torch.cuda.synchronize(); print('zero-need job held', x.numel(), 'floats')"
+    )
     _queue(env, work, "--name", "zero", "--", sys.executable, "-c", alloc)
-    _queue(env, work, "--name", "shadowed", "--vram", "2GiB", "--env", f"PYTHONPATH={shadow}",
-           "--", sys.executable, "-c",
-           "import os; print('job PYTHONPATH', os.environ['PYTHONPATH'])")
+    _queue(
+        env,
+        work,
+        "--name",
+        "shadowed",
+        "--vram",
+        "2GiB",
+        "--env",
+        f"PYTHONPATH={shadow}",
+        "--",
+        sys.executable,
+        "-c",
+        "import os; print('job PYTHONPATH', os.environ['PYTHONPATH'])",
+    )
     runner_log = tmp_path / "runner.log"
     with runner_log.open("w") as log:
-        runner = subprocess.Popen([sys.executable, "-m", "gpuherd", "queue", "run", "--settle",
-                                   "1", "--interval", "0.5"], cwd=ROOT, env=env, stdout=log,
-                                  stderr=subprocess.STDOUT)
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "gpuherd", "queue", "run", "--settle", "1", "--interval", "0.5"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         store = QueueStore.open(state)
         try:
             deadline = time.monotonic() + 200
@@ -117,7 +158,9 @@ def test_a_zero_need_job_and_a_job_with_its_own_pythonpath_run_past_forged_claim
     said = runner_log.read_text()
     jobs = {job.spec.name: job for job in store.jobs()}
     assert {name: job.state for name, job in jobs.items()} == {
-        "zero": JobState.DONE, "shadowed": JobState.DONE}, said
+        "zero": JobState.DONE,
+        "shadowed": JobState.DONE,
+    }, said
     zero_log = (Path(jobs["zero"].session_dir or "") / "command.log").read_text()
     assert f"zero-need job held {256 << 20} floats" in zero_log
     shadow_log = (Path(jobs["shadowed"].session_dir or "") / "command.log").read_text()

@@ -81,8 +81,9 @@ def _used_by_uuid(collector) -> dict[str, int]:
 def test_torch_allocation_in_child_shows_up(collector):
     pytest.importorskip("torch")
     before = _used_by_uuid(collector)
-    child = subprocess.Popen([sys.executable, "-c", HOLD_2_GIB], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLD_2_GIB], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         tick = collector.sample()
@@ -111,8 +112,13 @@ def test_torch_allocation_in_child_shows_up(collector):
 
 
 def test_snapshot_json_on_a_real_gpu():
-    out = subprocess.run([sys.executable, "-m", "gpuherd", "snapshot", "--json"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "snapshot", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["gpu_error"] is None and data["driver_version"]
@@ -125,8 +131,13 @@ def test_snapshot_json_on_a_real_gpu():
 
 
 def test_snapshot_table_on_a_real_gpu():
-    out = subprocess.run([sys.executable, "-m", "gpuherd", "snapshot"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "snapshot"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert "NVIDIA" in out.stdout and "GiB" in out.stdout
     print(out.stdout)

@@ -51,20 +51,39 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[list[
     pytest.importorskip("torch")
     work = tmp_path_factory.mktemp("record-gpu")
     session, windows = work / "session", work / "windows.json"
-    env = {**os.environ, "GPUHERD_PEAK_TRACE": "1", "PYTHONPATH": os.pathsep.join(
-               filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0"}
-    out = subprocess.run([sys.executable, "-m", "gpuherd", "--record", str(session), "--",
-                          sys.executable, "-c", WORKLOAD, str(windows)],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "GPUHERD_PEAK_TRACE": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "CUDA_VISIBLE_DEVICES": "0",
+    }
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuherd",
+            "--record",
+            str(session),
+            "--",
+            sys.executable,
+            "-c",
+            WORKLOAD,
+            str(windows),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     return session, json.loads(windows.read_text())
 
 
 def trace(session: Path) -> list[tuple[float, int]]:
     with open(session / "peak_trace.csv", newline="") as f:
-        return [(float(r["t"]), int(r["used_bytes"])) for r in csv.DictReader(f)
-                if r["gpu"] == "0"]
+        return [(float(r["t"]), int(r["used_bytes"])) for r in csv.DictReader(f) if r["gpu"] == "0"]
 
 
 def test_every_spike_is_seen_by_the_fast_sampler(recorded) -> None:
@@ -107,9 +126,14 @@ def test_summary_and_note_from_the_real_session(recorded, tmp_path: Path) -> Non
     assert summary["tasks"][0]["metrics"]["train/loss"]["last"] == 0.5
     example = tmp_path / "example.yaml"
     shutil.copy(ROOT / "tests" / "data" / "examples" / "llama_lora.yaml", example)
-    out = subprocess.run([sys.executable, "-m", "gpuherd", "note", str(session), "--example",
-                          str(example)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "note", str(session), "--example", str(example)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     text = example.read_text()
-    assert "last_verification_note: \"Verified training run on NVIDIA" in text
+    assert 'last_verification_note: "Verified training run on NVIDIA' in text
     assert "GB VRAM (" in text

@@ -37,11 +37,27 @@ print("done", flush=True)
 def test_kill_9_of_the_recorder_leaves_the_gpu_training_running(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     session = tmp_path / "s"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    recorder = subprocess.Popen([sys.executable, "-m", "gpuherd", "--record", str(session), "--",
-                                 sys.executable, "-c", TRAIN], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    recorder = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpuherd",
+            "--record",
+            str(session),
+            "--",
+            sys.executable,
+            "-c",
+            TRAIN,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     log = session / "command.log"
     wait_until(lambda: log.exists() and "step=10 " in log.read_text(), timeout_s=120.0)
     recorder.send_signal(signal.SIGKILL)

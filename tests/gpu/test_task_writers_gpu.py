@@ -59,8 +59,9 @@ def gpu_index_of(pid: int) -> int | None:
         tick = collector.sample()
     finally:
         collector.close()
-    return next((gpu.index for gpu in tick.devices
-                 if any(p.pid == pid for p in gpu.processes or ())), None)
+    return next(
+        (gpu.index for gpu in tick.devices if any(p.pid == pid for p in gpu.processes or ())), None
+    )
 
 
 Run = tuple[str, "subprocess.Popen[bytes]", Path, Path]
@@ -73,8 +74,9 @@ def start_run(tmp_path: Path, name: str, argv: list[str], follow: str = "train.l
     log = tmp_path / name / "train.log"
     log.parent.mkdir()
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-u", *argv], stdout=out,
-                                stderr=subprocess.STDOUT, cwd=log.parent)
+        proc = subprocess.Popen(
+            [sys.executable, "-u", *argv], stdout=out, stderr=subprocess.STDOUT, cwd=log.parent
+        )
     followed = log.parent / follow
     return label_of(str(followed)), proc, followed, log
 
@@ -93,13 +95,28 @@ def test_real_trainings_rows_show_gpu_pid_vram_then_finished(pane: Pane, tmp_pat
     runs = [
         start_run(tmp_path, "lightning", [str(WORKLOADS / "tiny_lightning.py")]),
         start_run(tmp_path, "hf", [str(WORKLOADS / "tiny_hf_trainer.py"), "out"]),
-        start_run(tmp_path, "csv", [str(WORKLOADS / "tiny_lightning.py"), "--csv"],
-                  follow="lightning_logs/version_0/metrics.csv"),
+        start_run(
+            tmp_path,
+            "csv",
+            [str(WORKLOADS / "tiny_lightning.py"), "--csv"],
+            follow="lightning_logs/version_0/metrics.csv",
+        ),
     ]
     try:
         logs = [str(log) for _, _, log, _ in runs]
-        argv = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "gpuherd",
-                "--interval", "0.5", *[arg for log in logs for arg in ("--log", log)]]
+        argv = [
+            "env",
+            "-u",
+            "COLUMNS",
+            "-u",
+            "LINES",
+            sys.executable,
+            "-m",
+            "gpuherd",
+            "--interval",
+            "0.5",
+            *[arg for log in logs for arg in ("--log", log)],
+        ]
         pane.start(f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}; sleep 60", 160, 50)
 
         # Each row is checked while its run trains: the pid its GPU lists, that GPU's index,
@@ -111,7 +128,8 @@ def test_real_trainings_rows_show_gpu_pid_vram_then_finished(pane: Pane, tmp_pat
             for label, proc, _, log in runs:
                 assert proc.poll() is None or label in seen, (
                     f"{label} exited ({proc.returncode}) before its row showed it:\n"
-                    f"{tail(log)}\n{screen}")
+                    f"{tail(log)}\n{screen}"
+                )
             assert time.monotonic() < deadline, f"rows never showed their pids:\n{screen}"
             screen = pane.text()
             for label, proc, _, _ in runs:
@@ -119,8 +137,9 @@ def test_real_trainings_rows_show_gpu_pid_vram_then_finished(pane: Pane, tmp_pat
                 if label in seen or cells is None or cells.get("PID") != str(proc.pid):
                     continue
                 index = gpu_index_of(proc.pid)
-                named = any(str(proc.pid) in line and f"{label}: " in line
-                            for line in screen.splitlines())
+                named = any(
+                    str(proc.pid) in line and f"{label}: " in line for line in screen.splitlines()
+                )
                 if index is None or not VRAM.fullmatch(cells.get("VRAM", "")) or not named:
                     continue  # the GPU lists it a moment later than /proc shows it
                 assert cells["STATUS"] == "running", screen
@@ -134,9 +153,12 @@ def test_real_trainings_rows_show_gpu_pid_vram_then_finished(pane: Pane, tmp_pat
             except subprocess.TimeoutExpired:
                 pytest.fail(f"{label} did not finish:\n{tail(log)}")
             assert code == 0, f"{label} failed ({code}):\n{tail(log)}"
-        screen = pane.wait_for(lambda s: all(
-            (task_cells(s, label) or {}).get("STATUS") == "finished" for label, *_ in runs),
-            timeout_s=30)
+        screen = pane.wait_for(
+            lambda s: all(
+                (task_cells(s, label) or {}).get("STATUS") == "finished" for label, *_ in runs
+            ),
+            timeout_s=30,
+        )
         for label, proc, _, _ in runs:
             cells = task_cells(screen, label)
             assert cells is not None and cells["PID"] == str(proc.pid), screen

@@ -51,8 +51,10 @@ def follow_training(tmp_path, mode: str, seconds: float = 36.0):
     stop = threading.Event()
     tail = LogTailCollector(str(log))
     nvml = NvmlCollector(interval_s=0.5)
-    threads = [threading.Thread(target=run_collector, args=(c, events.put, stop), daemon=True)
-               for c in (tail, nvml)]
+    threads = [
+        threading.Thread(target=run_collector, args=(c, events.put, stop), daemon=True)
+        for c in (tail, nvml)
+    ]
     for thread in threads:
         thread.start()
     child = subprocess.Popen([sys.executable, "-c", TRAIN, str(log), mode, str(seconds)])

@@ -26,9 +26,14 @@ def queue(tmp_path: Path, slurm_node: None):  # type: ignore[no-untyped-def]
     submitted: list[str] = []
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        out = subprocess.run([sys.executable, "-m", "gpuherd", "queue", *args],
-                             capture_output=True, text=True, cwd=tmp_path, env=env,
-                             timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-m", "gpuherd", "queue", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+        )
         if args[:1] == ("add",) and out.returncode == 0:
             submitted.append(out.stdout.split()[3])
         return out
@@ -51,8 +56,18 @@ def _ended(queue, job_id: str) -> dict | None:  # type: ignore[no-untyped-def]
 
 
 def test_a_submitted_command_runs_recorded_and_its_exit_code_is_listed(queue, tmp_path):
-    out = queue("add", "--slurm", "--time", "5", "--name", "three", "--",
-                "sh", "-c", "echo from-the-job; exit 3")
+    out = queue(
+        "add",
+        "--slurm",
+        "--time",
+        "5",
+        "--name",
+        "three",
+        "--",
+        "sh",
+        "-c",
+        "echo from-the-job; exit 3",
+    )
     assert out.returncode == 0, out.stderr
     job_id = out.stdout.split()[3]
     assert out.stdout.startswith(f"submitted Slurm job {job_id} (three) on 1 GPU")
@@ -68,8 +83,9 @@ def test_a_submitted_command_runs_recorded_and_its_exit_code_is_listed(queue, tm
     assert meta["exit_code"] == 3
     assert (meta["slurm"]["job_id"], meta["slurm"]["step"]) == (job_id, "batch")
     assert f",job,{job_id},,root,three,debug,RUNNING,300," in (session / "slurm.csv").read_text()
-    assert f"- Recorded inside Slurm job {job_id}, step batch" in \
-        (session / "summary.md").read_text()
+    assert (
+        f"- Recorded inside Slurm job {job_id}, step batch" in (session / "summary.md").read_text()
+    )
     table = queue("ls").stdout
     assert f"{job_id}  three" in table and "FAILED" in table
 
@@ -83,8 +99,11 @@ def test_a_job_that_succeeds_is_done_with_exit_code_0(queue):
 
 def test_a_cancelled_job_is_listed_cancelled(queue):
     job_id = queue("add", "--slurm", "--", "sleep", "300").stdout.split()[3]
-    wait_for(lambda: _listed(queue, job_id)["state"] == "running", f"job {job_id} to run",
-             every_s=EVERY_S)
+    wait_for(
+        lambda: _listed(queue, job_id)["state"] == "running",
+        f"job {job_id} to run",
+        every_s=EVERY_S,
+    )
     out = queue("cancel", "--slurm", job_id)
     assert out.returncode == 0 and out.stdout.startswith(f"asked Slurm to cancel job {job_id}")
     row = wait_for(lambda: _ended(queue, job_id), f"Slurm job {job_id} to end", 60, EVERY_S)
@@ -95,11 +114,16 @@ def test_a_job_waiting_for_gpus_shows_slurms_reason(queue, slurm_jobs: SlurmJobs
     for _ in range(2):
         slurm_jobs.running("sleep 300", "--gres=gpu:1")
     job_id = queue("add", "--slurm", "--", "true").stdout.split()[3]
-    row = wait_for(lambda: (r := _listed(queue, job_id))["slurm"]["reason"] and r,
-                   "a pending reason", every_s=EVERY_S)
+    row = wait_for(
+        lambda: (r := _listed(queue, job_id))["slurm"]["reason"] and r,
+        "a pending reason",
+        every_s=EVERY_S,
+    )
     assert row["state"] == "waiting"
-    assert row["slurm"]["state"] == "PENDING" and row["slurm"]["reason"] in ("Resources",
-                                                                             "Priority")
+    assert row["slurm"]["state"] == "PENDING" and row["slurm"]["reason"] in (
+        "Resources",
+        "Priority",
+    )
 
 
 def test_a_refused_submission_is_one_line_with_slurms_reason(queue, tmp_path):
@@ -131,8 +155,12 @@ def test_a_job_slurm_no_longer_lists_is_read_from_its_recording(queue, tmp_path)
     from gpuherd.queue.slurm_status import statuses
 
     session = tmp_path / "old-job"
-    subprocess.run([sys.executable, "-m", "gpuherd", "record", str(session), "--",
-                    "sh", "-c", "exit 4"], capture_output=True, check=False, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "gpuherd", "record", str(session), "--", "sh", "-c", "exit 4"],
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
     entry = SlurmSubmission("999999", "old", ("sh",), str(tmp_path), str(session), 0.0)
     SlurmLedger(tmp_path / "state").append(entry)
     found, note = statuses([entry])

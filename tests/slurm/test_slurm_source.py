@@ -19,13 +19,11 @@ def _opened(pids: set[int] | None = None) -> SlurmCollector:
 
 
 def test_a_running_job_is_listed_with_its_gpus_and_its_process(slurm_jobs: SlurmJobs) -> None:
-    job_id, pid = slurm_jobs.running("sleep 120", "--gres=gpu:2", "--job-name=train-a",
-                                     "--time=10")
+    job_id, pid = slurm_jobs.running("sleep 120", "--gres=gpu:2", "--job-name=train-a", "--time=10")
     tick = _opened({pid}).sample()
     job = tick.job(job_id)
     assert job is not None, tick.jobs
-    assert (job.user, job.name, job.partition, job.state) == ("root", "train-a", "debug",
-                                                              "RUNNING")
+    assert (job.user, job.name, job.partition, job.state) == ("root", "train-a", "debug", "RUNNING")
     assert job.gpu_indexes == (0, 1)
     assert job.gpus_requested == 2
     assert job.time_limit_s == 600
@@ -54,7 +52,8 @@ def test_a_process_of_no_job_is_named_by_none(slurm_jobs: SlurmJobs) -> None:
 
 
 def test_listpids_names_the_step_of_a_process_whose_environment_is_unreadable(
-        slurm_jobs: SlurmJobs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    slurm_jobs: SlurmJobs, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     job_id, pid = slurm_jobs.running("sleep 120")
     # A /proc without the process's files: only slurmd can name its job.
     calls: list[int] = []
@@ -63,8 +62,9 @@ def test_listpids_names_the_step_of_a_process_whose_environment_is_unreadable(
         calls.append(1)
         import subprocess
 
-        return subprocess.run(["scontrol", "listpids"], capture_output=True, text=True,
-                              check=True).stdout
+        return subprocess.run(
+            ["scontrol", "listpids"], capture_output=True, text=True, check=True
+        ).stdout
 
     mapper = PidJobs(str(tmp_path), listpids)
     (found,) = mapper.map({pid}, jobs_running=True)
@@ -88,12 +88,14 @@ def test_the_root_runs_the_slurm_source_on_a_slurm_node(slurm_node: None) -> Non
     sources = LiveSources(SourceOptions(containers=False))
     (slurm,) = [c for c in sources.machine() if isinstance(c, SlurmCollector)]
     assert slurm.pid_watch is sources.pid_watch, "it maps the GPU pids the root watches"
-    assert not any(isinstance(c, SlurmCollector)
-                   for c in LiveSources(SourceOptions(slurm=False)).machine())
+    assert not any(
+        isinstance(c, SlurmCollector) for c in LiveSources(SourceOptions(slurm=False)).machine()
+    )
 
 
 def test_squeue_runs_every_refresh_and_at_once_for_a_process_of_a_new_job(
-        slurm_jobs: SlurmJobs) -> None:
+    slurm_jobs: SlurmJobs,
+) -> None:
     from collectors.slurm.commands import run_slurm
 
     calls: list[str] = []
@@ -127,14 +129,16 @@ def test_squeue_runs_every_refresh_and_at_once_for_a_process_of_a_new_job(
 
 
 def test_a_pid_seen_before_its_job_is_listed_is_asked_about_again(
-        slurm_jobs: SlurmJobs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    slurm_jobs: SlurmJobs, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     import subprocess
 
     job_id, pid = slurm_jobs.running("sleep 120")
 
     def listpids() -> str:
-        return subprocess.run(["scontrol", "listpids"], capture_output=True, text=True,
-                              check=True).stdout
+        return subprocess.run(
+            ["scontrol", "listpids"], capture_output=True, text=True, check=True
+        ).stdout
 
     mapper = PidJobs(str(tmp_path), listpids)  # no /proc files: only slurmd can tell
     assert mapper.map({pid}, jobs_running=False) == ()

@@ -31,11 +31,11 @@ def test_a_missing_value_is_counted_as_missing() -> None:
 
 def test_the_line_the_value_and_the_step_or_epoch_must_all_agree() -> None:
     assert bench.found(Read(3, "train/loss", 0.5, step=30, epoch=1), RECORDS)
-    assert not bench.found(Read(2, "train/loss", 0.5), RECORDS)          # another line
-    assert not bench.found(Read(3, "train/loss", 0.5000001), RECORDS)    # another value
+    assert not bench.found(Read(2, "train/loss", 0.5), RECORDS)  # another line
+    assert not bench.found(Read(3, "train/loss", 0.5000001), RECORDS)  # another value
     assert not bench.found(Read(3, "train/loss", 0.5, step=31), RECORDS)  # another step
     assert not bench.found(Read(3, "train/loss", 0.5, epoch=2), RECORDS)  # another epoch
-    assert not bench.found(Read(4, "val/map", 0.0, step=40), RECORDS)     # no step at all
+    assert not bench.found(Read(4, "val/map", 0.0, step=40), RECORDS)  # no step at all
 
 
 def test_nan_matches_nan_only_and_near_equal_values_match() -> None:
@@ -47,5 +47,8 @@ def test_nan_matches_nan_only_and_near_equal_values_match() -> None:
 
 def test_the_table_has_one_row_per_format_and_the_overall_share() -> None:
     rows = bench.table({"csv": [3, 4], "jsonl": [2, 2]})
-    assert rows[2:] == ["| `csv` | 3 / 4 | 75.0 % |", "| `jsonl` | 2 / 2 | 100.0 % |",
-                        "| **overall** | 5 / 6 | 83.3 % |"]
+    assert rows[2:] == [
+        "| `csv` | 3 / 4 | 75.0 % |",
+        "| `jsonl` | 2 / 2 | 100.0 % |",
+        "| **overall** | 5 / 6 | 83.3 % |",
+    ]

@@ -18,7 +18,8 @@ def help_of(*argv: str, capsys: pytest.CaptureFixture[str]) -> str:
 
 @pytest.mark.parametrize("argv", [("record",), ("queue", "add")])
 def test_commands_that_take_a_command_show_it_in_their_usage(
-        argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
     usage = help_of(*argv, capsys=capsys).split("\n\n")[0]
     assert usage.startswith(f"usage: gpuherd {' '.join(argv)} ")
     assert usage.rstrip().endswith("[-- CMD ARGS...]")
@@ -26,7 +27,8 @@ def test_commands_that_take_a_command_show_it_in_their_usage(
 
 @pytest.mark.parametrize("argv", [("parse",), ("snapshot",), ("queue", "ls"), ("summarize",)])
 def test_commands_that_take_no_command_do_not_offer_one(
-        argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert "-- CMD" not in help_of(*argv, capsys=capsys).split("\n\n")[0]
 
 
@@ -37,7 +39,8 @@ def test_the_root_help_says_where_a_command_goes(capsys: pytest.CaptureFixture[s
 
 
 def test_parse_help_lists_exactly_the_registry_format_names(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert parse_command.FORMAT_NAMES == FORMAT_NAMES
     text = help_of("parse", capsys=capsys)
     listed = text.split("--format names: ")[1].split(".\n")[0].replace("\n", " ")

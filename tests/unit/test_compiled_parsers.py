@@ -21,11 +21,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 PARSER_TESTS = sorted(
-    str(path.relative_to(ROOT)) for pattern in (
-        "test_parsers*.py", "test_parse_*.py", "test_findings*.py", "test_health*.py",
-        "test_tqdm*.py", "test_trl_names.py", "test_log_metric_contract.py",
+    str(path.relative_to(ROOT))
+    for pattern in (
+        "test_parsers*.py",
+        "test_parse_*.py",
+        "test_findings*.py",
+        "test_health*.py",
+        "test_tqdm*.py",
+        "test_trl_names.py",
+        "test_log_metric_contract.py",
         "test_bench_parse_recall.py",
-    ) for path in (ROOT / "tests" / "unit").glob(pattern)
+    )
+    for path in (ROOT / "tests" / "unit").glob(pattern)
 )
 """The tests that exercise the parsers, run again on the compiled ones."""
 
@@ -66,9 +73,17 @@ def version_line(wheel: Path, into: Path) -> str:
     """`gpuherd --version` as printed by the wheel's own code, unpacked into `into`."""
     zipfile.ZipFile(wheel).extractall(into)
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-         "from gpuherd.cli import main; main(['--version'])", str(into)],
-        cwd=into, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); "
+            "from gpuherd.cli import main; main(['--version'])",
+            str(into),
+        ],
+        cwd=into,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     return done.stdout.strip()
 
@@ -86,9 +101,23 @@ def build_wheel(out: Path, env: dict[str, str] | None = None) -> tuple[Path, str
     """A wheel of this checkout, built as `pip install .` builds it (the build tools of the
     test environment, no download), and the build's output."""
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
-         "--no-index", "-w", str(out), str(ROOT)],
-        capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-v",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     [wheel] = out.glob("gpuherd-*.whl")
@@ -132,14 +161,16 @@ def test_a_wheel_built_with_a_compiler_holds_every_parser_compiled(compiled_whee
 
 # Not `slow`: the build above, handed out first, makes the wheel while the workers run other
 # tests; marked `slow` too, these waited idle on its lock at the start of every run.
-def test_gpuherd_version_says_the_parsers_are_compiled(compiled_wheel: Path,
-                                                       tmp_path: Path) -> None:
+def test_gpuherd_version_says_the_parsers_are_compiled(
+    compiled_wheel: Path, tmp_path: Path
+) -> None:
     assert version_line(compiled_wheel, tmp_path).endswith("(log parsers: compiled)")
 
 
 @pytest.mark.parametrize("share", range(SHARES))
-def test_the_parser_tests_pass_on_the_compiled_parsers(compiled_wheel: Path, tmp_path: Path,
-                                                       share: int) -> None:
+def test_the_parser_tests_pass_on_the_compiled_parsers(
+    compiled_wheel: Path, tmp_path: Path, share: int
+) -> None:
     installed = tmp_path / "site"
     zipfile.ZipFile(compiled_wheel).extractall(installed)
     deselect = [arg for test in ONLY_PURE_PYTHON for arg in ("--deselect", test)]
@@ -149,9 +180,27 @@ def test_the_parser_tests_pass_on_the_compiled_parsers(compiled_wheel: Path, tmp
     # logic, which both builds share; what compiling can change (ints, floats, exceptions,
     # every format's golden lines) the other tests pin on the compiled build.
     done = subprocess.run(
-        [sys.executable, "-c", RUN_ON_COMPILED, str(installed), str(share), str(SHARES), "-q",
-         "-n", "0", "-p", "no:cacheprovider", "-m", "not slow", *deselect, *PARSER_TESTS],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-c",
+            RUN_ON_COMPILED,
+            str(installed),
+            str(share),
+            str(SHARES),
+            "-q",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "not slow",
+            *deselect,
+            *PARSER_TESTS,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
     assert " passed" in done.stdout and " failed" not in done.stdout

@@ -52,7 +52,8 @@ def test_cpu_percent_is_docker_stats_formula_on_two_consecutive_frames() -> None
     assert cpu_pct(first, second) == 100.0 * 856445644 / 1990000000 * 2
     assert cpu_pct(first, second) == pytest.approx(86.0749, abs=1e-4)
     assert cpu_pct(second, third) == pytest.approx(
-        100.0 * (2079961734 - 1209523018) / (23695340000000 - 23693340000000) * 2)
+        100.0 * (2079961734 - 1209523018) / (23695340000000 - 23693340000000) * 2
+    )
     # The engine sends `precpu_stats`, the previous frame's counters: the same figure.
     pre = load("stream_busy_memory64m.json")[1]["precpu_stats"]
     assert pre["cpu_usage"]["total_usage"] == first.cpu_total_ns
@@ -96,12 +97,15 @@ def test_block_io_adds_reads_and_writes_of_every_device_in_either_cgroup_spellin
     assert (reading.block_read_bytes, reading.block_write_bytes) == (5096, 105)
 
 
-@pytest.mark.parametrize(("stats", "used"), [
-    ({"total_inactive_file": 100, "inactive_file": 7}, 900),  # cgroup v1: its own key first
-    ({"inactive_file": 300}, 700),  # cgroup v2
-    ({"total_inactive_file": 5000, "inactive_file": 300}, 700),  # v1 total above usage: skipped
-    ({}, 1000),
-])
+@pytest.mark.parametrize(
+    ("stats", "used"),
+    [
+        ({"total_inactive_file": 100, "inactive_file": 7}, 900),  # cgroup v1: its own key first
+        ({"inactive_file": 300}, 700),  # cgroup v2
+        ({"total_inactive_file": 5000, "inactive_file": 300}, 700),  # v1 total above usage: skipped
+        ({}, 1000),
+    ],
+)
 def test_memory_used_takes_inactive_file_off_the_usage_as_docker_does(stats, used) -> None:
     assert memory_used({"usage": 1000, "stats": stats}) == used
 
@@ -119,19 +123,21 @@ def test_without_the_hosts_cpu_time_cpu_is_over_wall_time() -> None:
     assert cpu_pct(a, b) == pytest.approx(150.0)
 
 
-@given(st.integers(0, 2**62), st.integers(0, 2**40), st.integers(1, 2**40),
-       st.integers(1, 256))
+@given(st.integers(0, 2**62), st.integers(0, 2**40), st.integers(1, 2**40), st.integers(1, 256))
 def test_cpu_percent_is_never_negative_and_at_most_all_cores(prev, used, host, cores) -> None:
     used = min(used, host)  # a container cannot use more than the whole host
     a = StatsReading(read_s=1.0, cpu_total_ns=prev, system_cpu_ns=10**15, online_cpus=cores)
-    b = StatsReading(read_s=2.0, cpu_total_ns=prev + used, system_cpu_ns=10**15 + host,
-                     online_cpus=cores)
+    b = StatsReading(
+        read_s=2.0, cpu_total_ns=prev + used, system_cpu_ns=10**15 + host, online_cpus=cores
+    )
     value = cpu_pct(a, b)
     assert value is not None and 0.0 <= value <= 100.0 * cores + 1e-9
 
 
-@given(st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(9999, 1, 1)),
-       st.integers(0, 999_999_999))
+@given(
+    st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(9999, 1, 1)),
+    st.integers(0, 999_999_999),
+)
 def test_engine_times_keep_nanoseconds_and_zones(moment, nanos) -> None:
     moment = moment.replace(microsecond=0, tzinfo=timezone.utc)
     text = moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos:09d}Z"
@@ -140,32 +146,44 @@ def test_engine_times_keep_nanoseconds_and_zones(moment, nanos) -> None:
     assert parse_engine_time(shifted) == moment.timestamp()
 
 
-@pytest.mark.parametrize("text", ["0001-01-01T00:00:00Z", "", "yesterday", None, 5,
-                                  "2026-13-01T00:00:00Z"])
+@pytest.mark.parametrize(
+    "text", ["0001-01-01T00:00:00Z", "", "yesterday", None, 5, "2026-13-01T00:00:00Z"]
+)
 def test_the_zero_time_and_garbage_are_no_time(text) -> None:
     assert parse_engine_time(text) is None
 
 
-@pytest.mark.parametrize(("recorded", "devices"), [
-    ("inspect_gpus_devices.json", ("0", "GPU-abc")),  # --gpus '"device=0,GPU-abc"'
-    ("inspect_gpus_count.json", ("0", "1")),  # --gpus 2: moby hands out the first two
-    ("inspect_gpus_all.json", ("all",)),  # --gpus all
-    ("inspect_busy_memory64m.json", ()),
-    ("inspect_env_all_runc.json", ()),  # NVIDIA_VISIBLE_DEVICES=all means nothing under runc
-])
+@pytest.mark.parametrize(
+    ("recorded", "devices"),
+    [
+        ("inspect_gpus_devices.json", ("0", "GPU-abc")),  # --gpus '"device=0,GPU-abc"'
+        ("inspect_gpus_count.json", ("0", "1")),  # --gpus 2: moby hands out the first two
+        ("inspect_gpus_all.json", ("all",)),  # --gpus all
+        ("inspect_busy_memory64m.json", ()),
+        ("inspect_env_all_runc.json", ()),  # NVIDIA_VISIBLE_DEVICES=all means nothing under runc
+    ],
+)
 def test_gpu_devices_from_device_requests(recorded: str, devices: tuple[str, ...]) -> None:
     assert gpu_devices(load(recorded)) == devices
 
 
-@pytest.mark.parametrize(("value", "devices"), [
-    ("all", ("all",)), ("0,2", ("0", "2")), ("GPU-1a2b, GPU-3c4d", ("GPU-1a2b", "GPU-3c4d")),
-    ("none", ()), ("void", ()), ("", ()),
-])
+@pytest.mark.parametrize(
+    ("value", "devices"),
+    [
+        ("all", ("all",)),
+        ("0,2", ("0", "2")),
+        ("GPU-1a2b, GPU-3c4d", ("GPU-1a2b", "GPU-3c4d")),
+        ("none", ()),
+        ("void", ()),
+        ("", ()),
+    ],
+)
 def test_the_environment_counts_under_nvidias_runtime(value: str, devices) -> None:
     inspect = load("inspect_env_all_runc.json")
     inspect["HostConfig"]["Runtime"] = "nvidia"
-    inspect["Config"]["Env"] = [e for e in inspect["Config"]["Env"]
-                                if not e.startswith("NVIDIA_VISIBLE_DEVICES=")]
+    inspect["Config"]["Env"] = [
+        e for e in inspect["Config"]["Env"] if not e.startswith("NVIDIA_VISIBLE_DEVICES=")
+    ]
     inspect["Config"]["Env"].append(f"NVIDIA_VISIBLE_DEVICES={value}")
     assert gpu_devices(inspect) == devices
 
@@ -186,11 +204,17 @@ def test_a_sample_from_the_listing_the_inspect_and_two_readings() -> None:
     assert sample.id == "064694041fdd6230da5b6472cbe4d2b2be04c78b4ebfda1fae691be336c0fb18"
     assert sample.short_id == "064694041fdd"
     assert (sample.name, sample.image, sample.status) == (
-        "gpuherd-test-cap", "gpuherd-test-busybox:proto", "running")
+        "gpuherd-test-cap",
+        "gpuherd-test-busybox:proto",
+        "running",
+    )
     assert sample.started_at == pytest.approx(1795709555.419351694, abs=1e-6)
     assert sample.cpu_pct == pytest.approx(86.0749, abs=1e-4)
     assert (sample.memory_used_bytes, sample.memory_limit_bytes, sample.pids) == (
-        598016, 64 * MiB, 1)
+        598016,
+        64 * MiB,
+        1,
+    )
     assert sample.block_read_bytes_per_s == 0.0 and sample.net_rx_bytes_per_s is None
     first = container_sample(listed, started, (), None, frames[0])
     assert first.cpu_pct is None and first.memory_used_bytes == frames[0].memory_used_bytes

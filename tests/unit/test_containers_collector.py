@@ -35,8 +35,11 @@ def test_docker_host_names_the_socket(tmp_path: Path) -> None:
 
 
 def test_without_docker_host_the_first_default_socket_that_exists(tmp_path: Path) -> None:
-    defaults = (str(tmp_path / "docker.sock"), "{runtime}/docker.sock",
-                "{runtime}/podman/podman.sock")
+    defaults = (
+        str(tmp_path / "docker.sock"),
+        "{runtime}/docker.sock",
+        "{runtime}/podman/podman.sock",
+    )
     env = {"XDG_RUNTIME_DIR": str(tmp_path / "run")}
     with listening(tmp_path / "run" / "podman" / "podman.sock"):
         assert engine_socket(env, defaults) == f"unix://{tmp_path}/run/podman/podman.sock"
@@ -50,31 +53,38 @@ def test_no_socket_is_unavailable_with_where_it_looked(tmp_path: Path) -> None:
     assert raised.value.msg == (
         f"no container engine: no socket at DOCKER_HOST=unix://{tmp_path}/none.sock. Start "
         "Docker, or point DOCKER_HOST at an engine's socket (podman: "
-        "unix://$XDG_RUNTIME_DIR/podman/podman.sock)")
+        "unix://$XDG_RUNTIME_DIR/podman/podman.sock)"
+    )
     with pytest.raises(CollectorUnavailable) as raised:
-        engine_socket({"XDG_RUNTIME_DIR": str(tmp_path)}, (str(tmp_path / "a.sock"),
-                                                            "{runtime}/podman/podman.sock"))
+        engine_socket(
+            {"XDG_RUNTIME_DIR": str(tmp_path)},
+            (str(tmp_path / "a.sock"), "{runtime}/podman/podman.sock"),
+        )
     assert f"no socket at {tmp_path}/a.sock; {tmp_path}/podman/podman.sock." in raised.value.msg
 
 
 def test_no_engine_costs_one_look_and_never_loads_the_library(tmp_path: Path) -> None:
-    code = ("import sys, time\n"
-            "from collectors.base import CollectorUnavailable\n"
-            "from collectors.machine.containers import DockerCollector\n"
-            f"c = DockerCollector(environ={{'DOCKER_HOST': 'unix://{tmp_path}/x.sock'}})\n"
-            "try: c.open()\n"
-            "except CollectorUnavailable: print('unavailable')\n"
-            "print(sorted(m for m in ('docker', 'requests', 'urllib3') if m in sys.modules))\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                         timeout=60)
+    code = (
+        "import sys, time\n"
+        "from collectors.base import CollectorUnavailable\n"
+        "from collectors.machine.containers import DockerCollector\n"
+        f"c = DockerCollector(environ={{'DOCKER_HOST': 'unix://{tmp_path}/x.sock'}})\n"
+        "try: c.open()\n"
+        "except CollectorUnavailable: print('unavailable')\n"
+        "print(sorted(m for m in ('docker', 'requests', 'urllib3') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert out.stdout.splitlines() == ["unavailable", "[]"], out.stderr
 
 
 def test_the_loop_reports_unavailable_once_and_ends(tmp_path: Path) -> None:
     events: list = []
     collector = DockerCollector(environ={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"})
-    thread = threading.Thread(target=run_collector, args=(collector, events.append,
-                                                          threading.Event()))
+    thread = threading.Thread(
+        target=run_collector, args=(collector, events.append, threading.Event())
+    )
     thread.start()
     thread.join(10)
     assert not thread.is_alive()
@@ -91,8 +101,9 @@ def test_a_socket_nobody_listens_on_fails_the_tick_and_is_tried_again(tmp_path: 
     for _ in range(2):
         with pytest.raises(CollectorError) as raised:
             collector.sample()
-        assert raised.value.msg == (f"the container engine at unix://{path} is not running "
-                                    "(Connection refused)")
+        assert raised.value.msg == (
+            f"the container engine at unix://{path} is not running (Connection refused)"
+        )
     collector.close()
 
 
@@ -121,12 +132,20 @@ def test_the_role_table_knows_container_ticks() -> None:
     assert CONTAINERS in LATEST_ONLY
 
 
-@pytest.mark.parametrize(("answer", "name"), [
-    ({"Version": "20.10.24+dfsg1", "Components": [{"Name": "Engine"}]}, "Docker 20.10.24+dfsg1"),
-    ({"Version": "4.9.3", "Components": [{"Name": "Podman Engine"}, {"Name": "Conmon"}]},
-     "Podman Engine 4.9.3"),
-    ({}, "Docker"),
-])
+@pytest.mark.parametrize(
+    ("answer", "name"),
+    [
+        (
+            {"Version": "20.10.24+dfsg1", "Components": [{"Name": "Engine"}]},
+            "Docker 20.10.24+dfsg1",
+        ),
+        (
+            {"Version": "4.9.3", "Components": [{"Name": "Podman Engine"}, {"Name": "Conmon"}]},
+            "Podman Engine 4.9.3",
+        ),
+        ({}, "Docker"),
+    ],
+)
 def test_engine_name(answer: dict, name: str) -> None:
     assert engine_name(answer) == name
 
@@ -137,12 +156,16 @@ def test_a_connection_refused_for_permission_says_how_to_get_access(tmp_path: Pa
     import requests
     import urllib3
 
-    denied = requests.exceptions.ConnectionError(urllib3.exceptions.ProtocolError(
-        "Connection aborted.", PermissionError(13, "Permission denied")))
+    denied = requests.exceptions.ConnectionError(
+        urllib3.exceptions.ProtocolError(
+            "Connection aborted.", PermissionError(13, "Permission denied")
+        )
+    )
     collector = DockerCollector(environ={"DOCKER_HOST": f"unix://{tmp_path}/engine.sock"})
     collector.url = f"unix://{tmp_path}/engine.sock"
     assert collector._failure(denied) == (
         f"cannot open unix://{tmp_path}/engine.sock: permission denied. Membership of the "
         "`docker` group gives access (log in again after joining it), or set DOCKER_HOST to a "
         "rootless engine's socket (rootless Docker, or podman: "
-        "unix://$XDG_RUNTIME_DIR/podman/podman.sock)")
+        "unix://$XDG_RUNTIME_DIR/podman/podman.sock)"
+    )

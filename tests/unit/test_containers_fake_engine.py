@@ -54,8 +54,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         path = self.path.split("?")[0].split("/", 2)[-1]  # without the /v1.41 prefix
         if path == "version":
-            self.reply(200, {"Version": "20.10.24", "ApiVersion": "1.41",
-                             "Components": [{"Name": "Engine"}]})
+            self.reply(
+                200,
+                {"Version": "20.10.24", "ApiVersion": "1.41", "Components": [{"Name": "Engine"}]},
+            )
         elif path == "containers/json":
             self.reply(200, list(self.engine.containers.values()))
         elif path.endswith("/json"):

@@ -107,8 +107,12 @@ def test_directory_symlink_loops_are_not_followed(tmp_path):
 
 def test_collector_stretches_its_interval_when_a_scan_is_slow(tmp_path):
     readings = iter([0.0, 0.001, 10.0, 10.5])  # a 1 ms scan, then a 500 ms one
-    collector = DiscoveryCollector(LogDiscovery(watch=[str(tmp_path)]), interval_s=2.0,
-                                   max_busy=0.01, timer=lambda: next(readings))
+    collector = DiscoveryCollector(
+        LogDiscovery(watch=[str(tmp_path)]),
+        interval_s=2.0,
+        max_busy=0.01,
+        timer=lambda: next(readings),
+    )
     collector.sample()
     assert collector.interval_s == 2.0
     collector.sample()
@@ -120,6 +124,7 @@ def test_excluded_directories_are_neither_walked_nor_globbed(tmp_path):
     touch(session / "events.jsonl")
     touch(session / "command.log")
     run = touch(tmp_path / "run" / "train.log")
-    discovery = LogDiscovery(logs=[str(tmp_path / "*" / "*.log")], watch=[str(tmp_path)],
-                             exclude=[str(session)])
+    discovery = LogDiscovery(
+        logs=[str(tmp_path / "*" / "*.log")], watch=[str(tmp_path)], exclude=[str(session)]
+    )
     assert ids(discovery.scan()) == [run]

@@ -39,8 +39,11 @@ class Sink:
 
     def samples(self, kind: type) -> list[object]:
         with self.lock:
-            return [e.sample for e in self.events
-                    if isinstance(e, Sampled) and isinstance(e.sample, kind)]
+            return [
+                e.sample
+                for e in self.events
+                if isinstance(e, Sampled) and isinstance(e.sample, kind)
+            ]
 
 
 def tick(*pids: int) -> GpuTick:
@@ -66,13 +69,16 @@ def test_a_gpu_tick_tells_the_host_and_writer_watches_before_any_sink_sees_it() 
 def test_a_scan_starts_tails_in_the_same_set_and_every_sink_hears_what_changed() -> None:
     found = DiscoveredLog("/r/a.log", "given", "/r/*.log")
     gone = DiscoveredLog("/r/b.log", "given", "/r/*.log")
-    scans = [DiscoveredLogs(1.0, (found, gone)),
-             DiscoveredLogs(2.0, (found,), removed=("/r/b.log",))]
+    scans = [
+        DiscoveredLogs(1.0, (found, gone)),
+        DiscoveredLogs(2.0, (found,), removed=("/r/b.log",)),
+    ]
     read: set[str] = set()
 
     def make_tail(path: str) -> Collector[LogBatch]:
-        return Waiting([LogBatch(path, 1.0, file_path=path)], read, name=f"log:{path}",
-                       task_id=path)
+        return Waiting(
+            [LogBatch(path, 1.0, file_path=path)], read, name=f"log:{path}", task_id=path
+        )
 
     tails = TailSupervisor(make_tail)
     writers = WriterWatch()
@@ -86,7 +92,9 @@ def test_a_scan_starts_tails_in_the_same_set_and_every_sink_hears_what_changed()
     for sink in (first, second):  # one wiring, every sink told the same
         annotated = sink.samples(DiscoveredLogs)
         assert [(s.started, s.stopped, s.first_scan) for s in annotated] == [
-            (("/r/a.log", "/r/b.log"), (), True), ((), ("/r/b.log",), False)]
+            (("/r/a.log", "/r/b.log"), (), True),
+            ((), ("/r/b.log",), False),
+        ]
     assert {b.path for b in first.samples(LogBatch)} == {"/r/a.log", "/r/b.log"}  # tails ran here
     assert tails.followed == {"/r/a.log"}  # the vanished run lost its tail
     assert set(writers.get()[0]) == {"/r/a.log"}  # and the writer watch forgot it
@@ -94,8 +102,9 @@ def test_a_scan_starts_tails_in_the_same_set_and_every_sink_hears_what_changed()
 
 
 def test_a_recording_set_keeps_the_tail_of_a_vanished_run() -> None:
-    tails = TailSupervisor(lambda path: FakeCollector([], name=f"log:{path}", role=LOG,
-                                                      task_id=path))
+    tails = TailSupervisor(
+        lambda path: FakeCollector([], name=f"log:{path}", role=LOG, task_id=path)
+    )
     running = RunningSet(tails=tails, keep_vanished=True)
     log = DiscoveredLog("/r/a.log", "given", "/r/a.log")
     assert running.discovered(DiscoveredLogs(1.0, (log,))).started == ("/r/a.log",)

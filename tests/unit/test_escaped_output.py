@@ -22,8 +22,14 @@ RAW = ("\x1b", "\x9b", "\u202e")
 
 
 def gpuherd(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpuherd", *argv], capture_output=True,
-                          text=True, cwd=REPO, timeout=120, errors="surrogateescape")
+    return subprocess.run(
+        [sys.executable, "-m", "gpuherd", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        errors="surrogateescape",
+    )
 
 
 def raw(text: str) -> list[str]:
@@ -50,8 +56,10 @@ def test_parse_names_a_log_with_cut_lines_visibly(tmp_path: Path) -> None:
     done = gpuherd("parse", str(log))
     assert raw(done.stderr) == []
     cap = f"{DEFAULT_MAX_LINE_BYTES // 1024} KiB"
-    assert (f"gpuherd parse: {tmp_path}/{SHOWN}.log: 1 line(s) longer than {cap}; the first "
-            f"{cap} of each read\n") in done.stderr
+    assert (
+        f"gpuherd parse: {tmp_path}/{SHOWN}.log: 1 line(s) longer than {cap}; the first "
+        f"{cap} of each read\n"
+    ) in done.stderr
 
 
 def evil_session(tmp_path: Path) -> Path:
@@ -88,10 +96,15 @@ def test_queue_ls_and_show_print_names_and_environments_visibly(tmp_path: Path) 
     env = {"GPUHERD_STATE_DIR": str(tmp_path / "state")}
 
     def queue(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "gpuherd", "queue", *argv],
-                              capture_output=True, text=True, cwd=REPO, timeout=120,
-                              env={**os.environ, **env},
-                              stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [sys.executable, "-m", "gpuherd", "queue", *argv],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+        )
 
     missing = queue("add", "--", f"./run{EVIL}")
     assert missing.stderr.startswith(f"gpuherd queue add: no such command: ./run{SHOWN} ")
@@ -104,8 +117,9 @@ def test_queue_ls_and_show_print_names_and_environments_visibly(tmp_path: Path) 
         assert raw(out.stdout) == [] and raw(out.stderr) == []
 
 
-def test_snapshot_shows_a_command_line_and_a_container_name_visibly(monkeypatch,
-                                                                    tmp_path: Path) -> None:
+def test_snapshot_shows_a_command_line_and_a_container_name_visibly(
+    monkeypatch, tmp_path: Path
+) -> None:
     import dataclasses
 
     from collectors.machine.nvml import ProcessEntry
@@ -117,15 +131,31 @@ def test_snapshot_shows_a_command_line_and_a_container_name_visibly(monkeypatch,
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", EVIL])
     try:
-        snap = take_snapshot(FakeNvml([FakeGpu(uuid="GPU-a", total=80 * GiB, used=12 * GiB,
-                                               compute=[ProcessEntry(proc.pid, 10 * GiB)])]),
-                             window_s=0.0)
+        snap = take_snapshot(
+            FakeNvml(
+                [
+                    FakeGpu(
+                        uuid="GPU-a",
+                        total=80 * GiB,
+                        used=12 * GiB,
+                        compute=[ProcessEntry(proc.pid, 10 * GiB)],
+                    )
+                ]
+            ),
+            window_s=0.0,
+        )
     finally:
         proc.kill()
         proc.wait()
-    listed = ContainerTick(snap.host.taken_at, (ContainerSample(
-        id="ab" * 32, short_id="ab" * 6, name=f"box{EVIL}", image="img", status="running"),),
-        engine="Docker")
+    listed = ContainerTick(
+        snap.host.taken_at,
+        (
+            ContainerSample(
+                id="ab" * 32, short_id="ab" * 6, name=f"box{EVIL}", image="img", status="running"
+            ),
+        ),
+        engine="Docker",
+    )
     snap = dataclasses.replace(snap, containers=ContainerLook(tick=listed))
     text = render_table(snap, width=300)
     assert raw(text) == [] and f"time.sleep(30) {SHOWN}" in text and f"box{SHOWN}" in text

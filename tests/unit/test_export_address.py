@@ -13,14 +13,17 @@ from gpuherd.export.exporter import Exporter
 from tests.prometheus import free_port
 
 
-@pytest.mark.parametrize(("text", "host", "port"), [
-    ("9400", "127.0.0.1", 9400),
-    ("127.0.0.1:9400", "127.0.0.1", 9400),
-    ("0.0.0.0:1", "0.0.0.0", 1),
-    ("[::1]:65535", "::1", 65535),
-    ("localhost:9400", "localhost", 9400),
-    ("gpu-box-7.example.org:9400", "gpu-box-7.example.org", 9400),
-])
+@pytest.mark.parametrize(
+    ("text", "host", "port"),
+    [
+        ("9400", "127.0.0.1", 9400),
+        ("127.0.0.1:9400", "127.0.0.1", 9400),
+        ("0.0.0.0:1", "0.0.0.0", 1),
+        ("[::1]:65535", "::1", 65535),
+        ("localhost:9400", "localhost", 9400),
+        ("gpu-box-7.example.org:9400", "gpu-box-7.example.org", 9400),
+    ],
+)
 def test_spellings(text: str, host: str, port: int) -> None:
     assert parse_listen(text) == ListenAddress(host, port)
 

@@ -33,10 +33,29 @@ def encrypted_key(folder: Path) -> tuple[Path, Path]:
     if not shutil.which("openssl"):
         pytest.skip("the openssl CLI makes the encrypted test key")
     cert, key = folder / "enc.crt", folder / "enc.key"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-passout", "pass:secret", "-keyout",
-                    str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-passout",
+            "pass:secret",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+        ],
+        check=True,
+        capture_output=True,
+    )
     assert b"ENCRYPTED" in key.read_bytes()
     return cert, key
 
@@ -47,19 +66,39 @@ def test_an_encrypted_key_is_refused_without_asking_even_on_a_terminal(tmp_path:
     if not shutil.which("script"):
         pytest.skip("script (util-linux) gives the command a terminal")
     cert, key = encrypted_key(tmp_path)
-    command = " ".join([sys.executable, "-m", "gpuherd", "serve-metrics", str(free_port()),
-                        "--replay", str(SESSION), "--metrics-cert", str(cert),
-                        "--metrics-key", str(key)])
+    command = " ".join(
+        [
+            sys.executable,
+            "-m",
+            "gpuherd",
+            "serve-metrics",
+            str(free_port()),
+            "--replay",
+            str(SESSION),
+            "--metrics-cert",
+            str(cert),
+            "--metrics-key",
+            str(key),
+        ]
+    )
     try:
-        done = subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True,
-                              text=True, cwd=REPO, timeout=60, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            ["script", "-qec", command, "/dev/null"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("the exporter waited for a passphrase")
     assert done.returncode == 2, done.stdout
     said = [line for line in done.stdout.splitlines() if line.strip()]
-    assert said == [f"gpuherd: metrics: --metrics-key {key}: the key is encrypted and gpuherd "
-                    "never asks for a passphrase; give it an unencrypted key (openssl pkey -in "
-                    "KEY -out PLAIN.key), readable only by the exporter's user"]
+    assert said == [
+        f"gpuherd: metrics: --metrics-key {key}: the key is encrypted and gpuherd "
+        "never asks for a passphrase; give it an unencrypted key (openssl pkey -in "
+        "KEY -out PLAIN.key), readable only by the exporter's user"
+    ]
 
 
 def test_an_unreadable_key_is_the_keys_fault_not_the_certificates() -> None:
@@ -67,13 +106,31 @@ def test_an_unreadable_key_is_the_keys_fault_not_the_certificates() -> None:
         cert, key = make_cert(folder, "server")
         cert.chmod(0o644)
         key.chmod(0o600)  # root's: the other user may read the certificate only
-        done = subprocess.run(as_other_user([
-            sys.executable, "-m", "gpuherd", "serve-metrics", str(free_port()), "--replay",
-            str(SESSION), "--metrics-cert", str(cert), "--metrics-key", str(key)]),
-            capture_output=True, text=True, cwd=REPO, timeout=60)
+        done = subprocess.run(
+            as_other_user(
+                [
+                    sys.executable,
+                    "-m",
+                    "gpuherd",
+                    "serve-metrics",
+                    str(free_port()),
+                    "--replay",
+                    str(SESSION),
+                    "--metrics-cert",
+                    str(cert),
+                    "--metrics-key",
+                    str(key),
+                ]
+            ),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
     assert done.returncode == 2
-    assert one_line(done.stderr) == (f"gpuherd: metrics: --metrics-key {key}: cannot read it "
-                                     "(Permission denied)")
+    assert one_line(done.stderr) == (
+        f"gpuherd: metrics: --metrics-key {key}: cannot read it (Permission denied)"
+    )
 
 
 def test_a_file_that_is_no_key_or_no_certificate_is_named(tmp_path: Path) -> None:
@@ -105,8 +162,9 @@ def answer_unasked(port: int) -> str:
 
 def test_connections_beyond_the_cap_are_refused_without_a_thread() -> None:
     said: list[str] = []
-    server = MetricsServer(parse_listen(str(free_port())), CollectorRegistry(),
-                           report=said.append, max_connections=4)
+    server = MetricsServer(
+        parse_listen(str(free_port())), CollectorRegistry(), report=said.append, max_connections=4
+    )
     server.start()
     before = threading.active_count()
     held = [idle(server.port) for _ in range(4)]
@@ -144,8 +202,9 @@ def test_the_default_cap_is_the_documented_one() -> None:
 def test_clients_trickling_a_byte_at_a_time_lose_their_slots_at_the_deadline() -> None:
     # Each trickler sends a byte well within the idle timeout, which is per read: only a
     # deadline on the whole connection frees the slots it holds for a real scrape.
-    server = MetricsServer(parse_listen(str(free_port())), CollectorRegistry(),
-                           report=lambda line: None)
+    server = MetricsServer(
+        parse_listen(str(free_port())), CollectorRegistry(), report=lambda line: None
+    )
     server.start()
     started = time.monotonic()  # before connecting: each deadline runs from its accept
     tricklers = [idle(server.port) for _ in range(MAX_CONNECTIONS)]

@@ -43,8 +43,11 @@ def a_queue(state: Path, ledger_dir: Path) -> None:
         store.close()
     started = psutil.Process().create_time()
     with Ledger(ledger_dir).locked() as view:
-        for uuid, size, job in (("GPU-q", 20 * GiB, "4"), ("GPU-q", 4 * GiB, "5"),
-                                ("GPU-r", 8 * GiB, "6")):
+        for uuid, size, job in (
+            ("GPU-q", 20 * GiB, "4"),
+            ("GPU-q", 4 * GiB, "5"),
+            ("GPU-r", 8 * GiB, "6"),
+        ):
             view.reserve(uuid, size, job, os.getpid(), started, time.time() + 600)
 
 
@@ -55,8 +58,14 @@ def test_jobs_by_state_and_reserved_bytes_per_gpu(tmp_path: Path) -> None:
         state = reader()
     finally:
         reader.close()
-    assert state.jobs_by_state == {"waiting": 2, "launching": 0, "running": 1, "done": 1,
-                                   "failed": 0, "cancelled": 1}
+    assert state.jobs_by_state == {
+        "waiting": 2,
+        "launching": 0,
+        "running": 1,
+        "done": 1,
+        "failed": 0,
+        "cancelled": 1,
+    }
     assert state.reserved_bytes_by_uuid == {"GPU-q": 24 * GiB, "GPU-r": 8 * GiB}
 
 
@@ -71,8 +80,10 @@ def test_untrusted_ledger_files_are_named_once_across_scrapes(tmp_path: Path) ->
             assert reader().reserved_bytes_by_uuid == {"GPU-q": 24 * GiB, "GPU-r": 8 * GiB}
     finally:
         reader.close()
-    assert said == [f"ledger: 3 files in {tmp_path / 'ledger'} are not counted (the first, "
-                    "junk-0: not a ledger entry); each is named once"]
+    assert said == [
+        f"ledger: 3 files in {tmp_path / 'ledger'} are not counted (the first, "
+        "junk-0: not a ledger entry); each is named once"
+    ]
 
 
 def test_no_queue_yet_is_every_state_at_zero_and_nothing_is_created(tmp_path: Path) -> None:
@@ -80,8 +91,14 @@ def test_no_queue_yet_is_every_state_at_zero_and_nothing_is_created(tmp_path: Pa
     state_dir, ledger_dir = tmp_path / "state", tmp_path / "ledger"
     reader = QueueReader(state_dir, ledger_dir)
     state = reader()
-    assert state.jobs_by_state == {"waiting": 0, "launching": 0, "running": 0, "done": 0,
-                                   "failed": 0, "cancelled": 0}
+    assert state.jobs_by_state == {
+        "waiting": 0,
+        "launching": 0,
+        "running": 0,
+        "done": 0,
+        "failed": 0,
+        "cancelled": 0,
+    }
     assert state.reserved_bytes_by_uuid == {}
     assert not state_dir.exists() and not ledger_dir.exists()
 
@@ -90,21 +107,33 @@ def scrape(port: int) -> dict[tuple[str, str], float]:
     status, body = get(f"http://127.0.0.1:{port}/metrics")
     if status != 200:
         return {}
-    return {(s.name, s.labels.get("state") or s.labels.get("uuid", "")): s.value
-            for f in text_string_to_metric_families(body) for s in f.samples
-            if s.name.startswith("gpuherd_queue_")}
+    return {
+        (s.name, s.labels.get("state") or s.labels.get("uuid", "")): s.value
+        for f in text_string_to_metric_families(body)
+        for s in f.samples
+        if s.name.startswith("gpuherd_queue_")
+    }
 
 
 @pytest.mark.parametrize("replay", [False, True])
 def test_a_live_exporter_serves_this_machines_queue_and_a_replay_does_not(
-        tmp_path: Path, replay: bool) -> None:
+    tmp_path: Path, replay: bool
+) -> None:
     a_queue(tmp_path / "state", tmp_path / "ledger")
     port = free_port()
-    env = {**os.environ, "GPUHERD_STATE_DIR": str(tmp_path / "state"),
-           "GPUHERD_LEDGER_DIR": str(tmp_path / "ledger")}
+    env = {
+        **os.environ,
+        "GPUHERD_STATE_DIR": str(tmp_path / "state"),
+        "GPUHERD_LEDGER_DIR": str(tmp_path / "ledger"),
+    }
     extra = ["--replay", str(SESSION), "--speed", "1000"] if replay else []
-    process = subprocess.Popen([sys.executable, "-m", "gpuherd", "serve-metrics", str(port),
-                                *extra], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gpuherd", "serve-metrics", str(port), *extra],
+        cwd=REPO,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for(lambda: get(f"http://127.0.0.1:{port}/metrics")[0] == 200, what="the exporter")
         if replay:
@@ -113,9 +142,12 @@ def test_a_live_exporter_serves_this_machines_queue_and_a_replay_does_not(
             return
         found = wait_for(lambda: scrape(port), what="the queue's series")
         assert found == {
-            ("gpuherd_queue_jobs", "waiting"): 2, ("gpuherd_queue_jobs", "launching"): 0,
-            ("gpuherd_queue_jobs", "running"): 1, ("gpuherd_queue_jobs", "done"): 1,
-            ("gpuherd_queue_jobs", "failed"): 0, ("gpuherd_queue_jobs", "cancelled"): 1,
+            ("gpuherd_queue_jobs", "waiting"): 2,
+            ("gpuherd_queue_jobs", "launching"): 0,
+            ("gpuherd_queue_jobs", "running"): 1,
+            ("gpuherd_queue_jobs", "done"): 1,
+            ("gpuherd_queue_jobs", "failed"): 0,
+            ("gpuherd_queue_jobs", "cancelled"): 1,
             ("gpuherd_queue_reserved_bytes", "GPU-q"): 24 * GiB,
             ("gpuherd_queue_reserved_bytes", "GPU-r"): 8 * GiB,
         }
@@ -126,27 +158,32 @@ def test_a_live_exporter_serves_this_machines_queue_and_a_replay_does_not(
 
 
 def test_a_reservation_larger_than_its_gpu_is_not_exported_once_the_gpu_is_read(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """A `2**60`-byte claim tied to a live process: judged against the exporter's own reading."""
     a_queue(tmp_path / "state", tmp_path / "ledger")
     with Ledger(tmp_path / "ledger").locked() as view:
-        view.reserve("GPU-q", 2**60, "7", os.getpid(), psutil.Process().create_time(),
-                     time.time() + 600)
-        view.reserve("GPU-r", 72 * GiB, "8", os.getpid(), psutil.Process().create_time(),
-                     time.time() + 600)  # 8 + 72 = the whole GPU: still counted
+        view.reserve(
+            "GPU-q", 2**60, "7", os.getpid(), psutil.Process().create_time(), time.time() + 600
+        )
+        view.reserve(
+            "GPU-r", 72 * GiB, "8", os.getpid(), psutil.Process().create_time(), time.time() + 600
+        )  # 8 + 72 = the whole GPU: still counted
     said: list[str] = []
     reader = QueueReader(tmp_path / "state", tmp_path / "ledger", warn=said.append)
-    exporter = Exporter(parse_listen(str(free_port())), "box-1", queue=reader,
-                        report=lambda line: None)
+    exporter = Exporter(
+        parse_listen(str(free_port())), "box-1", queue=reader, report=lambda line: None
+    )
     try:
         # No GPU read yet: nothing to judge sizes by, so the claim is exported as made.
-        assert reader().reserved_bytes_by_uuid == {"GPU-q": 24 * GiB + 2**60,
-                                                   "GPU-r": 80 * GiB}
-        exporter.emit(Sampled("gpus", tick([Gpu("GPU-q", total=80 * GiB),
-                                            Gpu("GPU-r", total=80 * GiB)])))
+        assert reader().reserved_bytes_by_uuid == {"GPU-q": 24 * GiB + 2**60, "GPU-r": 80 * GiB}
+        exporter.emit(
+            Sampled("gpus", tick([Gpu("GPU-q", total=80 * GiB), Gpu("GPU-r", total=80 * GiB)]))
+        )
         assert reader().reserved_bytes_by_uuid == {"GPU-q": 24 * GiB, "GPU-r": 80 * GiB}
     finally:
         exporter.close()
     assert len(said) == 1 and said[0].endswith(
         f"it reserves {2**60} bytes on GPU-q, more than that GPU's total ({80 * GiB} bytes); "
-        "not counted")
+        "not counted"
+    )

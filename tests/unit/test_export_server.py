@@ -44,8 +44,9 @@ def request(method: str, path: str) -> bytes:
 @pytest.fixture
 def exporter() -> Iterator[Exporter]:
     served = Exporter(parse_listen(str(free_port())), "box-1", report=lambda line: None)
-    served.emit(Sampled("nvml", GpuTick(1.0, (GpuSample(0, "GPU-a", "H100",
-                                                        memory_used_bytes=3 * GiB),))))
+    served.emit(
+        Sampled("nvml", GpuTick(1.0, (GpuSample(0, "GPU-a", "H100", memory_used_bytes=3 * GiB),)))
+    )
     served.start()
     yield served
     served.close()
@@ -60,8 +61,9 @@ def test_get_of_the_metrics_path_is_the_only_thing_answered(exporter: Exporter) 
     port = exporter.server.port
     code, answer = raw(port, request("GET", "/metrics"))
     assert code == 200
-    assert 'gpuherd_gpu_memory_used_bytes{gpu="0",host="box-1",uuid="GPU-a"} 3.221225472e+09' \
-        in answer
+    assert (
+        'gpuherd_gpu_memory_used_bytes{gpu="0",host="box-1",uuid="GPU-a"} 3.221225472e+09' in answer
+    )
     assert "Server: gpuherd\r\n" in answer and "Python" not in answer.split("\r\n\r\n")[0]
     assert raw(port, request("GET", "/metrics?name[]=x"))[0] == 200
     for path in ("/", "/metrics/", "/favicon.ico", "/../etc/passwd", "/METRICS"):
@@ -73,8 +75,9 @@ def test_get_of_the_metrics_path_is_the_only_thing_answered(exporter: Exporter) 
     assert raw(port, request("POST", "/"))[0] == 404
 
 
-def test_a_scrape_that_raises_is_a_500_and_the_next_one_works(exporter: Exporter,
-                                                              monkeypatch) -> None:
+def test_a_scrape_that_raises_is_a_500_and_the_next_one_works(
+    exporter: Exporter, monkeypatch
+) -> None:
     port = exporter.server.port
     said: list[str] = []
     monkeypatch.setattr(exporter.server, "report", said.append)
@@ -102,8 +105,13 @@ def test_a_port_in_use_is_an_exporter_error_naming_it() -> None:
 
 
 def gpuherd(*argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpuherd", *argv], capture_output=True,
-                          text=True, cwd=REPO, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuherd", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=timeout,
+    )
 
 
 def one_line(stderr: str) -> str:
@@ -112,15 +120,18 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize(("listen", "says"), [
-    ("70000", "the port must be a number from 1 to 65535"),
-    ("0", "the port must be a number from 1 to 65535"),
-    (":9400", "give the host before ':'"),
-    ("::1:9400", "write an IPv6 address in brackets"),
-    ("[::1]9400", "an IPv6 address is written [ADDRESS]:PORT"),
-    ("local host:9400", "'local host' is not a host name or address"),
-    ("http://x:9400", "expected [HOST:]PORT, not a URL"),
-])
+@pytest.mark.parametrize(
+    ("listen", "says"),
+    [
+        ("70000", "the port must be a number from 1 to 65535"),
+        ("0", "the port must be a number from 1 to 65535"),
+        (":9400", "give the host before ':'"),
+        ("::1:9400", "write an IPv6 address in brackets"),
+        ("[::1]9400", "an IPv6 address is written [ADDRESS]:PORT"),
+        ("local host:9400", "'local host' is not a host name or address"),
+        ("http://x:9400", "expected [HOST:]PORT, not a URL"),
+    ],
+)
 def test_a_bad_host_port_is_one_line_and_exit_2(listen: str, says: str) -> None:
     done = gpuherd("serve-metrics", listen, "--replay", str(SESSION))
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -134,20 +145,27 @@ def test_port_in_use_at_start_is_one_line_and_exit_2_for_every_mode(tmp_path: Pa
         taken.listen()
         port = taken.getsockname()[1]
         served = gpuherd("serve-metrics", str(port), "--replay", str(SESSION))
-        recorded = gpuherd("record", str(tmp_path / "s"), "--duration", "5s",
-                           "--serve-metrics", f"127.0.0.1:{port}")
+        recorded = gpuherd(
+            "record",
+            str(tmp_path / "s"),
+            "--duration",
+            "5s",
+            "--serve-metrics",
+            f"127.0.0.1:{port}",
+        )
     for done in (served, recorded):
         assert done.returncode == 2
-        assert one_line(done.stderr) == (f"gpuherd: metrics: --serve-metrics 127.0.0.1:{port}: "
-                                         "the port is in use (another exporter?); pick "
-                                         "another port")
+        assert one_line(done.stderr) == (
+            f"gpuherd: metrics: --serve-metrics 127.0.0.1:{port}: "
+            "the port is in use (another exporter?); pick "
+            "another port"
+        )
     assert not (tmp_path / "s").exists()  # nothing was started, nothing written
 
 
 def test_tls_flags_come_in_pairs_and_only_with_serve_metrics(tmp_path: Path) -> None:
     done = gpuherd("serve-metrics", "9400", "--metrics-cert", "c.pem")
-    assert done.returncode == 2 and "give --metrics-cert and --metrics-key together" in \
-        done.stderr
+    assert done.returncode == 2 and "give --metrics-cert and --metrics-key together" in done.stderr
     done = gpuherd("replay", str(SESSION), "--metrics-cert", "c.pem", "--metrics-key", "k.pem")
     assert done.returncode == 2 and "--metrics-cert needs --serve-metrics" in done.stderr
 
@@ -156,14 +174,36 @@ def make_cert(folder: Path, name: str) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 and its key, with the openssl CLI or cryptography."""
     cert, key = folder / f"{name}.crt", folder / f"{name}.key"
     if shutil.which("openssl"):
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(key), "-out",
-                        str(cert), "-days", "1", "-subj", "/CN=localhost", "-addext",
-                        "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-keyout",
+                str(key),
+                "-out",
+                str(cert),
+                "-days",
+                "1",
+                "-subj",
+                "/CN=localhost",
+                "-addext",
+                "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            ],
+            check=True,
+            capture_output=True,
+        )
         return cert, key
-    pytest.importorskip("cryptography", reason="neither the openssl CLI nor the cryptography "
-                        "package is here to make a test certificate")
+    pytest.importorskip(
+        "cryptography",
+        reason="neither the openssl CLI nor the cryptography "
+        "package is here to make a test certificate",
+    )
     import datetime
     import ipaddress
 
@@ -175,18 +215,30 @@ def make_cert(folder: Path, name: str) -> tuple[Path, Path]:
     private = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    built = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
-             .public_key(private.public_key()).serial_number(x509.random_serial_number())
-             .not_valid_before(now - datetime.timedelta(minutes=5))
-             .not_valid_after(now + datetime.timedelta(days=1))
-             .add_extension(x509.SubjectAlternativeName([
-                 x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                 critical=False)
-             .sign(private, hashes.SHA256()))
+    built = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(private, hashes.SHA256())
+    )
     cert.write_bytes(built.public_bytes(serialization.Encoding.PEM))
-    key.write_bytes(private.private_bytes(serialization.Encoding.PEM,
-                                          serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))
+    key.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     return cert, key
 
 
@@ -210,22 +262,38 @@ def test_tls_serves_metrics_to_a_client_that_trusts_the_certificate(tmp_path: Pa
 def test_a_certificate_that_does_not_match_its_key_is_one_line_and_exit_2(tmp_path: Path) -> None:
     cert, _ = make_cert(tmp_path, "one")
     _, other_key = make_cert(tmp_path, "two")
-    done = gpuherd("serve-metrics", str(free_port()), "--replay", str(SESSION),
-                   "--metrics-cert", str(cert), "--metrics-key", str(other_key))
+    done = gpuherd(
+        "serve-metrics",
+        str(free_port()),
+        "--replay",
+        str(SESSION),
+        "--metrics-cert",
+        str(cert),
+        "--metrics-key",
+        str(other_key),
+    )
     assert done.returncode == 2
-    assert one_line(done.stderr) == (f"gpuherd: metrics: --metrics-cert {cert} does not match "
-                                     f"--metrics-key {other_key}")
-    missing = gpuherd("serve-metrics", str(free_port()), "--replay", str(SESSION),
-                      "--metrics-cert", str(tmp_path / "nope.crt"), "--metrics-key",
-                      str(other_key))
+    assert one_line(done.stderr) == (
+        f"gpuherd: metrics: --metrics-cert {cert} does not match --metrics-key {other_key}"
+    )
+    missing = gpuherd(
+        "serve-metrics",
+        str(free_port()),
+        "--replay",
+        str(SESSION),
+        "--metrics-cert",
+        str(tmp_path / "nope.crt"),
+        "--metrics-key",
+        str(other_key),
+    )
     assert missing.returncode == 2
-    assert one_line(missing.stderr) == (f"gpuherd: metrics: --metrics-cert "
-                                        f"{tmp_path / 'nope.crt'}: no such file")
+    assert one_line(missing.stderr) == (
+        f"gpuherd: metrics: --metrics-cert {tmp_path / 'nope.crt'}: no such file"
+    )
 
 
 def test_a_session_that_cannot_be_replayed_is_one_line_and_exit_2() -> None:
     bad = REPO / "tests" / "data" / "sessions" / "no_meta"
     done = gpuherd("serve-metrics", str(free_port()), "--replay", str(bad))
     assert done.returncode == 2
-    assert one_line(done.stderr) == (f"gpuherd: {bad}: not a gpuherd session (no meta.json "
-                                     "in it)")
+    assert one_line(done.stderr) == (f"gpuherd: {bad}: not a gpuherd session (no meta.json in it)")

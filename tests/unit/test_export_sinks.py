@@ -34,32 +34,48 @@ def values(port: int, name: str, **labels: str) -> list[float]:
     status, body = get(f"http://127.0.0.1:{port}/metrics")
     if status != 200:
         return []
-    return [s.value for family in text_string_to_metric_families(body) for s in family.samples
-            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+    return [
+        s.value
+        for family in text_string_to_metric_families(body)
+        for s in family.samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    ]
 
 
 def test_a_recording_feeds_the_exporter_its_ticks_and_the_fast_samplers_peak(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     fake = FakeNvml([FakeGpu(uuid="GPU-rec", used=3 * GiB, reserved=0)])
     port = free_port()
     exporter = Exporter(parse_listen(str(port)), "rec-box", report=lambda line: None)
-    options = RecordingOptions(nvml_backend=fake, interval_s=0.5, peak_interval_s=0.01,
-                               tap=exporter.emit, on_peaks=exporter.add_peaks)
+    options = RecordingOptions(
+        nvml_backend=fake,
+        interval_s=0.5,
+        peak_interval_s=0.01,
+        tap=exporter.emit,
+        on_peaks=exporter.add_peaks,
+    )
     recording = Recording(tmp_path / "session", options)
     recording.start()
     exporter.start()
     try:
-        wait_for(lambda: values(port, "gpuherd_gpu_memory_used_bytes", uuid="GPU-rec")
-                 == [3 * GiB], what="the first tick")
+        wait_for(
+            lambda: values(port, "gpuherd_gpu_memory_used_bytes", uuid="GPU-rec") == [3 * GiB],
+            what="the first tick",
+        )
         readings = recording.tracker.readings
         fake.gpus[0].used = 9 * GiB  # a 150 ms spike, between two full rows most of the time
         wait_for(lambda: recording.tracker.readings >= readings + 3, what="fast readings")
         time.sleep(0.15)
         fake.gpus[0].used = 3 * GiB
-        wait_for(lambda: values(port, "gpuherd_gpu_memory_peak_bytes", uuid="GPU-rec")
-                 == [9 * GiB], what="the peak")
-        wait_for(lambda: values(port, "gpuherd_gpu_memory_used_bytes", uuid="GPU-rec")
-                 == [3 * GiB], what="used back down")
+        wait_for(
+            lambda: values(port, "gpuherd_gpu_memory_peak_bytes", uuid="GPU-rec") == [9 * GiB],
+            what="the peak",
+        )
+        wait_for(
+            lambda: values(port, "gpuherd_gpu_memory_used_bytes", uuid="GPU-rec") == [3 * GiB],
+            what="used back down",
+        )
         assert values(port, "gpuherd_gpu_memory_peak_bytes", uuid="GPU-rec") == [9 * GiB]
     finally:
         recording.stop()
@@ -76,17 +92,37 @@ time.sleep(60)
 
 
 def test_record_serve_metrics_exports_the_recorded_command_as_the_command_task(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     port = free_port()
     session = tmp_path / "session"
     process = subprocess.Popen(
-        [sys.executable, "-m", "gpuherd", "record", str(session), "--serve-metrics", str(port),
-         "--peak-interval", "0", "--", sys.executable, "-c", TRAIN],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "gpuherd",
+            "record",
+            str(session),
+            "--serve-metrics",
+            str(port),
+            "--peak-interval",
+            "0",
+            "--",
+            sys.executable,
+            "-c",
+            TRAIN,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        wait_for(lambda: values(port, "gpuherd_task_loss", task="command") == [1.0],
-                 what="the command's last loss")
+        wait_for(
+            lambda: values(port, "gpuherd_task_loss", task="command") == [1.0],
+            what="the command's last loss",
+        )
         assert values(port, "gpuherd_task_step", task="command") == [3.0]
     finally:
         os.killpg(process.pid, signal.SIGTERM)  # gpuherd forwards it to the command
@@ -102,16 +138,33 @@ def test_serve_metrics_alone_follows_a_log_of_this_machine(tmp_path: Path) -> No
     log.write_text("step: 1 loss: 2.5\n")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "gpuherd", "serve-metrics", str(port), "--log", str(log),
-         "--interval", "0.2"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "gpuherd",
+            "serve-metrics",
+            str(port),
+            "--log",
+            str(log),
+            "--interval",
+            "0.2",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        wait_for(lambda: values(port, "gpuherd_task_loss", task="exp1/train.log") == [2.5],
-                 what="the first loss")
+        wait_for(
+            lambda: values(port, "gpuherd_task_loss", task="exp1/train.log") == [2.5],
+            what="the first loss",
+        )
         with open(log, "a") as f:
             f.write("step: 2 loss: 1.25\n")
-        wait_for(lambda: values(port, "gpuherd_task_loss", task="exp1/train.log") == [1.25],
-                 what="the appended loss")
+        wait_for(
+            lambda: values(port, "gpuherd_task_loss", task="exp1/train.log") == [1.25],
+            what="the appended loss",
+        )
         assert values(port, "gpuherd_task_step", task="exp1/train.log") == [2.0]
     finally:
         process.send_signal(signal.SIGTERM)
@@ -127,15 +180,18 @@ def test_a_source_that_crashes_leaves_the_exporter_serving(capsys) -> None:
     port = free_port()
     exporter = Exporter(parse_listen(str(port)), "box-1", report=lambda line: None)
     broken = FakeCollector([ZeroDivisionError("a bug in a collector")], name="broken")
-    good = FakeCollector([GpuTick(1.0, (GpuSample(0, "GPU-a", "H100",
-                                                  memory_used_bytes=GiB),))], name="nvml")
+    good = FakeCollector(
+        [GpuTick(1.0, (GpuSample(0, "GPU-a", "H100", memory_used_bytes=GiB),))], name="nvml"
+    )
     running = running_set(Feed("box-1", [broken, good]))
     running.attach(sink(exporter))
     exporter.start()
     try:
         running.run()
-        wait_for(lambda: values(port, "gpuherd_gpu_memory_used_bytes") == [GiB],
-                 what="the good source's sample")
+        wait_for(
+            lambda: values(port, "gpuherd_gpu_memory_used_bytes") == [GiB],
+            what="the good source's sample",
+        )
         wait_for(lambda: broken.closed == 1, what="the broken source's loop to end")
         assert values(port, "gpuherd_exporter_info", host="box-1") == [1.0]
     finally:

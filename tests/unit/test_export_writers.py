@@ -23,12 +23,32 @@ OTHER_PID = 999_999_998  # a GPU process of a colleague: listed, writes nothing 
 def gpus(writer_pid: int | None, at: float) -> Sampled:
     """GPU 0 runs only the colleague's process; GPU 1 also runs the writer, when it lives."""
     on_1 = (GpuProcess(OTHER_PID, GiB),) + (
-        (GpuProcess(writer_pid, 3 * GiB),) if writer_pid is not None else ())
-    return Sampled("nvml", GpuTick(at, (
-        GpuSample(0, "GPU-aaaa", "H100", memory_used_bytes=GiB, memory_total_bytes=80 * GiB,
-                  processes=(GpuProcess(OTHER_PID, GiB),)),
-        GpuSample(1, "GPU-bbbb", "H100", memory_used_bytes=4 * GiB,
-                  memory_total_bytes=80 * GiB, processes=on_1))))
+        (GpuProcess(writer_pid, 3 * GiB),) if writer_pid is not None else ()
+    )
+    return Sampled(
+        "nvml",
+        GpuTick(
+            at,
+            (
+                GpuSample(
+                    0,
+                    "GPU-aaaa",
+                    "H100",
+                    memory_used_bytes=GiB,
+                    memory_total_bytes=80 * GiB,
+                    processes=(GpuProcess(OTHER_PID, GiB),),
+                ),
+                GpuSample(
+                    1,
+                    "GPU-bbbb",
+                    "H100",
+                    memory_used_bytes=4 * GiB,
+                    memory_total_bytes=80 * GiB,
+                    processes=on_1,
+                ),
+            ),
+        ),
+    )
 
 
 def first_batch(log: Path) -> LogBatch:
@@ -44,8 +64,9 @@ def first_batch(log: Path) -> LogBatch:
         tail.close()
 
 
-def test_the_running_set_tells_the_watch_and_the_exported_task_follows_its_writer(tmp_path: Path,
-                                                                    procs) -> None:  # noqa: F811
+def test_the_running_set_tells_the_watch_and_the_exported_task_follows_its_writer(
+    tmp_path: Path, procs
+) -> None:  # noqa: F811
     log = tmp_path / "run" / "train.log"
     log.parent.mkdir()
     proc, _ = start(WRITER, str(log), "a")
@@ -85,9 +106,9 @@ def test_the_running_set_tells_the_watch_and_the_exported_task_follows_its_write
 
 
 def test_a_live_feed_with_logs_runs_the_writer_collector_and_a_replay_does_not(
-        tmp_path: Path) -> None:
-    args = ServeMetricsOptions(listen="9400", interval=1.0,
-                               log=[str(tmp_path / "train.log")])
+    tmp_path: Path,
+) -> None:
+    args = ServeMetricsOptions(listen="9400", interval=1.0, log=[str(tmp_path / "train.log")])
     feed = build_feed(args)
     try:
         found = [c for c in feed.collectors if isinstance(c, WriterCollector)]

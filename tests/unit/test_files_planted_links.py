@@ -24,15 +24,25 @@ from gpuherd.session.session import SessionWriteError, SessionWriter
 from tests.privileges import OTHER_UID, as_other_user, shared_directory
 from tests.unit.test_note import EXAMPLES, NOTE, training_session
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0,
-                                reason="the attack is another user against root (CI runs as root)")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="the attack is another user against root (CI runs as root)"
+)
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = b"root:only\n"
-RECORD_NAMES = (".lock", "gpu.csv", "metrics.csv", "events.jsonl", "command.log",
-                "peak_trace.csv", ".command.exit.json.tmp", "meta.json", "host.csv",
-                "processes.csv")
+RECORD_NAMES = (
+    ".lock",
+    "gpu.csv",
+    "metrics.csv",
+    "events.jsonl",
+    "command.log",
+    "peak_trace.csv",
+    ".command.exit.json.tmp",
+    "meta.json",
+    "host.csv",
+    "processes.csv",
+)
 """The names the attack planted; `.lock` first, so that its link leads to an existing file."""
 
 
@@ -86,15 +96,24 @@ def unchanged(targets: dict[Path, bytes | None]) -> None:
 
 
 def gpuherd(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "gpuherd", *args], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [PY, "-m", "gpuherd", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
 
 
-@pytest.mark.parametrize(("mode", "why"), [
-    (0o777, "is writable by every user (mode 0777) without the sticky bit"),
-    (0o1777, f"belongs to uid {OTHER_UID}, and root writes there only by privilege"),
-])
+@pytest.mark.parametrize(
+    ("mode", "why"),
+    [
+        (0o777, "is writable by every user (mode 0777) without the sticky bit"),
+        (0o1777, f"belongs to uid {OTHER_UID}, and root writes there only by privilege"),
+    ],
+)
 def test_record_refuses_her_directory_full_of_links(box: Path, mode: int, why: str) -> None:
     run = her_directory(box / "run", mode)
     targets = plant(run, RECORD_NAMES, box / "secret")
@@ -116,9 +135,11 @@ def test_record_refuses_a_link_planted_in_a_sticky_directory_like_tmp(box: Path)
     out = gpuherd("record", str(run), "--", "true")
     unchanged(targets)
     assert out.returncode == 2, out.stderr
-    assert out.stderr == (f"gpuherd: refusing to record: {run / 'metrics.csv'} is a symbolic "
-                          "link where gpuherd writes its metrics.csv; remove it, or record into "
-                          "a new directory you own\n")
+    assert out.stderr == (
+        f"gpuherd: refusing to record: {run / 'metrics.csv'} is a symbolic "
+        "link where gpuherd writes its metrics.csv; remove it, or record into "
+        "a new directory you own\n"
+    )
 
 
 def test_record_in_a_sticky_directory_goes_around_a_planted_temporary_name(box: Path) -> None:
@@ -143,8 +164,11 @@ def test_links_planted_while_recording_are_not_written_through(box: Path) -> Non
     run.chmod(0o1777)
     writer = SessionWriter(run, {"driver": None})
     targets = plant(run, ("host.csv", "events.jsonl", "metrics.csv"), box / "secret")
-    with pytest.raises(SessionWriteError, match=r"host\.csv is a symbolic link; gpuherd does "
-                                                "not write through it"):
+    with pytest.raises(
+        SessionWriteError,
+        match=r"host\.csv is a symbolic link; gpuherd does "
+        "not write through it",
+    ):
         writer.write_host(HostSample(1000.0))
     writer.close()
     unchanged(targets)
@@ -158,8 +182,11 @@ def test_a_file_she_made_first_under_a_session_name_is_not_written_to(box: Path)
     run.chmod(0o1777)
     writer = SessionWriter(run, {"driver": None})
     as_her(f"printf 'hers\\n' > {run / 'metrics.csv'}")
-    with pytest.raises(SessionWriteError, match=rf"metrics\.csv is a file of uid {OTHER_UID}, "
-                                                "not of this user; gpuherd does not write to it"):
+    with pytest.raises(
+        SessionWriteError,
+        match=rf"metrics\.csv is a file of uid {OTHER_UID}, "
+        "not of this user; gpuherd does not write to it",
+    ):
         writer.append_rows("metrics.csv", ("t", "value"), [(1.0, 2.0)])
     writer.close()
     assert (run / "metrics.csv").read_text() == "hers\n"
@@ -180,13 +207,16 @@ def test_summarize_goes_around_links_sprayed_for_the_next_pids(box: Path) -> Non
     target.chmod(0o600)
     # One process of hers makes every link (one `ln` each would use up the pids she aims at),
     # for the next 2,000 pids: other processes of the host take some meanwhile.
-    spray = (f"import os; os.chdir({str(session)!r}); last = int(open("
-             "'/proc/sys/kernel/ns_last_pid').read())\n"
-             "for pid in range(last, last + 2000):\n"
-             "    for kind in ('json', 'md'):\n"
-             f"        os.symlink({str(target)!r}, f'.summary.{{kind}}.{{pid}}.tmp')")
-    done = subprocess.run(as_other_user([_system_python(), "-c", spray]), capture_output=True,
-                          text=True)
+    spray = (
+        f"import os; os.chdir({str(session)!r}); last = int(open("
+        "'/proc/sys/kernel/ns_last_pid').read())\n"
+        "for pid in range(last, last + 2000):\n"
+        "    for kind in ('json', 'md'):\n"
+        f"        os.symlink({str(target)!r}, f'.summary.{{kind}}.{{pid}}.tmp')"
+    )
+    done = subprocess.run(
+        as_other_user([_system_python(), "-c", spray]), capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     out = gpuherd("summarize", str(session))
     unchanged({target: SECRET})
@@ -203,7 +233,8 @@ def _system_python() -> str:
 
 
 def test_note_chown_cannot_be_redirected_by_swapping_the_backup(
-        box: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    box: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # She owns the example and its directory, so she may replace root's backup with a link
     # at any moment; here, at the worst one: after it is written, before it is chowned.
     ours = her_directory(box / "ex", 0o755)

@@ -36,8 +36,9 @@ from tests.unit.test_files_planted_links import (
 )
 from tests.unit.test_note import EXAMPLES, NOTE, training_session
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0,
-                                reason="the attack is another user against root (CI runs as root)")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="the attack is another user against root (CI runs as root)"
+)
 __all__ = ["box"]  # the fixture, imported to be used here
 
 
@@ -61,10 +62,12 @@ def test_record_refuses_a_directory_of_roots_inside_hers(box: Path) -> None:
     run = roots_directory(her_directory(box / "her", 0o755) / "run")
     out = gpuherd("record", str(run), "--", "true")
     assert out.returncode == 2, out.stderr
-    assert out.stderr == (f"gpuherd: refusing to record into {run}: {box / 'her'} belongs to "
-                          f"uid {OTHER_UID}, who can rename what is in it and put a link in its "
-                          "place while gpuherd writes; use a path whose directories only root "
-                          "or you own\n")
+    assert out.stderr == (
+        f"gpuherd: refusing to record into {run}: {box / 'her'} belongs to "
+        f"uid {OTHER_UID}, who can rename what is in it and put a link in its "
+        "place while gpuherd writes; use a path whose directories only root "
+        "or you own\n"
+    )
     assert list(run.iterdir()) == []
 
 
@@ -76,25 +79,31 @@ def test_record_refuses_a_new_directory_two_levels_below_hers(box: Path) -> None
     assert not any(run.iterdir())
 
 
-@pytest.mark.parametrize(("mode", "group", "refused"), [
-    (0o777, 0, True),     # anyone renames `run`
-    (0o775, OTHER_UID, True),  # her group may
-    (0o775, 0, False),    # root's group only
-    (0o1777, 0, False),   # /tmp: she may add names, not rename root's `run`
-    (0o755, 0, False),
-])
-def test_record_weighs_who_may_write_the_parent(box: Path, mode: int, group: int,
-                                                refused: bool) -> None:
+@pytest.mark.parametrize(
+    ("mode", "group", "refused"),
+    [
+        (0o777, 0, True),  # anyone renames `run`
+        (0o775, OTHER_UID, True),  # her group may
+        (0o775, 0, False),  # root's group only
+        (0o1777, 0, False),  # /tmp: she may add names, not rename root's `run`
+        (0o755, 0, False),
+    ],
+)
+def test_record_weighs_who_may_write_the_parent(
+    box: Path, mode: int, group: int, refused: bool
+) -> None:
     parent = roots_directory(box / "parent", mode, group)
     run = roots_directory(parent / "run")
     out = gpuherd("record", str(run), "--", "true")
     if refused:
         assert out.returncode == 2, out.stderr
-        assert out.stderr.endswith(f"{parent} is writable by other users (mode {mode:04o}) "
-                                   "without the sticky bit, so they can put a link in place of "
-                                   f"what is in it while gpuherd writes; run `chmod go-w "
-                                   f"{parent}`, or use a path whose directories only root or "
-                                   "you own\n"), out.stderr
+        assert out.stderr.endswith(
+            f"{parent} is writable by other users (mode {mode:04o}) "
+            "without the sticky bit, so they can put a link in place of "
+            f"what is in it while gpuherd writes; run `chmod go-w "
+            f"{parent}`, or use a path whose directories only root or "
+            "you own\n"
+        ), out.stderr
         assert list(run.iterdir()) == []
     else:
         assert out.returncode == 0, out.stderr
@@ -120,9 +129,11 @@ def test_record_refuses_a_path_through_her_link(box: Path, hers: bool) -> None:
     out = gpuherd("record", str(link / "run"), "--", "true")
     if hers:
         assert out.returncode == 2, out.stderr
-        assert out.stderr == (f"gpuherd: refusing to record into {link / 'run'}: {link} is a "
-                              f"symbolic link of uid {OTHER_UID}, who can point it elsewhere "
-                              "while gpuherd writes; give the real path instead\n")
+        assert out.stderr == (
+            f"gpuherd: refusing to record into {link / 'run'}: {link} is a "
+            f"symbolic link of uid {OTHER_UID}, who can point it elsewhere "
+            "while gpuherd writes; give the real path instead\n"
+        )
         assert list((real / "run").iterdir()) == []
     else:
         assert out.returncode == 0, out.stderr
@@ -134,9 +145,11 @@ def test_summarize_does_not_write_below_her_directory(box: Path) -> None:
     training_session(session)
     out = gpuherd("summarize", str(session))
     assert out.returncode == 0, out.stderr  # the summary is still printed
-    assert out.stderr.startswith(f"gpuherd: could not write the summary files into {session}: "
-                                 f"refusing to write summary.json: {box / 'her'} belongs to uid "
-                                 f"{OTHER_UID}"), out.stderr
+    assert out.stderr.startswith(
+        f"gpuherd: could not write the summary files into {session}: "
+        f"refusing to write summary.json: {box / 'her'} belongs to uid "
+        f"{OTHER_UID}"
+    ), out.stderr
     assert len(out.stderr.splitlines()) == 1
     assert not (session / "summary.json").exists() and not (session / "summary.md").exists()
 
@@ -151,8 +164,11 @@ def test_a_hard_link_under_a_session_name_is_not_appended_to(box: Path) -> None:
     writer = SessionWriter(run, {"driver": None})
     target = secret_file(box)
     os.link(target, run / "host.csv")
-    with pytest.raises(SessionWriteError, match=r"host\.csv is a file with 2 hard links, not "
-                                                "one gpuherd created; gpuherd does not write"):
+    with pytest.raises(
+        SessionWriteError,
+        match=r"host\.csv is a file with 2 hard links, not "
+        "one gpuherd created; gpuherd does not write",
+    ):
         writer.write_host(HostSample(1000.0))
     writer.close()
     unchanged({target: SECRET})
@@ -184,14 +200,16 @@ def hard_linked_example(directory: Path, owner: int) -> Path:
 def test_note_refuses_roots_rewrite_of_her_hard_linked_file(box: Path) -> None:
     example = hard_linked_example(her_directory(box / "ex", 0o755), OTHER_UID)
     before = example.read_bytes()
-    with pytest.raises(NoteError, match="it has 2 hard links, and it or its directory "
-                                        "belongs to another user"):
+    with pytest.raises(
+        NoteError, match="it has 2 hard links, and it or its directory belongs to another user"
+    ):
         write_note(example, NOTE)
     assert example.read_bytes() == before
 
 
 def test_note_refuses_roots_rewrite_of_another_users_hard_linked_file_in_roots_directory(
-        box: Path) -> None:
+    box: Path,
+) -> None:
     # Her file, linked (by her, where the kernel lets her) into a directory of root's.
     example = hard_linked_example(roots_directory(box / "ex"), OTHER_UID)
     with pytest.raises(NoteError, match="it has 2 hard links"):
@@ -207,8 +225,7 @@ def test_note_keeps_the_hard_links_of_roots_own_example(box: Path) -> None:
     assert "last_verification_note" in (box / "ex" / "other-name.yaml").read_text()
 
 
-def test_the_supervisor_keeps_writing_where_it_started_after_the_path_is_swapped(
-        box: Path) -> None:
+def test_the_supervisor_keeps_writing_where_it_started_after_the_path_is_swapped(box: Path) -> None:
     """The directory renamed away and a link to root's put in its place, mid-command.
 
     Where `record` records, no other user can do this (see the refusals above); root does it
@@ -219,10 +236,23 @@ def test_the_supervisor_keeps_writing_where_it_started_after_the_path_is_swapped
     elsewhere = box / "secret"
     go = box / "go"
     script = f"echo early; while [ ! -e {go} ]; do sleep 0.05; done; echo late"
-    child = subprocess.Popen([sys.executable, "-m", "gpuherd.proc.supervisor", "--no-echo",
-                              "--log", str(run / "command.log"), "--exit-file",
-                              str(run / "command.exit.json"), "--", "sh", "-c", script],
-                             cwd=ROOT)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpuherd.proc.supervisor",
+            "--no-echo",
+            "--log",
+            str(run / "command.log"),
+            "--exit-file",
+            str(run / "command.exit.json"),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+        cwd=ROOT,
+    )
     while b"early" not in (run / "command.log").read_bytes():
         assert child.poll() is None, "the supervisor ended before the command wrote"
         select.select([], [], [], 0.05)
@@ -247,10 +277,15 @@ def test_record_writes_nothing_through_a_link_swapped_in_mid_recording(box: Path
     secret = box / "secret"
     target = secret_file(box, "summary.md")
     script = f"echo early; while [ ! -e {go} ]; do sleep 0.05; done; echo late"
-    child = subprocess.Popen([sys.executable, "-m", "gpuherd", "record", str(run), "--", "sh",
-                              "-c", script], cwd=ROOT, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "GPUHERD_PEAK_TRACE": "1"})  # one more file
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gpuherd", "record", str(run), "--", "sh", "-c", script],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "GPUHERD_PEAK_TRACE": "1"},
+    )  # one more file
     while not (run / "command.log").exists() or b"early" not in (run / "command.log").read_bytes():
         assert child.poll() is None, child.communicate()
         select.select([], [], [], 0.05)
@@ -275,9 +310,15 @@ def test_an_ordinary_user_records_below_a_directory_a_colleague_owns(box: Path) 
     os.chown(project, OTHER_UID + 1, OTHER_UID)  # a colleague's, her group may write
     project.chmod(0o775)
     run = project / "run"
-    done = subprocess.run(as_other_user([python, "-m", "gpuherd", "record", str(run), "--",
-                                         "true"]), env={**os.environ, **env}, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        as_other_user([python, "-m", "gpuherd", "record", str(run), "--", "true"]),
+        env={**os.environ, **env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     assert (run / "meta.json").stat().st_uid == OTHER_UID
     assert gpuherd("record", str(project / "roots-run"), "--", "true").returncode == 2

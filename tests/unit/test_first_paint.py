@@ -19,22 +19,36 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 def gpu(index: int, pids: tuple[int, ...] = (), used_gib: float = 5.0) -> GpuSample:
-    return GpuSample(index=index, uuid=f"GPU-{index:08d}", name=H100,
-                     memory_used_bytes=int(used_gib * GiB), memory_total_bytes=80 * GiB,
-                     gpu_util_pct=97.0, mem_util_pct=40.0,
-                     processes=tuple(GpuProcess(pid, 4 * GiB) for pid in pids))
+    return GpuSample(
+        index=index,
+        uuid=f"GPU-{index:08d}",
+        name=H100,
+        memory_used_bytes=int(used_gib * GiB),
+        memory_total_bytes=80 * GiB,
+        gpu_util_pct=97.0,
+        mem_util_pct=40.0,
+        processes=tuple(GpuProcess(pid, 4 * GiB) for pid in pids),
+    )
 
 
 def tick(count: int, per_gpu: int = 1) -> GpuTick:
-    devices = tuple(gpu(i, tuple(1000 + i * 100 + k for k in range(per_gpu)))
-                    for i in range(count))
+    devices = tuple(gpu(i, tuple(1000 + i * 100 + k for k in range(per_gpu))) for i in range(count))
     return GpuTick(NOW, devices, driver_version="580.159.04", cuda_driver_version="13.0")
 
 
 def host_for(sample: GpuTick, user: str = "alice", command: str = "python train.py") -> HostSample:
-    infos = tuple(ProcessInfo(p.pid, user=user, command=command, cpu_pct=99.0,
-                              rss_bytes=3 * GiB, started_at=NOW - 3700)
-                  for d in sample.devices for p in d.processes or ())
+    infos = tuple(
+        ProcessInfo(
+            p.pid,
+            user=user,
+            command=command,
+            cpu_pct=99.0,
+            rss_bytes=3 * GiB,
+            started_at=NOW - 3700,
+        )
+        for d in sample.devices
+        for p in d.processes or ()
+    )
     return HostSample(NOW, processes=infos)
 
 
@@ -45,7 +59,8 @@ def rows(lines: list[str]) -> list[str]:
 def assert_fits(lines: list[str], width: int, height: int) -> None:
     assert len(lines) <= height
     assert all(cell_width(line) <= width for line in lines), [
-        (cell_width(line), line) for line in lines if cell_width(line) > width]
+        (cell_width(line), line) for line in lines if cell_width(line) > width
+    ]
 
 
 def test_one_gpu_at_160x50_has_two_gpu_lines_and_the_wide_table() -> None:
@@ -59,8 +74,9 @@ def test_one_gpu_at_160x50_has_two_gpu_lines_and_the_wide_table() -> None:
     header = next(line for line in lines if "COMMAND" in line)
     assert header.startswith("│  GPU  PID      USER        GPU MEM    CPU%    RSS        ELAPSED  ")
     (row,) = rows(lines)
-    assert row.startswith("│    0     1000  alice         4.0 GiB     99%    3.0 GiB     1:01:40  "
-                          "python train.py")
+    assert row.startswith(
+        "│    0     1000  alice         4.0 GiB     99%    3.0 GiB     1:01:40  python train.py"
+    )
     assert all(cell_width(line) == 160 for line in lines)
 
 
@@ -71,8 +87,9 @@ def test_eight_gpus_at_80x24_take_one_line_each_and_leave_room_for_every_process
     gpu_lines = [line for line in lines if H100 in line]
     assert len(gpu_lines) == 8
     assert all("VRAM 5.0 / 80.0 GiB   6%  UTIL  97%" in line for line in gpu_lines)
-    assert [row.split()[1:3] for row in rows(lines)] == [[str(i), str(1000 + i * 100)]
-                                                         for i in range(8)]
+    assert [row.split()[1:3] for row in rows(lines)] == [
+        [str(i), str(1000 + i * 100)] for i in range(8)
+    ]
     assert "RSS" not in lines[-3] and "ELAPSED" not in "".join(lines)  # narrow: no wide columns
 
 
@@ -100,9 +117,12 @@ def test_more_processes_than_lines_are_cut_to_the_screen_with_the_border_kept() 
 
 
 def test_rows_come_largest_gpu_memory_first_like_the_dashboard() -> None:
-    small = GpuSample(0, "GPU-0", H100, processes=(GpuProcess(10, 1 * GiB),
-                                                   GpuProcess(20, 8 * GiB),
-                                                   GpuProcess(30, None)))
+    small = GpuSample(
+        0,
+        "GPU-0",
+        H100,
+        processes=(GpuProcess(10, 1 * GiB), GpuProcess(20, 8 * GiB), GpuProcess(30, None)),
+    )
     lines = render(GpuTick(NOW, (small,)), None, "h", 120, 30)
     assert [row.split()[2] for row in rows(lines)] == ["20", "10", "30"]
 
@@ -150,23 +170,37 @@ def test_the_columns_are_the_dashboards() -> None:
 
 
 def test_the_first_frame_loads_neither_textual_nor_rich() -> None:
-    code = ("import sys, tui.first_paint_term; "
-            "print(sorted(m for m in ('textual', 'rich') if m in sys.modules))")
+    code = (
+        "import sys, tui.first_paint_term; "
+        "print(sorted(m for m in ('textual', 'rich') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 @settings(max_examples=150, deadline=None)
-@given(user=st.text(), command=st.text(), hostname=st.text(), name=st.text(),
-       width=st.integers(1, 300), height=st.integers(1, 80), count=st.integers(1, 8))
-def test_any_text_at_any_size_fits_and_steers_nothing(user: str, command: str, hostname: str,
-                                                      name: str, width: int, height: int,
-                                                      count: int) -> None:
-    devices = tuple(GpuSample(i, f"GPU-{i}", name, processes=(GpuProcess(100 + i, GiB),))
-                    for i in range(count))
+@given(
+    user=st.text(),
+    command=st.text(),
+    hostname=st.text(),
+    name=st.text(),
+    width=st.integers(1, 300),
+    height=st.integers(1, 80),
+    count=st.integers(1, 8),
+)
+def test_any_text_at_any_size_fits_and_steers_nothing(
+    user: str, command: str, hostname: str, name: str, width: int, height: int, count: int
+) -> None:
+    devices = tuple(
+        GpuSample(i, f"GPU-{i}", name, processes=(GpuProcess(100 + i, GiB),)) for i in range(count)
+    )
     sample = GpuTick(NOW, devices)
     lines = render(sample, host_for(sample, user=user, command=command), hostname, width, height)
     assert_fits(lines, width, height)
     steering = ("Cc", "Cf", "Cs", "Zl", "Zp")  # controls, bidi overrides, separators
-    assert not any(unicodedata.category(c) in steering for line in lines for c in line
-                   if c not in "\u200c\u200d")
+    assert not any(
+        unicodedata.category(c) in steering
+        for line in lines
+        for c in line
+        if c not in "\u200c\u200d"
+    )

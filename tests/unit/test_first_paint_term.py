@@ -47,8 +47,14 @@ def drain(master: int, wait_s: float = 0.2) -> str:
 
 
 def gpu_tick(*pids: int) -> Sampled[GpuTick]:
-    device = GpuSample(0, "GPU-0", H100, memory_used_bytes=5 * GiB, memory_total_bytes=80 * GiB,
-                       processes=tuple(GpuProcess(pid, 4 * GiB) for pid in pids))
+    device = GpuSample(
+        0,
+        "GPU-0",
+        H100,
+        memory_used_bytes=5 * GiB,
+        memory_total_bytes=80 * GiB,
+        processes=tuple(GpuProcess(pid, 4 * GiB) for pid in pids),
+    )
     return Sampled("nvml", GpuTick(time.time(), (device,), driver_version="580.1"))
 
 
@@ -62,7 +68,8 @@ def lflag(fd: int) -> int:
 
 
 def test_input_is_quiet_until_the_hand_over_and_typed_keys_wait_for_the_dashboard(
-        pty: tuple[int, int]) -> None:
+    pty: tuple[int, int],
+) -> None:
     master, slave = pty
     before = termios.tcgetattr(slave)
     assert lflag(slave) & termios.ECHO and lflag(slave) & termios.ICANON
@@ -76,8 +83,7 @@ def test_input_is_quiet_until_the_hand_over_and_typed_keys_wait_for_the_dashboar
     assert os.read(slave, 16) == b"q"  # the key is still there for the dashboard to read
 
 
-def test_the_frame_waits_for_the_processes_details_then_draws_once(
-        pty: tuple[int, int]) -> None:
+def test_the_frame_waits_for_the_processes_details_then_draws_once(pty: tuple[int, int]) -> None:
     master, slave = pty
     first = FirstPaint("node7", slave, slave, host_wait_s=60.0)
     first.tap(host())  # the host's first sample, before it heard of the GPU's pids
@@ -94,8 +100,7 @@ def test_the_frame_waits_for_the_processes_details_then_draws_once(
     first.hand_over()
 
 
-def test_without_details_in_time_the_frame_is_drawn_with_what_came(
-        pty: tuple[int, int]) -> None:
+def test_without_details_in_time_the_frame_is_drawn_with_what_came(pty: tuple[int, int]) -> None:
     master, slave = pty
     first = FirstPaint("node7", slave, slave, host_wait_s=0.01)
     first.tap(gpu_tick(4242))  # a pid the host cannot see (another PID namespace)
@@ -127,7 +132,8 @@ def test_no_driver_no_frame(pty: tuple[int, int]) -> None:
 
 
 def test_after_the_hand_over_nothing_is_drawn_and_close_leaves_the_screen_to_textual(
-        pty: tuple[int, int]) -> None:
+    pty: tuple[int, int],
+) -> None:
     master, slave = pty
     first = FirstPaint("node7", slave, slave, host_wait_s=60.0)
     first.tap(gpu_tick())
@@ -139,7 +145,8 @@ def test_after_the_hand_over_nothing_is_drawn_and_close_leaves_the_screen_to_tex
 
 
 def test_when_the_dashboard_never_starts_close_restores_the_normal_screen_and_input(
-        pty: tuple[int, int]) -> None:
+    pty: tuple[int, int],
+) -> None:
     master, slave = pty
     before = termios.tcgetattr(slave)
     first = FirstPaint("node7", slave, slave, host_wait_s=60.0)
@@ -168,11 +175,17 @@ print(first is not None, file=open(sys.argv[3], "w"))
 
 @pytest.mark.parametrize(("stdout", "expected"), [("tty", "True"), ("piped", "False")])
 def test_a_first_paint_only_when_stdout_is_the_terminal_too(
-        pty: tuple[int, int], tmp_path: Path, stdout: str, expected: str) -> None:
+    pty: tuple[int, int], tmp_path: Path, stdout: str, expected: str
+) -> None:
     _, slave = pty
     answer = tmp_path / "answer"
-    subprocess.run([sys.executable, "-c", CHILD, os.ttyname(slave), stdout, str(answer)],
-                   start_new_session=True, stdout=subprocess.PIPE, check=True, timeout=30)
+    subprocess.run(
+        [sys.executable, "-c", CHILD, os.ttyname(slave), stdout, str(answer)],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        check=True,
+        timeout=30,
+    )
     assert answer.read_text().strip() == expected
 
 

@@ -30,15 +30,55 @@ NAME = re.compile(r"\b(gpuherd_[a-z_]+|DCGM_FI_[A-Z_]+|fleet:[a-z_]+)\b")
 def every_series_name() -> set[str]:
     """The sample names of a scrape where every part has something to say."""
     state = ExportState("box", [TaskHint("/r/a/train.log", gpu_uuids=("GPU-a",))])
-    state.emit(Sampled("nvml", GpuTick(10.0, (GpuSample(
-        0, "GPU-a", "H100", memory_used_bytes=1, memory_total_bytes=2, memory_reserved_bytes=1,
-        gpu_util_pct=1.0, temperature_c=1.0, power_w=1.0,
-        processes=(GpuProcess(7, 1),)),))))
+    state.emit(
+        Sampled(
+            "nvml",
+            GpuTick(
+                10.0,
+                (
+                    GpuSample(
+                        0,
+                        "GPU-a",
+                        "H100",
+                        memory_used_bytes=1,
+                        memory_total_bytes=2,
+                        memory_reserved_bytes=1,
+                        gpu_util_pct=1.0,
+                        temperature_c=1.0,
+                        power_w=1.0,
+                        processes=(GpuProcess(7, 1),),
+                    ),
+                ),
+            ),
+        )
+    )
     state.emit(Sampled("host", HostSample(10.0, processes=(ProcessInfo(7, user="u"),))))
-    state.emit(Sampled("log:/r/a/train.log", LogBatch("/r/a/train.log", 10.0, "keyvalue", (
-        (1, LogMetric(values=(("train/loss", 1.0), ("val/acc", 0.5), ("throughput/it_s", 2.0),
-                              ("eta_s", 9.0)), step=1)),), ((1, LogFinding("nan", "x")),),
-        lines_read=1)))
+    state.emit(
+        Sampled(
+            "log:/r/a/train.log",
+            LogBatch(
+                "/r/a/train.log",
+                10.0,
+                "keyvalue",
+                (
+                    (
+                        1,
+                        LogMetric(
+                            values=(
+                                ("train/loss", 1.0),
+                                ("val/acc", 0.5),
+                                ("throughput/it_s", 2.0),
+                                ("eta_s", 9.0),
+                            ),
+                            step=1,
+                        ),
+                    ),
+                ),
+                ((1, LogFinding("nan", "x")),),
+                lines_read=1,
+            ),
+        )
+    )
     state.emit(Failed("log:/r/b.log", CollectorError("gone")))
     state.add_peaks(GpuTick(10.0, ()), {"GPU-a": 2})
     calls = []
@@ -70,8 +110,11 @@ def test_the_grafana_dashboard_parses_and_names_only_real_series() -> None:
     recorded = set(re.findall(r"record: (fleet:[a-z_]+)", fleet_doc_block("yaml", 1)))
     served = every_series_name()
     assert names - served - recorded == set()
-    assert {"gpuherd_gpu_memory_peak_bytes", "gpuherd_task_loss",
-            "fleet:gpu_memory_free_bytes"} <= names
+    assert {
+        "gpuherd_gpu_memory_peak_bytes",
+        "gpuherd_task_loss",
+        "fleet:gpu_memory_free_bytes",
+    } <= names
     query = next(v for v in dashboard["templating"]["list"] if v["name"] == "host")["query"]
     assert NAME.findall(query) == ["gpuherd_gpu_info"]
 
@@ -79,8 +122,11 @@ def test_the_grafana_dashboard_parses_and_names_only_real_series() -> None:
 def test_the_yaml_blocks_parse_and_their_rules_use_real_series() -> None:
     yaml = YAML(typ="safe")
     config = yaml.load(io.StringIO(fleet_doc_block("yaml", 0)))
-    assert [job["job_name"] for job in config["scrape_configs"]] == ["gpuherd", "gpuherd-tls",
-                                                                    "dcgm"]
+    assert [job["job_name"] for job in config["scrape_configs"]] == [
+        "gpuherd",
+        "gpuherd-tls",
+        "dcgm",
+    ]
     rules = yaml.load(io.StringIO(fleet_doc_block("yaml", 1)))
     exprs = [rule["expr"] for group in rules["groups"] for rule in group["rules"]]
     used = {name for expr in exprs for name in NAME.findall(expr) if name.startswith("gpuherd_")}

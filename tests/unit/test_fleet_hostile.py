@@ -90,6 +90,7 @@ def drip(interval_s: float) -> Send:
             handler.wfile.write(b" ")
             handler.wfile.flush()
             stop.wait(interval_s)
+
     return send
 
 
@@ -99,8 +100,9 @@ def test_a_body_dripped_a_byte_every_2_s_ends_at_the_deadline(server) -> None:
     client = PrometheusClient(server(drip(2.0)), timeout_s=3.0)
     error, took = bounded_query(client, 3.0 + 5.0)
     assert isinstance(error, PrometheusError)
-    assert error.msg == (f"no whole answer from {client.url} within 3 s (2 B came); "
-                         "gave up reading")
+    assert error.msg == (
+        f"no whole answer from {client.url} within 3 s (2 B came); gave up reading"
+    )
     assert took < 3.0 + 2.0
 
 
@@ -114,6 +116,7 @@ def test_a_body_chunked_forever_ends_at_the_deadline(server) -> None:
             handler.wfile.write(b"1\r\n \r\n")
             handler.wfile.flush()
             stop.wait(0.1)
+
     client = PrometheusClient(server(chunked), timeout_s=1.5)
     error, took = bounded_query(client, 1.5 + 5.0)
     assert isinstance(error, PrometheusError)
@@ -129,6 +132,7 @@ def test_headers_dripped_forever_end_at_the_deadline(server) -> None:
             handler.wfile.write(b"a")
             handler.wfile.flush()
             stop.wait(0.2)
+
     client = PrometheusClient(server(slow_headers), timeout_s=1.0)
     error, took = bounded_query(client, 1.0 + 5.0)
     assert isinstance(error, PrometheusError)
@@ -155,8 +159,10 @@ def test_an_endless_answer_is_cut_at_the_size_cap_with_bounded_memory(server) ->
     finally:
         tracemalloc.stop()
     assert isinstance(error, PrometheusError)
-    assert error.msg == (f"Prometheus at {client.url} answered more than 4.0 MiB; gave up "
-                         "reading (is it the Prometheus server's URL?)")
+    assert error.msg == (
+        f"Prometheus at {client.url} answered more than 4.0 MiB; gave up "
+        "reading (is it the Prometheus server's URL?)"
+    )
     assert peak < 3 * (4 << 20)
 
 
@@ -166,6 +172,7 @@ def test_a_length_above_the_cap_is_refused_before_reading(server) -> None:
         handler.send_header("Content-Length", str(1 << 40))
         handler.end_headers()
         stop.wait(SERVER_LIFE_S)
+
     client = PrometheusClient(server(huge), timeout_s=5.0, max_bytes=1 << 20)
     error, took = bounded_query(client, 5.0)
     assert isinstance(error, PrometheusError) and "answered more than 1.0 MiB" in error.msg
@@ -178,6 +185,7 @@ def answering(body: bytes) -> Send:
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
         handler.wfile.write(body)
+
     return send
 
 
@@ -197,18 +205,24 @@ def element(metric: object, value: object = None) -> dict[str, object]:
 GPU = {"fleet_q": "used", "host": "a", "gpu": "0"}
 MALFORMED = [
     (b"[" * 100_000 + b"]" * 100_000, "answered JSON nested too deeply to be Prometheus's"),
-    ({"status": "success", "data": {"resultType": "vector", "result": 5}},
-     "data.result is a number, not a list"),
+    (
+        {"status": "success", "data": {"resultType": "vector", "result": 5}},
+        "data.result is a number, not a list",
+    ),
     (vector(element(["host", "a"])), "data.result[0].metric is a list of 2, not an object"),
     (vector(element(None)), "data.result[0].metric is null (or missing), not an object"),
     (vector(element({"host": 5})), "data.result[0].metric[host] is a number, not a string"),
-    (vector(element(GPU, [1700.0, 5])),
-     "data.result[0].value[1] is a number, not a number in a string"),
+    (
+        vector(element(GPU, [1700.0, 5])),
+        "data.result[0].value[1] is a number, not a number in a string",
+    ),
     (vector(element(GPU, ["x", "5"])), "data.result[0].value[0] is the string"),
     (vector(element(GPU, [1700.0, "5", 1])), "data.result[0].value is a list of 3"),
     ({"status": "success", "data": []}, "data is a list of 0, not an object"),
-    ({"status": "success", "data": {"resultType": "matrix", "result": []}},
-     "answered a matrix, not an instant vector"),
+    (
+        {"status": "success", "data": {"resultType": "matrix", "result": []}},
+        "answered a matrix, not an instant vector",
+    ),
     ({"status": "error", "error": "\x1b[2Jowned"}, ": \\x1b[2Jowned"),
 ]
 
@@ -222,8 +236,11 @@ def test_each_malformed_answer_is_one_line_saying_where(server, answer: Any, say
 
 
 def test_a_gpu_label_that_is_a_digit_but_not_a_number_is_a_row(server) -> None:
-    body = json.dumps(vector(element(GPU | {"gpu": "²"}, [1700.0, "1"]),
-                             element(GPU | {"gpu": "1"}, [1700.0, "2"]))).encode()
+    body = json.dumps(
+        vector(
+            element(GPU | {"gpu": "²"}, [1700.0, "1"]), element(GPU | {"gpu": "1"}, [1700.0, "2"])
+        )
+    ).encode()
     series, _ = bounded_query(PrometheusClient(server(answering(body))), 10.0)
     rows, _ = build_rows(series, 60.0)
     assert [row.gpu for row in rows] == ["1", "²"]
@@ -231,11 +248,13 @@ def test_a_gpu_label_that_is_a_digit_but_not_a_number_is_a_row(server) -> None:
 
 def answering_with_length(body: bytes, length: str) -> Send:
     """`body`, under a `Content-Length` header the server chose."""
+
     def send(handler: BaseHTTPRequestHandler, stop: threading.Event) -> None:
         handler.send_response(200)
         handler.send_header("Content-Length", length)
         handler.end_headers()
         handler.wfile.write(body)
+
     return send
 
 
@@ -245,8 +264,9 @@ ONE_ROW = json.dumps(vector(element(GPU, [1700.0, "1"]))).encode()
 @pytest.mark.parametrize("length", ["²", " ³ ", "¹²³", "1²"])
 def test_a_length_in_digits_that_are_not_ascii_is_no_length(server, length: str) -> None:
     # "²".isdigit() is true and int("²") raises; http.client reads such an answer to its end.
-    series, _ = bounded_query(PrometheusClient(server(answering_with_length(ONE_ROW, length))),
-                              10.0)
+    series, _ = bounded_query(
+        PrometheusClient(server(answering_with_length(ONE_ROW, length))), 10.0
+    )
     assert not isinstance(series, BaseException), series
     assert [s.labels for s in series] == [GPU]
 
@@ -260,15 +280,16 @@ def test_a_length_of_thousands_of_digits_is_above_the_cap(server) -> None:
 
 def test_a_length_of_many_leading_zeros_is_its_number(server) -> None:
     length = "0" * 5000 + str(len(ONE_ROW))
-    series, _ = bounded_query(PrometheusClient(server(answering_with_length(ONE_ROW, length))),
-                              10.0)
+    series, _ = bounded_query(
+        PrometheusClient(server(answering_with_length(ONE_ROW, length))), 10.0
+    )
     assert not isinstance(series, BaseException), series
     assert [s.labels for s in series] == [GPU]
 
 
 def test_a_time_too_large_for_a_float_is_a_malformed_answer(server) -> None:
     # JSON integers are unbounded: math.isfinite(10**400) raises OverflowError.
-    body = json.dumps(vector(element(GPU, [10 ** 400, "1"]))).encode()
+    body = json.dumps(vector(element(GPU, [10**400, "1"]))).encode()
     error, _ = bounded_query(PrometheusClient(server(answering(body))), 10.0)
     assert isinstance(error, PrometheusError), error
     assert "data.result[0].value[0] is a number, not a time in Unix seconds" in error.msg
@@ -284,9 +305,13 @@ def test_the_largest_time_a_float_holds_is_a_time(server) -> None:
 
 def test_a_gpu_label_of_thousands_of_digits_sorts_as_a_name(server) -> None:
     long_index = "7" * 5000  # int() refuses more than 4,300 digits
-    body = json.dumps(vector(element(GPU | {"gpu": long_index}, [1700.0, "1"]),
-                             element(GPU | {"gpu": "999999999"}, [1700.0, "1"]),
-                             element(GPU | {"gpu": "2"}, [1700.0, "1"]))).encode()
+    body = json.dumps(
+        vector(
+            element(GPU | {"gpu": long_index}, [1700.0, "1"]),
+            element(GPU | {"gpu": "999999999"}, [1700.0, "1"]),
+            element(GPU | {"gpu": "2"}, [1700.0, "1"]),
+        )
+    ).encode()
     series, _ = bounded_query(PrometheusClient(server(answering(body))), 10.0)
     rows, _ = build_rows(series, 60.0)
     assert [row.gpu for row in rows] == ["2", "999999999", long_index]
@@ -299,40 +324,96 @@ def test_an_answer_that_trips_an_unforeseen_error_is_one_line(server, monkeypatc
 
     def trips(*args: object) -> object:
         raise ArithmeticError("\x1b[2Jsomething\nunforeseen")
+
     monkeypatch.setattr(gpuherd.fleet.answer, "_series", trips)
     body = json.dumps(vector(element(GPU))).encode()
     client = PrometheusClient(server(answering(body)))
     error, _ = bounded_query(client, 10.0)
     assert isinstance(error, PrometheusError), error
-    assert error.msg == (f"Prometheus at {client.url} gave an answer gpuherd cannot read: "
-                         "ArithmeticError: \\x1b[2Jsomething\\x0aunforeseen")
+    assert error.msg == (
+        f"Prometheus at {client.url} gave an answer gpuherd cannot read: "
+        "ArithmeticError: \\x1b[2Jsomething\\x0aunforeseen"
+    )
 
 
-HUGE = st.integers(min_value=10 ** 308, max_value=10 ** 400) | \
-    st.integers(max_value=-(10 ** 308), min_value=-(10 ** 400))
+HUGE = st.integers(min_value=10**308, max_value=10**400) | st.integers(
+    max_value=-(10**308), min_value=-(10**400)
+)
 """Integers JSON carries and a float cannot."""
 JSON = st.recursive(
-    st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | HUGE |
-    st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
-                                                                 max_size=4),
-    max_leaves=20)
-LABELS = st.dictionaries(st.sampled_from(["fleet_q", "host", "gpu", "user", "task", "status",
-                                          "kind", "model", "Hostname", "instance"]),
-                         st.sampled_from(["used", "total", "util", "fresh", "user", "status",
-                                          "finding", "task_gpu", "dcgm_used", "dcgm_free",
-                                          "0", "1", "²", "-1", "", "\x1b[2J",
-                                          "9" * 5000, "0" * 4400 + "1"]) | st.text(),
-                         max_size=6)
-VALUES = st.sampled_from(["1", "-4.7", "NaN", "+Inf", "-Inf", "1e308", "0", "-0", "3e9"]) | \
-    st.floats().map(repr) | JSON
+    st.none()
+    | st.booleans()
+    | st.floats(allow_nan=False)
+    | st.integers()
+    | HUGE
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+LABELS = st.dictionaries(
+    st.sampled_from(
+        [
+            "fleet_q",
+            "host",
+            "gpu",
+            "user",
+            "task",
+            "status",
+            "kind",
+            "model",
+            "Hostname",
+            "instance",
+        ]
+    ),
+    st.sampled_from(
+        [
+            "used",
+            "total",
+            "util",
+            "fresh",
+            "user",
+            "status",
+            "finding",
+            "task_gpu",
+            "dcgm_used",
+            "dcgm_free",
+            "0",
+            "1",
+            "²",
+            "-1",
+            "",
+            "\x1b[2J",
+            "9" * 5000,
+            "0" * 4400 + "1",
+        ]
+    )
+    | st.text(),
+    max_size=6,
+)
+VALUES = (
+    st.sampled_from(["1", "-4.7", "NaN", "+Inf", "-Inf", "1e308", "0", "-0", "3e9"])
+    | st.floats().map(repr)
+    | JSON
+)
 NEAR_VALID = st.builds(
     lambda items: vector(*items),
-    st.lists(st.builds(lambda m, at, v: {"metric": m, "value": [at, v]},
-                       LABELS | JSON, st.floats() | st.integers() | HUGE | JSON, VALUES),
-             max_size=8))
-LENGTHS = st.none() | st.sampled_from(["²", "¹²", "9" * 5000, "0" * 5000 + "1"]) | \
-    st.text(alphabet="0123456789²³¹ ", max_size=6)
+    st.lists(
+        st.builds(
+            lambda m, at, v: {"metric": m, "value": [at, v]},
+            LABELS | JSON,
+            st.floats() | st.integers() | HUGE | JSON,
+            VALUES,
+        ),
+        max_size=8,
+    ),
+)
+LENGTHS = (
+    st.none()
+    | st.sampled_from(["²", "¹²", "9" * 5000, "0" * 5000 + "1"])
+    | st.text(alphabet="0123456789²³¹ ", max_size=6)
+)
 """A `Content-Length` the server chose: None is the body's true length."""
 
 
@@ -360,21 +441,29 @@ def replay_server() -> Iterator[tuple[str, dict[str, bytes]]]:
     httpd.server_close()
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(JSON | NEAR_VALID | st.builds(lambda d: {"status": "success", "data": d}, JSON),
-       LENGTHS)
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(JSON | NEAR_VALID | st.builds(lambda d: {"status": "success", "data": d}, JSON), LENGTHS)
 @example({"status": "success", "data": {"resultType": "vector", "result": 5}}, None)
 @example(vector({"metric": [], "value": [1, "1"]}), None)
 @example(vector({"metric": None, "value": [1, "1"]}), None)
 @example(vector({"metric": GPU | {"gpu": "²"}, "value": [1, "1"]}), None)
-@example(vector({"metric": GPU, "value": [1, "-4.7"]},
-                {"metric": GPU | {"fleet_q": "total"}, "value": [1, "-0"]}), None)
-@example(vector({"metric": GPU, "value": [10 ** 400, "1"]}), None)
+@example(
+    vector(
+        {"metric": GPU, "value": [1, "-4.7"]},
+        {"metric": GPU | {"fleet_q": "total"}, "value": [1, "-0"]},
+    ),
+    None,
+)
+@example(vector({"metric": GPU, "value": [10**400, "1"]}), None)
 @example(vector({"metric": GPU | {"gpu": "9" * 5000}, "value": [1, "1"]}), None)
 @example(vector({"metric": GPU, "value": [1, "1"]}), "²")
-def test_any_answer_is_rows_or_one_clear_line(replay_server, answer: Any,
-                                              length: str | None) -> None:
+def test_any_answer_is_rows_or_one_clear_line(
+    replay_server, answer: Any, length: str | None
+) -> None:
     url, bodies = replay_server
     bodies["next"] = json.dumps(answer).encode()
     bodies["length"] = length
@@ -396,11 +485,16 @@ def test_fleet_with_a_malformed_first_answer_is_one_line_and_exit_2(server) -> N
 
     body = json.dumps({"status": "error", "error": "\x1b[2J\x1b]0;owned\x07" + "x" * 400})
     url = server(answering(body.encode()))
-    done = subprocess.run([sys.executable, "-m", "gpuherd", "fleet", "--prometheus", url],
-                          capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "fleet", "--prometheus", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     line = done.stderr.removesuffix("\n")
-    assert "\n" not in line and line.startswith(f"gpuherd: fleet: Prometheus at {url}: "
-                                                "\\x1b[2J\\x1b]0;owned\\x07xxx")
+    assert "\n" not in line and line.startswith(
+        f"gpuherd: fleet: Prometheus at {url}: \\x1b[2J\\x1b]0;owned\\x07xxx"
+    )
     assert line.endswith("x…") and len(line) < 400  # the server's words are cut

@@ -14,8 +14,16 @@ GiB = 1 << 30
 MiB = 1 << 20
 
 FORMATTERS_OF_ONE = [
-    f.fmt_bytes, f.fmt_bytes_gib, f.fmt_pct, f.fmt_temp, f.fmt_power, f.fmt_mhz,
-    f.fmt_number, f.fmt_duration, f.fmt_rate, f.fmt_timestamp,
+    f.fmt_bytes,
+    f.fmt_bytes_gib,
+    f.fmt_pct,
+    f.fmt_temp,
+    f.fmt_power,
+    f.fmt_mhz,
+    f.fmt_number,
+    f.fmt_duration,
+    f.fmt_rate,
+    f.fmt_timestamp,
 ]
 
 
@@ -32,11 +40,19 @@ def test_na_for_other_kinds():
     assert f.fmt_elapsed(None, 100.0) == "N/A"
 
 
-@pytest.mark.parametrize(("n", "text"), [
-    (0, "0 B"), (512, "512 B"), (1536, "1.5 KiB"), (615 * MiB, "615 MiB"),
-    (12.34 * GiB, "12.3 GiB"), (139.8 * GiB, "140 GiB"), (3 * 1024 * GiB, "3.0 TiB"),
-    (-2 * MiB, "-2.0 MiB"),
-])
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (0, "0 B"),
+        (512, "512 B"),
+        (1536, "1.5 KiB"),
+        (615 * MiB, "615 MiB"),
+        (12.34 * GiB, "12.3 GiB"),
+        (139.8 * GiB, "140 GiB"),
+        (3 * 1024 * GiB, "3.0 TiB"),
+        (-2 * MiB, "-2.0 MiB"),
+    ],
+)
 def test_fmt_bytes_picks_the_unit(n, text):
     assert f.fmt_bytes(n) == text
 
@@ -71,9 +87,16 @@ def test_device_units():
     assert f.fmt_text("python train.py") == "python train.py"
 
 
-@pytest.mark.parametrize(("seconds", "text"), [
-    (0, "0:00"), (42.9, "0:42"), (3725, "1:02:05"), (86400 + 3660, "1d 01:01"), (-1, "N/A"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0:00"),
+        (42.9, "0:42"),
+        (3725, "1:02:05"),
+        (86400 + 3660, "1d 01:01"),
+        (-1, "N/A"),
+    ],
+)
 def test_fmt_duration(seconds, text):
     assert f.fmt_duration(seconds) == text
 
@@ -83,8 +106,13 @@ def test_fmt_elapsed_and_timestamp():
     assert f.fmt_timestamp(0) == "1970-01-01 00:00:00"  # conftest pins TZ=UTC
 
 
-@given(st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True),
-                 st.integers(min_value=-(1 << 70), max_value=1 << 70)))
+@given(
+    st.one_of(
+        st.none(),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(min_value=-(1 << 70), max_value=1 << 70),
+    )
+)
 def test_no_formatter_raises_on_any_number(value):
     for formatter in FORMATTERS_OF_ONE:
         assert isinstance(formatter(value), str)

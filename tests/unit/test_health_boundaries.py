@@ -32,6 +32,7 @@ def flat_then(before: float, after: float, n: int = 50) -> list[tuple[float, flo
 
 # --- stalled: over the later half of the run, its later half's mean must be >= 1 % lower ----
 
+
 def later_half(before: float, after: float, first: float = 500.0) -> list[tuple[float, float]]:
     """Steps 0-99: the earlier half of the run at `first`, then steps 50-74 at `before` and
     75-99 at `after` (the window is steps 50-99, split at 74.5)."""
@@ -100,8 +101,9 @@ RISING_PCT = pts([20.0, 40.0])
 def test_exactly_one_and_a_half_times_chance_is_near_chance() -> None:
     found = health.chance_level(pts([0.15, 0.15, 0.15]), 10, RISING)
     assert found is not None and found.kind == "chance"
-    assert found.evidence == ("val acc 0.15 at step 2 is near chance 0.1 (10 classes) "
-                              "for 3 evaluations")
+    assert found.evidence == (
+        "val acc 0.15 at step 2 is near chance 0.1 (10 classes) for 3 evaluations"
+    )
 
 
 def test_just_above_one_and_a_half_times_chance_is_not() -> None:
@@ -196,6 +198,7 @@ def test_a_loss_at_zero_or_below_never_counts_as_falling() -> None:
 
 # --- overfitting: train minus val at the latest evaluation >= 0.2 of the scale ---------------
 
+
 def test_a_gap_of_exactly_twenty_points_is_overfitting() -> None:
     found = health.overfitting(pts([90.0]), pts([70.0], start=7))
     assert found is not None and found.kind == "overfitting"
@@ -231,6 +234,7 @@ def test_overfitting_needs_both_histories_and_finite_values() -> None:
 
 # --- judge: which histories reach which rule, under which metric name ------------------------
 
+
 def rising_acc(n: int = 5) -> list[tuple[float, float]]:
     return pts([0.1 + 0.01 * i for i in range(n)])  # rising, never 20 points above val
 
@@ -254,8 +258,7 @@ def test_judge_reports_a_stalled_loss_under_its_own_name() -> None:
 
 
 def test_train_loss_wins_over_a_generic_loss() -> None:
-    found = judge({"train/loss": pts([3.0 - 0.05 * i for i in range(60)]),
-                   "loss": pts([1.0] * 60)})
+    found = judge({"train/loss": pts([3.0 - 0.05 * i for i in range(60)]), "loss": pts([1.0] * 60)})
     assert found == []
 
 
@@ -270,8 +273,7 @@ def test_summed_loss_terms_are_judged_when_no_total_is_logged() -> None:
 def test_summed_terms_align_from_the_newest_point() -> None:
     # The second term starts later: sums are taken over the rows both have, newest first.
     falling = [2.0 - 0.03 * i for i in range(60)]
-    series = {"train/box_loss": pts([9.0] * 10 + falling),
-              "train/cls_loss": pts(falling, start=10)}
+    series = {"train/box_loss": pts([9.0] * 10 + falling), "train/cls_loss": pts(falling, start=10)}
     assert judge(series) == []  # 2 x falling: no finding, the early 9.0s are not summed in
 
 
@@ -280,8 +282,9 @@ def test_unknown_class_count_flags_only_what_is_broken_for_any_classifier() -> N
     assert judge({"train/acc": rising_acc(), "val/acc": pts([0.12, 0.12, 0.12])}) == []
     found = judge({"train/acc": rising_acc(), "val/acc": pts([0.015, 0.015, 0.015])})
     assert [(name, f.kind) for name, f in found] == [("val/acc", "chance")]
-    assert found[0][1].evidence == ("val acc 0.015 at step 2 stays near zero while training "
-                                    "improves (class count unknown)")
+    assert found[0][1].evidence == (
+        "val acc 0.015 at step 2 stays near zero while training improves (class count unknown)"
+    )
     assert judge({"train/acc": rising_acc(), "val/acc": pts([0.0151, 0.015, 0.015])}) == []
 
 
@@ -289,7 +292,8 @@ def test_a_known_class_count_is_passed_to_the_rule() -> None:
     series = {"train/acc": rising_acc(), "val/acc": pts([0.12, 0.12, 0.12])}
     found = judge(series, num_classes=10)
     assert [f.evidence for _, f in found] == [
-        "val acc 0.12 at step 2 is near chance 0.1 (10 classes) for 3 evaluations"]
+        "val acc 0.12 at step 2 is near chance 0.1 (10 classes) for 3 evaluations"
+    ]
     assert judge(series, num_classes=100) == []
 
 
@@ -308,30 +312,49 @@ def test_chance_needs_rising_train_accuracy_or_a_falling_loss() -> None:
 def test_a_falling_loss_compares_its_first_and_last_quarters() -> None:
     val = pts([0.001, 0.001, 0.001])
     # 8 losses: quarters 1.0 -> 1.0 (flat ends) even though the middle dipped.
-    assert judge({"val/acc": val, "train/loss": pts([1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 1.0, 1.0])}
-                 ) == []
+    assert (
+        judge({"val/acc": val, "train/loss": pts([1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 1.0, 1.0])}) == []
+    )
     # quarters 1.0 -> 0.95: fell
-    assert len(judge({"val/acc": val,
-                      "train/loss": pts([1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 0.95, 0.95])})) == 1
+    assert (
+        len(judge({"val/acc": val, "train/loss": pts([1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 0.95, 0.95])}))
+        == 1
+    )
 
 
 def test_zero_metrics_need_a_loss_history() -> None:
     assert judge({"val/map": pts([0.0, 0.0, 0.0])}) == []
-    found = judge({"val/map_50": pts([0.0, 0.0]),
-                   "train/loss": pts([2.0, 1.5, 1.0, 0.5])})
+    found = judge({"val/map_50": pts([0.0, 0.0]), "train/loss": pts([2.0, 1.5, 1.0, 0.5])})
     assert [(name, f.kind) for name, f in found] == [("val/map_50", "zero_metric")]
 
 
 def test_wants_names_exactly_the_histories_judge_reads() -> None:
-    for name in ("train/loss", "loss", "train/acc", "val/acc", "val/map", "val/map_50",
-                 "val/miou", "train/box_loss", "train/dfl_loss"):
+    for name in (
+        "train/loss",
+        "loss",
+        "train/acc",
+        "val/acc",
+        "val/map",
+        "val/map_50",
+        "val/miou",
+        "train/box_loss",
+        "train/dfl_loss",
+    ):
         assert wants(name), name
-    for name in ("val/loss", "lr", "val/acc_top5", "val/pixel_acc", "train/lossy", "box_loss",
-                 "eta_s"):
+    for name in (
+        "val/loss",
+        "lr",
+        "val/acc_top5",
+        "val/pixel_acc",
+        "train/lossy",
+        "box_loss",
+        "eta_s",
+    ):
         assert not wants(name), name
 
 
 # --- GPU usage while a task runs ------------------------------------------------------------
+
 
 def utils(**counts: int) -> list[float]:
     """`utils(v10=6, v50=18)`: 6 samples at 10 %, 18 at 50 % (`_` for a decimal point)."""
@@ -344,16 +367,21 @@ def utils(**counts: int) -> list[float]:
 def test_a_fifth_at_each_extreme_is_a_swing() -> None:
     found = gpu_findings(utils(v10=6, v90=6, v50=18))
     assert [f.kind for f in found] == ["gpu_swing"]
-    assert found[0].evidence == ("GPU utilization swings 0-100 %: 20% of the last 30 samples "
-                                 "<= 10 %, 20% >= 90 % (input-bound?)")
+    assert found[0].evidence == (
+        "GPU utilization swings 0-100 %: 20% of the last 30 samples "
+        "<= 10 %, 20% >= 90 % (input-bound?)"
+    )
 
 
-@pytest.mark.parametrize("samples", [
-    utils(v10=5, v90=6, v50=19),  # one short at the bottom
-    utils(v10=6, v90=5, v50=19),  # one short at the top
-    utils(v10_01=6, v90=6, v50=18),  # just above 10 % is not low
-    utils(v10=6, v89_99=6, v50=18),  # just below 90 % is not high
-])
+@pytest.mark.parametrize(
+    "samples",
+    [
+        utils(v10=5, v90=6, v50=19),  # one short at the bottom
+        utils(v10=6, v90=5, v50=19),  # one short at the top
+        utils(v10_01=6, v90=6, v50=18),  # just above 10 % is not low
+        utils(v10=6, v89_99=6, v50=18),  # just below 90 % is not high
+    ],
+)
 def test_just_short_of_a_swing_is_not_one(samples: list[float]) -> None:
     assert [f.kind for f in gpu_findings(samples)] == []
 
@@ -366,8 +394,9 @@ def test_a_gpu_pinned_at_one_hundred_is_healthy() -> None:
 def test_an_idle_gpu_is_low_not_swinging() -> None:
     found = gpu_findings([0.0] * 30)
     assert [f.kind for f in found] == ["gpu_low"]
-    assert found[0].evidence == ("GPU utilization averages 0 % over the last 30 samples while "
-                                 "the task logs progress")
+    assert found[0].evidence == (
+        "GPU utilization averages 0 % over the last 30 samples while the task logs progress"
+    )
 
 
 def test_a_mean_of_exactly_thirty_is_not_low() -> None:
@@ -393,14 +422,22 @@ def test_thirty_finite_samples_are_needed() -> None:
 
 # --- severity --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", sorted(tasks_health.ERROR_KINDS))
 def test_broken_run_kinds_are_errors(kind: str) -> None:
     assert severity_of(kind, rerun=False) == severity_of(kind, rerun=True) == "error"
 
 
 def test_error_kinds_are_exactly_these() -> None:
-    assert tasks_health.ERROR_KINDS == {"oom", "traceback", "nan", "inf", "nccl",
-                                        "cuda_error", "killed"}
+    assert tasks_health.ERROR_KINDS == {
+        "oom",
+        "traceback",
+        "nan",
+        "inf",
+        "nccl",
+        "cuda_error",
+        "killed",
+    }
 
 
 def test_a_download_matters_only_on_a_rerun() -> None:
@@ -408,13 +445,15 @@ def test_a_download_matters_only_on_a_rerun() -> None:
     assert severity_of("download", rerun=False) == "info"
 
 
-@pytest.mark.parametrize("kind", ["stalled", "chance", "zero_metric", "overfitting", "gpu_low",
-                                  "gpu_swing"])
+@pytest.mark.parametrize(
+    "kind", ["stalled", "chance", "zero_metric", "overfitting", "gpu_low", "gpu_swing"]
+)
 def test_windowed_and_gpu_findings_are_warnings(kind: str) -> None:
     assert severity_of(kind, rerun=False) == "warning"
 
 
 # --- cases found by mutation testing (benchmarks/mutation.py) ---------------------------------
+
 
 def test_values_between_one_and_two_are_percents() -> None:
     # 1.5 % val and 1.2 -> 1.8 % train on 100 classes: chance is 1 %, and 1.5 is at its limit.
@@ -431,8 +470,9 @@ def test_training_is_judged_first_to_last_not_first_to_second() -> None:
 def test_chance_evidence_quotes_the_latest_value() -> None:
     found = health.chance_level(pts([0.11, 0.13, 0.14, 0.12]), 10, RISING)
     assert found is not None
-    assert found.evidence == ("val acc 0.12 at step 3 is near chance 0.1 (10 classes) "
-                              "for 3 evaluations")
+    assert found.evidence == (
+        "val acc 0.12 at step 3 is near chance 0.1 (10 classes) for 3 evaluations"
+    )
 
 
 def test_an_accuracy_of_exactly_one_is_a_fraction_for_overfitting() -> None:
@@ -453,8 +493,11 @@ def test_a_quarter_of_four_to_seven_losses_is_one_point() -> None:
 
 def test_a_falling_train_accuracy_rules_out_chance_even_while_the_loss_falls() -> None:
     falling_loss = pts([2.0, 1.8, 1.6, 1.4])
-    series = {"train/acc": pts([0.10, 0.09, 0.08]), "val/acc": pts([0.001] * 3),
-              "train/loss": falling_loss}
+    series = {
+        "train/acc": pts([0.10, 0.09, 0.08]),
+        "val/acc": pts([0.001] * 3),
+        "train/loss": falling_loss,
+    }
     assert judge(series) == []
     assert judge(series, num_classes=1000) == []
     # the same histories with a rising train accuracy are near chance
@@ -467,41 +510,50 @@ def test_the_train_accuracy_tells_that_accuracies_are_percents() -> None:
     series = {"train/acc": pts([5.0, 40.0]), "val/acc": pts([0.9, 0.9, 0.9])}
     assert [f.evidence for _, f in judge(series, num_classes=100)] == [
         "val acc 0.9 at step 2 is near chance 1 (100 classes) for 3 evaluations",
-        "train acc 40 vs val acc 0.9 at step 2"]
+        "train acc 40 vs val acc 0.9 at step 2",
+    ]
 
 
-@pytest.mark.parametrize(("loss", "fell"), [
-    ([1.0, 0.9, 1.2, 0.95], True),  # 4 points: quarters of 1, 1.0 -> 0.95
-    ([1.0, 2.0, 0.5, 0.5, 0.5, 0.5, 1.2, 1.2], True),  # 8 points: quarters of 2, 1.5 -> 1.2
-    ([1.0, 0.9, 1.0, 0.95, 1.1, 1.0, 1.0, 1.0], False),  # quarters of 2: 0.95 -> 1.0
-])
+@pytest.mark.parametrize(
+    ("loss", "fell"),
+    [
+        ([1.0, 0.9, 1.2, 0.95], True),  # 4 points: quarters of 1, 1.0 -> 0.95
+        ([1.0, 2.0, 0.5, 0.5, 0.5, 0.5, 1.2, 1.2], True),  # 8 points: quarters of 2, 1.5 -> 1.2
+        ([1.0, 0.9, 1.0, 0.95, 1.1, 1.0, 1.0, 1.0], False),  # quarters of 2: 0.95 -> 1.0
+    ],
+)
 def test_whether_the_loss_fell_compares_quarters(loss: list[float], fell: bool) -> None:
     found = judge({"val/acc": pts([0.001] * 3), "train/loss": pts(loss)})
     assert [f.kind for _, f in found] == (["chance"] if fell else [])
 
 
 def test_summed_loss_terms_are_named_after_the_last_of_three() -> None:
-    series = {"train/box_loss": pts([1.0] * 60), "train/cls_loss": pts([2.0] * 60),
-              "train/dfl_loss": pts([0.5] * 60)}
+    series = {
+        "train/box_loss": pts([1.0] * 60),
+        "train/cls_loss": pts([2.0] * 60),
+        "train/dfl_loss": pts([0.5] * 60),
+    }
     found = judge(series)
     assert [(name, f.evidence) for name, f in found] == [
-        ("train/dfl_loss", "loss mean 3.5 -> 3.5 over steps 30-59")]
+        ("train/dfl_loss", "loss mean 3.5 -> 3.5 over steps 30-59")
+    ]
 
 
 def test_a_zero_metric_finding_names_its_metric() -> None:
     found = judge({"val/miou": pts([0.0, 0.0]), "train/loss": pts([2.0, 1.5, 1.0, 0.5])})
     assert [(name, f.evidence) for name, f in found] == [
-        ("val/miou", "val/miou = 0 at all 2 evaluations while loss fell 2 -> 0.5")]
+        ("val/miou", "val/miou = 0 at all 2 evaluations while loss fell 2 -> 0.5")
+    ]
 
 
 # --- stalled: how the window and its halves are cut, at their edges -------------------------
+
 
 def test_a_repeated_step_still_splits_by_step() -> None:
     # Steps 0, 0, 1, ..., 99 never go back: the window is steps 50-99, as without the repeat
     # (split by order, it would start at step 49, one of the early 500s).
     values = [500.0] * 51 + [100.0] * 25 + [99.01] * 25
-    found = health.stalled(list(zip([0.0] + [float(s) for s in range(100)], values,
-                                    strict=True)))
+    found = health.stalled(list(zip([0.0] + [float(s) for s in range(100)], values, strict=True)))
     assert found is not None and found.evidence == "loss mean 100 -> 99.01 over steps 50-99"
 
 
@@ -537,16 +589,20 @@ def test_the_window_is_split_at_the_midpoint_of_its_first_and_last_step() -> Non
     assert found is not None and found.evidence == "loss mean 2.068 -> 2.087 over steps 50-100"
 
 
-@pytest.mark.parametrize(("steps", "judged"), [
-    ([*range(50), 50, *range(76, 101)], False),      # earlier half of the window: 1 point
-    ([*range(50), 50, 51, *range(76, 101)], True),   # 2 points
-    ([*range(75), 100], False),                      # later half: 1 point
-    ([*range(75), 99, 100], True),                   # 2 points
-])
+@pytest.mark.parametrize(
+    ("steps", "judged"),
+    [
+        ([*range(50), 50, *range(76, 101)], False),  # earlier half of the window: 1 point
+        ([*range(50), 50, 51, *range(76, 101)], True),  # 2 points
+        ([*range(75), 100], False),  # later half: 1 point
+        ([*range(75), 99, 100], True),  # 2 points
+    ],
+)
 def test_each_half_of_the_window_needs_two_points(steps: list[int], judged: bool) -> None:
     found = health.stalled([(float(s), 1.0) for s in steps])
     assert (found.evidence if found else None) == (
-        "loss mean 1 -> 1 over steps 50-100" if judged else None)
+        "loss mean 1 -> 1 over steps 50-100" if judged else None
+    )
 
 
 def test_at_least_eight_points_whatever_min_points_says() -> None:
@@ -564,5 +620,6 @@ def test_histories_are_judged_stalled_over_the_whole_run_not_the_window(name: st
     for step in range(1000):
         history.add(3.0 if step < 500 else 2.0 if step < 700 else 1.0, step=step, epoch=None)
     assert [(n, f.evidence) for n, f in judge({name: history.window})] == [
-        (name, "loss mean 1 -> 1 over steps 872-999")]
+        (name, "loss mean 1 -> 1 over steps 872-999")
+    ]
     assert judge_histories({name: history}) == []

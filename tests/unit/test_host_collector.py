@@ -56,6 +56,7 @@ def collector_for(*pids: int, proc_root: str | Path = "/proc") -> HostCollector:
 
 # Pure functions.
 
+
 def test_counter_rate():
     assert counter_rate(100, 300, 2.0) == 100.0
     assert counter_rate(None, 300, 2.0) is None
@@ -72,10 +73,24 @@ def test_busy_pct_and_process_cpu_pct():
 
 
 def test_rates_are_none_on_first_sample_then_computed():
-    first = HostCounters(at_s=10.0, cpu_busy_s=5.0, cpu_total_s=50.0, disk_read_bytes=1000,
-                         disk_write_bytes=0, net_rx_bytes=0, net_tx_bytes=None)
-    second = HostCounters(at_s=12.0, cpu_busy_s=15.0, cpu_total_s=70.0, disk_read_bytes=5000,
-                          disk_write_bytes=4096, net_rx_bytes=2048, net_tx_bytes=10)
+    first = HostCounters(
+        at_s=10.0,
+        cpu_busy_s=5.0,
+        cpu_total_s=50.0,
+        disk_read_bytes=1000,
+        disk_write_bytes=0,
+        net_rx_bytes=0,
+        net_tx_bytes=None,
+    )
+    second = HostCounters(
+        at_s=12.0,
+        cpu_busy_s=15.0,
+        cpu_total_s=70.0,
+        disk_read_bytes=5000,
+        disk_write_bytes=4096,
+        net_rx_bytes=2048,
+        net_tx_bytes=10,
+    )
     none = compute_rates(None, first)
     assert (none.cpu_pct, none.disk_read_bytes_s, none.net_rx_bytes_s) == (None, None, None)
     rates = compute_rates(first, second)
@@ -91,22 +106,30 @@ def test_virtual_interfaces_are_not_counted():
     assert not any(nic_counted(n) for n in ("lo", "docker0", "veth12ab", "br-1f2e", "ifb0"))
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    (f"0::/system.slice/docker-{ID}.scope\n", ID[:12]),
-    (f"12:memory:/docker/{ID}\n11:cpu:/docker/{ID}\n", ID[:12]),
-    (f"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b_3c4d.slice/"
-     f"cri-containerd-{ID}.scope\n", ID[:12]),
-    (f"4:pids:/kubepods/burstable/pod1a2b3c4d-0000-1111-2222-333344445555/{ID}\n", ID[:12]),
-    (f"0::/machine.slice/libpod-{ID}.scope/container\n", ID[:12]),
-    (f"0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-{ID}.scope\n",
-     ID[:12]),
-    (f"0::/machine.slice/libpod-conmon-{ID}.scope\n", None),
-    (f"0::/system.slice/crio-{ID}.scope\n", ID[:12]),
-    ("0::/user.slice/user-1000.slice/session-3.scope\n", None),
-    ("0::/\n", None),
-    ("4:memory:/process_api/0bdb916ceba618d1db26cf32e84e3d37\n", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"0::/system.slice/docker-{ID}.scope\n", ID[:12]),
+        (f"12:memory:/docker/{ID}\n11:cpu:/docker/{ID}\n", ID[:12]),
+        (
+            f"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b_3c4d.slice/"
+            f"cri-containerd-{ID}.scope\n",
+            ID[:12],
+        ),
+        (f"4:pids:/kubepods/burstable/pod1a2b3c4d-0000-1111-2222-333344445555/{ID}\n", ID[:12]),
+        (f"0::/machine.slice/libpod-{ID}.scope/container\n", ID[:12]),
+        (
+            f"0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-{ID}.scope\n",
+            ID[:12],
+        ),
+        (f"0::/machine.slice/libpod-conmon-{ID}.scope\n", None),
+        (f"0::/system.slice/crio-{ID}.scope\n", ID[:12]),
+        ("0::/user.slice/user-1000.slice/session-3.scope\n", None),
+        ("0::/\n", None),
+        ("4:memory:/process_api/0bdb916ceba618d1db26cf32e84e3d37\n", None),
+        ("", None),
+    ],
+)
 def test_parse_container_id(text, expected):
     assert parse_container_id(text) == expected
 
@@ -131,12 +154,16 @@ def test_pid_namespace_detection(tmp_path):
 
 # PidWatch.
 
+
 def test_pid_watch_from_tick_and_threads():
-    tick = GpuTick(0.0, (
-        GpuSample(0, "GPU-a", "x", processes=(GpuProcess(1, 10), GpuProcess(2, 10))),
-        GpuSample(1, "GPU-b", "x", processes=None),
-        GpuSample(2, "GPU-c", "x", processes=(GpuProcess(2, 5), GpuProcess(3, None))),
-    ))
+    tick = GpuTick(
+        0.0,
+        (
+            GpuSample(0, "GPU-a", "x", processes=(GpuProcess(1, 10), GpuProcess(2, 10))),
+            GpuSample(1, "GPU-b", "x", processes=None),
+            GpuSample(2, "GPU-c", "x", processes=(GpuProcess(2, 5), GpuProcess(3, None))),
+        ),
+    )
     assert gpu_pids(tick) == {1, 2, 3}
     watch = PidWatch()
     assert watch.get() == frozenset()
@@ -161,6 +188,7 @@ def test_pid_watch_from_tick_and_threads():
 
 
 # Real psutil, real processes.
+
 
 def test_host_figures_are_sane_and_rates_need_two_samples():
     collector = collector_for()

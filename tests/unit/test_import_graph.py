@@ -26,12 +26,16 @@ def module_name(path: Path) -> str:
 
 def product_modules() -> dict[str, Path]:
     """Every module of the product packages, by dotted name."""
-    return {module_name(path): path for package in PACKAGES
-            for path in sorted((REPO / package).rglob("*.py"))}
+    return {
+        module_name(path): path
+        for package in PACKAGES
+        for path in sorted((REPO / package).rglob("*.py"))
+    }
 
 
-def imported(tree: ast.AST, name: str, is_package: bool,
-             known: Mapping[str, Path]) -> Iterator[str]:
+def imported(
+    tree: ast.AST, name: str, is_package: bool, known: Mapping[str, Path]
+) -> Iterator[str]:
     """The product modules a module's code imports, wherever the import statement stands."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -41,7 +45,7 @@ def imported(tree: ast.AST, name: str, is_package: bool,
             base = node.module or ""
             if node.level:
                 package = name.split(".") if is_package else name.split(".")[:-1]
-                package = package[:len(package) - (node.level - 1)]
+                package = package[: len(package) - (node.level - 1)]
                 base = ".".join([*package, *([base] if base else [])])
             for alias in node.names:
                 child = f"{base}.{alias.name}"
@@ -125,8 +129,9 @@ def test_the_cycle_finder_names_a_function_level_cycle(tmp_path: Path) -> None:
     graph = {"a": set(), "b": set(), "c": set()}
     sources = {"a": "import b\n", "b": "def f():\n    from c import x\n", "c": "import a\n"}
     for name, text in sources.items():
-        graph[name] = {t for t in imported(ast.parse(text), name, False, graph)
-                       if t in graph and t != name}
+        graph[name] = {
+            t for t in imported(ast.parse(text), name, False, graph) if t in graph and t != name
+        }
     assert cycles(graph) == [["a", "b", "c", "a"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
 
@@ -139,16 +144,22 @@ def test_relative_imports_resolve_to_the_module_they_name() -> None:
 
 def test_run_collector_is_used_by_the_engine_alone() -> None:
     """One driver of sources: every sink runs its sources through `gpuherd.engine.threads`."""
-    users = {module for module, path in product_modules().items()
-             if module != "collectors.loop" and _names(path, "run_collector")}
+    users = {
+        module
+        for module, path in product_modules().items()
+        if module != "collectors.loop" and _names(path, "run_collector")
+    }
     assert users == {"gpuherd.engine.threads"}
 
 
 def test_live_sources_are_built_in_one_place() -> None:
     """`LiveSources(` is written once in the product: `gpuherd.sources.live_sources`."""
-    places = [f"{module}:{line_no}" for module, path in product_modules().items()
-              for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-              if "LiveSources(" in line and not line.lstrip().startswith(("class ", "#"))]
+    places = [
+        f"{module}:{line_no}"
+        for module, path in product_modules().items()
+        for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "LiveSources(" in line and not line.lstrip().startswith(("class ", "#"))
+    ]
     assert len(places) == 1 and places[0].startswith("gpuherd.sources:"), places
 
 
@@ -159,8 +170,12 @@ def test_the_engine_imports_no_textual_and_nothing_above_it() -> None:
     for module in engine:
         assert not any(t.startswith("tui") for t in graph[module]), module
         text = product_modules()[module].read_text(encoding="utf-8")
-        assert "textual" not in {alias.name.split(".")[0] for node in ast.walk(ast.parse(text))
-                                 if isinstance(node, ast.Import) for alias in node.names}
+        assert "textual" not in {
+            alias.name.split(".")[0]
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
 
 
 def _names(path: Path, name: str) -> bool:
@@ -169,15 +184,18 @@ def _names(path: Path, name: str) -> bool:
         if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
             return True
         if (isinstance(node, ast.Name) and node.id == name) or (
-                isinstance(node, ast.Attribute) and node.attr == name):
+            isinstance(node, ast.Attribute) and node.attr == name
+        ):
             return True
     return False
 
 
-@pytest.mark.parametrize("module", ["gpuherd.dashboard.monitor",
-                                    "gpuherd.dashboard.monitor_record"])
+@pytest.mark.parametrize(
+    "module", ["gpuherd.dashboard.monitor", "gpuherd.dashboard.monitor_record"]
+)
 def test_the_command_line_side_of_the_dashboard_imports_no_tui_module_at_the_top(
-        module: str) -> None:
+    module: str,
+) -> None:
     """The dashboard's running set lives below `tui/`: monitor imports `tui` only lazily."""
     tree = ast.parse(product_modules()[module].read_text(encoding="utf-8"))
     top = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]

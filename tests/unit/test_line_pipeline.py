@@ -25,22 +25,27 @@ from gpuherd.parse.parse_command import TrendHistory, json_number, parse_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
 GOLDEN_LOGS = sorted(
-    p for p in DATA.glob("*/*")
-    if p.is_file() and not p.name.endswith(".expected.json") and p.parent.name != "make_logs"
+    p
+    for p in DATA.glob("*/*")
+    if p.is_file()
+    and not p.name.endswith(".expected.json")
+    and p.parent.name != "make_logs"
     and p.suffix != ".md"
 )
 
-ODD = b"".join([
-    b"\x1b[32mINFO\x1b[0m step=1 loss=0.5 lr=0.001\r\n",  # 1: ANSI colour, CRLF
-    b"\r".join(b"step=%d loss=0.%d" % (n, 99 - n) for n in range(10, 60)) + b"\n",  # 2: redraws
-    b"\0\0\0\0step=2 loss=0.45\n",  # 3: the NUL hole a copytruncate leaves
-    b"step=3 loss=0.4" + b" " * (100 << 10) + b"\n",  # 4: longer than the 64 KiB cap
-    b"step=4 loss=\xff\xfe0.3 acc=0.5\n",  # 5: invalid UTF-8 in a value
-    b"step=5 loss=0.25\x00 lr=0.1\n",  # 6: a NUL byte inside the line
-    b"\n",  # 7: blank
-    b"\rstep=60 loss=0.39\r" + b" " * 30 + b"\r\n",  # 8: redraws cleared by blanks: last state
-    b"step=6 loss=0.2",  # 9: the last line, still unfinished
-])
+ODD = b"".join(
+    [
+        b"\x1b[32mINFO\x1b[0m step=1 loss=0.5 lr=0.001\r\n",  # 1: ANSI colour, CRLF
+        b"\r".join(b"step=%d loss=0.%d" % (n, 99 - n) for n in range(10, 60)) + b"\n",  # 2: redraws
+        b"\0\0\0\0step=2 loss=0.45\n",  # 3: the NUL hole a copytruncate leaves
+        b"step=3 loss=0.4" + b" " * (100 << 10) + b"\n",  # 4: longer than the 64 KiB cap
+        b"step=4 loss=\xff\xfe0.3 acc=0.5\n",  # 5: invalid UTF-8 in a value
+        b"step=5 loss=0.25\x00 lr=0.1\n",  # 6: a NUL byte inside the line
+        b"\n",  # 7: blank
+        b"\rstep=60 loss=0.39\r" + b" " * 30 + b"\r\n",  # 8: redraws cleared by blanks: last state
+        b"step=6 loss=0.2",  # 9: the last line, still unfinished
+    ]
+)
 
 
 def _parse(path: Path) -> tuple[dict[int, Any], tuple[int, int]]:
@@ -54,16 +59,21 @@ def _parse(path: Path) -> tuple[dict[int, Any], tuple[int, int]]:
     return by_line, (report.unparsed, report.cut_lines)
 
 
-def _follow(path: Path, chunks: list[bytes], log_format: str | None = None,
-            seen: dict[str, Any] | None = None) -> tuple[dict[int, Any], int, int]:
+def _follow(
+    path: Path,
+    chunks: list[bytes],
+    log_format: str | None = None,
+    seen: dict[str, Any] | None = None,
+) -> tuple[dict[int, Any], int, int]:
     """Write `chunks` one by one under a tail; the last state of each line it reported.
 
     `seen`, when given, gathers the tail's findings (`findings`, with the trend findings of
     its metrics judged as `parse` judges a whole file) and the formats it read (`formats`).
     """
     path.write_bytes(b"")
-    tail = LogTailCollector(str(path), format=log_format, poll=True, poll_interval_s=0.01,
-                            settle_s=0)
+    tail = LogTailCollector(
+        str(path), format=log_format, poll=True, poll_interval_s=0.01, settle_s=0
+    )
     tail.open()
     got: dict[int, Any] = {}
     unparsed = too_long = 0
@@ -122,18 +132,35 @@ def test_odd_bytes_give_the_same_metrics_through_parse_and_the_tail(tmp_path: Pa
 
 # Arbitrary bytes, with the ones that matter to cutting lines made common: plain binary
 # holds a `\n` once in 256 bytes and would hardly ever give a whole line longer than the cap.
-LOG_BYTES = st.lists(st.one_of(
-    st.sampled_from([b"\n", b"\r", b"\r\n", b"\0", b" ", b"\xff", b"\xe2\x96", b"\x1b[32m",
-                     b"step=2 loss=0.5 ", b"x" * 70]),
-    st.binary(max_size=24),
-), max_size=60).map(b"".join)
+LOG_BYTES = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                b"\n",
+                b"\r",
+                b"\r\n",
+                b"\0",
+                b" ",
+                b"\xff",
+                b"\xe2\x96",
+                b"\x1b[32m",
+                b"step=2 loss=0.5 ",
+                b"x" * 70,
+            ]
+        ),
+        st.binary(max_size=24),
+    ),
+    max_size=60,
+).map(b"".join)
 
 
 @settings(max_examples=300, deadline=None)
 @given(LOG_BYTES, st.data(), st.integers(8, 64))
 @example(b"ab\r\0cd\n\r\r  \r\nxyz", None, 8)
 def test_arbitrary_bytes_cut_anywhere_give_the_lines_of_one_whole_read(
-    data: bytes, draw: Any, cap: int,
+    data: bytes,
+    draw: Any,
+    cap: int,
 ) -> None:
     whole = list(read_lines(io.BytesIO(data), LineAssembler(cap)))
     cuts = sorted(draw.draw(st.lists(st.integers(0, len(data)), max_size=12))) if draw else []
@@ -164,11 +191,15 @@ def _parsed(path: Path, log_format: str | None = None) -> dict[str, Any]:
         if "metric" in r:
             step, epoch, values = by_line.get(r["line"], (r.get("step"), r.get("epoch"), ()))
             by_line[r["line"]] = (step, epoch, (*values, (r["metric"], r["value"])))
-    findings = sorted((r["line"], r["finding"], r["evidence"]) for r in records
-                      if "finding" in r)
+    findings = sorted((r["line"], r["finding"], r["evidence"]) for r in records if "finding" in r)
     formats = {r["format"] for r in records if "metric" in r}
-    return {"metrics": by_line, "findings": findings, "formats": formats,
-            "unparsed": report.unparsed, "format": report.format}
+    return {
+        "metrics": by_line,
+        "findings": findings,
+        "formats": formats,
+        "unparsed": report.unparsed,
+        "format": report.format,
+    }
 
 
 def _pieces(data: bytes, seed: str, cuts: int = 40) -> list[bytes]:
@@ -177,8 +208,9 @@ def _pieces(data: bytes, seed: str, cuts: int = 40) -> list[bytes]:
     return [data[i:j] for i, j in zip([0, *at], [*at, len(data)], strict=True)]
 
 
-def _same_both_ways(log: Path, tmp_path: Path, chunks: list[bytes],
-                    log_format: str | None = None) -> dict[str, Any]:
+def _same_both_ways(
+    log: Path, tmp_path: Path, chunks: list[bytes], log_format: str | None = None
+) -> dict[str, Any]:
     """Parse `log` and follow it written in `chunks`; assert both gave the same; the parse."""
     parsed = _parsed(log, log_format)
     seen: dict[str, Any] = {}
@@ -194,7 +226,8 @@ def _same_both_ways(log: Path, tmp_path: Path, chunks: list[bytes],
 
 @pytest.mark.parametrize("log", GOLDEN_LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_golden_log_gives_the_same_metrics_and_findings_parsed_and_followed(
-    log: Path, tmp_path: Path,
+    log: Path,
+    tmp_path: Path,
 ) -> None:
     data = log.read_bytes()
     # a document (a trainer state) is rewritten whole, never appended to in pieces
@@ -242,13 +275,21 @@ CTRL_C = (
 
 @pytest.mark.parametrize("where", ["whole", "pieces", "bytes"])
 def test_findings_are_the_same_parsed_and_followed(where: str, tmp_path: Path) -> None:
-    text = (_run_log(3, lambda n: 0.5) + "step=4 loss=nan\n" + CTRL_C
-            + _run_log(400, lambda n: 1.0 + (n % 7) * 1e-4) + OOM)
+    text = (
+        _run_log(3, lambda n: 0.5)
+        + "step=4 loss=nan\n"
+        + CTRL_C
+        + _run_log(400, lambda n: 1.0 + (n % 7) * 1e-4)
+        + OOM
+    )
     log = tmp_path / "run.log"
     log.write_text(text)
     data = text.encode()
-    chunks = {"whole": [data], "pieces": _pieces(data, "findings", 80),
-              "bytes": [data[i:i + 7] for i in range(0, len(data), 7)]}[where]
+    chunks = {
+        "whole": [data],
+        "pieces": _pieces(data, "findings", 80),
+        "bytes": [data[i : i + 7] for i in range(0, len(data), 7)],
+    }[where]
     (tmp_path / "tail").mkdir()
     parsed = _same_both_ways(log, tmp_path / "tail", chunks)
     kinds = [(n, kind) for n, kind, _ in parsed["findings"]]
@@ -259,8 +300,10 @@ def test_findings_are_the_same_parsed_and_followed(where: str, tmp_path: Path) -
 
 def test_a_format_that_shows_only_late_is_detected_the_same_way(tmp_path: Path) -> None:
     banners = "".join(f"[rank0] loading shard {n} of 300 from /data\n" for n in range(300))
-    bars = "".join(f"Epoch 0: {n}%|###| {n}/100 [00:0{n % 10}<00:01, 9.50it/s, "
-                   f"loss={1 / (n + 1):.4f}]\n" for n in range(1, 40))
+    bars = "".join(
+        f"Epoch 0: {n}%|###| {n}/100 [00:0{n % 10}<00:01, 9.50it/s, loss={1 / (n + 1):.4f}]\n"
+        for n in range(1, 40)
+    )
     text = banners + bars
     log = tmp_path / "late.log"
     log.write_text(text)
@@ -292,7 +335,8 @@ def test_a_forced_format_with_plain_lines_gives_what_detection_gives(tmp_path: P
 
 @pytest.mark.parametrize("name", ["keras/verbose2.log", "sb3/ppo_breakout.log"])
 def test_a_tail_that_sees_one_line_at_a_time_keeps_the_state_detection_comes_too_late_for(
-    name: str, tmp_path: Path,
+    name: str,
+    tmp_path: Path,
 ) -> None:
     # The first reads hold too few lines to settle the format; the parser chosen later is fed
     # the lines read before it (an `Epoch 1/3` header, a table's start) and reads the rest

@@ -14,7 +14,11 @@ def test_fields_keep_what_the_constructor_gave() -> None:
     metric = LogMetric((("train/loss", 0.5), ("lr", 1e-4)), 10, 1.5, 1_700_000_000.0, 2)
     assert metric.values == (("train/loss", 0.5), ("lr", 1e-4))
     assert (metric.step, metric.epoch, metric.taken_at, metric.unparsed_values) == (
-        10, 1.5, 1_700_000_000.0, 2)
+        10,
+        1.5,
+        1_700_000_000.0,
+        2,
+    )
     assert LogMetric((("a", 1.0),)).step is None and LogMetric((("a", 1.0),)).unparsed_values == 0
     assert metric.as_dict() == {"train/loss": 0.5, "lr": 1e-4}
 

@@ -96,8 +96,11 @@ def test_progress_bar_refreshes_are_one_line(tmp_path):
 
 def test_unparsable_values_are_counted(tmp_path):
     log = tmp_path / "console.log"
-    append(log, "{'loss': '0.5', 'epoch': '1.0'}\n{'loss': 'abc', 'epoch': '1.5'}\n"
-                "{'loss': '0.25', 'epoch': '2.0'}\n")
+    append(
+        log,
+        "{'loss': '0.5', 'epoch': '1.0'}\n{'loss': 'abc', 'epoch': '1.5'}\n"
+        "{'loss': '0.25', 'epoch': '2.0'}\n",
+    )
     batches = drain(make(log))
     assert batches[0].format == "hf_trainer"
     assert [m.epoch for b in batches for _, m in b.metrics] == [1.0, 2.0]
@@ -158,8 +161,9 @@ def test_copytruncate_restarts_at_line_one(tmp_path):
 
 
 def csv_rows(start, stop, with_val=False):
-    return "".join(f"0,{i},{1 / (i + 1):.4f}" + (",0.5" if with_val else "") + "\n"
-                   for i in range(start, stop))
+    return "".join(
+        f"0,{i},{1 / (i + 1):.4f}" + (",0.5" if with_val else "") + "\n" for i in range(start, stop)
+    )
 
 
 def test_rewrite_that_outgrows_the_old_offset_is_noticed(tmp_path):
@@ -220,8 +224,9 @@ def test_directory_given_as_log_fails_clearly_and_recovers(tmp_path):
 def test_invalid_utf8_and_binary_garbage_do_not_stop_parsing(tmp_path):
     log = tmp_path / "train.log"
     garbage = bytes(range(256)) * 4000
-    append(log, lines(0, 1).encode() + b"\xff\xfe bad \xc3\n" + garbage + b"\n"
-           + lines(1, 3).encode())
+    append(
+        log, lines(0, 1).encode() + b"\xff\xfe bad \xc3\n" + garbage + b"\n" + lines(1, 3).encode()
+    )
     batches = drain(make(log))
     assert steps(batches) == [0, 1, 2]
 
@@ -275,9 +280,14 @@ def test_format_is_detected_from_the_first_lines_and_again_after_rotation(tmp_pa
 def test_banner_before_the_metric_lines_does_not_decide_the_format(tmp_path):
     log = tmp_path / "train.log"
     banner = "".join(f"(VERY_LOW    ) Hook{i}\n" for i in range(60))
-    append(log, banner + "".join(
-        f"2026-01-01 00:00:00,000 - mmseg - INFO - Iter [{i}/100]\tlr: 1.0e-02, loss: 0.5\n"
-        for i in range(10, 60, 10)))
+    append(
+        log,
+        banner
+        + "".join(
+            f"2026-01-01 00:00:00,000 - mmseg - INFO - Iter [{i}/100]\tlr: 1.0e-02, loss: 0.5\n"
+            for i in range(10, 60, 10)
+        ),
+    )
     got = drain(make(log))
     assert {b.format for b in got if b.metrics} == {"mmengine"}
     assert steps(got) == [10, 20, 30, 40, 50]
@@ -300,8 +310,9 @@ def test_network_filesystem_is_polled(tmp_path):
 
 
 def trainer_state(n, nan_at=None):
-    history = [{"loss": float("nan") if i == nan_at else 1.0 / (i + 1), "step": 10 * i}
-               for i in range(n)]
+    history = [
+        {"loss": float("nan") if i == nan_at else 1.0 / (i + 1), "step": 10 * i} for i in range(n)
+    ]
     return json.dumps({"global_step": 10 * n, "log_history": history})
 
 
@@ -350,7 +361,7 @@ def test_checkpoint_pattern_follows_the_newest_document(tmp_path):
     c.close()
 
 
-H200_CONSOLE = (os.path.dirname(__file__) + "/../data/logs/lightning_rich/h200_file.log")
+H200_CONSOLE = os.path.dirname(__file__) + "/../data/logs/lightning_rich/h200_file.log"
 
 
 def test_command_output_whose_first_lines_are_banners_switches_to_the_progress_format(tmp_path):
@@ -370,8 +381,14 @@ def test_command_output_whose_first_lines_are_banners_switches_to_the_progress_f
     metrics = [(n, m) for b in later for n, m in b.metrics]
     assert {b.format for b in later if b.metrics} == {"lightning_rich"}
     values = {name: value for _, m in metrics for name, value in m.values}
-    assert values == {"throughput/it_s": 30.44, "eta_s": 0.0, "train/loss": 0.066,
-                      "train/acc": 1.0, "val/loss": 3.971, "val/acc": 0.309}
+    assert values == {
+        "throughput/it_s": 30.44,
+        "eta_s": 0.0,
+        "train/loss": 0.066,
+        "train/acc": 1.0,
+        "val/loss": 3.971,
+        "val/acc": 0.309,
+    }
     assert {m.epoch for _, m in metrics} == {5.0}
 
 

@@ -70,8 +70,9 @@ def steps_in(path: Path) -> list[int]:
 def run_cut_log(tmp_path: Path, append: bool, tail: LogTailCollector):
     log = tmp_path / "train.log"
     log.touch()
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(COUNT),
-                               "append" if append else "overwrite"])
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(log), str(COUNT), "append" if append else "overwrite"]
+    )
     stop = threading.Event()
     cutter_result: list[int] = []
     cutter = threading.Thread(target=lambda: cutter_result.append(cut_every(log, 0.5, stop)))
@@ -81,8 +82,9 @@ def run_cut_log(tmp_path: Path, append: bool, tail: LogTailCollector):
         stop.set()
         cutter.join(10)
         in_files = {s for p in tmp_path.iterdir() for s in steps_in(p)}
-        h.pump_until(lambda: in_files <= set(h.steps()), timeout_s=30,
-                     what="every line still in a file")
+        h.pump_until(
+            lambda: in_files <= set(h.steps()), timeout_s=30, what="every line still in a file"
+        )
         h.pump_until(lambda: False if tail._more else True, timeout_s=5)
     assert cutter_result[0] >= 4
     return h, in_files
@@ -103,12 +105,15 @@ def waker():
 
 
 @pytest.mark.parametrize("poll", [False, True], ids=["events", "poll-1s"])
-def test_lines_in_a_copy_are_read_once_and_lines_in_neither_file_are_counted(
-        tmp_path, waker, poll):
+def test_lines_in_a_copy_are_read_once_and_lines_in_neither_file_are_counted(tmp_path, waker, poll):
     # A writer without O_APPEND: after each cut it writes on at its old offset, leaving a hole
     # of NULs as long as the file was when cut; what neither the copy nor a read holds is lost.
-    tail = LogTailCollector(str(tmp_path / "train.log"), waker=None if poll else waker,
-                            poll=poll, poll_interval_s=1.0 if poll else 30.0)
+    tail = LogTailCollector(
+        str(tmp_path / "train.log"),
+        waker=None if poll else waker,
+        poll=poll,
+        poll_interval_s=1.0 if poll else 30.0,
+    )
     h, in_files = run_cut_log(tmp_path, append=False, tail=tail)
     assert_each_once_in_order(h, in_files)
     missing = COUNT - len(h.steps())
@@ -120,12 +125,15 @@ def test_lines_in_a_copy_are_read_once_and_lines_in_neither_file_are_counted(
 
 
 @pytest.mark.parametrize("poll", [False, True], ids=["events", "poll-1s"])
-def test_an_appending_writer_cut_twice_between_looks_loses_no_line_of_a_copy(
-        tmp_path, waker, poll):
+def test_an_appending_writer_cut_twice_between_looks_loses_no_line_of_a_copy(tmp_path, waker, poll):
     # With O_APPEND nothing shows what fell between the copy and the cut; every line of every
     # copy is read, including the copies of generations cut before the tail looked.
-    tail = LogTailCollector(str(tmp_path / "train.log"), waker=None if poll else waker,
-                            poll=poll, poll_interval_s=1.0 if poll else 30.0)
+    tail = LogTailCollector(
+        str(tmp_path / "train.log"),
+        waker=None if poll else waker,
+        poll=poll,
+        poll_interval_s=1.0 if poll else 30.0,
+    )
     h, in_files = run_cut_log(tmp_path, append=True, tail=tail)
     assert_each_once_in_order(h, in_files)
     assert sum(b.lost_lines_estimate or 0 for b in h.batches) <= COUNT - len(h.steps())
@@ -153,25 +161,29 @@ def test_the_recorder_writes_a_log_dropped_event_for_lost_lines(tmp_path):
     writer = SessionWriter(tmp_path / "s")
     LogSink()(writer, LogBatch("/x/train.log", 1.0, lost_bytes=60, lost_lines_estimate=3))
     writer.close()
-    events = [json.loads(line) for line in (tmp_path / "s" / "events.jsonl").read_text()
-              .splitlines()]
+    events = [
+        json.loads(line) for line in (tmp_path / "s" / "events.jsonl").read_text().splitlines()
+    ]
     [event] = [e for e in events if e["kind"] == "log_dropped"]
     assert event["lost_bytes"] == 60 and event["lost_lines_estimate"] == 3
     assert event["task"] == "/x/train.log" and "about 3 lines" in event["msg"]
 
 
-@pytest.mark.parametrize(("name", "copy", "rotated"), [
-    ("train.log.1", True, True),
-    ("train.log-20250101", True, True),  # logrotate dateext
-    ("train.log-2025010112.3", True, True),
-    ("train-20250101.log", True, True),  # dateext with `extension .log`
-    ("train.1.log", True, True),
-    ("train.log.bak", True, False),  # matched by content only, never read as a later stretch
-    ("train.log.1.gz", False, False),  # compressed: its bytes are not the log's
-    ("train.log", False, False),
-    ("train2.log", False, False),
-    ("other.log.1", False, False),
-])
+@pytest.mark.parametrize(
+    ("name", "copy", "rotated"),
+    [
+        ("train.log.1", True, True),
+        ("train.log-20250101", True, True),  # logrotate dateext
+        ("train.log-2025010112.3", True, True),
+        ("train-20250101.log", True, True),  # dateext with `extension .log`
+        ("train.1.log", True, True),
+        ("train.log.bak", True, False),  # matched by content only, never read as a later stretch
+        ("train.log.1.gz", False, False),  # compressed: its bytes are not the log's
+        ("train.log", False, False),
+        ("train2.log", False, False),
+        ("other.log.1", False, False),
+    ],
+)
 def test_which_names_are_copies_of_a_log(name, copy, rotated):
     assert is_copy_name(name, "train.log") is copy
     assert rotation_suffix(name, "train.log") is rotated
@@ -202,10 +214,21 @@ def test_the_task_row_says_how_many_lines_a_cut_lost():
     tracker = TaskTracker()
     tracker.add_batch(LogBatch("/x/train.log", 1.0, "generic", lines_read=3, generation=1))
     assert "lost" not in health_text(tracker.view("/x/train.log")).plain
-    tracker.add_batch(LogBatch("/x/train.log", 2.0, "generic", lines_read=1, generation=2,
-                               truncated=True, lost_bytes=63, lost_lines_estimate=3))
-    tracker.add_batch(LogBatch("/x/train.log", 3.0, "generic", lost_bytes=21,
-                               lost_lines_estimate=1, generation=2))
+    tracker.add_batch(
+        LogBatch(
+            "/x/train.log",
+            2.0,
+            "generic",
+            lines_read=1,
+            generation=2,
+            truncated=True,
+            lost_bytes=63,
+            lost_lines_estimate=3,
+        )
+    )
+    tracker.add_batch(
+        LogBatch("/x/train.log", 3.0, "generic", lost_bytes=21, lost_lines_estimate=1, generation=2)
+    )
     view = tracker.view("/x/train.log")
     assert (view.lost_bytes, view.lost_lines) == (84, 4)
     assert health_text(view).plain.endswith("4 lost")
@@ -244,8 +267,11 @@ def test_the_first_real_bytes_are_found_past_a_hole_sparse_or_written(tmp_path):
         f.write(b"step=000001 loss=0.5\n")
     written.write_bytes(b"\0" * 100_000 + b"x")
     empty.write_bytes(b"\0" * 1000)
-    for path, expected in ((sparse, (1 << 30, b"step=000001")), (written, (100_000, b"x")),
-                           (empty, (0, b""))):
+    for path, expected in (
+        (sparse, (1 << 30, b"step=000001")),
+        (written, (100_000, b"x")),
+        (empty, (0, b"")),
+    ):
         fd = os.open(path, os.O_RDONLY)
         try:
             at, first = head_of(fd, 11)
@@ -262,8 +288,10 @@ def test_a_pipe_swapped_in_for_a_copy_after_the_listing_is_left_alone(tmp_path, 
 
     log, pipe = tmp_path / "train.log", tmp_path / "planted"
     log.write_text("step=000003 loss=0.5\n")
-    for name, text in (("train.log.2", "step=000001 loss=0.5\n"),
-                       ("train.log.1", "step=000002 loss=0.5\n")):
+    for name, text in (
+        ("train.log.2", "step=000001 loss=0.5\n"),
+        ("train.log.1", "step=000002 loss=0.5\n"),
+    ):
         (tmp_path / name).write_text(text)
         time.sleep(0.01)  # distinct mtimes: the copies' order
     os.mkfifo(pipe)

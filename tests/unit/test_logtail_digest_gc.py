@@ -41,7 +41,9 @@ def test_collection_is_paused_for_the_parse_loop_and_resumed_after() -> None:
     assert formats.seen == [False, False]  # paused while the lines were parsed
     assert gc.isenabled()
     assert [(n, m.step, m.values) for n, m in digest.take().metrics] == [
-        (1, 1, (("train/loss", 0.5),)), (2, 2, (("train/loss", 0.25),))]
+        (1, 1, (("train/loss", 0.5),)),
+        (2, 2, (("train/loss", 0.25),)),
+    ]
     with pytest.raises(RuntimeError):
         digest.add([(3, "boom")], received_at=2.0)
     assert gc.isenabled()  # the `finally` turned it back on

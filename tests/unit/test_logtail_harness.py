@@ -33,8 +33,9 @@ class TailHarness:
         self.failures = []
         self.recoveries = 0
         self.unavailable = []
-        self.thread = threading.Thread(target=run_collector,
-                                       args=(collector, self.queue.put, self.stop), daemon=True)
+        self.thread = threading.Thread(
+            target=run_collector, args=(collector, self.queue.put, self.stop), daemon=True
+        )
 
     def __enter__(self) -> TailHarness:
         self.thread.start()
@@ -76,5 +77,7 @@ class TailHarness:
         return sum(b.lines_read for b in self.batches)
 
     def summary(self) -> str:
-        return (f"{len(self.batches)} batches, steps={self.steps()[-20:]}, "
-                f"lines={self.lines_read()}, failures={[str(f) for f in self.failures[-3:]]}")
+        return (
+            f"{len(self.batches)} batches, steps={self.steps()[-20:]}, "
+            f"lines={self.lines_read()}, failures={[str(f) for f in self.failures[-3:]]}"
+        )

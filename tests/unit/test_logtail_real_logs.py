@@ -13,9 +13,13 @@ from collectors.logs.logtail import LogTailCollector
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
 LOGS = sorted(
-    p for p in DATA.glob("*/*")
-    if p.is_file() and not p.name.endswith(".expected.json") and p.parent.name != "make_logs"
-    and p.suffix != ".md" and p.name != "trainer_state.json"
+    p
+    for p in DATA.glob("*/*")
+    if p.is_file()
+    and not p.name.endswith(".expected.json")
+    and p.parent.name != "make_logs"
+    and p.suffix != ".md"
+    and p.name != "trainer_state.json"
 )
 
 
@@ -35,15 +39,20 @@ def record(line_no, metric, with_time):
 
 
 def normalise(value):
-    return json.loads(json.dumps(value, allow_nan=True).replace("NaN", '"nan"')
-                      .replace("-Infinity", '"-inf"').replace("Infinity", '"inf"'))
+    return json.loads(
+        json.dumps(value, allow_nan=True)
+        .replace("NaN", '"nan"')
+        .replace("-Infinity", '"-inf"')
+        .replace("Infinity", '"inf"')
+    )
 
 
 def follow(log: Path, tmp_path: Path, chunks: list[bytes], log_format=None):
     target = tmp_path / log.name
     target.write_bytes(b"")
-    tail = LogTailCollector(str(target), format=log_format, poll=True, poll_interval_s=0.01,
-                            settle_s=0)
+    tail = LogTailCollector(
+        str(target), format=log_format, poll=True, poll_interval_s=0.01, settle_s=0
+    )
     tail.open()
     batches = []
     with open(target, "ab") as out:

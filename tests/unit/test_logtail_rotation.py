@@ -57,8 +57,11 @@ print("done", flush=True)
 
 
 def start_writer(log: Path, count: int, mode: str = "rename", rate: float = 200.0):
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(count), str(rate),
-                             mode], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(log), str(count), str(rate), mode],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 20
     while not log.exists():
         assert time.monotonic() < deadline and proc.poll() is None
@@ -101,15 +104,19 @@ def waker():
     shared.close()
 
 
-@pytest.mark.parametrize(("every_s", "create", "reopen_after_s"), [
-    (0.5, True, 0.1),   # logrotate create + postrotate HUP, the writer a little late
-    (0.5, False, 0.05),  # no create: the writer makes the new file itself when it reopens
-    (0.5, True, 0.0),
-    # Every 0.2 s also passes on an idle machine, but a loaded 2-core one can hold the observer
-    # thread past the next rename, and that file is then gone before anyone opens it.
-])
-def test_rename_rotation_twice_a_second_and_faster_loses_nothing(tmp_path, waker, every_s,
-                                                                 create, reopen_after_s):
+@pytest.mark.parametrize(
+    ("every_s", "create", "reopen_after_s"),
+    [
+        (0.5, True, 0.1),  # logrotate create + postrotate HUP, the writer a little late
+        (0.5, False, 0.05),  # no create: the writer makes the new file itself when it reopens
+        (0.5, True, 0.0),
+        # Every 0.2 s also passes on an idle machine, but a loaded 2-core one can hold the observer
+        # thread past the next rename, and that file is then gone before anyone opens it.
+    ],
+)
+def test_rename_rotation_twice_a_second_and_faster_loses_nothing(
+    tmp_path, waker, every_s, create, reopen_after_s
+):
     log = tmp_path / "train.log"
     count = 1000  # 5 s at 200 lines/s
     proc = start_writer(log, count)
@@ -271,7 +278,8 @@ def release(fifo: Path) -> None:
 
 
 def test_a_pipe_swapped_in_as_the_log_after_a_rotation_is_named_not_waited_on(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     # Between looking at the new log by name and opening it, a pipe takes its place: opening
     # a pipe waits for a writer, which would hold the observer's thread (and the tail) for ever.
     from collectors.base import CollectorError
@@ -298,11 +306,11 @@ def test_a_pipe_swapped_in_as_the_log_after_a_rotation_is_named_not_waited_on(
         assert not thread.is_alive(), "opening the planted pipe waited for a writer"
         assert out == [None]
         monkeypatch.undo()
-        _, out = bounded(lambda: [follower.check(), follower.end_generation(),
-                                  follower.check()])
+        _, out = bounded(lambda: [follower.check(), follower.end_generation(), follower.check()])
         assert isinstance(out[0], CollectorError)
-        assert out[0].msg == (f"{log}: is not a regular file (pipes and devices cannot be "
-                              "followed)")
+        assert out[0].msg == (
+            f"{log}: is not a regular file (pipes and devices cannot be followed)"
+        )
     finally:
         release(log)
         follower.close()

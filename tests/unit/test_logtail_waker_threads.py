@@ -58,8 +58,12 @@ class Tail:
         self.collector = LogTailCollector(str(path), waker=waker, poll_interval_s=30.0)
         self.stop = threading.Event()
         self.lines = 0
-        self.thread = threading.Thread(target=run_collector, name=f"tail {path.name}",
-                                       args=(self.collector, self.emit, self.stop), daemon=True)
+        self.thread = threading.Thread(
+            target=run_collector,
+            name=f"tail {path.name}",
+            args=(self.collector, self.emit, self.stop),
+            daemon=True,
+        )
 
     def emit(self, event: object) -> None:
         if isinstance(event, Sampled):
@@ -102,13 +106,23 @@ def one_round(root: Path, waker: TailWaker, seed: int) -> None:
     for path in tailed + churned:
         path.parent.mkdir(parents=True, exist_ok=True)
     written = dict.fromkeys(tailed + churned, 0)
-    writer = threading.Thread(target=write_lines, args=(tailed + churned, LINES_PER_ROUND, written),
-                              name="writer", daemon=True)
+    writer = threading.Thread(
+        target=write_lines,
+        args=(tailed + churned, LINES_PER_ROUND, written),
+        name="writer",
+        daemon=True,
+    )
     tails = [Tail(path, waker) for path in tailed]
     stop_churn = threading.Event()
-    churners = [threading.Thread(target=churn, args=(waker, churned + tailed, stop_churn,
-                                                     seed * 100 + i),
-                                 name=f"churn{i}", daemon=True) for i in range(CHURNERS)]
+    churners = [
+        threading.Thread(
+            target=churn,
+            args=(waker, churned + tailed, stop_churn, seed * 100 + i),
+            name=f"churn{i}",
+            daemon=True,
+        )
+        for i in range(CHURNERS)
+    ]
     writer.start()
     for thread in [*churners, *(t.thread for t in tails)]:
         thread.start()
@@ -118,8 +132,11 @@ def one_round(root: Path, waker: TailWaker, seed: int) -> None:
     deadline = time.monotonic() + STUCK_S
     while any(t.lines < written[path] for t, path in zip(tails, tailed, strict=True)):
         if time.monotonic() > deadline:
-            short = [(p.name, t.lines, written[p]) for t, p in zip(tails, tailed, strict=True)
-                     if t.lines < written[p]]
+            short = [
+                (p.name, t.lines, written[p])
+                for t, p in zip(tails, tailed, strict=True)
+                if t.lines < written[p]
+            ]
             fail_with_stacks(f"{len(short)} tails never read every line, e.g. {short[:3]}")
         time.sleep(0.05)
     assert [t.lines for t in tails] == [LINES_PER_ROUND] * len(tailed)
@@ -133,7 +150,8 @@ def one_round(root: Path, waker: TailWaker, seed: int) -> None:
 
 @pytest.mark.slow
 def test_many_tails_in_many_directories_never_deadlock_and_read_every_line(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     waker = TailWaker()
     try:
         for r in range(ROUNDS):
@@ -145,15 +163,15 @@ def test_many_tails_in_many_directories_never_deadlock_and_read_every_line(
 
 
 def test_only_the_dropped_watch_race_is_kept_off_the_terminal(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     inotify_log = logging.getLogger("watchdog.observers.inotify")
     inotify_log.error("InotifyEmitter.queue_events() called when the thread is inactive")
     inotify_log.error("inotify watch limit reached")
     assert [r.getMessage() for r in caplog.records] == ["inotify watch limit reached"]
 
 
-def test_tails_racing_for_one_directory_share_one_watch_that_stays_live(
-        tmp_path: Path) -> None:
+def test_tails_racing_for_one_directory_share_one_watch_that_stays_live(tmp_path: Path) -> None:
     """Threads place and drop the same directory's watch at once; the one that stays is woken."""
     log = tmp_path / "d" / "train.log"
     log.parent.mkdir()

@@ -57,8 +57,9 @@ def follow_as_other_user(directory: Path, exhaust: bool) -> dict[str, object]:
     go.chmod(0o644)
     with open(log, "a") as out:  # written before the second read: polling must find it
         out.write("step: 2 loss: 1.5\n")
-    argv = as_other_user([sys.executable, "-c", TAIL, str(log), str(go),
-                          "exhaust" if exhaust else "keep"])
+    argv = as_other_user(
+        [sys.executable, "-c", TAIL, str(log), str(go), "exhaust" if exhaust else "keep"]
+    )
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     result: dict[str, object] = json.loads(done.stdout)
@@ -73,8 +74,10 @@ def test_a_log_inotify_cannot_watch_is_polled_and_the_reason_said_once() -> None
     notices = got["notices"]
     assert isinstance(notices, list)
     first, *later = notices
-    assert first == (f"cannot watch {runs}: inotify instance limit reached; reading the log "
-                     "every 0.05 s instead of on each write")
+    assert first == (
+        f"cannot watch {runs}: inotify instance limit reached; reading the log "
+        "every 0.05 s instead of on each write"
+    )
     assert later == [None, None]  # said once, not on every batch
     assert got["steps"] == [1, 2]  # polling read both lines
     assert isinstance(got["failures"], int) and got["failures"] >= 1  # counted by the waker
@@ -105,11 +108,18 @@ def test_a_recording_writes_the_reason_to_its_events(tmp_path: Path) -> None:
     sink(writer, LogBatch("/r/train.log", 1.0, notice="cannot watch /r: Permission denied"))
     sink(writer, LogBatch("/r/train.log", 2.0))
     writer.close()
-    events = [json.loads(line) for line in
-              (tmp_path / "s" / "events.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line) for line in (tmp_path / "s" / "events.jsonl").read_text().splitlines()
+    ]
     polling = [e for e in events if e["kind"] == "log_polling"]
-    assert polling == [{"t": 1.0, "kind": "log_polling", "task": "/r/train.log",
-                        "msg": "cannot watch /r: Permission denied"}]
+    assert polling == [
+        {
+            "t": 1.0,
+            "kind": "log_polling",
+            "task": "/r/train.log",
+            "msg": "cannot watch /r: Permission denied",
+        }
+    ]
 
 
 @pytest.fixture(autouse=True)

@@ -33,7 +33,8 @@ def test_log_and_watch_add_a_discovery_collector_and_a_tail_supervisor(tmp_path:
         started: list[Any] = []
         plan.tail.attach(started.append)
         assert [log.task_id for log in plan.tail.discovered(found).started] == [
-            str(tmp_path / "a.log")]
+            str(tmp_path / "a.log")
+        ]
         assert [tail.name for tail in started] == [f"log:{tmp_path / 'a.log'}"]
         assert plan.tail.discovered(found).started == ()  # one tail per log, never two
         assert len(started) == 1
@@ -66,8 +67,10 @@ def broken_session(tmp_path: Path) -> Path:
     return session
 
 
-SKIPPED = ("metrics.csv: skipped 1 line that could not be read (first: line 85: value: "
-           "'not-a-number' is not a number)")
+SKIPPED = (
+    "metrics.csv: skipped 1 line that could not be read (first: line 85: value: "
+    "'not-a-number' is not a number)"
+)
 
 
 def test_a_small_session_is_read_whole_and_its_notes_are_on_the_banner(tmp_path: Path) -> None:
@@ -76,8 +79,9 @@ def test_a_small_session_is_read_whole_and_its_notes_are_on_the_banner(tmp_path:
     assert plan.notices == [f"{session}/{SKIPPED}"]
 
 
-def test_a_large_session_is_checked_while_it_streams(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_session_is_checked_while_it_streams(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     session = broken_session(tmp_path)
     monkeypatch.setattr(monitor, "CHECK_ALL_MAX_BYTES", 1000)  # the fixture counts as large
     plan = monitor.build_plan(args("--replay", str(session)))
@@ -85,9 +89,9 @@ def test_a_large_session_is_checked_while_it_streams(tmp_path: Path,
     assert plan.notices == []  # the metrics collector tells it when it gets there
 
 
-def test_tui_record_refuses_a_replay_and_a_missing_terminal(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]
-                                                             ) -> None:
+def test_tui_record_refuses_a_replay_and_a_missing_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from gpuherd.dashboard import monitor_record
 
     session = tmp_path / "rec"
@@ -101,19 +105,32 @@ def test_tui_record_refuses_a_replay_and_a_missing_terminal(tmp_path: Path,
     assert not session.exists()
 
 
-LIVE_DOES_WITHOUT = ("collectors.session.session_format", "collectors.session.session_reader",
-                     "collectors.replay.replay", "collectors.logs.logtail", "parsers.registry",
-                     "gpuherd.record", "gpuherd.session.session")
+LIVE_DOES_WITHOUT = (
+    "collectors.session.session_format",
+    "collectors.session.session_reader",
+    "collectors.replay.replay",
+    "collectors.logs.logtail",
+    "parsers.registry",
+    "gpuherd.record",
+    "gpuherd.session.session",
+)
 """Modules the live dashboard's first frame does not need: every one costs start-up time."""
 
 
 def test_the_live_dashboard_imports_no_session_tail_or_recorder_code() -> None:
-    code = ("import sys\n"
-            "from gpuherd.dashboard import monitor\n"
-            "from gpuherd.cli import parse_args, typed_options\n"
-            "plan = monitor.build_plan(typed_options(parse_args([])))\n"
-            "import tui.app, gpuherd.engine.gate\n"
-            f"print([m for m in {LIVE_DOES_WITHOUT!r} if m in sys.modules])\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "import sys\n"
+        "from gpuherd.dashboard import monitor\n"
+        "from gpuherd.cli import parse_args, typed_options\n"
+        "plan = monitor.build_plan(typed_options(parse_args([])))\n"
+        "import tui.app, gpuherd.engine.gate\n"
+        f"print([m for m in {LIVE_DOES_WITHOUT!r} if m in sys.modules])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.stdout.strip() == "[]"

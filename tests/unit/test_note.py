@@ -21,8 +21,11 @@ from gpuherd.summary.summary import summarize
 from tests.unit.test_summary import GIB, H200_TOTAL, T0, gpu_row, write_session
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
-NOTE = Note(dt.date(2025, 10, 25), "Verified training run on NVIDIA H200 (141GB VRAM). "
-            "GPU usage: 7.4GB VRAM (5%), 100% GPU utilization.")
+NOTE = Note(
+    dt.date(2025, 10, 25),
+    "Verified training run on NVIDIA H200 (141GB VRAM). "
+    "GPU usage: 7.4GB VRAM (5%), 100% GPU utilization.",
+)
 KEYS = ("last_verified", "last_verification_note")
 
 
@@ -42,6 +45,7 @@ def example(tmp_path: Path):
         target = tmp_path / name
         shutil.copy(EXAMPLES / name, target)
         return target
+
     return copy
 
 
@@ -70,9 +74,9 @@ def test_adding_a_block_keeps_every_other_byte(example) -> None:
     write_note(path, NOTE)
     after = path.read_text()
     assert after.startswith(before)
-    assert after[len(before):] == (
-        "verification:\n  last_verified: 2025-10-25\n"
-        f'  last_verification_note: "{NOTE.text}"\n')
+    assert after[len(before) :] == (
+        f'verification:\n  last_verified: 2025-10-25\n  last_verification_note: "{NOTE.text}"\n'
+    )
     data = load(after)
     assert list(data)[-1] == "verification"
     assert load(before) == {k: v for k, v in data.items() if k != "verification"}
@@ -85,8 +89,9 @@ def test_flow_style_block_is_updated_in_place(example) -> None:
     after = path.read_text()
     assert without_note_lines(after) == without_note_lines(before)
     line = after.splitlines()[1]
-    assert line.startswith("verification: {last_verified: 2025-10-25, by: dave, "
-                           "last_verification_note: ")
+    assert line.startswith(
+        "verification: {last_verified: 2025-10-25, by: dave, last_verification_note: "
+    )
     assert line.endswith("}   # flow style, kept flow")
     assert load(after)["verification"]["by"] == "dave"
 
@@ -95,8 +100,11 @@ def test_empty_block_is_filled_and_its_comment_kept(example) -> None:
     path = example("empty_verification.yaml")
     write_note(path, NOTE)
     lines = path.read_text().splitlines()
-    assert lines[:3] == ["name: unet-seg", "verification:   # to be filled",
-                         "  last_verified: 2025-10-25"]
+    assert lines[:3] == [
+        "name: unet-seg",
+        "verification:   # to be filled",
+        "  last_verified: 2025-10-25",
+    ]
     assert lines[-1] == "tags: [segmentation]"
 
 
@@ -133,29 +141,35 @@ def test_bad_files_are_left_untouched(example, name: str) -> None:
         assert "top level is a list; expected a mapping" in caught.value.msg
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("", "empty or holds only comments"),
-    ("# only a comment\n", "empty or holds only comments"),
-    ("a: 1\n---\nb: 2\n", "not valid YAML"),
-    ("a: 1\na: 2\n", "duplicate key"),
-    ("verification: soon\n", "`verification:` is a single value"),
-    ("verification: [1, 2]\n", "`verification:` is a list"),
-    ("verification:\n  last_verified:\n    year: 2024\n", "not a single value"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty or holds only comments"),
+        ("# only a comment\n", "empty or holds only comments"),
+        ("a: 1\n---\nb: 2\n", "not valid YAML"),
+        ("a: 1\na: 2\n", "duplicate key"),
+        ("verification: soon\n", "`verification:` is a single value"),
+        ("verification: [1, 2]\n", "`verification:` is a list"),
+        ("verification:\n  last_verified:\n    year: 2024\n", "not a single value"),
+    ],
+)
 def test_unusable_yaml_is_refused(text: str, message: str) -> None:
     with pytest.raises(YamlEditError, match=re.escape(message)):
         set_block(text, "verification", NOTE.values())
 
 
-@pytest.mark.parametrize("text", [
-    "a: 1",  # no final newline
-    "{a: 1}\n",
-    "a: 1\nverification: ~  # later\nb: 2\n",
-    "a: 1\nverification:\n  note: |\n    x\n    y\n",
-    "verification:\n  last_verification_note: |\n    old\n    text\nz: 1\n",
-    "verification:\n    by: me\n    last_verified: 2020-01-01\nz: [1, 2]   # c\n",
-    "x: &anchor {k: v}\ny: *anchor\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: 1",  # no final newline
+        "{a: 1}\n",
+        "a: 1\nverification: ~  # later\nb: 2\n",
+        "a: 1\nverification:\n  note: |\n    x\n    y\n",
+        "verification:\n  last_verification_note: |\n    old\n    text\nz: 1\n",
+        "verification:\n    by: me\n    last_verified: 2020-01-01\nz: [1, 2]   # c\n",
+        "x: &anchor {k: v}\ny: *anchor\n",
+    ],
+)
 def test_shapes_of_yaml_give_the_intended_values(text: str) -> None:
     new = set_block(text, "verification", NOTE.values())
     data = load(new)
@@ -163,7 +177,8 @@ def test_shapes_of_yaml_give_the_intended_values(text: str) -> None:
     assert data["verification"]["last_verification_note"] == NOTE.text
     old = load(text)
     assert {k: v for k, v in old.items() if k != "verification"} == {
-        k: v for k, v in data.items() if k != "verification"}
+        k: v for k, v in data.items() if k != "verification"
+    }
 
 
 def test_mode_and_symlink_are_kept(example, tmp_path: Path) -> None:
@@ -178,32 +193,58 @@ def test_mode_and_symlink_are_kept(example, tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.yaml", "llama_lora.yaml"]
 
 
-@pytest.mark.parametrize(("name", "total", "expected"), [
-    ("NVIDIA H100 80GB HBM3", 85_520_809_984, 80),
-    ("NVIDIA A100-SXM4-40GB", 42_949_672_960, 40),
-    ("NVIDIA H200", H200_TOTAL, 141),
-    ("NVIDIA A10", 23_028 * (1 << 20), 24),
-    ("NVIDIA L40S", 46_068 * (1 << 20), 48),
-])
+@pytest.mark.parametrize(
+    ("name", "total", "expected"),
+    [
+        ("NVIDIA H100 80GB HBM3", 85_520_809_984, 80),
+        ("NVIDIA A100-SXM4-40GB", 42_949_672_960, 40),
+        ("NVIDIA H200", H200_TOTAL, 141),
+        ("NVIDIA A10", 23_028 * (1 << 20), 24),
+        ("NVIDIA L40S", 46_068 * (1 << 20), 48),
+    ],
+)
 def test_card_size_as_people_name_it(name: str, total: int, expected: int) -> None:
     assert card_size_gb(name, total) == expected
 
 
 def training_session(root: Path, exit_code: int = 0, findings: bool = False) -> Path:
-    rows = [gpu_row(T0 + i, 0, (2 + i * 0.25) * GIB, 100 if 2 <= i <= 12 else 0,
-                    peak=(7.4 * GIB if i == 8 else None)) for i in range(15)]
+    rows = [
+        gpu_row(
+            T0 + i,
+            0,
+            (2 + i * 0.25) * GIB,
+            100 if 2 <= i <= 12 else 0,
+            peak=(7.4 * GIB if i == 8 else None),
+        )
+        for i in range(15)
+    ]
     metrics = []
     for i, (loss, step) in enumerate([(2.31, 400), (1.02, 800), (0.45, 1200)]):
         metrics.append(f"{T0 + 4 + 3 * i},command,{10 * (i + 1)},train/loss,{loss},{step},{i}")
-    metrics += [f"{T0 + 5},command,11,val/acc,0.62,400,0",
-                f"{T0 + 11},command,31,val/acc,0.91,1200,2"]
+    metrics += [
+        f"{T0 + 5},command,11,val/acc,0.62,400,0",
+        f"{T0 + 11},command,31,val/acc,0.91,1200,2",
+    ]
     events = [{"t": T0 + 2, "kind": "start", "pid": 1}]
     if findings:
-        events.append({"t": T0 + 9, "kind": "finding", "task": "command", "line": 233,
-                       "finding": "oom", "evidence": "CUDA out of memory"})
+        events.append(
+            {
+                "t": T0 + 9,
+                "kind": "finding",
+                "task": "command",
+                "line": 233,
+                "finding": "oom",
+                "evidence": "CUDA out of memory",
+            }
+        )
     events.append({"t": T0 + 12, "kind": "exit", "exit_code": exit_code})
-    return write_session(root, gpu_rows=rows, metrics=metrics, events=events,
-                         meta={"command": ["python", "train.py"], "exit_code": exit_code})
+    return write_session(
+        root,
+        gpu_rows=rows,
+        metrics=metrics,
+        events=events,
+        meta={"command": ["python", "train.py"], "exit_code": exit_code},
+    )
 
 
 def test_note_text_from_a_run(tmp_path: Path) -> None:
@@ -213,28 +254,38 @@ def test_note_text_from_a_run(tmp_path: Path) -> None:
     assert note.text == (
         f"Verified training run on NVIDIA H200 (141GB VRAM). GPU usage: 7.4GB VRAM ({pct}%), "
         "100% GPU utilization (p95 100%). Trained 3 epochs (1,200 steps); loss 2.31 -> 0.45, "
-        "val/acc 0.62 -> 0.91.")
+        "val/acc 0.62 -> 0.91."
+    )
 
 
 def test_note_names_failures_as_known_limitations(tmp_path: Path) -> None:
     note = compose(summarize(training_session(tmp_path / "s", exit_code=1, findings=True)))
     assert note.text.startswith("Training run on NVIDIA H200 (141GB VRAM) failed on ")
-    assert note.text.endswith("Known limitations: CUDA out of memory (command at line 233); "
-                              "the command exited with code 1.")
+    assert note.text.endswith(
+        "Known limitations: CUDA out of memory (command at line 233); "
+        "the command exited with code 1."
+    )
 
 
 def test_note_prefers_the_commands_own_peak(tmp_path: Path) -> None:
     root = training_session(tmp_path / "s")
-    meta = (root / "meta.json").read_text().replace(
-        '"exit_code": 0', '"exit_code": 0, "run_peaks": [{"gpu": 0, "peak_bytes": '
-        f'{3 * GIB}, "method": "per-process"}}]')
+    meta = (
+        (root / "meta.json")
+        .read_text()
+        .replace(
+            '"exit_code": 0',
+            '"exit_code": 0, "run_peaks": [{"gpu": 0, "peak_bytes": '
+            f'{3 * GIB}, "method": "per-process"}}]',
+        )
+    )
     (root / "meta.json").write_text(meta)
     assert "GPU usage: 3.0GB VRAM (2%)" in compose(summarize(root)).text
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpuherd", *args], capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuherd", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_cli_dry_run_prints_a_diff_and_changes_nothing(tmp_path: Path, example) -> None:
@@ -275,4 +326,6 @@ def test_cli_missing_session_is_an_error(tmp_path: Path, example) -> None:
     path = example("llama_lora.yaml")
     out = run_cli("note", str(tmp_path / "nope"), "--example", str(path))
     assert (out.returncode, out.stderr) == (
-        2, f"gpuherd: {tmp_path / 'nope'}: not a gpuherd session (no such directory)\n")
+        2,
+        f"gpuherd: {tmp_path / 'nope'}: not a gpuherd session (no such directory)\n",
+    )

@@ -11,9 +11,24 @@ SCRIPT = ROOT / "benchmarks" / "bench_nvml_tick.py"
 
 def test_benchmark_script_runs_with_the_fake_backend():
     out = subprocess.run(
-        [sys.executable, str(SCRIPT), "--fake", "--fake-gpus", "2", "--fake-procs", "3",
-         "--ticks", "50", "--warmup", "5", "--json"],
-        capture_output=True, text=True, timeout=120, check=True,
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--fake",
+            "--fake-gpus",
+            "2",
+            "--fake-procs",
+            "3",
+            "--ticks",
+            "50",
+            "--warmup",
+            "5",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     result = json.loads(out.stdout)
     assert result["backend"] == "fake"
@@ -23,8 +38,9 @@ def test_benchmark_script_runs_with_the_fake_backend():
 
 
 def test_benchmark_script_without_driver_says_so():
-    out = subprocess.run([sys.executable, str(SCRIPT), "--ticks", "5"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--ticks", "5"], capture_output=True, text=True, timeout=120
+    )
     if out.returncode == 0:
         return  # a driver is present: the real run succeeded
     assert out.returncode == 2

@@ -30,11 +30,21 @@ UUID_B = "GPU-bbbbbbbb-0000-0000-0000-000000000000"
 
 
 def two_gpus() -> FakeNvml:
-    return FakeNvml([
-        FakeGpu(name="NVIDIA H100 80GB HBM3", uuid=UUID_A, total=80 * GiB, used=10 * GiB,
-                util=(97, 41), temperature=64, power_mw=512_345, power_limit_mw=700_000),
-        FakeGpu(name="NVIDIA H100 80GB HBM3", uuid=UUID_B, total=80 * GiB, used=1 * GiB),
-    ])
+    return FakeNvml(
+        [
+            FakeGpu(
+                name="NVIDIA H100 80GB HBM3",
+                uuid=UUID_A,
+                total=80 * GiB,
+                used=10 * GiB,
+                util=(97, 41),
+                temperature=64,
+                power_mw=512_345,
+                power_limit_mw=700_000,
+            ),
+            FakeGpu(name="NVIDIA H100 80GB HBM3", uuid=UUID_B, total=80 * GiB, used=1 * GiB),
+        ]
+    )
 
 
 def opened(fake: FakeNvml, clock=lambda: 1000.0) -> NvmlCollector:
@@ -49,7 +59,10 @@ def test_tick_converts_units_and_carries_versions():
     gpu = tick.devices[0]
     assert tick.taken_at == 1000.0
     assert (tick.driver_version, tick.nvml_version, tick.cuda_driver_version) == (
-        "580.159.04", "13.580.159.04", "13.0")
+        "580.159.04",
+        "13.580.159.04",
+        "13.0",
+    )
     assert gpu.uuid == UUID_A and gpu.name == "NVIDIA H100 80GB HBM3" and gpu.index == 0
     assert gpu.memory_used_bytes == 10 * GiB
     assert gpu.memory_total_bytes == 80 * GiB
@@ -243,9 +256,17 @@ def test_each_tick_asks_each_dynamic_field_once():
     collector.sample()
     per_tick = fake.calls - before
     assert dict(per_tick) == {
-        ("memory_info_v2", 0): 1, ("utilization", 0): 1, ("temperature", 0): 1, ("power", 0): 1,
-        ("sm_clock", 0): 1, ("mem_clock", 0): 1, ("fan", 0): 1, ("pstate", 0): 1,
-        ("ecc_errors", 0): 2, ("compute_processes", 0): 1, ("graphics_processes", 0): 1,
+        ("memory_info_v2", 0): 1,
+        ("utilization", 0): 1,
+        ("temperature", 0): 1,
+        ("power", 0): 1,
+        ("sm_clock", 0): 1,
+        ("mem_clock", 0): 1,
+        ("fan", 0): 1,
+        ("pstate", 0): 1,
+        ("ecc_errors", 0): 2,
+        ("compute_processes", 0): 1,
+        ("graphics_processes", 0): 1,
     }
 
 

@@ -21,8 +21,9 @@ from gpuherd.snapshot.snapshot import render_table, take_snapshot, to_json
 from tests.fakes import FakeGpu, FakeNvml, GiB, NotSupported
 
 NOT_AVAILABLE = pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value
-PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint),
-                             ctypes.c_void_p)
+PROTOTYPE = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint), ctypes.c_void_p
+)
 
 
 def driver_call(rows: list[tuple[int, int]], struct: type) -> object:
@@ -58,35 +59,56 @@ def driver(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
 def test_a_process_memory_the_driver_cannot_tell_is_none(driver: dict[str, object]) -> None:
     rows = [(4242, NOT_AVAILABLE), (5151, 3 * GiB), (6161, 0)]
     driver["nvmlDeviceGetComputeRunningProcesses_v3"] = driver_call(
-        rows, pynvml.c_nvmlProcessInfo_v3_t)
+        rows, pynvml.c_nvmlProcessInfo_v3_t
+    )
     driver["nvmlDeviceGetGraphicsRunningProcesses_v3"] = driver_call(
-        [(4242, NOT_AVAILABLE)], pynvml.c_nvmlProcessInfo_v3_t)
+        [(4242, NOT_AVAILABLE)], pynvml.c_nvmlProcessInfo_v3_t
+    )
     backend = PynvmlBackend()
     assert backend.compute_processes(None) == [
-        ProcessEntry(4242, None), ProcessEntry(5151, 3 * GiB), ProcessEntry(6161, 0)]
+        ProcessEntry(4242, None),
+        ProcessEntry(5151, 3 * GiB),
+        ProcessEntry(6161, 0),
+    ]
     assert backend.graphics_processes(None) == [ProcessEntry(4242, None)]
 
 
 def test_an_older_driver_without_v3_process_calls_is_read_with_v2(
-        driver: dict[str, object]) -> None:
+    driver: dict[str, object],
+) -> None:
     driver["nvmlDeviceGetComputeRunningProcesses_v2"] = driver_call(
-        [(4242, NOT_AVAILABLE), (5151, GiB)], pynvml.c_nvmlProcessInfo_v2_t)
+        [(4242, NOT_AVAILABLE), (5151, GiB)], pynvml.c_nvmlProcessInfo_v2_t
+    )
     backend = PynvmlBackend()
     assert backend.compute_processes(None) == [ProcessEntry(4242, None), ProcessEntry(5151, GiB)]
 
 
 def test_merging_keeps_an_unknown_memory_unknown() -> None:
-    merged = merge_processes([ProcessEntry(1, None), ProcessEntry(2, None)],
-                             [ProcessEntry(2, 2 * GiB), ProcessEntry(3, None)])
-    assert merged == (GpuProcess(1, None, "compute"), GpuProcess(2, 2 * GiB, "compute+graphics"),
-                      GpuProcess(3, None, "graphics"))
+    merged = merge_processes(
+        [ProcessEntry(1, None), ProcessEntry(2, None)],
+        [ProcessEntry(2, 2 * GiB), ProcessEntry(3, None)],
+    )
+    assert merged == (
+        GpuProcess(1, None, "compute"),
+        GpuProcess(2, 2 * GiB, "compute+graphics"),
+        GpuProcess(3, None, "graphics"),
+    )
     both_unknown = merge_processes([ProcessEntry(1, None)], [ProcessEntry(1, None)])
     assert both_unknown == (GpuProcess(1, None, "compute+graphics"),)
 
 
 def unknown_memory_gpu() -> FakeNvml:
-    return FakeNvml([FakeGpu(uuid="GPU-a", total=80 * GiB, used=12 * GiB, reserved=0,
-                             compute=[ProcessEntry(4242, None), ProcessEntry(5151, 2 * GiB)])])
+    return FakeNvml(
+        [
+            FakeGpu(
+                uuid="GPU-a",
+                total=80 * GiB,
+                used=12 * GiB,
+                reserved=0,
+                compute=[ProcessEntry(4242, None), ProcessEntry(5151, 2 * GiB)],
+            )
+        ]
+    )
 
 
 def test_the_collector_passes_an_unknown_process_memory_on_as_none() -> None:
@@ -96,8 +118,10 @@ def test_the_collector_passes_an_unknown_process_memory_on_as_none() -> None:
         [device] = collector.sample().devices
     finally:
         collector.close()
-    assert device.processes == (GpuProcess(4242, None, "compute"),
-                                GpuProcess(5151, 2 * GiB, "compute"))
+    assert device.processes == (
+        GpuProcess(4242, None, "compute"),
+        GpuProcess(5151, 2 * GiB, "compute"),
+    )
     # only what is known is subtracted from the memory in use
     assert device.unattributed_memory_bytes == 10 * GiB
 
@@ -121,12 +145,15 @@ def test_an_unknown_power_limit_is_na_not_zero() -> None:
     assert "313 / N/A W" in render_table(snap)
 
 
-@pytest.mark.parametrize(("draw", "limit", "text"), [
-    (313.4, None, "313 / N/A W"),
-    (313.4, float("nan"), "313 / N/A W"),
-    (313.4, 0.0, "313 / 0 W"),  # a real 0 W limit is a value, not unknown
-    (None, None, "N/A"),
-    (0.0, 700.0, "0 / 700 W"),
-])
+@pytest.mark.parametrize(
+    ("draw", "limit", "text"),
+    [
+        (313.4, None, "313 / N/A W"),
+        (313.4, float("nan"), "313 / N/A W"),
+        (313.4, 0.0, "313 / 0 W"),  # a real 0 W limit is a value, not unknown
+        (None, None, "N/A"),
+        (0.0, 700.0, "0 / 700 W"),
+    ],
+)
 def test_power_pairs(draw: float | None, limit: float | None, text: str) -> None:
     assert fmt_power_pair(draw, limit) == text

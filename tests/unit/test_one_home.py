@@ -41,8 +41,12 @@ MODULES = _modules()
 
 def offences(check: Check, allowed: Collection[str] = ()) -> list[str]:
     """`module:line` of every offence outside the `allowed` modules."""
-    return [f"{name}:{line}" for name, tree in MODULES.items() if name not in allowed
-            for line in check(tree)]
+    return [
+        f"{name}:{line}"
+        for name, tree in MODULES.items()
+        if name not in allowed
+        for line in check(tree)
+    ]
 
 
 def caught(check: Check, source: str) -> bool:
@@ -74,10 +78,18 @@ def unit_definitions(tree: ast.Module) -> Iterator[int]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(_name_of(t).lower() in UNIT_NAMES for t in targets):
                 yield node.lineno
-        if isinstance(node, ast.BinOp) and isinstance(node.left, ast.Constant) \
-                and isinstance(node.right, ast.Constant):
-            operator = "<<" if isinstance(node.op, ast.LShift) else "**" \
-                if isinstance(node.op, ast.Pow) else ""
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.right, ast.Constant)
+        ):
+            operator = (
+                "<<"
+                if isinstance(node.op, ast.LShift)
+                else "**"
+                if isinstance(node.op, ast.Pow)
+                else ""
+            )
             if (operator, node.left.value, node.right.value) in GIB_SPELT:
                 yield node.lineno
 
@@ -87,19 +99,23 @@ def test_byte_units_are_defined_in_gpuherd_format_alone() -> None:
     assert offences(unit_definitions) != [], "the home itself defines them"
 
 
-@pytest.mark.parametrize("source", ["GIB = 1", "GiB = 2", "x = 5 * 1024 ** 3", "_MIB = 1",
-                                    "margin: int = 1 << 30", "y = 2 ** 30"])
+@pytest.mark.parametrize(
+    "source",
+    ["GIB = 1", "GiB = 2", "x = 5 * 1024 ** 3", "_MIB = 1", "margin: int = 1 << 30", "y = 2 ** 30"],
+)
 def test_a_second_unit_definition_is_caught(source: str) -> None:
     assert caught(unit_definitions, source)
 
 
 # Turning values into text.
 
+
 def formatter_definitions(tree: ast.Module) -> Iterator[int]:
     """A function named like a value formatter (`fmt_*`, `format_size`)."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-                node.name.startswith(("fmt_", "_fmt_")) or node.name == "format_size"):
+            node.name.startswith(("fmt_", "_fmt_")) or node.name == "format_size"
+        ):
             yield node.lineno
 
 
@@ -113,17 +129,24 @@ def test_a_second_formatter_is_caught() -> None:
 
 # Process liveness.
 
+
 def liveness_probes(tree: ast.Module) -> Iterator[int]:
     """`os.kill(pid, 0)`, a process's start time (`create_time`), or a read of `/proc/PID/stat`."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _name_of(node.func) == "kill" and len(node.args) == 2 \
-                and isinstance(node.args[1], ast.Constant) and node.args[1].value == 0:
+        if (
+            isinstance(node, ast.Call)
+            and _name_of(node.func) == "kill"
+            and len(node.args) == 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value == 0
+        ):
             yield node.lineno
         if isinstance(node, ast.Attribute) and node.attr == "create_time":
             yield node.lineno
         if isinstance(node, ast.JoinedStr) and any(
-                isinstance(part, ast.Constant) and str(part.value).endswith("/stat")
-                for part in node.values):
+            isinstance(part, ast.Constant) and str(part.value).endswith("/stat")
+            for part in node.values
+        ):
             yield node.lineno
 
 
@@ -137,11 +160,14 @@ def test_only_the_liveness_home_asks_whether_a_process_runs() -> None:
     assert offences(liveness_probes, {SHOWS_START_TIME}) != [], "the home itself asks"
 
 
-@pytest.mark.parametrize("source", [
-    "import os\nos.kill(pid, 0)",
-    "import psutil\nstarted = psutil.Process(pid).create_time()",
-    "open(f'/proc/{pid}/stat')",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import os\nos.kill(pid, 0)",
+        "import psutil\nstarted = psutil.Process(pid).create_time()",
+        "open(f'/proc/{pid}/stat')",
+    ],
+)
 def test_a_second_liveness_probe_is_caught(source: str) -> None:
     assert caught(liveness_probes, source)
 
@@ -154,14 +180,20 @@ SQL_WORDS = ("SELECT ", "UPDATE ", "INSERT ", "DELETE ", "PRAGMA ", "CREATE TABL
 def sql_text(tree: ast.Module) -> Iterator[int]:
     """A string that holds SQL."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and node.value.lstrip().startswith(SQL_WORDS):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.lstrip().startswith(SQL_WORDS)
+        ):
             yield node.lineno
 
 
-QUEUE_SQL = {"gpuherd/queue/store.py", "gpuherd/queue/store_rows.py",
-             # MLflow's own database, read as a tracker's store: not the queue's
-             "collectors/trackers/mlflow_sqlite.py"}
+QUEUE_SQL = {
+    "gpuherd/queue/store.py",
+    "gpuherd/queue/store_rows.py",
+    # MLflow's own database, read as a tracker's store: not the queue's
+    "collectors/trackers/mlflow_sqlite.py",
+}
 
 
 def test_the_queue_sql_is_written_in_the_store_alone() -> None:
@@ -181,6 +213,7 @@ def test_the_watch_and_the_store_read_the_queue_with_the_same_functions() -> Non
 
 # command.exit.json.
 
+
 def exit_file_parsers(tree: ast.Module) -> Iterator[int]:
     """A function that names `COMMAND_EXIT_FILE` and parses JSON."""
     for node in ast.walk(tree):
@@ -198,20 +231,28 @@ def test_command_exit_json_has_one_reader() -> None:
 
 
 def test_a_second_exit_file_reader_is_caught() -> None:
-    assert caught(exit_file_parsers, "def end(d):\n"
-                  "    return json.loads((d / COMMAND_EXIT_FILE).read_text())\n")
+    assert caught(
+        exit_file_parsers,
+        "def end(d):\n    return json.loads((d / COMMAND_EXIT_FILE).read_text())\n",
+    )
 
 
 # metrics.csv lines.
+
 
 def hand_built_csv_lines(tree: ast.Module) -> Iterator[int]:
     """An f-string that ends a CSV line by hand (`...,{value!r}\\n`)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr) and node.values:
             last = node.values[-1]
-            if isinstance(last, ast.Constant) and str(last.value).endswith("\n") and any(
+            if (
+                isinstance(last, ast.Constant)
+                and str(last.value).endswith("\n")
+                and any(
                     isinstance(part, ast.Constant) and "," in str(part.value)
-                    for part in node.values):
+                    for part in node.values
+                )
+            ):
                 yield node.lineno
 
 
@@ -225,16 +266,25 @@ def test_a_hand_built_row_is_caught() -> None:
 
 
 names = st.text(min_size=1, max_size=12)
-numbers = st.floats(allow_nan=False) | st.integers(-10**6, 10**6)
+numbers = st.floats(allow_nan=False) | st.integers(-(10**6), 10**6)
 
 
-@given(t=st.floats(0, 2e9), task=names, line=st.integers(0, 10**9),
-       values=st.lists(st.tuples(names, numbers), min_size=1, max_size=4),
-       step=st.none() | st.integers(0, 10**9), epoch=st.none() | st.floats(0, 1e4))
-def test_metric_lines_are_what_the_csv_module_writes(t: float, task: str, line: int,
-                                                     values: list[tuple[str, float]],
-                                                     step: int | None,
-                                                     epoch: float | None) -> None:
+@given(
+    t=st.floats(0, 2e9),
+    task=names,
+    line=st.integers(0, 10**9),
+    values=st.lists(st.tuples(names, numbers), min_size=1, max_size=4),
+    step=st.none() | st.integers(0, 10**9),
+    epoch=st.none() | st.floats(0, 1e4),
+)
+def test_metric_lines_are_what_the_csv_module_writes(
+    t: float,
+    task: str,
+    line: int,
+    values: list[tuple[str, float]],
+    step: int | None,
+    epoch: float | None,
+) -> None:
     quoted = QuotedCells()
     got = "".join(metric_lines(repr(t), quoted[task], line, values, step, epoch, quoted))
     buffer = io.StringIO()
@@ -246,8 +296,16 @@ def test_metric_lines_are_what_the_csv_module_writes(t: float, task: str, line: 
 
 # The queue's defaults.
 
-DEFAULTED = {"settle", "settle_s", "margin", "margin_bytes", "grace", "grace_s", "max_util",
-             "max_util_pct"}
+DEFAULTED = {
+    "settle",
+    "settle_s",
+    "margin",
+    "margin_bytes",
+    "grace",
+    "grace_s",
+    "max_util",
+    "max_util_pct",
+}
 QUEUE_FLAGS = {"--settle", "--margin", "--grace", "--max-util"}
 
 
@@ -257,17 +315,30 @@ def literal_queue_defaults(tree: ast.Module) -> Iterator[int]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             arguments = node.args
             positional = [*arguments.posonlyargs, *arguments.args]
-            pairs = [*zip(positional[len(positional) - len(arguments.defaults):],
-                          arguments.defaults, strict=True),
-                     *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)]
+            pairs = [
+                *zip(
+                    positional[len(positional) - len(arguments.defaults) :],
+                    arguments.defaults,
+                    strict=True,
+                ),
+                *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+            ]
             for argument, default in pairs:
                 if argument.arg in DEFAULTED and _literal(default):
                     yield node.lineno
-        if isinstance(node, ast.AnnAssign) and _name_of(node.target) in DEFAULTED \
-                and _literal(node.value):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and _name_of(node.target) in DEFAULTED
+            and _literal(node.value)
+        ):
             yield node.lineno
-        if isinstance(node, ast.Call) and _name_of(node.func) == "add_argument" and node.args \
-                and isinstance(node.args[0], ast.Constant) and node.args[0].value in QUEUE_FLAGS:
+        if (
+            isinstance(node, ast.Call)
+            and _name_of(node.func) == "add_argument"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in QUEUE_FLAGS
+        ):
             for keyword in node.keywords:
                 if keyword.arg == "default" and _literal(keyword.value):
                     yield node.lineno
@@ -285,13 +356,16 @@ def test_the_queue_defaults_are_written_once() -> None:
     assert offences(literal_queue_defaults) == []
 
 
-@pytest.mark.parametrize("source", [
-    "def run(*, settle_s: float = 10.0): ...",
-    "def run(margin_bytes=1 << 30): ...",
-    "class Spec:\n    max_util_pct: float = 10.0",
-    "p.add_argument('--grace', default=120.0)",
-    "p.add_argument('--margin', default=None, help='memory kept free (default 1GiB)')",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def run(*, settle_s: float = 10.0): ...",
+        "def run(margin_bytes=1 << 30): ...",
+        "class Spec:\n    max_util_pct: float = 10.0",
+        "p.add_argument('--grace', default=120.0)",
+        "p.add_argument('--margin', default=None, help='memory kept free (default 1GiB)')",
+    ],
+)
 def test_a_literal_queue_default_is_caught(source: str) -> None:
     assert caught(literal_queue_defaults, source)
 
@@ -316,14 +390,19 @@ def namespace_uses(tree: ast.Module) -> Iterator[int]:
                 yield node.lineno
             elif annotation is None and argument.arg == "args" and _reads_attributes(node):
                 yield node.lineno
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns \
-                and "Namespace" in ast.unparse(node.returns):
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.returns
+            and "Namespace" in ast.unparse(node.returns)
+        ):
             yield node.lineno
 
 
 def _reads_attributes(function: ast.AST) -> bool:
-    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-               and n.value.id == "args" for n in ast.walk(function))
+    return any(
+        isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "args"
+        for n in ast.walk(function)
+    )
 
 
 def argparse_imports(tree: ast.Module) -> Iterator[int]:
@@ -348,17 +427,21 @@ def test_no_engine_module_imports_argparse() -> None:
     assert offences(argparse_imports, _engine() | OWN_COMMAND_LINES) == []
 
 
-@pytest.mark.parametrize("source", [
-    "import argparse\ndef run(args: argparse.Namespace) -> int:\n    return args.interval",
-    "from argparse import Namespace\ndef run(opts: Namespace): ...",
-    "def run(args):\n    return args.json",
-    "def _parse(argv) -> 'argparse.Namespace': ...",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import argparse\ndef run(args: argparse.Namespace) -> int:\n    return args.interval",
+        "from argparse import Namespace\ndef run(opts: Namespace): ...",
+        "def run(args):\n    return args.json",
+        "def _parse(argv) -> 'argparse.Namespace': ...",
+    ],
+)
 def test_a_namespace_past_the_edge_is_caught(source: str) -> None:
     assert caught(namespace_uses, source)
 
 
 def test_typed_options_are_let_through() -> None:
-    assert not caught(namespace_uses, "def run(args: MonitorOptions) -> int:\n"
-                      "    return args.interval\n")
+    assert not caught(
+        namespace_uses, "def run(args: MonitorOptions) -> int:\n    return args.interval\n"
+    )
     assert caught(argparse_imports, "import argparse")

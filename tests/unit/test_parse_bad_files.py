@@ -28,8 +28,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def parse(path: Path, *flags: str) -> tuple[int, list[dict], list[str]]:
-    done = subprocess.run([sys.executable, "-m", "gpuherd", "parse", "--json", *flags, str(path)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "parse", "--json", *flags, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert "Traceback" not in done.stderr, done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines()]
     return done.returncode, records, done.stderr.splitlines()
@@ -56,24 +61,34 @@ def test_json_that_is_no_trainer_state_elsewhere_is_no_document(tmp_path: Path) 
     doc.write_text('{\n  "n_layer": 2,\n  "vocab_size": 50257\n}\n')
     status, records, err = parse(doc)
     assert (status, records) == (exit_codes.OK, [])
-    assert err == [f"gpuherd parse: {doc}: no metric and no finding in 4 text line(s), read as "
-                   "generic; --format names another format"]
+    assert err == [
+        f"gpuherd parse: {doc}: no metric and no finding in 4 text line(s), read as "
+        "generic; --format names another format"
+    ]
 
 
 def test_a_csv_with_a_header_only_gives_nothing_and_no_error(tmp_path: Path) -> None:
     # a log not written yet: no failure, but one line says why nothing was printed
     log = tmp_path / "training.log"
     log.write_text("epoch,accuracy,loss,val_accuracy,val_loss\n")
-    assert parse(log) == (exit_codes.OK, [], [
-        f"gpuherd parse: {log}: no metric and no finding in 1 text line(s), read as csv; "
-        "--format names another format"])
+    assert parse(log) == (
+        exit_codes.OK,
+        [],
+        [
+            f"gpuherd parse: {log}: no metric and no finding in 1 text line(s), read as csv; "
+            "--format names another format"
+        ],
+    )
 
 
 def test_a_trainer_state_with_an_empty_history_says_so(tmp_path: Path) -> None:
     doc = tmp_path / "trainer_state.json"
     doc.write_text('{\n  "global_step": 0,\n  "log_history": []\n}\n')
-    assert parse(doc) == (exit_codes.OK, [], [
-        f"gpuherd parse: {doc}: no log_history entry holds a metric (read as hf_trainer_state)"])
+    assert parse(doc) == (
+        exit_codes.OK,
+        [],
+        [f"gpuherd parse: {doc}: no log_history entry holds a metric (read as hf_trainer_state)"],
+    )
 
 
 def test_ragged_rows_are_counted_and_the_rows_around_them_kept(tmp_path: Path) -> None:
@@ -82,9 +97,13 @@ def test_ragged_rows_are_counted_and_the_rows_around_them_kept(tmp_path: Path) -
     status, records, err = parse(log)
     assert status == exit_codes.OK
     got = [(r["line"], r["metric"], r["value"], r["epoch"]) for r in records]
-    assert got == [(2, "train/loss", 1.5, 0), (2, "val/loss", 1.6, 0),
-                   (4, "train/loss", 1.3, 2),
-                   (5, "train/loss", 1.2, 3), (5, "val/loss", 1.3, 3)]
+    assert got == [
+        (2, "train/loss", 1.5, 0),
+        (2, "val/loss", 1.6, 0),
+        (4, "train/loss", 1.3, 2),
+        (5, "train/loss", 1.2, 3),
+        (5, "val/loss", 1.3, 3),
+    ]
     assert len(err) == 1
     assert err[0].startswith(f"gpuherd parse: {log}: 1 unparsed line(s) as csv; first at line 3")
 
@@ -107,11 +126,18 @@ def test_a_100_mb_line_without_a_newline_keeps_memory_bounded(tmp_path: Path) ->
             handle.write(chunk)  # no newline at all: one line of 100 MiB that never ends
     # The child reports its own peak as VmHWM: ru_maxrss would count this pytest process's
     # memory too (Linux keeps it across fork and exec), RUSAGE_CHILDREN every earlier child's.
-    measured = ("import sys\nfrom gpuherd.cli import main\nstatus = main(sys.argv[1:])\n"
-                "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
-                "sys.stderr.write('peak_kib=' + hwm.split()[1])\nsys.exit(status)\n")
-    done = subprocess.run([sys.executable, "-c", measured, "parse", "--json", str(log)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    measured = (
+        "import sys\nfrom gpuherd.cli import main\nstatus = main(sys.argv[1:])\n"
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+        "sys.stderr.write('peak_kib=' + hwm.split()[1])\nsys.exit(status)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", measured, "parse", "--json", str(log)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert done.returncode == exit_codes.OK
     assert [(r["line"], r["metric"], r["value"]) for r in records] == [(1, "train/loss", 0.5)]
@@ -125,8 +151,10 @@ def _lines_of(data: bytes) -> list[str]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=4096), st.sampled_from(["", "training.log", "x.csv", "log.txt",
-                                                   "trainer_state.json", "run.jsonl"]))
+@given(
+    st.binary(max_size=4096),
+    st.sampled_from(["", "training.log", "x.csv", "log.txt", "trainer_state.json", "run.jsonl"]),
+)
 def test_arbitrary_bytes_through_detection(data: bytes, name: str) -> None:
     lines = _lines_of(data)
     detected = detect_format(lines, name or None)
@@ -144,9 +172,33 @@ def test_arbitrary_bytes_through_detection(data: bytes, name: str) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([b"epoch", b"step", b"loss", b",", b"\n", b"0.5", b"nan",
-                                 b'{"', b'"log_history"', b"{", b"}", b":", b" ", b"\xff",
-                                 b"\x00", b"NA", b'"', b"\r"]), max_size=60))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"epoch",
+                b"step",
+                b"loss",
+                b",",
+                b"\n",
+                b"0.5",
+                b"nan",
+                b'{"',
+                b'"log_history"',
+                b"{",
+                b"}",
+                b":",
+                b" ",
+                b"\xff",
+                b"\x00",
+                b"NA",
+                b'"',
+                b"\r",
+            ]
+        ),
+        max_size=60,
+    )
+)
 def test_near_misses_of_csv_and_documents_through_detection(pieces: list[bytes]) -> None:
     lines = _lines_of(b"".join(pieces))
     detected = detect_format(lines, "training.log")

@@ -20,9 +20,17 @@ from parsers.tqdm_bar import parse_tqdm_line
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("1e-5", 1e-5), ("-inf", -math.inf), ("inf", math.inf), ("1,234.5", 1234.5),
-     ("'6.193'", 6.193), ("12.5%", 12.5), ("-0.25", -0.25), ("Infinity", math.inf),
-     ("1,234,567", 1234567.0)],
+    [
+        ("1e-5", 1e-5),
+        ("-inf", -math.inf),
+        ("inf", math.inf),
+        ("1,234.5", 1234.5),
+        ("'6.193'", 6.193),
+        ("12.5%", 12.5),
+        ("-0.25", -0.25),
+        ("Infinity", math.inf),
+        ("1,234,567", 1234567.0),
+    ],
 )
 def test_parse_number_spellings(text: str, expected: float) -> None:
     assert parse_number(text) == expected
@@ -41,8 +49,14 @@ def test_parse_number_rejects(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("0:00:03", 3.0), ("00:03", 3.0), ("1 day, 2:57:46", 97066.0), ("1.5s", 1.5),
-     ("12ms", 0.012), ("2 days, 0:00:01", 172801.0)],
+    [
+        ("0:00:03", 3.0),
+        ("00:03", 3.0),
+        ("1 day, 2:57:46", 97066.0),
+        ("1.5s", 1.5),
+        ("12ms", 0.012),
+        ("2 days, 0:00:01", 172801.0),
+    ],
 )
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
@@ -58,8 +72,11 @@ def test_timestamps_of_one_second_are_converted_once(monkeypatch: pytest.MonkeyP
         return real_mktime(parts)
 
     monkeypatch.setattr(time, "mktime", counting_mktime)
-    lines = [f"2031-05-06 07:08:{second:02},{ms:03} INFO step={ms} loss=0.5"
-             for second in (9, 10) for ms in range(500)]
+    lines = [
+        f"2031-05-06 07:08:{second:02},{ms:03} INFO step={ms} loss=0.5"
+        for second in (9, 10)
+        for ms in range(500)
+    ]
     stamps = [parse_generic_line(line).taken_at for line in lines]  # type: ignore[union-attr]
     assert len(calls) == 2
     assert stamps[0] == real_mktime((2031, 5, 6, 7, 8, 9, 0, 0, -1))
@@ -101,15 +118,26 @@ def test_normalise_of_a_huge_redrawn_line_keeps_the_newest_state() -> None:
 
 @pytest.mark.parametrize(
     ("key", "split", "name"),
-    [("loss", "train", "train/loss"), ("eval_loss", "train", "val/loss"),
-     ("val_acc", "train", "val/acc"), ("train_acc_step", "train", "train/acc"),
-     ("Acc@1", "val", "val/acc"), ("acc5", "val", "val/acc_top5"),
-     ("metrics/mAP50-95(B)", "train", "val/map"), ("metrics/mAP50(B)", "train", "val/map_50"),
-     ("coco/bbox_mAP_50", "val", "val/map_50"), ("mIoU", "val", "val/miou"),
-     ("aAcc", "val", "val/pixel_acc"), ("learning_rate", "train", "lr"),
-     ("lr-AdamW", "train", "lr"), ("total_loss", "train", "train/loss"),
-     ("eval_top1", "train", "val/acc"), ("loss_rpn_cls", "train", "loss_rpn_cls"),
-     ("eval_runtime", "train", "eval_runtime"), ("mAP", "train", "val/map")],
+    [
+        ("loss", "train", "train/loss"),
+        ("eval_loss", "train", "val/loss"),
+        ("val_acc", "train", "val/acc"),
+        ("train_acc_step", "train", "train/acc"),
+        ("Acc@1", "val", "val/acc"),
+        ("acc5", "val", "val/acc_top5"),
+        ("metrics/mAP50-95(B)", "train", "val/map"),
+        ("metrics/mAP50(B)", "train", "val/map_50"),
+        ("coco/bbox_mAP_50", "val", "val/map_50"),
+        ("mIoU", "val", "val/miou"),
+        ("aAcc", "val", "val/pixel_acc"),
+        ("learning_rate", "train", "lr"),
+        ("lr-AdamW", "train", "lr"),
+        ("total_loss", "train", "train/loss"),
+        ("eval_top1", "train", "val/acc"),
+        ("loss_rpn_cls", "train", "loss_rpn_cls"),
+        ("eval_runtime", "train", "eval_runtime"),
+        ("mAP", "train", "val/map"),
+    ],
 )
 def test_metric_names(key: str, split: str, name: str) -> None:
     assert metric_name(key, split) == name
@@ -144,45 +172,57 @@ def test_generic_ignores_source_locations() -> None:
     assert parse_generic_line("RuntimeError: [enforce fail at alloc_cpu.cpp:127] err == 0.") is None
 
 
-@pytest.mark.parametrize("line", [
-    # Lightning 2.6 banners and warnings, from its console on an H200
-    "TPU available: False, using: 0 TPU cores",
-    "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]",
-    "Trainable params: 1.0 M                                                         ",
-    "Non-trainable params: 0",
-    "Modules in train mode: 17",
-    "Total FLOPs: 0",
-    "`Trainer.fit` stopped: `max_epochs=6` reached.",
-    "/home/user/venv/lib/python3.12/site-packages/lightning/pytorch/trainer/connectors/"
-    "data_connector.py:434: The 'train_dataloader' does not have many workers which may be a "
-    "bottleneck. Consider increasing the value of the `num_workers` argument` to "
-    "`num_workers=15` in the `DataLoader` to improve performance.",
-    "Epoch 5/5  ━━━━━━━━━━━━━━━━ 157/157 0:00:05 •        30.44it/s v_num: 0.000     ",
-    # warnings and tips never give metrics, whatever pairs they hold
-    "train.py:12: UserWarning: loss=nan seen, skipping the batch",
-    "2026-01-01 10:00:00,000 WARNING step=3 loss=0.5",
-    "💡 Tip: try batch_size: 64 for speed",
-    # prose around a known key
-    "Saving the model with val_loss=0.123 to /ckpt after epoch 3 because it improved",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        # Lightning 2.6 banners and warnings, from its console on an H200
+        "TPU available: False, using: 0 TPU cores",
+        "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]",
+        "Trainable params: 1.0 M                                                         ",
+        "Non-trainable params: 0",
+        "Modules in train mode: 17",
+        "Total FLOPs: 0",
+        "`Trainer.fit` stopped: `max_epochs=6` reached.",
+        "/home/user/venv/lib/python3.12/site-packages/lightning/pytorch/trainer/connectors/"
+        "data_connector.py:434: The 'train_dataloader' does not have many workers which may be a "
+        "bottleneck. Consider increasing the value of the `num_workers` argument` to "
+        "`num_workers=15` in the `DataLoader` to improve performance.",
+        "Epoch 5/5  ━━━━━━━━━━━━━━━━ 157/157 0:00:05 •        30.44it/s v_num: 0.000     ",
+        # warnings and tips never give metrics, whatever pairs they hold
+        "train.py:12: UserWarning: loss=nan seen, skipping the batch",
+        "2026-01-01 10:00:00,000 WARNING step=3 loss=0.5",
+        "💡 Tip: try batch_size: 64 for speed",
+        # prose around a known key
+        "Saving the model with val_loss=0.123 to /ckpt after epoch 3 because it improved",
+    ],
+)
 def test_generic_rejects_banners_warnings_and_prose(line: str) -> None:
     assert parse_generic_line(line) is None
 
 
-@pytest.mark.parametrize(("line", "values"), [
-    ("2026-11-26 06:07:46,953 INFO step=5 loss=1.1545 lr=0.05 grad_norm=0.606",
-     {"train/loss": 1.1545, "lr": 0.05, "grad_norm": 0.606}),
-    ("Epoch 1 | val_loss: 1.2023 | val_acc: 60.00% | tokens/s: 123,456.0",
-     {"val/loss": 1.2023, "val/acc": 60.0, "throughput/tokens_s": 123456.0}),
-    ("Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.300000", {"train/loss": 2.3}),
-    ("epoch 0 step 100 loss=3.000 acc=0.10", {"train/loss": 3.0, "train/acc": 0.1}),
-    ("INFO foo=1 bar=2", {"foo": 1.0, "bar": 2.0}),
-    ("perplexity: 12.5", {"train/ppl": 12.5}),
-    ("LOCAL_RANK: 0 loss=0.25", {"train/loss": 0.25}),  # the setting is no metric
-    # PyTorch's MNIST example: the test set is its validation set, a count of a total a share
-    ("Test set: Average loss: 0.0275, Accuracy: 9910/10000 (99%)",
-     {"val/loss": 0.0275, "val/acc": 0.991}),
-])
+@pytest.mark.parametrize(
+    ("line", "values"),
+    [
+        (
+            "2026-11-26 06:07:46,953 INFO step=5 loss=1.1545 lr=0.05 grad_norm=0.606",
+            {"train/loss": 1.1545, "lr": 0.05, "grad_norm": 0.606},
+        ),
+        (
+            "Epoch 1 | val_loss: 1.2023 | val_acc: 60.00% | tokens/s: 123,456.0",
+            {"val/loss": 1.2023, "val/acc": 60.0, "throughput/tokens_s": 123456.0},
+        ),
+        ("Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.300000", {"train/loss": 2.3}),
+        ("epoch 0 step 100 loss=3.000 acc=0.10", {"train/loss": 3.0, "train/acc": 0.1}),
+        ("INFO foo=1 bar=2", {"foo": 1.0, "bar": 2.0}),
+        ("perplexity: 12.5", {"train/ppl": 12.5}),
+        ("LOCAL_RANK: 0 loss=0.25", {"train/loss": 0.25}),  # the setting is no metric
+        # PyTorch's MNIST example: the test set is its validation set, a count of a total a share
+        (
+            "Test set: Average loss: 0.0275, Accuracy: 9910/10000 (99%)",
+            {"val/loss": 0.0275, "val/acc": 0.991},
+        ),
+    ],
+)
 def test_generic_parses_metric_shaped_lines(line: str, values: dict[str, float]) -> None:
     metric = parse_generic_line(line)
     assert metric is not None and metric.as_dict() == values
@@ -264,8 +304,9 @@ def test_scan_line_kinds() -> None:
 
 
 def test_findings_from_metric_nan_and_inf() -> None:
-    metric = LogMetric(values=(("train/loss", math.nan), ("val/loss", math.inf),
-                               ("grad_norm", math.nan)), step=7)
+    metric = LogMetric(
+        values=(("train/loss", math.nan), ("val/loss", math.inf), ("grad_norm", math.nan)), step=7
+    )
     kinds = [(f.kind, f.evidence) for f in findings_from_metric(metric)]
     assert kinds == [("nan", "train/loss = nan at step 7"), ("inf", "val/loss = inf at step 7")]
     assert findings_from_metric(LogMetric(values=(("train/loss", 1.0),))) == []

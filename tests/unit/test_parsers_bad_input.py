@@ -16,17 +16,20 @@ INF, NAN = math.inf, math.nan
 BIG = "1" + "0" * 400  # an integer beyond a float's range
 
 
-@pytest.mark.parametrize("line", [
-    "step=inf loss=1",
-    "step=1e309 loss=1",
-    "step=-3 loss=1",
-    "step=nan loss=1",
-    "step=1" + "0" * 30 + " loss=1",  # a finite count, but far beyond 2**53
-    "epoch=nan loss=1",
-    "epoch=-inf loss=1",
-    "epoch=1e99999 loss=1",
-    "Epoch " + "9" * 400 + " | loss: 0.5",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "step=inf loss=1",
+        "step=1e309 loss=1",
+        "step=-3 loss=1",
+        "step=nan loss=1",
+        "step=1" + "0" * 30 + " loss=1",  # a finite count, but far beyond 2**53
+        "epoch=nan loss=1",
+        "epoch=-inf loss=1",
+        "epoch=1e99999 loss=1",
+        "Epoch " + "9" * 400 + " | loss: 0.5",
+    ],
+)
 def test_a_step_or_epoch_that_is_no_count_makes_the_line_unparsed(line: str) -> None:
     with pytest.raises(ValueError, match="step|epoch"):
         make_parser("generic").feed(line)
@@ -40,20 +43,23 @@ def _one(log_format: str, *lines: str) -> LogMetric:
     return metric
 
 
-@pytest.mark.parametrize(("line", "values", "left_out", "finding"), [
-    ("step=3 loss=1e308", {"train/loss": 1e308}, 0, None),
-    ("step=3 loss=1e-310", {"train/loss": 1e-310}, 0, None),  # subnormal, still finite
-    ("step=3 loss=1e309", {"train/loss": INF}, 0, "inf"),  # overflows to Inf: a finding
-    ("step=3 loss=-inf", {"train/loss": -INF}, 0, "inf"),
-    ("step=3 loss=nan", {"train/loss": NAN}, 0, "nan"),
-    ("step=3 loss=0.5 grad_norm=inf", {"train/loss": 0.5, "grad_norm": INF}, 0, None),
-    # an infinite value that is not a loss is left out and counted, the rest kept
-    ("step=3 loss=0.5 lr=inf", {"train/loss": 0.5}, 1, None),
-    ("step=3 loss=0.5 lr=" + BIG, {"train/loss": 0.5}, 1, None),
-    ("step=3 acc=nan loss=0.5", {"train/acc": NAN, "train/loss": 0.5}, 0, None),
-    ("step=3 loss=0." + "0" * 9000 + "1", {"train/loss": 0.0}, 0, None),
-    ("step=1e-99999 loss=2", {"train/loss": 2.0}, 0, None),  # step 0
-])
+@pytest.mark.parametrize(
+    ("line", "values", "left_out", "finding"),
+    [
+        ("step=3 loss=1e308", {"train/loss": 1e308}, 0, None),
+        ("step=3 loss=1e-310", {"train/loss": 1e-310}, 0, None),  # subnormal, still finite
+        ("step=3 loss=1e309", {"train/loss": INF}, 0, "inf"),  # overflows to Inf: a finding
+        ("step=3 loss=-inf", {"train/loss": -INF}, 0, "inf"),
+        ("step=3 loss=nan", {"train/loss": NAN}, 0, "nan"),
+        ("step=3 loss=0.5 grad_norm=inf", {"train/loss": 0.5, "grad_norm": INF}, 0, None),
+        # an infinite value that is not a loss is left out and counted, the rest kept
+        ("step=3 loss=0.5 lr=inf", {"train/loss": 0.5}, 1, None),
+        ("step=3 loss=0.5 lr=" + BIG, {"train/loss": 0.5}, 1, None),
+        ("step=3 acc=nan loss=0.5", {"train/acc": NAN, "train/loss": 0.5}, 0, None),
+        ("step=3 loss=0." + "0" * 9000 + "1", {"train/loss": 0.0}, 0, None),
+        ("step=1e-99999 loss=2", {"train/loss": 2.0}, 0, None),  # step 0
+    ],
+)
 def test_extreme_numbers_in_values(
     line: str, values: dict[str, float], left_out: int, finding: str | None
 ) -> None:
@@ -93,17 +99,20 @@ def test_control_characters_invalid_utf8_and_a_10_mb_line() -> None:
     assert metric == LogMetric((("train/loss", INF),), 9)
 
 
-@pytest.mark.parametrize(("line", "values", "step", "left_out"), [
-    ('{"step": 1, "loss": ' + BIG + "}", {"train/loss": INF}, 1, 0),
-    ('{"step": 1, "loss": -' + BIG + "}", {"train/loss": -INF}, 1, 0),
-    ('{"step": 1, "loss": 0.5, "lr": ' + BIG + "}", {"train/loss": 0.5}, 1, 1),
-    ('{"step": 1, "loss": 0.5, "lr": 1e999}', {"train/loss": 0.5}, 1, 1),
-    ('{"step": 2, "loss": NaN}', {"train/loss": NAN}, 2, 0),
-    ('{"step": 2, "loss": Infinity}', {"train/loss": INF}, 2, 0),
-    ('{"step": 3, "loss": 0.5, "": 7, " ": 8}', {"train/loss": 0.5}, 3, 2),
-    ('{"step": 4, "loss": 0.5, "a\\udc80\\u0000b": 1}', {"train/loss": 0.5, "a??b": 1.0}, 4, 0),
-    ('{"step": 5, "loss": 0.5, "time": 1714550400123}', {"train/loss": 0.5}, 5, 0),
-])
+@pytest.mark.parametrize(
+    ("line", "values", "step", "left_out"),
+    [
+        ('{"step": 1, "loss": ' + BIG + "}", {"train/loss": INF}, 1, 0),
+        ('{"step": 1, "loss": -' + BIG + "}", {"train/loss": -INF}, 1, 0),
+        ('{"step": 1, "loss": 0.5, "lr": ' + BIG + "}", {"train/loss": 0.5}, 1, 1),
+        ('{"step": 1, "loss": 0.5, "lr": 1e999}', {"train/loss": 0.5}, 1, 1),
+        ('{"step": 2, "loss": NaN}', {"train/loss": NAN}, 2, 0),
+        ('{"step": 2, "loss": Infinity}', {"train/loss": INF}, 2, 0),
+        ('{"step": 3, "loss": 0.5, "": 7, " ": 8}', {"train/loss": 0.5}, 3, 2),
+        ('{"step": 4, "loss": 0.5, "a\\udc80\\u0000b": 1}', {"train/loss": 0.5, "a??b": 1.0}, 4, 0),
+        ('{"step": 5, "loss": 0.5, "time": 1714550400123}', {"train/loss": 0.5}, 5, 0),
+    ],
+)
 def test_json_numbers_and_keys(
     line: str, values: dict[str, float], step: int, left_out: int
 ) -> None:
@@ -119,16 +128,19 @@ def test_json_milliseconds_become_seconds() -> None:
     assert metric.taken_at == 1714550400.123
 
 
-@pytest.mark.parametrize(("line", "error"), [
-    ('{"step": ' + BIG + ', "loss": 1}', "step inf"),
-    ('{"step": -1, "loss": 1}', "step -1"),
-    ('{"step": Infinity, "loss": 1}', "step inf"),
-    ('{"epoch": NaN, "loss": 1}', "epoch nan"),
-    ('{"a": ' + "[" * 100_000 + "]" * 100_000 + ', "loss": 1}', "nested deeper than 64"),
-    ('{"loss": 1' + "0" * 5000 + "}", "digits"),  # Python's limit on integer strings
-    ('{"loss": 0.5}\x00', "Extra data"),
-    ('{"lr": 1e999}', "no usable value"),
-])
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        ('{"step": ' + BIG + ', "loss": 1}', "step inf"),
+        ('{"step": -1, "loss": 1}', "step -1"),
+        ('{"step": Infinity, "loss": 1}', "step inf"),
+        ('{"epoch": NaN, "loss": 1}', "epoch nan"),
+        ('{"a": ' + "[" * 100_000 + "]" * 100_000 + ', "loss": 1}', "nested deeper than 64"),
+        ('{"loss": 1' + "0" * 5000 + "}", "digits"),  # Python's limit on integer strings
+        ('{"loss": 0.5}\x00', "Extra data"),
+        ('{"lr": 1e999}', "no usable value"),
+    ],
+)
 def test_bad_json_lines_are_unparsed(line: str, error: str) -> None:
     for log_format in ("jsonl", "detectron2_json", "mmengine_json"):
         with pytest.raises(ValueError, match=error):
@@ -145,15 +157,22 @@ def test_zero_seconds_per_iteration_gives_no_rate_instead_of_failing() -> None:
     assert tqdm.as_dict() == {"train/loss": 0.5} and tqdm.epoch == 0.0  # an epoch's bar: no ETA
     keras = _one("keras", "Epoch 2/3", "12/12 ━━━━━━━━━━━━━━━━━━━━ 0s 0us/step - loss: 0.5")
     assert keras.as_dict() == {"train/loss": 0.5} and keras.epoch == 2.0
-    rich = _one("lightning_rich",
-                "Epoch 3/3  ━━━━━━━━━━━━ 5/10 0:00:01 • 0:00:01 0.00s/it loss: 0.5")
+    rich = _one(
+        "lightning_rich", "Epoch 3/3  ━━━━━━━━━━━━ 5/10 0:00:01 • 0:00:01 0.00s/it loss: 0.5"
+    )
     assert rich.as_dict() == {"eta_s": 1.0, "train/loss": 0.5}  # the last epoch's bar
     header = "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size"
-    row = ("        1/2         0G      2.693      2.023      1.734          8         64: 50% "
-           "━━━━━━────── 1/2 0.00s/it 0.3s<0.4s")
+    row = (
+        "        1/2         0G      2.693      2.023      1.734          8         64: 50% "
+        "━━━━━━────── 1/2 0.00s/it 0.3s<0.4s"
+    )
     yolo = _one("ultralytics", "Ultralytics 8.4.190", header, row)
-    assert yolo.as_dict() == {"gpu_mem_gb": 0.0, "train/box_loss": 2.693, "train/cls_loss": 2.023,
-                              "train/dfl_loss": 1.734}
+    assert yolo.as_dict() == {
+        "gpu_mem_gb": 0.0,
+        "train/box_loss": 2.693,
+        "train/cls_loss": 2.023,
+        "train/dfl_loss": 1.734,
+    }
 
 
 def test_a_keras_epoch_that_is_no_count_is_unparsed_and_forgotten() -> None:
@@ -176,13 +195,16 @@ class _Raises:
         pass
 
 
-@pytest.mark.parametrize("error", [
-    OverflowError("cannot convert float infinity to integer"),
-    ZeroDivisionError("float division by zero"),
-    IndexError("list index out of range"),
-    KeyError("x"),
-    RecursionError("maximum recursion depth exceeded"),
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        OverflowError("cannot convert float infinity to integer"),
+        ZeroDivisionError("float division by zero"),
+        IndexError("list index out of range"),
+        KeyError("x"),
+        RecursionError("maximum recursion depth exceeded"),
+    ],
+)
 def test_the_boundary_turns_bad_input_failures_into_value_error(error: BaseException) -> None:
     with pytest.raises(ValueError, match=type(error).__name__) as raised:
         CheckedParser(_Raises(error)).feed("x")
@@ -214,8 +236,7 @@ def test_csv_bad_cells_are_unparsed_cells_never_a_new_header() -> None:
         parser.feed("loss,acc,foo,bar")  # text only: not a header, an unparsed row
     assert parser.feed("epoch,step,train_loss,lr") is None  # the header repeated
     # and later rows still have the first header's names
-    assert parser.feed("4,50,0.25,0.01") == LogMetric(
-        (("train/loss", 0.25), ("lr", 0.01)), 50, 4.0)
+    assert parser.feed("4,50,0.25,0.01") == LogMetric((("train/loss", 0.25), ("lr", 0.01)), 50, 4.0)
 
 
 def test_pandas_to_csv_index_column_is_ignored() -> None:
@@ -234,11 +255,16 @@ def test_a_byte_order_mark_does_not_hide_the_first_column() -> None:
 
 
 def test_trainer_state_entries_that_are_no_metric_are_counted() -> None:
-    text = ('{"log_history": [{"step": 1, "loss": 2.0}, {"step": -1, "loss": 1.5},'
-            ' {"step": 3, "loss": ' + BIG + '}, {"step": 4, "learning_rate": Infinity},'
-            ' {"step": 5, "loss": 1.0, "learning_rate": -Infinity}, "x", {"note": "y"}]}')
+    text = (
+        '{"log_history": [{"step": 1, "loss": 2.0}, {"step": -1, "loss": 1.5},'
+        ' {"step": 3, "loss": ' + BIG + '}, {"step": 4, "learning_rate": Infinity},'
+        ' {"step": 5, "loss": 1.0, "learning_rate": -Infinity}, "x", {"note": "y"}]}'
+    )
     metrics, unparsed = read_trainer_state(text)
     assert [(m.step, m.as_dict(), m.unparsed_values) for m in metrics] == [
-        (1, {"train/loss": 2.0}, 0), (3, {"train/loss": INF}, 0), (5, {"train/loss": 1.0}, 1)]
+        (1, {"train/loss": 2.0}, 0),
+        (3, {"train/loss": INF}, 0),
+        (5, {"train/loss": 1.0}, 1),
+    ]
     assert [number for number, _ in unparsed] == [2, 4]
     assert "step -1" in unparsed[0][1] and "no usable value" in unparsed[1][1]

@@ -47,12 +47,20 @@ def test_yolov5_epoch_rows_and_the_validation_all_row() -> None:
     assert row.epoch == 1
     # the epoch's bar: its time left is no ETA of the run
     assert dict(row.values) == {
-        "gpu_mem_gb": 4.89, "train/box_loss": 0.0479, "train/obj_loss": 0.03484,
-        "train/cls_loss": 0.0, "throughput/it_s": pytest.approx(1 / 1.74)}
+        "gpu_mem_gb": 4.89,
+        "train/box_loss": 0.0479,
+        "train/obj_loss": 0.03484,
+        "train/cls_loss": 0.0,
+        "throughput/it_s": pytest.approx(1 / 1.74),
+    }
     val = found[16]  # `all  677  2449  0.0682  0.126  0.0251  0.00763`
     assert val.epoch == 1
-    assert val.values == (("val/precision", 0.0682), ("val/recall", 0.126),
-                          ("val/map_50", 0.0251), ("val/map", 0.00763))
+    assert val.values == (
+        ("val/precision", 0.0682),
+        ("val/recall", 0.126),
+        ("val/map_50", 0.0251),
+        ("val/map", 0.00763),
+    )
     assert found[9].epoch == 0  # YOLOv5 counts epochs from 0, as it prints them
     assert sorted(found) == [9, 11, 14, 16, 19, 21, 24, 26]
 
@@ -62,11 +70,19 @@ def test_yolov7_total_loss_column_and_rows_without_a_bar() -> None:
     log_format, found = parse("yolov5/yolov7_final.log")
     assert log_format == "ultralytics"
     assert found[3].epoch == 1199
-    assert found[3].values == (("gpu_mem_gb", 14.5), ("train/box_loss", 0.01066),
-                               ("train/obj_loss", 0.004235), ("train/cls_loss", 0.0),
-                               ("train/loss", 0.01346))
-    assert found[5].values == (("val/precision", 0.992), ("val/recall", 0.978),
-                               ("val/map_50", 0.994), ("val/map", 0.784))
+    assert found[3].values == (
+        ("gpu_mem_gb", 14.5),
+        ("train/box_loss", 0.01066),
+        ("train/obj_loss", 0.004235),
+        ("train/cls_loss", 0.0),
+        ("train/loss", 0.01346),
+    )
+    assert found[5].values == (
+        ("val/precision", 0.992),
+        ("val/recall", 0.978),
+        ("val/map_50", 0.994),
+        ("val/map", 0.784),
+    )
     assert sorted(found) == [3, 5]
 
 
@@ -76,10 +92,14 @@ def test_megatron_iteration_line_e_notation_and_time_per_iteration() -> None:
     first = found[1]
     assert first.step == 60
     assert dict(first.values) == {
-        "lr": 1.494e-04, "train/loss": 8.394111, "grad_norm": 5.275,
-        "skipped_iterations": 0.0, "nan_iterations": 0.0,
+        "lr": 1.494e-04,
+        "train/loss": 8.394111,
+        "grad_norm": 5.275,
+        "skipped_iterations": 0.0,
+        "nan_iterations": 0.0,
         "throughput/it_s": pytest.approx(1000 / 1378.0),
-        "throughput/samples_s": pytest.approx(4 * 1000 / 1378.0)}
+        "throughput/samples_s": pytest.approx(4 * 1000 / 1378.0),
+    }
     # `time (ms) | forward-compute: 175.85 | ...` lines are timers, not metrics
     assert 2 not in found
     # ` validation loss at iteration 100 | lm loss value: 8.017406E+00 | lm loss PPL: 3.033300E+03`
@@ -114,13 +134,15 @@ def test_deepspeed_step_and_timer_lines() -> None:
     parser = make_parser("megatron")
     step = parser.feed(
         "[2023-11-07 01:55:23,711] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=4, "
-        "lr=[4.99804827338393e-05, 4.99804827338393e-05], mom=[(0.9, 0.95), (0.9, 0.95)]")
+        "lr=[4.99804827338393e-05, 4.99804827338393e-05], mom=[(0.9, 0.95), (0.9, 0.95)]"
+    )
     assert step is not None and step.step == 10
     assert step.values == (("lr", 4.99804827338393e-05),)
     timer = parser.feed(
         "[2023-11-07 01:55:23,714] [INFO] [timer.py:260:stop] epoch=0/micro_step=40/"
         "global_step=10, RunningAvgSamplesPerSec=25.025771473496132, CurrSamplesPerSec="
-        "25.704280480541442, MemAllocated=4.32GB, MaxMemAllocated=38.49GB")
+        "25.704280480541442, MemAllocated=4.32GB, MaxMemAllocated=38.49GB"
+    )
     assert timer is not None and timer.step == 10
     assert timer.values == (("throughput/samples_s", 25.704280480541442),)
     assert timer.taken_at == 1699322123.0
@@ -128,7 +150,8 @@ def test_deepspeed_step_and_timer_lines() -> None:
     older = parser.feed(
         "[2022-08-29 06:58:56,176] [INFO] [timer.py:198:stop] 0/20, RunningAvgSamplesPerSec="
         "232.7340551694273, CurrSamplesPerSec=227.48090316379353, MemAllocated=0.36GB, "
-        "MaxMemAllocated=15.06GB")
+        "MaxMemAllocated=15.06GB"
+    )
     assert older is not None and older.step == 20
     assert older.values == (("throughput/samples_s", 227.48090316379353),)
 
@@ -150,8 +173,12 @@ def test_keras2_counting_samples_gives_samples_per_second_and_the_scheduler_lr()
     assert found[4].values == (("lr", 0.003),)
     assert found[4].epoch == 1
     assert dict(found[5].values) == {
-        "throughput/samples_s": pytest.approx(1 / 195e-6), "train/loss": 0.2537,
-        "train/acc": 0.9194, "val/loss": 0.0578, "val/acc": 0.9816}
+        "throughput/samples_s": pytest.approx(1 / 195e-6),
+        "train/loss": 0.2537,
+        "train/acc": 0.9194,
+        "val/loss": 0.0578,
+        "val/acc": 0.9816,
+    }
     assert found[5].epoch == 1
     assert found[8].values == (("lr", 0.0022744503),)
     assert found[9].epoch == 2
@@ -164,11 +191,16 @@ def test_keras2_per_sample_unit() -> None:
     assert parser.feed("Epoch 3/3") is None
     metric = parser.feed(
         "38400/38400 [==============================] - 9s 247us/sample - "
-        "loss: 0.7983 - accuracy: 0.7527 - val_loss: 0.8466 - val_accuracy: 0.7380")
+        "loss: 0.7983 - accuracy: 0.7527 - val_loss: 0.8466 - val_accuracy: 0.7380"
+    )
     assert metric is not None and metric.epoch == 3
     assert dict(metric.values) == {
-        "throughput/samples_s": pytest.approx(1 / 247e-6), "train/loss": 0.7983,
-        "train/acc": 0.7527, "val/loss": 0.8466, "val/acc": 0.7380}
+        "throughput/samples_s": pytest.approx(1 / 247e-6),
+        "train/loss": 0.7983,
+        "train/acc": 0.7527,
+        "val/loss": 0.8466,
+        "val/acc": 0.7380,
+    }
     # a batch-counting Keras (TensorFlow 2.2 and later) keeps steps per second
     parser.reset()
     metric = parser.feed("1875/1875 [==============================] - 3s 2ms/step - loss: 0.2")
@@ -182,13 +214,23 @@ def test_fairseq_epoch_summary_and_validation_lines() -> None:
     train = found[1]
     assert (train.step, train.epoch) == (27301, 5)
     assert dict(train.values) == {
-        "train/loss": 0.158, "train/nll_loss": 0.0, "train/ppl": 1.0,
-        "throughput/tokens_s": 770.0, "lr": 1e-05, "grad_norm": 25.694, "train/acc": 0.96072}
+        "train/loss": 0.158,
+        "train/nll_loss": 0.0,
+        "train/ppl": 1.0,
+        "throughput/tokens_s": 770.0,
+        "lr": 1e-05,
+        "grad_norm": 25.694,
+        "train/acc": 0.96072,
+    }
     # `ups 0` is rounded, not a stopped run; `best_accuracy` repeats an earlier value
     val = found[2]
     assert (val.step, val.epoch) == (27301, 5)
-    assert val.values == (("val/loss", 1.066), ("val/nll_loss", 0.003),
-                          ("val/ppl", 1.0), ("val/acc", 0.833231))
+    assert val.values == (
+        ("val/loss", 1.066),
+        ("val/nll_loss", 0.003),
+        ("val/ppl", 1.0),
+        ("val/acc", 0.833231),
+    )
     assert sorted(found) == [1, 2]  # `| saved checkpoint ... (epoch 5 @ 27301 updates)`
 
 
@@ -200,7 +242,8 @@ def test_fairseq_later_formats() -> None:
         "2023-06-13 17:31:54 | INFO | train_inner | epoch 143:    185 / 282 loss=3.153, "
         "nll_loss=1.243, glat_accu=0.508, glat_context_p=0.473, word_ins=3.034, length=3.068, "
         "ppl=8.89, wps=132396, ups=2.18, wpb=60718.4, bsz=2141.4, num_updates=40200, "
-        "lr=0.00015772, gnorm=0.483, clip=0, loss_scale=32768, train_wall=46, wall=0")
+        "lr=0.00015772, gnorm=0.483, clip=0, loss_scale=32768, train_wall=46, wall=0"
+    )
     assert inner is not None and (inner.step, inner.epoch) == (40200, 143)
     assert dict(inner.values)["train/loss"] == 3.153
     assert dict(inner.values)["throughput/it_s"] == 2.18
@@ -208,14 +251,16 @@ def test_fairseq_later_formats() -> None:
     valid = parser.feed(
         "2023-06-13 17:32:41 | INFO | valid | epoch 143 | valid on 'valid' subset | loss 12.677 "
         "| nll_loss 11.546 | word_ins 12.459 | length 4.375 | ppl 6550.94 | bleu 29.52 | "
-        "wps 88225 | wpb 21176.3 | bsz 666.3 | num_updates 40297 | best_bleu 30.53")
+        "wps 88225 | wpb 21176.3 | bsz 666.3 | num_updates 40297 | best_bleu 30.53"
+    )
     assert valid is not None and (valid.step, valid.epoch) == (40297, 143)
     assert dict(valid.values)["val/bleu"] == 29.52
     assert dict(valid.values)["val/ppl"] == 6550.94
     assert "best_bleu" not in dict(valid.values)
     tqdm_format = parser.feed(
         "epoch 002 | valid on 'valid' subset | loss 0.557 | ppl 1.47 | F1-score 0.666667 | "
-        "wps 549.4 | wpb 18 | bsz 1.5 | num_updates 4 | best_F1-score 0.666667      ")
+        "wps 549.4 | wpb 18 | bsz 1.5 | num_updates 4 | best_F1-score 0.666667      "
+    )
     assert tqdm_format is not None and (tqdm_format.step, tqdm_format.epoch) == (4, 2)
     assert dict(tqdm_format.values)["val/F1-score"] == 0.666667
     assert parser.feed("| epoch 001:   0%|          | 0/2 [00:00<?, ?it/s]") is None
@@ -226,17 +271,26 @@ def test_paddleocr_train_eval_and_best_metric_lines() -> None:
     assert log_format == "paddle"
     first = found[1]
     assert (first.step, first.epoch) == (10, 1)
-    assert first.values == (("lr", 0.000006), ("train/loss", 1.871535),
-                            ("throughput/samples_s", 9.71838), ("eta_s", 51 * 60 + 59.0))
+    assert first.values == (
+        ("lr", 0.000006),
+        ("train/loss", 1.871535),
+        ("throughput/samples_s", 9.71838),
+        ("eta_s", 51 * 60 + 59.0),
+    )
     assert first.taken_at == 1659976108.0
     assert found[3].values == (
-        ("val/precision", 0.11526348939743859), ("val/recall", 0.19776657060518732),
-        ("val/hmean", 0.14564265817747712), ("eval/throughput/samples_s", 34.008392345050055))
+        ("val/precision", 0.11526348939743859),
+        ("val/recall", 0.19776657060518732),
+        ("val/hmean", 0.14564265817747712),
+        ("eval/throughput/samples_s", 34.008392345050055),
+    )
     best = found[5]
     assert best.epoch == 1
-    assert dict(best.values) == {"best/hmean": 0.14564265817747712,
-                                 "best/precision": 0.11526348939743859,
-                                 "best/recall": 0.19776657060518732}
+    assert dict(best.values) == {
+        "best/hmean": 0.14564265817747712,
+        "best/precision": 0.11526348939743859,
+        "best/recall": 0.19776657060518732,
+    }
     assert sorted(found) == [1, 2, 3, 5]
 
 
@@ -244,8 +298,12 @@ def test_paddleclas_epoch_average_and_iteration_lines() -> None:
     log_format, found = parse("paddle/ppcls_avg.log")
     assert log_format == "paddle"
     assert found[3].epoch == 1
-    assert found[3].values == (("CELoss", 0.21847), ("train/loss", 0.21847),
-                               ("train/acc", 0.97221), ("train/acc_top5", 0.97594))
+    assert found[3].values == (
+        ("CELoss", 0.21847),
+        ("train/loss", 0.21847),
+        ("train/acc", 0.97221),
+        ("train/acc_top5", 0.97594),
+    )
     assert found[5].epoch == 10
     # a PaddleClas iteration line from a public script's comment (repository not named by
     # the search corpus): the scheduler's name in brackets, a days-long ETA
@@ -253,12 +311,18 @@ def test_paddleclas_epoch_average_and_iteration_lines() -> None:
         "# # [2022/07/05 10:38:20] ppcls INFO: [Train][Epoch 1/120][Iter: 0/5005]"
         "lr(PiecewiseDecay): 0.10000000, top1: 0.00000, top5: 0.00391, CELoss: 7.02506, "
         "loss: 7.02506, batch_cost: 6.29051s, reader_cost: 3.57217, ips: 40.69624 samples/s, "
-        "eta: 43 days, 17:27:58")
+        "eta: 43 days, 17:27:58"
+    )
     assert metric is not None and metric.epoch == 1
     assert dict(metric.values) == {
-        "lr": 0.1, "train/acc": 0.0, "train/acc_top5": 0.00391, "CELoss": 7.02506,
-        "train/loss": 7.02506, "throughput/samples_s": 40.69624,
-        "eta_s": 43 * 86400 + 17 * 3600 + 27 * 60 + 58.0}
+        "lr": 0.1,
+        "train/acc": 0.0,
+        "train/acc_top5": 0.00391,
+        "CELoss": 7.02506,
+        "train/loss": 7.02506,
+        "throughput/samples_s": 40.69624,
+        "eta_s": 43 * 86400 + 17 * 3600 + 27 * 60 + 58.0,
+    }
 
 
 def test_paddleclas_config_dump_gives_no_metrics() -> None:
@@ -299,9 +363,13 @@ def test_trl_ppo_console_dicts_give_kl_and_rewards() -> None:
     # a PPO dict wrapped over lines in a public README (repository not named by the search
     # corpus): its first line, cut short, with episodes a second above zero
     metric = make_parser("hf_trainer").feed(
-        "{'eps': 11, 'objective/kl': 21.6345, 'objective/entropy': 0.8880,")
+        "{'eps': 11, 'objective/kl': 21.6345, 'objective/entropy': 0.8880,"
+    )
     assert metric is not None and metric.values == (
-        ("throughput/samples_s", 11.0), ("objective/kl", 21.6345), ("objective/entropy", 0.888))
+        ("throughput/samples_s", 11.0),
+        ("objective/kl", 21.6345),
+        ("objective/entropy", 0.888),
+    )
     # the same rule drops a label map printed by a Trainer script (hf_trainer/seq_label.log)
     _, found = parse("hf_trainer/seq_label.log")
     assert "Our label2id: {'O': 0" in lines("hf_trainer/seq_label.log")[4]

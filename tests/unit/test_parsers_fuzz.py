@@ -27,12 +27,71 @@ pytestmark = pytest.mark.slow  # thousands of generated inputs
 LINE_FORMATS = [name for name in FORMAT_NAMES if name not in DOCUMENT_FORMATS]
 # Text built from the pieces log lines are made of, so the regexes get near-misses, not noise.
 PIECES = st.sampled_from(
-    ["loss", "=", ": ", "step", "Epoch ", "1/3", "[", "]", "|", "%", "it/s", "s/it", "{'", "'",
-     '{"', '"', "}", ",", "nan", "-inf", "1e-5", "1,234.5", "\r", "\x1b[32m", "\b", " ", "  ",
-     "━", "•", "0:00:01", "iter ", "ms", "/step", " - ", "copypaste: ", "Task: ", "(train)",
-     "Acc@1 ", "Train: ", "Test: ", "eta: ", "d2.utils.events]:", "\udcff", "\x00", "9", ".",
-     "1e309", "1e-310", "0.00", "inf", "epoch", "lr", "\ufeff", "N/A", "None", "tensor(1.2)",
-     "9" * 30, "Epoch(train) [", "] ", " INFO ", "all ", "GPU_mem", "\t"]
+    [
+        "loss",
+        "=",
+        ": ",
+        "step",
+        "Epoch ",
+        "1/3",
+        "[",
+        "]",
+        "|",
+        "%",
+        "it/s",
+        "s/it",
+        "{'",
+        "'",
+        '{"',
+        '"',
+        "}",
+        ",",
+        "nan",
+        "-inf",
+        "1e-5",
+        "1,234.5",
+        "\r",
+        "\x1b[32m",
+        "\b",
+        " ",
+        "  ",
+        "━",
+        "•",
+        "0:00:01",
+        "iter ",
+        "ms",
+        "/step",
+        " - ",
+        "copypaste: ",
+        "Task: ",
+        "(train)",
+        "Acc@1 ",
+        "Train: ",
+        "Test: ",
+        "eta: ",
+        "d2.utils.events]:",
+        "\udcff",
+        "\x00",
+        "9",
+        ".",
+        "1e309",
+        "1e-310",
+        "0.00",
+        "inf",
+        "epoch",
+        "lr",
+        "\ufeff",
+        "N/A",
+        "None",
+        "tensor(1.2)",
+        "9" * 30,
+        "Epoch(train) [",
+        "] ",
+        " INFO ",
+        "all ",
+        "GPU_mem",
+        "\t",
+    ]
 )
 LINES = (
     st.lists(PIECES, max_size=40).map("".join)
@@ -44,8 +103,26 @@ LINES = (
 NUMBERS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(min_value=-(10**400), max_value=10**400).map(str),
-    st.sampled_from(["inf", "-inf", "nan", "Infinity", "1e309", "-1e309", "1e308", "1e-310",
-                     "5e-324", "-0", "0", "1", "2e53", str(2**53), str(2**53 + 2), "1e10000"]),
+    st.sampled_from(
+        [
+            "inf",
+            "-inf",
+            "nan",
+            "Infinity",
+            "1e309",
+            "-1e309",
+            "1e308",
+            "1e-310",
+            "5e-324",
+            "-0",
+            "0",
+            "1",
+            "2e53",
+            str(2**53),
+            str(2**53 + 2),
+            "1e10000",
+        ]
+    ),
 )
 SETTINGS = settings(max_examples=300, deadline=None)
 
@@ -96,9 +173,7 @@ def test_any_text_gives_a_valid_metric_none_or_value_error(
 @SETTINGS
 @given(numbers=st.lists(NUMBERS, min_size=6, max_size=6))
 @pytest.mark.parametrize("log_format", LINE_FORMATS)
-def test_any_number_in_any_format_gives_valid_metrics(
-    log_format: str, numbers: list[str]
-) -> None:
+def test_any_number_in_any_format_gives_valid_metrics(log_format: str, numbers: list[str]) -> None:
     a, b, c, d, e, f = numbers
     lines = [
         f"step={a} epoch={b} loss={c} lr={d}",
@@ -155,8 +230,7 @@ def test_csv_row_numbers_follow_the_rules_exactly(
     assert metric is not None and _same(metric.values, expected)
     assert metric.step == (int(float(step)) if _is_count(step) else None)
     assert metric.epoch == (float(epoch) if _is_count(epoch) else None)
-    assert metric.unparsed_values == (
-        (not _is_count(step)) + (not _is_count(epoch)) + bad_lr)
+    assert metric.unparsed_values == ((not _is_count(step)) + (not _is_count(epoch)) + bad_lr)
 
 
 def _json_number(text: str) -> float:
@@ -194,18 +268,44 @@ def test_jsonl_numbers_follow_the_rules_exactly(step: str, loss: str, acc: str) 
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.floats(allow_nan=True, allow_infinity=True)
-    | st.integers(min_value=-(10**400), max_value=10**400) | st.text(max_size=10),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.integers(min_value=-(10**400), max_value=10**400)
+    | st.text(max_size=10),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
 
 @SETTINGS
-@given(record=st.dictionaries(st.sampled_from(
-    ["step", "epoch", "iter", "loss", "lr", "time", "mode", "", " ", "a\udc80", "iteration",
-     "data_time", "grad_norm", "eval_loss"]) | st.text(max_size=8), JSON_VALUES, max_size=6))
+@given(
+    record=st.dictionaries(
+        st.sampled_from(
+            [
+                "step",
+                "epoch",
+                "iter",
+                "loss",
+                "lr",
+                "time",
+                "mode",
+                "",
+                " ",
+                "a\udc80",
+                "iteration",
+                "data_time",
+                "grad_norm",
+                "eval_loss",
+            ]
+        )
+        | st.text(max_size=8),
+        JSON_VALUES,
+        max_size=6,
+    )
+)
 @pytest.mark.parametrize("log_format", ["jsonl", "mmengine_json", "detectron2_json"])
 def test_any_json_record_gives_a_valid_metric_none_or_value_error(
     log_format: str, record: dict
@@ -217,8 +317,7 @@ def test_any_json_record_gives_a_valid_metric_none_or_value_error(
 @pytest.mark.parametrize("log_format", ["jsonl", "mmengine_json", "detectron2_json"])
 def test_json_nesting_is_bounded_before_decoding(log_format: str, depth: int) -> None:
     # the record's object is one level; `depth` more levels of arrays or objects inside
-    for inner in ("[" * depth + "1" + "]" * depth,
-                  '{"a": ' * depth + "1" + "}" * depth):
+    for inner in ("[" * depth + "1" + "]" * depth, '{"a": ' * depth + "1" + "}" * depth):
         line = f'{{"iteration": 3, "lr": 0.1, "loss": 0.5, "x": {inner}}}'
         parser = make_parser(log_format)
         if depth + 1 > safe_json.MAX_DEPTH:
@@ -230,10 +329,18 @@ def test_json_nesting_is_bounded_before_decoding(log_format: str, depth: int) ->
 
 
 @SETTINGS
-@given(entries=st.lists(JSON_VALUES | st.dictionaries(
-    st.sampled_from(["step", "epoch", "loss", "learning_rate", "grad_norm", "eval_loss"]),
-    st.floats(allow_nan=True, allow_infinity=True)
-    | st.integers(min_value=-(10**400), max_value=10**400), max_size=5), max_size=6))
+@given(
+    entries=st.lists(
+        JSON_VALUES
+        | st.dictionaries(
+            st.sampled_from(["step", "epoch", "loss", "learning_rate", "grad_norm", "eval_loss"]),
+            st.floats(allow_nan=True, allow_infinity=True)
+            | st.integers(min_value=-(10**400), max_value=10**400),
+            max_size=5,
+        ),
+        max_size=6,
+    )
+)
 def test_any_trainer_state_document_gives_valid_metrics_or_value_error(entries: list) -> None:
     text = json.dumps({"log_history": entries})
     try:

@@ -25,7 +25,9 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
 LOGS = sorted(
     p
     for p in DATA.glob("*/*")
-    if p.is_file() and not p.name.endswith(".expected.json") and p.parent.name != "make_logs"
+    if p.is_file()
+    and not p.name.endswith(".expected.json")
+    and p.parent.name != "make_logs"
     and p.suffix != ".md"
 )
 
@@ -45,8 +47,12 @@ def parse_whole(log: Path, log_format: str) -> dict[str, Any]:
     if log_format in DOCUMENT_FORMATS:
         for number, metric in enumerate(parse_trainer_state(log.read_text()), 1):
             metrics.append(_metric_record(number, metric))
-        return {"format": log_format, "metrics": metrics, "findings": findings,
-                "unparsed": unparsed}
+        return {
+            "format": log_format,
+            "metrics": metrics,
+            "findings": findings,
+            "unparsed": unparsed,
+        }
     parser = make_parser(log_format, path=str(log))  # some formats name metrics by path
     with log.open("rb") as handle:
         for number, line in read_lines(handle):  # cut as `parse` and the tail cut it
@@ -57,13 +63,15 @@ def parse_whole(log: Path, log_format: str) -> dict[str, Any]:
                 metric = None
             finding = scan_line(line)
             if finding is not None:
-                findings.append({"line": number, "finding": finding.kind,
-                                 "evidence": finding.evidence})
+                findings.append(
+                    {"line": number, "finding": finding.kind, "evidence": finding.evidence}
+                )
             if metric is not None:
                 metrics.append(_metric_record(number, metric))
                 for found in findings_from_metric(metric):
-                    findings.append({"line": number, "finding": found.kind,
-                                     "evidence": found.evidence})
+                    findings.append(
+                        {"line": number, "finding": found.kind, "evidence": found.evidence}
+                    )
     return {"format": log_format, "metrics": metrics, "findings": findings, "unparsed": unparsed}
 
 
@@ -94,8 +102,10 @@ def test_log_parses_to_golden(log: Path) -> None:
     if os.environ.get("GPUHERD_UPDATE_GOLDEN"):
         # Comparing with what was just written would always pass: write, and say so instead.
         expected_path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-        pytest.skip(f"wrote {expected_path.name}: read the diff, and run again without "
-                    "GPUHERD_UPDATE_GOLDEN (test_parsers_hand_read.py checks values read by eye)")
+        pytest.skip(
+            f"wrote {expected_path.name}: read the diff, and run again without "
+            "GPUHERD_UPDATE_GOLDEN (test_parsers_hand_read.py checks values read by eye)"
+        )
     expected = json.loads(expected_path.read_text())
     assert result == expected
 

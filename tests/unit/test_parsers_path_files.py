@@ -31,35 +31,46 @@ def _records(path: Path, forced: str | None = None) -> list[dict[str, object]]:
 
 
 def _metrics(path: Path) -> list[tuple[str, float, object]]:
-    return [(str(r["metric"]), float(str(r["value"])), r.get("step"))
-            for r in _records(path) if "metric" in r]
+    return [
+        (str(r["metric"]), float(str(r["value"])), r.get("step"))
+        for r in _records(path)
+        if "metric" in r
+    ]
 
 
-@pytest.mark.parametrize(("name", "metric"), [
-    ("run-version_0-tag-train_loss.csv", "train/loss"),
-    ("run-.-tag-Loss_train.csv", "train/loss"),      # `Loss/train` written `Loss_train`
-    ("run-.-tag-Accuracy_valid.csv", "val/acc"),
-    ("run-validation-tag-epoch_loss.csv", "val/loss"),  # Keras: the run is the split
-    ("run-train-tag-epoch_accuracy.csv", "train/acc"),
-    ("run-2024-05-01-tag-val_acc.csv", "val/acc"),   # `-` inside the run
-    ("run-a-tag-b-tag-lr.csv", "lr"),                # the last `-tag-` splits
-    ("run-.-tag-pred_age_loss.csv", "pred_age_loss"),  # unknown: its own name
-    ("val_loss.csv", "val/loss"),                    # renamed by hand: its stem
-])
+@pytest.mark.parametrize(
+    ("name", "metric"),
+    [
+        ("run-version_0-tag-train_loss.csv", "train/loss"),
+        ("run-.-tag-Loss_train.csv", "train/loss"),  # `Loss/train` written `Loss_train`
+        ("run-.-tag-Accuracy_valid.csv", "val/acc"),
+        ("run-validation-tag-epoch_loss.csv", "val/loss"),  # Keras: the run is the split
+        ("run-train-tag-epoch_accuracy.csv", "train/acc"),
+        ("run-2024-05-01-tag-val_acc.csv", "val/acc"),  # `-` inside the run
+        ("run-a-tag-b-tag-lr.csv", "lr"),  # the last `-tag-` splits
+        ("run-.-tag-pred_age_loss.csv", "pred_age_loss"),  # unknown: its own name
+        ("val_loss.csv", "val/loss"),  # renamed by hand: its stem
+    ],
+)
 def test_a_tensorboard_export_is_named_from_its_file_name(name: str, metric: str) -> None:
     assert tensorboard_metric_name(f"/exports/{name}") == metric
 
 
-@pytest.mark.parametrize(("path", "key"), [
-    ("mlruns/0/0123456789abcdef0123456789abcdef/metrics/train/loss", "train/loss"),
-    ("/srv/mlruns/7/0123456789abcdef0123456789abcdef/metrics/eval/per class/iou: bg",
-     "eval/per class/iou: bg"),
-    # a key holding `metrics`: the directory after the run id is the store's
-    ("mlruns/1/0123456789abcdef0123456789abcdef/metrics/metrics/x", "metrics/x"),
-    ("runs/a/metrics/b/metrics/c", "b/metrics/c"),   # no run id: the first `metrics`
-    ("metrics/loss", "loss"),
-    ("loss", None),
-])
+@pytest.mark.parametrize(
+    ("path", "key"),
+    [
+        ("mlruns/0/0123456789abcdef0123456789abcdef/metrics/train/loss", "train/loss"),
+        (
+            "/srv/mlruns/7/0123456789abcdef0123456789abcdef/metrics/eval/per class/iou: bg",
+            "eval/per class/iou: bg",
+        ),
+        # a key holding `metrics`: the directory after the run id is the store's
+        ("mlruns/1/0123456789abcdef0123456789abcdef/metrics/metrics/x", "metrics/x"),
+        ("runs/a/metrics/b/metrics/c", "b/metrics/c"),  # no run id: the first `metrics`
+        ("metrics/loss", "loss"),
+        ("loss", None),
+    ],
+)
 def test_an_mlflow_key_is_the_path_below_metrics(path: str, key: str | None) -> None:
     assert mlflow_metric_key(path) == key
 
@@ -68,8 +79,11 @@ def test_a_real_export_is_read_under_its_tag_with_wall_time_and_step() -> None:
     log = TB / "run-.-tag-loss.csv"
     first = _records(log)[0]
     assert first["format"] == "tensorboard_csv"
-    assert (first["metric"], first["value"], first["step"]) == ("train/loss",
-                                                                 2.8416740894317627, 43)
+    assert (first["metric"], first["value"], first["step"]) == (
+        "train/loss",
+        2.8416740894317627,
+        43,
+    )
     assert first["taken_at"] == 1575618724.7046697
 
 
@@ -85,8 +99,10 @@ def test_the_header_decides_whatever_the_file_is_called(tmp_path: Path) -> None:
     renamed = tmp_path / "loss curve (download).csv"
     shutil.copy(TB / "run-.-tag-lr.csv", renamed)
     assert _records(renamed)[0]["format"] == "tensorboard_csv"
-    assert detect_format(["epoch,step,loss"], str(tmp_path / "run-x-tag-loss.csv")) != \
-        "tensorboard_csv"
+    assert (
+        detect_format(["epoch,step,loss"], str(tmp_path / "run-x-tag-loss.csv"))
+        != "tensorboard_csv"
+    )
 
 
 def test_an_empty_export_is_known_by_its_name_and_gives_nothing(tmp_path: Path) -> None:
@@ -109,8 +125,7 @@ def test_a_garbage_row_is_one_unparsed_line_and_the_rest_is_kept() -> None:
 def test_a_row_written_while_the_tail_reads_waits_for_its_newline() -> None:
     digest = LineDigest(RegistryFormats(), "/exports/run-.-tag-loss.csv")
     lines = LineAssembler()
-    digest.add(lines.feed(b"Wall time,Step,Value\n1575618724.7,43,2.84\n1575618728.6,46,2.8"),
-               None)
+    digest.add(lines.feed(b"Wall time,Step,Value\n1575618724.7,43,2.84\n1575618728.6,46,2.8"), None)
     digest.detect_if_due(force=True)  # the end of a read, as the tail ends each
     assert [m.values for _, m in digest.take().metrics] == [(("train/loss", 2.84),)]
     digest.add(lines.feed(b"406\n"), None)
@@ -119,8 +134,10 @@ def test_a_row_written_while_the_tail_reads_waits_for_its_newline() -> None:
 
 
 def test_mlflow_files_written_by_the_real_library_are_named_by_their_path() -> None:
-    got = {key: _metrics(RUN / "metrics" / key)
-           for key in ("train/loss", "lr", "val_acc", "eval/per class/iou: bg")}
+    got = {
+        key: _metrics(RUN / "metrics" / key)
+        for key in ("train/loss", "lr", "val_acc", "eval/per class/iou: bg")
+    }
     assert got["lr"][0] == ("lr", 0.1, 0)
     assert got["val_acc"] == [("val/acc", 0.5, 3)]
     assert got["eval/per class/iou: bg"] == [("eval/per class/iou: bg", 0.75, 3)]
@@ -151,14 +168,16 @@ def test_an_mlflow_line_cut_short_or_garbage_is_unparsed_not_misread() -> None:
     for bad in ("1795828416773 1.", "garbage", "1795828416773 one 1", "1 2 3 4", "1.5 2 3"):
         with pytest.raises(ValueError):
             parser.feed(bad)
-    assert parser.feed("1795828416773 1.0 1") == LogMetric((("train/loss", 1.0),), 1,
-                                                          taken_at=1795828416.773)
+    assert parser.feed("1795828416773 1.0 1") == LogMetric(
+        (("train/loss", 1.0),), 1, taken_at=1795828416.773
+    )
 
 
 def test_an_mlflow_file_of_before_steps_is_read_without_them() -> None:
     parser = make_parser("mlflow", path="mlruns/0/0123456789abcdef0123456789abcdef/metrics/acc")
-    assert parser.feed("1550000000000 0.5") == LogMetric((("train/acc", 0.5),), None,
-                                                         taken_at=1550000000.0)
+    assert parser.feed("1550000000000 0.5") == LogMetric(
+        (("train/acc", 0.5),), None, taken_at=1550000000.0
+    )
 
 
 def test_mlflow_is_told_by_path_and_content(tmp_path: Path) -> None:
@@ -169,8 +188,7 @@ def test_mlflow_is_told_by_path_and_content(tmp_path: Path) -> None:
     # a last line still being written does not turn the file away
     assert detect_format(["1795828416759 2.0 0", "17958284"], str(store / "loss")) == "mlflow"
     # a log that happens to sit under a `metrics/` directory is not
-    assert detect_format(["step 1 loss 0.5"], str(tmp_path / "metrics" / "train.log")) != \
-        "mlflow"
+    assert detect_format(["step 1 loss 0.5"], str(tmp_path / "metrics" / "train.log")) != "mlflow"
     assert detect_format([], str(tmp_path / "project" / "metrics" / "notes")) != "mlflow"
     # the same lines outside any `metrics/` directory are not
     assert detect_format(["1795828416759 2.0 0"], str(tmp_path / "loss")) != "mlflow"

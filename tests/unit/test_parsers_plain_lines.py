@@ -27,8 +27,9 @@ def test_a_tqdm_log_still_reads_the_scripts_own_lines() -> None:
     assert detect_format(lines) == "tqdm"
     parser = make_parser("tqdm")
     metrics = [parser.feed(line) for line in lines]
-    assert metrics[0] == LogMetric((("throughput/it_s", 40.0), ("eta_s", 1.0),
-                                    ("train/loss", 0.5)), 45)
+    assert metrics[0] == LogMetric(
+        (("throughput/it_s", 40.0), ("eta_s", 1.0), ("train/loss", 0.5)), 45
+    )
     nan = metrics[1]
     assert nan is not None and nan.step == 45 and math.isnan(nan.as_dict()["train/loss"])
     assert metrics[2] == LogMetric((("val/acc", 0.83),))
@@ -43,8 +44,7 @@ def test_gpuherd_parse_gives_the_nan_finding_and_the_accuracy(
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {r["format"] for r in records if "metric" in r} == {"tqdm"}
     assert [(r["line"], r["finding"]) for r in records if "finding" in r] == [(2, "nan")]
-    assert [(r["line"], r["value"]) for r in records if r.get("metric") == "val/acc"] == \
-        [(3, 0.83)]
+    assert [(r["line"], r["value"]) for r in records if r.get("metric") == "val/acc"] == [(3, 0.83)]
 
 
 def test_a_forced_format_reads_the_plain_lines_as_the_detected_one_does(
@@ -100,60 +100,105 @@ def test_a_declined_progress_bar_is_no_metric_line() -> None:
 M = LogMetric
 
 
-@pytest.mark.parametrize(("line", "metric"), [
-    # values followed by a comma were "not a number: '200,'"
-    ("Step: 200, Loss: 2.1", M((("train/loss", 2.1),), 200)),
-    ("epoch: 2, step: 500, train_loss: 1.7, val_loss: 1.8",
-     M((("train/loss", 1.7), ("val/loss", 1.8)), 500, 2.0)),
-    # `key value` without `:` or `=`
-    ("step 100 | loss 2.31 | lr 3e-4", M((("train/loss", 2.31), ("lr", 3e-4)), 100)),
-    ("it 400 loss 1.8", M((("train/loss", 1.8),), 400)),
-    ("Epoch 2: train loss 1.6, val loss 1.7", M((("train/loss", 1.6), ("val/loss", 1.7)),
-                                               None, 2.0)),
-    # counters in brackets: as printed, the step within the epoch
-    ("Epoch [1/3], Step [100/600], Loss: 0.2345", M((("train/loss", 0.2345),), 100, 1.0)),
-    ("[1,  2000] loss: 1.925", M((("train/loss", 1.925),), 2000, 1.0)),
-    # PyTorch's MNIST example: the test set is its validation
-    ("Test set: Average loss: 0.1000, Accuracy: 9820/10000 (98%)",
-     M((("val/loss", 0.1), ("val/acc", 0.982)))),
-    # PyTorch's word_language_model example
-    ("| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | loss  7.63 | ppl  2050.44",
-     M((("lr", 20.0), ("throughput/it_s", 1000 / 45.68), ("train/loss", 7.63),
-        ("train/ppl", 2050.44)), 200, 1.0)),
-    ("| end of epoch   1 | time: 891.63s | valid loss  5.56 | valid ppl   259.02",
-     M((("val/loss", 5.56), ("val/ppl", 259.02)), None, 1.0)),
-    ("| End of training | test loss  5.24 | test ppl   189.51",
-     M((("test/loss", 5.24), ("test/ppl", 189.51)))),
-    # custom segmentation trainers (HRNet's lineage)
-    ("Epoch: [1/237] Iter:[0/35], Time: 14.10, lr: [0.004981008646248387], Loss: 0.644617, "
-     "Acc:0.942246, Semantic loss: 0.410618, BCE loss: 0.055437, SB loss: 0.178562",
-     M((("Time", 14.1), ("lr", 0.004981008646248387), ("train/loss", 0.644617),
-        ("train/acc", 0.942246), ("Semantic_loss", 0.410618), ("BCE_loss", 0.055437),
-        ("SB_loss", 0.178562)), 0, 1.0)),
-    ("Loss: 4.592, MeanIU:  0.4315, Best_mIoU:  0.4315",
-     M((("val/loss", 4.592), ("val/miou", 0.4315), ("Best_mIoU", 0.4315)))),
-    ("MeanIU:  0.2349, Pixel_Acc:  0.7683, Mean_Acc:  0.3437, Class IoU: [...]",
-     M((("val/miou", 0.2349), ("val/pixel_acc", 0.7683), ("Mean_Acc", 0.3437)))),
-    ("aAcc: 0.9360 mIoU: 0.8782 mAcc: 0.9340",
-     M((("val/pixel_acc", 0.936), ("val/miou", 0.8782), ("mAcc", 0.934)))),
-    # `ep, batch, loss` loops
-    ("ep 3, batch 120, loss 0.4213", M((("train/loss", 0.4213),), 120, 3.0)),
-    ("ep: 3, batch: 120, loss: 0.4213", M((("train/loss", 0.4213),), 120, 3.0)),
-    ("ep: [3/100], batch: [120/500], loss: 0.4213", M((("train/loss", 0.4213),), 120, 3.0)),
-])
+@pytest.mark.parametrize(
+    ("line", "metric"),
+    [
+        # values followed by a comma were "not a number: '200,'"
+        ("Step: 200, Loss: 2.1", M((("train/loss", 2.1),), 200)),
+        (
+            "epoch: 2, step: 500, train_loss: 1.7, val_loss: 1.8",
+            M((("train/loss", 1.7), ("val/loss", 1.8)), 500, 2.0),
+        ),
+        # `key value` without `:` or `=`
+        ("step 100 | loss 2.31 | lr 3e-4", M((("train/loss", 2.31), ("lr", 3e-4)), 100)),
+        ("it 400 loss 1.8", M((("train/loss", 1.8),), 400)),
+        (
+            "Epoch 2: train loss 1.6, val loss 1.7",
+            M((("train/loss", 1.6), ("val/loss", 1.7)), None, 2.0),
+        ),
+        # counters in brackets: as printed, the step within the epoch
+        ("Epoch [1/3], Step [100/600], Loss: 0.2345", M((("train/loss", 0.2345),), 100, 1.0)),
+        ("[1,  2000] loss: 1.925", M((("train/loss", 1.925),), 2000, 1.0)),
+        # PyTorch's MNIST example: the test set is its validation
+        (
+            "Test set: Average loss: 0.1000, Accuracy: 9820/10000 (98%)",
+            M((("val/loss", 0.1), ("val/acc", 0.982))),
+        ),
+        # PyTorch's word_language_model example
+        (
+            "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | loss  7.63 "
+            "| ppl  2050.44",
+            M(
+                (
+                    ("lr", 20.0),
+                    ("throughput/it_s", 1000 / 45.68),
+                    ("train/loss", 7.63),
+                    ("train/ppl", 2050.44),
+                ),
+                200,
+                1.0,
+            ),
+        ),
+        (
+            "| end of epoch   1 | time: 891.63s | valid loss  5.56 | valid ppl   259.02",
+            M((("val/loss", 5.56), ("val/ppl", 259.02)), None, 1.0),
+        ),
+        (
+            "| End of training | test loss  5.24 | test ppl   189.51",
+            M((("test/loss", 5.24), ("test/ppl", 189.51))),
+        ),
+        # custom segmentation trainers (HRNet's lineage)
+        (
+            "Epoch: [1/237] Iter:[0/35], Time: 14.10, lr: [0.004981008646248387], Loss: 0.644617, "
+            "Acc:0.942246, Semantic loss: 0.410618, BCE loss: 0.055437, SB loss: 0.178562",
+            M(
+                (
+                    ("Time", 14.1),
+                    ("lr", 0.004981008646248387),
+                    ("train/loss", 0.644617),
+                    ("train/acc", 0.942246),
+                    ("Semantic_loss", 0.410618),
+                    ("BCE_loss", 0.055437),
+                    ("SB_loss", 0.178562),
+                ),
+                0,
+                1.0,
+            ),
+        ),
+        (
+            "Loss: 4.592, MeanIU:  0.4315, Best_mIoU:  0.4315",
+            M((("val/loss", 4.592), ("val/miou", 0.4315), ("Best_mIoU", 0.4315))),
+        ),
+        (
+            "MeanIU:  0.2349, Pixel_Acc:  0.7683, Mean_Acc:  0.3437, Class IoU: [...]",
+            M((("val/miou", 0.2349), ("val/pixel_acc", 0.7683), ("Mean_Acc", 0.3437))),
+        ),
+        (
+            "aAcc: 0.9360 mIoU: 0.8782 mAcc: 0.9340",
+            M((("val/pixel_acc", 0.936), ("val/miou", 0.8782), ("mAcc", 0.934))),
+        ),
+        # `ep, batch, loss` loops
+        ("ep 3, batch 120, loss 0.4213", M((("train/loss", 0.4213),), 120, 3.0)),
+        ("ep: 3, batch: 120, loss: 0.4213", M((("train/loss", 0.4213),), 120, 3.0)),
+        ("ep: [3/100], batch: [120/500], loss: 0.4213", M((("train/loss", 0.4213),), 120, 3.0)),
+    ],
+)
 def test_hand_written_lines(line: str, metric: LogMetric) -> None:
     got = make_parser("generic").feed(line)
     assert repr(got) == repr(metric)
 
 
-@pytest.mark.parametrize("line", [
-    "Loaded 5 files in 2 seconds",
-    "Using batch 32 and lr 0.1 for the run",
-    "The loss 0.5 is lower than the best loss 0.6 so we keep training on",
-    "Epoch 1/3",
-    "epoch 12:30 loss",
-    "| Generated 100/1000 words",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Loaded 5 files in 2 seconds",
+        "Using batch 32 and lr 0.1 for the run",
+        "The loss 0.5 is lower than the best loss 0.6 so we keep training on",
+        "Epoch 1/3",
+        "epoch 12:30 loss",
+        "| Generated 100/1000 words",
+    ],
+)
 def test_prose_with_numbers_is_no_metric_line(line: str) -> None:
     assert make_parser("generic").feed(line) is None
 
@@ -178,15 +223,22 @@ def test_a_console_logs_other_lines_are_read_only_when_they_name_a_known_metric(
 def test_key_value_lines_of_one_shape_read_alike() -> None:
     # the second line of a shape is read by the first one's recipe
     parser = make_parser("generic")
-    lines = [f"| epoch {e:3d} | {b:5d}/ 2983 batches | lr 20.00 | ms/batch {ms:5.2f} | "
-             f"loss {loss:5.2f} | ppl {ppl:8.2f}"
-             for e, b, ms, loss, ppl in ((1, 200, 45.68, 7.63, 2050.44),
-                                         (2, 400, 50.00, 6.85, 945.93),
-                                         (3, 600, 0.0, 6.48, 653.61))]
+    lines = [
+        f"| epoch {e:3d} | {b:5d}/ 2983 batches | lr 20.00 | ms/batch {ms:5.2f} | "
+        f"loss {loss:5.2f} | ppl {ppl:8.2f}"
+        for e, b, ms, loss, ppl in (
+            (1, 200, 45.68, 7.63, 2050.44),
+            (2, 400, 50.00, 6.85, 945.93),
+            (3, 600, 0.0, 6.48, 653.61),
+        )
+    ]
     metrics = [parser.feed(line) for line in lines]
-    assert metrics[1] == LogMetric((("lr", 20.0), ("throughput/it_s", 20.0), ("train/loss", 6.85),
-                                    ("train/ppl", 945.93)), 400, 2.0)
+    assert metrics[1] == LogMetric(
+        (("lr", 20.0), ("throughput/it_s", 20.0), ("train/loss", 6.85), ("train/ppl", 945.93)),
+        400,
+        2.0,
+    )
     # `ms/batch 0.00`: too fast to time, no rate
-    assert metrics[2] == LogMetric((("lr", 20.0), ("train/loss", 6.48), ("train/ppl", 653.61)),
-                                   600, 3.0)
-
+    assert metrics[2] == LogMetric(
+        (("lr", 20.0), ("train/loss", 6.48), ("train/ppl", 653.61)), 600, 3.0
+    )

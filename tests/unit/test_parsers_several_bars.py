@@ -78,11 +78,9 @@ def test_a_dict_that_a_redraw_cut_short_keeps_its_values() -> None:
     # thai2transformers_ner.log line 35: a bar redraw ran into the dict before its `}`;
     # line 36: a bar, then a dict cut short at the end of the line. Both gave nothing before.
     found = feed_all("hf_trainer", "thai2transformers_ner.log")
-    assert found[35].values == (("train/loss", 0.05275115966796875),
-                                ("lr", 2.2222222222222223e-05))
+    assert found[35].values == (("train/loss", 0.05275115966796875), ("lr", 2.2222222222222223e-05))
     assert found[35].epoch == 3.7735849
-    assert found[36].values == (("train/loss", 0.05139984130859375),
-                                ("lr", 1.9444444444444445e-05))
+    assert found[36].values == (("train/loss", 0.05139984130859375), ("lr", 1.9444444444444445e-05))
     assert found[36].epoch == 4.08805031
     # an evaluation dict cut inside a key keeps the values before it
     assert dict(found[26].values)["val/loss"] == 0.08590535074472427
@@ -97,7 +95,8 @@ def test_a_run_together_line_keeps_the_dict_between_bars() -> None:
     parser = make_parser("hf_trainer")
     metric = parser.feed(
         "  4%|▍         | 10/256 [00:02<00:50,  4.87it/s]{'loss': 2.1, 'learning_rate': "
-        "4.8e-05, 'epoch': 0.04}  5%|▍         | 11/256 [00:02<00:50,  4.87it/s]")
+        "4.8e-05, 'epoch': 0.04}  5%|▍         | 11/256 [00:02<00:50,  4.87it/s]"
+    )
     assert metric is not None
     assert metric.values == (("train/loss", 2.1), ("lr", 4.8e-05))
     assert metric.epoch == 0.04
@@ -105,7 +104,8 @@ def test_a_run_together_line_keeps_the_dict_between_bars() -> None:
 
 def test_an_empty_value_of_a_cut_dict_is_left_out_not_an_error() -> None:
     metric = make_parser("hf_trainer").feed(
-        " 60%|██████    | 600/1000 [06:05<28:12,  4.23s/it]{'loss': 0.0527, 'epoch': ")
+        " 60%|██████    | 600/1000 [06:05<28:12,  4.23s/it]{'loss': 0.0527, 'epoch': "
+    )
     assert metric is not None and metric.values == (("train/loss", 0.0527),)
     assert metric.epoch is None
 
@@ -124,7 +124,7 @@ def test_a_bar_run_into_a_logging_record_is_read_and_the_record_is_not(log_forma
     assert metric.values == (("throughput/it_s", pytest.approx(1 / 5.91)), ("eta_s", 0.0))
     # the record alone, or a line that merely holds `][` (PaddleClas), is no bar
     bars_only = make_parser(log_format, plain_lines=False)
-    assert bars_only.feed(line[line.index("[INFO|"):]) is None
+    assert bars_only.feed(line[line.index("[INFO|") :]) is None
     with (LOGS.parent / "paddle" / "ppcls_config_dump.log").open("rb") as handle:
         paddle = list(iter_lines(handle))[74]
     assert "][Iter: 0/8]lr: 0.00031" in paddle

@@ -20,8 +20,13 @@ KERAS_CSV = DATA / "keras_csv" / "training.log"
 
 
 def parse_json(*args: str) -> tuple[int, list[dict], str]:
-    done = subprocess.run([sys.executable, "-m", "gpuherd", "parse", "--json", *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "parse", "--json", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines()], done.stderr
 
 
@@ -61,11 +66,14 @@ def test_a_csv_header_alone_decides_whatever_the_extension(tmp_path: Path) -> No
     assert detect_format(_sample(log), str(log)) == "csv"
 
 
-@pytest.mark.parametrize("text", [
-    "Epoch 1, loss 0.5, acc 0.9\n",                     # prose with commas
-    "epoch,loss\nthe run was restarted, twice\n",       # a header-like line, then prose
-    "name,size\nresnet,25\n",                            # a CSV with no epoch or step
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Epoch 1, loss 0.5, acc 0.9\n",  # prose with commas
+        "epoch,loss\nthe run was restarted, twice\n",  # a header-like line, then prose
+        "name,size\nresnet,25\n",  # a CSV with no epoch or step
+    ],
+)
 def test_lines_with_commas_are_not_a_metrics_csv(tmp_path: Path, text: str) -> None:
     log = tmp_path / "train.log"
     log.write_text(text)
@@ -86,8 +94,9 @@ def test_json_records_after_banners_switch_the_parser(tmp_path: Path) -> None:
     assert detect_late_format(['{"step": 7, "loss": 0.25}']) == "jsonl"
     status, records, _ = parse_json(str(log))
     assert status == 0
-    assert [(r["line"], r["format"], r["metric"], r["value"], r["step"]) for r in records] \
-        == [(301, "jsonl", "train/loss", 0.25, 7)]
+    assert [(r["line"], r["format"], r["metric"], r["value"], r["step"]) for r in records] == [
+        (301, "jsonl", "train/loss", 0.25, 7)
+    ]
 
 
 def test_format_flag_still_overrides_the_content(tmp_path: Path) -> None:

@@ -40,7 +40,11 @@ def test_an_unknown_process_memory_is_not_read_as_zero() -> None:
     [peak] = tracker.run_peaks()
     # Reading the None as 0 would give PER_PROCESS with 34 - (14 - 3) = 23 GiB.
     assert (peak.method, peak.peak_bytes, peak.at, peak.baseline_bytes) == (
-        BASELINE, 24 * GIB, 1.5, 10 * GIB)
+        BASELINE,
+        24 * GIB,
+        1.5,
+        10 * GIB,
+    )
 
 
 def test_per_process_memory_is_summed_over_the_commands_processes() -> None:
@@ -70,7 +74,9 @@ def test_the_final_tick_takes_the_newest_fast_reading_time_of_all_gpus() -> None
     final = tracker.final_tick()
     assert final is not None and final.taken_at == 1.8
     assert [(d.index, d.uuid, d.memory_used_bytes) for d in final.devices] == [
-        (0, "GPU-0", 9 * GIB), (1, "GPU-1", 3 * GIB)]
+        (0, "GPU-0", 9 * GIB),
+        (1, "GPU-1", 3 * GIB),
+    ]
     assert tracker.take(final) == {"GPU-0": 9 * GIB, "GPU-1": 3 * GIB}
 
 
@@ -116,8 +122,13 @@ def test_a_recycled_pid_is_asked_about_again() -> None:
         pytest.skip("unshare (util-linux) is not installed")
     # As root a pid namespace needs no user namespace; as anyone else it does.
     user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-    out = subprocess.run([unshare, *user, "--pid", "--fork", "--mount-proc", sys.executable,
-                          "-c", RECYCLE], capture_output=True, text=True, timeout=60, cwd=REPO)
+    out = subprocess.run(
+        [unshare, *user, "--pid", "--fork", "--mount-proc", sys.executable, "-c", RECYCLE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     if out.returncode != 0 and "unshare failed" in out.stderr:
         pytest.skip(f"no private pid namespace here: {out.stderr.strip()}")
     assert out.returncode == 0, out.stderr
@@ -127,13 +138,27 @@ def test_a_recycled_pid_is_asked_about_again() -> None:
 
 # --- cases found by mutation testing (benchmarks/mutation.py) ---------------------------------
 
+
 def full_tick(t: float, *used: int | None, processes=None) -> GpuTick:
     """A tick with everything a real 1 Hz row carries: totals and driver versions."""
     processes = processes or {}
-    return GpuTick(t, tuple(
-        GpuSample(i, f"GPU-{i}", "NVIDIA H200", memory_used_bytes=u,
-                  memory_total_bytes=140 * GIB, processes=processes.get(i, ()))
-        for i, u in enumerate(used)), "580.159.04", "13.580.159.04", "13.0")
+    return GpuTick(
+        t,
+        tuple(
+            GpuSample(
+                i,
+                f"GPU-{i}",
+                "NVIDIA H200",
+                memory_used_bytes=u,
+                memory_total_bytes=140 * GIB,
+                processes=processes.get(i, ()),
+            )
+            for i, u in enumerate(used)
+        ),
+        "580.159.04",
+        "13.580.159.04",
+        "13.0",
+    )
 
 
 def test_the_final_tick_keeps_totals_and_versions_of_the_last_row() -> None:
@@ -143,9 +168,13 @@ def test_the_final_tick_keeps_totals_and_versions_of_the_last_row() -> None:
     final = tracker.final_tick()
     assert final is not None
     assert (final.driver_version, final.nvml_version, final.cuda_driver_version) == (
-        "580.159.04", "13.580.159.04", "13.0")
+        "580.159.04",
+        "13.580.159.04",
+        "13.0",
+    )
     assert [(d.name, d.memory_used_bytes, d.memory_total_bytes) for d in final.devices] == [
-        ("NVIDIA H200", 5 * GIB, 140 * GIB)]
+        ("NVIDIA H200", 5 * GIB, 140 * GIB)
+    ]
 
 
 def test_readings_before_the_first_row_give_no_final_tick() -> None:
@@ -194,11 +223,18 @@ def test_run_peaks_carry_each_gpus_uuid_and_skip_only_idle_gpus() -> None:
     tracker.observe([GIB, GIB, GIB])
     tracker.start_run(1, StaticTree({1}))
     tracker.observe([GIB, GIB, 4 * GIB], taken_at=2.0)  # only GPU 2 grows
-    tracker.take(GpuTick(3.0, tuple(
-        GpuSample(i, f"GPU-uuid-{i}", "NVIDIA H200", memory_used_bytes=GIB, processes=None)
-        for i in range(3))))
+    tracker.take(
+        GpuTick(
+            3.0,
+            tuple(
+                GpuSample(i, f"GPU-uuid-{i}", "NVIDIA H200", memory_used_bytes=GIB, processes=None)
+                for i in range(3)
+            ),
+        )
+    )
     assert [(p.index, p.uuid, p.peak_bytes, p.at) for p in tracker.run_peaks()] == [
-        (2, "GPU-uuid-2", 3 * GIB, 2.0)]
+        (2, "GPU-uuid-2", 3 * GIB, 2.0)
+    ]
 
 
 def test_a_command_that_starts_before_any_reading_is_measured_from_the_first() -> None:
@@ -208,7 +244,11 @@ def test_a_command_that_starts_before_any_reading_is_measured_from_the_first() -
     tracker.observe([5 * GIB], taken_at=2.0)
     [peak] = tracker.run_peaks()
     assert (peak.method, peak.peak_bytes, peak.at, peak.baseline_bytes) == (
-        BASELINE, 3 * GIB, 2.0, 2 * GIB)
+        BASELINE,
+        3 * GIB,
+        2.0,
+        2 * GIB,
+    )
 
 
 def test_a_one_byte_growth_is_a_peak() -> None:
@@ -225,8 +265,9 @@ def test_per_process_memory_above_the_baseline_fall_gives_the_tick_time() -> Non
     tracker = PeakTracker()
     tracker.observe([10 * GIB], taken_at=0.5)
     tracker.start_run(100, StaticTree({100}))
-    tracker.take(full_tick(1.0, 14 * GIB, processes={0: (GpuProcess(7, 8 * GIB),
-                                                         GpuProcess(100, 6 * GIB))}))
+    tracker.take(
+        full_tick(1.0, 14 * GIB, processes={0: (GpuProcess(7, 8 * GIB), GpuProcess(100, 6 * GIB))})
+    )
     [peak] = tracker.run_peaks()
     assert (peak.method, peak.peak_bytes, peak.at) == (PER_PROCESS, 6 * GIB, 1.0)
 
@@ -235,8 +276,9 @@ def test_a_process_holding_zero_bytes_adds_zero() -> None:
     tracker = PeakTracker()
     tracker.observe([GIB])
     tracker.start_run(100, StaticTree({100, 101}))
-    tracker.take(full_tick(1.0, 3 * GIB, processes={0: (GpuProcess(100, 2 * GIB),
-                                                        GpuProcess(101, 0))}))
+    tracker.take(
+        full_tick(1.0, 3 * GIB, processes={0: (GpuProcess(100, 2 * GIB), GpuProcess(101, 0))})
+    )
     # others now hold exactly 1 GiB: a fast reading of 4 GiB is 3 GiB of the command's
     tracker.observe([4 * GIB], taken_at=1.5)
     [peak] = tracker.run_peaks()
@@ -258,21 +300,32 @@ def test_a_gpu_without_a_reading_or_a_process_list_does_not_hide_the_next() -> N
     tracker.observe([GIB, GIB, GIB])
     tracker.start_run(100, StaticTree({100}))
     ours = (GpuProcess(100, 2 * GIB),)
-    tick = GpuTick(1.0, (
-        GpuSample(0, "GPU-0", "NVIDIA H200", memory_used_bytes=None, processes=ours),
-        GpuSample(1, "GPU-1", "NVIDIA H200", memory_used_bytes=3 * GIB, processes=None),
-        GpuSample(2, "GPU-2", "NVIDIA H200", memory_used_bytes=3 * GIB, processes=ours)))
+    tick = GpuTick(
+        1.0,
+        (
+            GpuSample(0, "GPU-0", "NVIDIA H200", memory_used_bytes=None, processes=ours),
+            GpuSample(1, "GPU-1", "NVIDIA H200", memory_used_bytes=3 * GIB, processes=None),
+            GpuSample(2, "GPU-2", "NVIDIA H200", memory_used_bytes=3 * GIB, processes=ours),
+        ),
+    )
     tracker.take(tick)  # GPU 0's used memory is unknown: nothing to subtract from, no error
     assert [(p.index, p.method, p.peak_bytes) for p in tracker.run_peaks()] == [
-        (2, PER_PROCESS, 2 * GIB)]
+        (2, PER_PROCESS, 2 * GIB)
+    ]
 
 
 def test_a_run_peak_is_written_to_meta_with_these_keys() -> None:
     from gpuherd.record.peaks import RunPeak
 
     peak = RunPeak(1, "GPU-b", 3 * GIB, 12.5, PER_PROCESS, GIB)
-    assert peak.as_dict() == {"gpu": 1, "uuid": "GPU-b", "peak_bytes": 3 * GIB, "at": 12.5,
-                              "method": "per-process", "baseline_bytes": GIB}
+    assert peak.as_dict() == {
+        "gpu": 1,
+        "uuid": "GPU-b",
+        "peak_bytes": 3 * GIB,
+        "at": 12.5,
+        "method": "per-process",
+        "baseline_bytes": GIB,
+    }
 
 
 class Probe:

@@ -37,7 +37,8 @@ def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_written_bytes_are_synced_two_seconds_after_the_first_unsynced_one(
-        tmp_path: Path, fsyncs: list[int]) -> None:
+    tmp_path: Path, fsyncs: list[int]
+) -> None:
     clock = Clock()
     log = LogFile(tmp_path / "command.log", clock=clock)
     assert log.sync_due_in() is None  # nothing written, nothing due
@@ -121,12 +122,23 @@ def _chunks(data: bytes, cuts: list[int]) -> list[bytes]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(out=OUT_BYTES, err=ERR_BYTES, out_cuts=st.lists(st.integers(0, 10_000), max_size=12),
-       err_cuts=st.lists(st.integers(0, 10_000), max_size=12),
-       order=st.lists(st.booleans(), max_size=40), max_pending=st.integers(1, 64))
+@given(
+    out=OUT_BYTES,
+    err=ERR_BYTES,
+    out_cuts=st.lists(st.integers(0, 10_000), max_size=12),
+    err_cuts=st.lists(st.integers(0, 10_000), max_size=12),
+    order=st.lists(st.booleans(), max_size=40),
+    max_pending=st.integers(1, 64),
+)
 def test_two_streams_share_the_log_a_whole_line_at_a_time(
-        tmp_path_factory: pytest.TempPathFactory, out: bytes, err: bytes, out_cuts: list[int],
-        err_cuts: list[int], order: list[bool], max_pending: int) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+    out: bytes,
+    err: bytes,
+    out_cuts: list[int],
+    err_cuts: list[int],
+    order: list[bool],
+    max_pending: int,
+) -> None:
     path = tmp_path_factory.mktemp("log") / "command.log"
     log = LogFile(path)
     joiners = {"out": LineJoiner(log, max_pending), "err": LineJoiner(log, max_pending)}

@@ -40,37 +40,44 @@ class LogSyncs:
 
 
 def test_an_idle_command_gets_its_output_synced_without_writing_more(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Before, command.log was never fsynced; a sync due only at the next write would wait
     # here until the command gives up (30 s) and print "no sync".
     log, synced = tmp_path / "command.log", tmp_path / "synced"
     syncs = LogSyncs(log, on_sync=synced)
     syncs.install(monkeypatch)
-    script = ("import os, sys, time\n"
-              "print('step=1 loss=2.0', flush=True)\n"
-              "deadline = time.monotonic() + 30\n"
-              f"while not os.path.exists({str(synced)!r}) and time.monotonic() < deadline:\n"
-              "    time.sleep(0.02)\n"
-              f"print('saw sync' if os.path.exists({str(synced)!r}) else 'no sync')\n")
-    code = supervise([PY, "-c", script], log, tmp_path / "command.exit.json", StatusPipe(None),
-                     echo=False)
+    script = (
+        "import os, sys, time\n"
+        "print('step=1 loss=2.0', flush=True)\n"
+        "deadline = time.monotonic() + 30\n"
+        f"while not os.path.exists({str(synced)!r}) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.02)\n"
+        f"print('saw sync' if os.path.exists({str(synced)!r}) else 'no sync')\n"
+    )
+    code = supervise(
+        [PY, "-c", script], log, tmp_path / "command.exit.json", StatusPipe(None), echo=False
+    )
     assert code == 0
     assert log.read_text() == "step=1 loss=2.0\nsaw sync\n"
     assert len(syncs.times) == 2  # the idle one, and the one at the exit
 
 
 def test_a_busy_command_gets_its_output_synced_every_two_seconds_at_most(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = tmp_path / "command.log"
     syncs = LogSyncs(log)
     syncs.install(monkeypatch)
-    script = ("import time\n"
-              "end = time.monotonic() + 4.5\n"
-              "i = 0\n"
-              "while time.monotonic() < end:\n"
-              "    print(f'step={i}', flush=True)\n"
-              "    i += 1\n"
-              "    time.sleep(0.01)\n")
+    script = (
+        "import time\n"
+        "end = time.monotonic() + 4.5\n"
+        "i = 0\n"
+        "while time.monotonic() < end:\n"
+        "    print(f'step={i}', flush=True)\n"
+        "    i += 1\n"
+        "    time.sleep(0.01)\n"
+    )
     assert supervise([PY, "-c", script], log, None, StatusPipe(None), echo=False) == 0
     lines = log.read_text().splitlines()
     assert lines == [f"step={i}" for i in range(len(lines))]
@@ -81,21 +88,25 @@ def test_a_busy_command_gets_its_output_synced_every_two_seconds_at_most(
 
 def test_the_supervisor_imports_the_standard_library_only() -> None:
     # It starts before every recorded command: nothing heavy (pandas, psutil, NVML) at start.
-    code = ("import sys\n"
-            "before = set(sys.modules)\n"
-            "import gpuherd.proc.supervisor\n"
-            "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
-            "print(sorted(new - set(sys.stdlib_module_names)))\n"
-            "print(sorted(m for m in sys.modules if m.startswith('gpuherd')))\n")
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import gpuherd.proc.supervisor\n"
+        "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+        "print(sorted(new - set(sys.stdlib_module_names)))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('gpuherd')))\n"
+    )
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.splitlines() == [
         "['gpuherd']",
         "['gpuherd', 'gpuherd.proc', 'gpuherd.proc.linelog', 'gpuherd.proc.status', "
-        "'gpuherd.proc.supervisor', 'gpuherd.common.safe_files']"]  # safe_files: stdlib only
+        "'gpuherd.proc.supervisor', 'gpuherd.common.safe_files']",
+    ]  # safe_files: stdlib only
 
 
-def test_without_a_pidfd_the_exit_is_still_seen(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_pidfd_the_exit_is_still_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Linux before 5.3 has no pidfd_open: the loop then looks for the exit every 50 ms.
     monkeypatch.setattr(supervisor, "_pidfd", lambda pid: None)
     log, record = tmp_path / "command.log", tmp_path / "command.exit.json"

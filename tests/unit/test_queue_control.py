@@ -36,8 +36,9 @@ def exit_record(session: Path) -> dict[str, object]:
     return json.loads((session / "command.exit.json").read_text())
 
 
-def test_a_command_that_ignores_sigterm_gets_sigkill_after_the_grace(store: QueueStore,
-                                                                     tmp_path: Path) -> None:
+def test_a_command_that_ignores_sigterm_gets_sigkill_after_the_grace(
+    store: QueueStore, tmp_path: Path
+) -> None:
     session = tmp_path / "s"
     job_id, recorder = run_job(store, session, "sh", "-c", IGNORES_TERM)
     pid = command_pid(session)
@@ -48,9 +49,12 @@ def test_a_command_that_ignores_sigterm_gets_sigkill_after_the_grace(store: Queu
     began = time.monotonic()
     said = stop_job(store.get(job_id), grace_s=1.0)
     assert time.monotonic() - began >= 1.0, "SIGKILL came only after the grace period"
-    assert re.fullmatch(rf"stopped job {job_id}: SIGTERM to its supervisor \(pid "
-                        rf"{recorder.pid}\), SIGKILL to its command after 1 s"
-                        r"( and to the supervisor 1 s later)?", said), said
+    assert re.fullmatch(
+        rf"stopped job {job_id}: SIGTERM to its supervisor \(pid "
+        rf"{recorder.pid}\), SIGKILL to its command after 1 s"
+        r"( and to the supervisor 1 s later)?",
+        said,
+    ), said
     recorder.wait(30)
     assert [p for p in group if _alive(p)] == [], "sh and sleep are gone (or zombies)"
     assert exit_record(session)["exit_code"] == 128 + 9
@@ -58,13 +62,17 @@ def test_a_command_that_ignores_sigterm_gets_sigkill_after_the_grace(store: Queu
     assert (settled.id, settled.state, settled.exit_code) == (job_id, JobState.CANCELLED, 137)
 
 
-def test_a_command_that_honours_sigterm_ends_without_sigkill(store: QueueStore,
-                                                             tmp_path: Path) -> None:
+def test_a_command_that_honours_sigterm_ends_without_sigkill(
+    store: QueueStore, tmp_path: Path
+) -> None:
     session = tmp_path / "s"
     job_id, recorder = run_job(store, session, "sleep", "100")
     said = stop_job(store.get(job_id), grace_s=30.0)
-    assert re.fullmatch(rf"stopped job {job_id}: SIGTERM to its supervisor \(pid "
-                        rf"{recorder.pid}\); it ended after \d+\.\d s", said), said
+    assert re.fullmatch(
+        rf"stopped job {job_id}: SIGTERM to its supervisor \(pid "
+        rf"{recorder.pid}\); it ended after \d+\.\d s",
+        said,
+    ), said
     assert recorder.wait(30) == 128 + 15, "the recorder ends with its command's status"
     assert exit_record(session)["exit_code"] == 128 + 15
     meta = json.loads((session / "meta.json").read_text())
@@ -89,21 +97,25 @@ def test_a_job_without_a_process_yet_is_left_to_the_runner(tmp_path: Path) -> No
     store = QueueStore.open(tmp_path)
     store.add(JobSpec(argv=("true",), cwd="/"))
     store.mark_launching(1, ["GPU-a"], [0], str(tmp_path / "s"))
-    assert stop_job(store.get(1), grace_s=0.1) == ("job 1 has no process yet: it is stopped as "
-                                                   "soon as it starts")
+    assert stop_job(store.get(1), grace_s=0.1) == (
+        "job 1 has no process yet: it is stopped as soon as it starts"
+    )
     store.close()
 
 
-def test_the_command_of_a_killed_recorder_is_stopped_by_its_own_group(store: QueueStore,
-                                                                      tmp_path: Path) -> None:
+def test_the_command_of_a_killed_recorder_is_stopped_by_its_own_group(
+    store: QueueStore, tmp_path: Path
+) -> None:
     session = tmp_path / "s"
     job_id, recorder = run_job(store, session, "sh", "-c", IGNORES_TERM)
     pid = command_pid(session)
     os.killpg(recorder.pid, 9)
     recorder.wait(30)
     said = stop_job(store.get(job_id), grace_s=0.5)
-    assert said == (f"stopped job {job_id}: SIGTERM to its command (pid {pid}; its recorder had "
-                    "already ended), SIGKILL after 0.5 s")
+    assert said == (
+        f"stopped job {job_id}: SIGTERM to its command (pid {pid}; its recorder had "
+        "already ended), SIGKILL after 0.5 s"
+    )
     assert exit_record(session)["exit_code"] == 137
 
 

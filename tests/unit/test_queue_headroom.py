@@ -31,18 +31,38 @@ def uuid(index: int) -> str:
     return f"GPU-0000000{index}-aaaa-bbbb-cccc-dddddddddddd"
 
 
-def reading(t: float, index: int = 0, free: int = 79 * GIB, util: float | None = 0.0,
-            total: int = 80 * GIB, problem: str | None = None) -> GpuReading:
+def reading(
+    t: float,
+    index: int = 0,
+    free: int = 79 * GIB,
+    util: float | None = 0.0,
+    total: int = 80 * GIB,
+    problem: str | None = None,
+) -> GpuReading:
     return GpuReading(T0 + t, uuid(index), index, total, free, util, problem)
 
 
-def job(job_id: int, need: int, *, position: int | None = None, gpus: int = 1,
-        max_util: float = 10.0, after: int | None = None, created_at: float = T0,
-        state: JobState = JobState.WAITING) -> Job:
-    spec = JobSpec(argv=("train.py",), cwd="/", gpus=gpus, vram_bytes=need,
-                   max_util_pct=max_util, after=after)
-    return Job(id=job_id, position=job_id if position is None else position, spec=spec,
-               state=state, created_at=created_at)
+def job(
+    job_id: int,
+    need: int,
+    *,
+    position: int | None = None,
+    gpus: int = 1,
+    max_util: float = 10.0,
+    after: int | None = None,
+    created_at: float = T0,
+    state: JobState = JobState.WAITING,
+) -> Job:
+    spec = JobSpec(
+        argv=("train.py",), cwd="/", gpus=gpus, vram_bytes=need, max_util_pct=max_util, after=after
+    )
+    return Job(
+        id=job_id,
+        position=job_id if position is None else position,
+        spec=spec,
+        state=state,
+        created_at=created_at,
+    )
 
 
 def steady(seconds: range, **per_gpu: dict) -> HeadroomWindow:
@@ -60,6 +80,7 @@ def one(window: HeadroomWindow, jobs: list[Job], now_s: float, **kw) -> tuple:
 
 
 # --- thresholds, both sides -------------------------------------------------------------------
+
 
 def test_free_exactly_need_plus_margin_qualifies_and_one_byte_less_does_not() -> None:
     need = 20 * GIB
@@ -95,6 +116,7 @@ def test_unknown_utilization_lets_memory_decide() -> None:
 
 # --- the settle period ------------------------------------------------------------------------
 
+
 def test_settle_exactly_covered_qualifies_one_reading_short_does_not() -> None:
     covered = steady(range(0, 11))
     assert one(covered, [job(1, 20 * GIB)], 10)[0] == (Launch(1, (uuid(0),), (0,)),)
@@ -124,7 +146,8 @@ def test_a_dip_in_the_middle_of_the_window_restarts_it() -> None:
     assert decide(window, [job(1, 20 * GIB)], [], T0 + 15).launches == ()
     window.add([reading(16, free=40 * GIB)])
     assert decide(window, [job(1, 20 * GIB)], [], T0 + 16).launches == (
-        Launch(1, (uuid(0),), (0,)),)
+        Launch(1, (uuid(0),), (0,)),
+    )
 
 
 def test_a_busy_reading_in_the_middle_restarts_it_too() -> None:
@@ -132,7 +155,8 @@ def test_a_busy_reading_in_the_middle_restarts_it_too() -> None:
     for t in range(11):
         window.add([reading(t, util=50.0 if t == 7 else 0.0)])
     assert decide(window, [job(1, GIB)], [], T0 + 10).waiting == {
-        1: "GPU 0: 79 GiB free for 2 s of 10 s; needs 1 GiB + 1 GiB margin"}
+        1: "GPU 0: 79 GiB free for 2 s of 10 s; needs 1 GiB + 1 GiB margin"
+    }
 
 
 def test_a_gap_longer_than_max_gap_breaks_the_period() -> None:
@@ -147,8 +171,7 @@ def test_a_gpu_that_stopped_reporting_does_not_qualify() -> None:
     window = steady(range(11))
     # Up to max_gap_s (5 s) of silence the last reading still stands.
     assert decide(window, [job(1, GIB)], [], T0 + 15).launches == (Launch(1, (uuid(0),), (0,)),)
-    assert decide(window, [job(1, GIB)], [], T0 + 15.5).waiting == {
-        1: "GPU 0: no reading for 5 s"}
+    assert decide(window, [job(1, GIB)], [], T0 + 15.5).waiting == {1: "GPU 0: no reading for 5 s"}
 
 
 def test_a_lost_gpu_does_not_qualify_and_missing_from_a_round_counts_as_lost() -> None:
@@ -164,8 +187,9 @@ def test_a_lost_gpu_does_not_qualify_and_missing_from_a_round_counts_as_lost() -
     launches, waiting = one(window, [job(1, 20 * GIB, max_util=100)], 10)
     assert launches == (Launch(1, (uuid(0),), (0,)),)
 
-    lost = GpuTick(T0 + 11, (GpuSample(0, uuid(0), "H100", memory_total_bytes=80 * GIB,
-                                       error="GPU is lost"),))
+    lost = GpuTick(
+        T0 + 11, (GpuSample(0, uuid(0), "H100", memory_total_bytes=80 * GIB, error="GPU is lost"),)
+    )
     window.add(HeadroomWindow.readings_from_tick(lost))
     launches, waiting = one(window, [job(1, 20 * GIB, max_util=100)], 11)
     assert launches == ()
@@ -180,12 +204,21 @@ def test_a_gpu_lost_before_its_size_was_known_is_not_called_too_small() -> None:
 
 
 def test_readings_from_tick_free_is_total_minus_used() -> None:
-    tick = GpuTick(T0, (
-        GpuSample(0, uuid(0), "H100", memory_used_bytes=5 * GIB,
-                  memory_total_bytes=80 * GIB, gpu_util_pct=3.0),
-        GpuSample(1, uuid(1), "H100", memory_used_bytes=None, memory_total_bytes=80 * GIB),
-        GpuSample(2, "unknown-2", "unknown", error="Unknown Error"),
-    ))
+    tick = GpuTick(
+        T0,
+        (
+            GpuSample(
+                0,
+                uuid(0),
+                "H100",
+                memory_used_bytes=5 * GIB,
+                memory_total_bytes=80 * GIB,
+                gpu_util_pct=3.0,
+            ),
+            GpuSample(1, uuid(1), "H100", memory_used_bytes=None, memory_total_bytes=80 * GIB),
+            GpuSample(2, "unknown-2", "unknown", error="Unknown Error"),
+        ),
+    )
     assert HeadroomWindow.readings_from_tick(tick) == [
         GpuReading(T0, uuid(0), 0, 80 * GIB, 75 * GIB, 3.0),
         GpuReading(T0, uuid(1), 1, 80 * GIB, 0, None, "memory not reported"),
@@ -205,9 +238,11 @@ def test_the_window_keeps_only_the_settle_period_plus_one_reading() -> None:
 
 # --- choosing GPUs ----------------------------------------------------------------------------
 
+
 def test_best_fit_picks_the_gpu_with_least_headroom_left() -> None:
-    window = steady(range(11), g0={"free": 70 * GIB}, g1={"free": 22 * GIB},
-                    g2={"free": 21 * GIB - 1})
+    window = steady(
+        range(11), g0={"free": 70 * GIB}, g1={"free": 22 * GIB}, g2={"free": 21 * GIB - 1}
+    )
     assert one(window, [job(1, 20 * GIB)], 10)[0] == (Launch(1, (uuid(1),), (1,)),)
     assert one(window, [job(1, 40 * GIB)], 10)[0] == (Launch(1, (uuid(0),), (0,)),)
 
@@ -216,16 +251,23 @@ def test_best_fit_uses_the_lowest_free_over_the_window() -> None:
     # GPU 1 has more free now but dipped to 30 GiB: it is the tighter fit.
     window = HeadroomWindow()
     for t in range(11):
-        window.add([reading(t, 0, free=35 * GIB),
-                    reading(t, 1, free=30 * GIB if t == 3 else 60 * GIB)])
+        window.add(
+            [reading(t, 0, free=35 * GIB), reading(t, 1, free=30 * GIB if t == 3 else 60 * GIB)]
+        )
     assert one(window, [job(1, 20 * GIB)], 10)[0] == (Launch(1, (uuid(1),), (1,)),)
 
 
 def test_two_gpus_are_picked_by_best_fit_and_listed_in_index_order() -> None:
-    window = steady(range(11), g0={"free": 70 * GIB}, g1={"free": 30 * GIB},
-                    g2={"free": 25 * GIB}, g3={"util": 85.0})
+    window = steady(
+        range(11),
+        g0={"free": 70 * GIB},
+        g1={"free": 30 * GIB},
+        g2={"free": 25 * GIB},
+        g3={"util": 85.0},
+    )
     assert one(window, [job(1, 20 * GIB, gpus=2)], 10)[0] == (
-        Launch(1, (uuid(1), uuid(2)), (1, 2)),)
+        Launch(1, (uuid(1), uuid(2)), (1, 2)),
+    )
 
 
 def test_two_gpus_needed_one_qualifies() -> None:
@@ -238,12 +280,13 @@ def test_two_gpus_needed_one_qualifies() -> None:
 def test_a_job_larger_than_any_gpu_says_so() -> None:
     window = steady(range(11), g0={}, g1={})
     assert one(window, [job(1, 100 * GIB)], 10)[1] == {
-        1: "needs 100 GiB + 1 GiB margin, more than any GPU here holds (80 GiB)"}
-    assert one(window, [job(1, 20 * GIB, gpus=3)], 10)[1] == {
-        1: "needs 3 GPUs, this host shows 2"}
+        1: "needs 100 GiB + 1 GiB margin, more than any GPU here holds (80 GiB)"
+    }
+    assert one(window, [job(1, 20 * GIB, gpus=3)], 10)[1] == {1: "needs 3 GPUs, this host shows 2"}
     mixed = steady(range(11), g0={}, g1={"total": 40 * GIB, "free": 39 * GIB})
     assert one(mixed, [job(1, 50 * GIB, gpus=2)], 10)[1] == {
-        1: "needs 2 GPUs with 50 GiB + 1 GiB margin; only 1 of 2 are that large"}
+        1: "needs 2 GPUs with 50 GiB + 1 GiB margin; only 1 of 2 are that large"
+    }
 
 
 def test_no_readings_yet() -> None:
@@ -252,23 +295,28 @@ def test_no_readings_yet() -> None:
 
 # --- reservations -----------------------------------------------------------------------------
 
+
 def test_other_users_reservations_subtract_from_their_gpu() -> None:
     window = steady(range(11), g0={"free": 50 * GIB}, g1={"free": 40 * GIB})
     theirs = [Reservation(uuid(1), 10 * GIB, "bob/7"), Reservation(uuid(1), 9 * GIB, "bob/8")]
     # GPU 1: 40 - 19 = 21 GiB left, exactly 20 + 1: still the best fit.
     assert one(window, [job(1, 20 * GIB)], 10, reservations=theirs)[0] == (
-        Launch(1, (uuid(1),), (1,)),)
+        Launch(1, (uuid(1),), (1,)),
+    )
     theirs.append(Reservation(uuid(1), 1, "carol/1"))
     assert one(window, [job(1, 20 * GIB)], 10, reservations=theirs)[0] == (
-        Launch(1, (uuid(0),), (0,)),)
+        Launch(1, (uuid(0),), (0,)),
+    )
     theirs.append(Reservation(uuid(0), 30 * GIB, "carol/2"))
     assert one(window, [job(1, 20 * GIB)], 10, reservations=theirs)[1] == {
-        1: "GPU 1: 21.0 GiB free after 19.0 GiB reserved; needs 20 GiB + 1 GiB margin"}
+        1: "GPU 1: 21.0 GiB free after 19.0 GiB reserved; needs 20 GiB + 1 GiB margin"
+    }
     # The nearest miss is named: GPU 1 lacks one byte, GPU 0 a whole GiB.
     theirs.pop(2)
     theirs.append(Reservation(uuid(1), GIB, "carol/1"))
     assert one(window, [job(1, 20 * GIB)], 10, reservations=theirs)[1] == {
-        1: "GPU 0: 20 GiB free after 30 GiB reserved; needs 20 GiB + 1 GiB margin"}
+        1: "GPU 0: 20 GiB free after 30 GiB reserved; needs 20 GiB + 1 GiB margin"
+    }
 
 
 def test_launches_in_one_decision_reserve_for_the_next_jobs() -> None:
@@ -283,24 +331,29 @@ def test_a_reason_given_before_a_launch_is_given_again_after_it() -> None:
     jobs = [job(1, 50 * GIB), job(2, 20 * GIB), job(3, 50 * GIB)]
     launches, waiting = one(window, jobs, 10)
     assert launches == (Launch(2, (uuid(0),), (0,)),)
-    assert waiting == {1: "GPU 0: 45 GiB free; needs 50 GiB + 1 GiB margin",
-                       3: "GPU 0: 25 GiB free after 20 GiB reserved; needs 50 GiB + 1 GiB margin"}
+    assert waiting == {
+        1: "GPU 0: 45 GiB free; needs 50 GiB + 1 GiB margin",
+        3: "GPU 0: 25 GiB free after 20 GiB reserved; needs 50 GiB + 1 GiB margin",
+    }
 
 
 def test_alike_jobs_get_the_same_reason() -> None:
     window = steady(range(4, 11), g0={"free": 45 * GIB})
     waiting = one(window, [job(i, 20 * GIB) for i in range(1, 5)], 10)[1]
     assert set(waiting.values()) == {
-        "GPU 0: 45 GiB free for 6 s of 10 s; needs 20 GiB + 1 GiB margin"}
+        "GPU 0: 45 GiB free for 6 s of 10 s; needs 20 GiB + 1 GiB margin"
+    }
     assert sorted(waiting) == [1, 2, 3, 4]
 
 
 def test_reserved_by_gpu_sums_per_uuid() -> None:
-    assert reserved_by_gpu([Reservation("a", 1, "x"), Reservation("b", 2, "y"),
-                            Reservation("a", 3, "z")]) == {"a": 4, "b": 2}
+    assert reserved_by_gpu(
+        [Reservation("a", 1, "x"), Reservation("b", 2, "y"), Reservation("a", 3, "z")]
+    ) == {"a": 4, "b": 2}
 
 
 # --- order, `after`, backfilling --------------------------------------------------------------
+
 
 def test_queue_order_is_position_not_id() -> None:
     window = steady(range(11), g0={"free": 25 * GIB})
@@ -312,11 +365,15 @@ def test_queue_order_is_position_not_id() -> None:
 
 def test_after_waits_for_the_job_to_be_done() -> None:
     window = steady(range(11))
-    for state, words in ((JobState.RUNNING, "waits for job 1 (running)"),
-                         (JobState.LAUNCHING, "waits for job 1 (launching)"),
-                         (JobState.WAITING, "waits for job 1 (waiting)"),
-                         (JobState.FAILED, "waits for job 1 (failed): it starts only if that "
-                                           "job is run again and succeeds")):
+    for state, words in (
+        (JobState.RUNNING, "waits for job 1 (running)"),
+        (JobState.LAUNCHING, "waits for job 1 (launching)"),
+        (JobState.WAITING, "waits for job 1 (waiting)"),
+        (
+            JobState.FAILED,
+            "waits for job 1 (failed): it starts only if that job is run again and succeeds",
+        ),
+    ):
         first = job(1, 90 * GIB, state=state)  # never fits, so a waiting job 1 stays
         assert one(window, [first, job(2, GIB, after=1)], 10)[1][2] == words
     assert one(window, [job(2, GIB, after=1)], 10)[1] == {2: "waits for job 1 (not in the queue)"}
@@ -339,9 +396,11 @@ def test_after_30_min_the_first_job_holds_the_line() -> None:
     big = job(1, 60 * GIB, created_at=now - 1800)
     launches, waiting = one(window, [big, job(2, 10 * GIB), job(3, GIB, after=9)], 10)
     assert launches == ()
-    assert waiting == {1: "GPU 0: 30 GiB free; needs 60 GiB + 1 GiB margin",
-                       2: "waits behind job 1, first in line for 30 min",
-                       3: "waits for job 9 (not in the queue)"}
+    assert waiting == {
+        1: "GPU 0: 30 GiB free; needs 60 GiB + 1 GiB margin",
+        2: "waits behind job 1, first in line for 30 min",
+        3: "waits for job 9 (not in the queue)",
+    }
     # A job that can never fit on this host does not hold anyone back.
     huge = job(1, 90 * GIB, created_at=now - 7200)
     assert one(window, [huge, job(2, 10 * GIB)], 10)[0] == (Launch(2, (uuid(0),), (0,)),)
@@ -358,17 +417,23 @@ def test_only_waiting_jobs_are_launched() -> None:
 
 # --- a property over arbitrary timelines ------------------------------------------------------
 
+
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 80), st.integers(0, 80), st.sampled_from([0.0, 50.0])),
-                min_size=1, max_size=25),
-       st.lists(st.integers(0, 40), min_size=1, max_size=6),
-       st.integers(0, 30))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 80), st.integers(0, 80), st.sampled_from([0.0, 50.0])),
+        min_size=1,
+        max_size=25,
+    ),
+    st.lists(st.integers(0, 40), min_size=1, max_size=6),
+    st.integers(0, 30),
+)
 def test_launches_always_fit_every_reading_of_the_settle_period(
-        rounds: list[tuple[int, int, float]], needs: list[int], reserved_gib: int) -> None:
+    rounds: list[tuple[int, int, float]], needs: list[int], reserved_gib: int
+) -> None:
     window = HeadroomWindow()
     for t, (free0, free1, util) in enumerate(rounds):
-        window.add([reading(t, 0, free=free0 * GIB, util=util),
-                    reading(t, 1, free=free1 * GIB)])
+        window.add([reading(t, 0, free=free0 * GIB, util=util), reading(t, 1, free=free1 * GIB)])
     now = T0 + len(rounds) - 1
     reservations = [Reservation(uuid(0), reserved_gib * GIB, "other")]
     jobs = [job(i + 1, n * GIB) for i, n in enumerate(needs)]
@@ -383,21 +448,29 @@ def test_launches_always_fit_every_reading_of_the_settle_period(
         assert len(rounds) >= 11
         assert all(r.free_bytes - taken[uuid(gpu)] >= MARGIN for r in period)
         assert all(r.util_pct is None or r.util_pct < 10 for r in period)
-    assert set(decision.waiting) | {x.job_id for x in decision.launches} == set(range(
-        1, len(needs) + 1))
+    assert set(decision.waiting) | {x.job_id for x in decision.launches} == set(
+        range(1, len(needs) + 1)
+    )
 
 
 # --- replay of recorded sessions --------------------------------------------------------------
 
-def first_launch(session: str, need: int, *, max_util: float = 10.0, gpus: int = 1,
-                 settle_s: float = 10.0) -> tuple[float, Launch] | None:
+
+def first_launch(
+    session: str, need: int, *, max_util: float = 10.0, gpus: int = 1, settle_s: float = 10.0
+) -> tuple[float, Launch] | None:
     """Feed a recorded session tick by tick; when does a job of this need first start?"""
     window = HeadroomWindow(settle_s=settle_s)
     reader = SessionReader(SESSIONS / session)
     for tick in reader.gpu_ticks():
         window.add(HeadroomWindow.readings_from_tick(tick))
-        decision = decide(window, [job(1, need, max_util=max_util, gpus=gpus)], [],
-                          tick.taken_at, settle_s=settle_s)
+        decision = decide(
+            window,
+            [job(1, need, max_util=max_util, gpus=gpus)],
+            [],
+            tick.taken_at,
+            settle_s=settle_s,
+        )
         if decision.launches:
             return tick.taken_at, decision.launches[0]
     return None
@@ -420,8 +493,9 @@ def by_hand(session: str, gpu: int, need: int, max_util: float, settle_s: float)
             continue
         start = max(before)
         period = [r for r in rows if start <= r[0] <= t]
-        if all(free >= need + MARGIN and (util is None or util < max_util)
-               for _, free, util in period):
+        if all(
+            free >= need + MARGIN and (util is None or util < max_util) for _, free, util in period
+        ):
             return t
     return None
 
@@ -448,8 +522,9 @@ def test_replay_e2e_without_the_util_rule_the_h100_qualifies_once_memory_settles
 
 def test_replay_e2e_two_gpus_only_when_both_qualify() -> None:
     t, launch = first_launch("e2e", 30 * GIB, max_util=101.0, gpus=2)
-    assert t == max(by_hand("e2e", 0, 30 * GIB, 101.0, 10.0),
-                    by_hand("e2e", 1, 30 * GIB, 101.0, 10.0))
+    assert t == max(
+        by_hand("e2e", 0, 30 * GIB, 101.0, 10.0), by_hand("e2e", 1, 30 * GIB, 101.0, 10.0)
+    )
     assert launch.gpu_indices == (0, 1)
 
 

@@ -29,15 +29,15 @@ def _launching(store: QueueStore, tmp_path: Path, spec: JobSpec):
 
 
 def test_an_uncommitted_launch_gives_up_without_running_the_command(
-        store: QueueStore, tmp_path: Path) -> None:
+    store: QueueStore, tmp_path: Path
+) -> None:
     job, session = _launching(store, tmp_path, mark_spec("a", tmp_path, 1))
     started = start(job, session, ["GPU-x"], tmp_path / "state")
     assert started.process.poll() is None  # held at the gate
     started.open_gate()  # as if the runner died before mark_running: the pipe closes
     assert started.process.wait(30) == NOT_COMMITTED
     assert ran(tmp_path) == [] and not (session / "command.log").exists()
-    assert "the command was not started: job 1 is launching" in \
-        (session / RUNNER_OUT).read_text()
+    assert "the command was not started: job 1 is launching" in (session / RUNNER_OUT).read_text()
 
 
 def test_a_killed_runner_closes_the_gate_too(store: QueueStore, tmp_path: Path) -> None:
@@ -82,13 +82,17 @@ def test_recorder_is_this_gpuherd_whatever_the_job_cwd_holds(tmp_path: Path) -> 
     wait_until(lambda: ran(tmp_path) == ["a"])
 
 
-@pytest.mark.parametrize(("argv", "why"), [
-    (("no-such-command-xyz", "--flag"), "command not found: no-such-command-xyz"),
-    (("./missing.sh",), "command not found: ./missing.sh (in {cwd})"),
-    (("./plain.txt",), "command not executable: ./plain.txt"),
-])
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (("no-such-command-xyz", "--flag"), "command not found: no-such-command-xyz"),
+        (("./missing.sh",), "command not found: ./missing.sh (in {cwd})"),
+        (("./plain.txt",), "command not executable: ./plain.txt"),
+    ],
+)
 def test_a_command_that_cannot_start_is_refused_before_anything_runs(
-        tmp_path: Path, argv: tuple[str, ...], why: str) -> None:
+    tmp_path: Path, argv: tuple[str, ...], why: str
+) -> None:
     (tmp_path / "plain.txt").write_text("not a program\n")
     job = QueueStore.open(tmp_path / "state").add(JobSpec(argv=argv, cwd=str(tmp_path)))
     with pytest.raises(QueueError) as raised:
@@ -98,8 +102,9 @@ def test_a_command_that_cannot_start_is_refused_before_anything_runs(
 
 
 def test_a_vanished_cwd_is_refused(tmp_path: Path) -> None:
-    job = QueueStore.open(tmp_path / "state").add(JobSpec(argv=("true",),
-                                                          cwd=str(tmp_path / "gone")))
+    job = QueueStore.open(tmp_path / "state").add(
+        JobSpec(argv=("true",), cwd=str(tmp_path / "gone"))
+    )
     with pytest.raises(QueueError) as raised:
         launch(job, tmp_path / "session", ["GPU-x"])
     assert raised.value.msg == f"cwd vanished: {tmp_path / 'gone'} is not a directory any more"

@@ -89,6 +89,7 @@ def entry_files(ledger: Ledger) -> list[str]:
 
 # --- the directory and the lock ---------------------------------------------------------------
 
+
 def test_default_dir_is_tmp_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GPUHERD_LEDGER_DIR", raising=False)
     assert default_ledger_dir() == Path("/tmp/gpuherd-ledger")
@@ -113,11 +114,18 @@ def test_entries_are_0644_json_files_of_their_owner_and_no_temp_is_left(ledger: 
     info = (ledger.directory / name).lstat()
     assert stat.S_IMODE(info.st_mode) == 0o644 and info.st_uid == os.geteuid()
     assert json.loads((ledger.directory / name).read_text()) == {
-        "gpu_uuid": GPU_A, "bytes": 20 * GIB, "uid": os.geteuid(), "pid": pid,
-        "pid_start_time": start, "expires_at": FAR, "job": "alice/1"}
+        "gpu_uuid": GPU_A,
+        "bytes": 20 * GIB,
+        "uid": os.geteuid(),
+        "pid": pid,
+        "pid_start_time": start,
+        "expires_at": FAR,
+        "job": "alice/1",
+    }
 
 
 # --- what counts ------------------------------------------------------------------------------
+
 
 def test_exact_reserved_totals_per_gpu_on_two_gpus(ledger: Ledger) -> None:
     pid, start = me()
@@ -129,12 +137,15 @@ def test_exact_reserved_totals_per_gpu_on_two_gpus(ledger: Ledger) -> None:
         live = view.live()
     assert reserved_by_gpu(live) == {GPU_A: 23 * GIB + 7, GPU_B: 5 * GIB}
     assert sorted(live, key=lambda r: (r.gpu_uuid, r.bytes)) == [
-        Reservation(GPU_A, 3 * GIB + 7, "j2"), Reservation(GPU_A, 20 * GIB, "j1"),
-        Reservation(GPU_B, 5 * GIB, "j2")]
+        Reservation(GPU_A, 3 * GIB + 7, "j2"),
+        Reservation(GPU_A, 20 * GIB, "j1"),
+        Reservation(GPU_B, 5 * GIB, "j2"),
+    ]
 
 
-def test_a_dead_process_entry_is_ignored_and_deleted_by_its_owner(ledger: Ledger,
-                                                                  sleeper: psutil.Process) -> None:
+def test_a_dead_process_entry_is_ignored_and_deleted_by_its_owner(
+    ledger: Ledger, sleeper: psutil.Process
+) -> None:
     pid, start = me()
     with ledger.locked() as view:
         view.reserve(GPU_A, 10 * GIB, "mine", pid, start, FAR)
@@ -195,10 +206,12 @@ def test_release_drops_only_that_jobs_entries(ledger: Ledger) -> None:
 def test_reserve_refuses_bad_values(ledger: Ledger) -> None:
     pid, start = me()
     with ledger.locked() as view:
-        for args, words in (((GPU_A, -1, "j"), "bytes and pid must be positive"),
-                            ((GPU_A, True, "j"), "bytes is not an int"),
-                            ((GPU_A, GIB, ""), "job is empty or longer than 256"),
-                            ((GPU_A, GIB, "x" * 257), "job is empty or longer than 256")):
+        for args, words in (
+            ((GPU_A, -1, "j"), "bytes and pid must be positive"),
+            ((GPU_A, True, "j"), "bytes is not an int"),
+            ((GPU_A, GIB, ""), "job is empty or longer than 256"),
+            ((GPU_A, GIB, "x" * 257), "job is empty or longer than 256"),
+        ):
             with pytest.raises(ValueError, match=words):
                 view.reserve(*args, pid, start, FAR)
     assert entry_files(ledger) == []
@@ -219,6 +232,7 @@ def test_own_leftover_temp_files_are_cleaned(ledger: Ledger) -> None:
 
 
 # --- entries that are not regular files: skipped with a warning -------------------------------
+
 
 def _good(ledger: Ledger) -> dict[str, object]:
     pid, start = me()
@@ -247,26 +261,43 @@ BAD_FILES = {
     "res-0-fifo.json": ("fifo", None, "not a regular file"),
     "res-0-dir.json": ("dir", None, "not a regular file"),
     "res-0-junk.json": ("text", "not json", "not JSON"),
-    "res-0-keys.json": ("text", json.dumps({"bytes": 1}), "not an entry (it needs exactly the "
-                        "keys bytes, expires_at, gpu_uuid, job, pid, pid_start_time, uid)"),
+    "res-0-keys.json": (
+        "text",
+        json.dumps({"bytes": 1}),
+        "not an entry (it needs exactly the "
+        "keys bytes, expires_at, gpu_uuid, job, pid, pid_start_time, uid)",
+    ),
     "res-0-big.json": ("text", " " * 5000, "larger than 4096 bytes"),
-    "res-0-forged.json": ("forged", None, f"it says uid {OTHER_UID} but belongs to uid "
-                          f"{os.geteuid()}"),
+    "res-0-forged.json": (
+        "forged",
+        None,
+        f"it says uid {OTHER_UID} but belongs to uid {os.geteuid()}",
+    ),
     # Each of these raised out of `live()` once, stopping every user's runner.
     "res-0-deep.json": ("text", "[" * 4000, DEEP_WHY),
-    "res-0-pid.json": ("override", {"pid": 2**40},
-                       f"pid above {PID_MAX} or uid outside 0..{2**32 - 2}"),
-    "res-0-start.json": ("override", {"pid_start_time": 10**400},
-                         "pid_start_time is not a finite number"),
+    "res-0-pid.json": (
+        "override",
+        {"pid": 2**40},
+        f"pid above {PID_MAX} or uid outside 0..{2**32 - 2}",
+    ),
+    "res-0-start.json": (
+        "override",
+        {"pid_start_time": 10**400},
+        "pid_start_time is not a finite number",
+    ),
     # NaN is never more than 0.01 s away from a start time: it would match any process.
-    "res-0-nan.json": ("override", {"pid_start_time": float("nan")},
-                       "pid_start_time is not a finite number"),
+    "res-0-nan.json": (
+        "override",
+        {"pid_start_time": float("nan")},
+        "pid_start_time is not a finite number",
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(BAD_FILES))
-def test_each_bad_file_is_skipped_and_named_once_with_why(ledger: Ledger, warnings: list[str],
-                                                          shared: Path, name: str) -> None:
+def test_each_bad_file_is_skipped_and_named_once_with_why(
+    ledger: Ledger, warnings: list[str], shared: Path, name: str
+) -> None:
     good = _good(ledger)
     d = ledger.directory
     kind, text, why = BAD_FILES[name]
@@ -289,8 +320,9 @@ def test_each_bad_file_is_skipped_and_named_once_with_why(ledger: Ledger, warnin
     assert warnings == [f"ledger: {d}/{name}: {why}; not counted"]
 
 
-def test_many_bad_files_are_one_line_and_a_later_one_another(ledger: Ledger,
-                                                            warnings: list[str]) -> None:
+def test_many_bad_files_are_one_line_and_a_later_one_another(
+    ledger: Ledger, warnings: list[str]
+) -> None:
     """As the attack ran it: 20,000 junk files, read at every decision, say one line."""
     _good(ledger)
     d = ledger.directory
@@ -299,8 +331,10 @@ def test_many_bad_files_are_one_line_and_a_later_one_another(ledger: Ledger,
     for _ in range(3):
         with ledger.locked() as view:
             assert view.live() == [Reservation(GPU_A, 3 * GIB, "good")]
-    assert warnings == [f"ledger: 20000 files in {d} are not counted (the first, junk-00000: "
-                        "not a ledger entry); each is named once"]
+    assert warnings == [
+        f"ledger: 20000 files in {d} are not counted (the first, junk-00000: "
+        "not a ledger entry); each is named once"
+    ]
     (d / "res-0-late.json").write_text("{")
     with ledger.locked() as view:
         view.live()
@@ -308,6 +342,7 @@ def test_many_bad_files_are_one_line_and_a_later_one_another(ledger: Ledger,
 
 
 # --- refusals ---------------------------------------------------------------------------------
+
 
 def test_a_symlinked_ledger_dir_is_refused(shared: Path) -> None:
     (shared / "real").mkdir(mode=0o700)
@@ -326,7 +361,8 @@ def test_writable_by_others_without_the_sticky_bit_is_refused(shared: Path, mode
     assert caught.value.msg == (
         f"the ledger directory {shared}/ledger is writable by other users but has no sticky "
         f"bit (mode {mode:04o}), so anyone could delete reservations; run: chmod 1777 "
-        f"{shared}/ledger")
+        f"{shared}/ledger"
+    )
 
 
 def test_a_file_in_place_of_the_dir_is_refused(shared: Path) -> None:
@@ -342,7 +378,8 @@ def test_a_private_dir_of_ones_own_is_accepted(shared: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["symlink", "fifo", "dir", "foreign"])
 def test_a_lock_that_is_not_the_owners_regular_file_is_named_once_and_not_used(
-        shared: Path, kind: str) -> None:
+    shared: Path, kind: str
+) -> None:
     d = shared / "ledger"
     d.mkdir()
     d.chmod(0o1777)
@@ -357,11 +394,13 @@ def test_a_lock_that_is_not_the_owners_regular_file_is_named_once_and_not_used(
     else:
         lock.write_text("")
         os.chown(lock, OTHER_UID, OTHER_UID) if AS_ROOT else pytest.skip("needs root")
-    what = {"symlink": "is a symbolic link, not the ledger's lock",
-            "fifo": "is not a regular file (a named pipe)",
-            "dir": "is not a regular file (a directory)",
-            "foreign": f"belongs to uid {OTHER_UID}, not to the ledger directory's owner "
-                       f"(root (uid 0)), so it is not trusted"}[kind]
+    what = {
+        "symlink": "is a symbolic link, not the ledger's lock",
+        "fifo": "is not a regular file (a named pipe)",
+        "dir": "is not a regular file (a directory)",
+        "foreign": f"belongs to uid {OTHER_UID}, not to the ledger directory's owner "
+        f"(root (uid 0)), so it is not trusted",
+    }[kind]
     said: list[str] = []
     ledger = Ledger(d, on_warning=said.append)
     pid, start = me()
@@ -369,8 +408,10 @@ def test_a_lock_that_is_not_the_owners_regular_file_is_named_once_and_not_used(
         with ledger.locked() as view:
             view.reserve(GPU_A, GIB, f"j{_}", pid, start, FAR)
             assert len(view.live()) == _ + 1
-    assert said == [f"ledger: {lock} {what}; it is not used (the ledger directory's own lock "
-                    "still orders runners)"]
+    assert said == [
+        f"ledger: {lock} {what}; it is not used (the ledger directory's own lock "
+        "still orders runners)"
+    ]
 
 
 HOLD = textwrap.dedent("""
@@ -383,9 +424,13 @@ HOLD = textwrap.dedent("""
 
 
 def test_a_lock_held_too_long_is_named_with_its_holder_and_the_ledger_goes_on(
-        ledger: Ledger) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ledger.directory / "ledger.lock")],
-                              stdout=subprocess.PIPE, text=True)
+    ledger: Ledger,
+) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(ledger.directory / "ledger.lock")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     said: list[str] = []
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
@@ -397,18 +442,20 @@ def test_a_lock_held_too_long_is_named_with_its_holder_and_the_ledger_goes_on(
         holder.kill()
         holder.wait()
     lock = ledger.directory / "ledger.lock"
-    assert said == [f"ledger: {lock} has been held for over 0.2 s by pid {holder.pid} (user "
-                    "root (uid 0)); it is not used (the ledger directory's own lock still "
-                    "orders runners)"]
+    assert said == [
+        f"ledger: {lock} has been held for over 0.2 s by pid {holder.pid} (user "
+        "root (uid 0)); it is not used (the ledger directory's own lock still "
+        "orders runners)"
+    ]
     with slow.locked() as view:  # released with its holder
         assert view.live() == []
     assert said[1:] == [f"ledger: {lock} is usable again"]
 
 
-def test_a_held_directory_is_named_with_its_holder_and_the_ledger_goes_on(
-        ledger: Ledger) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ledger.directory)],
-                              stdout=subprocess.PIPE, text=True)
+def test_a_held_directory_is_named_with_its_holder_and_the_ledger_goes_on(ledger: Ledger) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(ledger.directory)], stdout=subprocess.PIPE, text=True
+    )
     said: list[str] = []
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
@@ -420,10 +467,12 @@ def test_a_held_directory_is_named_with_its_holder_and_the_ledger_goes_on(
     finally:
         holder.kill()
         holder.wait()
-    assert said == [f"ledger: {ledger.directory} (the ledger directory) has been held for over "
-                    f"0.2 s by pid {holder.pid} (user root (uid 0)); going on without it: "
-                    "reservations are still read and written, but two runners deciding at the "
-                    "same moment could share headroom"]
+    assert said == [
+        f"ledger: {ledger.directory} (the ledger directory) has been held for over "
+        f"0.2 s by pid {holder.pid} (user root (uid 0)); going on without it: "
+        "reservations are still read and written, but two runners deciding at the "
+        "same moment could share headroom"
+    ]
     with slow.locked() as view:
         assert len(view.live()) == 3
     assert said[1:] == [f"ledger: {ledger.directory} can be locked again"]
@@ -445,20 +494,33 @@ def test_a_root_dir_that_this_user_cannot_write_is_refused(shared: Path) -> None
     needs_two_uids()
     d = shared / "ledger"
     d.mkdir(mode=0o755)
-    out = subprocess.run(as_uid(OTHER_UID + 1, [sys.executable, "-c", PROBE, str(d)]),
-                         capture_output=True, text=True, timeout=60)
-    assert (out.returncode, out.stdout) == (2, (
-        f"the ledger directory {d} belongs to root (uid 0) with mode 0755, so this user "
-        f"cannot add reservations; it must be mode 1777 (its owner or root can run: "
-        f"chmod 1777 {d})\n")), out.stderr
+    out = subprocess.run(
+        as_uid(OTHER_UID + 1, [sys.executable, "-c", PROBE, str(d)]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (out.returncode, out.stdout) == (
+        2,
+        (
+            f"the ledger directory {d} belongs to root (uid 0) with mode 0755, so this user "
+            f"cannot add reservations; it must be mode 1777 (its owner or root can run: "
+            f"chmod 1777 {d})\n"
+        ),
+    ), out.stderr
     d.chmod(0o1777)  # the same directory shared like /tmp is fine
-    out = subprocess.run(as_uid(OTHER_UID + 1, [sys.executable, "-c", PROBE, str(d)]),
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        as_uid(OTHER_UID + 1, [sys.executable, "-c", PROBE, str(d)]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert (out.returncode, out.stdout) == (0, "accepted\n"), out.stderr
 
 
 def test_another_users_entries_count_but_only_their_owner_deletes_them(
-        ledger: Ledger, her_sleeper: psutil.Process) -> None:
+    ledger: Ledger, her_sleeper: psutil.Process
+) -> None:
     sleeper = her_sleeper
     write = textwrap.dedent("""
         import sys
@@ -468,10 +530,24 @@ def test_another_users_entries_count_but_only_their_owner_deletes_them(
             view.reserve(sys.argv[5], 6 << 30, "bob/1", pid, start, expires)
             print(len(view.live()))
     """)
-    out = subprocess.run(as_uid(OTHER_UID, [sys.executable, "-c", write, str(ledger.directory),
-                                            str(sleeper.pid), repr(sleeper.create_time()),
-                                            repr(FAR), GPU_B]),
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        as_uid(
+            OTHER_UID,
+            [
+                sys.executable,
+                "-c",
+                write,
+                str(ledger.directory),
+                str(sleeper.pid),
+                repr(sleeper.create_time()),
+                repr(FAR),
+                GPU_B,
+            ],
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert (out.returncode, out.stdout) == (0, "1\n"), out.stderr
     [name] = entry_files(ledger)
     assert (ledger.directory / name).lstat().st_uid == OTHER_UID
@@ -509,17 +585,32 @@ WORKER = textwrap.dedent("""
 """)
 
 
-def race(ledger: Ledger, uids: list[int | None],
-         theirs: psutil.Process | None = None) -> list[str]:
+def race(ledger: Ledger, uids: list[int | None], theirs: psutil.Process | None = None) -> list[str]:
     cap, need = 80 * GIB, 10 * GIB
     workers = []
     for i, uid in enumerate(uids):
         pid, start = me() if uid is None or theirs is None else (theirs.pid, theirs.create_time())
-        argv = [sys.executable, "-c", WORKER, str(ledger.directory), GPU_A, str(need),
-                str(cap), f"job-{i}", str(pid), repr(start), repr(FAR)]
-        workers.append(subprocess.Popen(argv if uid is None else as_uid(uid, argv),
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True))
+        argv = [
+            sys.executable,
+            "-c",
+            WORKER,
+            str(ledger.directory),
+            GPU_A,
+            str(need),
+            str(cap),
+            f"job-{i}",
+            str(pid),
+            repr(start),
+            repr(FAR),
+        ]
+        workers.append(
+            subprocess.Popen(
+                argv if uid is None else as_uid(uid, argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        )
     try:
         for w in workers:
             assert w.stdout is not None and w.stdout.readline() == "ready\n"
@@ -546,33 +637,36 @@ def test_concurrent_reservations_never_exceed_the_cap(ledger: Ledger) -> None:
 
 
 def test_concurrent_reservations_of_two_uids_never_exceed_the_cap(
-        ledger: Ledger, her_sleeper: psutil.Process) -> None:
+    ledger: Ledger, her_sleeper: psutil.Process
+) -> None:
     race(ledger, [None, OTHER_UID] * 7, her_sleeper)
     owners = {(ledger.directory / n).lstat().st_uid for n in entry_files(ledger)}
     assert owners <= {0, OTHER_UID}
 
 
-def test_with_ledger_lock_squatted_the_directory_lock_still_orders_runners(
-        ledger: Ledger) -> None:
+def test_with_ledger_lock_squatted_the_directory_lock_still_orders_runners(ledger: Ledger) -> None:
     lock = ledger.directory / "ledger.lock"
     lock.unlink()
     lock.mkdir()  # as another user would: ledger.lock is no longer a lock anyone can take
     race(ledger, [None] * 14)
 
 
-def test_bytes_up_to_the_gpus_total_count_one_more_does_not(ledger: Ledger,
-                                                            warnings: list[str]) -> None:
+def test_bytes_up_to_the_gpus_total_count_one_more_does_not(
+    ledger: Ledger, warnings: list[str]
+) -> None:
     pid, start = me()
     with ledger.locked() as view:
         view.reserve(GPU_A, 80 * GIB, "whole", pid, start, FAR)
         view.reserve(GPU_B, 80 * GIB + 1, "more", pid, start, FAR)
         assert view.live(gpu_totals={GPU_A: 80 * GIB, GPU_B: 80 * GIB}) == [
-            Reservation(GPU_A, 80 * GIB, "whole")]
+            Reservation(GPU_A, 80 * GIB, "whole")
+        ]
         # A GPU this host does not show is not judged: the decision never looks at it.
         assert len(view.live()) == 2
     assert len(warnings) == 1 and warnings[0].endswith(
         f"it reserves {80 * GIB + 1} bytes on {GPU_B}, more than that GPU's total "
-        f"({80 * GIB} bytes); not counted")
+        f"({80 * GIB} bytes); not counted"
+    )
 
 
 def test_an_expiry_past_the_longest_grace_after_writing_does_not_count(ledger: Ledger) -> None:
@@ -586,7 +680,8 @@ def test_an_expiry_past_the_longest_grace_after_writing_does_not_count(ledger: L
 
 
 def test_a_file_name_with_terminal_escapes_is_named_with_them_visible(
-        shared: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shared: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A junk file named `ESC[2J...`: the runner's stderr line must not clear a screen."""
     ledger = Ledger(shared / "ledger")  # the default warning sink: stderr, as the runner uses it
     (ledger.directory / "res-\x1b[2J\x1b[Hgone.json").write_text("x")
@@ -604,8 +699,9 @@ def test_a_number_too_long_to_convert_is_a_bad_entry_not_a_crash() -> None:
     assert parse_entry(b"[" * 4000) == ({}, DEEP_WHY)
 
 
-def test_one_uids_entries_count_together_up_to_the_gpus_total(ledger: Ledger,
-                                                              warnings: list[str]) -> None:
+def test_one_uids_entries_count_together_up_to_the_gpus_total(
+    ledger: Ledger, warnings: list[str]
+) -> None:
     """Each entry fits its GPU, but together one uid's may not hold more than the whole GPU."""
     pid, start = me()
     with ledger.locked() as view:
@@ -623,11 +719,13 @@ def test_one_uids_entries_count_together_up_to_the_gpus_total(ledger: Ledger,
         assert len(view.live()) == 8  # a GPU this host does not show is not judged
     assert len(warnings) == 1 and warnings[0].endswith(
         f"with it, uid {os.geteuid()}'s entries on {GPU_B} would reserve more than that GPU's "
-        f"total ({80 * GIB} bytes); not counted")
+        f"total ({80 * GIB} bytes); not counted"
+    )
 
 
 def test_an_entry_counts_for_the_longest_grace_after_this_reader_first_saw_it(
-        ledger: Ledger, shared: Path) -> None:
+    ledger: Ledger, shared: Path
+) -> None:
     """Refreshing a file's ctime (`touch`, `chmod`) does not move when a runner first saw it.
 
     The runner first reads both entries 3000 s before their (refreshed) change time: from
@@ -661,7 +759,8 @@ def test_first_sightings_are_bounded_and_forgotten_with_their_files() -> None:
 
 
 def test_a_ledger_dir_swapped_for_a_link_right_after_it_is_made_is_refused_untouched(
-        shared: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Between mkdir and setting mode 1777, another user replaces the new directory with a link
     to one of root's; the mode must not land on the link's target."""
     victim = shared / "victim"

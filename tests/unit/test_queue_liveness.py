@@ -31,15 +31,22 @@ from gpuherd.queue.store import QueueStore
 from tests.queue_jobs import REPO, command_pid, run_job, start_recording
 from tests.recorded import wait_until
 
-OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has "
-            "a total capacity of 79.19 GiB of which 3.12 GiB is free.")
+OOM_LINE = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has "
+    "a total capacity of 79.19 GiB of which 3.12 GiB is free."
+)
 SESSIONS = REPO / "tests" / "data" / "sessions"
 
 
 def record(session: Path, script: str) -> None:
     """Record `sh -c SCRIPT` into `session` with the real command line, to its end."""
-    subprocess.run([sys.executable, "-m", "gpuherd", "record", str(session), "--", "sh", "-c",
-                    script], capture_output=True, timeout=120, cwd=REPO, check=False)
+    subprocess.run(
+        [sys.executable, "-m", "gpuherd", "record", str(session), "--", "sh", "-c", script],
+        capture_output=True,
+        timeout=120,
+        cwd=REPO,
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -88,8 +95,12 @@ def test_a_cuda_oom_in_the_log_is_found(tmp_path: Path) -> None:
 
 def test_a_command_that_does_not_exist_says_so(tmp_path: Path) -> None:
     session = tmp_path / "s"
-    subprocess.run([sys.executable, "-m", "gpuherd", "record", str(session), "--",
-                    "no-such-program-here"], capture_output=True, timeout=120, cwd=REPO)
+    subprocess.run(
+        [sys.executable, "-m", "gpuherd", "record", str(session), "--", "no-such-program-here"],
+        capture_output=True,
+        timeout=120,
+        cwd=REPO,
+    )
     end = read_job_end(session)
     assert end is not None and end.exit_code == 127 and not end.oom
 
@@ -104,15 +115,28 @@ def test_the_peak_is_the_highest_of_the_run_peaks(tmp_path: Path) -> None:
     meta = json.loads((session / "meta.json").read_text())
     meta["exit_code"], meta["ended_at"] = 0, meta["started_at"] + 39
     meta["run_peaks"] = [
-        {"gpu": 0, "uuid": "GPU-a", "peak_bytes": 5 << 30, "at": None, "method": "per-process",
-         "baseline_bytes": 0},
-        {"gpu": 1, "uuid": "GPU-b", "peak_bytes": 9 << 30, "at": None, "method": "per-process",
-         "baseline_bytes": 0},
+        {
+            "gpu": 0,
+            "uuid": "GPU-a",
+            "peak_bytes": 5 << 30,
+            "at": None,
+            "method": "per-process",
+            "baseline_bytes": 0,
+        },
+        {
+            "gpu": 1,
+            "uuid": "GPU-b",
+            "peak_bytes": 9 << 30,
+            "at": None,
+            "method": "per-process",
+            "baseline_bytes": 0,
+        },
     ]
     (session / "meta.json").write_text(json.dumps(meta))
     end = read_job_end(session)
-    assert end == JobEnd(exit_code=0, ended_at=meta["started_at"] + 39,
-                         peak_vram_bytes=9 << 30, oom=False)
+    assert end == JobEnd(
+        exit_code=0, ended_at=meta["started_at"] + 39, peak_vram_bytes=9 << 30, oom=False
+    )
 
 
 def test_a_killed_recorder_leaves_the_exit_of_its_command(tmp_path: Path) -> None:
@@ -121,19 +145,25 @@ def test_a_killed_recorder_leaves_the_exit_of_its_command(tmp_path: Path) -> Non
     meta.pop("exit_code", None)
     meta["ended_at"] = None
     (session / "meta.json").write_text(json.dumps(meta))
-    (session / "command.exit.json").write_text(json.dumps(
-        {"command": ["x"], "started_at": 100.0, "pid": 1, "ended_at": 150.5, "exit_code": 7}))
+    (session / "command.exit.json").write_text(
+        json.dumps(
+            {"command": ["x"], "started_at": 100.0, "pid": 1, "ended_at": 150.5, "exit_code": 7}
+        )
+    )
     end = read_job_end(session)
     assert end is not None and (end.exit_code, end.ended_at) == (7, 150.5)
 
 
-def test_settle_marks_ended_jobs_by_their_exit_and_leaves_running_ones(store: QueueStore,
-                                                                       tmp_path: Path) -> None:
+def test_settle_marks_ended_jobs_by_their_exit_and_leaves_running_ones(
+    store: QueueStore, tmp_path: Path
+) -> None:
     gate = tmp_path / "gate"
-    failing, recorder1 = run_job(store, tmp_path / "s1", "sh", "-c",
-                                 f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 3")
-    passing, recorder2 = run_job(store, tmp_path / "s2", "sh", "-c",
-                                 f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 0")
+    failing, recorder1 = run_job(
+        store, tmp_path / "s1", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 3"
+    )
+    passing, recorder2 = run_job(
+        store, tmp_path / "s2", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 0"
+    )
     assert settle_ended(store, time.time()) == []
     assert store.get(failing).state is JobState.RUNNING
     gate.touch()
@@ -147,8 +177,9 @@ def test_settle_marks_ended_jobs_by_their_exit_and_leaves_running_ones(store: Qu
     assert settle_ended(store, time.time()) == [], "each job is settled once"
 
 
-def test_a_cancelled_job_settles_as_cancelled_whatever_its_exit(store: QueueStore,
-                                                                  tmp_path: Path) -> None:
+def test_a_cancelled_job_settles_as_cancelled_whatever_its_exit(
+    store: QueueStore, tmp_path: Path
+) -> None:
     session = tmp_path / "s"
     record(session, "exit 0")
     job = store.add(JobSpec(argv=("true",), cwd="/"))
@@ -170,19 +201,25 @@ def test_a_reused_pid_is_not_taken_for_the_supervisor(store: QueueStore, tmp_pat
     assert (settled.state, settled.exit_code) == (JobState.FAILED, 4)
 
 
-def test_a_supervisor_gone_without_a_record_fails_the_job(store: QueueStore,
-                                                          tmp_path: Path) -> None:
+def test_a_supervisor_gone_without_a_record_fails_the_job(
+    store: QueueStore, tmp_path: Path
+) -> None:
     job = store.add(JobSpec(argv=("true",), cwd="/"))
     store.mark_launching(job.id, ["GPU-a"], [0], str(tmp_path / "never-written"))
     store.mark_running(job.id, os.getpid(), 12.0, 1.0)
     now = time.time()
     [settled] = settle_ended(store, now)
     assert (settled.state, settled.exit_code, settled.ended_at, settled.wait_reason) == (
-        JobState.FAILED, None, now, NO_END_RECORDED)
+        JobState.FAILED,
+        None,
+        now,
+        NO_END_RECORDED,
+    )
 
 
-def test_a_job_cancelled_before_its_command_started_says_so(store: QueueStore,
-                                                            tmp_path: Path) -> None:
+def test_a_job_cancelled_before_its_command_started_says_so(
+    store: QueueStore, tmp_path: Path
+) -> None:
     store.add(JobSpec(argv=("true",), cwd="/"))
     store.add(JobSpec(argv=("true",), cwd="/"))
     for job_id in (1, 2):
@@ -191,12 +228,16 @@ def test_a_job_cancelled_before_its_command_started_says_so(store: QueueStore,
     store.request_cancel(2)
     settled = {job.id: job for job in settle_ended(store, time.time())}
     assert (settled[2].state, settled[2].exit_code, settled[2].wait_reason) == (
-        JobState.CANCELLED, None, CANCELLED_BEFORE_START)
+        JobState.CANCELLED,
+        None,
+        CANCELLED_BEFORE_START,
+    )
     assert (settled[1].state, settled[1].wait_reason) == (JobState.FAILED, NO_END_RECORDED)
 
 
 def test_a_launch_left_behind_fails_after_the_timeout_but_never_a_live_one(
-        store: QueueStore, tmp_path: Path) -> None:
+    store: QueueStore, tmp_path: Path
+) -> None:
     lost = store.add(JobSpec(argv=("true",), cwd="/"))
     store.mark_launching(lost.id, ["GPU-a"], [0], str(tmp_path / "lost"))
     live_session = tmp_path / "live"
@@ -211,7 +252,11 @@ def test_a_launch_left_behind_fails_after_the_timeout_but_never_a_live_one(
         assert settle_ended(store, began + LAUNCH_TIMEOUT_S + 1) == []
         back = store.get(lost.id)
         assert (back.state, back.wait_reason, back.attempts, back.session_dir) == (
-            JobState.WAITING, LOST_WHILE_LAUNCHING, 0, None)
+            JobState.WAITING,
+            LOST_WHILE_LAUNCHING,
+            0,
+            None,
+        )
         assert store.get(live.id).state is JobState.LAUNCHING, "a live recording is adopted"
     finally:
         os.killpg(recorder.pid, 15)
@@ -219,12 +264,14 @@ def test_a_launch_left_behind_fails_after_the_timeout_but_never_a_live_one(
     assert recording_pid(live_session) is None
 
 
-def test_a_killed_recorder_whose_command_runs_on_is_still_running(store: QueueStore,
-                                                                   tmp_path: Path) -> None:
+def test_a_killed_recorder_whose_command_runs_on_is_still_running(
+    store: QueueStore, tmp_path: Path
+) -> None:
     session = tmp_path / "s"
     gate = tmp_path / "gate"
-    job_id, recorder = run_job(store, session, "sh", "-c",
-                               f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 6")
+    job_id, recorder = run_job(
+        store, session, "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 6"
+    )
     pid = command_pid(session)
     assert pid is not None
     job = store.get(job_id)
@@ -240,17 +287,25 @@ def test_a_killed_recorder_whose_command_runs_on_is_still_running(store: QueueSt
 
 
 def test_a_job_that_ended_with_no_runner_is_shown_ended_and_left_to_the_runner(
-        store: QueueStore, tmp_path: Path) -> None:
+    store: QueueStore, tmp_path: Path
+) -> None:
     from gpuherd.queue.watch import QueueWatch
 
     gate = tmp_path / "gate"
-    job_id, recorder = run_job(store, tmp_path / "s1", "sh", "-c",
-                               f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 3")
+    job_id, recorder = run_job(
+        store, tmp_path / "s1", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 3"
+    )
     env = {**os.environ, "GPUHERD_STATE_DIR": str(tmp_path / "state")}
 
     def listed() -> dict:
-        out = subprocess.run([sys.executable, "-m", "gpuherd", "queue", "ls", "--json"],
-                             capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "gpuherd", "queue", "ls", "--json"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=60,
+        )
         [job] = json.loads(out.stdout)
         return job
 
@@ -263,6 +318,9 @@ def test_a_job_that_ended_with_no_runner_is_shown_ended_and_left_to_the_runner(
     assert (job["state"], job["exit_code"]) == ("failed", 3) and job["ended_at"] is not None
     [row] = watch.sample().jobs
     assert (row.state, row.exit_code, row.reason) == (
-        "failed", 3, "ended while no runner was running; the next `gpuherd queue run` records it")
+        "failed",
+        3,
+        "ended while no runner was running; the next `gpuherd queue run` records it",
+    )
     assert store.get(job_id).state is JobState.RUNNING  # shown only: the runner records it
     watch.close()

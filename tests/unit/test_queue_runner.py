@@ -32,10 +32,20 @@ def _release_held_jobs(tmp_path: Path) -> Iterator[None]:
 
 
 def test_job_starts_only_after_the_settle_period_on_the_best_fitting_gpu(tmp_path: Path) -> None:
-    q = Queue(tmp_path, [Gpu("GPU-a", used=60 * GiB), Gpu("GPU-b", used=10 * GiB),
-                         Gpu("GPU-c", used=50 * GiB)], settle_s=4.0)
-    spec = JobSpec(argv=("sh", "-c", 'echo "$CUDA_VISIBLE_DEVICES $CUDA_DEVICE_ORDER '
-                         '$GPUHERD_QUEUE_JOB" > env.txt'), cwd=str(q.cwd), vram_bytes=20 * GiB)
+    q = Queue(
+        tmp_path,
+        [Gpu("GPU-a", used=60 * GiB), Gpu("GPU-b", used=10 * GiB), Gpu("GPU-c", used=50 * GiB)],
+        settle_s=4.0,
+    )
+    spec = JobSpec(
+        argv=(
+            "sh",
+            "-c",
+            'echo "$CUDA_VISIBLE_DEVICES $CUDA_DEVICE_ORDER $GPUHERD_QUEUE_JOB" > env.txt',
+        ),
+        cwd=str(q.cwd),
+        vram_bytes=20 * GiB,
+    )
     job = q.add(spec)
     t0 = time.time()
     q.step(t0 - 3.0)
@@ -56,13 +66,19 @@ def test_job_starts_only_after_the_settle_period_on_the_best_fitting_gpu(tmp_pat
 
 
 def test_reservation_moves_to_the_job_and_is_released_when_its_usage_reaches_it(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     gpu = Gpu("GPU-a", total=80 * GiB, used=10 * GiB)
     q = Queue(tmp_path, [gpu], grace_s=600.0)
     hold = q.cwd / "hold"
     hold.touch()
-    first = q.add(JobSpec(argv=("sh", "-c", "while [ -e hold ]; do sleep 0.05; done"),
-                          cwd=str(q.cwd), vram_bytes=40 * GiB))
+    first = q.add(
+        JobSpec(
+            argv=("sh", "-c", "while [ -e hold ]; do sleep 0.05; done"),
+            cwd=str(q.cwd),
+            vram_bytes=40 * GiB,
+        )
+    )
     second = q.add(mark_spec("second", q.cwd, 40))
     q.step()
     running = q.job(first.id)
@@ -121,13 +137,13 @@ def test_reservation_ends_with_the_grace_period(tmp_path: Path) -> None:
     q.step_until(lambda: q.state_of(second.id) is not JobState.WAITING)
     assert (q.job(second.id).started_at or 0) >= entry["expires_at"]
     os.killpg(q.job(first.id).pid or 0, 15)
-    q.step_until(lambda: q.state_of(second.id) is JobState.DONE and
-                 q.state_of(first.id) in ENDED)
+    q.step_until(lambda: q.state_of(second.id) is JobState.DONE and q.state_of(first.id) in ENDED)
     assert ran(q.cwd) == ["second"]
 
 
 def test_a_job_that_cannot_start_fails_with_the_reason_and_the_queue_goes_on(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     q = Queue(tmp_path, [Gpu("GPU-a")])
     gone = tmp_path / "gone"
     gone.mkdir()
@@ -137,11 +153,14 @@ def test_a_job_that_cannot_start_fails_with_the_reason_and_the_queue_goes_on(
     gone.rmdir()
     q.step_until(lambda: q.state_of(fine.id) in ENDED)
     assert q.state_of(missing.id) is JobState.FAILED
-    assert q.job(missing.id).wait_reason == "could not start: command not found: " \
-                                            "no-such-command-xyz"
+    assert (
+        q.job(missing.id).wait_reason == "could not start: command not found: no-such-command-xyz"
+    )
     assert q.state_of(vanished.id) is JobState.FAILED
-    assert q.job(vanished.id).wait_reason == f"could not start: cwd vanished: {gone} is not " \
-                                             "a directory any more"
+    assert (
+        q.job(vanished.id).wait_reason == f"could not start: cwd vanished: {gone} is not "
+        "a directory any more"
+    )
     assert q.state_of(fine.id) is JobState.DONE and ran(q.cwd) == ["fine"]
     assert q.entries() == []
 
@@ -159,13 +178,17 @@ def test_paused_queue_launches_nothing_and_says_why(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("need_gib", "retry_need_gib"), [(10, 15), (2, 4)])
-def test_oom_retry_once_with_a_larger_need(tmp_path: Path, need_gib: int,
-                                           retry_need_gib: int) -> None:
+def test_oom_retry_once_with_a_larger_need(
+    tmp_path: Path, need_gib: int, retry_need_gib: int
+) -> None:
     assert oom_retry_need(need_gib * GiB) == retry_need_gib * GiB
     q = Queue(tmp_path, [Gpu("GPU-a")])
     script = f'echo x >> tries.txt; echo "{OOM_LINE}"; exit 1'
-    job = q.add(JobSpec(argv=("sh", "-c", script), cwd=str(q.cwd), vram_bytes=need_gib * GiB,
-                        retry_oom=True))
+    job = q.add(
+        JobSpec(
+            argv=("sh", "-c", script), cwd=str(q.cwd), vram_bytes=need_gib * GiB, retry_oom=True
+        )
+    )
     q.step_until(lambda: q.job(job.id).attempts == 2 and q.state_of(job.id) in ENDED)
     final = q.job(job.id)
     assert final.state is JobState.FAILED and final.exit_code == 1
@@ -175,11 +198,18 @@ def test_oom_retry_once_with_a_larger_need(tmp_path: Path, need_gib: int,
 
 
 @pytest.mark.parametrize(("retry", "line"), [(False, OOM_LINE), (True, "Segmentation fault")])
-def test_no_retry_without_the_flag_or_without_an_oom(tmp_path: Path, retry: bool,
-                                                     line: str) -> None:
+def test_no_retry_without_the_flag_or_without_an_oom(
+    tmp_path: Path, retry: bool, line: str
+) -> None:
     q = Queue(tmp_path, [Gpu("GPU-a")])
-    job = q.add(JobSpec(argv=("sh", "-c", f'echo "{line}"; exit 1'), cwd=str(q.cwd),
-                        vram_bytes=4 * GiB, retry_oom=retry))
+    job = q.add(
+        JobSpec(
+            argv=("sh", "-c", f'echo "{line}"; exit 1'),
+            cwd=str(q.cwd),
+            vram_bytes=4 * GiB,
+            retry_oom=retry,
+        )
+    )
     q.step_until(lambda: q.state_of(job.id) in ENDED)
     for _ in range(3):
         q.step()
@@ -188,8 +218,7 @@ def test_no_retry_without_the_flag_or_without_an_oom(tmp_path: Path, retry: bool
     assert final.spec.vram_bytes == 4 * GiB
 
 
-def test_restart_puts_a_job_left_launching_without_a_process_back_in_line(
-        tmp_path: Path) -> None:
+def test_restart_puts_a_job_left_launching_without_a_process_back_in_line(tmp_path: Path) -> None:
     q = Queue(tmp_path, [Gpu("GPU-a")])
     job = q.add(mark_spec("a", q.cwd, 1))
     second = q.add(mark_spec("b", q.cwd, 1))
@@ -214,10 +243,23 @@ def test_restart_adopts_a_launching_job_whose_recording_runs(tmp_path: Path) -> 
     hold = q.cwd / "hold"
     hold.touch()
     recorder = subprocess.Popen(
-        [sys.executable, "-m", "gpuherd", "record", str(session), "--", "sh", "-c",
-         "while [ -e hold ]; do sleep 0.05; done; echo a >> ran.txt"],
-        cwd=q.cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        [
+            sys.executable,
+            "-m",
+            "gpuherd",
+            "record",
+            str(session),
+            "--",
+            "sh",
+            "-c",
+            "while [ -e hold ]; do sleep 0.05; done; echo a >> ran.txt",
+        ],
+        cwd=q.cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     wait_until(lambda: (session / ".lock").exists() and (session / "command.log").exists())
     q.step()
     adopted = q.job(job.id)
@@ -237,8 +279,9 @@ def test_restart_gives_a_running_job_its_reservation_back(tmp_path: Path) -> Non
     # The runner died between committing the job and moving the reservation to its pid.
     for path in q.ledger.directory.glob("*.json"):
         path.unlink()
-    again = QueueRunner(q.store, q.ledger, settle_s=0.0, grace_s=600.0, state_dir=q.state,
-                        say=q.said.append)
+    again = QueueRunner(
+        q.store, q.ledger, settle_s=0.0, grace_s=600.0, state_dir=q.state, say=q.said.append
+    )
     again.step()
     (entry,) = q.entries()
     assert entry["pid"] == running.pid and entry["bytes"] == 30 * GiB
@@ -250,13 +293,13 @@ def test_restart_gives_a_running_job_its_reservation_back(tmp_path: Path) -> Non
 
 
 def test_launches_per_step_are_capped_without_leaving_a_job_launching(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(runner_module, "MAX_LAUNCHES_PER_STEP", 2)
     q = Queue(tmp_path, [Gpu("GPU-a")])
     ids = [q.add(mark_spec(m, q.cwd, 1)).id for m in "abc"]
     q.step()
-    assert [q.state_of(i) for i in ids] == [JobState.RUNNING, JobState.RUNNING,
-                                            JobState.WAITING]
+    assert [q.state_of(i) for i in ids] == [JobState.RUNNING, JobState.RUNNING, JobState.WAITING]
     assert len(q.entries()) == 2
     q.step_until(lambda: all(q.state_of(i) is JobState.DONE for i in ids))
     assert sorted(ran(q.cwd)) == ["a", "b", "c"]
@@ -269,9 +312,14 @@ def test_the_jobs_pythonpath_reaches_the_job_but_not_its_recorder(tmp_path: Path
     for module in ("json", "os", "signal"):
         (shadow / f"{module}.py").write_text("raise SystemExit('the recorder imported this')\n")
     q = Queue(tmp_path, [Gpu("GPU-a")])
-    job = q.add(JobSpec(argv=("sh", "-c", 'echo "$PYTHONPATH" > seen.txt'), cwd=str(q.cwd),
-                        env=(*os.environ.items(), ("PYTHONPATH", str(shadow))),
-                        vram_bytes=GiB))
+    job = q.add(
+        JobSpec(
+            argv=("sh", "-c", 'echo "$PYTHONPATH" > seen.txt'),
+            cwd=str(q.cwd),
+            env=(*os.environ.items(), ("PYTHONPATH", str(shadow))),
+            vram_bytes=GiB,
+        )
+    )
     q.step_until(lambda: q.state_of(job.id) in ENDED)
     ended = q.job(job.id)
     assert (ended.state, ended.exit_code, ended.wait_reason) == (JobState.DONE, 0, None)

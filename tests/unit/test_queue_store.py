@@ -45,8 +45,16 @@ def run_job(store: QueueStore, job_id: int) -> None:
 
 def test_a_job_reads_back_as_it_was_added(store: QueueStore) -> None:
     first = store.add(spec(1))
-    given = spec(2, env=(("A", "1"), ("B", "x=y")), name="big", gpus=2, vram_bytes=20 * GIB,
-                 max_util_pct=5.0, after=first.id, retry_oom=True)
+    given = spec(
+        2,
+        env=(("A", "1"), ("B", "x=y")),
+        name="big",
+        gpus=2,
+        vram_bytes=20 * GIB,
+        max_util_pct=5.0,
+        after=first.id,
+        retry_oom=True,
+    )
     second = store.add(given)
     assert (first.id, first.position, second.id, second.position) == (1, 1, 2, 2)
     assert store.get(2) == second
@@ -65,15 +73,19 @@ def test_jobs_list_waiting_in_line_then_the_rest_by_id(store: QueueStore) -> Non
     assert store.jobs((JobState.DONE,)) == []
 
 
-@pytest.mark.parametrize(("job_id", "to", "order", "place"), [
-    (3, 1, [3, 1, 2, 4], 1),   # to the front
-    (4, 2, [1, 4, 2, 3], 2),   # into the middle
-    (1, 4, [2, 3, 4, 1], 4),   # to the end
-    (2, 99, [1, 3, 4, 2], 4),  # past the end: last
-    (2, 2, [1, 2, 3, 4], 2),   # where it is already
-])
-def test_move_puts_a_waiting_job_at_its_new_place(store: QueueStore, job_id: int, to: int,
-                                                   order: list[int], place: int) -> None:
+@pytest.mark.parametrize(
+    ("job_id", "to", "order", "place"),
+    [
+        (3, 1, [3, 1, 2, 4], 1),  # to the front
+        (4, 2, [1, 4, 2, 3], 2),  # into the middle
+        (1, 4, [2, 3, 4, 1], 4),  # to the end
+        (2, 99, [1, 3, 4, 2], 4),  # past the end: last
+        (2, 2, [1, 2, 3, 4], 2),  # where it is already
+    ],
+)
+def test_move_puts_a_waiting_job_at_its_new_place(
+    store: QueueStore, job_id: int, to: int, order: list[int], place: int
+) -> None:
     for n in range(4):
         store.add(spec(n))
     store.move(job_id, to)
@@ -105,8 +117,7 @@ def test_move_refusals(store: QueueStore) -> None:
     assert waiting_order(store) == [2]
 
 
-def test_cancel_a_waiting_job_ends_it_and_a_running_one_is_only_marked(store: QueueStore
-                                                                        ) -> None:
+def test_cancel_a_waiting_job_ends_it_and_a_running_one_is_only_marked(store: QueueStore) -> None:
     store.add(spec(1))
     store.add(spec(2))
     run_job(store, 2)
@@ -126,11 +137,17 @@ def test_remove_refuses_running_jobs_and_jobs_others_wait_for(store: QueueStore)
     store.add(spec(2))
     store.add(spec(3, after=2))
     run_job(store, 1)
-    with pytest.raises(QueueError, match=r"^job 1 is running: cancel it first "
-                                         r"\(gpuherd queue cancel 1\)$"):
+    with pytest.raises(
+        QueueError,
+        match=r"^job 1 is running: cancel it first "
+        r"\(gpuherd queue cancel 1\)$",
+    ):
         store.remove(1)
-    with pytest.raises(QueueError, match=r"^job 2 cannot be removed: job 3 waits for it "
-                                         r"\(--after 2\); remove or cancel that first$"):
+    with pytest.raises(
+        QueueError,
+        match=r"^job 2 cannot be removed: job 3 waits for it "
+        r"\(--after 2\); remove or cancel that first$",
+    ):
         store.remove(2)
     assert store.remove(3).id == 3
     assert store.remove(2).state is JobState.WAITING
@@ -147,15 +164,25 @@ def test_transitions_are_compare_and_set(store: QueueStore) -> None:
     assert not store.mark_launching(1, ["GPU-c"], [2], "/s/x"), "never launched twice"
     job = store.get(1)
     assert (job.state, job.attempts, job.gpu_uuids, job.gpu_indices, job.session_dir) == (
-        JobState.LAUNCHING, 1, ("GPU-a", "GPU-b"), (0, 1), "/s/1")
+        JobState.LAUNCHING,
+        1,
+        ("GPU-a", "GPU-b"),
+        (0, 1),
+        "/s/1",
+    )
     assert store.mark_running(1, 10, 1.25, 2.0)
     assert not store.mark_running(1, 11, 1.5, 2.5)
     assert (store.get(1).pid, store.get(1).pid_start_time) == (10, 1.25)
     assert store.mark_ended(1, JobState.FAILED, 1, 3.0, 5 * GIB, reason="boom")
     assert not store.mark_ended(1, JobState.DONE, 0, 4.0, None)
     ended = store.get(1)
-    assert (ended.state, ended.exit_code, ended.ended_at, ended.peak_vram_bytes,
-            ended.wait_reason) == (JobState.FAILED, 1, 3.0, 5 * GIB, "boom")
+    assert (
+        ended.state,
+        ended.exit_code,
+        ended.ended_at,
+        ended.peak_vram_bytes,
+        ended.wait_reason,
+    ) == (JobState.FAILED, 1, 3.0, 5 * GIB, "boom")
     assert store.get(2).state is JobState.WAITING and store.get(2).attempts == 0
     with pytest.raises(ValueError, match="running is not an end state"):
         store.mark_ended(2, JobState.RUNNING, None, 1.0, None)
@@ -168,12 +195,24 @@ def test_requeue_keeps_id_place_and_attempts_with_a_new_need(store: QueueStore) 
     assert store.mark_ended(1, JobState.FAILED, 1, 3.0, 4 * GIB)
     again = store.requeue(1, 6 * GIB)
     assert (again.id, again.position, again.state, again.attempts, again.spec.vram_bytes) == (
-        1, 1, JobState.WAITING, 1, 6 * GIB)
-    assert (again.pid, again.session_dir, again.exit_code, again.gpu_uuids) == (None, None,
-                                                                                 None, ())
+        1,
+        1,
+        JobState.WAITING,
+        1,
+        6 * GIB,
+    )
+    assert (again.pid, again.session_dir, again.exit_code, again.gpu_uuids) == (
+        None,
+        None,
+        None,
+        (),
+    )
     assert waiting_order(store) == [1, 2]
-    with pytest.raises(QueueError, match=r"^job 1 is waiting: only a failed job can be "
-                                         r"requeued$"):
+    with pytest.raises(
+        QueueError,
+        match=r"^job 1 is waiting: only a failed job can be "
+        r"requeued$",
+    ):
         store.requeue(1, 8 * GIB)
 
 
@@ -232,17 +271,28 @@ def test_a_state_dir_others_may_write_is_refused(tmp_path: Path) -> None:
     state.chmod(0o777)
     with pytest.raises(QueueError) as error:
         QueueStore.open(state)
-    assert error.value.msg == (f"{state}: the state directory is writable by other users "
-                               f"(mode 0777); refusing it (chmod go-w {state})")
+    assert error.value.msg == (
+        f"{state}: the state directory is writable by other users "
+        f"(mode 0777); refusing it (chmod go-w {state})"
+    )
     assert list(state.iterdir()) == []
 
 
-@pytest.mark.parametrize(("mode", "why"), [
-    (0o644, "other users may read it (mode 0644) and it holds your commands and environments; "
-            "refusing it (chmod 600 {db})"),
-    (0o620, "the queue database is writable by other users (mode 0620); refusing it "
-            "(chmod go-w {db})"),
-])
+@pytest.mark.parametrize(
+    ("mode", "why"),
+    [
+        (
+            0o644,
+            "other users may read it (mode 0644) and it holds your commands and environments; "
+            "refusing it (chmod 600 {db})",
+        ),
+        (
+            0o620,
+            "the queue database is writable by other users (mode 0620); refusing it "
+            "(chmod go-w {db})",
+        ),
+    ],
+)
 def test_a_database_open_to_others_is_refused(tmp_path: Path, mode: int, why: str) -> None:
     QueueStore.open(tmp_path).close()
     db = tmp_path / "queue.db"
@@ -265,8 +315,10 @@ def test_a_database_of_another_user_is_refused(tmp_path: Path) -> None:
     os.chown(tmp_path / "queue.db", 4321, -1)
     with pytest.raises(QueueError) as error:
         QueueStore.open(tmp_path)
-    assert error.value.msg == (f"{tmp_path / 'queue.db'}: the queue database is owned by uid "
-                               f"4321, not by you (uid 0); refusing it")
+    assert error.value.msg == (
+        f"{tmp_path / 'queue.db'}: the queue database is owned by uid "
+        f"4321, not by you (uid 0); refusing it"
+    )
     os.chown(tmp_path, 4321, -1)
     with pytest.raises(QueueError, match="the state directory is owned by uid 4321"):
         QueueStore.open(tmp_path)
@@ -285,9 +337,11 @@ def test_garbage_in_the_database_is_kept_aside_and_named(tmp_path: Path) -> None
     with pytest.raises(QueueError) as error:
         QueueStore.open(tmp_path)
     [backup] = backups(tmp_path)
-    assert error.value.msg == (f"{tmp_path / 'queue.db'}: not a valid queue database (file is "
-                               f"not a database); it was moved to {backup} and nothing was "
-                               "reset: the next command starts an empty queue")
+    assert error.value.msg == (
+        f"{tmp_path / 'queue.db'}: not a valid queue database (file is "
+        f"not a database); it was moved to {backup} and nothing was "
+        "reset: the next command starts an empty queue"
+    )
     assert backup.read_bytes() == garbage
     assert not (tmp_path / "queue.db").exists()
     fresh = QueueStore.open(tmp_path)
@@ -317,8 +371,11 @@ def test_a_foreign_sqlite_file_is_not_taken_for_a_queue(tmp_path: Path) -> None:
     db.commit()
     db.close()
     (tmp_path / "queue.db").chmod(0o600)
-    with pytest.raises(QueueError, match=r"not a valid queue database \(it holds tables but no "
-                                         r"queue schema version\)"):
+    with pytest.raises(
+        QueueError,
+        match=r"not a valid queue database \(it holds tables but no "
+        r"queue schema version\)",
+    ):
         QueueStore.open(tmp_path)
     assert len(backups(tmp_path)) == 1
 
@@ -330,16 +387,19 @@ def test_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(QueueError) as error:
         QueueStore.open(tmp_path)
-    assert error.value.msg == (f"{tmp_path / 'queue.db'}: queue schema 7 is newer than this "
-                               "gpuherd reads (1); upgrade gpuherd")
+    assert error.value.msg == (
+        f"{tmp_path / 'queue.db'}: queue schema 7 is newer than this "
+        "gpuherd reads (1); upgrade gpuherd"
+    )
     assert backups(tmp_path) == [] and (tmp_path / "queue.db").exists()
 
 
 def test_the_store_can_be_used_from_another_thread(store: QueueStore) -> None:
     store.add(spec(1))
     seen: list[bool] = []
-    worker = threading.Thread(target=lambda: seen.append(
-        store.mark_launching(1, ["GPU-a"], [0], "/s/1")))
+    worker = threading.Thread(
+        target=lambda: seen.append(store.mark_launching(1, ["GPU-a"], [0], "/s/1"))
+    )
     worker.start()
     worker.join()
     assert seen == [True] and store.get(1).state is JobState.LAUNCHING
@@ -361,8 +421,14 @@ def test_processes_racing_to_launch_each_job_launch_it_once(tmp_path: Path) -> N
     jobs = 40
     for n in range(jobs):
         store.add(spec(n))
-    racers = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path), str(jobs), str(k)],
-                               stdout=subprocess.PIPE, text=True) for k in range(4)]
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(tmp_path), str(jobs), str(k)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(4)
+    ]
     won = [[int(i) for i in racer.communicate(timeout=120)[0].split()] for racer in racers]
     assert all(racer.returncode == 0 for racer in racers)
     assert sorted(i for ids_won in won for i in ids_won) == list(range(1, jobs + 1))

@@ -13,8 +13,7 @@ from gpuherd.queue.watch import QueueWatch, runner_pid
 from tests.queue_helpers import mark_spec
 
 
-def test_the_runner_is_whoever_holds_the_lock_not_whoever_the_file_names(tmp_path: Path
-                                                                          ) -> None:
+def test_the_runner_is_whoever_holds_the_lock_not_whoever_the_file_names(tmp_path: Path) -> None:
     state = tmp_path / "state"
     assert runner_pid(state) is None
     with runner_lock(state):
@@ -27,7 +26,8 @@ def test_the_runner_is_whoever_holds_the_lock_not_whoever_the_file_names(tmp_pat
 
 
 def test_a_look_reports_jobs_in_line_and_pause_and_leaves_the_database_alone(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     state = tmp_path / "state"
     store = QueueStore.open(state)
     first = store.add(mark_spec("a", tmp_path, 2))
@@ -43,7 +43,9 @@ def test_a_look_reports_jobs_in_line_and_pause_and_leaves_the_database_alone(
         watch.close()
     assert look.exists and look.paused and look.taken_at == 42.0 and look.runner_pid is None
     assert [(j.id, j.place, j.state, j.need_bytes) for j in look.jobs] == [
-        (second.id, 1, "waiting", 3 << 30), (first.id, 2, "waiting", 2 << 30)]
+        (second.id, 1, "waiting", 3 << 30),
+        (first.id, 2, "waiting", 2 << 30),
+    ]
     assert {p.name: p.read_bytes() for p in state.iterdir() if p.suffix == ".db"} == before
 
 
@@ -74,14 +76,17 @@ def test_a_database_replaced_or_removed_meanwhile_is_seen_as_it_is_now(tmp_path:
         watch.close()
 
 
-ADD_ONE = ("import sys\nfrom pathlib import Path\nfrom gpuherd.queue.store import QueueStore\n"
-           "from tests.queue_helpers import mark_spec\n"
-           "store = QueueStore.open(Path(sys.argv[1]))\n"
-           "store.add(mark_spec('late', Path(sys.argv[2]), 1))\nstore.close()\n")
+ADD_ONE = (
+    "import sys\nfrom pathlib import Path\nfrom gpuherd.queue.store import QueueStore\n"
+    "from tests.queue_helpers import mark_spec\n"
+    "store = QueueStore.open(Path(sys.argv[1]))\n"
+    "store.add(mark_spec('late', Path(sys.argv[2]), 1))\nstore.close()\n"
+)
 
 
 def test_a_look_reads_the_jobs_again_only_after_another_process_changed_them(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # The dashboard looks every second; an unchanged queue costs a `PRAGMA data_version`, not
     # the jobs table (read once per commit of another connection).
     state = tmp_path / "state"
@@ -94,8 +99,12 @@ def test_a_look_reads_the_jobs_again_only_after_another_process_changed_them(
         for _ in range(3):
             assert len(watch.sample().jobs) == 1
         assert watch.reads == 1
-        subprocess.run([sys.executable, "-c", ADD_ONE, str(state), str(tmp_path)], check=True,
-                       cwd=Path(__file__).resolve().parents[2], timeout=60)
+        subprocess.run(
+            [sys.executable, "-c", ADD_ONE, str(state), str(tmp_path)],
+            check=True,
+            cwd=Path(__file__).resolve().parents[2],
+            timeout=60,
+        )
         assert len(watch.sample().jobs) == 2 and watch.reads == 2
         assert len(watch.sample().jobs) == 2 and watch.reads == 2
     finally:

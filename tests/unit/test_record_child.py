@@ -29,28 +29,36 @@ def run_to_end(argv: list[str], log: Path, echo: bool = False) -> int:
 
 def test_output_goes_to_the_log_and_the_exit_status_comes_back(tmp_path: Path) -> None:
     log = tmp_path / "command.log"
-    script = ("import sys; print('out line 1'); sys.stdout.flush(); "
-              "print('err line', file=sys.stderr); sys.stderr.flush(); print('out line 2'); "
-              "sys.exit(7)")
+    script = (
+        "import sys; print('out line 1'); sys.stdout.flush(); "
+        "print('err line', file=sys.stderr); sys.stderr.flush(); print('out line 2'); "
+        "sys.exit(7)"
+    )
     assert run_to_end([PY, "-c", script], log) == 7
     text = log.read_text()
     assert sorted(text.splitlines()) == ["err line", "out line 1", "out line 2"]
 
 
-def test_output_is_echoed_to_our_own_streams(tmp_path: Path,
-                                             capfdbinary: pytest.CaptureFixture[bytes]) -> None:
-    run_to_end([PY, "-c", "import sys; print('to stdout'); print('to stderr', file=sys.stderr)"],
-               tmp_path / "command.log", echo=True)
+def test_output_is_echoed_to_our_own_streams(
+    tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    run_to_end(
+        [PY, "-c", "import sys; print('to stdout'); print('to stderr', file=sys.stderr)"],
+        tmp_path / "command.log",
+        echo=True,
+    )
     out, err = capfdbinary.readouterr()
     assert out == b"to stdout\n" and err == b"to stderr\n"
 
 
 def test_progress_redraws_without_newline_arrive_as_they_are_written(tmp_path: Path) -> None:
     log = tmp_path / "command.log"
-    script = ("import sys, time\n"
-              "for i in range(3):\n"
-              "    sys.stdout.write(f'\\r{i}/3 loss=1.{i}'); sys.stdout.flush(); time.sleep(0.05)\n"
-              "time.sleep(2)\n")
+    script = (
+        "import sys, time\n"
+        "for i in range(3):\n"
+        "    sys.stdout.write(f'\\r{i}/3 loss=1.{i}'); sys.stdout.flush(); time.sleep(0.05)\n"
+        "time.sleep(2)\n"
+    )
     child = ChildCommand([PY, "-c", script], log, echo=False)
     child.start()
     try:
@@ -67,8 +75,7 @@ def test_progress_redraws_without_newline_arrive_as_they_are_written(tmp_path: P
 
 def test_python_output_is_unbuffered_through_the_pipe(tmp_path: Path) -> None:
     log = tmp_path / "command.log"
-    child = ChildCommand([PY, "-c", "import time; print('early'); time.sleep(5)"], log,
-                         echo=False)
+    child = ChildCommand([PY, "-c", "import time; print('early'); time.sleep(5)"], log, echo=False)
     child.start()
     try:
         deadline = time.monotonic() + 3
@@ -107,16 +114,18 @@ def test_a_command_that_exits_at_once_is_fine(tmp_path: Path) -> None:
 def test_forwarded_sigint_reaches_the_whole_process_group(tmp_path: Path) -> None:
     # The command starts a grandchild; both must get the signal, as with Ctrl-C in a shell.
     log = tmp_path / "command.log"
-    script = ("import signal, subprocess, sys, time\n"
-              "g = subprocess.Popen([sys.executable, '-c', "
-              "'import signal,sys,time\\n"
-              "signal.signal(signal.SIGINT, lambda *a: (print(\"grandchild got SIGINT\", "
-              "flush=True), sys.exit(0)))\\n"
-              "print(\"ready\", flush=True)\\ntime.sleep(30)'])\n"
-              "def stop(*a):\n"
-              "    g.wait(); print('child got SIGINT', flush=True); sys.exit(5)\n"
-              "signal.signal(signal.SIGINT, stop)\n"
-              "time.sleep(30)\n")
+    script = (
+        "import signal, subprocess, sys, time\n"
+        "g = subprocess.Popen([sys.executable, '-c', "
+        "'import signal,sys,time\\n"
+        'signal.signal(signal.SIGINT, lambda *a: (print("grandchild got SIGINT", '
+        "flush=True), sys.exit(0)))\\n"
+        'print("ready", flush=True)\\ntime.sleep(30)\'])\n'
+        "def stop(*a):\n"
+        "    g.wait(); print('child got SIGINT', flush=True); sys.exit(5)\n"
+        "signal.signal(signal.SIGINT, stop)\n"
+        "time.sleep(30)\n"
+    )
     child = ChildCommand([PY, "-c", script], log, echo=False)
     child.start()
     deadline = time.monotonic() + 10
@@ -154,8 +163,13 @@ def test_a_full_disk_never_stops_the_command_and_the_loss_is_counted(tmp_path: P
     errors: list[OSError] = []
     record = tmp_path / "command.exit.json"
     script = "import sys\nfor i in range(2000):\n    print('x' * 99)\nsys.exit(4)\n"
-    child = ChildCommand([PY, "-c", script], Path("/dev/full"), echo=False,
-                         on_log_error=errors.append, exit_path=record)
+    child = ChildCommand(
+        [PY, "-c", script],
+        Path("/dev/full"),
+        echo=False,
+        on_log_error=errors.append,
+        exit_path=record,
+    )
     child.start()
     assert child.wait(60) == 4
     child.finish()
@@ -179,12 +193,14 @@ def test_the_command_is_not_in_our_process_group(tmp_path: Path) -> None:
 
 def test_stdout_and_stderr_lines_are_never_spliced_in_the_log(tmp_path: Path) -> None:
     # Unbuffered print() writes the text and the newline in two calls; both streams busy.
-    script = ("import sys, threading\n"
-              "def spam(stream, tag):\n"
-              "    for i in range(400):\n"
-              "        print(f'{tag} line {i} loss=0.{i}', file=stream)\n"
-              "t = threading.Thread(target=spam, args=(sys.stderr, 'err'))\n"
-              "t.start(); spam(sys.stdout, 'out'); t.join()\n")
+    script = (
+        "import sys, threading\n"
+        "def spam(stream, tag):\n"
+        "    for i in range(400):\n"
+        "        print(f'{tag} line {i} loss=0.{i}', file=stream)\n"
+        "t = threading.Thread(target=spam, args=(sys.stderr, 'err'))\n"
+        "t.start(); spam(sys.stdout, 'out'); t.join()\n"
+    )
     log = tmp_path / "command.log"
     assert run_to_end([PY, "-u", "-c", script], log) == 0
     lines = log.read_text().splitlines()
@@ -206,8 +222,10 @@ def test_a_command_that_cannot_start_is_recorded_too(tmp_path: Path) -> None:
     with pytest.raises(CommandStartError):
         ChildCommand(["no-such-command-gpuherd-test"], tmp_path / "command.log").start()
     record = json.loads((tmp_path / "command.exit.json").read_text())
-    assert (record["exit_code"], record["error"]) == \
-        (127, "command not found: no-such-command-gpuherd-test")
+    assert (record["exit_code"], record["error"]) == (
+        127,
+        "command not found: no-such-command-gpuherd-test",
+    )
 
 
 def _wait_until(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
@@ -223,17 +241,18 @@ def test_a_line_without_end_is_logged_while_it_is_written(tmp_path: Path) -> Non
     # The partial line used to be joined again for every 64 KiB chunk (40 MiB without newline
     # took 17 s, 200 MB never finished) and kept whole in memory until the stream paused.
     log, stop, count = tmp_path / "command.log", tmp_path / "stop", tmp_path / "count"
-    script = ("import os, sys\n"
-              "chunk, n = b'x' * 65536, 0\n"
-              f"while not os.path.exists({str(stop)!r}) and n < (64 << 20):\n"
-              "    sys.stdout.buffer.write(chunk)\n"
-              "    n += len(chunk)\n"
-              f"open({str(count)!r}, 'w').write(str(n))\n")
+    script = (
+        "import os, sys\n"
+        "chunk, n = b'x' * 65536, 0\n"
+        f"while not os.path.exists({str(stop)!r}) and n < (64 << 20):\n"
+        "    sys.stdout.buffer.write(chunk)\n"
+        "    n += len(chunk)\n"
+        f"open({str(count)!r}, 'w').write(str(n))\n"
+    )
     child = ChildCommand([PY, "-c", script], log, echo=False)
     child.start()
     try:
-        grew = _wait_until(lambda: log.stat().st_size >= 8 << 20 or child.poll() is not None,
-                           60)
+        grew = _wait_until(lambda: log.stat().st_size >= 8 << 20 or child.poll() is not None, 60)
         running_while_logged = grew and child.poll() is None and log.stat().st_size >= 8 << 20
     finally:
         stop.touch()
@@ -275,7 +294,8 @@ def _flood_lines(tag: str, seed: int) -> list[bytes]:
 
 
 def test_a_flood_on_both_streams_is_logged_and_echoed_byte_for_byte(
-        tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]
+) -> None:
     log = tmp_path / "command.log"
     assert run_to_end([PY, "-c", FLOOD], log, echo=True) == 0
     out, err = _flood_lines("out", 1), _flood_lines("err", 2)
@@ -292,7 +312,8 @@ def test_a_flood_on_both_streams_is_logged_and_echoed_byte_for_byte(
 
 
 def test_the_working_directory_cannot_replace_the_supervisor(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Recording from inside a checkout of another gpuherd version, or next to a `subprocess.py`.
     (tmp_path / "gpuherd").mkdir()
     (tmp_path / "gpuherd" / "__init__.py").write_text("raise SystemExit('wrong gpuherd')\n")

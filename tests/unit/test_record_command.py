@@ -21,13 +21,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def gpuherd(*args: str, **kwargs) -> subprocess.Popen[str]:
-    return subprocess.Popen([PY, "-m", "gpuherd", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [PY, "-m", "gpuherd", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "gpuherd", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [PY, "-m", "gpuherd", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def events(root: Path) -> list[dict]:
@@ -103,13 +109,16 @@ def test_a_stop_signal_ends_a_recording_without_a_command(tmp_path: Path, sig: i
 
 def test_sigterm_is_forwarded_and_the_command_decides_the_exit(tmp_path: Path) -> None:
     root = tmp_path / "s"
-    script = ("import signal, sys, time\n"
-              "signal.signal(signal.SIGTERM, lambda *a: (print('saving checkpoint', flush=True),"
-              " sys.exit(0)))\n"
-              "print('training', flush=True)\ntime.sleep(60)\n")
+    script = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: (print('saving checkpoint', flush=True),"
+        " sys.exit(0)))\n"
+        "print('training', flush=True)\ntime.sleep(60)\n"
+    )
     proc = gpuherd("--record", str(root), "--", PY, "-c", script)
-    wait_for(lambda: (root / "command.log").exists()
-             and "training" in (root / "command.log").read_text())
+    wait_for(
+        lambda: (root / "command.log").exists() and "training" in (root / "command.log").read_text()
+    )
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
@@ -123,11 +132,13 @@ def test_duration_stops_a_command_that_runs_too_long(tmp_path: Path) -> None:
     out = run("--record", str(root), "--duration", "1s", "--", "sleep", "60")
     # the person's own limit: said as such, and no failure of gpuherd's or of the command's
     assert out.returncode == 0, out.stderr
-    assert f"recording into {root} until the command ends or 1s (--duration) has passed" \
-        in out.stderr
+    assert (
+        f"recording into {root} until the command ends or 1s (--duration) has passed" in out.stderr
+    )
     assert "--duration reached" in out.stderr
-    assert (f"stopped the command at the --duration limit (it exited with code "
-            f"{128 + signal.SIGTERM})") in out.stderr
+    assert (
+        f"stopped the command at the --duration limit (it exited with code {128 + signal.SIGTERM})"
+    ) in out.stderr
     assert f", stopped at the --duration limit (exit code {128 + signal.SIGTERM})" in out.stderr
     assert json.loads((root / "meta.json").read_text())["exit_code"] == 128 + signal.SIGTERM
     # gpuherd sent that SIGTERM; it received no signal, so none is logged as received
@@ -183,15 +194,25 @@ def test_a_bad_duration_is_a_usage_error(tmp_path: Path) -> None:
     assert not (tmp_path / "s").exists()
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("90", 90), ("90s", 90), ("10m", 600), ("1.5h", 5400), ("1h30m", 5400), ("2d", 172800),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("90", 90),
+        ("90s", 90),
+        ("10m", 600),
+        ("1.5h", 5400),
+        ("1h30m", 5400),
+        ("2d", 172800),
+    ],
+)
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", " ", "0s", "1x", "m10", "10 m", "-5s", "nan", "inf",
-                                  "1e999s", "9" * 400, "9" * 400 + "s"])
+@pytest.mark.parametrize(
+    "text",
+    ["", " ", "0s", "1x", "m10", "10 m", "-5s", "nan", "inf", "1e999s", "9" * 400, "9" * 400 + "s"],
+)
 def test_parse_duration_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
@@ -201,11 +222,13 @@ def test_recording_stops_cleanly_when_files_cannot_grow(tmp_path: Path) -> None:
     # RLIMIT_FSIZE makes writes past 8 KiB fail (EFBIG), as a full disk would (ENOSPC).
     root = tmp_path / "s"
     limit = 8 * 1024
-    code = ("import resource, sys\n"
-            f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
-            "from gpuherd.cli import main\n"
-            f"sys.exit(main(['--record', {str(root)!r}, '--interval', '0.05', "
-            "'--duration', '30s']))\n")
+    code = (
+        "import resource, sys\n"
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
+        "from gpuherd.cli import main\n"
+        f"sys.exit(main(['--record', {str(root)!r}, '--interval', '0.05', "
+        "'--duration', '30s']))\n"
+    )
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 1
     assert "recording stopped: cannot write" in out.stderr
@@ -218,12 +241,17 @@ def test_recording_stops_cleanly_when_files_cannot_grow(tmp_path: Path) -> None:
 
 
 def test_a_really_full_disk_stops_recording_and_keeps_the_data(
-        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     disk = tmpfs(request, tmp_path / "disk", "size=96k")
     root = disk / "s"
     script = "import time\nfor i in range(10**6):\n    print('x' * 200, flush=True)\n"
-    out = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--interval", "0.05",
-                          "--", PY, "-c", script], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [PY, "-m", "gpuherd", "--record", str(root), "--interval", "0.05", "--", PY, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "the disk is full" in out.stderr, out.stderr[-2000:]
     assert out.returncode == 1
     assert "Traceback" not in out.stderr
@@ -232,9 +260,11 @@ def test_a_really_full_disk_stops_recording_and_keeps_the_data(
 
 
 def test_record_never_imports_textual(tmp_path: Path) -> None:
-    code = ("import sys\nfrom gpuherd.cli import main\n"
-            f"rc = main(['--record', {str(tmp_path / 's')!r}, '--', 'true'])\n"
-            "print('textual' in sys.modules, rc)\n")
+    code = (
+        "import sys\nfrom gpuherd.cli import main\n"
+        f"rc = main(['--record', {str(tmp_path / 's')!r}, '--', 'true'])\n"
+        "print('textual' in sys.modules, rc)\n"
+    )
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "False 0"
 
@@ -243,16 +273,20 @@ def test_a_log_glob_follows_a_file_created_after_the_start(tmp_path: Path) -> No
     # Lightning creates version_N/metrics.csv once the run is under way.
     root = tmp_path / "s"
     pattern = str(tmp_path / "logs" / "version_*" / "metrics.csv")
-    script = (f"sleep 0.5; mkdir -p {tmp_path}/logs/version_0; "
-              f"printf 'epoch,step,train_loss\\n0,10,0.5\\n0,20,0.4\\n' "
-              f"> {tmp_path}/logs/version_0/metrics.csv; sleep 2.5")
+    script = (
+        f"sleep 0.5; mkdir -p {tmp_path}/logs/version_0; "
+        f"printf 'epoch,step,train_loss\\n0,10,0.5\\n0,20,0.4\\n' "
+        f"> {tmp_path}/logs/version_0/metrics.csv; sleep 2.5"
+    )
     out = run("--record", str(root), "--log", pattern, "--", "bash", "-c", script)
     assert out.returncode == 0, out.stderr
     with open(root / "metrics.csv", newline="") as f:
         metrics = list(csv.DictReader(f))
     task = str(tmp_path / "logs" / "version_0" / "metrics.csv")
     assert [(r["task"], r["metric"], r["value"], r["step"]) for r in metrics] == [
-        (task, "train/loss", "0.5", "10"), (task, "train/loss", "0.4", "20")]
+        (task, "train/loss", "0.5", "10"),
+        (task, "train/loss", "0.4", "20"),
+    ]
     [found] = [e for e in events(root) if e["kind"] == "log_found"]
     [exited] = [e for e in events(root) if e["kind"] == "exit"]
     assert found["task"] == task and found["t"] < exited["t"]  # a scan while it ran
@@ -264,36 +298,52 @@ def test_command_output_with_banners_first_is_parsed_by_its_progress_format(tmp_
     # `using`, `params`, `mode`, `max_epochs` ... as metrics.
     console = Path(__file__).resolve().parents[1] / "data/logs/lightning_rich/h200_file.log"
     lines = console.read_text().splitlines(keepends=True)
-    script = ("import sys, time; lines = open(sys.argv[1]).readlines(); "
-              "sys.stdout.writelines(lines[:21]); sys.stdout.flush(); time.sleep(1.5); "
-              "sys.stdout.writelines(lines[21:])")
+    script = (
+        "import sys, time; lines = open(sys.argv[1]).readlines(); "
+        "sys.stdout.writelines(lines[:21]); sys.stdout.flush(); time.sleep(1.5); "
+        "sys.stdout.writelines(lines[21:])"
+    )
     root = tmp_path / "s"
     out = run("--record", str(root), "--", PY, "-c", script, str(console))
     assert out.returncode == 0, out.stderr
     assert out.stdout == "".join(lines)
     with open(root / "metrics.csv", newline="") as f:
         metrics = {r["metric"]: float(r["value"]) for r in csv.DictReader(f)}
-    assert metrics == {"throughput/it_s": 30.44, "eta_s": 0.0, "train/loss": 0.066,
-                       "train/acc": 1.0, "val/loss": 3.971, "val/acc": 0.309}
+    assert metrics == {
+        "throughput/it_s": 30.44,
+        "eta_s": 0.0,
+        "train/loss": 0.066,
+        "train/acc": 1.0,
+        "val/loss": 3.971,
+        "val/acc": 0.309,
+    }
     [task] = meta(root)["tasks"]
-    assert (task["task"], task["format"], task["unparsed_lines"]) == \
-        ("command", "lightning_rich", 0)
+    assert (task["task"], task["format"], task["unparsed_lines"]) == (
+        "command",
+        "lightning_rich",
+        0,
+    )
 
 
 def test_kill_9_of_gpuherd_leaves_the_command_running_and_logged(tmp_path: Path) -> None:
     # The command's stdout and stderr were pipes only gpuherd read: kill -9 (or the OOM
     # killer) of the recorder killed the training within 0.1 s (BrokenPipeError).
     root = tmp_path / "s"
-    script = ("import os, sys, time\n"
-              "print('pid', os.getpid(), flush=True)\n"
-              "for i in range(80):\n"
-              "    print(f'step={i} loss={1 / (i + 1):.4f}', flush=True)\n"
-              "    time.sleep(0.05)\n"
-              "sys.exit(3)\n")
+    script = (
+        "import os, sys, time\n"
+        "print('pid', os.getpid(), flush=True)\n"
+        "for i in range(80):\n"
+        "    print(f'step={i} loss={1 / (i + 1):.4f}', flush=True)\n"
+        "    time.sleep(0.05)\n"
+        "sys.exit(3)\n"
+    )
     log = root / "command.log"
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
-        proc = subprocess.Popen([PY, "-m", "gpuherd", "--record", str(root), "--", PY, "-c",
-                                 script], stdout=out, stderr=err)
+        proc = subprocess.Popen(
+            [PY, "-m", "gpuherd", "--record", str(root), "--", PY, "-c", script],
+            stdout=out,
+            stderr=err,
+        )
     try:
         wait_for(lambda: log.exists() and "step=10 " in log.read_text())
     finally:
@@ -336,14 +386,20 @@ open(mark, 'w').write(f'ok {i}')
 def test_a_process_left_behind_keeps_its_output_after_gpuherd_exits(tmp_path: Path) -> None:
     # It used to get SIGPIPE (here: BrokenPipeError) once gpuherd exited and closed the pipes.
     root, go, mark = tmp_path / "s", tmp_path / "go", tmp_path / "mark"
-    script = ("import subprocess, sys\n"
-              f"subprocess.Popen([sys.executable, '-c', {BACKGROUND!r}, {str(go)!r}, "
-              f"{str(mark)!r}])\n"
-              "print('main done', flush=True)\n")
+    script = (
+        "import subprocess, sys\n"
+        f"subprocess.Popen([sys.executable, '-c', {BACKGROUND!r}, {str(go)!r}, "
+        f"{str(mark)!r}])\n"
+        "print('main done', flush=True)\n"
+    )
     try:
         with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
-            done = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--", PY, "-c",
-                                   script], stdout=out, stderr=err, timeout=120)
+            done = subprocess.run(
+                [PY, "-m", "gpuherd", "--record", str(root), "--", PY, "-c", script],
+                stdout=out,
+                stderr=err,
+                timeout=120,
+            )
         assert done.returncode == 0, (tmp_path / "err").read_text()
         assert meta(root)["exit_code"] == 0 and not mark.exists()
         time.sleep(0.3)  # the process left behind prints on after gpuherd has gone
@@ -353,23 +409,26 @@ def test_a_process_left_behind_keeps_its_output_after_gpuherd_exits(tmp_path: Pa
     text = mark.read_text()
     assert text.startswith("ok "), text
     count = int(text.split()[1])
-    expected = ["main done", *(f"bg {i}" for i in range(count)),
-                *(f"after {j}" for j in range(5))]
+    expected = ["main done", *(f"bg {i}" for i in range(count)), *(f"after {j}" for j in range(5))]
     log = root / "command.log"
     wait_for(lambda: sorted(log.read_text().splitlines()) == sorted(expected))
-    assert [line for line in log.read_text().splitlines() if line != "main done"] == \
-        expected[1:]
+    assert [line for line in log.read_text().splitlines() if line != "main done"] == expected[1:]
 
 
 def test_a_reader_of_our_stdout_that_goes_away_costs_the_echo_only(tmp_path: Path) -> None:
     # `gpuherd --record ... | head -1`: the command goes on, and the log gets every line.
     root = tmp_path / "s"
-    script = ("import time\n"
-              "for i in range(40):\n"
-              "    print(f'line {i}', flush=True)\n"
-              "    time.sleep(0.02)\n")
-    proc = subprocess.Popen([PY, "-m", "gpuherd", "--record", str(root), "--", PY, "-c", script],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    script = (
+        "import time\n"
+        "for i in range(40):\n"
+        "    print(f'line {i}', flush=True)\n"
+        "    time.sleep(0.02)\n"
+    )
+    proc = subprocess.Popen(
+        [PY, "-m", "gpuherd", "--record", str(root), "--", PY, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline() == b"line 0\n"
     proc.stdout.close()
@@ -384,11 +443,13 @@ def test_an_unusable_log_is_said_on_stderr(tmp_path: Path) -> None:
     loop = tmp_path / "loop.log"
     (tmp_path / "other.log").symlink_to(loop)
     loop.symlink_to(tmp_path / "other.log")
-    out = run("--record", str(tmp_path / "s"), "--duration", "2s", "--log", str(fifo),
-              "--log", str(loop))
+    out = run(
+        "--record", str(tmp_path / "s"), "--duration", "2s", "--log", str(fifo), "--log", str(loop)
+    )
     assert out.returncode == 0, out.stderr
     said = {line for line in out.stderr.splitlines() if line.startswith("gpuherd: not following")}
     assert said == {
         f"gpuherd: not following {fifo}: is not a regular file (pipes and devices cannot be "
         "followed)",
-        f"gpuherd: not following {loop}: cannot open: Too many levels of symbolic links"}
+        f"gpuherd: not following {loop}: cannot open: Too many levels of symbolic links",
+    }

@@ -21,13 +21,19 @@ from tests.fakes import FakeGpu, FakeNvml, GpuIsLost, LibraryNotFound, MiB, Unin
 from tests.fakes import GiB as GIB
 
 
-def tick(t: float, *used: int | None, processes: dict[int, tuple[GpuProcess, ...]] | None = None
-         ) -> GpuTick:
+def tick(
+    t: float, *used: int | None, processes: dict[int, tuple[GpuProcess, ...]] | None = None
+) -> GpuTick:
     processes = processes or {}
-    return GpuTick(t, tuple(
-        GpuSample(i, f"GPU-{i}", "NVIDIA H200", memory_used_bytes=u,
-                  processes=processes.get(i, ()))
-        for i, u in enumerate(used)))
+    return GpuTick(
+        t,
+        tuple(
+            GpuSample(
+                i, f"GPU-{i}", "NVIDIA H200", memory_used_bytes=u, processes=processes.get(i, ())
+            )
+            for i, u in enumerate(used)
+        ),
+    )
 
 
 class StaticTree(ProcessTree):
@@ -69,7 +75,11 @@ def test_run_peak_per_process_when_the_driver_lists_the_commands_pids() -> None:
     tracker.take(tick(2.0, 14 * GIB, processes={0: (others, *ours)}))
     [peak] = tracker.run_peaks()
     assert (peak.method, peak.peak_bytes, peak.at, peak.baseline_bytes) == (
-        PER_PROCESS, 24 * GIB, 1.5, 10 * GIB)
+        PER_PROCESS,
+        24 * GIB,
+        1.5,
+        10 * GIB,
+    )
 
 
 def test_run_peak_falls_back_to_baseline_and_says_so() -> None:
@@ -92,8 +102,14 @@ def test_per_process_attribution_leaves_out_gpus_the_command_never_used() -> Non
     tracker.observe([GIB, GIB])
     tracker.start_run(1, StaticTree({1}))
     tracker.observe([5 * GIB, 9 * GIB])  # GPU 1 grows because of someone else
-    tracker.take(tick(1.0, 5 * GIB, 9 * GIB, processes={0: (GpuProcess(1, 4 * GIB),),
-                                                        1: (GpuProcess(2, 8 * GIB),)}))
+    tracker.take(
+        tick(
+            1.0,
+            5 * GIB,
+            9 * GIB,
+            processes={0: (GpuProcess(1, 4 * GIB),), 1: (GpuProcess(2, 8 * GIB),)},
+        )
+    )
     assert [(p.index, p.method) for p in tracker.run_peaks()] == [(0, PER_PROCESS)]
 
 
@@ -106,8 +122,9 @@ def test_no_run_peaks_without_a_command() -> None:
 
 def test_process_tree_finds_grandchildren_and_not_strangers() -> None:
     # A real process tree: bash starts a sleep in the background and waits for it.
-    child = subprocess.Popen(["bash", "-c", "sleep 30 & echo $!; wait"], stdout=subprocess.PIPE,
-                             text=True)
+    child = subprocess.Popen(
+        ["bash", "-c", "sleep 30 & echo $!; wait"], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout is not None
         grandchild = int(child.stdout.readline())
@@ -207,8 +224,6 @@ def test_process_entries_from_the_fake_reach_attribution() -> None:
         collector.close()
     [peak] = tracker.run_peaks()
     assert (peak.method, peak.peak_bytes) == (PER_PROCESS, 4 * GIB)
-
-
 
 
 def test_sleeping_stop_is_noticed_after_the_current_sleep() -> None:

@@ -39,13 +39,31 @@ def events(root: Path) -> list[dict]:
 def test_a_flood_printed_just_before_exit_is_recorded_whole(tmp_path: Path) -> None:
     # Used to lose a third to a half of it here: the tail got 3 s after the command ended.
     root = tmp_path / "s"
-    script = ("import sys\nw = sys.stdout.write\n"
-              "for i in range(150_000):\n"
-              "    w(f'step={i} loss={1 / (i + 1):.6f} lr=0.0001 grad_norm={1 / (i % 97 + 1):.4f}"
-              "\\n')\n")
-    out = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--peak-interval", "0",
-                          "--", PY, "-c", script], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, timeout=300)
+    script = (
+        "import sys\nw = sys.stdout.write\n"
+        "for i in range(150_000):\n"
+        "    w(f'step={i} loss={1 / (i + 1):.6f} lr=0.0001 grad_norm={1 / (i % 97 + 1):.4f}"
+        "\\n')\n"
+    )
+    out = subprocess.run(
+        [
+            PY,
+            "-m",
+            "gpuherd",
+            "--record",
+            str(root),
+            "--peak-interval",
+            "0",
+            "--",
+            PY,
+            "-c",
+            script,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert steps(root, "command") == list(range(150_000))
     assert not [e for e in events(root) if e["kind"] == "log_dropped"]
@@ -58,22 +76,41 @@ def test_a_big_log_is_read_to_its_end_after_a_short_duration(tmp_path: Path) -> 
     # `--log` of a file far larger than the tail reads in --duration plus the old 3 s drain.
     log, root = tmp_path / "big.log", tmp_path / "s"
     write_log(log, 600_000)
-    out = subprocess.run([PY, "-m", "gpuherd", "--record", str(root), "--duration", "1",
-                          "--peak-interval", "0", "--log", str(log)],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            PY,
+            "-m",
+            "gpuherd",
+            "--record",
+            str(root),
+            "--duration",
+            "1",
+            "--peak-interval",
+            "0",
+            "--log",
+            str(log),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert steps(root) == list(range(600_000))
     assert not [e for e in events(root) if e["kind"] == "log_dropped"]
 
 
 def test_a_second_interrupt_stops_reading_and_says_exactly_how_much_was_left(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     log, root = tmp_path / "huge.log", tmp_path / "s"
     write_log(log, 3_000_000)  # 70 MB: much more than a few seconds of reading
     size = log.stat().st_size
-    proc = subprocess.Popen([PY, "-m", "gpuherd", "--record", str(root), "--peak-interval", "0",
-                             "--log", str(log)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "gpuherd", "--record", str(root), "--peak-interval", "0", "--log", str(log)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
@@ -93,7 +130,10 @@ def test_a_second_interrupt_stops_reading_and_says_exactly_how_much_was_left(
     reader.join(10)
     [dropped] = [e for e in events(root) if e["kind"] == "log_dropped"]
     assert (dropped["reason"], dropped["task"], dropped["path"]) == (
-        "interrupted", str(log), str(log))
+        "interrupted",
+        str(log),
+        str(log),
+    )
     # Exact: the rows recorded are the lines of the first size - unread bytes of the log.
     recorded = size - dropped["unread_bytes"]
     with open(log, "rb") as f:
@@ -106,8 +146,9 @@ def test_a_second_interrupt_stops_reading_and_says_exactly_how_much_was_left(
     [task] = json.loads((root / "meta.json").read_text())["tasks"]
     assert task["unread_bytes"] == dropped["unread_bytes"]
     summary = json.loads((root / "summary.json").read_text())
-    assert [e["unread_bytes"] for e in summary["events"]["notable"]
-            if e["kind"] == "log_dropped"] == [dropped["unread_bytes"]]
+    assert [
+        e["unread_bytes"] for e in summary["events"]["notable"] if e["kind"] == "log_dropped"
+    ] == [dropped["unread_bytes"]]
     assert dropped["msg"] in (root / "summary.md").read_text()
 
 
@@ -144,17 +185,19 @@ def test_a_log_that_stops_making_progress_is_reported_as_stalled(tmp_path: Path)
     assert 0.3 <= time.monotonic() - started < 5
     assert drain.reason == STALLED
     [unread] = drain.unread({str(log): 0.01})
-    assert (unread.unread_bytes, unread.lines_estimate) == (log.stat().st_size - 5000,
-                                                            round((log.stat().st_size - 5000)
-                                                                  * 0.01))
+    assert (unread.unread_bytes, unread.lines_estimate) == (
+        log.stat().st_size - 5000,
+        round((log.stat().st_size - 5000) * 0.01),
+    )
     offsets[str(log)] = os.path.getsize(log)  # caught up after all: nothing is unread
     assert drain.left_bytes() == 0
 
 
 def test_findings_over_the_per_read_cap_are_counted_and_reported(tmp_path: Path) -> None:
     log, root = tmp_path / "train.log", tmp_path / "s"
-    log.write_text("".join(f"step={i} loss=0.5\nRuntimeError: CUDA out of memory ({i})\n"
-                           for i in range(1000)))
+    log.write_text(
+        "".join(f"step={i} loss=0.5\nRuntimeError: CUDA out of memory ({i})\n" for i in range(1000))
+    )
     recording = Recording(root, RecordingOptions(logs=[str(log)], peak_interval_s=0))
     recording.start()
     assert recording.stop() is None
@@ -198,4 +241,5 @@ def test_a_followed_path_that_is_no_regular_file_leaves_nothing_to_read(tmp_path
     drain.run([str(folder), str(fifo), str(log)])
     assert drain.reason == STALLED
     assert [(u.path, u.unread_bytes) for u in drain.unread()] == [
-        (str(log), log.stat().st_size - 100)]
+        (str(log), log.stat().st_size - 100)
+    ]

@@ -54,8 +54,9 @@ class SpikeDriver:
 
     def run(self) -> None:
         deadline = time.monotonic() + 20
-        while (not self.log.exists() or "ready" not in self.log.read_text()) and \
-                time.monotonic() < deadline:
+        while (
+            not self.log.exists() or "ready" not in self.log.read_text()
+        ) and time.monotonic() < deadline:
             time.sleep(0.01)
         gpu = self.fake.gpus[0]
         pid = self.pid if self.per_process and self.pid else 999_999_999
@@ -68,15 +69,17 @@ class SpikeDriver:
 
 def start(root: Path, fake: FakeNvml, **options) -> Recording:
     options = {"interval_s": 1.0, **options}
-    recording = Recording(root, RecordingOptions(nvml_backend=fake, peak_interval_s=0.005,
-                                                 **options))
+    recording = Recording(
+        root, RecordingOptions(nvml_backend=fake, peak_interval_s=0.005, **options)
+    )
     recording.start()
     return recording
 
 
 @pytest.mark.parametrize("per_process", [True, False])
-def test_recording_a_command_catches_its_spike_and_its_metrics(tmp_path: Path,
-                                                               per_process: bool) -> None:
+def test_recording_a_command_catches_its_spike_and_its_metrics(
+    tmp_path: Path, per_process: bool
+) -> None:
     fake = FakeNvml([FakeGpu(used=1 * GiB, reserved=0)])
     root = tmp_path / "session"
     argv = [sys.executable, "-c", TRAIN]
@@ -112,7 +115,8 @@ def test_recording_a_command_catches_its_spike_and_its_metrics(tmp_path: Path,
     assert commands[0] == "start" and commands.count("start") == commands.count("exit") == 1
     # The OOM line is written just before the exit: the end of recording still reads it.
     assert {"kind": "finding", "task": "command", "finding": "oom"}.items() <= next(
-        e for e in events(root) if e["kind"] == "finding").items()
+        e for e in events(root) if e["kind"] == "finding"
+    ).items()
     metrics = rows(root / "metrics.csv")
     losses = [float(r["value"]) for r in metrics if r["metric"] == "train/loss"]
     assert losses == [3.0, 1.5, 1.0, 0.75, 0.6]
@@ -157,8 +161,10 @@ def test_log_files_are_tasks_named_by_their_path(tmp_path: Path) -> None:
     time.sleep(0.3)
     recording.stop()
     metrics = rows(root / "metrics.csv")
-    assert [(r["task"], r["line"], r["value"]) for r in metrics if r["metric"] == "train/loss"] \
-        == [(str(log), "1", "2.5"), (str(log), "2", "2.0")]
+    assert [(r["task"], r["line"], r["value"]) for r in metrics if r["metric"] == "train/loss"] == [
+        (str(log), "1", "2.5"),
+        (str(log), "2", "2.0"),
+    ]
     meta = json.loads((root / "meta.json").read_text())
     assert meta["tasks"][0]["task"] == str(log) and meta["tasks"][0]["lines"] == 2
 
@@ -187,13 +193,15 @@ def losses_by_task(root: Path) -> dict[str, list[float]]:
 
 
 def test_globs_and_watched_directories_find_files_that_appear_while_recording(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     pattern = str(tmp_path / "logs" / "version_*" / "metrics.csv")
     watched = tmp_path / "watched"
     watched.mkdir()
     root = tmp_path / "session"
-    recording = start(root, FakeNvml([FakeGpu()]), logs=[pattern], watch=[str(watched)],
-                      discovery_interval_s=0.1)
+    recording = start(
+        root, FakeNvml([FakeGpu()]), logs=[pattern], watch=[str(watched)], discovery_interval_s=0.1
+    )
     time.sleep(0.3)  # the first scans have run: these files are new to them
     globbed = write_metrics_csv(tmp_path / "logs" / "version_0" / "metrics.csv", [0.5, 0.4])
     lightning = write_metrics_csv(watched / "demo" / "version_3" / "metrics.csv", [0.9])
@@ -209,11 +217,11 @@ def test_globs_and_watched_directories_find_files_that_appear_while_recording(
 def test_a_file_written_just_before_the_end_is_read(tmp_path: Path) -> None:
     # Lightning writes metrics.csv when fit ends, after the last periodic scan.
     root = tmp_path / "session"
-    recording = start(root, FakeNvml([FakeGpu()]), watch=[str(tmp_path)],
-                      discovery_interval_s=3600)
+    recording = start(root, FakeNvml([FakeGpu()]), watch=[str(tmp_path)], discovery_interval_s=3600)
     time.sleep(0.3)  # the periodic scan ran once, and will not run again
-    last = write_metrics_csv(tmp_path / "lightning_logs" / "version_0" / "metrics.csv",
-                             [0.7, 0.6, 0.5])
+    last = write_metrics_csv(
+        tmp_path / "lightning_logs" / "version_0" / "metrics.csv", [0.7, 0.6, 0.5]
+    )
     recording.stop()
     # Only the run's file: the session's own events.jsonl and command.log are never tasks.
     assert losses_by_task(root) == {last: [0.7, 0.6, 0.5]}
@@ -223,9 +231,15 @@ def test_a_file_written_just_before_the_end_is_read(tmp_path: Path) -> None:
 def test_a_dashboards_discovery_scans_start_no_tails_of_the_recording(tmp_path: Path) -> None:
     log = write_metrics_csv(tmp_path / "logs" / "version_0" / "metrics.csv", [0.5])
     root = tmp_path / "session"
-    recording = Recording(root, RecordingOptions(own_collectors=False, peak_interval_s=0,
-                                                 nvml_backend=FakeNvml([FakeGpu()]),
-                                                 watch=[str(tmp_path)]))
+    recording = Recording(
+        root,
+        RecordingOptions(
+            own_collectors=False,
+            peak_interval_s=0,
+            nvml_backend=FakeNvml([FakeGpu()]),
+            watch=[str(tmp_path)],
+        ),
+    )
     recording.start()
     found = DiscoveredLog(log, "lightning_csv", str(tmp_path))
     recording.emit(Sampled("discovery", DiscoveredLogs(time.time(), (found,), (found,))))

@@ -20,10 +20,18 @@ META = {"host": "box", "driver": "580.159.04", "started_at": 1000.0, "interval_s
 
 def gpu_tick(t: float, gpus: int = 2, procs: int = 1) -> GpuTick:
     devices = tuple(
-        GpuSample(i, f"GPU-{i}", "NVIDIA H100", memory_used_bytes=int(t) * 1000 + i,
-                  memory_total_bytes=80 << 30, gpu_util_pct=float(i), temperature_c=40.0,
-                  processes=tuple(GpuProcess(100 * i + k, 1 << 20) for k in range(procs)))
-        for i in range(gpus))
+        GpuSample(
+            i,
+            f"GPU-{i}",
+            "NVIDIA H100",
+            memory_used_bytes=int(t) * 1000 + i,
+            memory_total_bytes=80 << 30,
+            gpu_util_pct=float(i),
+            temperature_c=40.0,
+            processes=tuple(GpuProcess(100 * i + k, 1 << 20) for k in range(procs)),
+        )
+        for i in range(gpus)
+    )
     return GpuTick(t, devices, "580.159.04")
 
 
@@ -82,8 +90,12 @@ def test_gpu_and_host_keep_recorded_timing_on_a_shared_clock(tmp_path):
     shown = simulate(replay.collectors(), clock)
     # every sample comes at its recorded offset, each collector's first one too
     assert shown == [
-        (0.0, "replay:gpu", 1000.0), (0.2, "replay:host", 1000.4), (0.5, "replay:gpu", 1001.0),
-        (1.0, "replay:gpu", 1002.0), (1.2, "replay:host", 1002.4), (1.5, "replay:gpu", 1003.0),
+        (0.0, "replay:gpu", 1000.0),
+        (0.2, "replay:host", 1000.4),
+        (0.5, "replay:gpu", 1001.0),
+        (1.0, "replay:gpu", 1002.0),
+        (1.2, "replay:host", 1002.4),
+        (1.5, "replay:gpu", 1003.0),
     ]
 
 
@@ -103,8 +115,10 @@ def test_real_threads_deliver_everything_then_finish(tmp_path):
     path = write_session(tmp_path / "s", ticks, hosts)
     replay = SessionReplay(path, speed=1e6)
     events: list = []
-    threads = [threading.Thread(target=run_collector, args=(c, events.append, threading.Event()))
-               for c in replay.collectors()]
+    threads = [
+        threading.Thread(target=run_collector, args=(c, events.append, threading.Event()))
+        for c in replay.collectors()
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -127,15 +141,21 @@ def test_a_bad_cell_mid_way_is_told_once_with_its_line_and_the_replay_goes_on(tm
     events: list = []
     run_collector(replay.gpu_collector(), events.append, threading.Event())
     assert [type(e).__name__ for e in events] == [
-        "Sampled", "Failed", "Recovered", "Sampled", "Sampled", "Sampled", "Finished"]
-    assert events[1].error.msg == (f"{path}/gpu.csv:5: temp_c: 'hot' is not a number; "
-                                   "read as N/A")
+        "Sampled",
+        "Failed",
+        "Recovered",
+        "Sampled",
+        "Sampled",
+        "Sampled",
+        "Finished",
+    ]
+    assert events[1].error.msg == (f"{path}/gpu.csv:5: temp_c: 'hot' is not a number; read as N/A")
     shown = [e.sample for e in events if isinstance(e, Sampled)]
     assert [t.taken_at for t in shown] == [1000.0, 1001.0, 1002.0, 1003.0]
     assert shown[1].devices[1].temperature_c is None and shown[1].devices[0].temperature_c == 40
     assert SessionReplay(path, check_all=True).warnings == [
-        f"{path}/gpu.csv: 1 bad cell read as N/A (first: line 5, temp_c: 'hot' is not a "
-        "number)"]
+        f"{path}/gpu.csv: 1 bad cell read as N/A (first: line 5, temp_c: 'hot' is not a number)"
+    ]
 
 
 def test_a_skipped_row_is_told_once_however_often_a_replay_loops(tmp_path):
@@ -155,11 +175,25 @@ def test_a_skipped_row_is_told_once_however_often_a_replay_loops(tmp_path):
 
     run_collector(replay.gpu_collector(), emit, stop)
     assert [type(e).__name__ for e in events] == [
-        "Sampled", "Failed", "Recovered", "Sampled", "Sampled", "Sampled", "Sampled", "Sampled"]
+        "Sampled",
+        "Failed",
+        "Recovered",
+        "Sampled",
+        "Sampled",
+        "Sampled",
+        "Sampled",
+        "Sampled",
+    ]
     assert events[1].error.msg == f"{path}/gpu.csv:4: skipped: t: 'inf' is not a finite number"
     # laps are 4 s long (first to last t, plus one interval): the second starts at 1004
     assert [e.sample.taken_at for e in events if isinstance(e, Sampled)] == [
-        1000.0, 1001.0, 1003.0, 1004.0, 1005.0, 1007.0]
+        1000.0,
+        1001.0,
+        1003.0,
+        1004.0,
+        1005.0,
+        1007.0,
+    ]
 
 
 @pytest.mark.parametrize("speed", [1e-300, 1e-7, 0.0, -1.0, float("nan")])

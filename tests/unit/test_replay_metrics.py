@@ -28,7 +28,11 @@ def test_rows_of_one_line_become_one_metric_and_findings_come_in_time() -> None:
     found = batches(TASKS)
     first = found[0]
     assert (first.path, first.taken_at, first.lines_read, first.generation) == (
-        "command", 1764130001.0, 1, 1)
+        "command",
+        1764130001.0,
+        1,
+        1,
+    )
     line, metric = first.metrics[0]
     assert line == 1 and metric.step == 10 and metric.epoch == 0.0 and metric.taken_at is None
     assert metric.as_dict() == {"train/loss": 2.4661, "throughput/it_s": 11.75}
@@ -66,8 +70,9 @@ def test_a_new_lap_marks_each_task_recreated() -> None:
 def test_log_restart_event_starts_a_new_generation(tmp_path: Path) -> None:
     session = shutil.copytree(TASKS, tmp_path / "s")
     events = (session / "events.jsonl").read_text().splitlines(keepends=True)
-    events.insert(1, '{"t": 1764130010.75, "kind": "log_restarted", "task": "command", '
-                     '"how": "recreated"}\n')
+    events.insert(
+        1, '{"t": 1764130010.75, "kind": "log_restarted", "task": "command", "how": "recreated"}\n'
+    )
     (session / "events.jsonl").write_text("".join(events))
     found = [b for b in batches(session) if b.path == "command"]
     after = [b for b in found if b.taken_at > 1764130010.75]
@@ -91,18 +96,23 @@ def test_bad_metric_row_is_skipped_and_counted_with_file_and_line(tmp_path: Path
         f"{session}/metrics.csv: skipped 1 line that could not be read (first: line 6: value: "
         "'not-a-number' is not a number)",
         f"{session}/metrics.csv: 1 bad cell read as N/A (first: line 7, step: '-7' is outside "
-        "0 to 9007199254740991)"]
+        "0 to 9007199254740991)",
+    ]
     assert SessionReplay(session, check_all=True).warnings == reader.warnings
 
 
 def test_metrics_without_a_required_column_are_ignored_with_a_warning(tmp_path: Path) -> None:
     session = shutil.copytree(TASKS, tmp_path / "s")
-    text = (session / "metrics.csv").read_text().replace("t,task,line,metric,value",
-                                                         "t,task,line,name,value", 1)
+    text = (
+        (session / "metrics.csv")
+        .read_text()
+        .replace("t,task,line,metric,value", "t,task,line,name,value", 1)
+    )
     (session / "metrics.csv").write_text(text)
     replay = SessionReplay(session)
-    assert replay.warnings == [f"{session}/metrics.csv:1: missing required column(s): metric; "
-                               "the file is ignored"]
+    assert replay.warnings == [
+        f"{session}/metrics.csv:1: missing required column(s): metric; the file is ignored"
+    ]
     assert not replay.has_metrics
 
 

@@ -20,24 +20,29 @@ GIB = 1 << 30
 
 
 def test_a_log_whose_first_metric_came_a_minute_in_is_not_shown_at_the_start(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     path = write_session(tmp_path / "s", [1000.0 + n for n in range(3)], gpus=1)
-    rows = [f"{1060.0 + n},/runs/a/train.log,{n + 1},train/loss,{2 - n / 10},{59 + n},"
-            for n in range(2)]
+    rows = [
+        f"{1060.0 + n},/runs/a/train.log,{n + 1},train/loss,{2 - n / 10},{59 + n},"
+        for n in range(2)
+    ]
     (path / "metrics.csv").write_text(",".join(METRICS_COLUMNS) + "\n" + "\n".join(rows) + "\n")
     clock = FakeClock()
     replay = SessionReplay(path, speed=2.0, clock=clock)
     shown = simulate(replay.collectors(), clock)
     assert [(at, name) for at, name, _ in shown if name == "replay:metrics"] == [
-        (30.0, "replay:metrics"), (30.5, "replay:metrics")]
+        (30.0, "replay:metrics"),
+        (30.5, "replay:metrics"),
+    ]
     assert [at for at, name, _ in shown if name == "replay:gpu"] == [0.0, 0.5, 1.0]
 
 
-def test_run_collector_waits_for_the_first_sample_and_a_stop_ends_the_wait(
-        tmp_path: Path) -> None:
+def test_run_collector_waits_for_the_first_sample_and_a_stop_ends_the_wait(tmp_path: Path) -> None:
     path = write_session(tmp_path / "s", [1000.0, 1001.0], gpus=1)
-    (path / "metrics.csv").write_text(",".join(METRICS_COLUMNS) + "\n"
-                                      "4600.0,/runs/a/train.log,1,train/loss,2.0,59,\n")
+    (path / "metrics.csv").write_text(
+        ",".join(METRICS_COLUMNS) + "\n4600.0,/runs/a/train.log,1,train/loss,2.0,59,\n"
+    )
     replay = SessionReplay(path)  # the metric is due an hour after the start
     gpus, metrics = replay.gpu_collector(), replay.metrics_collector()
     assert metrics is not None
@@ -66,10 +71,20 @@ def test_the_driver_integer_reads_as_a_cuda_version(tmp_path: Path) -> None:
 
 
 def full(t: float, used: float) -> GpuTick:
-    gpu = GpuSample(0, "GPU-0", "NVIDIA H200", memory_used_bytes=int(used * GIB),
-                    memory_total_bytes=140 * GIB, gpu_util_pct=97.0, mem_util_pct=40.0,
-                    temperature_c=61.0, power_w=512.0, power_limit_w=700.0, sm_clock_mhz=1980,
-                    processes=(GpuProcess(4242, int((used - 0.5) * GIB)),))
+    gpu = GpuSample(
+        0,
+        "GPU-0",
+        "NVIDIA H200",
+        memory_used_bytes=int(used * GIB),
+        memory_total_bytes=140 * GIB,
+        gpu_util_pct=97.0,
+        mem_util_pct=40.0,
+        temperature_c=61.0,
+        power_w=512.0,
+        power_limit_w=700.0,
+        sm_clock_mhz=1980,
+        processes=(GpuProcess(4242, int((used - 0.5) * GIB)),),
+    )
     return GpuTick(t, (gpu,), "580.159.04", "13.580.159.04", "13000")
 
 
@@ -78,8 +93,9 @@ def test_the_closing_memory_only_row_keeps_the_gpus_other_readings(tmp_path: Pat
         for n in range(3):
             writer.write_gpu_tick(full(1000.0 + n, 40.0 + n))
         # what `PeakTracker.final_tick` writes when a recording ends: the last fast reading
-        closing = GpuSample(0, "GPU-0", "NVIDIA H200", memory_used_bytes=45 * GIB,
-                            memory_total_bytes=140 * GIB)
+        closing = GpuSample(
+            0, "GPU-0", "NVIDIA H200", memory_used_bytes=45 * GIB, memory_total_bytes=140 * GIB
+        )
         writer.write_gpu_tick(GpuTick(1002.4, (closing,), "580.159.04"), {"GPU-0": 45 * GIB})
     replay = SessionReplay(tmp_path / "s", speed=1e6)
     got: list[object] = []
@@ -89,6 +105,10 @@ def test_the_closing_memory_only_row_keeps_the_gpus_other_readings(tmp_path: Pat
     last, before = ticks[-1].devices[0], ticks[-2].devices[0]
     assert last.memory_used_bytes == 45 * GIB  # its own reading
     assert (last.temperature_c, last.power_w, last.gpu_util_pct, last.sm_clock_mhz) == (
-        61.0, 512.0, 97.0, 1980)
+        61.0,
+        512.0,
+        97.0,
+        1980,
+    )
     assert last.processes == before.processes
     assert "would not list" not in gap_note(ticks[-1], True).plain

@@ -18,11 +18,24 @@ from collectors.session.rows import (
 from collectors.session.session_format import GPU_COLUMNS, HOST_COLUMNS, PROCESS_COLUMNS
 
 FULL = GpuSample(
-    index=3, uuid="GPU-full", name="NVIDIA H100 80GB HBM3", memory_used_bytes=1 << 34,
-    memory_total_bytes=85899345920, memory_reserved_bytes=644874240, gpu_util_pct=87.0,
-    mem_util_pct=12.5, temperature_c=61.0, power_w=412.33, power_limit_w=700.0,
-    sm_clock_mhz=1980, mem_clock_mhz=2619, fan_pct=None, pstate=0, ecc_errors_corrected=2,
-    ecc_errors_uncorrected=0, mig_mode=False,
+    index=3,
+    uuid="GPU-full",
+    name="NVIDIA H100 80GB HBM3",
+    memory_used_bytes=1 << 34,
+    memory_total_bytes=85899345920,
+    memory_reserved_bytes=644874240,
+    gpu_util_pct=87.0,
+    mem_util_pct=12.5,
+    temperature_c=61.0,
+    power_w=412.33,
+    power_limit_w=700.0,
+    sm_clock_mhz=1980,
+    mem_clock_mhz=2619,
+    fan_pct=None,
+    pstate=0,
+    ecc_errors_corrected=2,
+    ecc_errors_uncorrected=0,
+    mig_mode=False,
     processes=(GpuProcess(100, 1 << 33), GpuProcess(101, None, "graphics")),
 )
 LOST = GpuSample(index=4, uuid="GPU-lost", name="NVIDIA H100 80GB HBM3", error="GPU is lost")
@@ -65,21 +78,50 @@ def test_gpu_row_round_trip_through_the_decoder():
 
 
 def test_host_row_round_trip():
-    sample = HostSample(12.5, cpu_pct=3.25, cpu_count=64, mem_used_bytes=10, mem_total_bytes=20,
-                        load_1m=0.5, net_rx_bytes_s=None, disk_read_bytes_s=1e9)
+    sample = HostSample(
+        12.5,
+        cpu_pct=3.25,
+        cpu_count=64,
+        mem_used_bytes=10,
+        mem_total_bytes=20,
+        load_1m=0.5,
+        net_rx_bytes_s=None,
+        disk_read_bytes_s=1e9,
+    )
     row = host_row(sample)
     assert as_dict(HOST_COLUMNS, row)["net_rx_bytes_s"] == ""
     assert HostRowDecoder(HOST_COLUMNS).sample(row) == sample
 
 
 def test_decoders_ignore_unknown_columns_and_accept_any_order():
-    header = ["vendor", "power_w", "t", "uuid", "gpu", "name", "mem_used_bytes",
-              "mem_total_bytes", "util_gpu_pct", "util_mem_pct", "temp_c"]
+    header = [
+        "vendor",
+        "power_w",
+        "t",
+        "uuid",
+        "gpu",
+        "name",
+        "mem_used_bytes",
+        "mem_total_bytes",
+        "util_gpu_pct",
+        "util_mem_pct",
+        "temp_c",
+    ]
     decoder = GpuRowDecoder(header)
-    got = decoder.sample(["acme", "70.5", "1.0", "GPU-x", "0", "A100", "5", "10", "", "1", "30"],
-                         None)
-    assert got == GpuSample(0, "GPU-x", "A100", memory_used_bytes=5, memory_total_bytes=10,
-                            gpu_util_pct=None, mem_util_pct=1.0, temperature_c=30.0, power_w=70.5)
+    got = decoder.sample(
+        ["acme", "70.5", "1.0", "GPU-x", "0", "A100", "5", "10", "", "1", "30"], None
+    )
+    assert got == GpuSample(
+        0,
+        "GPU-x",
+        "A100",
+        memory_used_bytes=5,
+        memory_total_bytes=10,
+        gpu_util_pct=None,
+        mem_util_pct=1.0,
+        temperature_c=30.0,
+        power_w=70.5,
+    )
     assert decoder.lists_processes(["x"] * len(header)) is None
 
 
@@ -131,8 +173,10 @@ def test_a_bad_value_reads_as_none_and_is_counted_with_its_column():
     sample = GpuRowDecoder(GPU_COLUMNS).sample(row, None, 7, tally)
     assert sample.temperature_c is None and sample.gpu_util_pct is None
     assert sample.memory_used_bytes == FULL.memory_used_bytes
-    assert tally.bad == [(7, "util_gpu_pct", "'-5' is outside 0 to 100"),
-                         (7, "temp_c", "'hot' is not a number")]
+    assert tally.bad == [
+        (7, "util_gpu_pct", "'-5' is outside 0 to 100"),
+        (7, "temp_c", "'hot' is not a number"),
+    ]
 
 
 @pytest.mark.parametrize("index", ["inf", "-1", "1.5", "", "x", "65536"])
@@ -145,8 +189,7 @@ def test_a_row_without_a_valid_gpu_index_cannot_be_placed(index):
 
 def test_only_the_key_columns_are_required_the_rest_read_as_none():
     decoder = GpuRowDecoder(["t", "gpu", "mem_used_bytes"])
-    assert decoder.sample(["1.0", "2", "5"], None) == GpuSample(2, "GPU-2", "",
-                                                                memory_used_bytes=5)
+    assert decoder.sample(["1.0", "2", "5"], None) == GpuSample(2, "GPU-2", "", memory_used_bytes=5)
     with pytest.raises(SessionFormatError, match="gpu") as info:
         GpuRowDecoder(["t", "uuid", "name"])
     assert info.value.line == 1 and info.value.title == "Session format"

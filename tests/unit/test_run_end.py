@@ -19,27 +19,33 @@ from tests.unit.test_tasks import TASK, batch, metric
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
 
 
-@pytest.mark.parametrize(("log", "line"), [
-    ("lightning_rich/file.log", 18),         # `Trainer.fit` stopped: `max_epochs=3` reached.
-    ("fairseq/roberta_race.log", 4),         # | done training in 249225.2 seconds
-    ("handwritten/cifar10_tutorial.log", 15),  # Finished Training
-    ("ultralytics/train.log", 59),           # 2 epochs completed in 0.000 hours.
-    ("hf_trainer/seq_label.log", 20),        # {'train_runtime': 158.4339, ...}
-])
+@pytest.mark.parametrize(
+    ("log", "line"),
+    [
+        ("lightning_rich/file.log", 18),  # `Trainer.fit` stopped: `max_epochs=3` reached.
+        ("fairseq/roberta_race.log", 4),  # | done training in 249225.2 seconds
+        ("handwritten/cifar10_tutorial.log", 15),  # Finished Training
+        ("ultralytics/train.log", 59),  # 2 epochs completed in 0.000 hours.
+        ("hf_trainer/seq_label.log", 20),  # {'train_runtime': 158.4339, ...}
+    ],
+)
 def test_real_logs_say_where_their_run_ended_and_nowhere_else(log: str, line: int) -> None:
     with (DATA / log).open("rb") as handle:
         ends = [number for number, text in read_lines(handle) if ends_run(text)]
     assert ends == [line]
 
 
-@pytest.mark.parametrize("text", [
-    "Training completed for epoch 3, starting evaluation",
-    "Epoch 3: Training complete",
-    "Training time per epoch: 3s",
-    "Done! Now evaluating",
-    "{'loss': 0.2, 'learning_rate': 1e-05, 'epoch': 1.0}",
-    "step=5 train_loss=0.3",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Training completed for epoch 3, starting evaluation",
+        "Epoch 3: Training complete",
+        "Training time per epoch: 3s",
+        "Done! Now evaluating",
+        "{'loss': 0.2, 'learning_rate': 1e-05, 'epoch': 1.0}",
+        "step=5 train_loss=0.3",
+    ],
+)
 def test_lines_of_a_run_going_on_do_not_end_it(text: str) -> None:
     assert not ends_run(text)
 
@@ -50,8 +56,9 @@ def _flat_end(drop: float) -> dict[str, list[tuple[float, float]]]:
 
 
 @pytest.mark.parametrize(("drop", "stalled"), [(0.0099, True), (0.0101, False)])
-def test_a_live_run_whose_loss_fell_less_than_one_percent_is_stalled(drop: float,
-                                                                     stalled: bool) -> None:
+def test_a_live_run_whose_loss_fell_less_than_one_percent_is_stalled(
+    drop: float, stalled: bool
+) -> None:
     kinds = [f.kind for _, f in judge(_flat_end(drop))]
     assert kinds == (["stalled"] if stalled else [])
 
@@ -76,7 +83,8 @@ def _finding_kinds(path: Path) -> list[str]:
 
 
 def test_parse_judges_a_flat_loss_as_finished_once_the_log_says_the_run_ended(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     assert _finding_kinds(_write_run(tmp_path / "live.log", None)) == ["stalled"]
     assert _finding_kinds(_write_run(tmp_path / "done.log", "Training finished.")) == []
     # a metric after the end line: a second run in the same file goes on
@@ -94,8 +102,17 @@ def test_a_silent_live_writer_is_stalled_unless_its_log_said_the_run_ended() -> 
     assert status_at(tracker, 40.0 + 30.1) == "finished"
     assert status_at(tracker, 200.0) == "finished"
     # a later metric: the file goes on with a new run, whose silence is a stall again
-    tracker.add_batch(LogBatch(TASK, 201.0, "generic", ((12, metric(step=1, train__loss=1.0)),),
-                               lines_read=1, generation=1, modified_at=201.0))
+    tracker.add_batch(
+        LogBatch(
+            TASK,
+            201.0,
+            "generic",
+            ((12, metric(step=1, train__loss=1.0)),),
+            lines_read=1,
+            generation=1,
+            modified_at=201.0,
+        )
+    )
     assert status_at(tracker, 201.0 + 30.1) == "stalled"
 
 
@@ -137,26 +154,32 @@ def test_nan_in_a_per_class_list_is_no_nan_finding_but_a_nan_loss_is() -> None:
     assert _finding_kinds(DATA / "nnunet" / "nan_loss.log") == ["nan", "nan"]
 
 
-@pytest.mark.parametrize("line", [
-    "dice [0.91, nan, 0.88]",
-    "per-class IoU: [0.8, nan]",
-    "epoch 3 loss 0.2 dice [0.91, nan, 0.88]",
-    "step=5 loss=0.3 per-class IoU: [0.8, nan]",
-    "2024-07-09 13:35:54.745506: Pseudo dice [nan, 0.0, 0.0]",
-    '{"epoch": 1, "loss": 0.3, "dice_per_class": [0.91, NaN, 0.88]}',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "dice [0.91, nan, 0.88]",
+        "per-class IoU: [0.8, nan]",
+        "epoch 3 loss 0.2 dice [0.91, nan, 0.88]",
+        "step=5 loss=0.3 per-class IoU: [0.8, nan]",
+        "2024-07-09 13:35:54.745506: Pseudo dice [nan, 0.0, 0.0]",
+        '{"epoch": 1, "loss": 0.3, "dice_per_class": [0.91, NaN, 0.88]}',
+    ],
+)
 def test_a_per_class_list_holding_nan_raises_no_finding(tmp_path: Path, line: str) -> None:
     log = tmp_path / "seg.log"
     log.write_text(line + "\n")
     assert _finding_kinds(log) == []
 
 
-@pytest.mark.parametrize("line", [
-    "{'eval_loss': 0.3, 'eval_mean_iou': 0.41, 'eval_per_category_iou': [nan, 0.61, 0.2], "
-    "'epoch': 1.0}",
-    "{'eval_loss': 0.3, 'eval_mean_iou': 0.41, 'eval_per_category_iou': array([nan, 0.61]), "
-    "'epoch': 1.0}",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "{'eval_loss': 0.3, 'eval_mean_iou': 0.41, 'eval_per_category_iou': [nan, 0.61, 0.2], "
+        "'epoch': 1.0}",
+        "{'eval_loss': 0.3, 'eval_mean_iou': 0.41, 'eval_per_category_iou': array([nan, 0.61]), "
+        "'epoch': 1.0}",
+    ],
+)
 def test_a_trainer_dict_keeps_its_values_beside_a_per_class_list(line: str) -> None:
     metric = make_parser("hf_trainer").feed(line)
     assert metric is not None

@@ -39,18 +39,27 @@ def etas_by_epoch(relative: str) -> tuple[str, dict[float | None, set[bool]]]:
             if metric is None:
                 continue
             # one line a tenth of a second: every value is fresh when the view is taken
-            tracker.add_batch(LogBatch(str(path), number / 10, log_format, ((number, metric),),
-                                       (), lines_read=1))
+            tracker.add_batch(
+                LogBatch(str(path), number / 10, log_format, ((number, metric),), (), lines_read=1)
+            )
             view = tracker.view(str(path))
             assert view is not None
             shown.setdefault(view.epoch, set()).add(view.eta_s is not None)
     return log_format, shown
 
 
-@pytest.mark.parametrize("relative", ["tqdm/lightning_file.log", "tqdm/lightning_tty.log",
-                                      "tqdm/tqdm_file.log", "tqdm/tqdm_tty.log",
-                                      "yolov5/train.log", "keras/verbose1_tty.log",
-                                      "keras2/lr_scheduler.log"])
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "tqdm/lightning_file.log",
+        "tqdm/lightning_tty.log",
+        "tqdm/tqdm_file.log",
+        "tqdm/tqdm_tty.log",
+        "yolov5/train.log",
+        "keras/verbose1_tty.log",
+        "keras2/lr_scheduler.log",
+    ],
+)
 def test_an_epochs_bar_never_gives_the_run_an_eta(relative: str) -> None:
     # `Epoch 0:  50%|...| 8/16 [00:01<00:01, ...]`: the time left is the epoch's, and these bars
     # never say how many epochs the run has; YOLO's row bars count one epoch's batches; Keras'
@@ -79,16 +88,20 @@ def keras_eta(lines: list[str]) -> float | None:
     for number, line in enumerate(lines, 1):
         metric = parser.feed(line)
         if metric is not None:
-            tracker.add_batch(LogBatch("fit.log", number / 10, "keras", ((number, metric),), (),
-                                       lines_read=1))
+            tracker.add_batch(
+                LogBatch("fit.log", number / 10, "keras", ((number, metric),), (), lines_read=1)
+            )
     view = tracker.view("fit.log")
     return None if view is None else view.eta_s
 
 
-@pytest.mark.parametrize(("epoch", "eta"), [("Epoch 1/2", None), ("Epoch 2/2", 7.0),
-                                            ("Epoch 2/3", None), ("Epoch 1/1", 7.0)])
+@pytest.mark.parametrize(
+    ("epoch", "eta"),
+    [("Epoch 1/2", None), ("Epoch 2/2", 7.0), ("Epoch 2/3", None), ("Epoch 1/1", 7.0)],
+)
 def test_a_keras_epochs_time_left_is_the_runs_eta_in_its_last_epoch_only(
-        epoch: str, eta: float | None) -> None:
+    epoch: str, eta: float | None
+) -> None:
     # Keras' mid-epoch frame: `5/12 ━━━━━━━━━━━━━━━━━━━━ 7s 1s/step - loss: 0.5` (7 s left)
     assert keras_eta([epoch, "5/12 ━━━━━━━━━━━━━━━━━━━━ 7s 1s/step - loss: 0.5000"]) == eta
 

@@ -33,23 +33,35 @@ A, B = "a" * 64, "b" * 64
 
 
 def box(cid: str, name: str, **values) -> ContainerSample:
-    return ContainerSample(id=cid, short_id=cid[:12], name=name, image="busybox:1",
-                           status="running", **values)
+    return ContainerSample(
+        id=cid, short_id=cid[:12], name=name, image="busybox:1", status="running", **values
+    )
 
 
 def gpu_tick(t: float) -> GpuTick:
-    return GpuTick(t, (
-        GpuSample(0, "GPU-0", "H100", processes=(GpuProcess(100, 5 * GiB), GpuProcess(300, GiB))),
-        GpuSample(1, "GPU-1", "H100", processes=(GpuProcess(100, 2 * GiB),
-                                                 GpuProcess(101, 3 * GiB))),
-        GpuSample(2, "GPU-2", "H100", processes=None),
-    ))
+    return GpuTick(
+        t,
+        (
+            GpuSample(
+                0, "GPU-0", "H100", processes=(GpuProcess(100, 5 * GiB), GpuProcess(300, GiB))
+            ),
+            GpuSample(
+                1, "GPU-1", "H100", processes=(GpuProcess(100, 2 * GiB), GpuProcess(101, 3 * GiB))
+            ),
+            GpuSample(2, "GPU-2", "H100", processes=None),
+        ),
+    )
 
 
 def host(t: float) -> HostSample:
-    return HostSample(t, processes=(ProcessInfo(100, container=A[:12]),
-                                    ProcessInfo(101, container=A[:12]),
-                                    ProcessInfo(300)))  # on a GPU, in no container
+    return HostSample(
+        t,
+        processes=(
+            ProcessInfo(100, container=A[:12]),
+            ProcessInfo(101, container=A[:12]),
+            ProcessInfo(300),
+        ),
+    )  # on a GPU, in no container
 
 
 def rows(path: Path) -> list[dict[str, str]]:
@@ -58,13 +70,27 @@ def rows(path: Path) -> list[dict[str, str]]:
 
 
 def full(t: float) -> ContainerTick:
-    return ContainerTick(t, (
-        box(A, "trainer", started_at=900.25, cpu_pct=101.5, memory_used_bytes=3 * GiB,
-            memory_limit_bytes=64 * GiB, net_rx_bytes_per_s=10.5, net_tx_bytes_per_s=0.0,
-            block_read_bytes_per_s=4096.0, block_write_bytes_per_s=None, pids=57,
-            gpu_devices=("0", "GPU-1a2b")),
-        box(B, "db", cpu_pct=0.25, memory_used_bytes=GiB, memory_limit_bytes=64 * GiB),
-    ), engine="Docker 28.2.2")
+    return ContainerTick(
+        t,
+        (
+            box(
+                A,
+                "trainer",
+                started_at=900.25,
+                cpu_pct=101.5,
+                memory_used_bytes=3 * GiB,
+                memory_limit_bytes=64 * GiB,
+                net_rx_bytes_per_s=10.5,
+                net_tx_bytes_per_s=0.0,
+                block_read_bytes_per_s=4096.0,
+                block_write_bytes_per_s=None,
+                pids=57,
+                gpu_devices=("0", "GPU-1a2b"),
+            ),
+            box(B, "db", cpu_pct=0.25, memory_used_bytes=GiB, memory_limit_bytes=64 * GiB),
+        ),
+        engine="Docker 28.2.2",
+    )
 
 
 def test_the_join_sums_a_containers_processes_over_every_gpu() -> None:
@@ -92,8 +118,11 @@ def test_written_rows_carry_each_containers_gpu_memory(tmp_path: Path) -> None:
     written = rows(tmp_path / "s")
     assert list(written[0]) == list(CONTAINER_COLUMNS)
     assert [(r["t"], r["name"], r["gpu_mem_bytes"]) for r in written] == [
-        ("999.5", "trainer", ""), ("999.5", "db", ""),
-        ("1000.5", "trainer", str(10 * GiB)), ("1000.5", "db", "0")]
+        ("999.5", "trainer", ""),
+        ("999.5", "db", ""),
+        ("1000.5", "trainer", str(10 * GiB)),
+        ("1000.5", "db", "0"),
+    ]
     assert written[2]["gpus"] == "0 GPU-1a2b" and written[2]["id"] == A
     assert written[2]["block_write_bytes_s"] == "" and written[2]["pids"] == "57"
 
@@ -118,11 +147,13 @@ def test_bad_rows_are_skipped_and_bad_cells_read_as_na_and_both_counted(tmp_path
         writer.write_gpu_tick(gpu_tick(1000.0))
     header = ",".join(CONTAINER_COLUMNS)
     blank = [""] * (len(CONTAINER_COLUMNS) - 5)
-    lines = [header,
-             ",".join(["1000.0", A, "trainer", "busybox", "running", "-5", *blank[1:]]),
-             ",".join(["1000.0", "abc", "short", "busybox", "running", *blank]),
-             ",".join(["1000.0", "", "noid", "busybox", "running", *blank]),
-             ",".join(["oops", B, "db", "busybox", "running", *blank])]
+    lines = [
+        header,
+        ",".join(["1000.0", A, "trainer", "busybox", "running", "-5", *blank[1:]]),
+        ",".join(["1000.0", "abc", "short", "busybox", "running", *blank]),
+        ",".join(["1000.0", "", "noid", "busybox", "running", *blank]),
+        ",".join(["oops", B, "db", "busybox", "running", *blank]),
+    ]
     (tmp_path / "s" / "containers.csv").write_text("\n".join(lines) + "\n")
     session = load_session(tmp_path / "s")
     (tick,) = list(session.container_ticks())
@@ -131,8 +162,9 @@ def test_bad_rows_are_skipped_and_bad_cells_read_as_na_and_both_counted(tmp_path
     warnings = "\n".join(session.warnings)
     assert "containers.csv: skipped 3 lines" in warnings
     assert "line 3: id: 'abc' is not a container id" in warnings
-    assert "1 bad cell read as N/A (first: line 2, cpu_pct: '-5' is outside 0 to 1000000)" \
-        in warnings
+    assert (
+        "1 bad cell read as N/A (first: line 2, cpu_pct: '-5' is outside 0 to 1000000)" in warnings
+    )
 
 
 def test_a_session_without_containers_csv_has_no_container_replay(tmp_path: Path) -> None:
@@ -166,8 +198,9 @@ def test_the_recorder_writes_container_ticks(tmp_path: Path) -> None:
     assert recorder.shutdown()
     writer.close()
     assert [r["name"] for r in rows(tmp_path / "s")] == ["trainer", "db"]
-    assert not [e for e in load_session(tmp_path / "s").events()
-                if e["kind"] == "sample_not_recorded"]
+    assert not [
+        e for e in load_session(tmp_path / "s").events() if e["kind"] == "sample_not_recorded"
+    ]
 
 
 names = st.from_regex(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}", fullmatch=True)
@@ -176,21 +209,49 @@ rates = st.none() | st.floats(0, 1e12, allow_nan=False)
 counts = st.none() | st.integers(0, 2**53 - 1)
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=names, image=images, status=st.sampled_from(["running", "paused", "restarting"]),
-       cpu=st.none() | st.floats(0, 1e6, allow_nan=False), memory=counts, limit=counts,
-       rx=rates, pids=counts, gpus=st.lists(st.from_regex(r"[A-Za-z0-9-]{1,40}", fullmatch=True),
-                                            max_size=4),
-       started=st.none() | st.floats(0, 1e11, allow_nan=False))
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    name=names,
+    image=images,
+    status=st.sampled_from(["running", "paused", "restarting"]),
+    cpu=st.none() | st.floats(0, 1e6, allow_nan=False),
+    memory=counts,
+    limit=counts,
+    rx=rates,
+    pids=counts,
+    gpus=st.lists(st.from_regex(r"[A-Za-z0-9-]{1,40}", fullmatch=True), max_size=4),
+    started=st.none() | st.floats(0, 1e11, allow_nan=False),
+)
 def test_any_container_sample_survives_writing_and_reading(
-        tmp_path_factory: pytest.TempPathFactory, name, image, status, cpu, memory, limit, rx,
-        pids, gpus, started) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+    name,
+    image,
+    status,
+    cpu,
+    memory,
+    limit,
+    rx,
+    pids,
+    gpus,
+    started,
+) -> None:
     path = tmp_path_factory.mktemp("s") / "s"
-    sample = ContainerSample(id=A, short_id=A[:12], name=name, image=image, status=status,
-                             started_at=started, cpu_pct=cpu, memory_used_bytes=memory,
-                             memory_limit_bytes=limit, net_rx_bytes_per_s=rx, pids=pids,
-                             gpu_devices=tuple(gpus))
+    sample = ContainerSample(
+        id=A,
+        short_id=A[:12],
+        name=name,
+        image=image,
+        status=status,
+        started_at=started,
+        cpu_pct=cpu,
+        memory_used_bytes=memory,
+        memory_limit_bytes=limit,
+        net_rx_bytes_per_s=rx,
+        pids=pids,
+        gpu_devices=tuple(gpus),
+    )
     with SessionWriter(path, META) as writer:
         writer.write_gpu_tick(gpu_tick(1000.0))
         writer.write_containers(ContainerTick(1000.5, (sample,)))

@@ -30,8 +30,12 @@ def session(tmp_path: Path, quoted: bool) -> Path:
         rows = [r.replace("NVIDIA H200", '"NVIDIA H200"') for r in rows]
         last = last.replace("NVIDIA H200", '"NVIDIA H200"')
         last_metric = last_metric.replace(",command,", ',"command",')
-    return write_session(tmp_path / "s", gpu_rows=rows, metrics=metrics,
-                         tail={"gpu": last[:-4], "metrics": last_metric[:-1]})
+    return write_session(
+        tmp_path / "s",
+        gpu_rows=rows,
+        metrics=metrics,
+        tail={"gpu": last[:-4], "metrics": last_metric[:-1]},
+    )
 
 
 @pytest.mark.parametrize("quoted", [False, True], ids=["plain", "quoted"])

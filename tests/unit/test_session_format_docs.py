@@ -62,7 +62,8 @@ CSV_SECTIONS = [
 
 @pytest.mark.parametrize(("file_name", "title"), CSV_SECTIONS)
 def test_each_csv_table_lists_the_module_columns_and_which_are_required(
-        file_name: str, title: str) -> None:
+    file_name: str, title: str
+) -> None:
     rows = table(section(title))
     how = "written" if "written" in rows[0] else "required"
     columns = flat(rows, how)
@@ -96,8 +97,11 @@ def test_the_meta_example_uses_known_keys_and_the_current_schema() -> None:
 
 
 def test_the_event_tables_list_exactly_the_module_event_kinds() -> None:
-    kinds = [name for title in ("`events.jsonl`", "`events.jsonl` kinds added by recording")
-             for name, _ in flat(table(section(title)), "fields")]
+    kinds = [
+        name
+        for title in ("`events.jsonl`", "`events.jsonl` kinds added by recording")
+        for name, _ in flat(table(section(title)), "fields")
+    ]
     assert len(kinds) == len(set(kinds))
     assert set(kinds) == set(fmt.names(fmt.EVENT))
 
@@ -110,15 +114,30 @@ def test_the_module_names_are_their_own_attribute_names() -> None:
 
 def test_the_module_imports_only_the_standard_library() -> None:
     tree = ast.parse((REPO / "collectors" / "session" / "session_format.py").read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
-                if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module}
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
     assert imported <= set(sys.stdlib_module_names)
     out = subprocess.run(
-        [sys.executable, "-c", "import sys; before = set(sys.modules); "
-         "import collectors.session.session_format; "
-         "print(sorted(m for m in set(sys.modules) - before "
-         "if m.split('.')[0] not in sys.stdlib_module_names))"],
-        cwd=REPO, capture_output=True, text=True, check=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys; before = set(sys.modules); "
+            "import collectors.session.session_format; "
+            "print(sorted(m for m in set(sys.modules) - before "
+            "if m.split('.')[0] not in sys.stdlib_module_names))",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "['collectors', 'collectors.session.session_format']"

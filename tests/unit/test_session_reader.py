@@ -26,8 +26,7 @@ def test_hand_made_session_reads_with_unknown_columns_and_files_ignored():
     assert second.processes == (GpuProcess(4242, 20830000000),)
     assert ticks[1].devices[1].memory_used_bytes == 21474836480  # written as "21474836480.0"
     assert ticks[1].devices[1].power_w is None and ticks[1].devices[0].sm_clock_mhz is None
-    assert ticks[2].devices[1].processes == (GpuProcess(4242, 22980000000),
-                                             GpuProcess(5151, None))
+    assert ticks[2].devices[1].processes == (GpuProcess(4242, 22980000000), GpuProcess(5151, None))
     assert session.warnings == []
 
 
@@ -38,8 +37,9 @@ def test_hand_made_host_samples_get_details_from_the_next_listing():
     # the host sample at .5 owns the listing written at the next GPU tick (1.0)
     assert hosts[0].processes == (ProcessInfo(4242, user="alice", command=COMMAND),)
     # the last one owns the listing at 2.0: pid 5151 has no host details and is left out
-    assert hosts[1].processes == (ProcessInfo(4242, user="alice", command=COMMAND,
-                                              container="trainer-1"),)
+    assert hosts[1].processes == (
+        ProcessInfo(4242, user="alice", command=COMMAND, container="trainer-1"),
+    )
 
 
 def test_events_are_read_in_order():
@@ -71,7 +71,8 @@ def test_garbage_value_reads_as_none_and_is_counted_with_file_and_line():
     assert ticks[1].devices[0].memory_total_bytes == 150754820096
     assert session.warnings == [
         f"{SESSIONS}/garbage_value/gpu.csv: 1 bad cell read as N/A (first: line 4, "
-        "mem_used_bytes: '64487x240' is not a number)"]
+        "mem_used_bytes: '64487x240' is not a number)"
+    ]
 
 
 def test_wrong_cell_count_in_the_middle_is_skipped_and_counted():
@@ -80,7 +81,8 @@ def test_wrong_cell_count_in_the_middle_is_skipped_and_counted():
     assert len(ticks) == 3
     assert session.warnings == [
         f"{SESSIONS}/wrong_cell_count/processes.csv: skipped 1 line that could not be read "
-        "(first: line 3: 8 cells where the header has 7)"]
+        "(first: line 3: 8 cells where the header has 7)"
+    ]
 
 
 def test_strict_check_names_the_first_file_with_a_problem():
@@ -92,8 +94,7 @@ def test_strict_check_names_the_first_file_with_a_problem():
 def test_a_missing_measure_column_reads_as_na():
     session = load_session(SESSIONS / "missing_column")
     assert all(d.temperature_c is None for t in session.gpu_ticks() for d in t.devices)
-    assert session.warnings == [
-        f"{SESSIONS}/missing_column/gpu.csv: no temp_c column; read as N/A"]
+    assert session.warnings == [f"{SESSIONS}/missing_column/gpu.csv: no temp_c column; read as N/A"]
 
 
 @pytest.mark.parametrize(
@@ -150,12 +151,14 @@ def test_empty_optional_file_is_ignored_but_empty_gpu_csv_is_an_error(tmp_path):
 def test_bad_json_line_in_the_middle_of_events_is_skipped_and_counted(tmp_path):
     shutil.copytree(SESSIONS / "handmade", tmp_path / "s")
     (tmp_path / "s" / "events.jsonl").write_text(
-        '{"t": 1, "kind": "a"}\nnot json\n{"t": 2, "kind": "b"}\n{"kind": "c"}\n')
+        '{"t": 1, "kind": "a"}\nnot json\n{"t": 2, "kind": "b"}\n{"kind": "c"}\n'
+    )
     session = load_session(tmp_path / "s")
     assert [e["kind"] for e in session.events()] == ["a", "b"]
     assert session.warnings == [
         f"{tmp_path}/s/events.jsonl: skipped 2 lines that could not be read (first: line 2: "
-        "not valid JSON (Expecting value, column 1))"]
+        "not valid JSON (Expecting value, column 1))"
+    ]
 
 
 def test_files_saved_with_a_byte_order_mark_still_read(tmp_path):

@@ -58,9 +58,14 @@ class Scripted:
 
 
 def tick(t: float, pids=(4242,)) -> GpuTick:
-    device = GpuSample(0, "GPU-0", "NVIDIA H200", memory_used_bytes=int(t),
-                       memory_total_bytes=1 << 40,
-                       processes=tuple(GpuProcess(p, 1 << 20) for p in pids))
+    device = GpuSample(
+        0,
+        "GPU-0",
+        "NVIDIA H200",
+        memory_used_bytes=int(t),
+        memory_total_bytes=1 << 40,
+        processes=tuple(GpuProcess(p, 1 << 20) for p in pids),
+    )
     return GpuTick(t, (device,), "580.159.04", "13.580.159.04", "13.0")  # as NVML reads it
 
 
@@ -95,19 +100,22 @@ def test_samples_and_collector_events_are_recorded(tmp_path):
     session = load_session(tmp_path)
     assert list(session.gpu_ticks()) == [tick(1000.0, (1, 2)), tick(1001.0, (7,))]
     assert list(session.host_samples()) == [host(1000.5), host(1001.5)]
-    assert kinds(tmp_path) == Counter({
-        ("collector_failed", "nvml"): 1,  # once per outage, not once per tick
-        ("collector_recovered", "nvml"): 1,
-        ("collector_finished", "nvml"): 1,
-        ("collector_finished", "host"): 1,
-        ("collector_unavailable", "docker"): 1,
-    })
+    assert kinds(tmp_path) == Counter(
+        {
+            ("collector_failed", "nvml"): 1,  # once per outage, not once per tick
+            ("collector_recovered", "nvml"): 1,
+            ("collector_finished", "nvml"): 1,
+            ("collector_finished", "host"): 1,
+            ("collector_unavailable", "docker"): 1,
+        }
+    )
     failed = next(e for e in session.events() if e["kind"] == "collector_failed")
     assert failed["msg"] == "GPU is lost" and failed["title"] == "NVML"
     assert watch.get() == frozenset({7})
     assert session.meta["driver"] == "580.159.04"
-    assert session.meta["gpus"] == [{"index": 0, "uuid": "GPU-0", "name": "NVIDIA H200",
-                                     "mem_total_bytes": 1 << 40}]
+    assert session.meta["gpus"] == [
+        {"index": 0, "uuid": "GPU-0", "name": "NVIDIA H200", "mem_total_bytes": 1 << 40}
+    ]
     assert gpu.closed and hosts.closed and docker.closed
 
 
@@ -127,8 +135,9 @@ class Metric:
 
 
 def write_metric(writer, metric):
-    writer.append_rows("metrics.csv", ("t", "metric", "value"),
-                       [(metric.t, metric.name, metric.value)])
+    writer.append_rows(
+        "metrics.csv", ("t", "metric", "value"), [(metric.t, metric.name, metric.value)]
+    )
 
 
 def test_handlers_write_further_sample_types_and_unknown_types_are_noted(tmp_path):
@@ -136,7 +145,8 @@ def test_handlers_write_further_sample_types_and_unknown_types_are_noted(tmp_pat
     odd = Scripted("odd", [object(), object()])
     record(tmp_path, [logs, odd], handlers={Metric: write_metric})
     assert (tmp_path / "metrics.csv").read_text() == (
-        "t,metric,value\n1.0,train/loss,2.5\n2.0,lr,0.1\n")
+        "t,metric,value\n1.0,train/loss,2.5\n2.0,lr,0.1\n"
+    )
     assert kinds(tmp_path)[("sample_not_recorded", "odd")] == 1
 
 
@@ -200,9 +210,11 @@ def test_a_replayed_session_records_into_an_equal_session(tmp_path):
 
 
 def test_recording_modules_do_not_import_textual():
-    code = ("import sys, gpuherd.record.recorder, gpuherd.session.session, "
-            "collectors.replay.replay; "
-            "print('textual' in sys.modules)")
+    code = (
+        "import sys, gpuherd.record.recorder, gpuherd.session.session, "
+        "collectors.replay.replay; "
+        "print('textual' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -14,9 +14,21 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_make_session_writes_a_valid_labelled_session(tmp_path):
     out = tmp_path / "synthetic"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "make_session.py"), str(out), "--gpus", "3",
-         "--hours", "0.01", "--procs-per-gpu", "2"],
-        capture_output=True, text=True, check=True)
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "make_session.py"),
+            str(out),
+            "--gpus",
+            "3",
+            "--hours",
+            "0.01",
+            "--procs-per-gpu",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "SYNTHETIC 3 GPUs x 36 ticks" in done.stdout
     session = load_session(out)
     session.check()
@@ -27,5 +39,11 @@ def test_make_session_writes_a_valid_labelled_session(tmp_path):
     assert all(len(d.processes or ()) == 2 for t in ticks for d in t.devices)
     hosts = list(session.host_samples())
     assert len(hosts) == 36 and {p.pid for p in hosts[0].processes} == {
-        10000, 10001, 10100, 10101, 10200, 10201}
+        10000,
+        10001,
+        10100,
+        10101,
+        10200,
+        10201,
+    }
     assert session.warnings == []

@@ -29,29 +29,59 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def tick(t: float, used: int = 5 * GiB, *, lost: bool = False) -> GpuTick:
     good = GpuSample(
-        0, "GPU-0", "NVIDIA H200", memory_used_bytes=used, memory_total_bytes=140 * GiB,
-        memory_reserved_bytes=None, gpu_util_pct=99.0, mem_util_pct=None, temperature_c=55.0,
-        power_w=None, pstate=2, mig_mode=True,
+        0,
+        "GPU-0",
+        "NVIDIA H200",
+        memory_used_bytes=used,
+        memory_total_bytes=140 * GiB,
+        memory_reserved_bytes=None,
+        gpu_util_pct=99.0,
+        mem_util_pct=None,
+        temperature_c=55.0,
+        power_w=None,
+        pstate=2,
+        mig_mode=True,
         processes=(GpuProcess(4242, used - GiB), GpuProcess(99, None, "graphics")),
     )
-    other = (GpuSample(1, "GPU-1", "NVIDIA H200", error="GPU is lost") if lost else
-             GpuSample(1, "GPU-1", "NVIDIA H200", memory_used_bytes=0, processes=None))
+    other = (
+        GpuSample(1, "GPU-1", "NVIDIA H200", error="GPU is lost")
+        if lost
+        else GpuSample(1, "GPU-1", "NVIDIA H200", memory_used_bytes=0, processes=None)
+    )
     return GpuTick(t, (good, other), "580.159.04", "13.580.159.04", "13.0")  # as NVML reads it
 
 
 def host(t: float) -> HostSample:
-    return HostSample(t, cpu_pct=7.5, mem_used_bytes=10 * GiB, mem_total_bytes=64 * GiB,
-                      load_1m=None, processes=(ProcessInfo(4242, "alice", "python, the, train",
-                                                           rss_bytes=GiB, container="job-1"),))
+    return HostSample(
+        t,
+        cpu_pct=7.5,
+        mem_used_bytes=10 * GiB,
+        mem_total_bytes=64 * GiB,
+        load_1m=None,
+        processes=(
+            ProcessInfo(4242, "alice", "python, the, train", rss_bytes=GiB, container="job-1"),
+        ),
+    )
 
 
-META = {"host": "box", "driver": "580.159.04", "nvml_version": "13.580.159.04",
-        "cuda_driver_version": "13.0", "started_at": 1000.0, "interval_s": 1.0}
+META = {
+    "host": "box",
+    "driver": "580.159.04",
+    "nvml_version": "13.580.159.04",
+    "cuda_driver_version": "13.0",
+    "started_at": 1000.0,
+    "interval_s": 1.0,
+}
 
 
 def spawn(code: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], cwd=ROOT,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_round_trip_ticks_hosts_and_events(tmp_path):
@@ -66,26 +96,37 @@ def test_round_trip_ticks_hosts_and_events(tmp_path):
     assert list(session.gpu_ticks()) == ticks
     assert list(session.host_samples()) == [host(1000.5)]
     assert [e["value"] for e in session.events()] == ["nan"]
-    peaks = [r[1][session.headers["gpu.csv"].index("mem_peak_bytes")]
-             for r in session.open_csv("gpu.csv")]
+    peaks = [
+        r[1][session.headers["gpu.csv"].index("mem_peak_bytes")]
+        for r in session.open_csv("gpu.csv")
+    ]
     assert peaks[:2] == [str(7 * GiB), ""]
     assert session.meta["ended_at"] is not None and session.warnings == []
     assert not (tmp_path / "s" / ".lock").exists()
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [
-        "events.jsonl", "gpu.csv", "host.csv", "meta.json", "processes.csv"]
+        "events.jsonl",
+        "gpu.csv",
+        "host.csv",
+        "meta.json",
+        "processes.csv",
+    ]
 
 
 def test_close_records_meta_updates_and_append_rows(tmp_path):
     writer = SessionWriter(tmp_path, META)
-    writer.append_rows("metrics.csv", ("t", "metric", "value"),
-                       [{"t": 1.5, "metric": "train/loss", "value": 0.25}, (2.5, "lr", None)])
+    writer.append_rows(
+        "metrics.csv",
+        ("t", "metric", "value"),
+        [{"t": 1.5, "metric": "train/loss", "value": 0.25}, (2.5, "lr", None)],
+    )
     writer.update_meta(command=["python", "train.py"])
     assert json.loads((tmp_path / "meta.json").read_text())["command"] == ["python", "train.py"]
     writer.close(exit_code=3)
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["exit_code"] == 3 and meta["ended_at"] >= meta["started_at"]
     assert (tmp_path / "metrics.csv").read_text() == (
-        "t,metric,value\n1.5,train/loss,0.25\n2.5,lr,\n")
+        "t,metric,value\n1.5,train/loss,0.25\n2.5,lr,\n"
+    )
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -114,14 +155,17 @@ def test_rows_reach_the_disk_within_the_flush_interval(tmp_path):
 
 
 def test_a_second_writer_in_another_process_is_refused(tmp_path):
-    child = spawn("""
+    child = spawn(
+        """
         import sys
         from gpuherd.session.session import SessionWriter
         writer = SessionWriter(sys.argv[1], {"driver": None})
         print("ready", flush=True)
         sys.stdin.read()
         writer.close()
-        """, str(tmp_path))
+        """,
+        str(tmp_path),
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         with pytest.raises(SessionLockedError, match=f"being recorded by pid {child.pid}"):
@@ -143,14 +187,17 @@ def test_a_second_writer_in_the_same_process_is_refused(tmp_path):
 
 
 def test_stale_lock_of_a_killed_recorder_is_taken_over(tmp_path):
-    child = spawn("""
+    child = spawn(
+        """
         import sys
         from pathlib import Path
         from gpuherd.session.session_lock import SessionLock
         SessionLock(Path(sys.argv[1])).acquire()
         print("ready", flush=True)
         sys.stdin.read()
-        """, str(tmp_path))
+        """,
+        str(tmp_path),
+    )
     assert child.stdout is not None and child.stdout.readline().strip() == "ready"
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
@@ -158,7 +205,8 @@ def test_stale_lock_of_a_killed_recorder_is_taken_over(tmp_path):
     with SessionWriter(tmp_path, META) as writer:
         assert writer.warnings == [
             f"took over the stale lock {tmp_path / '.lock'} of a recorder that is gone "
-            f"(pid {child.pid})"]
+            f"(pid {child.pid})"
+        ]
         assert (tmp_path / ".lock").read_text().split()[0] == str(os.getpid())
     events = list(load_session(tmp_path).events())
     assert [e["kind"] for e in events] == ["lock_taken_over"]

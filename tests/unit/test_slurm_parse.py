@@ -21,10 +21,19 @@ from collectors.slurm.parse import (
 from collectors.slurm.pids import job_of_cgroup, job_of_environ
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("0:59", 59), ("1:00", 60), ("1:00:00", 3600), ("2-03:04:05", 2 * 86400 + 11045),
-    ("UNLIMITED", None), ("N/A", None), ("INVALID", None), ("NOT_SET", None),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("0:59", 59),
+        ("1:00", 60),
+        ("1:00:00", 3600),
+        ("2-03:04:05", 2 * 86400 + 11045),
+        ("UNLIMITED", None),
+        ("N/A", None),
+        ("INVALID", None),
+        ("NOT_SET", None),
+    ],
+)
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 
@@ -35,12 +44,18 @@ def test_every_written_duration_reads_back(days, hours, minutes, seconds):
     assert parse_duration(text) == ((days * 24 + hours) * 60 + minutes) * 60 + seconds
 
 
-@pytest.mark.parametrize(("gres", "indexes"), [
-    ("gpu:1(IDX:0)", (0,)), ("gpu:a100:2(IDX:0-1)", (0, 1)), ("gpu:3(IDX:0,2-3)", (0, 2, 3)),
-    ("gpu:a100:1(IDX:1),nic:1(IDX:0)", (1,)), ("gpu:tesla:2(IDX:4-5),gpu:v100:1(IDX:7)",
-                                                 (4, 5, 7)),
-    ("nic:1(IDX:0)", ()), ("gpu:1(IDX:N/A)", ()),
-])
+@pytest.mark.parametrize(
+    ("gres", "indexes"),
+    [
+        ("gpu:1(IDX:0)", (0,)),
+        ("gpu:a100:2(IDX:0-1)", (0, 1)),
+        ("gpu:3(IDX:0,2-3)", (0, 2, 3)),
+        ("gpu:a100:1(IDX:1),nic:1(IDX:0)", (1,)),
+        ("gpu:tesla:2(IDX:4-5),gpu:v100:1(IDX:7)", (4, 5, 7)),
+        ("nic:1(IDX:0)", ()),
+        ("gpu:1(IDX:N/A)", ()),
+    ],
+)
 def test_gres_indexes(gres, indexes):
     assert gpu_indexes_of_gres(gres) == indexes
 
@@ -49,10 +64,17 @@ def test_indexes_ranges():
     assert parse_indexes("0-2,5,7-8") == (0, 1, 2, 5, 7, 8)
 
 
-@pytest.mark.parametrize(("tres", "count"), [
-    ("gres:gpu:2", 2), ("gres/gpu:a100=4", 4), ("gres:gpu:a100:3", 3), ("N/A", 0),
-    ("gres:nic:1", 0), ("gres:gpu:1,gres:nic:1", 1),
-])
+@pytest.mark.parametrize(
+    ("tres", "count"),
+    [
+        ("gres:gpu:2", 2),
+        ("gres/gpu:a100=4", 4),
+        ("gres:gpu:a100:3", 3),
+        ("N/A", 0),
+        ("gres:nic:1", 0),
+        ("gres:gpu:1,gres:nic:1", 1),
+    ],
+)
 def test_gpus_requested(tres, count):
     assert gpus_requested(tres) == count
 
@@ -63,9 +85,11 @@ def test_hostlists():
 
 
 def test_detail_of_a_job_on_two_node_groups_names_this_nodes_gpus():
-    detail = ("JobId=7 JobName=x NumNodes=3 JOB_GRES=gpu:4   Nodes=gpu[01-02] CPU_IDs=0-3 "
-              "Mem=100 GRES=gpu:2(IDX:0-1)   Nodes=gpu03 CPU_IDs=0 Mem=100 GRES=gpu:2(IDX:2-3) "
-              "MinCPUsNode=1 Features=(null)")
+    detail = (
+        "JobId=7 JobName=x NumNodes=3 JOB_GRES=gpu:4   Nodes=gpu[01-02] CPU_IDs=0-3 "
+        "Mem=100 GRES=gpu:2(IDX:0-1)   Nodes=gpu03 CPU_IDs=0 Mem=100 GRES=gpu:2(IDX:2-3) "
+        "MinCPUsNode=1 Features=(null)"
+    )
     assert gpu_indexes_on_node(detail, "gpu02") == (0, 1)
     assert gpu_indexes_on_node(detail, "gpu03") == (2, 3)
     assert gpu_indexes_on_node(detail, "gpu04") is None
@@ -74,8 +98,19 @@ def test_detail_of_a_job_on_two_node_groups_names_this_nodes_gpus():
 
 
 def test_squeue_line_with_an_array_task_and_a_separator_in_the_name():
-    line = SEP.join(["4711", "4700_3", "ana", "gpu", "RUNNING", "1:02:03", "2:00:00",
-                     "gres:gpu:1", f"odd{SEP}name"])
+    line = SEP.join(
+        [
+            "4711",
+            "4700_3",
+            "ana",
+            "gpu",
+            "RUNNING",
+            "1:02:03",
+            "2:00:00",
+            "gres:gpu:1",
+            f"odd{SEP}name",
+        ]
+    )
     job = parse_squeue_line(line)
     assert job is not None
     assert (job.job_id, job.array_id, job.shown_id) == ("4711", "4700_3", "4700_3")
@@ -85,19 +120,27 @@ def test_squeue_line_with_an_array_task_and_a_separator_in_the_name():
 
 
 def test_listpids():
-    text = ("PID      JOBID    STEPID   LOCALID GLOBALID\n25487    1        batch    0       0\n"
-            "25488    1        0        -       -\nnonsense\n")
+    text = (
+        "PID      JOBID    STEPID   LOCALID GLOBALID\n25487    1        batch    0       0\n"
+        "25488    1        0        -       -\nnonsense\n"
+    )
     assert parse_listpids(text) == {25487: ("1", "batch"), 25488: ("1", "0")}
 
 
-@pytest.mark.parametrize(("cgroup", "found"), [
-    ("4:memory:/slurm/uid_1000/job_4711/step_0/task_0\n", ("4711", "0")),
-    ("7:freezer:/slurm_gpu01/uid_0/job_12/step_batch\n", ("12", "batch")),
-    ("0::/system.slice/slurmstepd.scope/job_4711/step_extern/user/task_0\n", ("4711", "extern")),
-    ("0::/system.slice/slurmstepd.scope/job_9\n", ("9", None)),
-    ("0::/user.slice/user-1000.slice/job_5/step_0\n", None),  # not Slurm's
-    ("4:memory:/docker/abc\n0::/\n", None),
-])
+@pytest.mark.parametrize(
+    ("cgroup", "found"),
+    [
+        ("4:memory:/slurm/uid_1000/job_4711/step_0/task_0\n", ("4711", "0")),
+        ("7:freezer:/slurm_gpu01/uid_0/job_12/step_batch\n", ("12", "batch")),
+        (
+            "0::/system.slice/slurmstepd.scope/job_4711/step_extern/user/task_0\n",
+            ("4711", "extern"),
+        ),
+        ("0::/system.slice/slurmstepd.scope/job_9\n", ("9", None)),
+        ("0::/user.slice/user-1000.slice/job_5/step_0\n", None),  # not Slurm's
+        ("4:memory:/docker/abc\n0::/\n", None),
+    ],
+)
 def test_cgroup_paths(cgroup, found):
     assert job_of_cgroup(cgroup) == found
 
@@ -154,4 +197,5 @@ def test_without_slurm_the_root_builds_no_slurm_source(tmp_path, monkeypatch):
 
 def test_slurm_can_be_turned_off():
     assert slurm_missing({"GPUHERD_SLURM": "off", "PATH": "/usr/bin"}) == (
-        "Slurm is turned off (GPUHERD_SLURM=off)")
+        "Slurm is turned off (GPUHERD_SLURM=off)"
+    )

@@ -36,11 +36,19 @@ def sleeper():
 
 
 def busy_fake(pid: int) -> FakeNvml:
-    return FakeNvml([
-        FakeGpu(name="NVIDIA H100 80GB HBM3", uuid="GPU-a", total=80 * GiB, used=12 * GiB,
-                util=(97, 41), compute=[ProcessEntry(pid, 10 * GiB)]),
-        FakeGpu(name="NVIDIA H100 80GB HBM3", uuid="GPU-b", total=80 * GiB, used=615 * MiB),
-    ])
+    return FakeNvml(
+        [
+            FakeGpu(
+                name="NVIDIA H100 80GB HBM3",
+                uuid="GPU-a",
+                total=80 * GiB,
+                used=12 * GiB,
+                util=(97, 41),
+                compute=[ProcessEntry(pid, 10 * GiB)],
+            ),
+            FakeGpu(name="NVIDIA H100 80GB HBM3", uuid="GPU-b", total=80 * GiB, used=615 * MiB),
+        ]
+    )
 
 
 def documented_keys(section: str) -> set[str]:
@@ -55,9 +63,15 @@ def documented_keys(section: str) -> set[str]:
 
 # The real path on this machine: no NVIDIA driver.
 
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuherd", "snapshot", *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuherd", "snapshot", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
 
 
 def test_cli_json_without_driver_prints_host_and_exits_3():
@@ -84,14 +98,17 @@ def test_cli_table_without_driver():
 
 
 def test_snapshot_does_not_import_textual():
-    code = ("import sys, io, contextlib; from gpuherd.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()): main(['snapshot', '--json'])\n"
-            "print('textual' in sys.modules)")
+    code = (
+        "import sys, io, contextlib; from gpuherd.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()): main(['snapshot', '--json'])\n"
+        "print('textual' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
 
 
 # In-process, with FakeNvml and real host processes.
+
 
 def test_json_keys_match_the_documentation(sleeper):
     data = to_json(take_snapshot(busy_fake(sleeper.pid), window_s=0.05))
@@ -106,19 +123,30 @@ def test_json_keys_match_the_documentation(sleeper):
 
 def test_container_json_keys_match_the_documentation(sleeper):
     snap = take_snapshot(busy_fake(sleeper.pid), window_s=0.0)
-    listed = ContainerTick(snap.host.taken_at, (ContainerSample(
-        id="ab" * 32, short_id="ab" * 6, name="trainer", image="pytorch:24.01",
-        status="running", gpu_devices=("0",)),), engine="Docker 28.2.2")
+    listed = ContainerTick(
+        snap.host.taken_at,
+        (
+            ContainerSample(
+                id="ab" * 32,
+                short_id="ab" * 6,
+                name="trainer",
+                image="pytorch:24.01",
+                status="running",
+                gpu_devices=("0",),
+            ),
+        ),
+        engine="Docker 28.2.2",
+    )
     data = to_json(dataclasses.replace(snap, containers=ContainerLook(tick=listed)))
     (container,) = data["containers"]
     assert set(container) == documented_keys("`containers[]`")
     assert container["gpu_memory_bytes"] == 0 and container["gpu_pids"] == []
     assert container["gpu_devices"] == ["0"] and data["container_engine"] == "Docker 28.2.2"
     assert data["containers_error"] is None
-    text = render_table(dataclasses.replace(snap, containers=ContainerLook(tick=listed)),
-                        width=200)
-    assert re.search(r"\ntrainer\s+pytorch:24\.01\s+running\s+N/A\s+N/A / N/A\s+N/A\s+0\s+0 B$",
-                     text)
+    text = render_table(dataclasses.replace(snap, containers=ContainerLook(tick=listed)), width=200)
+    assert re.search(
+        r"\ntrainer\s+pytorch:24\.01\s+running\s+N/A\s+N/A / N/A\s+N/A\s+0\s+0 B$", text
+    )
 
 
 def test_json_values_join_gpu_and_host(sleeper):

@@ -30,7 +30,8 @@ def test_dashboard_and_recording_scan_at_the_same_interval(tmp_path: Path) -> No
 
 
 def test_each_log_gets_one_tail_and_a_vanished_run_loses_it_where_the_sink_stops_tails(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     a, b = str(tmp_path / "a.log"), str(tmp_path / "b.log")
     sources = LiveSources(SourceOptions(logs=[a, b]))
     started: list[Any] = []

@@ -51,9 +51,11 @@ def test_a_flat_loss_logged_every_step_is_stalled() -> None:
 
 def step_loss(drop: float) -> list[tuple[float, float]]:
     """200 points: falling, then flat at 2.0 over steps 100-149 and `drop` lower over 150-199."""
-    return ([(float(s), 3.0 - 0.01 * s) for s in range(100)]
-            + [(float(s), 2.0) for s in range(100, 150)]
-            + [(float(s), 2.0 * (1.0 - drop)) for s in range(150, 200)])
+    return (
+        [(float(s), 3.0 - 0.01 * s) for s in range(100)]
+        + [(float(s), 2.0) for s in range(100, 150)]
+        + [(float(s), 2.0 * (1.0 - drop)) for s in range(150, 200)]
+    )
 
 
 def test_the_threshold_is_a_one_percent_fall_across_the_later_half() -> None:
@@ -84,7 +86,8 @@ def test_judge_reads_the_whole_run_for_the_loss_and_the_window_for_the_rest() ->
 
 
 def test_parse_and_the_dashboard_agree_on_a_long_healthy_log(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rng = random.Random(3)
     lines = [f"step={s} loss={noisy(healthy(s), rng):.5f}" for s in range(STEPS)]
     log = tmp_path / "train.log"
@@ -92,8 +95,7 @@ def test_parse_and_the_dashboard_agree_on_a_long_healthy_log(
     assert main(["parse", "--json", str(log)]) == 0
     assert '"finding"' not in capsys.readouterr().out
     flat = tmp_path / "flat.log"
-    flat.write_text("\n".join(f"step={s} loss={noisy(2.0, rng):.5f}" for s in range(STEPS))
-                    + "\n")
+    flat.write_text("\n".join(f"step={s} loss={noisy(2.0, rng):.5f}" for s in range(STEPS)) + "\n")
     assert main(["parse", "--json", str(flat)]) == 0
     out = capsys.readouterr().out
     assert out.count('"finding": "stalled"') == 1

@@ -22,8 +22,9 @@ def axis(chart: str) -> tuple[str, list[str]]:
 
 
 def test_a_val_loss_without_a_step_does_not_turn_the_axis_into_minutes(tmp_path: Path) -> None:
-    metrics = [f"{T0 + i},command,{i + 1},train/loss,{2 - i / 1000},{237 * i + 3},0"
-               for i in range(1000)]
+    metrics = [
+        f"{T0 + i},command,{i + 1},train/loss,{2 - i / 1000},{237 * i + 3},0" for i in range(1000)
+    ]
     metrics += [f"{T0 + 500},command,2000,val/loss,1.5,,1"]  # an evaluation logs no step
     label, ticks = axis(loss_chart(load_frames(session(tmp_path / "s", metrics))))
     assert label == "step"

@@ -26,10 +26,19 @@ META = {"host": "box", "driver": "580.159.04", "started_at": T0, "interval_s": 1
 A, B, C = "a" * 64, "b" * 64, "c" * 64
 
 
-def box(cid: str, name: str, cpu: float | None, memory: int, image: str = "busybox:1"
-        ) -> ContainerSample:
-    return ContainerSample(id=cid, short_id=cid[:12], name=name, image=image, status="running",
-                           cpu_pct=cpu, memory_used_bytes=memory, memory_limit_bytes=64 * GiB)
+def box(
+    cid: str, name: str, cpu: float | None, memory: int, image: str = "busybox:1"
+) -> ContainerSample:
+    return ContainerSample(
+        id=cid,
+        short_id=cid[:12],
+        name=name,
+        image=image,
+        status="running",
+        cpu_pct=cpu,
+        memory_used_bytes=memory,
+        memory_limit_bytes=64 * GiB,
+    )
 
 
 def record(path: Path, image_b: str = "busybox:1") -> Path:
@@ -38,15 +47,25 @@ def record(path: Path, image_b: str = "busybox:1") -> Path:
         for i in range(20):
             t = T0 + i
             gib = 12 if i == 9 else min(i, 8)
-            writer.write_gpu_tick(GpuTick(t, (
-                GpuSample(0, "GPU-0", "H100", processes=(GpuProcess(100, gib * GiB // 2),)),
-                GpuSample(1, "GPU-1", "H100", processes=(GpuProcess(100, gib * GiB // 2),)),
-            )))
+            writer.write_gpu_tick(
+                GpuTick(
+                    t,
+                    (
+                        GpuSample(0, "GPU-0", "H100", processes=(GpuProcess(100, gib * GiB // 2),)),
+                        GpuSample(1, "GPU-1", "H100", processes=(GpuProcess(100, gib * GiB // 2),)),
+                    ),
+                )
+            )
             writer.write_host(HostSample(t + 0.1, processes=(ProcessInfo(100, container=A[:12]),)))
-            writer.write_containers(ContainerTick(t + 0.5, (
-                box(A, "trainer", None if i == 0 else 100.0 + i, (i + 1) * GiB),
-                box(B, "db", 2.0 if i % 2 else 4.0, GiB, image_b),
-            )))
+            writer.write_containers(
+                ContainerTick(
+                    t + 0.5,
+                    (
+                        box(A, "trainer", None if i == 0 else 100.0 + i, (i + 1) * GiB),
+                        box(B, "db", 2.0 if i % 2 else 4.0, GiB, image_b),
+                    ),
+                )
+            )
     return path
 
 
@@ -80,8 +99,7 @@ def test_markdown_and_the_short_text_name_the_containers(tmp_path: Path) -> None
     summary = summarize_frames(frames)
     markdown = report.render_markdown(summary, frames)
     assert "## Containers" in markdown
-    assert ("| trainer | busybox:1 | 12.0 GiB | +9.5s | 110% | 117% | 119% | 20.0 GiB |"
-            in markdown)
+    assert "| trainer | busybox:1 | 12.0 GiB | +9.5s | 110% | 117% | 119% | 20.0 GiB |" in markdown
     short = report.render_short(summary)
     assert "  container trainer: peak GPU memory 12.0 GiB, CPU mean 110% max 119%" in short
     assert "  container db: peak GPU memory 0 B, CPU mean 3% max 4%" in short
@@ -96,7 +114,8 @@ def test_without_containers_csv_there_is_no_container_section(tmp_path: Path) ->
 
 
 def test_the_summary_reads_quoted_rows_and_skips_bad_ones_as_the_replay_does(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # A comma in an image name makes its rows quoted: that part is read row by row.
     path = record(tmp_path / "s", image_b="registry:5000/db,v2")
     with open(path / "containers.csv", "a") as f:
@@ -126,8 +145,9 @@ def test_a_container_with_no_recorded_name_goes_by_its_short_id(tmp_path: Path) 
     with SessionWriter(tmp_path / "s", META) as writer:
         for i in range(2):
             writer.write_gpu_tick(GpuTick(T0 + i, (GpuSample(0, "GPU-0", "H100", processes=()),)))
-            writer.write_containers(ContainerTick(T0 + i, (box(A, "", 1.0 + 2 * i, GiB),
-                                                           box(B, "db", 2.0, GiB))))
+            writer.write_containers(
+                ContainerTick(T0 + i, (box(A, "", 1.0 + 2 * i, GiB), box(B, "db", 2.0, GiB)))
+            )
     summary = summarize(tmp_path / "s")
     assert [c["name"] for c in summary.data["containers"]] == [A[:12], "db"]
     cpu = {r["key"]: r["mean"] for r in summary.data["stats"] if r["key"].endswith("/cpu (%)")}

@@ -27,19 +27,37 @@ def losses(root: Path, values: list[str]) -> Path:
     shutil.copytree(TASKS, root)
     rows = [",".join(METRICS_COLUMNS)] + [
         f"{1764130001 + i},command,{i + 1},train/loss,{v},{10 * (i + 1)},0"
-        for i, v in enumerate(values)]
+        for i, v in enumerate(values)
+    ]
     (root / METRICS_FILE).write_text("\n".join(rows) + "\n")
     return root
 
 
 def test_a_real_recording_of_a_log_with_1e308_and_1e_310_ends_with_its_summary(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "s"
     script = "for v in ('2.5', '1e308', '1e-310', '1.5'): print(f'step=1 loss={v}', flush=True)"
-    out = subprocess.run([sys.executable, "-m", "gpuherd", "--record", str(root),
-                          "--peak-interval", "0", "--", sys.executable, "-c", script],
-                         capture_output=True, text=True, timeout=120, cwd=REPO,
-                         stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuherd",
+            "--record",
+            str(root),
+            "--peak-interval",
+            "0",
+            "--",
+            sys.executable,
+            "-c",
+            script,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr and "could not write the summary" not in out.stderr
     data = json.loads((root / "summary.json").read_text())
@@ -52,7 +70,8 @@ def test_a_real_recording_of_a_log_with_1e308_and_1e_310_ends_with_its_summary(
 
 
 def test_summary_of_extreme_losses_is_strict_json_with_the_extremes_as_strings(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     frames = load_frames(losses(tmp_path / "s", EXTREMES))
     summary = summarize_frames(frames)
     text = report.render_json(summary)
@@ -66,8 +85,7 @@ def test_summary_of_extreme_losses_is_strict_json_with_the_extremes_as_strings(
     data = json.loads(report.render_json(summarize_frames(frames)))
     assert data["tasks"][0]["metrics"]["train/loss"]["mean"] == "inf"
     assert data["stats"][-1]["key"] == "command/train/loss"
-    assert (data["stats"][-1]["mean"], data["stats"][-1]["max"]) == (
-        "inf", 1.7976931348623157e308)
+    assert (data["stats"][-1]["mean"], data["stats"][-1]["max"]) == ("inf", 1.7976931348623157e308)
 
 
 def test_loss_chart_draws_values_plotext_cannot_scale_at_the_edge(tmp_path: Path) -> None:
@@ -80,8 +98,9 @@ def test_loss_chart_draws_values_plotext_cannot_scale_at_the_edge(tmp_path: Path
     assert chart.count("•") > 40  # a line was drawn, not an empty frame
 
 
-@pytest.mark.parametrize("values", [["1e308"], ["1e-310"], ["1e-310", "2e-310"],
-                                    ["1e308", "-1e308"], ["inf", "nan"]])
+@pytest.mark.parametrize(
+    "values", [["1e308"], ["1e-310"], ["1e-310", "2e-310"], ["1e308", "-1e308"], ["inf", "nan"]]
+)
 def test_loss_chart_of_only_extreme_values(tmp_path: Path, values: list[str]) -> None:
     frames = load_frames(losses(tmp_path / "s", values))
     chart = charts.loss_chart(frames)

@@ -38,16 +38,20 @@ def gpu0(i: int) -> str:
     peak = {3: 20 * GIB, 12: 30 * GIB}.get(i)
     temp = 85 if i == 25 else 60
     power = 650 if i == 5 else 300
-    return (f"{T0 + i},0,GPU-aaaa,NVIDIA H200,{10 * GIB},{H200_TOTAL},{util},30,{temp},{power},"
-            f"{'' if peak is None else peak}")
+    return (
+        f"{T0 + i},0,GPU-aaaa,NVIDIA H200,{10 * GIB},{H200_TOTAL},{util},30,{temp},{power},"
+        f"{'' if peak is None else peak}"
+    )
 
 
 def gpu1(i: int) -> str:
     util = (90 if i < END else 0) if START <= i <= END else 5
     used = 5 * GIB if i == 25 else GIB
     peak = 4 * GIB if i == 3 else None
-    return (f"{T0 + i},1,GPU-bbbb,NVIDIA A100-SXM4-40GB,{used},{A100_TOTAL},{util},20,40,100,"
-            f"{'' if peak is None else peak}")
+    return (
+        f"{T0 + i},1,GPU-bbbb,NVIDIA A100-SXM4-40GB,{used},{A100_TOTAL},{util},20,40,100,"
+        f"{'' if peak is None else peak}"
+    )
 
 
 def host(i: int) -> str:
@@ -60,21 +64,36 @@ def session(tmp_path: Path) -> Path:
     # Per test, not per module: mutation testing runs only the tests that call the code.
     root = tmp_path / "two_gpus"
     root.mkdir()
-    meta = {"schema": SCHEMA_VERSION, "host": "box-2", "driver": "580.159.04",
-            "started_at": T0, "ended_at": T0 + 30, "interval_s": 1.0,
-            "command": ["python", "train.py"], "exit_code": 0,
-            "gpus": [{"index": 0, "uuid": "GPU-aaaa", "name": "NVIDIA H200",
-                      "mem_total_bytes": H200_TOTAL},
-                     {"index": 1, "uuid": "GPU-bbbb", "name": "NVIDIA A100-SXM4-40GB",
-                      "mem_total_bytes": A100_TOTAL}]}
+    meta = {
+        "schema": SCHEMA_VERSION,
+        "host": "box-2",
+        "driver": "580.159.04",
+        "started_at": T0,
+        "ended_at": T0 + 30,
+        "interval_s": 1.0,
+        "command": ["python", "train.py"],
+        "exit_code": 0,
+        "gpus": [
+            {"index": 0, "uuid": "GPU-aaaa", "name": "NVIDIA H200", "mem_total_bytes": H200_TOTAL},
+            {
+                "index": 1,
+                "uuid": "GPU-bbbb",
+                "name": "NVIDIA A100-SXM4-40GB",
+                "mem_total_bytes": A100_TOTAL,
+            },
+        ],
+    }
     (root / META_FILE).write_text(json.dumps(meta))
     header = ",".join((*GPU_WRITTEN, "mem_peak_bytes"))
     rows = [row for i in range(30) for row in (gpu0(i), gpu1(i))]
     (root / GPU_FILE).write_text("\n".join([header, *rows]) + "\n")
-    (root / HOST_FILE).write_text("\n".join([",".join(HOST_WRITTEN),
-                                             *(host(i) for i in range(30))]) + "\n")
-    events = [{"t": T0 + START, "kind": "start", "pid": 7},
-              {"t": T0 + END, "kind": "exit", "exit_code": 0}]
+    (root / HOST_FILE).write_text(
+        "\n".join([",".join(HOST_WRITTEN), *(host(i) for i in range(30))]) + "\n"
+    )
+    events = [
+        {"t": T0 + START, "kind": "start", "pid": 7},
+        {"t": T0 + END, "kind": "exit", "exit_code": 0},
+    ]
     (root / EVENTS_FILE).write_text("".join(json.dumps(e) + "\n" for e in events))
     return root
 
@@ -97,16 +116,25 @@ def test_each_gpu_has_its_own_peak_and_when(data: dict) -> None:
     first, second = data["gpus"]
     assert (first["index"], first["uuid"], first["name"]) == (0, "GPU-aaaa", "NVIDIA H200")
     assert (second["index"], second["uuid"], second["name"]) == (
-        1, "GPU-bbbb", "NVIDIA A100-SXM4-40GB")
+        1,
+        "GPU-bbbb",
+        "NVIDIA A100-SXM4-40GB",
+    )
     # GPU 0: the fast peak of 30 GiB at +12 (above its 10 GiB rows and its 20 GiB peak at +3).
     assert (first["peak_mem_bytes"], first["peak_at"], first["peak_at_elapsed_s"]) == (
-        30 * GIB, T0 + 12, 12.0)
+        30 * GIB,
+        T0 + 12,
+        12.0,
+    )
     assert first["peak_mem_gib"] == 30.0
     assert first["peak_mem_pct"] == 21.37  # 30 GiB of 140.4 GiB
     # GPU 1: a 1 Hz reading of 5 GiB at +25 beats its fast peak of 4 GiB at +3. Peaks cover
     # the whole session, not only the command's window.
     assert (second["peak_mem_bytes"], second["peak_at"], second["peak_at_elapsed_s"]) == (
-        5 * GIB, T0 + 25, 25.0)
+        5 * GIB,
+        T0 + 25,
+        25.0,
+    )
     assert second["peak_mem_pct"] == 12.5  # of its own 40 GiB, not of GPU 0's total
     assert (first["mem_total_bytes"], second["mem_total_bytes"]) == (H200_TOTAL, A100_TOTAL)
 
@@ -126,12 +154,24 @@ def test_maxima_cover_the_session_per_gpu(data: dict) -> None:
 
 
 def test_gpu_statistics_rows_are_per_gpu_and_windowed(stats: dict[str, dict]) -> None:
-    assert stats["gpu0/util_gpu (%)"] == {"key": "gpu0/util_gpu (%)", "count": 11,
-                                          "mean": 27.2727, "min": 0, "max": 100, "p95": 100,
-                                          "unit": "%"}
-    assert stats["gpu1/util_gpu (%)"] == {"key": "gpu1/util_gpu (%)", "count": 11,
-                                          "mean": 81.8182, "min": 0, "max": 90, "p95": 90,
-                                          "unit": "%"}
+    assert stats["gpu0/util_gpu (%)"] == {
+        "key": "gpu0/util_gpu (%)",
+        "count": 11,
+        "mean": 27.2727,
+        "min": 0,
+        "max": 100,
+        "p95": 100,
+        "unit": "%",
+    }
+    assert stats["gpu1/util_gpu (%)"] == {
+        "key": "gpu1/util_gpu (%)",
+        "count": 11,
+        "mean": 81.8182,
+        "min": 0,
+        "max": 90,
+        "p95": 90,
+        "unit": "%",
+    }
     # inside the window GPU 0's rows hold 10 GiB, and 30 GiB at the +12 peak
     peak0 = stats["gpu0/mem_peak (GiB)"]
     assert (peak0["count"], peak0["mean"], peak0["min"], peak0["max"]) == (11, 11.8182, 10, 30)
@@ -147,18 +187,38 @@ def test_gpu_statistics_rows_are_per_gpu_and_windowed(stats: dict[str, dict]) ->
 
 def test_host_statistics_cover_only_the_window(stats: dict[str, dict]) -> None:
     # host rows at +10.5 .. +19.5: cpu 20..29 %, memory 10..19 GiB; 95 % outside
-    assert stats["host/cpu (%)"] == {"key": "host/cpu (%)", "count": 10, "mean": 24.5,
-                                     "min": 20, "max": 29, "p95": 28.55, "unit": "%"}
-    assert stats["host/mem_used (GiB)"] == {"key": "host/mem_used (GiB)", "count": 10,
-                                            "mean": 14.5, "min": 10, "max": 19, "p95": 18.55,
-                                            "unit": "GiB"}
+    assert stats["host/cpu (%)"] == {
+        "key": "host/cpu (%)",
+        "count": 10,
+        "mean": 24.5,
+        "min": 20,
+        "max": 29,
+        "p95": 28.55,
+        "unit": "%",
+    }
+    assert stats["host/mem_used (GiB)"] == {
+        "key": "host/mem_used (GiB)",
+        "count": 10,
+        "mean": 14.5,
+        "min": 10,
+        "max": 19,
+        "p95": 18.55,
+        "unit": "GiB",
+    }
 
 
 def test_the_statistics_list_each_gpu_then_the_host(stats: dict[str, dict]) -> None:
-    metrics = ["mem_used (GiB)", "mem_peak (GiB)", "util_gpu (%)", "util_mem (%)", "temp (C)",
-               "power (W)"]
-    assert sorted(stats) == sorted([f"gpu{i}/{m}" for i in (0, 1) for m in metrics]
-                                   + ["host/cpu (%)", "host/mem_used (GiB)"])
+    metrics = [
+        "mem_used (GiB)",
+        "mem_peak (GiB)",
+        "util_gpu (%)",
+        "util_mem (%)",
+        "temp (C)",
+        "power (W)",
+    ]
+    assert sorted(stats) == sorted(
+        [f"gpu{i}/{m}" for i in (0, 1) for m in metrics] + ["host/cpu (%)", "host/mem_used (GiB)"]
+    )
     assert list(stats)[-2:] == ["host/cpu (%)", "host/mem_used (GiB)"]
 
 

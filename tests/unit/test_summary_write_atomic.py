@@ -25,7 +25,8 @@ TEXT = "# GPU 0: NVIDIA H200 — 30.0 GiB, loss 0.5 → 0.2\r\nnext line\n"
 
 
 def test_the_text_goes_through_a_hidden_temporary_file_of_the_same_directory(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "summary.md"
     target.write_text("previous\n")
     renames: list[tuple[str, str]] = []
@@ -52,13 +53,15 @@ def test_the_file_is_utf8_under_a_c_locale(tmp_path: Path) -> None:
     here = tmp_path / "here.md"
     write_atomic(here, TEXT)
     there = tmp_path / "there.md"
-    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0",
-           "PYTHONCOERCECLOCALE": "0"}
-    code = ("import sys; from pathlib import Path; "
-            "from gpuherd.summary.summary import write_atomic; "
-            f"write_atomic(Path(sys.argv[1]), {ascii(TEXT)})")  # the code itself is ASCII
-    out = subprocess.run([sys.executable, "-c", code, str(there)], cwd=ROOT, env=env,
-                         capture_output=True, timeout=60)
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    code = (
+        "import sys; from pathlib import Path; "
+        "from gpuherd.summary.summary import write_atomic; "
+        f"write_atomic(Path(sys.argv[1]), {ascii(TEXT)})"
+    )  # the code itself is ASCII
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(there)], cwd=ROOT, env=env, capture_output=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr.decode(errors="replace")
     assert there.read_bytes() == here.read_bytes() == TEXT.encode("utf-8")
 

@@ -62,8 +62,10 @@ def test_idle_and_failed_rows_show_no_speed_or_eta() -> None:
     tracker.add_gpu_tick(GpuTick(100 + 9 + 120, ()))  # two minutes without a line
     idle = tracker.view(TASK)
     assert idle is not None and idle.status == "idle"
-    assert (task_row(idle, None).cell("speed").plain, task_row(idle, None).cell("eta").plain) \
-        == ("", "")
+    assert (task_row(idle, None).cell("speed").plain, task_row(idle, None).cell("eta").plain) == (
+        "",
+        "",
+    )
     tracker.ended(TASK, 1)
     failed = tracker.view(TASK)
     assert failed is not None and (failed.status, failed.exit_code) == ("failed", 1)

@@ -14,8 +14,15 @@ PID = 4242
 def lines_at(tracker: TaskTracker, *times: float) -> None:
     """One new line at each time, read as it was written (the tail is caught up)."""
     for i, t in enumerate(times):
-        tracker.add_batch(batch(t, [metric(step=i + 1, train__loss=1.0)], modified_at=t,
-                                offset_bytes=100 * (i + 1), size_bytes=100 * (i + 1)))
+        tracker.add_batch(
+            batch(
+                t,
+                [metric(step=i + 1, train__loss=1.0)],
+                modified_at=t,
+                offset_bytes=100 * (i + 1),
+                size_bytes=100 * (i + 1),
+            )
+        )
 
 
 def status_at(tracker: TaskTracker, t: float, pids: tuple[int, ...] = (PID,)) -> str:
@@ -63,8 +70,15 @@ def test_without_enough_gaps_the_running_window_applies() -> None:
 def test_a_backlog_read_in_pieces_gives_no_gaps() -> None:
     tracker = TaskTracker()
     for i in range(5):  # the tail catching up on an old log: offset below size
-        tracker.add_batch(batch(float(i), [metric(step=i + 1, train__loss=1.0)],
-                                modified_at=0.0, offset_bytes=10 * (i + 1), size_bytes=1000))
+        tracker.add_batch(
+            batch(
+                float(i),
+                [metric(step=i + 1, train__loss=1.0)],
+                modified_at=0.0,
+                offset_bytes=10 * (i + 1),
+                size_bytes=1000,
+            )
+        )
     assert tracker.usual_interval_s(TASK) is None
 
 
@@ -91,8 +105,17 @@ def test_a_dead_writer_after_a_traceback_is_failed() -> None:
 
     tracker = TaskTracker()
     lines_at(tracker, 0.0, 1.0)
-    tracker.add_batch(batch(2.0, (), [(3, LogFinding("traceback", "Traceback (most recent call"))],
-                            lines=1, modified_at=2.0, offset_bytes=300, size_bytes=300))
+    tracker.add_batch(
+        batch(
+            2.0,
+            (),
+            [(3, LogFinding("traceback", "Traceback (most recent call"))],
+            lines=1,
+            modified_at=2.0,
+            offset_bytes=300,
+            size_bytes=300,
+        )
+    )
     assert status_at(tracker, 2.5) == "running"
     assert status_at(tracker, 3.0, pids=()) == "failed"
 
@@ -115,9 +138,18 @@ def test_the_exporter_beside_the_dashboard_shows_the_same_statuses() -> None:
 
     state = ExportState("box")
     for i, t in enumerate((0.0, 1.0, 2.0)):
-        state.emit(Sampled("log:a", batch(t, [metric(step=i + 1, train__loss=1.0)],
-                                          modified_at=t, offset_bytes=10 * (i + 1),
-                                          size_bytes=10 * (i + 1))))
+        state.emit(
+            Sampled(
+                "log:a",
+                batch(
+                    t,
+                    [metric(step=i + 1, train__loss=1.0)],
+                    modified_at=t,
+                    offset_bytes=10 * (i + 1),
+                    size_bytes=10 * (i + 1),
+                ),
+            )
+        )
     state.emit(Sampled("writers", WritersTick(2.5, (LogWriters(TASK, (PID,), (PID,)),))))
     assert [v.status for v in state.snapshot().tasks] == ["running"]
     state.emit(Sampled("writers", WritersTick(3.0, (LogWriters(TASK, (), ()),))))
@@ -133,8 +165,9 @@ def test_a_log_that_ends_in_an_oom_and_goes_quiet_with_no_writer_seen_has_failed
     tracker = TaskTracker(active_s=60.0)
     lines_at(tracker, 0.0, 1.0)
     oom = LogFinding("oom", "torch.OutOfMemoryError: CUDA out of memory.")
-    tracker.add_batch(batch(2.0, (), [(3, oom)], lines=1, modified_at=2.0, offset_bytes=300,
-                            size_bytes=300))
+    tracker.add_batch(
+        batch(2.0, (), [(3, oom)], lines=1, modified_at=2.0, offset_bytes=300, size_bytes=300)
+    )
     tracker.writers_seen(TASK, 2.0 + ERROR_QUIET_S - 0.1, ())
     assert tracker.view(TASK).status == "running"  # type: ignore[union-attr]  # still writing?
     tracker.writers_seen(TASK, 2.0 + ERROR_QUIET_S, ())
@@ -149,8 +182,17 @@ def test_an_error_with_a_live_writer_known_is_not_failed_while_it_writes() -> No
 
     tracker = TaskTracker(active_s=60.0)
     lines_at(tracker, 0.0, 1.0)
-    tracker.add_batch(batch(2.0, (), [(3, LogFinding("traceback", "Traceback (most recent"))],
-                            lines=1, modified_at=2.0, offset_bytes=300, size_bytes=300))
+    tracker.add_batch(
+        batch(
+            2.0,
+            (),
+            [(3, LogFinding("traceback", "Traceback (most recent"))],
+            lines=1,
+            modified_at=2.0,
+            offset_bytes=300,
+            size_bytes=300,
+        )
+    )
     assert status_at(tracker, 30.0) == "running"  # caught and logged; the writer lives on
 
 
@@ -159,8 +201,17 @@ def test_a_slow_log_after_an_error_gets_five_of_its_intervals_before_it_has_fail
 
     tracker = TaskTracker(active_s=600.0)
     lines_at(tracker, 0.0, 20.0, 40.0, 60.0)  # a line every 20 s
-    tracker.add_batch(batch(61.0, (), [(5, LogFinding("traceback", "Traceback (most recent"))],
-                            lines=1, modified_at=61.0, offset_bytes=500, size_bytes=500))
+    tracker.add_batch(
+        batch(
+            61.0,
+            (),
+            [(5, LogFinding("traceback", "Traceback (most recent"))],
+            lines=1,
+            modified_at=61.0,
+            offset_bytes=500,
+            size_bytes=500,
+        )
+    )
     tracker.writers_seen(TASK, 61.0 + 99.0, ())
     assert tracker.view(TASK).status == "running"  # type: ignore[union-attr]
     tracker.writers_seen(TASK, 61.0 + 100.0, ())

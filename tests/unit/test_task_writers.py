@@ -38,8 +38,7 @@ with open(sys.argv[1], "a", buffering=1) as log:
 
 def start(code: str, *args: str) -> tuple[subprocess.Popen[str], str]:
     """A process running `code`; what it printed first (once it holds its file)."""
-    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
 
@@ -53,7 +52,8 @@ def test_the_scan_finds_the_gpu_process_that_writes_the_log(tmp_path: Path, proc
 
 
 def test_the_scan_finds_the_launcher_that_holds_the_log_above_its_gpu_child(
-        tmp_path: Path, procs) -> None:
+    tmp_path: Path, procs
+) -> None:
     log = tmp_path / "run.log"
     launcher, child_pid = start(LAUNCHER, str(log))
     procs.append(launcher)
@@ -66,8 +66,7 @@ def test_the_scan_finds_the_launcher_that_holds_the_log_above_its_gpu_child(
 def test_a_process_that_only_reads_the_log_is_not_its_writer(tmp_path: Path, procs) -> None:
     log = tmp_path / "train.log"
     log.write_text("old line\n")
-    reader, _ = start(WRITER.replace('f.write("step=1 loss=1.0\\n")', "f.read()"),
-                      str(log), "r")
+    reader, _ = start(WRITER.replace('f.write("step=1 loss=1.0\\n")', "f.read()"), str(log), "r")
     writer, _ = start(WRITER, str(log), "r+")  # read-write counts as writing
     procs.extend([reader, writer])
     found = scan({"t": str(log.resolve())}, [reader.pid, writer.pid])
@@ -93,19 +92,26 @@ def test_another_users_processes_are_skipped_without_an_error(procs) -> None:
         log = where / "train.log"
         proc, _ = start(WRITER, str(log), "a")  # root's: /proc/PID/fd is closed to others
         procs.append(proc)
-        code = ("import json, sys; from collectors.machine.writers import scan; "
-                "print(json.dumps(scan({'t': sys.argv[1]}, [int(sys.argv[2])])))")
+        code = (
+            "import json, sys; from collectors.machine.writers import scan; "
+            "print(json.dumps(scan({'t': sys.argv[1]}, [int(sys.argv[2])])))"
+        )
         result = subprocess.run(
             as_other_user([sys.executable, "-c", code, str(log), str(proc.pid)]),
-            capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-            timeout=60)
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            timeout=60,
+        )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {}
     assert result.stderr == ""
 
 
 def test_a_writer_that_exits_leaves_no_writer_and_the_task_turns_finished(
-        tmp_path: Path, procs) -> None:
+    tmp_path: Path, procs
+) -> None:
     log = tmp_path / "train.log"
     proc, _ = start(WRITER, str(log), "a")
     procs.append(proc)

@@ -43,11 +43,11 @@ time.sleep(120)
 """
 
 
-def start(procs: list[subprocess.Popen[str]], cwd: Path, code: str, *args: str
-          ) -> tuple[int, str]:
+def start(procs: list[subprocess.Popen[str]], cwd: Path, code: str, *args: str) -> tuple[int, str]:
     """A process running `code` in `cwd`; its pid and the first line it printed."""
-    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
-                            text=True, cwd=cwd)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True, cwd=cwd
+    )
     procs.append(proc)
     assert proc.stdout is not None
     return proc.pid, proc.stdout.readline().strip()
@@ -61,8 +61,9 @@ def run_dir(tmp_path: Path, levels: int = 2) -> tuple[Path, Path]:
     return where, log_dir / "metrics.csv"
 
 
-def collector_for(log: Path, gpu_pids: list[int], log_format: str | None = "lightning_csv"
-                  ) -> tuple[WriterWatch, WriterCollector]:
+def collector_for(
+    log: Path, gpu_pids: list[int], log_format: str | None = "lightning_csv"
+) -> tuple[WriterWatch, WriterCollector]:
     watch = WriterWatch()
     watch.follow("t", str(log), log_format)
     watch.set_gpu_pids(gpu_pids)
@@ -78,7 +79,8 @@ def written_after(log: Path, mtime: float) -> None:
 
 
 def test_a_log_opened_and_closed_at_each_write_is_tied_to_the_job_running_there(
-        tmp_path: Path, procs) -> None:
+    tmp_path: Path, procs
+) -> None:
     where, log = run_dir(tmp_path)
     pid, _ = start(procs, where, CSV_WRITER, os.path.relpath(log, where))
     _, collector = collector_for(log, [pid])
@@ -92,11 +94,21 @@ def test_a_log_opened_and_closed_at_each_write_is_tied_to_the_job_running_there(
     assert collector.sample().logs == (LogWriters("t", (), ()),)
 
 
-@pytest.mark.parametrize(("log_format", "tied"), [
-    ("lightning_csv", True), ("hf_trainer_state", True), ("llamafactory", True),
-    ("generic", False), ("hf_trainer", False), ("detectron2_json", False), (None, False)])
+@pytest.mark.parametrize(
+    ("log_format", "tied"),
+    [
+        ("lightning_csv", True),
+        ("hf_trainer_state", True),
+        ("llamafactory", True),
+        ("generic", False),
+        ("hf_trainer", False),
+        ("detectron2_json", False),
+        (None, False),
+    ],
+)
 def test_only_logs_whose_writers_reopen_them_are_tied_by_place(
-        tmp_path: Path, procs, log_format: str | None, tied: bool) -> None:
+    tmp_path: Path, procs, log_format: str | None, tied: bool
+) -> None:
     # a console log (`watch nvidia-smi >> smi.log` beside a training) is held open by its
     # writer, which is no GPU process here: tying it to the training would be wrong
     where, log = run_dir(tmp_path)
@@ -112,8 +124,7 @@ def test_only_logs_whose_writers_reopen_them_are_tied_by_place(
 
 
 @pytest.mark.parametrize("levels", [0, 1, MAX_LEVELS, MAX_LEVELS + 1])
-def test_the_job_may_run_up_to_max_levels_above_the_log(tmp_path: Path, procs,
-                                                        levels: int) -> None:
+def test_the_job_may_run_up_to_max_levels_above_the_log(tmp_path: Path, procs, levels: int) -> None:
     where, log = run_dir(tmp_path, levels)
     pid, _ = start(procs, where, SLEEPER)
     log.write_text("epoch,step,loss\n")
@@ -153,8 +164,7 @@ def test_a_job_started_after_the_write_is_not_tied(tmp_path: Path, procs) -> Non
     assert collector.sample().logs == ()
 
 
-def test_two_runs_started_in_one_directory_leave_the_log_untied(tmp_path: Path,
-                                                                procs) -> None:
+def test_two_runs_started_in_one_directory_leave_the_log_untied(tmp_path: Path, procs) -> None:
     where, log = run_dir(tmp_path)
     first, _ = start(procs, where, CSV_WRITER, os.path.relpath(log, where))
     second, _ = start(procs, where, SLEEPER)
@@ -165,7 +175,8 @@ def test_two_runs_started_in_one_directory_leave_the_log_untied(tmp_path: Path,
 
 
 def test_a_job_whose_ranks_descend_from_rank_0_is_tied_with_all_its_gpu_processes(
-        tmp_path: Path, procs) -> None:
+    tmp_path: Path, procs
+) -> None:
     where, log = run_dir(tmp_path)
     log.write_text("epoch,step,loss\n")
     parent, kids = start(procs, where, PARENT, "2")
@@ -177,7 +188,8 @@ def test_a_job_whose_ranks_descend_from_rank_0_is_tied_with_all_its_gpu_processe
 
 
 def test_sibling_workers_of_a_launcher_that_holds_no_gpu_leave_the_log_untied(
-        tmp_path: Path, procs) -> None:
+    tmp_path: Path, procs
+) -> None:
     # torchrun's workers are siblings: nothing here says which of them writes the log
     where, log = run_dir(tmp_path)
     log.write_text("epoch,step,loss\n")
@@ -189,14 +201,16 @@ def test_sibling_workers_of_a_launcher_that_holds_no_gpu_leave_the_log_untied(
 
 
 def test_a_process_holding_the_log_open_wins_over_the_job_running_there(
-        tmp_path: Path, procs) -> None:
+    tmp_path: Path, procs
+) -> None:
     where, log = run_dir(tmp_path)
     log.write_text("epoch,step,loss\n")
     in_place, _ = start(procs, where, SLEEPER)
     watch, collector = collector_for(log, [in_place])
     collector.sample()
-    holder_code = ("import sys, time\nf = open(sys.argv[1], 'a')\nprint('ready', flush=True)\n"
-                   "time.sleep(120)")
+    holder_code = (
+        "import sys, time\nf = open(sys.argv[1], 'a')\nprint('ready', flush=True)\ntime.sleep(120)"
+    )
     holder, _ = start(procs, tmp_path, holder_code, str(log))  # new since the last scan
     watch.set_gpu_pids([in_place, holder])
     os.utime(log, (time.time() + 1, time.time() + 1))
@@ -205,11 +219,18 @@ def test_a_process_holding_the_log_open_wins_over_the_job_running_there(
 
 def test_a_writer_known_alive_keeps_the_log_when_it_closes_it(tmp_path: Path, procs) -> None:
     where, log = run_dir(tmp_path)
-    closer_code = ("import sys, time\nf = open(sys.argv[1], 'a')\nprint('ready', flush=True)\n"
-                   "sys.stdin.readline()\nf.close()\nprint('closed', flush=True)\n"
-                   "time.sleep(120)")
-    closer = subprocess.Popen([sys.executable, "-c", closer_code, str(log)], text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path)
+    closer_code = (
+        "import sys, time\nf = open(sys.argv[1], 'a')\nprint('ready', flush=True)\n"
+        "sys.stdin.readline()\nf.close()\nprint('closed', flush=True)\n"
+        "time.sleep(120)"
+    )
+    closer = subprocess.Popen(
+        [sys.executable, "-c", closer_code, str(log)],
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=tmp_path,
+    )
     procs.append(closer)
     assert closer.stdout is not None and closer.stdin is not None
     closer.stdout.readline()
@@ -223,13 +244,16 @@ def test_a_writer_known_alive_keeps_the_log_when_it_closes_it(tmp_path: Path, pr
     assert collector.sample().logs == (LogWriters("t", (closer.pid,), (closer.pid,)),)
 
 
-@pytest.mark.parametrize(("directory", "cwd", "levels"), [
-    ("/a/b", "/a/b", 0),
-    ("/a/b/c", "/a/b", 1),
-    ("/a/b/c/d", "/a/b", 2),
-    ("/a/bc", "/a/b", None),  # a sibling whose name starts the same is not below
-    ("/a", "/a/b", None),
-    ("/x/y", "/", 2),
-])
+@pytest.mark.parametrize(
+    ("directory", "cwd", "levels"),
+    [
+        ("/a/b", "/a/b", 0),
+        ("/a/b/c", "/a/b", 1),
+        ("/a/b/c/d", "/a/b", 2),
+        ("/a/bc", "/a/b", None),  # a sibling whose name starts the same is not below
+        ("/a", "/a/b", None),
+        ("/x/y", "/", 2),
+    ],
+)
 def test_levels_below(directory: str, cwd: str, levels: int | None) -> None:
     assert levels_below(directory, cwd) == levels

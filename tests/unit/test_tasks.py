@@ -18,8 +18,15 @@ def metric(step=None, epoch=None, taken_at=None, **values):
 def batch(t, metrics=(), findings=(), lines=None, path=TASK, **kw):
     numbered = tuple((i + 1, m) for i, m in enumerate(metrics))
     kw.setdefault("generation", 1)
-    return LogBatch(path, float(t), kw.pop("format", "generic"), numbered, tuple(findings),
-                    lines_read=len(metrics) if lines is None else lines, **kw)
+    return LogBatch(
+        path,
+        float(t),
+        kw.pop("format", "generic"),
+        numbered,
+        tuple(findings),
+        lines_read=len(metrics) if lines is None else lines,
+        **kw,
+    )
 
 
 def loss_steps(tracker, start, stop, t0=0.0, loss=lambda s: 1.0 / (s + 1), **kw):
@@ -101,8 +108,9 @@ def test_throughput_from_the_log_and_computed():
     assert (view.throughput, view.throughput_name) == (3.5, "throughput/it_s")
     other = "/runs/b.log"
     for i in range(5):  # lines with their own timestamps, 2 s apart, 10 steps apart
-        tracker.add_batch(batch(100 + i, [metric(step=10 * i, taken_at=2.0 * i, train__loss=1)],
-                                path=other))
+        tracker.add_batch(
+            batch(100 + i, [metric(step=10 * i, taken_at=2.0 * i, train__loss=1)], path=other)
+        )
     view = tracker.view(other)
     assert view.throughput_name == "steps_s" and view.throughput == 5.0
 
@@ -110,8 +118,9 @@ def test_throughput_from_the_log_and_computed():
 def test_backlog_while_catching_up_gives_no_computed_rate():
     tracker = TaskTracker()
     for i in range(5):
-        tracker.add_batch(batch(100 + i, [metric(step=1000 * i, train__loss=1.0)],
-                                offset_bytes=i, size_bytes=10))
+        tracker.add_batch(
+            batch(100 + i, [metric(step=1000 * i, train__loss=1.0)], offset_bytes=i, size_bytes=10)
+        )
     assert tracker.view(TASK).throughput is None
     assert tracker.view(TASK).catching_up
 
@@ -124,8 +133,7 @@ def test_eta_from_the_log_counts_down_and_from_total_steps():
     other = "/runs/c.log"
     tracker.associate(other, total_steps=1000)
     for i in range(3):
-        tracker.add_batch(batch(200 + 10 * i, [metric(step=100 * i, train__loss=1.0)],
-                                path=other))
+        tracker.add_batch(batch(200 + 10 * i, [metric(step=100 * i, train__loss=1.0)], path=other))
     view = tracker.view(other)
     assert view.throughput == 10.0 and view.eta_s == (1000 - 200) / 10.0
 
@@ -133,8 +141,13 @@ def test_eta_from_the_log_counts_down_and_from_total_steps():
 def test_log_findings_keep_count_line_and_evidence():
     tracker = TaskTracker()
     oom = LogFinding("oom", "torch.OutOfMemoryError: CUDA out of memory.")
-    tracker.add_batch(batch(10, [metric(step=1, train__loss=math.nan)],
-                            findings=[(1, LogFinding("nan", "train/loss = nan at step 1"))]))
+    tracker.add_batch(
+        batch(
+            10,
+            [metric(step=1, train__loss=math.nan)],
+            findings=[(1, LogFinding("nan", "train/loss = nan at step 1"))],
+        )
+    )
     tracker.add_batch(batch(11, [], findings=[(7, oom), (9, oom)], lines=9))
     view = tracker.view(TASK)
     assert kinds(view)[:2] in (["oom", "nan"], ["nan", "oom"])
@@ -164,15 +177,18 @@ def test_falling_loss_gives_no_finding():
 def test_validation_near_chance_while_training_improves():
     tracker = TaskTracker()
     for s in range(5):
-        tracker.add_batch(batch(s, [metric(step=s * 100, train__acc=0.2 + 0.1 * s,
-                                           val__acc=0.001)]))
+        tracker.add_batch(
+            batch(s, [metric(step=s * 100, train__acc=0.2 + 0.1 * s, val__acc=0.001)])
+        )
     view = tracker.view(TASK)
     assert "chance" in kinds(view)
     assert "class count unknown" in next(f for f in view.findings if f.kind == "chance").evidence
     tracker.associate(TASK, num_classes=1000)
     tracker.add_batch(batch(9, [metric(step=900, train__acc=0.8, val__acc=0.0012)]))
-    assert "1000 classes" in next(f for f in tracker.view(TASK).findings
-                                  if f.kind == "chance").evidence
+    assert (
+        "1000 classes"
+        in next(f for f in tracker.view(TASK).findings if f.kind == "chance").evidence
+    )
 
 
 def test_healthy_validation_is_not_chance_and_gap_is_overfitting():
@@ -193,8 +209,13 @@ def test_zero_map_while_loss_falls():
 
 def gpu_tick(t, util, uuid="GPU-1", pids=()):
     procs = tuple(GpuProcess(p, 1 << 30) for p in pids)
-    return GpuTick(float(t), (GpuSample(0, uuid, "H100", gpu_util_pct=util, processes=procs),
-                              GpuSample(1, "GPU-2", "H100", gpu_util_pct=99.0)))
+    return GpuTick(
+        float(t),
+        (
+            GpuSample(0, uuid, "H100", gpu_util_pct=util, processes=procs),
+            GpuSample(1, "GPU-2", "H100", gpu_util_pct=99.0),
+        ),
+    )
 
 
 def test_gpu_swinging_and_low_while_the_task_runs():
@@ -225,8 +246,12 @@ def test_lightning_rewrite_replays_rows_without_duplicating_history():
     tracker = TaskTracker()
     rows = [metric(step=s, train__loss=1.0 / (s + 1)) for s in range(0, 50, 10)]
     tracker.add_batch(batch(1, rows))
-    replay = [metric(step=s, train__loss=1.0 / (s + 1), val__loss=0.9) if s == 40 else
-              metric(step=s, train__loss=1.0 / (s + 1)) for s in range(0, 50, 10)]
+    replay = [
+        metric(step=s, train__loss=1.0 / (s + 1), val__loss=0.9)
+        if s == 40
+        else metric(step=s, train__loss=1.0 / (s + 1))
+        for s in range(0, 50, 10)
+    ]
     fresh = [metric(step=50, train__loss=0.01)]
     tracker.add_batch(batch(2, replay + fresh, generation=2, truncated=True))
     xs = [x for x, _ in tracker.series(TASK, "train/loss")]
@@ -239,9 +264,15 @@ def test_rerun_into_the_same_file_starts_a_new_run():
     loss_steps(tracker, 0, 30)
     tracker.add_batch(batch(100, [], findings=[(1, LogFinding("download", "Downloading"))]))
     assert [f.severity for f in tracker.view(TASK).findings] == ["info"]
-    tracker.add_batch(batch(200, [metric(step=0, train__loss=7.0)], generation=2,
-                            truncated=True,
-                            findings=[(2, LogFinding("download", "Downloading x.safetensors"))]))
+    tracker.add_batch(
+        batch(
+            200,
+            [metric(step=0, train__loss=7.0)],
+            generation=2,
+            truncated=True,
+            findings=[(2, LogFinding("download", "Downloading x.safetensors"))],
+        )
+    )
     view = tracker.view(TASK)
     assert view.runs == 2 and view.step == 0
     assert tracker.series(TASK, "train/loss") == ((0.0, 7.0),)
@@ -251,8 +282,7 @@ def test_rerun_into_the_same_file_starts_a_new_run():
 def test_copytruncate_continues_the_run():
     tracker = TaskTracker()
     loss_steps(tracker, 0, 10)
-    tracker.add_batch(batch(50, [metric(step=10, train__loss=0.05)], generation=2,
-                            truncated=True))
+    tracker.add_batch(batch(50, [metric(step=10, train__loss=0.05)], generation=2, truncated=True))
     assert len(tracker.series(TASK, "train/loss")) == 11
     assert tracker.view(TASK).runs == 1
 
@@ -260,8 +290,7 @@ def test_copytruncate_continues_the_run():
 def test_rotation_keeps_the_run():
     tracker = TaskTracker()
     loss_steps(tracker, 0, 10)
-    tracker.add_batch(batch(50, [metric(step=10, train__loss=0.05)], generation=2,
-                            rotated=True))
+    tracker.add_batch(batch(50, [metric(step=10, train__loss=0.05)], generation=2, rotated=True))
     view = tracker.view(TASK)
     assert view.generation == 2 and view.runs == 1 and view.step == 10
 

@@ -83,6 +83,8 @@ def test_sb3_progress_csv_rewritten_after_its_first_dump_gives_each_row_once(tmp
     latest = dict(tracker.view(str(log)).latest)
     assert latest["train/loss"] == 56.87999725341797 and latest["lr"] == 0.0003
     # counters and settings the table repeats are no measurements
-    assert not {"time/iterations", "time/time_elapsed", "train/n_updates",
-                "train/clip_range"} & latest.keys()
+    assert (
+        not {"time/iterations", "time/time_elapsed", "train/n_updates", "train/clip_range"}
+        & latest.keys()
+    )
     assert tracker.view(str(log)).step == 2048

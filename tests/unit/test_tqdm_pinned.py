@@ -22,8 +22,10 @@ def values(line: str) -> dict[str, float]:
     return dict(metric.values)
 
 
-@pytest.mark.parametrize("desc", ["Checkpoint loading", "Model writing", "Model saving",
-                                  "Model download", "Pretokenizing"])
+@pytest.mark.parametrize(
+    "desc",
+    ["Checkpoint loading", "Model writing", "Model saving", "Model download", "Pretokenizing"],
+)
 def test_a_chore_word_anywhere_in_the_description_is_no_training_bar(desc: str) -> None:
     line = f"{desc}:  50%|#####     | 1/2 [00:01<00:01,  1.00it/s]"
     assert parse_tqdm_line(line) is None
@@ -35,15 +37,16 @@ def test_a_bar_that_opens_with_a_chore_word_is_no_training_bar() -> None:
     # huggingface_hub's snapshot download counts files in it/s
     line = "Fetching 4 files: 100%|##########| 4/4 [00:00<00:00, 12.34it/s]"
     assert parse_tqdm_line(line) is None
-    assert values(line.replace("Fetching", "Reading")) == {"throughput/it_s": 12.34,
-                                                          "eta_s": 0.0}
+    assert values(line.replace("Fetching", "Reading")) == {"throughput/it_s": 12.34, "eta_s": 0.0}
 
 
 def test_a_dataset_batch_bar_without_a_description_is_no_training_bar() -> None:
     # datasets 1.x `map` counts batches in `ba/s` and prints no description
     assert parse_tqdm_line("100%|##########| 3/3 [00:00<00:00, 12.50ba/s]") is None
     assert values("100%|##########| 3/3 [00:00<00:00, 12.50it/s]") == {
-        "throughput/it_s": 12.5, "eta_s": 0.0}
+        "throughput/it_s": 12.5,
+        "eta_s": 0.0,
+    }
 
 
 def test_a_real_tokenizer_and_map_bar_give_no_metric() -> None:
@@ -67,19 +70,25 @@ def test_an_evaluation_bar_names_its_postfix_values_val() -> None:
     line = "Validation:  50%|#####     | 5/10 [00:05<00:07,  2.00it/s, loss=0.5, acc=0.9]"
     metric = parse_tqdm_line(line)
     assert metric is not None
-    assert metric.values == (("eval/throughput/it_s", 2.0), ("val/loss", 0.5),
-                             ("val/acc", 0.9))
+    assert metric.values == (("eval/throughput/it_s", 2.0), ("val/loss", 0.5), ("val/acc", 0.9))
     assert metric.step is None
     # the same postfix on the training bar
     assert values(line.replace("Validation", "Training")) == {
-        "throughput/it_s": 2.0, "eta_s": 7.0, "train/loss": 0.5, "train/acc": 0.9}
+        "throughput/it_s": 2.0,
+        "eta_s": 7.0,
+        "train/loss": 0.5,
+        "train/acc": 0.9,
+    }
 
 
 def test_an_evaluation_bar_names_the_loss_in_its_description_val() -> None:
     line = "Test: Loss=0.3 Accuracy=90.1:  50%|#####     | 5/10 [00:05<00:07,  2.00it/s]"
     assert values(line) == {"eval/throughput/it_s": 2.0, "val/loss": 0.3}
-    assert values(line.replace("Test", "Train")) == {"throughput/it_s": 2.0, "eta_s": 7.0,
-                                                     "train/loss": 0.3}
+    assert values(line.replace("Test", "Train")) == {
+        "throughput/it_s": 2.0,
+        "eta_s": 7.0,
+        "train/loss": 0.3,
+    }
 
 
 def test_a_bar_read_as_evaluation_by_its_total_names_its_postfix_val() -> None:
@@ -90,14 +99,18 @@ def test_a_bar_read_as_evaluation_by_its_total_names_its_postfix_val() -> None:
     assert metric.values == (("eval/throughput/it_s", 2.0), ("val/loss", 0.5))
 
 
-@pytest.mark.parametrize(("rate", "name"), [
-    ("12tok", "throughput/tokens_s"),
-    ("12img", "throughput/samples_s"),
-    ("12samples", "throughput/samples_s"),
-    ("12it", "throughput/it_s"),
-])
+@pytest.mark.parametrize(
+    ("rate", "name"),
+    [
+        ("12tok", "throughput/tokens_s"),
+        ("12img", "throughput/samples_s"),
+        ("12samples", "throughput/samples_s"),
+        ("12it", "throughput/it_s"),
+    ],
+)
 def test_a_unit_printed_without_per_second_still_names_what_is_counted(
-        rate: str, name: str) -> None:
+    rate: str, name: str
+) -> None:
     assert values(f" 50%|#####     | 5/10 [00:05<00:07, {rate}]") == {name: 12.0, "eta_s": 7.0}
 
 
@@ -116,9 +129,14 @@ def test_the_percentage_is_no_epoch_of_a_bar_described_epoch(bar_chars: int) -> 
     assert metric is not None and (metric.step, metric.epoch) == (None, 3)
 
 
-@pytest.mark.parametrize("desc", ["Resumed 3 [00:01, from step 0",
-                                  "Resumed [x] 3 [00:01, from step 0",
-                                  "Resumed [x] | 3 [00:01, from step 0"])
+@pytest.mark.parametrize(
+    "desc",
+    [
+        "Resumed 3 [00:01, from step 0",
+        "Resumed [x] 3 [00:01, from step 0",
+        "Resumed [x] | 3 [00:01, from step 0",
+    ],
+)
 def test_the_numbers_come_from_the_bar_not_an_earlier_bracket(desc: str) -> None:
     # a description that itself looks like the opening of a bar's `[elapsed, ...` bracket
     line = f"{desc}:  50%|#####     | 5/10 [00:05<00:07,  2.00it/s]"
@@ -141,8 +159,9 @@ def test_a_bar_in_the_postfix_is_not_the_bar() -> None:
     assert (metric.step, metric.values) == (5, (("throughput/it_s", 2.0),))
 
 
-@pytest.mark.parametrize(("line", "step"), [("12it [00:05,  2.00it/s]", 12),
-                                            ("5it [00:05,  2.00it/s]", 5)])
+@pytest.mark.parametrize(
+    ("line", "step"), [("12it [00:05,  2.00it/s]", 12), ("5it [00:05,  2.00it/s]", 5)]
+)
 def test_a_count_at_the_start_of_the_line_is_read_whole(line: str, step: int) -> None:
     # `tqdm(iterable)` over an iterator without a length, and no description
     metric = parse_tqdm_line(line)

@@ -44,8 +44,12 @@ def tail_findings(path: Path) -> list[tuple[int, str]]:
 
 
 def parse_findings(path: Path) -> list[tuple[int, str]]:
-    out = subprocess.run([sys.executable, "-m", "gpuherd", "parse", "--json", str(path)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuherd", "parse", "--json", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     records = [json.loads(line) for line in out.splitlines()]
     return [(r["line"], r["finding"]) for r in records if "finding" in r]
 
@@ -79,8 +83,10 @@ def test_a_traceback_spanning_two_reads_is_judged_at_its_end(tmp_path: Path) -> 
     try:
         first = tail.sample()
         with log.open("a") as f:
-            f.write("    loss.backward()\n" + rest + "Traceback (most recent call last):\n"
-                    "  File \"x.py\", line 1\nValueError: bad\n")
+            f.write(
+                "    loss.backward()\n" + rest + "Traceback (most recent call last):\n"
+                '  File "x.py", line 1\nValueError: bad\n'
+            )
         found = list(first.findings)
         for _ in range(5):
             found += tail.sample().findings

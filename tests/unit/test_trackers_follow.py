@@ -32,8 +32,7 @@ def _points(collector: TrackerRunCollector) -> list[tuple[int | None, str, float
     return [(m.step, name, value) for _n, m in batch.metrics for name, value in m.values]
 
 
-def test_tensorboard_file_followed_through_a_partial_record_and_a_new_file(
-        tmp_path: Path) -> None:
+def test_tensorboard_file_followed_through_a_partial_record_and_a_new_file(tmp_path: Path) -> None:
     source = next((STORES / "tensorboardx/lightning_logs/version_0").glob("events.*"))
     data = source.read_bytes()
     run = tmp_path / "version_0"
@@ -121,12 +120,13 @@ def test_mlflow_sqlite_rows_written_in_wal_mode_while_read(tmp_path: Path) -> No
     first = collector.sample()
     assert len(first.metrics) == 24 and first.ended_with is None  # RUNNING: no end
     writer.execute("BEGIN")
-    writer.execute("INSERT INTO metrics VALUES ('train/loss', 0.0, 1700000020000, ?, 20, 1)",
-                   (uuid,))
+    writer.execute(
+        "INSERT INTO metrics VALUES ('train/loss', 0.0, 1700000020000, ?, 20, 1)", (uuid,)
+    )
     assert collector.sample().metrics == ()  # not committed: not seen, and not blocked
     writer.commit()
     batch = collector.sample()
-    (number, metric), = batch.metrics
+    ((number, metric),) = batch.metrics
     assert number == 25 and metric.step == 20 and math.isnan(metric.values[0][1])
     assert [f.evidence for _n, f in batch.findings] == ["train/loss = nan at step 20"]
     writer.execute("UPDATE runs SET status = 'KILLED' WHERE run_uuid = ?", (uuid,))
@@ -141,10 +141,14 @@ def test_mlflow_sqlite_value_zero_is_zero_unless_flagged_nan(tmp_path: Path) -> 
     uuid = writer.execute("SELECT run_uuid FROM runs WHERE name = 'good-run'").fetchone()[0]
     collector = _collector(f"{db}#{uuid}")
     collector.sample()
-    writer.execute("INSERT INTO metrics VALUES ('train/loss', 0.0, 1700000021000, ?, 21, 0)",
-                   (uuid,))
-    writer.execute("INSERT INTO metrics VALUES ('train/loss', 1.7976931348623157e308, "
-                   "1700000022000, ?, 22, 0)", (uuid,))
+    writer.execute(
+        "INSERT INTO metrics VALUES ('train/loss', 0.0, 1700000021000, ?, 21, 0)", (uuid,)
+    )
+    writer.execute(
+        "INSERT INTO metrics VALUES ('train/loss', 1.7976931348623157e308, "
+        "1700000022000, ?, 22, 0)",
+        (uuid,),
+    )
     writer.commit()
     values = [m.values[0][1] for _n, m in collector.sample().metrics]
     assert values == [0.0, math.inf]
@@ -183,8 +187,9 @@ def test_watch_finds_one_task_per_run_and_no_console_task(tmp_path: Path) -> Non
     shutil.copytree(STORES, tmp_path / "stores")
     found = LogDiscovery(watch=[str(tmp_path / "stores")]).scan()
     kinds = sorted(log.kind for log in found)
-    assert kinds == ["mlflow_file"] * 2 + ["mlflow_sqlite"] * 2 + ["tensorboard"] * 4 \
-        + ["wandb"] * 2
+    assert (
+        kinds == ["mlflow_file"] * 2 + ["mlflow_sqlite"] * 2 + ["tensorboard"] * 4 + ["wandb"] * 2
+    )
     assert not [log for log in found if log.task_id.endswith(".log")]
 
 
@@ -200,7 +205,7 @@ def test_a_wandb_log_cut_anywhere_gives_the_same_records() -> None:
     def cut_at(cuts: list[int]) -> None:
         reader, records, offset = WandbLogReader(), [], 0
         for end in [*sorted(cuts), len(data)]:
-            got, _used = reader.feed(data[reader.offset:end])
+            got, _used = reader.feed(data[reader.offset : end])
             records += got
             offset = reader.offset
         assert records == whole and offset == len(data)
@@ -217,8 +222,10 @@ def test_a_wandb_chunk_with_a_bad_checksum_is_refused() -> None:
         WandbLogReader().feed(b"garbage")
 
 
-@pytest.mark.parametrize(("stored", "shown"), [(0.88, 0.88), (0.1667, 0.1667), (2.0, 2.0),
-                                               (1e-7, 1e-7), (math.inf, math.inf)])
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [(0.88, 0.88), (0.1667, 0.1667), (2.0, 2.0), (1e-7, 1e-7), (math.inf, math.inf)],
+)
 def test_float32_values_read_as_the_number_logged(stored: float, shown: float) -> None:
     import struct
 
@@ -236,21 +243,29 @@ def test_tensor_scalars_of_other_types_keep_their_precision(tmp_path: Path) -> N
     scalars = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars"))
     (tmp_path / "run").mkdir()
     writer = EventsWriter(str(tmp_path / "run" / "events"))
-    tensors = [("lr", TensorProto(dtype=2, double_val=[0.1234567890123]), scalars),
-               ("tokens", TensorProto(dtype=9, int64_val=[2**40]), scalars),
-               ("zero", TensorProto(dtype=1, float_val=[0.0]), scalars),
-               ("lr", TensorProto(dtype=2, double_val=[0.5]), None)]  # plugin named once
+    tensors = [
+        ("lr", TensorProto(dtype=2, double_val=[0.1234567890123]), scalars),
+        ("tokens", TensorProto(dtype=9, int64_val=[2**40]), scalars),
+        ("zero", TensorProto(dtype=1, float_val=[0.0]), scalars),
+        ("lr", TensorProto(dtype=2, double_val=[0.5]), None),
+    ]  # plugin named once
     for step, (tag, tensor, metadata) in enumerate(tensors):
         value = Summary.Value(tag=tag, tensor=tensor, metadata=metadata)
         writer.write_event(Event(step=step, summary=Summary(value=[value])))
     (tag, tensor, _m) = ("hist", TensorProto(dtype=1, float_val=[1.0]), None)
     histo = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="histograms"))
-    writer.write_event(Event(step=9, summary=Summary(value=[
-        Summary.Value(tag=tag, tensor=tensor, metadata=histo)])))
+    writer.write_event(
+        Event(
+            step=9, summary=Summary(value=[Summary.Value(tag=tag, tensor=tensor, metadata=histo)])
+        )
+    )
     writer.close()
     assert _points(_collector(tmp_path / "run")) == [
-        (0, "lr", 0.1234567890123), (1, "tokens", float(2**40)), (2, "zero", 0.0),
-        (3, "lr", 0.5)]
+        (0, "lr", 0.1234567890123),
+        (1, "tokens", float(2**40)),
+        (2, "zero", 0.0),
+        (3, "lr", 0.5),
+    ]
 
 
 def test_a_run_followed_live_has_a_speed_from_its_points_times(tmp_path: Path) -> None:
@@ -262,8 +277,13 @@ def test_a_run_followed_live_has_a_speed_from_its_points_times(tmp_path: Path) -
     writer = EventsWriter(str(tmp_path / "version_0" / "events"))
     collector, tracker = None, TaskTracker()
     for step in range(12):  # two steps a second, by the writer's own clock
-        writer.write_event(Event(wall_time=1000.0 + step / 2, step=step,
-                                 summary=scalar("train/loss", 1.0 / (1 + step))))
+        writer.write_event(
+            Event(
+                wall_time=1000.0 + step / 2,
+                step=step,
+                summary=scalar("train/loss", 1.0 / (1 + step)),
+            )
+        )
         writer.flush()
         if collector is None:
             collector = _collector(tmp_path / "version_0")

@@ -50,14 +50,18 @@ def _check_nan(records: list[dict]) -> None:
     assert nans[0]["line"] == point["line"]  # the finding sits at the NaN point
 
 
-@pytest.mark.parametrize(("store", "good", "bad"), [
-    ("tensorboardx/lightning_logs", "lightning_logs/version_0", "lightning_logs/version_1"),
-    ("tensorboard_summary", "tensorboard_summary/good", "tensorboard_summary/nan"),
-    ("mlflow_file/mlruns", "demo/good-run", "demo/nan-run"),
-    ("mlflow_sqlite/mlflow.db", "demo/good-run", "demo/nan-run"),
-])
+@pytest.mark.parametrize(
+    ("store", "good", "bad"),
+    [
+        ("tensorboardx/lightning_logs", "lightning_logs/version_0", "lightning_logs/version_1"),
+        ("tensorboard_summary", "tensorboard_summary/good", "tensorboard_summary/nan"),
+        ("mlflow_file/mlruns", "demo/good-run", "demo/nan-run"),
+        ("mlflow_sqlite/mlflow.db", "demo/good-run", "demo/nan-run"),
+    ],
+)
 def test_every_run_of_a_store_with_its_last_values_and_nan_step(
-        capsys: pytest.CaptureFixture[str], store: str, good: str, bad: str) -> None:
+    capsys: pytest.CaptureFixture[str], store: str, good: str, bad: str
+) -> None:
     runs = _by_run(_records(capsys, STORES / store))
     assert sorted(runs) == sorted([good, bad])
     _check_good(runs[good])
@@ -67,9 +71,13 @@ def test_every_run_of_a_store_with_its_last_values_and_nan_step(
 
 def test_tensor_encoded_scalars_read_as_simple_values(capsys: pytest.CaptureFixture[str]) -> None:
     """`tensorboard.summary` writes 0-d tensors, tensorboardX `simple_value`: same points."""
+
     def points(path: Path) -> list[tuple]:
-        return [(r["step"], r["metric"], r["value"], r["taken_at"])
-                for r in _records(capsys, path) if "metric" in r]
+        return [
+            (r["step"], r["metric"], r["value"], r["taken_at"])
+            for r in _records(capsys, path)
+            if "metric" in r
+        ]
 
     tensors = points(STORES / "tensorboard_summary" / "nan")
     simple = points(STORES / "tensorboardx" / "lightning_logs" / "version_1")
@@ -98,8 +106,9 @@ def test_mlflow_status_and_names_from_the_stores(capsys: pytest.CaptureFixture[s
         assert found == {"demo/good-run": 0, "demo/nan-run": 1}  # FINISHED, FAILED
 
 
-def test_the_database_is_not_changed_by_reading(tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_database_is_not_changed_by_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "mlflow.db"
     shutil.copy(STORES / "mlflow_sqlite" / "mlflow.db", db)
     db.chmod(0o444)
@@ -118,7 +127,8 @@ def test_wandb_offline_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_wandb_without_its_package_says_what_to_install_and_reads_the_console(
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from collectors.trackers import wandb_run
 
     monkeypatch.setattr(wandb_run, "load_record_class", lambda: None)
@@ -131,15 +141,17 @@ def test_wandb_without_its_package_says_what_to_install_and_reads_the_console(
     assert len(console) == 20  # `step N loss X` lines of files/output.log
 
 
-def test_a_directory_without_runs_is_still_no_log(tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_directory_without_runs_is_still_no_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "notes.txt").write_text("nothing\n")
     assert main(["parse", str(tmp_path)]) == 1
     assert "is a directory, not a log file" in capsys.readouterr().err
 
 
 def test_wandb_summary_read_without_the_package(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from collectors.trackers import wandb_run
     from collectors.trackers.collector import TrackerRunCollector
 
@@ -147,8 +159,16 @@ def test_wandb_summary_read_without_the_package(
     run = tmp_path / "wandb" / "offline-run-x"
     shutil.copytree(next((STORES / "wandb").glob("offline-run-*")), run)
     (run / "files" / "wandb-summary.json").write_text(
-        json.dumps({"train/loss": 0.1, "val/acc": 0.88, "_step": 19, "_runtime": 3.5,
-                    "media": {"_type": "image-file"}}))
+        json.dumps(
+            {
+                "train/loss": 0.1,
+                "val/acc": 0.88,
+                "_step": 19,
+                "_runtime": 3.5,
+                "media": {"_type": "image-file"},
+            }
+        )
+    )
     collector = TrackerRunCollector(str(run), poll_interval_s=0.0)
     collector.open()
     summaries = [m for _n, m in collector.sample().metrics if m.step == 19 and len(m.values) == 2]

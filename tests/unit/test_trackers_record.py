@@ -48,9 +48,25 @@ def test_record_watch_puts_tracker_points_in_metrics_csv(tmp_path: Path) -> None
     (store / "lightning_logs" / "version_0").mkdir(parents=True)
     shutil.copy(STORES / "mlflow_sqlite" / "mlflow.db", store / "mlflow.db")
     session = tmp_path / "s"
-    out = subprocess.run([sys.executable, "-m", "gpuherd", "--record", str(session), "--watch",
-                          str(store), "--", sys.executable, "-c", TRAIN, str(store)],
-                         capture_output=True, text=True, timeout=90)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuherd",
+            "--record",
+            str(session),
+            "--watch",
+            str(store),
+            "--",
+            sys.executable,
+            "-c",
+            TRAIN,
+            str(store),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert out.returncode == 0, out.stderr
     with open(session / "metrics.csv", newline="") as f:
         rows = list(csv.DictReader(f))

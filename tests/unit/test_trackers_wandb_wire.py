@@ -18,8 +18,22 @@ pytest.importorskip("wandb")
 from wandb.proto.wandb_internal_pb2 import Record  # noqa: E402
 
 STORES = Path(__file__).resolve().parents[1] / "data" / "trackers"
-JSON_VALUES = ["0", "2", "-1.5e-07", "1.7958376384724007e+09", "NaN", "Infinity", "-Infinity",
-               '"text"', "true", "null", "{\"_type\": \"image\"}", "1" * 140, "", "nan"]
+JSON_VALUES = [
+    "0",
+    "2",
+    "-1.5e-07",
+    "1.7958376384724007e+09",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    '"text"',
+    "true",
+    "null",
+    '{"_type": "image"}',
+    "1" * 140,
+    "",
+    "nan",
+]
 
 
 def _both_ways(raw: bytes) -> tuple[Any, Any]:
@@ -28,8 +42,9 @@ def _both_ways(raw: bytes) -> tuple[Any, Any]:
     for read in ("_decode", "_decode_record"):
         run, out = WandbRun("offline-run-x"), RunRead()
         getattr(run, read)(raw, out)
-        results.append(([(m.values, m.step, m.taken_at) for m in out.metrics],
-                        run._label, run._status))
+        results.append(
+            ([(m.values, m.step, m.taken_at) for m in out.metrics], run._label, run._status)
+        )
     return results[0], results[1]
 
 
@@ -64,26 +79,38 @@ def test_every_record_of_the_real_runs_reads_the_same_both_ways() -> None:
     assert {"history", "summary", "run", "exit", "output_raw"} <= kinds
 
 
-@pytest.mark.parametrize("items, step", [
-    ([(["train", "loss"], "0.5"), (["_step"], "3")], None),  # nested keys joined by /
-    ([("loss", "0.5"), ("_step", '"x"'), ("_step", "4"), ("_step", "5")], None),
-    ([(["loss"], "NaN"), (["acc"], "-Infinity"), (["_timestamp"], "1.5e9")], 300),
-    ([(["loss"], "0.5")], -2),  # a negative step: ten bytes of varint
-    ([([], "0.5"), (["é/ü"], "1"), (["x" * 200], "2"), (["v"], "3" * 130)], 2**40),
-    ([(["_runtime"], "1.0"), (["_step"], "1")], None),  # no metric: no row
-    ([], None),
-])
+@pytest.mark.parametrize(
+    "items, step",
+    [
+        ([(["train", "loss"], "0.5"), (["_step"], "3")], None),  # nested keys joined by /
+        ([("loss", "0.5"), ("_step", '"x"'), ("_step", "4"), ("_step", "5")], None),
+        ([(["loss"], "NaN"), (["acc"], "-Infinity"), (["_timestamp"], "1.5e9")], 300),
+        ([(["loss"], "0.5")], -2),  # a negative step: ten bytes of varint
+        ([([], "0.5"), (["é/ü"], "1"), (["x" * 200], "2"), (["v"], "3" * 130)], 2**40),
+        ([(["_runtime"], "1.0"), (["_step"], "1")], None),  # no metric: no row
+        ([], None),
+    ],
+)
 def test_history_layouts_read_the_same_both_ways(items: list, step: int | None) -> None:
     in_place, decoded = _both_ways(_history(items, step))
     assert _same(in_place, decoded)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(
-    st.one_of(st.text(max_size=12), st.lists(st.text(max_size=6), max_size=3),
-              st.sampled_from(["_step", "_timestamp", "_runtime", "loss", "val/acc"])),
-    st.one_of(st.sampled_from(JSON_VALUES), st.floats().map(repr), st.integers().map(str))),
-    max_size=6), st.one_of(st.none(), st.integers(-2**63, 2**63 - 1)))
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(
+                st.text(max_size=12),
+                st.lists(st.text(max_size=6), max_size=3),
+                st.sampled_from(["_step", "_timestamp", "_runtime", "loss", "val/acc"]),
+            ),
+            st.one_of(st.sampled_from(JSON_VALUES), st.floats().map(repr), st.integers().map(str)),
+        ),
+        max_size=6,
+    ),
+    st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),
+)
 def test_arbitrary_history_rows_read_the_same_both_ways(items: list, step: int | None) -> None:
     in_place, decoded = _both_ways(_history(items, step))
     assert _same(in_place, decoded)
@@ -113,7 +140,7 @@ def test_records_that_are_not_read_are_never_decoded() -> None:
 
 def test_a_history_value_of_nan_stays_nan() -> None:
     in_place, _decoded = _both_ways(_history([(["loss"], "NaN"), (["_step"], "2")]))
-    (values, step, _stamp), = in_place[0]
+    ((values, step, _stamp),) = in_place[0]
     assert step == 2 and math.isnan(values[0][1])
 
 

@@ -50,17 +50,20 @@ def stop(*pids: str) -> None:
         os.kill(int(pid), signal.SIGKILL)
 
 
-def start(procs: list[subprocess.Popen[str]], code: str, *args: str, cwd: Path | None = None
-          ) -> tuple[int, str]:
-    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
-                            text=True, cwd=cwd)
+def start(
+    procs: list[subprocess.Popen[str]], code: str, *args: str, cwd: Path | None = None
+) -> tuple[int, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True, cwd=cwd
+    )
     procs.append(proc)
     assert proc.stdout is not None
     return proc.pid, proc.stdout.readline().strip()
 
 
 def test_a_wandb_run_log_written_by_a_child_has_the_training_as_writer(
-        tmp_path: Path, procs) -> None:
+    tmp_path: Path, procs
+) -> None:
     log = tmp_path / "wandb" / "offline-run-x" / "run-x.wandb"
     log.parent.mkdir(parents=True)
     training, child = start(procs, TRAINING, str(log), "ab", HELPER)
@@ -72,7 +75,8 @@ def test_a_wandb_run_log_written_by_a_child_has_the_training_as_writer(
 
 
 def test_a_child_that_only_reads_the_run_log_or_writes_another_file_is_not_looked_at(
-        tmp_path: Path, procs) -> None:
+    tmp_path: Path, procs
+) -> None:
     log = tmp_path / "run-x.wandb"
     log.write_bytes(b":W&B\xe1\xbe\x00")
     console = tmp_path / "output.log"
@@ -88,7 +92,8 @@ def test_a_child_that_only_reads_the_run_log_or_writes_another_file_is_not_looke
 
 
 def test_an_mlflow_file_store_run_is_tied_to_the_job_running_above_mlruns(
-        tmp_path: Path, procs) -> None:
+    tmp_path: Path, procs
+) -> None:
     where = tmp_path / "proj"
     run = where / "mlruns" / "0" / ("a" * 32)
     (run / "metrics" / "train").mkdir(parents=True)

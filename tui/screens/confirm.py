@@ -49,8 +49,16 @@ class ConfirmScreen(ModalScreen[bool]):
         """The question, then the keys that answer it."""
         with Vertical(id="confirm-body"):
             yield Static(Text(self.question))
-            yield Static(Text.assemble(("y", "bold cyan"), " yes   ", ("n", "bold cyan"),
-                                       " / ", ("Esc", "bold cyan"), " no"))
+            yield Static(
+                Text.assemble(
+                    ("y", "bold cyan"),
+                    " yes   ",
+                    ("n", "bold cyan"),
+                    " / ",
+                    ("Esc", "bold cyan"),
+                    " no",
+                )
+            )
 
     def on_mount(self) -> None:
         """The title on the frame."""

@@ -27,8 +27,10 @@ class ErrorScreen(ModalScreen[None]):
         with VerticalScroll(id="error-body"):
             yield Static(Text(visible(self.title_text), style="bold red"))
             # A traceback quotes exceptions' messages, which may quote paths: line by line.
-            yield Static(Text("\n".join(visible(line) for line in self.details.splitlines())),
-                         id="error-details")
+            yield Static(
+                Text("\n".join(visible(line) for line in self.details.splitlines())),
+                id="error-details",
+            )
 
     def on_mount(self) -> None:
         """Frame titles."""

@@ -13,8 +13,11 @@ from textual.widgets import Static
 from gpuherd.present.format import visible
 
 KEYS: tuple[tuple[str, str], ...] = (
-    ("q  Ctrl-C", "quit; while `record --tui` runs a command: leave the dashboard, the "
-                  "recording goes on until the command ends"),
+    (
+        "q  Ctrl-C",
+        "quit; while `record --tui` runs a command: leave the dashboard, the "
+        "recording goes on until the command ends",
+    ),
     ("k", "record --tui: stop the recorded command (asks first)"),
     ("?", "this help (Esc or ? closes it)"),
     ("/", "filter processes by user, command or pid"),
@@ -85,9 +88,12 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "dismiss", "Close", show=False),
     ]
 
-    def __init__(self, unavailable: tuple[str, ...] = (),
-                 keys: tuple[tuple[str, str], ...] = KEYS,
-                 notes: tuple[str, ...] = NOTES) -> None:
+    def __init__(
+        self,
+        unavailable: tuple[str, ...] = (),
+        keys: tuple[tuple[str, str], ...] = KEYS,
+        notes: tuple[str, ...] = NOTES,
+    ) -> None:
         super().__init__()
         self.unavailable = unavailable
         self.keys, self.notes = keys, notes

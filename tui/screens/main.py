@@ -39,8 +39,13 @@ when crowded, borders included."""
 TASK_PANEL_MAX = 12
 
 
-def arrangement(height: int, gpus: int, task_rows: int, banner: int, middle_rows: int,
-                ) -> tuple[bool, bool, int | None]:
+def arrangement(
+    height: int,
+    gpus: int,
+    task_rows: int,
+    banner: int,
+    middle_rows: int,
+) -> tuple[bool, bool, int | None]:
     """How the dashboard fits `height` rows: (compact GPUs, crowded, the GPU panel's most rows).
 
     Two lines per GPU while they fit beside the chart or host, the processes and the tasks
@@ -175,14 +180,18 @@ class MainScreen(Screen[None]):
         gpus = len(tick.devices) if tick is not None else 0
         banner = len(self.query_one(Banner).lines)
         tall = self.has_class("-tall")
-        middle = (CHART_ROWS if not self.has_class("-narrow") else NARROW_CHART_ROWS) \
-            if tall else HOST_ROWS
+        middle = (
+            (CHART_ROWS if not self.has_class("-narrow") else NARROW_CHART_ROWS)
+            if tall
+            else HOST_ROWS
+        )
         key = (self.size.height, middle, gpus, self._task_rows, banner)
         if key == self._arranged or not self.size.height:
             return
         self._arranged = key
-        compact, crowded, most = arrangement(self.size.height, gpus, self._task_rows, banner,
-                                             middle)
+        compact, crowded, most = arrangement(
+            self.size.height, gpus, self._task_rows, banner, middle
+        )
         self.query_one(GpuPanel).compact = compact
         if crowded != self.has_class("-crowded"):
             self.set_class(crowded, "-crowded")

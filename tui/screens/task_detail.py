@@ -114,13 +114,16 @@ class TaskDetailScreen(Screen[None]):
     def _show(self) -> None:
         view = self.state.tasks.view(self.task_id)
         if view is None:
-            self._set("#task-title", Text(f"{visible(self.task_id)}: no longer followed",
-                                          style="dim"))
+            self._set(
+                "#task-title", Text(f"{visible(self.task_id)}: no longer followed", style="dim")
+            )
             return
         status = Text(view.status, style=STATUS_STYLE.get(view.status, ""))
         path = "" if view.task_id == view.label else visible(view.task_id)
-        self._set("#task-title", Text.assemble((visible(view.label), "bold"), "  ", status, "  ",
-                                               (path, "dim")))
+        self._set(
+            "#task-title",
+            Text.assemble((visible(view.label), "bold"), "  ", status, "  ", (path, "dim")),
+        )
         self._show_charts()
         self._show_facts(view)
         self._set("#task-findings-text", finding_lines(view.findings))
@@ -129,12 +132,20 @@ class TaskDetailScreen(Screen[None]):
     def _show_charts(self) -> None:
         tracker = self.state.tasks
         loss, val = chart_names(tracker.metric_names(self.task_id))
-        for selector, box, names, what in (("#loss-chart", "#loss-box", loss, "loss"),
-                                            ("#val-chart", "#val-box", val, "validation")):
+        for selector, box, names, what in (
+            ("#loss-chart", "#loss-box", loss, "loss"),
+            ("#val-chart", "#val-box", val, "validation"),
+        ):
             kind = tracker.series_x_kind(self.task_id, names[0]) if names else None
-            series = tuple(chart_line(name, tracker.series(self.task_id, name), color,
-                                      tracker.series_x_kind(self.task_id, name))
-                           for name, color in zip(names, COLORS, strict=False))
+            series = tuple(
+                chart_line(
+                    name,
+                    tracker.series(self.task_id, name),
+                    color,
+                    tracker.series_x_kind(self.task_id, name),
+                )
+                for name, color in zip(names, COLORS, strict=False)
+            )
             log = what == "loss" and self.log_loss
             title = f"{what} over {x_label(kind)}{' · log scale (l)' if log else ''}"
             if self._shown.get(box) != title:
@@ -159,14 +170,20 @@ class TaskDetailScreen(Screen[None]):
         self.query_one(selector, Static).update(content)
 
     def _show_facts(self, view: TaskView) -> None:
-        rows = _fact_rows(view) + [(visible(name), fmt_metric(value))
-                                   for name, value in view.latest]
+        rows = _fact_rows(view) + [
+            (visible(name), fmt_metric(value)) for name, value in view.latest
+        ]
         rows += process_facts(view, self.state.gpu_tick)
         for gpu in gpus_of(view, self.state.gpu_tick):
             pct = pct_of(gpu.memory_used_bytes, gpu.memory_total_bytes)
-            rows.append((f"GPU {gpu.index}", f"{visible(gpu.name)}\nVRAM "
-                         f"{fmt_gib_pair(gpu.memory_used_bytes, gpu.memory_total_bytes)} "
-                         f"({fmt_pct(pct)})  util {fmt_pct(gpu.gpu_util_pct)}"))
+            rows.append(
+                (
+                    f"GPU {gpu.index}",
+                    f"{visible(gpu.name)}\nVRAM "
+                    f"{fmt_gib_pair(gpu.memory_used_bytes, gpu.memory_total_bytes)} "
+                    f"({fmt_pct(pct)})  util {fmt_pct(gpu.gpu_util_pct)}",
+                )
+            )
         if not view.gpu_uuids:
             rows.append(("GPU", Text("not known for this log", style="dim")))
         grid = Table.grid(padding=(0, 1))
@@ -175,8 +192,9 @@ class TaskDetailScreen(Screen[None]):
         for name, value in rows:
             # Text, not str: a Rich table reads a str as markup, and metric names come from logs.
             grid.add_row(Text(name), value if isinstance(value, Text) else Text(value))
-        key = tuple((name, value.plain if isinstance(value, Text) else value)
-                    for name, value in rows)
+        key = tuple(
+            (name, value.plain if isinstance(value, Text) else value) for name, value in rows
+        )
         self._set("#task-facts", grid, key)
 
     def action_toggle_log(self) -> None:
@@ -193,27 +211,43 @@ def _fact_rows(view: TaskView) -> list[tuple[str, str | Text]]:
     rows: list[tuple[str, str | Text]] = []
     if view.error:
         rows.append(("error", Text(visible(view.error), style="bold red")))
-    rows += [("format", view.format or "not detected yet"),
-             ("progress", progress_text(view) or "no step yet"),
-             ("speed", throughput_text(view) or ("unknown" if view.running else "not running")),
-             ("ETA", fmt_duration(view.eta_s) if view.eta_s is not None and view.running
-              else "unknown" if view.running else "not running"),
-             ("lines read", f"{view.lines_read:,}"),
-             ("unparsed", Text(f"{view.unparsed_lines:,}",
-                               style="yellow" if view.unparsed_lines else "")),
-             ]
+    rows += [
+        ("format", view.format or "not detected yet"),
+        ("progress", progress_text(view) or "no step yet"),
+        ("speed", throughput_text(view) or ("unknown" if view.running else "not running")),
+        (
+            "ETA",
+            fmt_duration(view.eta_s)
+            if view.eta_s is not None and view.running
+            else "unknown"
+            if view.running
+            else "not running",
+        ),
+        ("lines read", f"{view.lines_read:,}"),
+        (
+            "unparsed",
+            Text(f"{view.unparsed_lines:,}", style="yellow" if view.unparsed_lines else ""),
+        ),
+    ]
     if view.exit_code is not None:
-        rows.append(("exit code", Text(str(view.exit_code),
-                                       style="bold red" if view.exit_code else "")))
+        rows.append(
+            ("exit code", Text(str(view.exit_code), style="bold red" if view.exit_code else ""))
+        )
     if view.too_long_lines:
         rows.append(("too long", f"{view.too_long_lines:,} (cut to 64 KiB)"))
     if view.lost_bytes:
-        rows.append(("lost", Text(f"about {view.lost_lines:,} lines ({view.lost_bytes:,} bytes) "
-                                  "cut away before they were read (copytruncate)",
-                                  style="yellow")))
+        rows.append(
+            (
+                "lost",
+                Text(
+                    f"about {view.lost_lines:,} lines ({view.lost_bytes:,} bytes) "
+                    "cut away before they were read (copytruncate)",
+                    style="yellow",
+                ),
+            )
+        )
     if view.runs > 1:
         rows.append(("runs", f"{view.runs} (history is of the latest)"))
     if view.catching_up and view.size_bytes:
         rows.append(("reading", f"{fmt_bytes(view.offset_bytes)} of {fmt_bytes(view.size_bytes)}"))
     return rows
-

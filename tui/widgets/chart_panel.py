@@ -48,8 +48,13 @@ class ChartPanel(Vertical, Panel):
         drawn_uuid, drawn_at = self._drawn
         # A chart point spans several seconds of the 10-minute window, so redrawing every
         # CHART_STEP_S of recorded time shows the same picture at a fraction of the cost.
-        if (uuid == drawn_uuid and newest is not None and drawn_at is not None
-                and newest - drawn_at < CHART_STEP_S and newest >= drawn_at):
+        if (
+            uuid == drawn_uuid
+            and newest is not None
+            and drawn_at is not None
+            and newest - drawn_at < CHART_STEP_S
+            and newest >= drawn_at
+        ):
             return
         self._drawn = (uuid, newest)
         plot = self.query_one(Plot)

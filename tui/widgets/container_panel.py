@@ -47,9 +47,6 @@ def _right(text: str) -> Text:
     return Text(text, justify="right")
 
 
-
-
-
 def _as_shown(row: ContainerRow) -> tuple[ContainerRow, str]:
     """`row` with its uptime as the cell shows it: rows that draw alike compare equal."""
     return replace(row, uptime_s=None), fmt_uptime(row.uptime_s)
@@ -80,22 +77,44 @@ class Column:
 
 COLUMNS: tuple[Column, ...] = (
     Column("name", "NAME", 16, lambda r: Text(r.name, no_wrap=True, overflow="ellipsis")),
-    Column("image", "IMAGE", 14, lambda r: Text(fmt_text(r.image), no_wrap=True,
-                                               overflow="ellipsis"), wide_only=True),
+    Column(
+        "image",
+        "IMAGE",
+        14,
+        lambda r: Text(fmt_text(r.image), no_wrap=True, overflow="ellipsis"),
+        wide_only=True,
+    ),
     Column("status", "STATUS", 8, lambda r: Text(r.status)),
     Column("uptime", "UP", 8, lambda r: _right(fmt_uptime(r.uptime_s)), wide_only=True),
     Column("cpu", "CPU%", 6, lambda r: _right(fmt_pct(r.cpu_pct))),
-    Column("memory", "MEM / LIMIT", 19,
-           lambda r: _right(_pair(r.memory_used_bytes, r.memory_limit_bytes))),
-    Column("net", "NET IN/OUT /s", 17,
-           lambda r: _right(_pair(r.net_rx_bytes_per_s, r.net_tx_bytes_per_s)), wide_only=True),
-    Column("block", "BLOCK R/W /s", 17,
-           lambda r: _right(_pair(r.block_read_bytes_per_s, r.block_write_bytes_per_s)),
-           wide_only=True),
+    Column(
+        "memory",
+        "MEM / LIMIT",
+        19,
+        lambda r: _right(_pair(r.memory_used_bytes, r.memory_limit_bytes)),
+    ),
+    Column(
+        "net",
+        "NET IN/OUT /s",
+        17,
+        lambda r: _right(_pair(r.net_rx_bytes_per_s, r.net_tx_bytes_per_s)),
+        wide_only=True,
+    ),
+    Column(
+        "block",
+        "BLOCK R/W /s",
+        17,
+        lambda r: _right(_pair(r.block_read_bytes_per_s, r.block_write_bytes_per_s)),
+        wide_only=True,
+    ),
     Column("pids", "PIDS", 5, lambda r: _right(NA if r.pids is None else str(r.pids))),
     Column("gpus", "GPUS", 6, lambda r: Text(r.gpus or "-", no_wrap=True, overflow="ellipsis")),
-    Column("gpu_mem", "GPU MEM", 9, lambda r: _right(
-        "-" if r.gpu_memory_bytes is None else fmt_bytes(r.gpu_memory_bytes))),
+    Column(
+        "gpu_mem",
+        "GPU MEM",
+        9,
+        lambda r: _right("-" if r.gpu_memory_bytes is None else fmt_bytes(r.gpu_memory_bytes)),
+    ),
 )
 
 
@@ -124,8 +143,9 @@ class ContainerPanel(DataTable[Text], Panel):
         Binding("r", "reverse_sort", "Reverse"),
     ]
 
-    container_rows: reactive[tuple[ContainerRow, ...]] = reactive((), always_update=True,
-                                                                  repaint=False)
+    container_rows: reactive[tuple[ContainerRow, ...]] = reactive(
+        (), always_update=True, repaint=False
+    )
     """The rows to show, in any order: the panel sorts them. Setting it repaints nothing by
     itself: only the cells, title and order that changed do (each repaints the whole table)."""
     sort_key: reactive[ContainerSort] = reactive(CONTAINER_SORTS[0])
@@ -159,13 +179,19 @@ class ContainerPanel(DataTable[Text], Panel):
             self.set_class(shown, "-shown")
             self.screen.refresh_bindings()  # `c` appears in the footer with the panel
         latest = first_tick(ticks)
-        use = gpu_use_by_container(state.gpu_tick, state.host_sample.processes
-                                   if state.host_sample else ()) if latest else {}
+        use = (
+            gpu_use_by_container(
+                state.gpu_tick, state.host_sample.processes if state.host_sample else ()
+            )
+            if latest
+            else {}
+        )
         if changed != CONTAINERS and self._drawn == (latest, use):
             return
         self._drawn = (latest, use)
-        self.container_rows = tuple(build_container_rows(
-            latest, state.gpu_tick, state.host_sample, state.now))
+        self.container_rows = tuple(
+            build_container_rows(latest, state.gpu_tick, state.host_sample, state.now)
+        )
 
     def on_resize(self, event: events.Resize) -> None:
         """Rebuild the columns when the width changes which ones fit."""
@@ -227,8 +253,10 @@ class ContainerPanel(DataTable[Text], Panel):
 
     def _set_title(self, count: int) -> None:
         arrow = "▼" if self.sort_key.descending != self.reverse else "▲"
-        title = (f"Containers ({count})  sort: {self.sort_key.label} {arrow} (s, r)  "
-                 "Enter: its processes")
+        title = (
+            f"Containers ({count})  sort: {self.sort_key.label} {arrow} (s, r)  "
+            "Enter: its processes"
+        )
         if title != self._title:
             # Assigning a border title repaints the panel even when the text is the same.
             self._title = title

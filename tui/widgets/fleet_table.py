@@ -65,16 +65,19 @@ def _invalid(row: FleetRow, figure: str, text: str) -> Cell:
 
 def _memory(row: FleetRow) -> Cell:
     if "memory" in row.invalid:
-        return [Segment("[" + "?" * BAR_CELLS + "]", DIM), Segment(" "),
-                Segment(INVALID, BOLD_RED)]
+        return [Segment("[" + "?" * BAR_CELLS + "]", DIM), Segment(" "), Segment(INVALID, BOLD_RED)]
     pct = pct_of(row.used_bytes, row.total_bytes)
     if pct is None:
         bar = [Segment("[" + "?" * BAR_CELLS + "]", DIM)]
     else:
         filled = round(BAR_CELLS * min(max(pct, 0.0), 100.0) / 100.0)
         style = DIM if row.stale else S(level_style(pct))
-        bar = [Segment("["), Segment("█" * filled, style),
-               Segment("░" * (BAR_CELLS - filled), DIM), Segment("]")]
+        bar = [
+            Segment("["),
+            Segment("█" * filled, style),
+            Segment("░" * (BAR_CELLS - filled), DIM),
+            Segment("]"),
+        ]
     return [*bar, Segment(" " + fmt_gib_pair(row.used_bytes, row.total_bytes))]
 
 
@@ -89,8 +92,12 @@ def _user(row: FleetRow) -> Cell:
 def _task(task: FleetTask) -> Cell:
     out = [Segment(visible(task.name), S(STATUS_STYLE.get(task.status or "", "")))]
     for kind in task.findings[:2]:
-        out.append(Segment(f" {visible(BADGES.get(kind, kind))}",
-                           S(SEVERITY_STYLE.get(task.severity or "", ""))))
+        out.append(
+            Segment(
+                f" {visible(BADGES.get(kind, kind))}",
+                S(SEVERITY_STYLE.get(task.severity or "", "")),
+            )
+        )
     if not task.findings and task.status == "running":
         out.append(Segment(" ok", GREEN))
     return out
@@ -110,10 +117,16 @@ COLUMNS: tuple[Column, ...] = (
     Column("gpu", "GPU", 3, lambda r: _text(visible(r.gpu)), right=True),
     Column("model", "MODEL", 22, lambda r: _text(visible(r.model or ""))),
     Column("memory", "MEMORY", 30, _memory),
-    Column("free", "FREE", 9, lambda r: _invalid(r, "memory", fmt_bytes(r.free_bytes)),
-           right=True),
-    Column("util", "UTIL", 7, lambda r: _invalid(r, "util", fmt_pct(
-        None if r.util_ratio is None else 100 * r.util_ratio)), right=True),
+    Column("free", "FREE", 9, lambda r: _invalid(r, "memory", fmt_bytes(r.free_bytes)), right=True),
+    Column(
+        "util",
+        "UTIL",
+        7,
+        lambda r: _invalid(
+            r, "util", fmt_pct(None if r.util_ratio is None else 100 * r.util_ratio)
+        ),
+        right=True,
+    ),
     Column("user", "TOP USER", 16, _user),
 )
 TASKS = Column("tasks", "TASKS", 16, _tasks)
@@ -173,8 +186,9 @@ class FleetTable(ScrollView, can_focus=True):
         fixed = 1 + sum(c.width + 2 for c in self._columns)
         self._widths = [*(c.width for c in self._columns), max(TASKS.width, width - fixed - 2)]
         self._line_cells = fixed + self._widths[-1] + 2
-        self._header = self._line([(_text(c.label, HEADER), c.right)
-                                   for c in (*self._columns, TASKS)])
+        self._header = self._line(
+            [(_text(c.label, HEADER), c.right) for c in (*self._columns, TASKS)]
+        )
 
     def show(self, rows: Sequence[FleetRow]) -> None:
         """Show `rows` (already sorted); only the lines whose row changed are redrawn."""

@@ -106,16 +106,18 @@ def gpu_lines(gpu: GpuSample, width: int, selected: bool) -> list[Text]:
     short_uuid = Text(_short_uuid(gpu.uuid), style="dim")
     if gpu.error is not None:
         first = fit([head + name, short_uuid], width)
-        return [first, Text(f"    ERROR: {visible(gpu.error)}", style="bold red",
-                            no_wrap=True)]
+        return [first, Text(f"    ERROR: {visible(gpu.error)}", style="bold red", no_wrap=True)]
     first = fit([head + name, short_uuid, *_detail_segments(gpu)], width)
     return [first, _usage_line(gpu, width)]
 
 
 def compact_line(gpu: GpuSample, width: int, selected: bool) -> Text:
     """One GPU on one line: `▶ 0 H200  64°C 312W  VRAM [██░░] 45.5/139.8G 33%  UTIL [█░] 87%`."""
-    head = Text.assemble(("▶" if selected else " ", "bold cyan"), f"{gpu.index:>2} ",
-                         (visible(_short_name(gpu.name)), "bold"))
+    head = Text.assemble(
+        ("▶" if selected else " ", "bold cyan"),
+        f"{gpu.index:>2} ",
+        (visible(_short_name(gpu.name)), "bold"),
+    )
     if gpu.error is not None:
         return fit([head, Text(f"ERROR: {visible(gpu.error)}", style="bold red")], width)
     mem_pct = pct_of(gpu.memory_used_bytes, gpu.memory_total_bytes)
@@ -124,11 +126,23 @@ def compact_line(gpu: GpuSample, width: int, selected: bool) -> Text:
     used = Text(f"{fmt_gib_pair(gpu.memory_used_bytes, gpu.memory_total_bytes)} ")
     used.append(f"{fmt_pct(mem_pct):>4}", style=level_style(mem_pct))
     util = Text(f"{fmt_pct(gpu.gpu_util_pct):>4}", style="bold")
-    fixed = head.cell_len + 2 + temp.cell_len + 1 + power.cell_len + 2 + len("VRAM ") + \
-        used.cell_len + 1 + 2 + len("UTIL ") + util.cell_len + 2
+    fixed = (
+        head.cell_len
+        + 2
+        + temp.cell_len
+        + 1
+        + power.cell_len
+        + 2
+        + len("VRAM ")
+        + used.cell_len
+        + 1
+        + 2
+        + len("UTIL ")
+        + util.cell_len
+        + 2
+    )
     room = width - fixed
-    line = Text.assemble(head, "  ", temp, " ", power, "  VRAM ", no_wrap=True,
-                         overflow="ellipsis")
+    line = Text.assemble(head, "  ", temp, " ", power, "  VRAM ", no_wrap=True, overflow="ellipsis")
     if room >= 8:
         vram_w = max(4, room * 2 // 3)
         line.append_text(bar(mem_pct, vram_w))
@@ -170,14 +184,12 @@ def _detail_segments(gpu: GpuSample) -> list[Text]:
     if gpu.fan_pct is not None:
         segments.append(Text(f"fan {fmt_pct(gpu.fan_pct)}"))
     if gpu.ecc_errors_corrected is not None or gpu.ecc_errors_uncorrected is not None:
-        ecc = (f"ECC {fmt_count(gpu.ecc_errors_corrected)}/"
-               f"{fmt_count(gpu.ecc_errors_uncorrected)}")
+        ecc = f"ECC {fmt_count(gpu.ecc_errors_corrected)}/{fmt_count(gpu.ecc_errors_uncorrected)}"
         segments.append(Text(ecc, style="bold red" if gpu.ecc_errors_uncorrected else ""))
     if gpu.mig_mode is not None:
         segments.append(Text(f"MIG {fmt_on_off(gpu.mig_mode)}"))
     if gpu.memory_reserved_bytes is not None:
-        segments.append(Text(f"reserved {fmt_bytes_gib(gpu.memory_reserved_bytes)}",
-                             style="dim"))
+        segments.append(Text(f"reserved {fmt_bytes_gib(gpu.memory_reserved_bytes)}", style="dim"))
     if gpu.mem_clock_mhz is not None:
         segments.append(Text(f"mem {fmt_mhz(gpu.mem_clock_mhz)}", style="dim"))
     return segments

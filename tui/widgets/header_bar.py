@@ -42,8 +42,11 @@ class HeaderBar(Widget):
         """
         width = self.size.width
         left = Text.assemble(("gpuherd", "bold"), "  ", (visible(self.hostname), "bold cyan"))
-        finished = Text("  replay finished", style="bold yellow") if (
-            self.replay_label and self.finished) else Text("")
+        finished = (
+            Text("  replay finished", style="bold yellow")
+            if (self.replay_label and self.finished)
+            else Text("")
+        )
         right = Text()
         right.append(f"driver {visible(self.driver or 'N/A')}")
         if self.cuda:
@@ -71,4 +74,4 @@ def _middle_cut(label: str, room: int) -> str:
         return label
     keep = max(8, room) - 1
     head = (keep + 1) // 2
-    return label[:head] + "…" + label[len(label) - (keep - head):]
+    return label[:head] + "…" + label[len(label) - (keep - head) :]

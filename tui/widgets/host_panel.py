@@ -67,16 +67,28 @@ def host_segments(sample: HostSample, width: int) -> list[Text]:
     ram_pct = pct_of(sample.mem_used_bytes, sample.mem_total_bytes)
     load = " ".join(fmt_number(v) for v in (sample.load_1m, sample.load_5m, sample.load_15m))
     return [
-        Text.assemble(("CPU  ", "bold"), bar(sample.cpu_pct, bar_w),
-                      f" {fmt_pct(sample.cpu_pct):>4}{cpu_count}"),
-        Text.assemble(("RAM  ", "bold"), bar(ram_pct, bar_w),
-                      f" {fmt_gib_pair(sample.mem_used_bytes, sample.mem_total_bytes)}"),
+        Text.assemble(
+            ("CPU  ", "bold"),
+            bar(sample.cpu_pct, bar_w),
+            f" {fmt_pct(sample.cpu_pct):>4}{cpu_count}",
+        ),
+        Text.assemble(
+            ("RAM  ", "bold"),
+            bar(ram_pct, bar_w),
+            f" {fmt_gib_pair(sample.mem_used_bytes, sample.mem_total_bytes)}",
+        ),
         Text.assemble(("load ", "bold"), load),
         _swap(sample, bar_w),
-        Text.assemble(("disk ", "bold"), f"r {fmt_rate(sample.disk_read_bytes_s)}",
-                      f"  w {fmt_rate(sample.disk_write_bytes_s)}"),
-        Text.assemble(("net  ", "bold"), f"rx {fmt_rate(sample.net_rx_bytes_s)}",
-                      f"  tx {fmt_rate(sample.net_tx_bytes_s)}"),
+        Text.assemble(
+            ("disk ", "bold"),
+            f"r {fmt_rate(sample.disk_read_bytes_s)}",
+            f"  w {fmt_rate(sample.disk_write_bytes_s)}",
+        ),
+        Text.assemble(
+            ("net  ", "bold"),
+            f"rx {fmt_rate(sample.net_rx_bytes_s)}",
+            f"  tx {fmt_rate(sample.net_tx_bytes_s)}",
+        ),
     ]
 
 
@@ -84,8 +96,11 @@ def _swap(sample: HostSample, bar_w: int) -> Text:
     if sample.swap_total_bytes == 0:
         return Text.assemble(("swap ", "bold"), "none")
     swap_pct = pct_of(sample.swap_used_bytes, sample.swap_total_bytes)
-    return Text.assemble(("swap ", "bold"), bar(swap_pct, bar_w),
-                         f" {fmt_gib_pair(sample.swap_used_bytes, sample.swap_total_bytes)}")
+    return Text.assemble(
+        ("swap ", "bold"),
+        bar(swap_pct, bar_w),
+        f" {fmt_gib_pair(sample.swap_used_bytes, sample.swap_total_bytes)}",
+    )
 
 
 def _flow(segments: list[Text], width: int, gap: str = "   ") -> list[Text]:

@@ -21,9 +21,14 @@ class KeyedRow(Protocol):
 
 R = TypeVar("R", bound=KeyedRow)
 
-def update_rows(table: DataTable[Text], shown: MutableMapping[str, R], rows: Sequence[R],
-                cells: Callable[[R], Sequence[tuple[str, Text]]],
-                same_row: Callable[[R, R], bool] | None = None) -> None:
+
+def update_rows(
+    table: DataTable[Text],
+    shown: MutableMapping[str, R],
+    rows: Sequence[R],
+    cells: Callable[[R], Sequence[tuple[str, Text]]],
+    same_row: Callable[[R, R], bool] | None = None,
+) -> None:
     """Remove the rows no longer wanted, add the new ones, update only the cells that changed.
 
     Never `clear()`, so the cursor and the scroll position survive; the order of new rows is

@@ -117,8 +117,13 @@ class Plot(Widget):
         self._axes(figure, [p for _, p in lines], width, height - FRAME_ROWS)
         return Text.from_ansi(figure.build(), no_wrap=True, end="")
 
-    def _axes(self, figure: PlotextFigure, points: list[tuple[list[float], list[float]]],
-              width: int, rows: int) -> None:
+    def _axes(
+        self,
+        figure: PlotextFigure,
+        points: list[tuple[list[float], list[float]]],
+        width: int,
+        rows: int,
+    ) -> None:
         """Round ticks an equal number of rows apart, whole steps on a step axis."""
         xs = [x for line_xs, _ in points for x in line_xs]
         ys = [y for _, line_ys in points for y in line_ys]
@@ -162,5 +167,5 @@ def decimate(
         return list(xs), list(ys)
     size = -(-len(xs) // buckets)
     out_x = [xs[min(i + size, len(xs)) - 1] for i in range(0, len(xs), size)]
-    out_y = [max(ys[i:i + size]) for i in range(0, len(ys), size)]
+    out_y = [max(ys[i : i + size]) for i in range(0, len(ys), size)]
     return out_x, out_y

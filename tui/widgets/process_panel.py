@@ -76,8 +76,9 @@ class ProcessPanel(Vertical, Panel):
         with Vertical(id="table-box"):
             yield ProcessTable()
         yield Static(id="gap-note")
-        yield Input(placeholder="filter by user, command or pid (Enter: keep, Esc: clear)",
-                    id="filter")
+        yield Input(
+            placeholder="filter by user, command or pid (Enter: keep, Esc: clear)", id="filter"
+        )
 
     def on_mount(self) -> None:
         """Its title never changes."""
@@ -111,8 +112,9 @@ class ProcessPanel(Vertical, Panel):
 
     def _details_new(self, state: MonitorState) -> bool:
         host = state.host_sample
-        return host is not None and any(info.pid not in self._detailed_pids
-                                        for info in host.processes)
+        return host is not None and any(
+            info.pid not in self._detailed_pids for info in host.processes
+        )
 
     def redraw(self, force: bool = True) -> None:
         """Build, filter and sort the rows; unless `force`, only when they can have moved."""
@@ -120,12 +122,20 @@ class ProcessPanel(Vertical, Panel):
         if state is None or not self.is_mounted:
             return
         tick, host = state.gpu_tick, state.host_sample
-        keys = frozenset((gpu.uuid, p.pid) for gpu in tick.devices
-                         for p in gpu.processes or ()) if tick else frozenset()
+        keys = (
+            frozenset((gpu.uuid, p.pid) for gpu in tick.devices for p in gpu.processes or ())
+            if tick
+            else frozenset()
+        )
         now = tick.taken_at if tick else None
         drawn_keys, drawn_at = self._drawn
-        if (not force and keys == drawn_keys and now is not None and drawn_at is not None
-                and 0 <= now - drawn_at < PROCESS_STEP_S):
+        if (
+            not force
+            and keys == drawn_keys
+            and now is not None
+            and drawn_at is not None
+            and 0 <= now - drawn_at < PROCESS_STEP_S
+        ):
             return
         self._drawn = (keys, now)
         self._names = container_names(first_tick(state.samples(CONTAINERS)))
@@ -133,11 +143,13 @@ class ProcessPanel(Vertical, Panel):
         every = build_rows(tick, host, self._names, self._task_labels, self._jobs)
         self._detailed_pids = frozenset(p.pid for p in host.processes) if host else frozenset()
         short_id, name = self._container or (None, None)
-        shown = sort_rows(filter_rows(in_container(every, short_id), self.filter_text),
-                          self.sort_key)
+        shown = sort_rows(
+            filter_rows(in_container(every, short_id), self.filter_text), self.sort_key
+        )
         self.query_one(ProcessTable).rows_shown = tuple(shown)
-        self.set_subtitle(process_subtitle(self.sort_key, self.filter_text, len(shown),
-                                           len(every), name))
+        self.set_subtitle(
+            process_subtitle(self.sort_key, self.filter_text, len(shown), len(every), name)
+        )
         self._show_note(gap_note(tick, bool(every)), bool(shown))
 
     def _show_note(self, note: Text, rows: bool) -> None:

@@ -115,13 +115,15 @@ class ProcessTable(DataTable[Text]):
 
     def _cells(self, row: ProcessRow) -> list[tuple[str, Text]]:
         return [(column.key, column.cell(row)) for column in self._columns()] + [
-            ("command", _command(row))]
+            ("command", _command(row))
+        ]
 
     def _reorder(self, order: list[str]) -> None:
         # DataTable.sort hands the key function cell values, not row keys; GPU and PID cells
         # together identify a row, so they map back to the wanted position.
-        rank = {(str(self._shown[k].gpu_index), str(self._shown[k].pid)): i
-                for i, k in enumerate(order)}
+        rank = {
+            (str(self._shown[k].gpu_index), str(self._shown[k].pid)): i for i, k in enumerate(order)
+        }
         self.sort("gpu", "pid", key=lambda cells: rank.get((cells[0].plain, cells[1].plain), 0))
         self._order = order
 
@@ -156,5 +158,7 @@ class ProcessTable(DataTable[Text]):
 
 def visible_keys(table: ProcessTable) -> Sequence[str]:
     """Row keys in display order (for tests and the status line)."""
-    return [table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value or ""
-            for i in range(table.row_count)]
+    return [
+        table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value or ""
+        for i in range(table.row_count)
+    ]

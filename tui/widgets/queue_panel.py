@@ -22,15 +22,28 @@ if TYPE_CHECKING:
     from tui.state import MonitorState
 
 NONE = "-"
-COLUMNS = (("job", "JOB", 4), ("name", "NAME", 14), ("state", "STATE", 10), ("gpu", "GPU", 5),
-           ("need", "NEED", 9), ("peak", "PEAK", 9), ("exit", "EXIT/TIME", 11))
+COLUMNS = (
+    ("job", "JOB", 4),
+    ("name", "NAME", 14),
+    ("state", "STATE", 10),
+    ("gpu", "GPU", 5),
+    ("need", "NEED", 9),
+    ("peak", "PEAK", 9),
+    ("exit", "EXIT/TIME", 11),
+)
 """(key, header, width) of the fixed columns; WHY takes what is left."""
 MIN_WHY = 24
 """The WHY column is never narrower (the table scrolls sideways instead)."""
 CELL_PADDING = 2
 """A DataTable cell's padding, one on each side."""
-STATE_STYLES = {"waiting": "yellow", "launching": "cyan", "running": "green bold",
-                "done": "", "failed": "red bold", "cancelled": "dim"}
+STATE_STYLES = {
+    "waiting": "yellow",
+    "launching": "cyan",
+    "running": "green bold",
+    "done": "",
+    "failed": "red bold",
+    "cancelled": "dim",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +77,9 @@ def _exit_time(job: QueueJobRow, now: float) -> str:
     """`0 · 1:02` for an ended job (exit code, how long it ran), the time so far while it runs."""
     if job.started_at is None:
         return NONE
-    took = fmt_duration(max(0.0, (job.ended_at if job.ended_at is not None else now)
-                            - job.started_at))
+    took = fmt_duration(
+        max(0.0, (job.ended_at if job.ended_at is not None else now) - job.started_at)
+    )
     if job.state in ("waiting", "launching", "running"):
         return took
     return f"{job.exit_code if job.exit_code is not None else NONE} · {took}"
@@ -76,15 +90,32 @@ def queue_rows(snapshot: QueueSnapshot) -> tuple[QueueRow, ...]:
     rows = []
     for job in snapshot.jobs:
         state = _state(job)
-        rows.append(QueueRow(str(job.id), (
-            ("job", str(job.id)), ("name", visible(job.name)), ("state", state),
-            ("gpu", ",".join(map(str, job.gpu_indices)) or NONE), ("need", _need(job)),
-            ("peak", format_size(job.peak_vram_bytes) if job.peak_vram_bytes is not None
-             else NONE),
-            ("exit", _exit_time(job, snapshot.taken_at)),
-            ("why", visible(job.reason) if job.reason else (
-                NONE if job.state != "waiting" else "not decided yet")),
-        ), STATE_STYLES.get(job.state, "")))
+        rows.append(
+            QueueRow(
+                str(job.id),
+                (
+                    ("job", str(job.id)),
+                    ("name", visible(job.name)),
+                    ("state", state),
+                    ("gpu", ",".join(map(str, job.gpu_indices)) or NONE),
+                    ("need", _need(job)),
+                    (
+                        "peak",
+                        format_size(job.peak_vram_bytes)
+                        if job.peak_vram_bytes is not None
+                        else NONE,
+                    ),
+                    ("exit", _exit_time(job, snapshot.taken_at)),
+                    (
+                        "why",
+                        visible(job.reason)
+                        if job.reason
+                        else (NONE if job.state != "waiting" else "not decided yet"),
+                    ),
+                ),
+                STATE_STYLES.get(job.state, ""),
+            )
+        )
     return tuple(rows)
 
 
@@ -96,8 +127,11 @@ def queue_title(snapshot: QueueSnapshot | None) -> str:
     for job in snapshot.jobs:
         counts[job.state] = counts.get(job.state, 0) + 1
     parts = ", ".join(f"{n} {state}" for state, n in counts.items()) or "empty"
-    runner = (f"runner pid {snapshot.runner_pid}" if snapshot.runner_pid is not None else
-              "no runner: jobs wait (gpuherd queue run, or gpuherd --queue)")
+    runner = (
+        f"runner pid {snapshot.runner_pid}"
+        if snapshot.runner_pid is not None
+        else "no runner: jobs wait (gpuherd queue run, or gpuherd --queue)"
+    )
     paused = " · paused (gpuherd queue resume)" if snapshot.paused else ""
     return f"Queue ({parts}) · {runner}{paused}"
 
@@ -146,8 +180,13 @@ class QueuePanel(DataTable[Text]):
             self._build_columns(self.size.width or self.app.size.width)
             return
         keys = [key for key, _, _ in COLUMNS] + ["why"]
-        update_rows(self, self._shown, rows, lambda row: [(k, row.cell(k)) for k in keys],
-                    same_row=lambda a, b: a == b)
+        update_rows(
+            self,
+            self._shown,
+            rows,
+            lambda row: [(k, row.cell(k)) for k in keys],
+            same_row=lambda a, b: a == b,
+        )
         if list(self._shown) != [row.key for row in rows]:
             # A job moved in line or left the waiting ones: few rows, so draw them afresh.
             self.clear()
@@ -177,14 +216,16 @@ class QueueSection(Vertical, Panel):
         """The newest look at the queue, when it differs from the one on screen."""
         looks = [s for s in state.samples(QUEUE) if isinstance(s, QueueSnapshot)]
         snapshot = looks[-1] if looks else None
-        self.set_class((snapshot is not None and snapshot.exists)
-                       or bool(state.problems(QUEUE)), "-shown")
+        self.set_class(
+            (snapshot is not None and snapshot.exists) or bool(state.problems(QUEUE)), "-shown"
+        )
         if snapshot is None:
             return
         # The look's time shows only in the time column of a job under way: without one, a
         # look that found the same queue draws as the one on screen.
-        under_way = any(job.started_at is not None and job.ended_at is None
-                        for job in snapshot.jobs)
+        under_way = any(
+            job.started_at is not None and job.ended_at is None for job in snapshot.jobs
+        )
         seen = snapshot if under_way else replace(snapshot, taken_at=0.0)
         if seen == self._drawn:
             return
@@ -197,6 +238,5 @@ class QueueSection(Vertical, Panel):
             self._note = note
             widget = self.query_one("#queue-note", Static)
             # wrapped, not cut: the runner's last word is why nothing starts
-            widget.update(Text(visible(f"runner: {note}") if note else "",
-                               overflow="ellipsis"))
+            widget.update(Text(visible(f"runner: {note}") if note else "", overflow="ellipsis"))
             widget.display = bool(note)

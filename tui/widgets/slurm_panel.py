@@ -18,9 +18,17 @@ from tui.widgets.panel import Panel
 if TYPE_CHECKING:
     from tui.state import MonitorState
 
-COLUMNS = (("job", "JOB", 10), ("user", "USER", 10), ("name", "NAME", 16),
-           ("partition", "PARTITION", 10), ("state", "STATE", 10), ("gpus", "GPUS", 7),
-           ("vram", "GPU MEM", 10), ("util", "UTIL", 5), ("left", "TIME LEFT", 10))
+COLUMNS = (
+    ("job", "JOB", 10),
+    ("user", "USER", 10),
+    ("name", "NAME", 16),
+    ("partition", "PARTITION", 10),
+    ("state", "STATE", 10),
+    ("gpus", "GPUS", 7),
+    ("vram", "GPU MEM", 10),
+    ("util", "UTIL", 5),
+    ("left", "TIME LEFT", 10),
+)
 
 
 class SlurmPanel(DataTable[Text]):
@@ -55,8 +63,7 @@ class SlurmPanel(DataTable[Text]):
 
 
 def _cells(row: SlurmRow) -> list[tuple[str, Text]]:
-    return [(key, Text(text, style=row.style if key == "state" else ""))
-            for key, text in row.cells]
+    return [(key, Text(text, style=row.style if key == "state" else "")) for key, text in row.cells]
 
 
 class SlurmSection(Vertical, Panel):

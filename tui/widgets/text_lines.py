@@ -46,9 +46,12 @@ class TextLines(Widget):
         # The inputs are held and compared by identity: holding them keeps a freed sample's id
         # from being reused by a newer one, and no deep compare of samples is done.
         inputs = self.line_inputs()
-        same = (self._inputs is not None and width == self._width
-                and len(inputs) == len(self._inputs)
-                and all(a is b for a, b in zip(inputs, self._inputs, strict=True)))
+        same = (
+            self._inputs is not None
+            and width == self._width
+            and len(inputs) == len(self._inputs)
+            and all(a is b for a, b in zip(inputs, self._inputs, strict=True))
+        )
         if not same:
             self._width, self._inputs = width, inputs
             self._lines = self.build_lines(width)

@@ -82,14 +82,24 @@ def wandb_store(root: str) -> None:
     for name, nan in (("good-run", False), ("nan-run", True)):
         # no machine facts in a committed file: no host, paths, git, hardware or samples
         settings = wandb.Settings(
-            x_disable_meta=True, x_disable_stats=True, x_disable_machine_info=True,
-            disable_git=True, disable_code=True, save_code=False, disable_job_creation=True,
-            x_save_requirements=False, host="host", program="make_stores.py",
-            program_abspath="make_stores.py", program_relpath="make_stores.py")
+            x_disable_meta=True,
+            x_disable_stats=True,
+            x_disable_machine_info=True,
+            disable_git=True,
+            disable_code=True,
+            save_code=False,
+            disable_job_creation=True,
+            x_save_requirements=False,
+            host="host",
+            program="make_stores.py",
+            program_abspath="make_stores.py",
+            program_relpath="make_stores.py",
+        )
         # a config record larger than W&B's 32 KiB block: written as FIRST, MIDDLE, LAST chunks
         config = {"notes": "n" * 40_000} if not nan else {}
-        run = wandb.init(project="demo", name=name, dir=root, mode="offline",
-                         settings=settings, config=config)
+        run = wandb.init(
+            project="demo", name=name, dir=root, mode="offline", settings=settings, config=config
+        )
         for step in range(STEPS):
             row = {"train/loss": loss_at(step, nan)}
             if step % 5 == 4:
@@ -106,8 +116,12 @@ def scrub(root: str) -> None:
     for folder, dirs, files in os.walk(root):
         for name in files:
             path = os.path.join(folder, name)
-            if name in ("debug.log", "debug-internal.log", "debug-core.log",
-                        "requirements.txt") or path.endswith(".wandb.synced"):
+            if name in (
+                "debug.log",
+                "debug-internal.log",
+                "debug-core.log",
+                "requirements.txt",
+            ) or path.endswith(".wandb.synced"):
                 os.remove(path)
             elif name == "meta.yaml" or (os.sep + "tags" + os.sep) in path:
                 if os.path.basename(path).startswith(("mlflow.source", "mlflow.user")):
@@ -158,8 +172,15 @@ def main() -> int:
     scrub(HERE)
     with open(os.path.join(HERE, "versions.txt"), "w") as out:
         out.write(f"python {sys.version.split()[0]}\n")
-        for package in ("tensorboardX", "tensorboard", "protobuf", "mlflow-skinny",
-                        "sqlalchemy", "alembic", "wandb"):
+        for package in (
+            "tensorboardX",
+            "tensorboard",
+            "protobuf",
+            "mlflow-skinny",
+            "sqlalchemy",
+            "alembic",
+            "wandb",
+        ):
             try:
                 out.write(f"{package} {version(package)}\n")
             except Exception:  # noqa: BLE001 - a package left out is said so

@@ -60,11 +60,23 @@ def main() -> None:
     args = parser.parse_args()
     assert torch.cuda.is_available(), "this run is meant for the GPU"
     training = TrainingArguments(
-        output_dir=args.output_dir, max_steps=args.steps, per_device_train_batch_size=32,
-        learning_rate=1e-3, logging_steps=10, save_strategy="no", report_to="none",
-        disable_tqdm=True, dataloader_num_workers=0, seed=0)
-    trainer = Trainer(model=Tiny(), args=training, train_dataset=RandomData(args.steps * 32),
-                      callbacks=[Slow(args.sleep)])
+        output_dir=args.output_dir,
+        max_steps=args.steps,
+        per_device_train_batch_size=32,
+        learning_rate=1e-3,
+        logging_steps=10,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        seed=0,
+    )
+    trainer = Trainer(
+        model=Tiny(),
+        args=training,
+        train_dataset=RandomData(args.steps * 32),
+        callbacks=[Slow(args.sleep)],
+    )
     started = time.time()
     trainer.train()
     print(f"finished in {time.time() - started:.1f}s", flush=True)

@@ -54,9 +54,17 @@ def main() -> None:
     torch.manual_seed(0)
     data = TensorDataset(torch.randn(args.steps * 32, 64), torch.randn(args.steps * 32, 1))
     logger = CSVLogger(".", flush_logs_every_n_steps=10) if args.csv else False
-    trainer = L.Trainer(accelerator="gpu", devices=1, max_steps=args.steps, max_epochs=1,
-                        logger=logger, log_every_n_steps=5, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False)
+    trainer = L.Trainer(
+        accelerator="gpu",
+        devices=1,
+        max_steps=args.steps,
+        max_epochs=1,
+        logger=logger,
+        log_every_n_steps=5,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     started = time.time()
     trainer.fit(Tiny(args.sleep), DataLoader(data, batch_size=32, shuffle=True))
     print(f"finished in {time.time() - started:.1f}s", flush=True)

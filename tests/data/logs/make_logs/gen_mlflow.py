@@ -29,7 +29,7 @@ def main() -> None:
     with mlflow.start_run(run_name="resumed") as run:
         for step in range(4):
             mlflow.log_metric("train/loss", 2.0 / (step + 1), step=step)
-            mlflow.log_metric("lr", 0.1 * 0.5 ** step, step=step)
+            mlflow.log_metric("lr", 0.1 * 0.5**step, step=step)
         mlflow.log_metric("val_acc", 0.5, step=3)
         mlflow.log_metric("eval/per class/iou: bg", 0.75, step=3)
         mlflow.log_metric("eval/dice.tumor-core", math.nan, step=3)
@@ -46,8 +46,9 @@ def _forget_this_machine(store: str) -> None:
     for root, _dirs, files in os.walk(store):
         for name in files:
             path = os.path.join(root, name)
-            if os.path.basename(root) == "tags" and name.startswith(("mlflow.source.",
-                                                                     "mlflow.user")):
+            if os.path.basename(root) == "tags" and name.startswith(
+                ("mlflow.source.", "mlflow.user")
+            ):
                 os.remove(path)
             elif name == "meta.yaml":
                 with open(path, encoding="utf-8") as handle:

@@ -42,8 +42,11 @@ class SegEval(Hook):
             union = ((pred == c) | (y == c)).sum().item()
             ious.append(inter / union if union else 0.0)
             accs.append(inter / max((y == c).sum().item(), 1))
-        results = {"aAcc": (pred == y).float().mean().item(), "mIoU": sum(ious) / 3,
-                   "mAcc": sum(accs) / 3}
+        results = {
+            "aAcc": (pred == y).float().mean().item(),
+            "mIoU": sum(ious) / 3,
+            "mAcc": sum(accs) / 3,
+        }
         runner.logger.info(" ".join(f"{k}: {v:.4f}" for k, v in results.items()))
         for name, value in results.items():
             runner.log_buffer.output[name] = value
@@ -58,11 +61,18 @@ def main() -> None:
     batches = [(x[i : i + 8], y[i : i + 8]) for i in range(0, 64, 8)]
     model = Pixels()
     logger = get_logger("mmseg", log_file=f"{work_dir}/train.log", log_level=logging.INFO)
-    runner = EpochBasedRunner(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
-                              work_dir=work_dir, logger=logger, max_epochs=3)
+    runner = EpochBasedRunner(
+        model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
+        work_dir=work_dir,
+        logger=logger,
+        max_epochs=3,
+    )
     runner.register_training_hooks(
-        lr_config=dict(policy="step", step=[2]), optimizer_config=dict(grad_clip=None),
-        checkpoint_config=None, log_config=dict(interval=2, hooks=[dict(type="TextLoggerHook")]),
+        lr_config=dict(policy="step", step=[2]),
+        optimizer_config=dict(grad_clip=None),
+        checkpoint_config=None,
+        log_config=dict(interval=2, hooks=[dict(type="TextLoggerHook")]),
     )
     runner.register_hook(SegEval((x, y)), priority="LOW")
     runner.run([batches], [("train", 1)])

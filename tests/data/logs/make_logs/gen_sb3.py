@@ -41,12 +41,27 @@ def run(algo: str, out: str) -> None:
     folder = os.path.join(out, algo)
     os.makedirs(folder, exist_ok=True)
     if algo == "ppo":
-        model = PPO("MlpPolicy", "CartPole-v1", n_steps=256, batch_size=64, n_epochs=4,
-                    seed=0, device="cpu", verbose=1)
+        model = PPO(
+            "MlpPolicy",
+            "CartPole-v1",
+            n_steps=256,
+            batch_size=64,
+            n_epochs=4,
+            seed=0,
+            device="cpu",
+            verbose=1,
+        )
         steps, interval = 2048, 1
     else:
-        model = DQN("MlpPolicy", "CartPole-v1", learning_starts=500, train_freq=4,
-                    seed=0, device="cpu", verbose=1)
+        model = DQN(
+            "MlpPolicy",
+            "CartPole-v1",
+            learning_starts=500,
+            train_freq=4,
+            seed=0,
+            device="cpu",
+            verbose=1,
+        )
         steps, interval = 3000, 20  # a dump every 20 episodes
     model.set_logger(configure(folder, ["stdout", "csv"]))
     model.learn(total_timesteps=steps, log_interval=interval, callback=KeepCopies(folder))
