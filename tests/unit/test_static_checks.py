@@ -19,14 +19,27 @@ def _tool(name: str) -> str:
 
 
 def test_ruff_finds_nothing() -> None:
-    out = subprocess.run([_tool("ruff"), "check", "--no-cache", "."], cwd=REPO,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [_tool("ruff"), "check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_code_is_as_ruff_format_writes_it() -> None:
+    # One layout for everyone: a diff shows what changed, never how an editor wraps lines.
+    out = subprocess.run(
+        [_tool("ruff"), "format", "--check", "--no-cache", "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
 @pytest.mark.slow
 def test_mypy_finds_nothing() -> None:
     # The files mypy checks, and how strictly, are set in pyproject.toml.
-    out = subprocess.run([_tool("mypy"), "--no-incremental"], cwd=REPO,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [_tool("mypy"), "--no-incremental"], cwd=REPO, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout + out.stderr
