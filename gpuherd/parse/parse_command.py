@@ -20,9 +20,8 @@ from collectors.logs.logtail_lines import (
 )
 from gpuherd.common import exit_codes
 from gpuherd.common.options import ParseOptions
+from gpuherd.parse.trends import TrendHistory
 from gpuherd.present.format import visible
-from gpuherd.tasks.health import judge_histories, wants
-from gpuherd.tasks.series import MetricSeries
 from parsers.findings import findings_from_metric
 from parsers.json_document import read_document
 from parsers.model import LogFinding, LogMetric
@@ -338,44 +337,6 @@ def json_number(value: float) -> float | int | str:
     if math.isfinite(value):
         return int(value) if value.is_integer() and abs(value) < 2**53 else value
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-
-
-class TrendHistory:
-    """The points of the metrics `judge` reads, kept as the dashboard keeps them.
-
-    The trend findings (`stalled`, a rising loss) of a whole run: `parse` judges them at the
-    end of a file; a test judges a tail's metrics the same way to compare the two.
-    """
-
-    def __init__(self) -> None:
-        self.series: dict[str, MetricSeries] = {}
-        self.last_line: dict[str, int] = {}
-        self.last_metric_line = 0
-        self.end_line: int | None = None
-        """The last line that said the run ended (`parsers.findings.ends_run`)."""
-
-    def add(self, number: int, metric: LogMetric) -> None:
-        """Keep the values of line `number` that a trend rule reads."""
-        self.last_metric_line = number
-        for name, value in metric.values:
-            series = self.series.get(name)
-            if series is None:
-                if not wants(name):
-                    continue
-                # as the dashboard keeps it: the `stalled` rule reads the whole run's points
-                series = self.series[name] = MetricSeries()
-            series.add(value, metric.step, metric.epoch)
-            self.last_line[name] = number
-
-    def findings(self) -> list[tuple[int, LogFinding]]:
-        """The trend findings of the points kept, each at the last line of its metric."""
-        # a run whose log said it ended, with no metric after, is judged as ended: its loss is
-        # flat at the end because it converged (`gpuherd.tasks.health.LIVE_ONLY_KINDS`)
-        ended = self.end_line is not None and self.end_line >= self.last_metric_line
-        return [
-            (self.last_line[name], found)
-            for name, found in judge_histories(self.series, ended=ended)
-        ]
 
 
 def _json_emitter(out: IO[str]) -> Emit:

@@ -14,10 +14,8 @@ from typing import Any
 from collectors.base import CollectorError, CollectorUnavailable
 from collectors.trackers import stores
 from collectors.trackers.collector import TrackerRunCollector
-from gpuherd.tasks.health import judge_histories, wants
-from gpuherd.tasks.series import MetricSeries
+from gpuherd.parse.trends import TrendHistory
 from gpuherd.tasks.view import label_of
-from parsers.model import LogMetric
 
 Emit = Callable[[dict[str, Any]], None]
 Warn = Callable[[str], None]
@@ -63,7 +61,7 @@ def parse_runs(runs: list[stores.TrackerRun], emit: Emit, warn: Warn, number: Nu
 def _parse_run(run: stores.TrackerRun, emit: Emit, warn: Warn, number_of: Number) -> int:
     collector = TrackerRunCollector(run.task_id, poll_interval_s=0.0)
     collector.open()
-    history = _Trends()
+    history = TrendHistory()
     count, last_number, label = 0, 0, run.label or label_of(run.task_id)
     if run.kind == stores.WANDB and getattr(collector.reader, "record_class", 1) is None:
         warn(f"{run.task_id}: {stores.wandb_run.MISSING}; its console is read")
@@ -100,6 +98,7 @@ def _parse_run(run: stores.TrackerRun, emit: Emit, warn: Warn, number_of: Number
                 break
     finally:
         collector.close()
+    history.end_line = history.last_metric_line  # a store holds the run's points to its end
     for number, finding in history.findings():
         emit(
             {
@@ -111,29 +110,3 @@ def _parse_run(run: stores.TrackerRun, emit: Emit, warn: Warn, number_of: Number
             }
         )
     return count
-
-
-class _Trends:
-    """The trend findings of a whole run (`parse_command.TrendHistory`'s rule, for a run)."""
-
-    def __init__(self) -> None:
-        self.series: dict[str, MetricSeries] = {}
-        self.last_line: dict[str, int] = {}
-
-    def add(self, number: int, metric: LogMetric) -> None:
-        """Keep the values of point `number` that a trend rule reads."""
-        for name, value in metric.values:
-            series = self.series.get(name)
-            if series is None:
-                if not wants(name):
-                    continue
-                series = self.series[name] = MetricSeries()
-            series.add(value, metric.step, metric.epoch)
-            self.last_line[name] = number
-
-    def findings(self) -> list[tuple[int, Any]]:
-        """The trend findings, each at the last point of its metric."""
-        return [
-            (self.last_line[name], found)
-            for name, found in judge_histories(self.series, ended=True)
-        ]

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from collectors.logs.logtail import LogTailCollector
 from collectors.logs.logtail_digest import DETECT_LINES
 from collectors.logs.logtail_lines import LineAssembler, read_lines
-from gpuherd.parse.parse_command import TrendHistory, json_number, parse_file
+from gpuherd.parse.parse_command import json_number, parse_file
+from gpuherd.parse.trends import TrendHistory
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
 GOLDEN_LOGS = sorted(
