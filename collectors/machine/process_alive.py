@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-import psutil
-
 SAME_START_TOLERANCE_S = 0.01
 """Two start times closer than this are the same process (psutil rounds to clock ticks)."""
 
 
 def process_start_time(pid: int) -> float | None:
     """When `pid` started, in Unix seconds (`psutil.Process.create_time`); `None` when gone."""
+    import psutil  # here, not above: see `running_process`
+
     try:
         return float(psutil.Process(pid).create_time())
     except (psutil.Error, OSError, ValueError):
@@ -42,6 +42,11 @@ def running_process(pid: int, start_time: float) -> Seen | None:
     A process that exists but whose start time cannot be read (another user's, under
     `hidepid`) is returned with `owner_uid=None`: it runs, but nothing proves it is the one.
     """
+    # psutil only when a caller asks: `collectors.roles` reaches this module through the
+    # writers' tick, and the paths that must stay standard library (the container check run
+    # by another user's system Python, the supervisor) import the roles too.
+    import psutil
+
     try:
         process = psutil.Process(pid)
         created = process.create_time()

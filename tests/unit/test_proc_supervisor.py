@@ -99,8 +99,8 @@ def test_the_supervisor_imports_the_standard_library_only() -> None:
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.splitlines() == [
         "['gpuherd']",
-        "['gpuherd', 'gpuherd.proc', 'gpuherd.proc.linelog', 'gpuherd.proc.status', "
-        "'gpuherd.proc.supervisor', 'gpuherd.common.safe_files']",
+        "['gpuherd', 'gpuherd.common', 'gpuherd.common.safe_files', 'gpuherd.proc', "
+        "'gpuherd.proc.linelog', 'gpuherd.proc.status', 'gpuherd.proc.supervisor']",
     ]  # safe_files: stdlib only
 
 

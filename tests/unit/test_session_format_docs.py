@@ -140,4 +140,6 @@ def test_the_module_imports_only_the_standard_library() -> None:
         text=True,
         check=True,
     )
-    assert out.stdout.strip() == "['collectors', 'collectors.session.session_format']"
+    assert out.stdout.strip() == (
+        "['collectors', 'collectors.session', 'collectors.session.session_format']"
+    )
