@@ -46,6 +46,11 @@ for i in range(count):
     os.write(fd, f"step={i:06d} loss=0.5\n".encode())  # one write per line, all 21 bytes
     due += 1 / 200
     time.sleep(max(0.0, due - time.monotonic()))
+# A line lost by a cut shows only by the next write's hole: a cut between the copy and the
+# truncation right after the last line would lose it without a trace, for any reader. One
+# more write, past the next cut, shows it (`end` is no step line).
+time.sleep(0.7)
+os.write(fd, b"end\n")
 """
 
 
