@@ -8,12 +8,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from collectors.base import Collector, CollectorEvent, Sampled
 from collectors.logs.discovery import DiscoveredLog, DiscoveredLogs
-from collectors.logs.logtail import LogTailCollector
 from collectors.machine.nvml import NvmlBackend
+from collectors.roles import LOG
 from collectors.samples import GpuTick, LogBatch
 from collectors.session.session_format import (
     COMMAND_EXIT_FILE,
@@ -24,7 +24,6 @@ from collectors.session.session_format import (
     PEAK_TRACE_FILE,
 )
 from collectors.slurm.samples import SlurmTick
-from collectors.trackers.collector import TrackerRunCollector
 from gpuherd.common.safe_files import Directory
 from gpuherd.record.drain import LogDrain, unread_events
 from gpuherd.record.logsink import LogSink
@@ -102,6 +101,15 @@ class RecordingOptions:
     """Told each row's fast-sampler peaks per GPU UUID, on the writer thread (the exporter)."""
 
 
+class FollowedLog(Protocol):
+    """A source of role `log` as the drain needs it: the path it follows, a way to wake it."""
+
+    path: str
+
+    def wake(self) -> None:
+        """Read now instead of at the next interval."""
+
+
 class Recording:
     """Start with `start()`, feed nothing (or `emit` from a dashboard), end with `stop()`.
 
@@ -176,14 +184,17 @@ class Recording:
         """Whether anything can appear later: a `--log` glob or a `--watch` directory."""
         return self.sources is not None and self.sources.rescans()
 
-    def _tails(self) -> list[LogTailCollector | TrackerRunCollector]:
-        """The tails this recording runs (those it started with and those found later)."""
+    def _tails(self) -> list[FollowedLog]:
+        """The tails this recording runs (those it started with and those found later).
+
+        Known by their role, not their class: a log's tail and a tracker run's reader alike.
+        """
         if self.recorder is None:
             return []
         return [
-            c
+            cast("FollowedLog", c)
             for c in self.recorder.collectors
-            if isinstance(c, LogTailCollector | TrackerRunCollector)
+            if getattr(c, "role", None) == LOG
         ]
 
     def _on_discovered(self, writer: SessionWriter, found: DiscoveredLogs) -> None:
