@@ -116,6 +116,12 @@ class GpuherdApp(App[int]):
         }
         """Roles whose samples go to the task feed instead of the state's latest samples."""
 
+    def get_driver_class(self) -> type[Any]:
+        """Textual's driver, with an input thread that sleeps until a key comes."""
+        from tui.quiet_input import quieter
+
+        return quieter(super().get_driver_class())
+
     def get_default_screen(self) -> MainScreen:
         """The dashboard is the base screen."""
         return self._main

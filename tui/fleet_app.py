@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from typing import Any
 
 from rich.text import Text
 from textual.app import App, ComposeResult, ScreenStackError
@@ -45,6 +46,12 @@ class FleetApp(App[int]):
         self.refresh_s: float | None = None
         """From the start of the last query to its rows on the table."""
         self.threads = CollectorThreads(self._emit, self._crashed)
+
+    def get_driver_class(self) -> type[Any]:
+        """Textual's driver, with an input thread that sleeps until a key comes."""
+        from tui.quiet_input import quieter
+
+        return quieter(super().get_driver_class())
 
     def compose(self) -> ComposeResult:
         """Title line, problem line, table, keys."""

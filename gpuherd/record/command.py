@@ -25,7 +25,6 @@ from gpuherd.present.format import visible
 from gpuherd.proc.child import ChildCommand, CommandStartError
 from gpuherd.record.recording import Recording, RecordingOptions
 from gpuherd.session.session import SessionUnsafeError
-from gpuherd.summary.report import render_short
 
 KILL_GRACE_S = 10.0
 """After --duration runs out, the command gets SIGTERM, then SIGKILL this much later."""
@@ -244,6 +243,10 @@ def finish(recording: Recording, code: int | None, signals: _Signals | None = No
     except (GpuherdError, OSError) as failure:
         _say(f"could not write the summary: {failure}")
         return None
+    # here, not at the top: pandas and the charts cost a third of a second of start-up, and a
+    # queued job's launch waits for this command to start
+    from gpuherd.summary.report import render_short
+
     _say_plain(render_short(summary))
     return None
 

@@ -22,7 +22,9 @@ import pytest
 
 from gpuherd.queue.adopt import STOPPED_WHILE_LAUNCHING
 from gpuherd.queue.jobs import JobState
+from gpuherd.queue.state_files import DB_FILE
 from gpuherd.queue.store import QueueStore
+from gpuherd.queue.store_rows import data_version, open_read_only, select_jobs
 from tests.queue_helpers import GiB, Gpu, fake_runner, ledger_dir, mark_spec, ran, write_script
 
 pytestmark = pytest.mark.slow
@@ -33,13 +35,23 @@ FLAGS = ("--settle", "0", "--interval", "0.1", "--grace", "600")
 ACTIVE = (JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING)
 
 
-def _kill_when_launching(store: QueueStore, pid: int, timeout_s: float = 4.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if any(j.state is JobState.LAUNCHING for j in store.jobs([JobState.LAUNCHING])):
-            os.kill(pid, signal.SIGKILL)
-            return True
-        time.sleep(0.001)
+def _kill_when_launching(database: Path, pid: int, timeout_s: float = 4.0) -> bool:
+    # Looks every millisecond, reading the jobs only when another connection has committed
+    # (SQLite's data_version), as the dashboard's queue panel does: a launch's window is short.
+    db = open_read_only(database, 5.0)
+    seen = None
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            version = data_version(db)
+            if version != seen:
+                seen = version
+                if any(j.state is JobState.LAUNCHING for j in select_jobs(db)[0]):
+                    os.kill(pid, signal.SIGKILL)
+                    return True
+            time.sleep(0.001)
+    finally:
+        db.close()
     os.kill(pid, signal.SIGKILL)
     return False
 
@@ -64,7 +76,7 @@ def test_kill_9_at_random_points_loses_no_job_and_runs_none_twice(tmp_path: Path
         runner = fake_runner(script, state, ledger, *FLAGS)
         if trial % 3 == 0:
             seen["aimed at a launch"] += 1
-            seen["killed mid-launch"] += _kill_when_launching(store, runner.pid)
+            seen["killed mid-launch"] += _kill_when_launching(state / DB_FILE, runner.pid)
         else:
             time.sleep(rng.uniform(0.0, 1.2))
             runner.send_signal(signal.SIGKILL)

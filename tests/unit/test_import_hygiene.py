@@ -54,6 +54,23 @@ def test_headless_module_does_not_import_textual(module: str) -> None:
     assert out.stdout.strip() == "False"
 
 
+START_PATHS = ["gpuherd.record.command", "gpuherd.queue.runner", "gpuherd.dashboard.monitor", "tui.app"]
+"""What `record`, `queue run` and the dashboard import before they start: a queued job's launch
+waits for `gpuherd record` to start, and the dashboard's first frame for its imports."""
+
+
+@pytest.mark.parametrize("module", START_PATHS)
+def test_start_paths_leave_the_summary_libraries_for_later(module: str) -> None:
+    # pandas, numpy and plotext's figure module cost about a third of a second to import; the
+    # summary loads them when it is written, the dashboard's chart once its first frame is up
+    code = (
+        f"import sys, {module}; "
+        "print(sorted({'pandas', 'numpy', 'plotext._figure'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_import_linter_contracts_hold() -> None:
     out = subprocess.run(
         [str(Path(sys.executable).with_name("lint-imports"))],
