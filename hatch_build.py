@@ -124,8 +124,8 @@ def _build_extensions(extensions: list[Any], lib: Path) -> list[Path]:
 def warn(reason: str) -> None:
     """Say on stderr (shown by `pip install -v`) why the parsers stay pure Python."""
     print(
-        f"gpuherd: the log parsers stay pure Python: {reason.rstrip('.')}. They read logs more slowly "
-        "but find the same values.",
+        f"gpuherd: the log parsers stay pure Python: {reason.rstrip('.')}. They read logs more "
+        "slowly but find the same values.",
         file=sys.stderr,
     )
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 from collectors.trackers.tensorboard import is_events_file
@@ -36,6 +35,7 @@ def _mlflow_sqlite() -> ModuleType:
     from collectors.trackers import mlflow_sqlite
 
     return mlflow_sqlite
+
 
 TENSORBOARD = "tensorboard"
 MLFLOW_FILE = "mlflow_file"

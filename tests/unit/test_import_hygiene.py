@@ -54,7 +54,12 @@ def test_headless_module_does_not_import_textual(module: str) -> None:
     assert out.stdout.strip() == "False"
 
 
-START_PATHS = ["gpuherd.record.command", "gpuherd.queue.runner", "gpuherd.dashboard.monitor", "tui.app"]
+START_PATHS = [
+    "gpuherd.record.command",
+    "gpuherd.queue.runner",
+    "gpuherd.dashboard.monitor",
+    "tui.app",
+]
 """What `record`, `queue run` and the dashboard import before they start: a queued job's launch
 waits for `gpuherd record` to start, and the dashboard's first frame for its imports."""
 
