@@ -13,6 +13,7 @@ from typing import Any
 
 from collectors.base import CollectorError, CollectorUnavailable
 from collectors.trackers import stores
+from collectors.trackers.wandb_run import MISSING as WANDB_MISSING
 from collectors.trackers.collector import TrackerRunCollector
 from gpuherd.parse.trends import TrendHistory
 from gpuherd.tasks.view import label_of
@@ -64,7 +65,7 @@ def _parse_run(run: stores.TrackerRun, emit: Emit, warn: Warn, number_of: Number
     history = TrendHistory()
     count, last_number, label = 0, 0, run.label or label_of(run.task_id)
     if run.kind == stores.WANDB and getattr(collector.reader, "record_class", 1) is None:
-        warn(f"{run.task_id}: {stores.wandb_run.MISSING}; its console is read")
+        warn(f"{run.task_id}: {WANDB_MISSING}; its console is read")
     try:
         while True:
             try:
