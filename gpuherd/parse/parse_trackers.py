@@ -13,8 +13,8 @@ from typing import Any
 
 from collectors.base import CollectorError, CollectorUnavailable
 from collectors.trackers import stores
-from collectors.trackers.wandb_run import MISSING as WANDB_MISSING
 from collectors.trackers.collector import TrackerRunCollector
+from collectors.trackers.wandb_run import MISSING as WANDB_MISSING
 from gpuherd.parse.trends import TrendHistory
 from gpuherd.tasks.view import label_of
 
