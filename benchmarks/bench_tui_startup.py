@@ -29,11 +29,12 @@ Examples, from the repository root:
 
     # on the GPU machine, gpuherd and nvitop in one run, alternating (nvitop installed from the
     # wheels in .whl-nvitop: `python3 -m pip install -q --no-index --no-deps --target
-    # /tmp/nvitop-site .whl-nvitop/*.whl`); nvitop's process rows read `GPU PID TYPE USER`
+    # /tmp/nvitop-site .whl-nvitop/*.whl`); nvitop's process rows read `GPU PID TYPE USER`,
+    # and it names a GPU without its "NVIDIA " (`H200`)
     python benchmarks/bench_tui_startup.py --runs 10 --expect NVIDIA \
         --expect '│\\s+0\\s+\\d+\\s+\\w+' \
         --beside 'nvitop=env PYTHONPATH=/tmp/nvitop-site python3 -m nvitop' \
-        --beside-expect 'nvitop=NVIDIA' \
+        --beside-expect 'nvitop=H100|H200|A100|NVIDIA' \
         --beside-expect 'nvitop=│\\s+\\d+\\s+\\d+\\s+[CGX]+\\s+\\S' \
         -- python3 -m gpuherd
 

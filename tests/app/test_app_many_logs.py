@@ -116,7 +116,7 @@ async def test_fifty_logs_in_five_directories_all_get_their_row_and_metrics(tmp_
         close()
 
 
-DIRS, PER_DIR, LINES_PER_S, WRITE_S, RUNS = 8, 4, 100, 2.0, 5
+DIRS, PER_DIR, LINES_PER_S, WRITE_S, RUNS = 8, 4, 100, 2.0, 3
 
 
 async def run_once(root: Path) -> tuple[float, list[str]]:

@@ -6,7 +6,7 @@ a job `launching` (inside the launch), and starts the next one. A job is added p
 there is always work. At the end one runner finishes the queue. Every job must then be done
 and have run exactly once: a job whose launch a kill cut off went back in line (its command
 had not passed the launch gate) and ran once later. GPUHERD_QUEUE_FAULT_REPORT, if set,
-names a file for the summary line.
+names a file for the summary line; GPUHERD_QUEUE_FAULT_TRIALS sets the number of trials.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from tests.queue_helpers import GiB, Gpu, fake_runner, ledger_dir, mark_spec, ra
 
 pytestmark = pytest.mark.slow
 
-TRIALS = 60
+TRIALS = int(os.environ.get("GPUHERD_QUEUE_FAULT_TRIALS", "45"))
+"""45 in the suite (15 aimed at a launch); the fault benchmark in benchmarks/RESULTS.md ran 60."""
 SEED = 20261126
 FLAGS = ("--settle", "0", "--interval", "0.1", "--grace", "600")
 ACTIVE = (JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING)

@@ -23,7 +23,7 @@ LINES_PER_S = 100
 LINES_PER_ROUND = 200
 """Lines written to every file in a round: a count, not a time, so that a loaded machine that
 starves the writer slows the round rather than shortening it."""
-ROUNDS = 10
+ROUNDS = 6
 CHURNERS = 4
 STUCK_S = 60.0
 """Far longer than any round takes on a loaded 2-core machine; a thread still running after

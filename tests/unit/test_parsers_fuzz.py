@@ -124,7 +124,7 @@ NUMBERS = st.one_of(
         ]
     ),
 )
-SETTINGS = settings(max_examples=300, deadline=None)
+SETTINGS = settings(max_examples=200, deadline=None)
 
 
 def assert_valid(metric: LogMetric | None) -> None:
