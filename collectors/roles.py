@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from collectors.logs.discovery import DiscoveredLogs
 from collectors.machine.writers import WritersTick
-from collectors.samples import ContainerTick, GpuTick, HostSample, LogBatch, QueueSnapshot
+from collectors.samples import (
+    ContainerTick,
+    DiscoveredLogs,
+    GpuTick,
+    HostSample,
+    LogBatch,
+    QueueSnapshot,
+)
 from collectors.slurm.samples import SlurmTick
 
 GPU: Final = "gpu"

@@ -288,3 +288,39 @@ class QueueSnapshot:
     """The pid of the process that runs the queue now (`queue run` or `gpuherd --queue`)."""
     runner_note: str | None = None
     """The last thing the dashboard's own runner said (`gpuherd --queue`)."""
+
+
+# The discovery scan's samples live here, not in `collectors.logs.discovery`: every sink routes
+# by sample type (`collectors.roles`), and the walk's module and the tracker readers it loads
+# are no part of a dashboard's first frame.
+@dataclass(frozen=True, slots=True)
+class DiscoveredLog:
+    """One followed source: one task."""
+
+    task_id: str
+    """The absolute path to follow; for Hugging Face checkpoints the pattern
+    `<output_dir>/checkpoint-*/trainer_state.json`, whose newest match is followed."""
+    kind: str
+    """`given` for a `--log` argument, else the kind of run file (`lightning_csv`, ...)."""
+    source: str
+    """The `--log` argument or `--watch` directory that found it."""
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveredLogs:
+    """One discovery scan: every task found, and what changed since the previous scan."""
+
+    taken_at: float
+    logs: tuple[DiscoveredLog, ...]
+    added: tuple[DiscoveredLog, ...] = ()
+    removed: tuple[str, ...] = ()
+    """Task ids found before and gone now (their run directory was deleted)."""
+    incomplete: bool = False
+    """The walk stopped at its entry limit; some runs may be missing."""
+    started: tuple[str, ...] | None = None
+    """Task ids whose tails started with this scan; `None` until the running set has handed
+    the scan to its tail supervisor (`gpuherd.engine.running`)."""
+    stopped: tuple[str, ...] = ()
+    """Task ids whose tails stopped with this scan (their run vanished)."""
+    first_scan: bool = False
+    """The running set's first scan: what it found was there when the sources started."""

@@ -7,8 +7,8 @@ import glob
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 
+from collectors.samples import DiscoveredLog, DiscoveredLogs
 from collectors.trackers.discovery import SKIP, TRACKER, TrackerRuns, tracker_file
 
 IGNORED_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env"})
@@ -23,39 +23,6 @@ RUN_FILES = (
     ("log", "*.log"),
 )
 """(kind, pattern on the `/`-joined path) of the files `--watch` follows, first match wins."""
-
-
-@dataclass(frozen=True, slots=True)
-class DiscoveredLog:
-    """One followed source: one task."""
-
-    task_id: str
-    """The absolute path to follow; for Hugging Face checkpoints the pattern
-    `<output_dir>/checkpoint-*/trainer_state.json`, whose newest match is followed."""
-    kind: str
-    """`given` for a `--log` argument, else the kind of run file (`lightning_csv`, ...)."""
-    source: str
-    """The `--log` argument or `--watch` directory that found it."""
-
-
-@dataclass(frozen=True, slots=True)
-class DiscoveredLogs:
-    """One discovery scan: every task found, and what changed since the previous scan."""
-
-    taken_at: float
-    logs: tuple[DiscoveredLog, ...]
-    added: tuple[DiscoveredLog, ...] = ()
-    removed: tuple[str, ...] = ()
-    """Task ids found before and gone now (their run directory was deleted)."""
-    incomplete: bool = False
-    """The walk stopped at its entry limit; some runs may be missing."""
-    started: tuple[str, ...] | None = None
-    """Task ids whose tails started with this scan; `None` until the running set has handed
-    the scan to its tail supervisor (`gpuherd.engine.running`)."""
-    stopped: tuple[str, ...] = ()
-    """Task ids whose tails stopped with this scan (their run vanished)."""
-    first_scan: bool = False
-    """The running set's first scan: what it found was there when the sources started."""
 
 
 class LogDiscovery:

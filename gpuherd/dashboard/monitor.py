@@ -27,13 +27,13 @@ from gpuherd.common import exit_codes
 from gpuherd.common.options import MonitorOptions
 from gpuherd.present.format import visible
 from gpuherd.sources import LiveSources, LogSources, SourceOptions, TailSupervisor, live_sources
-from gpuherd.tasks.hints import TaskHint, replay_hints
 
 if TYPE_CHECKING:
     from collectors.machine.nvml import NvmlBackend
     from gpuherd.engine.gate import EarlyCollectors
     from gpuherd.queue.watch import QueueWatch
     from gpuherd.record.dashboard import DashboardRecording
+    from gpuherd.tasks.hints import TaskHint
 
 DEMO_PACKAGE, DEMO_DIR = "gpuherd", "data/demo"
 CHECK_ALL_MAX_BYTES = 16 << 20
@@ -203,6 +203,7 @@ def _replay_plan(directory: Path, speed: float, *, loop: bool, label_prefix: str
     # at about 0.06 s per MB; a long session starts at once instead, and a bad line met later
     # shows on the GPU panel (file and line named) when the replay reaches it.
     from collectors.replay.replay import SessionReplay  # live mode does not pay for the reader
+    from gpuherd.tasks.hints import replay_hints  # nor for the tasks' model before its frame
 
     check_all = _csv_bytes(directory) <= CHECK_ALL_MAX_BYTES
     replay = SessionReplay(directory, speed=speed, loop=loop, check_all=check_all)
