@@ -1,8 +1,8 @@
 """Damaged session directories through `gpuherd summarize` and `--replay`: one reader, one verdict.
 
-Each case copies the `tasks` session, damages one thing, and runs the real commands: `python -m
-gpuherd summarize DIR` in a subprocess and `gpuherd --replay DIR` through the command line in
-this process (it stops at "needs a terminal" once the replay is built and checked). Both readers
+Each case copies the `tasks` session, damages one thing, and runs the real commands through the
+command line in this process: `gpuherd summarize DIR`, and `gpuherd --replay DIR` (it stops at
+"needs a terminal" once the replay is built and checked). Both readers
 must accept with the same rows and the same notes, or both refuse with the same one line.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -431,15 +430,10 @@ def replay_counts(directory: Path) -> tuple[int, int, int, int, list[str]]:
     )
 
 
-def summarize_cli(directory: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpuherd", "summarize", str(directory)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+def summarize_cli(directory: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """`gpuherd summarize DIR`: its exit code and what it wrote on stderr."""
+    code = main(["summarize", str(directory)])
+    return code, capsys.readouterr().err
 
 
 def note_cli(directory: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -464,13 +458,13 @@ def test_summarize_and_replay_agree_on_a_damaged_session(
     d = tmp_path / "s"
     shutil.copytree(TASKS, d)
     damage(d)
-    summary = summarize_cli(d)
+    summary_code, summary_err = summarize_cli(d, capsys)
     code, replay_err = replay_cli(d, capsys, monkeypatch)
     note_code, note_out, note_err = note_cli(d, capsys)
-    assert "Traceback" not in summary.stderr + replay_err + note_err
+    assert "Traceback" not in summary_err + replay_err + note_err
     if isinstance(expected, Refuse):
         message = expected.message.format(d=d)
-        assert (summary.returncode, summary.stderr) == (2, f"gpuherd: {message}\n")
+        assert (summary_code, summary_err) == (2, f"gpuherd: {message}\n")
         assert (code, replay_err) == (2, f"gpuherd: {message}\n")
         assert (note_code, note_out, note_err) == (2, "", f"gpuherd: {message}\n")
         for read in (load_frames, SessionReplay):
@@ -478,8 +472,8 @@ def test_summarize_and_replay_agree_on_a_damaged_session(
                 read(d)
             assert refused.value.msg == message
         return
-    assert summary.returncode == 0, summary.stderr
-    assert summary.stderr == "" and (d / "summary.md").is_file()
+    assert summary_code == 0, summary_err
+    assert summary_err == "" and (d / "summary.md").is_file()
     assert code == 2 and replay_err.startswith("gpuherd: the dashboard needs a terminal")
     assert (note_code, note_err) == (0, "") and "+  last_verification_note: " in note_out
     frames = load_frames(d)
@@ -507,8 +501,7 @@ def test_summarize_and_replay_agree_on_a_damaged_session(
 
 def test_missing_directory_is_refused_by_both(tmp_path: Path, capsys, monkeypatch) -> None:
     missing = tmp_path / "nowhere"
-    summary = summarize_cli(missing)
-    assert (summary.returncode, summary.stderr) == (
+    assert summarize_cli(missing, capsys) == (
         2,
         f"gpuherd: {missing}: not a gpuherd session (no such directory)\n",
     )
