@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from collectors.base import Collector, CollectorEvent, Sampled
 from collectors.logs.discovery import DiscoveredLog, DiscoveredLogs
 from collectors.machine.nvml import NvmlBackend
-from collectors.roles import LOG
+from collectors.roles import LOG, SLURM, role_of
 from collectors.samples import GpuTick, LogBatch
 from collectors.session.session_format import (
     COMMAND_EXIT_FILE,
@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 COMMAND_TASK = "command"
 FIRST_READING_WAIT_S = 2.0
 """How long `start` waits for the first fast reading, so the command's baseline is known."""
+FIRST_SLURM_WAIT_S = 5.0
+"""How long `start` waits, inside a Slurm job, for the first reading of the job (`squeue`):
+without it a command that ends at once would leave no row of its job in `slurm.csv`."""
 TRACE_ENV = "GPUHERD_PEAK_TRACE"
 """When set (to anything but empty or 0), every fast reading is also written to
 `peak_trace.csv` at the end, so a benchmark can check each reading against a known workload."""
@@ -256,9 +259,11 @@ class Recording:
             # Created here, new (O_EXCL, never through a link), before the supervisor appends.
             self.writer.create_empty(COMMAND_LOG_FILE)
         sources = self.sources
+        slurm = SlurmRecord()
+        collectors = self._collectors()
         self.recorder = Recorder(
             self.writer,
-            self._collectors(),
+            collectors,
             pid_watch=sources.pid_watch if sources is not None else None,
             tails=sources.tails if sources is not None and self._rescans() else None,
             peaks=self._take_peaks,
@@ -267,7 +272,7 @@ class Recording:
                 LogBatch: self.log_sink,
                 RecordEvent: _write_record_event,
                 DiscoveredLogs: self._on_discovered,
-                SlurmTick: SlurmRecord(),
+                SlurmTick: slurm,
             },
         )
         if o.peak_interval_s > 0:
@@ -277,6 +282,8 @@ class Recording:
         if self.sampler is not None:
             self.sampler.start()
             self.sampler.wait_first(FIRST_READING_WAIT_S)
+        if "SLURM_JOB_ID" in os.environ and any(role_of(c) == SLURM for c in collectors):
+            slurm.first.wait(FIRST_SLURM_WAIT_S)  # a command that ends at once keeps its job
 
     def _take_peaks(self, tick: GpuTick) -> dict[str, int]:
         peaks = self.tracker.take(tick)
