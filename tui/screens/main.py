@@ -140,12 +140,13 @@ class MainScreen(Screen[None]):
         state = self.state
         if changed in (None, GPU):
             self._arrange()
-        for panel in self.panels:
+        panels = self.panels  # one walk of the screen a change: it is made every second
+        for panel in panels:
             if changed is None or changed in panel.ROLES:
                 panel.show_state(state, changed)
         if changed in (None, GPU) or (changed == HOST and not state.gpu_streaming()):
             self._show_header()
-        self._show_health()
+        self._show_health(panels)
 
     def _show_header(self) -> None:
         state = self.state
@@ -198,13 +199,13 @@ class MainScreen(Screen[None]):
             self.processes.redraw()  # the note under the table gives way, or comes back
         self.query_one("#gpus").styles.max_height = most
 
-    def _show_health(self) -> None:
+    def _show_health(self, panels: list[Panel]) -> None:
         """Each panel marks its role's failures; the others' go on the banner."""
         state = self.state
-        for panel in self.panels:
+        for panel in panels:
             panel.show_health(state)
-        marked = {panel.HEALTH_ROLE for panel in self.panels if panel.HEALTH_ROLE}
-        found = tuple(line for panel in self.panels for line in panel.banner_lines())
+        marked = {panel.HEALTH_ROLE for panel in panels if panel.HEALTH_ROLE}
+        found = tuple(line for panel in panels for line in panel.banner_lines())
         self.query_one(Banner).lines = (*state.notices, *state.problems_outside(marked), *found)
         no_gpu = bool(state.unavailable(GPU)) and state.gpu_tick is None
         no_host = bool(state.unavailable(HOST)) and state.host_sample is None
