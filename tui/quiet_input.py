@@ -27,7 +27,12 @@ POLL_S = 0.1
 
 
 class _WakingEvent(threading.Event):
-    """An Event whose `set` also writes a byte to a pipe, to wake a thread waiting in select."""
+    """An Event that is also a pipe: readable exactly while the event is set.
+
+    A thread waiting in `select` on `wake_fd` wakes when the event is set, however many threads
+    wait (none of them reads the pipe; `clear` empties it). The pipe lives as long as the event:
+    Textual stops and starts the input thread again on suspend and resume, with the same event.
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -35,6 +40,7 @@ class _WakingEvent(threading.Event):
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
         self._lock = threading.Lock()
+        self._written = False
 
     @property
     def wake_fd(self) -> int:
@@ -42,23 +48,26 @@ class _WakingEvent(threading.Event):
         return self._wake_read
 
     def set(self) -> None:
-        super().set()
         with self._lock:
-            if self._wake_write >= 0:
-                with contextlib.suppress(BlockingIOError):  # a full pipe wakes the reader too
-                    os.write(self._wake_write, b"x")
+            super().set()
+            if not self._written:
+                os.write(self._wake_write, b"x")
+                self._written = True
 
-    def drain(self) -> None:
-        """Read what `set` wrote, so the next wait sleeps again."""
-        with contextlib.suppress(BlockingIOError):
-            os.read(self._wake_read, 64)
-
-    def close(self) -> None:
-        """Close the pipe; a later `set` only sets the event (its fd may be another file's)."""
+    def clear(self) -> None:
         with self._lock:
-            for fd in (self._wake_read, self._wake_write):
+            super().clear()
+            if self._written:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._wake_read, 1)
+                self._written = False
+
+    def __del__(self) -> None:
+        for fd in (self._wake_read, self._wake_write):
+            try:
                 os.close(fd)
-            self._wake_read = self._wake_write = -1
+            except (OSError, TypeError, AttributeError):  # closed, or the interpreter's exit
+                pass
 
 
 def next_tick_s(parser: object, now: float) -> float | None:
@@ -76,6 +85,10 @@ def next_tick_s(parser: object, now: float) -> float | None:
 class QuietInputDriver(LinuxDriver):
     """`LinuxDriver` with an input thread that wakes only for input, a parser deadline or exit."""
 
+    SELECTOR: type[selectors.BaseSelector] = getattr(
+        selectors, "PollSelector", selectors.SelectSelector
+    )
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.exit_event: _WakingEvent = _WakingEvent()
@@ -84,15 +97,18 @@ class QuietInputDriver(LinuxDriver):
         """Read keys and mouse events until the driver is stopped."""
         parser = XTermParser(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
-        selector = selectors.SelectSelector()
+        # poll, not select: the wake pipe is opened late and may get a descriptor above 1023
+        selector = self.SELECTOR()
         selector.register(self.fileno, selectors.EVENT_READ)
         selector.register(self.exit_event.wake_fd, selectors.EVENT_READ)
         try:
             while not self.exit_event.is_set():
                 ready = selector.select(next_tick_s(parser, time.monotonic()))
-                self._handle(ready, selector, parser, decode, final=False)
-            # what came in as it stopped, as Textual reads it
-            self._handle(selector.select(POLL_S), selector, parser, decode, final=True)
+                self._handle(ready, selector, parser, decode)
+            # As Textual does: what is typed while it stops is left to the terminal's flush; a
+            # lone Escape still waiting is handed over.
+            for event in parser.tick():
+                self.process_message(event)
         finally:
             selector.close()
             with contextlib.suppress(EOFError, ParseError):
@@ -105,25 +121,20 @@ class QuietInputDriver(LinuxDriver):
         selector: selectors.BaseSelector,
         parser: XTermParser,
         decode: Any,
-        final: bool,
     ) -> None:
         for key, _mask in ready:
             if key.fd != self.fileno:
-                self.exit_event.drain()
-                continue
+                continue  # the wake pipe: the loop looks at the event
             data = os.read(self.fileno, 4096)
             if not data:  # input closed (a pipe at its end): stop waiting on it, never spin
                 selector.unregister(self.fileno)
                 continue
-            for event in parser.feed(decode(data, final=final)):
-                self.process_message(event)
+            text = decode(data)
+            if text:  # empty while a character's bytes are split between two reads
+                for event in parser.feed(text):
+                    self.process_message(event)
         for event in parser.tick():
             self.process_message(event)
-
-    def close(self) -> None:
-        """Close the wake pipe with the driver."""
-        super().close()
-        self.exit_event.close()
 
 
 def quieter(driver_class: type[Any]) -> type[Any]:

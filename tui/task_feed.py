@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from collectors.base import Collector
-from collectors.logs.discovery import DiscoveredLogs
 from collectors.machine.writers import WritersTick
 from collectors.roles import LOG, role_of
-from collectors.samples import GpuTick, LogBatch
+from collectors.samples import DiscoveredLogs, GpuTick, LogBatch
 from gpuherd.engine.running import RunningSet
 from tui.screens.task_detail import TaskDetailScreen
 from tui.state import MonitorState

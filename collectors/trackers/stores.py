@@ -8,34 +8,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from collectors.trackers.tensorboard import is_events_file
 
-if TYPE_CHECKING:
-    from types import ModuleType
-
-# The readers of each store load on first use: every dashboard and recording imports this
-# module (a `--watch` walk asks it about each file), and most never meet a store.
-
-
-def _wandb_run() -> ModuleType:
-    from collectors.trackers import wandb_run
-
-    return wandb_run
-
-
-def _mlflow_files() -> ModuleType:
-    from collectors.trackers import mlflow_files
-
-    return mlflow_files
-
-
-def _mlflow_sqlite() -> ModuleType:
-    from collectors.trackers import mlflow_sqlite
-
-    return mlflow_sqlite
-
+# The readers of each store load on first use, inside the functions below: every dashboard
+# and recording imports this module (a `--watch` walk asks it about each file), and most never
+# meet a store.
 
 TENSORBOARD = "tensorboard"
 MLFLOW_FILE = "mlflow_file"
@@ -63,9 +41,11 @@ def run_kind(task_id: str) -> str | None:
         return MLFLOW_SQLITE
     if not os.path.isdir(task_id):
         return None
-    if _wandb_run().is_run_dir(task_id):
+    from collectors.trackers import mlflow_files, wandb_run
+
+    if wandb_run.is_run_dir(task_id):
         return WANDB
-    if _mlflow_files().is_run_dir(task_id):
+    if mlflow_files.is_run_dir(task_id):
         return MLFLOW_FILE
     try:
         return TENSORBOARD if any(map(is_events_file, os.listdir(task_id))) else None
@@ -75,7 +55,8 @@ def run_kind(task_id: str) -> str | None:
 
 def runs_in_database(path: str) -> list[TrackerRun]:
     """The runs of an MLflow SQLite store; none when it is no MLflow database."""
-    mlflow_sqlite = _mlflow_sqlite()
+    from collectors.trackers import mlflow_sqlite
+
     if not mlflow_sqlite.is_mlflow_database(path):
         return []
     connection = mlflow_sqlite.connect(path)
@@ -96,8 +77,11 @@ def run_of_file(path: str) -> TrackerRun | None:
     folder = os.path.dirname(path)
     if is_events_file(name):
         return TrackerRun(folder, TENSORBOARD)
-    if name.endswith(".wandb") and name.startswith("run-") and _wandb_run().is_run_dir(folder):
-        return TrackerRun(folder, WANDB)
+    if name.endswith(".wandb") and name.startswith("run-"):
+        from collectors.trackers import wandb_run
+
+        if wandb_run.is_run_dir(folder):
+            return TrackerRun(folder, WANDB)
     if name == "meta.yaml" and os.path.isdir(os.path.join(folder, "metrics")):
         return TrackerRun(folder, MLFLOW_FILE)
     return None

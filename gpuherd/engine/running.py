@@ -21,10 +21,9 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from collectors.base import Collector, CollectorEvent, Crashed, Sampled
-from collectors.logs.discovery import DiscoveredLogs
 from collectors.loop import Emit
 from collectors.machine.host import gpu_pids
-from collectors.samples import GpuTick, LogBatch
+from collectors.samples import DiscoveredLogs, GpuTick, LogBatch
 from gpuherd.engine.threads import STOP_WAIT_S, CollectorThread, SourceThreads
 
 if TYPE_CHECKING:

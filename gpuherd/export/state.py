@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.base import CollectorEvent, Failed, Recovered, Sampled, Unavailable
-from collectors.logs.discovery import DiscoveredLogs
 from collectors.machine.containers import DockerCollector
 from collectors.machine.writers import WritersTick
-from collectors.samples import GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
+from collectors.samples import DiscoveredLogs, GpuSample, GpuTick, HostSample, LogBatch, ProcessInfo
 from collectors.slurm.samples import SlurmTick
 from gpuherd.tasks import TaskTracker, TaskView
 from gpuherd.tasks.hints import TaskHint

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from collectors.base import CollectorEvent, Crashed, GpuherdError, Sampled
-from collectors.logs.discovery import DiscoveredLogs
 from collectors.machine.writers import WritersTick
-from collectors.samples import LogBatch
+from collectors.samples import DiscoveredLogs, LogBatch
 from collectors.session.session_format import COMMAND_LOG_FILE, EVENT
 from gpuherd.proc.child import ChildCommand, CommandStartError
 from gpuherd.proc.tree import ProcessTree

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from collectors.base import Collector, CollectorEvent, Sampled
-from collectors.logs.discovery import DiscoveredLog, DiscoveredLogs
 from collectors.machine.nvml import NvmlBackend
 from collectors.roles import LOG, SLURM, role_of
-from collectors.samples import GpuTick, LogBatch
+from collectors.samples import DiscoveredLog, DiscoveredLogs, GpuTick, LogBatch
 from collectors.session.session_format import (
     COMMAND_EXIT_FILE,
     COMMAND_LOG_FILE,
@@ -259,20 +258,28 @@ class Recording:
             # Created here, new (O_EXCL, never through a link), before the supervisor appends.
             self.writer.create_empty(COMMAND_LOG_FILE)
         sources = self.sources
-        slurm = SlurmRecord()
         collectors = self._collectors()
+        slurm_names = {c.name for c in collectors if role_of(c) == SLURM}
+        slurm_heard = threading.Event()
+
+        def tap(event: CollectorEvent) -> None:  # on the sources' threads
+            if event.source in slurm_names:
+                slurm_heard.set()  # a tick, or why there is none
+            if o.tap is not None:
+                o.tap(event)
+
         self.recorder = Recorder(
             self.writer,
             collectors,
             pid_watch=sources.pid_watch if sources is not None else None,
             tails=sources.tails if sources is not None and self._rescans() else None,
             peaks=self._take_peaks,
-            tap=o.tap,
+            tap=tap if slurm_names else o.tap,
             handlers={
                 LogBatch: self.log_sink,
                 RecordEvent: _write_record_event,
                 DiscoveredLogs: self._on_discovered,
-                SlurmTick: slurm,
+                SlurmTick: SlurmRecord(),
             },
         )
         if o.peak_interval_s > 0:
@@ -282,8 +289,10 @@ class Recording:
         if self.sampler is not None:
             self.sampler.start()
             self.sampler.wait_first(FIRST_READING_WAIT_S)
-        if "SLURM_JOB_ID" in os.environ and any(role_of(c) == SLURM for c in collectors):
-            slurm.first.wait(FIRST_SLURM_WAIT_S)  # a command that ends at once keeps its job
+        if slurm_names and "SLURM_JOB_ID" in os.environ:
+            # the job's first reading (or its failure) before the command starts: a command
+            # that ends at once keeps its job in slurm.csv
+            slurm_heard.wait(FIRST_SLURM_WAIT_S)
 
     def _take_peaks(self, tick: GpuTick) -> dict[str, int]:
         peaks = self.tracker.take(tick)

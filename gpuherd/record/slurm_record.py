@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -53,9 +52,6 @@ class SlurmRecord:
     def __init__(self) -> None:
         self._jobs: dict[str, tuple[object, ...]] = {}
         self._pids: set[tuple[int, str]] = set()
-        self.first = threading.Event()
-        """Set once the first tick is written: the recording waits for it before the command
-        starts, so a command that ends at once still has its job in `slurm.csv`."""
 
     def rows(self, tick: SlurmTick) -> list[tuple[object, ...]]:
         """The rows this tick adds."""
@@ -82,4 +78,3 @@ class SlurmRecord:
         rows = self.rows(tick)
         if rows:
             writer.append_rows(SLURM_FILE, SLURM_COLUMNS, rows)
-        self.first.set()

@@ -76,6 +76,18 @@ def test_start_paths_leave_the_summary_libraries_for_later(module: str) -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_the_first_frame_leaves_the_walk_the_trackers_and_the_tasks_for_later() -> None:
+    # What `run_app` imports before it paints the plain first frame; the discovery walk, the
+    # trackers' readers and the tasks' model load with the dashboard after it.
+    code = (
+        "import sys, gpuherd.dashboard.monitor, gpuherd.engine.gate, tui.first_paint_term; "
+        "print(sorted({'collectors.logs.discovery', 'collectors.trackers.stores', "
+        "'gpuherd.tasks.hints'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_import_linter_contracts_hold() -> None:
     out = subprocess.run(
         [str(Path(sys.executable).with_name("lint-imports"))],

@@ -82,13 +82,13 @@ async def test_the_input_thread_sleeps_reads_keys_and_a_lone_escape_and_stops_wh
 ) -> None:
     master, slave = terminal
     waits: list[float | None] = []
-    select = selectors.SelectSelector.select
+    select = QuietInputDriver.SELECTOR.select
 
-    def counted(self: selectors.SelectSelector, timeout: float | None = None) -> Any:
+    def counted(self: selectors.BaseSelector, timeout: float | None = None) -> Any:
         waits.append(timeout)
         return select(self, timeout)
 
-    monkeypatch.setattr(selectors.SelectSelector, "select", counted)
+    monkeypatch.setattr(QuietInputDriver.SELECTOR, "select", counted)
     driver = _Collecting()
     driver.fileno = slave
     thread = threading.Thread(target=driver.run_input_thread, daemon=True)
@@ -109,8 +109,70 @@ async def test_the_input_thread_sleeps_reads_keys_and_a_lone_escape_and_stops_wh
         driver.exit_event.set()  # what Textual does to stop it
         thread.join(5)
     assert not thread.is_alive()
-    driver.close()
-    driver.exit_event.set()  # after close: only the event, no write to a closed pipe
+
+
+async def test_a_character_split_between_two_reads_is_one_key(terminal: tuple[int, int]) -> None:
+    master, slave = terminal
+    driver = _Collecting()
+    driver.fileno = slave
+    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
+    thread.start()
+    try:
+        os.write(master, "é".encode()[:1])
+        time.sleep(0.2)  # read on its own: half a character
+        os.write(master, "é".encode()[1:] + b"a")
+        _until(lambda: _keys(driver) == ["é", "a"])
+    finally:
+        driver.exit_event.set()
+        thread.join(5)
+    assert not thread.is_alive()
+
+
+async def test_stopped_and_started_again_it_sleeps_and_reads_as_before(
+    terminal: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Textual stops the input thread and starts a new one on suspend and resume (SIGTSTP and
+    # SIGCONT, a job suspended by Slurm), with the same driver: stop, clear, close, start.
+    master, slave = terminal
+    waits: list[float | None] = []
+    select = QuietInputDriver.SELECTOR.select
+
+    def counted(self: selectors.BaseSelector, timeout: float | None = None) -> Any:
+        waits.append(timeout)
+        return select(self, timeout)
+
+    monkeypatch.setattr(QuietInputDriver.SELECTOR, "select", counted)
+    driver = _Collecting()
+    driver.fileno = slave
+    for round_ in range(2):
+        thread = threading.Thread(target=driver.run_input_thread, daemon=True)
+        waits.clear()
+        thread.start()
+        time.sleep(0.3)
+        assert waits == [None]  # asleep: the last stop left nothing that wakes it
+        os.write(master, b"xy"[round_ : round_ + 1])
+        _until(lambda n=round_ + 1: len(_keys(driver)) == n)
+        driver.exit_event.set()
+        thread.join(5)
+        assert not thread.is_alive()
+        driver.exit_event.clear()
+        driver.close()
+    assert _keys(driver) == ["x", "y"]
+
+
+async def test_one_stop_wakes_every_input_thread(terminal: tuple[int, int]) -> None:
+    # Textual resumes on any SIGCONT, so a stopped and continued dashboard can have two.
+    _master, slave = terminal
+    driver = _Collecting()
+    driver.fileno = slave
+    threads = [threading.Thread(target=driver.run_input_thread, daemon=True) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.2)
+    driver.exit_event.set()
+    for thread in threads:
+        thread.join(5)
+    assert [t.is_alive() for t in threads] == [False, False, False]
 
 
 async def test_a_closed_input_is_not_read_in_a_loop(

@@ -13,6 +13,7 @@ import json
 import shutil
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -431,9 +432,14 @@ def replay_counts(directory: Path) -> tuple[int, int, int, int, list[str]]:
 
 
 def summarize_cli(directory: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    """`gpuherd summarize DIR`: its exit code and what it wrote on stderr."""
-    code = main(["summarize", str(directory)])
-    return code, capsys.readouterr().err
+    """`gpuherd summarize DIR`: its exit code and what it wrote on stderr.
+
+    Warnings (pandas', numpy's) count as stderr, as a user would see them printed.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(["summarize", str(directory)])
+    return code, capsys.readouterr().err + "".join(f"{w.message}\n" for w in caught)
 
 
 def note_cli(directory: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
