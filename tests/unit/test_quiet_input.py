@@ -66,6 +66,20 @@ def terminal() -> Iterator[tuple[int, int]]:
             signal.signal(sig, handler)
 
 
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
+    """The timeout of every wait of the input threads, in order (`None`: until input)."""
+    seen: list[float | None] = []
+    select = QuietInputDriver.SELECTOR.select
+
+    def counted(self: selectors.BaseSelector, timeout: float | None = None) -> Any:
+        seen.append(timeout)
+        return select(self, timeout)
+
+    monkeypatch.setattr(QuietInputDriver.SELECTOR, "select", counted)
+    return seen
+
+
 def _until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -78,17 +92,9 @@ def _keys(driver: _Collecting) -> list[str]:
 
 
 async def test_the_input_thread_sleeps_reads_keys_and_a_lone_escape_and_stops_when_told(
-    terminal: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+    terminal: tuple[int, int], waits: list[float | None]
 ) -> None:
     master, slave = terminal
-    waits: list[float | None] = []
-    select = QuietInputDriver.SELECTOR.select
-
-    def counted(self: selectors.BaseSelector, timeout: float | None = None) -> Any:
-        waits.append(timeout)
-        return select(self, timeout)
-
-    monkeypatch.setattr(QuietInputDriver.SELECTOR, "select", counted)
     driver = _Collecting()
     driver.fileno = slave
     thread = threading.Thread(target=driver.run_input_thread, daemon=True)
@@ -129,19 +135,11 @@ async def test_a_character_split_between_two_reads_is_one_key(terminal: tuple[in
 
 
 async def test_stopped_and_started_again_it_sleeps_and_reads_as_before(
-    terminal: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+    terminal: tuple[int, int], waits: list[float | None]
 ) -> None:
     # Textual stops the input thread and starts a new one on suspend and resume (SIGTSTP and
     # SIGCONT, a job suspended by Slurm), with the same driver: stop, clear, close, start.
     master, slave = terminal
-    waits: list[float | None] = []
-    select = QuietInputDriver.SELECTOR.select
-
-    def counted(self: selectors.BaseSelector, timeout: float | None = None) -> Any:
-        waits.append(timeout)
-        return select(self, timeout)
-
-    monkeypatch.setattr(QuietInputDriver.SELECTOR, "select", counted)
     driver = _Collecting()
     driver.fileno = slave
     for round_ in range(2):
