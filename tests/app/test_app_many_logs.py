@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 
 from gpuherd.sources import log_sources
 from tests.app.helpers import T0, until
+from tests.depth import depth
 from tests.stacks import thread_stacks
 from tui.app import GpuherdApp, make_app
 from tui.widgets.tasks_panel import TasksPanel
@@ -116,7 +117,7 @@ async def test_fifty_logs_in_five_directories_all_get_their_row_and_metrics(tmp_
         close()
 
 
-DIRS, PER_DIR, LINES_PER_S, WRITE_S, RUNS = 8, 4, 100, 2.0, 3
+DIRS, PER_DIR, LINES_PER_S, WRITE_S, RUNS = 8, 4, 100, 2.0, depth(2, 5)
 
 
 async def run_once(root: Path) -> tuple[float, list[str]]:

@@ -25,12 +25,14 @@ from gpuherd.queue.jobs import JobState
 from gpuherd.queue.state_files import DB_FILE
 from gpuherd.queue.store import QueueStore
 from gpuherd.queue.store_rows import data_version, open_read_only, select_jobs
+from tests.depth import depth
 from tests.queue_helpers import GiB, Gpu, fake_runner, ledger_dir, mark_spec, ran, write_script
 
 pytestmark = pytest.mark.slow
 
-TRIALS = int(os.environ.get("GPUHERD_QUEUE_FAULT_TRIALS", "45"))
-"""45 in the suite (15 aimed at a launch); the fault benchmark in benchmarks/RESULTS.md ran 60."""
+TRIALS = int(os.environ.get("GPUHERD_QUEUE_FAULT_TRIALS", depth(30, 60)))
+"""30 in the suite (10 aimed at a launch), 60 deep (tests/depth.py), as the fault benchmark in
+benchmarks/RESULTS.md ran."""
 SEED = 20261126
 FLAGS = ("--settle", "0", "--interval", "0.1", "--grace", "600")
 ACTIVE = (JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING)

@@ -15,6 +15,7 @@ from collectors.base import Sampled
 from collectors.logs.logtail import LogTailCollector
 from collectors.logs.logtail_waker import TailWaker
 from collectors.loop import run_collector
+from tests.depth import depth
 from tests.stacks import thread_stacks
 
 DIRS = 8
@@ -23,7 +24,7 @@ LINES_PER_S = 100
 LINES_PER_ROUND = 200
 """Lines written to every file in a round: a count, not a time, so that a loaded machine that
 starves the writer slows the round rather than shortening it."""
-ROUNDS = 6
+ROUNDS = depth(4, 10)
 CHURNERS = 4
 STUCK_S = 60.0
 """Far longer than any round takes on a loaded 2-core machine; a thread still running after

@@ -21,6 +21,7 @@ from parsers.model import LogMetric
 from parsers.registry import DOCUMENT_FORMATS, FORMAT_NAMES, detect_format, make_parser
 from parsers.text import MAX_LINE_CHARS, normalise_line
 from parsers.values import MAX_COUNTER, MAX_TAKEN_AT, may_be_infinite
+from tests.depth import depth as fuzz_depth
 
 pytestmark = pytest.mark.slow  # thousands of generated inputs
 
@@ -124,7 +125,7 @@ NUMBERS = st.one_of(
         ]
     ),
 )
-SETTINGS = settings(max_examples=200, deadline=None)
+SETTINGS = settings(max_examples=fuzz_depth(120, 300), deadline=None)
 
 
 def assert_valid(metric: LogMetric | None) -> None:

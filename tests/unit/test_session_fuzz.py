@@ -27,14 +27,17 @@ from collectors.session.session_reader import SessionReader
 from gpuherd.summary import report
 from gpuherd.summary.frames import load_frames
 from gpuherd.summary.summary import summarize_frames
+from tests.depth import depth
 
 TASKS = Path(__file__).resolve().parents[1] / "data" / "sessions" / "tasks"
 
 pytestmark = pytest.mark.slow  # hundreds of sessions read twice each
 
-# 40 a run: each example summarizes a whole session (a quarter of a second), and CI draws new
-# ones every run; a case it found is pinned with `@example`.
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 30 a run (60 deep, tests/depth.py): each example summarizes a whole session (a quarter of a
+# second), and CI draws new ones every run; a case it found is pinned with `@example`.
+SETTINGS = settings(
+    max_examples=depth(30, 60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 NUMBERISH = st.text(alphabet='0123456789+-.eE_ infINFnaNty\u0661\xa0,"\r', max_size=12)
 """Cells near the edge of what `float()` and pandas read: signs, exponents, words, spaces."""
