@@ -6,7 +6,6 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
 
@@ -30,6 +29,7 @@ from gpuherd.present.format import visible
 from gpuherd.sources import TailSupervisor
 from tui.messages import CollectorEventReceived, RecordingClosed, RecordingEnding
 from tui.options import DashboardOptions
+from tui.quiet_input import QuietInputApp
 from tui.screens.error import ErrorScreen
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 DEMO_HINT = "try `gpuherd --demo`"
 
 
-class GpuherdApp(App[int]):
+class GpuherdApp(QuietInputApp):
     """The dashboard. Build it with `make_app`."""
 
     CSS_PATH = "app.tcss"
@@ -115,12 +115,6 @@ class GpuherdApp(App[int]):
             WRITERS: lambda _source, found: self.tasks.writers(found),
         }
         """Roles whose samples go to the task feed instead of the state's latest samples."""
-
-    def get_driver_class(self) -> type[Any]:
-        """Textual's driver, with an input thread that sleeps until a key comes."""
-        from tui.quiet_input import quieter
-
-        return quieter(super().get_driver_class())
 
     def get_default_screen(self) -> MainScreen:
         """The dashboard is the base screen."""

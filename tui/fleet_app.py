@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import time
 import traceback
-from typing import Any
 
 from rich.text import Text
-from textual.app import App, ComposeResult, ScreenStackError
+from textual.app import ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.widgets import Footer, Static
 
@@ -16,10 +15,11 @@ from gpuherd.engine.threads import SourceThreads as CollectorThreads
 from gpuherd.fleet.model import FleetSnapshot
 from gpuherd.present.format import fmt_timestamp, visible
 from tui.messages import CollectorEventReceived
+from tui.quiet_input import QuietInputApp
 from tui.widgets.fleet_table import FleetTable
 
 
-class FleetApp(App[int]):
+class FleetApp(QuietInputApp):
     """One table of every host's GPUs, refreshed from Prometheus on a thread of its own."""
 
     TITLE = "gpuherd fleet"
@@ -46,12 +46,6 @@ class FleetApp(App[int]):
         self.refresh_s: float | None = None
         """From the start of the last query to its rows on the table."""
         self.threads = CollectorThreads(self._emit, self._crashed)
-
-    def get_driver_class(self) -> type[Any]:
-        """Textual's driver, with an input thread that sleeps until a key comes."""
-        from tui.quiet_input import quieter
-
-        return quieter(super().get_driver_class())
 
     def compose(self) -> ComposeResult:
         """Title line, problem line, table, keys."""

@@ -20,6 +20,7 @@ from typing import Any
 
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
+from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
 
 POLL_S = 0.1
@@ -140,3 +141,11 @@ class QuietInputDriver(LinuxDriver):
 def quieter(driver_class: type[Any]) -> type[Any]:
     """The driver to run with: this one in place of Textual's Linux driver, else as chosen."""
     return QuietInputDriver if driver_class is LinuxDriver else driver_class
+
+
+class QuietInputApp(App[int]):
+    """An app that runs with `QuietInputDriver` where Textual would pick its Linux driver."""
+
+    def get_driver_class(self) -> type[Any]:
+        """Textual's driver, with an input thread that sleeps until a key comes."""
+        return quieter(super().get_driver_class())

@@ -6,7 +6,7 @@ a job `launching` (inside the launch), and starts the next one. A job is added p
 there is always work. At the end one runner finishes the queue. Every job must then be done
 and have run exactly once: a job whose launch a kill cut off went back in line (its command
 had not passed the launch gate) and ran once later. GPUHERD_QUEUE_FAULT_REPORT, if set,
-names a file for the summary line; GPUHERD_QUEUE_FAULT_TRIALS sets the number of trials.
+names a file for the summary line; `GPUHERD_TEST_DEPTH=deep` runs 60 trials (tests/depth.py).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tests.queue_helpers import GiB, Gpu, fake_runner, ledger_dir, mark_spec, ra
 
 pytestmark = pytest.mark.slow
 
-TRIALS = int(os.environ.get("GPUHERD_QUEUE_FAULT_TRIALS", depth(30, 60)))
+TRIALS = depth(30, 60)
 """30 in the suite (10 aimed at a launch), 60 deep (tests/depth.py), as the fault benchmark in
 benchmarks/RESULTS.md ran."""
 SEED = 20261126
