@@ -22,6 +22,16 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 COMPILED_PACKAGE = "parsers"
+"""The group's name: its shared library is `parsers__mypyc` at the wheel's top."""
+COMPILED_SOURCES = (
+    "parsers/*.py",
+    "collectors/trackers/framing.py",
+    "collectors/trackers/wire.py",
+    "collectors/trackers/wandb_wire.py",
+    "collectors/trackers/tensorboard_events.py",
+)
+"""What is compiled, as globs from the project's root: the log parsers, and the tracker
+readers' byte-level work (cutting records, reading W&B rows in place, TensorBoard's events)."""
 SKIP_VARIABLE = "GPUHERD_PURE_PYTHON"
 OPT_LEVEL = os.environ.get("GPUHERD_MYPYC_OPT_LEVEL", "3")
 """mypyc's optimisation level (the C compiler's -O): 3 for what users install; the test that
@@ -71,7 +81,9 @@ def compile_parsers(root: Path, work: Path) -> dict[Path, str]:
     except ImportError as error:
         warn(f"mypyc or setuptools is missing ({error})")
         return {}
-    sources = sorted(str(path.relative_to(root)) for path in (root / COMPILED_PACKAGE).glob("*.py"))
+    sources = sorted(
+        {str(path.relative_to(root)) for pattern in COMPILED_SOURCES for path in root.glob(pattern)}
+    )
     try:
         # A tiny extension first: mypyc's translation takes about 20 s before the compiler runs,
         # and a missing or broken compiler or header should cost a second, not that.

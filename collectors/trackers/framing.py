@@ -14,10 +14,11 @@ import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Final
 
-_TF_HEADER = struct.Struct("<QI")
-_MASK_DELTA = 0xA282EAD8
-MAX_RECORD_BYTES = 64 << 20
+_TF_HEADER: Final = struct.Struct("<QI")
+_MASK_DELTA: Final = 0xA282EAD8
+MAX_RECORD_BYTES: Final = 64 << 20
 """A length above this is a damaged header, not a record (scalar events are tens of bytes)."""
 
 
@@ -30,7 +31,7 @@ def masked_crc(crc: int) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-_LENGTH_CRCS: dict[bytes, int] = {}
+_LENGTH_CRCS: Final[dict[bytes, int]] = {}
 """Masked CRC of each length header seen: scalar events come in a few lengths, and the pure
 Python CRC-32C costs more than decoding the event it frames."""
 
@@ -87,13 +88,16 @@ def split_tfrecords(
     return records, offset
 
 
-WANDB_HEADER = struct.Struct("<4sHB")
-WANDB_IDENT = b":W&B"
-WANDB_MAGIC = 0xBEE1
-WANDB_BLOCK = 32 * 1024
-_CHUNK = struct.Struct("<IHB")
-_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
-_TYPE_CRC = [zlib.crc32(bytes([kind])) for kind in range(5)]
+WANDB_HEADER: Final = struct.Struct("<4sHB")
+WANDB_IDENT: Final = b":W&B"
+WANDB_MAGIC: Final = 0xBEE1
+WANDB_BLOCK: Final = 32 * 1024
+_CHUNK: Final = struct.Struct("<IHB")
+_CHUNK_SIZE: Final = 7
+_FULL: Final = 1
+_FIRST: Final = 2
+_LAST: Final = 4
+_TYPE_CRC: Final = [zlib.crc32(bytes([kind])) for kind in range(5)]
 
 
 @dataclass
@@ -126,27 +130,27 @@ class WandbLogReader:
             used = WANDB_HEADER.size
         records: list[bytes] = []
         size, unpack, crc32, type_crcs = len(data), _CHUNK.unpack_from, zlib.crc32, _TYPE_CRC
+        base = self.offset
         while True:
-            position = self.offset + used
-            left_in_block = WANDB_BLOCK - position % WANDB_BLOCK
-            if left_in_block < _CHUNK.size:  # the block's tail is padding
+            left_in_block = WANDB_BLOCK - (base + used) % WANDB_BLOCK
+            if left_in_block < _CHUNK_SIZE:  # the block's tail is padding
                 if size - used < left_in_block:
                     break
                 used += left_in_block
                 continue
-            if size - used < _CHUNK.size:
+            if size - used < _CHUNK_SIZE:
                 break
             crc, length, kind = unpack(data, used)
             if crc == 0 and length == 0 and kind == 0:
                 break  # zeros past the end of what was written: not a chunk yet
-            start, end = used + _CHUNK.size, used + _CHUNK.size + length
+            start, end = used + _CHUNK_SIZE, used + _CHUNK_SIZE + length
             if end > size:
                 break
             body = data[start:end]
             if kind > _LAST or crc32(body, type_crcs[kind]) != crc:
                 if records:
                     break
-                raise FramingError(f"W&B chunk checksum does not match at byte {position}")
+                raise FramingError(f"W&B chunk checksum does not match at byte {base + used}")
             used = end
             if kind == _FULL and not self._pending:  # most records: one chunk
                 records.append(body)

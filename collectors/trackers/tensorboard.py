@@ -2,7 +2,8 @@
 
 The records are cut by `framing.split_tfrecords`; the `Event` and `Summary` messages are
 decoded with the protobuf definitions tensorboardX ships (`tensorboardX.proto.event_pb2`),
-so no decoder of ours reads protobuf. Scalars come in two encodings: `simple_value`
+so no decoder of ours reads protobuf, and read into points by
+`tensorboard_events.read_events`. Scalars come in two encodings: `simple_value`
 (tensorboardX, `torch.utils.tensorboard`, Lightning) and a 0-d tensor under the `scalars`
 plugin (`tf.summary` v2, Keras, `tensorboard.summary.Writer`). The plugin is named only in a
 tag's first value, so it is remembered per file.
@@ -10,28 +11,16 @@ tag's first value, so it is remembered per file.
 
 from __future__ import annotations
 
-import math
 import os
-import struct
 from collections.abc import Callable
 from typing import Any
 
-from collectors.trackers.common import RunRead, missing_extra, tag_split_name
+from collectors.trackers.common import RunRead, missing_extra
 from collectors.trackers.framing import FramingError, split_tfrecords
-from parsers.model import LogMetric
-from parsers.path_formats import tensorboard_metric_name
+from collectors.trackers.tensorboard_events import EventTags, read_events
 
 EVENTS_PREFIX = "events.out.tfevents."
 READ_CHUNK_BYTES = 256 * 1024
-_SCALAR_PLUGINS = ("scalars", "")
-_DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64, _DT_HALF = 1, 2, 3, 9, 19
-_CONTENT_FORMATS = {
-    _DT_FLOAT: "<f",
-    _DT_DOUBLE: "<d",
-    _DT_INT32: "<i",
-    _DT_INT64: "<q",
-    _DT_HALF: "<e",
-}
 
 
 def load_protos() -> tuple[Any, Callable[[bytes], int], bool]:
@@ -78,6 +67,7 @@ class TensorBoardRun:
         # the native `crc32c` package only each length is checked (the protobuf decode
         # still rejects a damaged message).
         self._check_data = native
+        self._tags = EventTags.of(self._event)
         self._files: dict[str, _EventFile] = {}
         self._names: dict[str, str] = {}
 
@@ -130,98 +120,21 @@ class TensorBoardRun:
                 _whole(events.path, events.offset), self._crc, self._check_data
             )
         events.offset += used
-        for record in records:
-            self._decode(record, events, out)
+        read_events(
+            records,
+            self._event,
+            self._tags,
+            self.run_name,
+            events.plugins,
+            self._names,
+            out.metrics,
+        )
         return used
-
-    def _decode(self, record: bytes, events: _EventFile, out: RunRead) -> None:
-        try:
-            event = self._event.FromString(record)
-        except Exception:  # noqa: BLE001 - protobuf's DecodeError: one damaged record
-            return
-        values = event.summary.value  # empty for the file version, graphs, run metadata
-        if not values:
-            return
-        step, wall_time, plugins, names = event.step, event.wall_time, events.plugins, self._names
-        for value in values:
-            tag = value.tag
-            plugin = plugins.get(tag)
-            if plugin is None:  # the plugin is named in a tag's first value only
-                plugin = plugins[tag] = value.metadata.plugin_data.plugin_name
-            number: float | None = value.simple_value
-            # a simple value other than 0 is one; 0 may be the default of another kind
-            if number:
-                number = float32_value(number)
-            else:
-                kind = value.WhichOneof("value")
-                if kind == "tensor" and plugin in _SCALAR_PLUGINS:
-                    number = tensor_scalar(value.tensor)
-                elif kind != "simple_value":
-                    continue
-            if number is not None:
-                name = names[tag] if tag in names else self._name(tag)
-                # positional: the keyword call costs more, once per point
-                out.metrics.append(LogMetric(((name, number),), step, None, wall_time))
-
-    def _name(self, tag: str) -> str:
-        name = self._names.get(tag)
-        if name is None:
-            # named as TensorBoard's CSV export of the tag would be (`parsers.path_formats`):
-            # a bare Keras tag takes its split from the run (`validation`/`epoch_loss`)
-            export = f"run-{self.run_name}-tag-{tag_split_name(tag)}.csv"
-            name = self._names[tag] = tensorboard_metric_name(export)
-        return name
 
     @property
     def damaged(self) -> list[str]:
         """Why event files were given up on (a checksum that does not match)."""
         return [f.damaged for f in self._files.values() if f.damaged]
-
-
-def tensor_scalar(tensor: Any) -> float | None:
-    """The value of a 0-d numeric `TensorProto`, `None` for any other tensor."""
-    if len(tensor.tensor_shape.dim):
-        return None
-    dtype = tensor.dtype
-    fmt = _CONTENT_FORMATS.get(dtype)
-    if fmt is None:
-        return None
-    if tensor.tensor_content:
-        number = float(struct.unpack_from(fmt, tensor.tensor_content)[0])
-        return float32_value(number) if dtype in (_DT_FLOAT, _DT_HALF) else number
-    values = (
-        tensor.float_val
-        if dtype == _DT_FLOAT
-        else tensor.double_val
-        if dtype == _DT_DOUBLE
-        else tensor.int64_val
-        if dtype == _DT_INT64
-        else tensor.int_val
-    )
-    if dtype == _DT_HALF and tensor.half_val:
-        return float(struct.unpack("<e", struct.pack("<H", tensor.half_val[0]))[0])
-    if not len(values):
-        return None
-    return float32_value(values[0]) if dtype == _DT_FLOAT else float(values[0])
-
-
-_pack_f32 = struct.Struct("<f").pack
-
-
-def float32_value(value: float) -> float:
-    """A 32-bit float as the shortest decimal that is the same float32 (0.88, not 0.8799999...).
-
-    The writer stored the number it was given in 32 bits; the shortest decimal that rounds to
-    those bits is what the training logged.
-    """
-    if not math.isfinite(value):
-        return value
-    packed = _pack_f32(value)
-    for digits in ("%.6g", "%.7g", "%.8g"):
-        shorter = float(digits % value)
-        if _pack_f32(shorter) == packed:
-            return shorter
-    return value
 
 
 def _whole(path: str, offset: int) -> bytes:

@@ -1,8 +1,10 @@
 """Follow one W&B run directory (`wandb/offline-run-*/`, `wandb/run-*/`).
 
 The metric history is in `run-<id>.wandb`, W&B's record log of protobuf `Record` messages:
-the log is cut by `framing.WandbLogReader` and each record decoded with the `Record` class
-the `wandb` package ships (`wandb.proto.wandb_internal_pb2`); without the package only the
+the log is cut by `framing.WandbLogReader`, history rows are read in place
+(`wandb_wire.read_history`) and the other records it reads are decoded with the `Record`
+class the `wandb` package ships (`wandb.proto.wandb_internal_pb2`), whose descriptors give
+the field numbers the in-place reading uses; without the package only the
 console (`files/output.log`) and `files/wandb-summary.json` are read, and the task says what
 to install. The console is digested as a log, by the same code that follows any log.
 """
@@ -12,29 +14,22 @@ from __future__ import annotations
 import glob
 import importlib
 import json
-import math
 import os
 from typing import Any
 
-from collectors.trackers.common import RunRead, tag_split_name
+from collectors.trackers.common import RunRead
 from collectors.trackers.framing import FramingError, WandbLogReader
 from collectors.trackers.wandb_wire import (
-    HistoryRow,
     RecordNumbers,
-    WireError,
-    history_row,
-    record_kind,
+    RecordTags,
+    read_history,
+    row_metric,
 )
 from parsers.model import LogMetric
 from parsers.text import metric_name
 
 READ_CHUNK_BYTES = 256 * 1024
 MISSING = "the W&B history (run-*.wandb) needs the wandb package: install 'gpuherd[wandb]'"
-_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-_NUMBER_START = frozenset("-0123456789")
-_SPECIAL_BYTES = {key.encode(): value for key, value in _SPECIAL.items()}
-_NUMBER_START_BYTES = frozenset(b"-0123456789")
-_READ_KINDS = frozenset({"history", "run", "exit"})
 
 
 def load_record_class() -> Any | None:
@@ -55,26 +50,17 @@ def is_run_dir(path: str) -> bool:
     )
 
 
-def history_value(text: str) -> float | None:
-    """A history item's JSON value as a number; `None` for anything else (media, tables)."""
-    special = _SPECIAL.get(text)
-    if special is not None:
-        return special
-    if not text or text[0] not in _NUMBER_START:
-        return None  # a string, an object, true/false, null
-    try:
-        return float(text)  # a JSON number is a Python float literal
-    except ValueError:
-        return None
-
-
 class WandbRun:
     """The history, exit and name of one W&B run, read by offset from its `.wandb` file."""
 
     def __init__(self, run_dir: str) -> None:
         self.run_dir = run_dir
         self.record_class = load_record_class()
-        self._numbers = None if self.record_class is None else RecordNumbers.of(self.record_class)
+        self._tags = (
+            None
+            if self.record_class is None
+            else RecordTags.of(RecordNumbers.of(self.record_class))
+        )
         self._log = WandbLogReader()
         self._path: str | None = None
         self._names: dict[bytes, str] = {}
@@ -106,8 +92,7 @@ class WandbRun:
             records, used = self._log.feed(data)
         except FramingError as error:
             self.damaged, records, used = f"{os.path.basename(self._path)}: {error}", [], 0
-        for raw in records:
-            self._decode(raw, out)
+        self._read_records(records, out)
         out.label, out.status = self._label, self._status
         out.read_bytes = self._log.offset
         out.more = not self.damaged and used > 0 and len(data) >= budget_bytes
@@ -125,20 +110,23 @@ class WandbRun:
             if summary is not None:
                 out.metrics.append(summary)
 
+    def _read_records(self, records: list[bytes], out: RunRead) -> None:
+        """Read `records` in their order: history rows in place, the rest by wandb's class.
+
+        Run and exit records, and any record of a layout the walk does not follow, are
+        decoded by wandb's class.
+        """
+        assert self._tags is not None
+        index, count, metrics = 0, len(records), out.metrics
+        while index < count:
+            index = read_history(records, index, self._tags, self._names, metrics)
+            if index < count:
+                self._decode_record(records[index], out)
+                index += 1
+
     def _decode(self, raw: bytes, out: RunRead) -> None:
-        assert self._numbers is not None
-        try:
-            kind, start, end = record_kind(raw, self._numbers)
-            if kind not in _READ_KINDS:
-                return  # a summary, console output, telemetry...: never decoded
-            if kind == "history":
-                metric = self._history(history_row(raw, start, end, self._numbers))
-                if metric is not None:
-                    out.metrics.append(metric)
-                return
-        except (WireError, UnicodeDecodeError):
-            pass  # a record the walk does not follow: wandb's class decides
-        self._decode_record(raw, out)
+        """One record, read as `read` reads it."""
+        self._read_records([raw], out)
 
     def _decode_record(self, raw: bytes, out: RunRead) -> None:
         assert self.record_class is not None
@@ -148,7 +136,7 @@ class WandbRun:
             return
         kind = record.WhichOneof("record_type")
         if kind == "history":
-            metric = self._history(_decoded_row(record.history))
+            metric = _decoded_row(record.history, self._names)
             if metric is not None:
                 out.metrics.append(metric)
         elif kind == "run":
@@ -157,43 +145,6 @@ class WandbRun:
             self._label = f"{run.project}/{name}" if run.project else name
         elif kind == "exit":
             self._status = "FINISHED" if record.exit.exit_code == 0 else "FAILED"
-
-    def _history(self, row: HistoryRow) -> LogMetric | None:
-        """A row's metric; W&B's own `_step` and `_timestamp` give its step and time."""
-        values: list[tuple[str, float]] = []
-        names, special = self._names, _SPECIAL_BYTES
-        for key, text in row.items:
-            # inlined `history_value`: a JSON number is a Python float literal
-            if text and text[0] in _NUMBER_START_BYTES:
-                try:
-                    number = float(text)
-                except ValueError:
-                    continue
-            elif text in special:
-                number = special[text]
-            else:
-                text.decode()  # protobuf refuses a record whose strings are not UTF-8
-                continue
-            values.append((names[key] if key in names else self._name(key), number))
-        if not values:
-            return None
-        step = row.step
-        for text in row.step_values:  # the first number, as when decoded by wandb's class
-            if step is not None:
-                break
-            found = history_value(text.decode())
-            step = None if found is None or not math.isfinite(found) else int(found)
-        stamp = None if row.timestamp is None else history_value(row.timestamp.decode())
-        # positional: the keyword call costs more, once per row
-        return LogMetric(tuple(values), step, None, stamp)
-
-    def _name(self, raw_key: bytes) -> str:
-        key = raw_key.decode()
-        name = metric_name(key)
-        if name == key and "/" in key:
-            name = metric_name(tag_split_name(key))
-        self._names[raw_key] = name
-        return name
 
 
 def read_summary(run_dir: str) -> LogMetric | None:
@@ -224,17 +175,20 @@ def read_summary(run_dir: str) -> LogMetric | None:
     )
 
 
-def _decoded_row(history: Any) -> HistoryRow:
-    """A `HistoryRecord` decoded by wandb's class, as the row `history_row` reads in place."""
-    row = HistoryRow([], history.step.num if history.HasField("step") else None, [], None)
+def _decoded_row(history: Any, names: dict[bytes, str]) -> LogMetric | None:
+    """The metric of a `HistoryRecord` decoded by wandb's class (as read in place)."""
+    items: list[tuple[bytes, bytes]] = []
+    step_values: list[bytes] = []
+    timestamp: bytes | None = None
     for item in history.item:
         keys = item.nested_key
         key = keys[0] if len(keys) == 1 else ("/".join(keys) or item.key)
         value = item.value_json.encode()
         if key and key[0] != "_":
-            row.items.append((key.encode(), value))
+            items.append((key.encode(), value))
         elif key == "_timestamp":
-            row.timestamp = value
+            timestamp = value
         elif key == "_step":
-            row.step_values.append(value)
-    return row
+            step_values.append(value)
+    step = history.step.num if history.HasField("step") else None
+    return row_metric(items, step, step_values, timestamp, names)

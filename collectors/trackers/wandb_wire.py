@@ -7,67 +7,29 @@ strings, a length: the record's kind is the number of its `record_type` oneof me
 in a few bytes. The field numbers are taken from wandb's own message descriptors at start,
 never written here. A record this walk cannot follow (a wire type it does not expect, a field
 given twice) raises `WireError`, and the caller decodes it with wandb's class as before.
+
+A history row read in place becomes its `LogMetric` here too, as does one decoded by wandb's
+class (`row_metric`): one conversion for both. This module is compiled with mypyc in a built
+wheel (`hatch_build.py`), as `parsers/` is: every W&B point passes through it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
+from typing import Any, Final
 
-_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
-_FIXED_SIZES = {_I64: 8, _I32: 4}
-_INT64_WRAP = 1 << 64
+from collectors.trackers.common import tag_split_name
+from collectors.trackers.wire import INT64_WRAP, LEN, VARINT, WireError, fields, read_varint, tag
+from parsers.model import LogMetric
+from parsers.text import metric_name
 
-
-class WireError(ValueError):
-    """The bytes are not a message this walk reads (the caller decodes them in full)."""
-
-
-def read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    """The varint at `pos` and the position after it."""
-    byte = data[pos]
-    if byte < 0x80:  # most tags and lengths: one byte
-        return byte, pos + 1
-    result, shift = byte & 0x7F, 7
-    while True:
-        pos += 1
-        byte = data[pos]
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos + 1
-        shift += 7
-        if shift > 63:
-            raise WireError("varint longer than 10 bytes")
-
-
-def fields(data: bytes, start: int, end: int) -> list[tuple[int, int, int, int]]:
-    """(field number, wire type, start, end) of each field of the message in data[start:end].
-
-    A varint's span is its bytes, a length-delimited field's span is its payload.
-    """
-    out = []
-    pos = start
-    try:
-        while pos < end:
-            tag, pos = read_varint(data, pos)
-            number, wire = tag >> 3, tag & 7
-            if wire == _LEN:
-                length, pos = read_varint(data, pos)
-                begin, pos = pos, pos + length
-            elif wire == _VARINT:
-                begin = pos
-                _value, pos = read_varint(data, pos)
-            elif wire in _FIXED_SIZES:
-                begin, pos = pos, pos + _FIXED_SIZES[wire]
-            else:
-                raise WireError(f"wire type {wire}")
-            out.append((number, wire, begin, pos))
-    except IndexError:
-        raise WireError("message cut short") from None
-    if pos != end:
-        raise WireError("field runs past the message")
-    return out
+_SPECIAL: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_NUMBER_START: Final = frozenset("-0123456789")
+_SPECIAL_BYTES: Final = {key.encode(): value for key, value in _SPECIAL.items()}
+_NUMBER_START_BYTES: Final = frozenset(b"-0123456789")
+_DECODED_KINDS: Final = frozenset({"run", "exit"})
+"""Kinds read from wandb's decoded class (a history row is read in place)."""
 
 
 @dataclass(frozen=True)
@@ -104,26 +66,16 @@ class RecordNumbers:
             value_json=item.fields_by_name["value_json"].number,
         )
 
-    @cached_property
-    def tags(self) -> _Tags:
-        """The tags as they stand in the bytes (one-byte ones as ints, to compare `raw[i]`)."""
-        return _Tags(
-            num=_tag(self.num, _VARINT),
-            kinds={
-                _tag(number, _LEN): name
-                for number, name in self.kinds.items()
-                if _tag(number, _LEN) < 0x80
-            },
-            item=_tag(self.item, _LEN),
-            step=_tag(self.step, _LEN),
-            step_num=_tag(self.step_num, _VARINT),
-            keys=frozenset({_tag(self.nested_key, _LEN), _tag(self.key, _LEN)}),
-            value=_tag_bytes(_tag(self.value_json, _LEN)),
-        )
-
 
 @dataclass(frozen=True)
-class _Tags:
+class RecordTags:
+    """The tags of `RecordNumbers` as they stand in the bytes, made once per run.
+
+    One-byte tags are ints, to compare with `raw[i]`.
+    """
+
+    kind_numbers: dict[int, str]
+    """All of `RecordNumbers.kinds`, for a record of another layout."""
     num: int
     kinds: dict[int, str]
     item: int
@@ -132,24 +84,79 @@ class _Tags:
     keys: frozenset[int]
     value: bytes
 
+    @classmethod
+    def of(cls, numbers: RecordNumbers) -> RecordTags:
+        """The tags of `numbers`' fields."""
+        return cls(
+            kind_numbers=numbers.kinds,
+            num=tag(numbers.num, VARINT),
+            kinds={
+                tag(number, LEN): name
+                for number, name in numbers.kinds.items()
+                if tag(number, LEN) < 0x80
+            },
+            item=tag(numbers.item, LEN),
+            step=tag(numbers.step, LEN),
+            step_num=tag(numbers.step_num, VARINT),
+            keys=frozenset({tag(numbers.nested_key, LEN), tag(numbers.key, LEN)}),
+            value=_tag_bytes(tag(numbers.value_json, LEN)),
+        )
 
-def _tag(number: int, wire: int) -> int:
-    return number << 3 | wire
 
-
-def _tag_bytes(tag: int) -> bytes:
+def _tag_bytes(number: int) -> bytes:
     """A tag as written: a varint."""
     out = bytearray()
-    while tag >= 0x80:
-        out.append(tag & 0x7F | 0x80)
-        tag >>= 7
-    out.append(tag)
+    while number >= 0x80:
+        out.append(number & 0x7F | 0x80)
+        number >>= 7
+    out.append(number)
     return bytes(out)
 
 
-def record_kind(raw: bytes, numbers: RecordNumbers) -> tuple[str | None, int, int]:
+def read_history(
+    records: list[bytes],
+    first: int,
+    tags: RecordTags,
+    names: dict[bytes, str],
+    metrics: list[LogMetric],
+) -> int:
+    """Read `records` from `first` on in place, up to one that wandb's class must decode.
+
+    A history row's metric goes to `metrics`; a record of a kind not read (a summary, console
+    output, telemetry) is passed over.
+
+    Args:
+        records: whole records of a run's log.
+        first: the index of the first record to read.
+        tags: the run's `RecordTags`.
+        names: the metric name of each key seen in the run, filled as keys come.
+        metrics: where history rows' metrics go, in the records' order.
+
+    Returns:
+        The index of the first record to decode with wandb's class (a run or exit record, a
+        layout this walk does not follow, a string that is not UTF-8); `len(records)` when
+        none is left.
+    """
+    count = len(records)
+    index = first
+    while index < count:
+        raw = records[index]
+        try:
+            kind, start, end = record_kind(raw, tags)
+            if kind == "history":
+                metric = history_metric(raw, start, end, tags, names)
+                if metric is not None:
+                    metrics.append(metric)
+            elif kind in _DECODED_KINDS:
+                return index
+        except (WireError, UnicodeDecodeError):
+            return index  # wandb's class decides
+        index += 1
+    return count
+
+
+def record_kind(raw: bytes, tags: RecordTags) -> tuple[str | None, int, int]:
     """The record's kind (its oneof member's name, `None` for none) and that member's span."""
-    tags = numbers.tags
     try:
         # wandb's layout: the record's number, then its kind, filling the record
         if raw[0] == tags.num:
@@ -164,7 +171,7 @@ def record_kind(raw: bytes, numbers: RecordNumbers) -> tuple[str | None, int, in
                     return kind, begin, begin + length
     except IndexError:
         raise WireError("record cut short") from None
-    return _record_kind_anywhere(raw, numbers.kinds)
+    return _record_kind_anywhere(raw, tags.kind_numbers)
 
 
 def _record_kind_anywhere(raw: bytes, kinds: dict[int, str]) -> tuple[str | None, int, int]:
@@ -173,49 +180,58 @@ def _record_kind_anywhere(raw: bytes, kinds: dict[int, str]) -> tuple[str | None
     for number, wire, start, end in fields(raw, 0, len(raw)):
         name = kinds.get(number)
         if name is not None:
-            if kind is not None or wire != _LEN:
+            if kind is not None or wire != LEN:
                 raise WireError("two record kinds")  # protobuf would merge them
             kind, span = name, (start, end)
     return kind, span[0], span[1]
 
 
-def history_row(raw: bytes, start: int, end: int, numbers: RecordNumbers) -> HistoryRow:
-    """The items of a `HistoryRecord` at raw[start:end], W&B's own (`_...`) set apart.
+def history_metric(
+    raw: bytes, start: int, end: int, tags: RecordTags, names: dict[bytes, str]
+) -> LogMetric | None:
+    """The metric of the `HistoryRecord` at raw[start:end] (`row_metric`), read in place.
 
     Reads the layout wandb writes (each item a short key and a short JSON value); any other
     layout raises `WireError`, and the record is decoded in full by wandb's class.
+
+    Raises:
+        WireError: a layout this walk does not follow.
+        UnicodeDecodeError: a value that is no number and no UTF-8 (protobuf refuses it).
     """
-    tags = numbers.tags
     item_tag, key_tags, value_tag = tags.item, tags.keys, tags.value
     value_skip = len(value_tag) + 1
-    row = HistoryRow([], None, [], None)
-    items, step_values = row.items, row.step_values
+    items: list[tuple[bytes, bytes]] = []
+    step_values: list[bytes] = []
+    step: int | None = None
+    timestamp: bytes | None = None
     pos = start
     try:
         while pos < end:  # one pass, few operations an item: this is most of a row's cost
-            after = pos + 2 + raw[pos + 1]
-            if raw[pos] == item_tag and raw[pos + 1] < 0x80:
+            length = raw[pos + 1]
+            after = pos + 2 + length
+            if raw[pos] == item_tag and length < 0x80:
                 # key tag, key length, key, value tag, value length, value: nothing else
-                key_end = pos + 4 + raw[pos + 3]
+                key_length = raw[pos + 3]
+                key_end = pos + 4 + key_length
                 value_at = key_end + value_skip
                 if (
                     raw[pos + 2] not in key_tags
-                    or raw[pos + 3] >= 0x80
+                    or key_length >= 0x80
                     or raw[key_end : value_at - 1] != value_tag
                     or value_at + raw[value_at - 1] != after
                 ):
                     raise WireError("item of another layout")
-                if key_end == pos + 4:
+                if not key_length:
                     pass  # no key: nothing to name the value by
                 elif raw[pos + 4] != 95:  # `_`: W&B's own keys
                     items.append((raw[pos + 4 : key_end], raw[value_at:after]))
-                elif key_end - pos == 14 and raw[pos + 4 : key_end] == b"_timestamp":
-                    row.timestamp = raw[value_at:after]
-                elif key_end - pos == 9 and raw[pos + 4 : key_end] == b"_step":
+                elif key_length == 10 and raw[pos + 4 : key_end] == b"_timestamp":
+                    timestamp = raw[value_at:after]
+                elif key_length == 5 and raw[pos + 4 : key_end] == b"_step":
                     step_values.append(raw[value_at:after])
-            elif raw[pos] == tags.step and raw[pos + 1] < 0x80:
+            elif raw[pos] == tags.step and length < 0x80:
                 # `step {}` (0 is not written) or a one-byte number; else `_step` reads it
-                row.step = (
+                step = (
                     0
                     if after == pos + 2
                     else (
@@ -233,20 +249,74 @@ def history_row(raw: bytes, start: int, end: int, numbers: RecordNumbers) -> His
         raise WireError("history cut short") from None
     if pos != end:
         raise WireError("field runs past the history")
-    return row
+    return row_metric(items, step, step_values, timestamp, names)
 
 
-@dataclass
-class HistoryRow:
-    """A history row's items as bytes: the metrics' (key, value_json), and W&B's own."""
+def row_metric(
+    items: list[tuple[bytes, bytes]],
+    step: int | None,
+    step_values: list[bytes],
+    timestamp: bytes | None,
+    names: dict[bytes, str],
+) -> LogMetric | None:
+    """A history row's metric; W&B's own `_step` and `_timestamp` give its step and time.
 
-    items: list[tuple[bytes, bytes]]
-    step: int | None
-    """The row's `step.num`, when it has a step."""
-    step_values: list[bytes]
-    """The values of its `_step` items (one, as wandb writes it)."""
-    timestamp: bytes | None
-    """The value of its `_timestamp` item."""
+    Args:
+        items: the metrics' (key, value_json), W&B's own (`_...`) set apart.
+        step: the row's `step.num`, when it has a step.
+        step_values: the values of its `_step` items (one, as wandb writes it).
+        timestamp: the value of its `_timestamp` item.
+        names: the metric name of each key seen, filled as keys come.
+
+    Raises:
+        UnicodeDecodeError: a value that is no number and no UTF-8 (protobuf refuses it).
+    """
+    values: list[tuple[str, float]] = []
+    for key, text in items:
+        # inlined `history_value`: a JSON number is a Python float literal
+        if text and text[0] in _NUMBER_START_BYTES:
+            try:
+                number = float(text)
+            except ValueError:
+                continue
+        elif text in _SPECIAL_BYTES:
+            number = _SPECIAL_BYTES[text]
+        else:
+            text.decode()  # protobuf refuses a record whose strings are not UTF-8
+            continue
+        values.append((names[key] if key in names else _new_name(key, names), number))
+    if not values:
+        return None
+    for text in step_values:  # the first number, as when decoded by wandb's class
+        if step is not None:
+            break
+        found = history_value(text.decode())
+        step = None if found is None or not math.isfinite(found) else int(found)
+    stamp = None if timestamp is None else history_value(timestamp.decode())
+    # positional: the keyword call costs more, once per row
+    return LogMetric(tuple(values), step, None, stamp)
+
+
+def _new_name(raw_key: bytes, names: dict[bytes, str]) -> str:
+    key = raw_key.decode()
+    name = metric_name(key)
+    if name == key and "/" in key:
+        name = metric_name(tag_split_name(key))
+    names[raw_key] = name
+    return name
+
+
+def history_value(text: str) -> float | None:
+    """A history item's JSON value as a number; `None` for anything else (media, tables)."""
+    special = _SPECIAL.get(text)
+    if special is not None:
+        return special
+    if not text or text[0] not in _NUMBER_START:
+        return None  # a string, an object, true/false, null
+    try:
+        return float(text)  # a JSON number is a Python float literal
+    except ValueError:
+        return None
 
 
 def _step(raw: bytes, start: int, end: int, num_tag: int) -> int:
@@ -256,5 +326,5 @@ def _step(raw: bytes, start: int, end: int, num_tag: int) -> int:
         step, pos = read_varint(raw, start + 1)
         if pos != end:
             raise WireError("step of another layout")
-        return step - _INT64_WRAP if step >= 1 << 63 else step
+        return step - INT64_WRAP if step >= 1 << 63 else step
     raise WireError("step of another layout")

@@ -2,8 +2,8 @@
 
 A real wheel is built from this checkout, as `pip install .` builds it (but at mypyc's opt level
 0, which halves the build), and the parser tests run again on the parsers it holds, compiled by
-mypyc. Where no C compiler is there the wheel must
-still build, with the pure-Python parsers and a warning saying why.
+mypyc, and the tracker readers' tests on its compiled tracker modules. Where no C compiler is
+there the wheel must still build, with the pure-Python parsers and a warning saying why.
 """
 
 from __future__ import annotations
@@ -20,6 +20,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from hatch_build import COMPILED_SOURCES  # noqa: E402
+
+COMPILED_MODULES = sorted(
+    {
+        path.relative_to(ROOT).with_suffix("").as_posix().replace("/", ".")
+        for pattern in COMPILED_SOURCES
+        for path in ROOT.glob(pattern)
+    }
+)
+"""The modules a wheel built with a compiler holds compiled (`parsers.text`, ...)."""
 
 PARSER_TESTS = sorted(
     str(path.relative_to(ROOT))
@@ -32,10 +43,17 @@ PARSER_TESTS = sorted(
         "test_trl_names.py",
         "test_log_metric_contract.py",
         "test_bench_parse_recall.py",
+        # the tracker readers' compiled modules (framing, the in-place W&B and TensorBoard
+        # reading); not test_trackers_writers.py nor _record.py, whose time goes to child
+        # processes and the recorder, not to reading
+        "test_trackers_follow.py",
+        "test_trackers_parse.py",
+        "test_trackers_wandb_wire.py",
+        "test_trackers_tensorboard_wire.py",
     )
     for path in (ROOT / "tests" / "unit").glob(pattern)
 )
-"""The tests that exercise the parsers, run again on the compiled ones."""
+"""The tests that exercise the compiled modules, run again on the compiled ones."""
 
 ONLY_PURE_PYTHON = [
     # It counts calls by replacing `time.mktime` on the `time` module; the compiled call does
@@ -49,11 +67,9 @@ SHARES = 1
 part is a pytest of its own: about 2.5 s of CPU to start and collect, so one part on 2 cores)."""
 
 RUN_ON_COMPILED = """
-import importlib, importlib.machinery, pkgutil, sys
+import importlib, importlib.machinery, sys
 sys.path.insert(0, sys.argv[1])
-import parsers
-names = [f"parsers.{m.name}" for m in pkgutil.iter_modules(parsers.__path__)]
-pure = [n for n in ["parsers", *names] if not importlib.import_module(n).__file__.endswith(
+pure = [n for n in sys.argv[4].split(",") if not importlib.import_module(n).__file__.endswith(
     tuple(importlib.machinery.EXTENSION_SUFFIXES))]
 if pure:
     sys.exit(f"not compiled: {pure}")
@@ -66,7 +82,7 @@ class Share:
         config.hook.pytest_deselected(items=[t for i, t in enumerate(items) if i % shares != share])
         items[:] = items[share::shares]
 
-sys.exit(pytest.main(sys.argv[4:], plugins=[Share()]))
+sys.exit(pytest.main(sys.argv[5:], plugins=[Share()]))
 """
 
 
@@ -156,8 +172,10 @@ def test_a_wheel_built_with_a_compiler_holds_every_parser_compiled(compiled_whee
     assert len(sources) > 20
     assert [n for n in sources if n.removesuffix(".py") + suffix not in names] == []
     assert f"parsers__mypyc{suffix}" in names
-    # Only the parsers are compiled; the wheel says which interpreter it is for.
-    assert [n for n in names if n.endswith(suffix) and not n.startswith("parsers")] == []
+    # Only the parsers and the tracker modules named in hatch_build.py are compiled; the wheel
+    # says which interpreter it is for.
+    compiled = {n.removesuffix(suffix).replace("/", ".") for n in names if n.endswith(suffix)}
+    assert compiled == {"parsers__mypyc", *COMPILED_MODULES}
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     assert compiled_wheel.name.split("-")[2] == tag
 
@@ -190,6 +208,7 @@ def test_the_parser_tests_pass_on_the_compiled_parsers(
             str(installed),
             str(share),
             str(SHARES),
+            ",".join(name.removesuffix(".__init__") for name in COMPILED_MODULES),
             "-q",
             "-n",
             "0",

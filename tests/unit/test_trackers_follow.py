@@ -15,7 +15,8 @@ from collectors.base import CollectorError
 from collectors.logs.discovery import LogDiscovery
 from collectors.trackers.collector import TrackerRunCollector
 from collectors.trackers.framing import FramingError, WandbLogReader, split_tfrecords
-from collectors.trackers.tensorboard import float32_value, load_protos
+from collectors.trackers.tensorboard import load_protos
+from collectors.trackers.tensorboard_events import float32_value
 from gpuherd.tasks.tracker import TaskTracker
 
 STORES = Path(__file__).resolve().parents[1] / "data" / "trackers"
