@@ -131,19 +131,21 @@ class WandbLogReader:
         records: list[bytes] = []
         size, unpack, crc32, type_crcs = len(data), _CHUNK.unpack_from, zlib.crc32, _TYPE_CRC
         base = self.offset
+        block_end = used + WANDB_BLOCK - (base + used) % WANDB_BLOCK  # in `data`
         while True:
-            left_in_block = WANDB_BLOCK - (base + used) % WANDB_BLOCK
-            if left_in_block < _CHUNK_SIZE:  # the block's tail is padding
-                if size - used < left_in_block:
+            if block_end - used < _CHUNK_SIZE:  # the block's tail is padding
+                if size < block_end:
                     break
-                used += left_in_block
+                used = block_end
+                block_end += WANDB_BLOCK
                 continue
             if size - used < _CHUNK_SIZE:
                 break
             crc, length, kind = unpack(data, used)
             if crc == 0 and length == 0 and kind == 0:
                 break  # zeros past the end of what was written: not a chunk yet
-            start, end = used + _CHUNK_SIZE, used + _CHUNK_SIZE + length
+            start = used + _CHUNK_SIZE
+            end = start + length
             if end > size:
                 break
             body = data[start:end]
@@ -152,6 +154,8 @@ class WandbLogReader:
                     break
                 raise FramingError(f"W&B chunk checksum does not match at byte {base + used}")
             used = end
+            if end > block_end:  # a chunk past its block's end: blocks count on from here
+                block_end = used + WANDB_BLOCK - (base + used) % WANDB_BLOCK
             if kind == _FULL and not self._pending:  # most records: one chunk
                 records.append(body)
             else:

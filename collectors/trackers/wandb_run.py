@@ -2,7 +2,7 @@
 
 The metric history is in `run-<id>.wandb`, W&B's record log of protobuf `Record` messages:
 the log is cut by `framing.WandbLogReader`, history rows are read in place
-(`wandb_wire.read_history`) and the other records it reads are decoded with the `Record`
+(`wandb_wire.HistoryReader`) and the other records it reads are decoded with the `Record`
 class the `wandb` package ships (`wandb.proto.wandb_internal_pb2`), whose descriptors give
 the field numbers the in-place reading uses; without the package only the
 console (`files/output.log`) and `files/wandb-summary.json` are read, and the task says what
@@ -19,12 +19,7 @@ from typing import Any
 
 from collectors.trackers.common import RunRead
 from collectors.trackers.framing import FramingError, WandbLogReader
-from collectors.trackers.wandb_wire import (
-    RecordNumbers,
-    RecordTags,
-    read_history,
-    row_metric,
-)
+from collectors.trackers.wandb_wire import HistoryReader, RecordNumbers, RecordTags, row_metric
 from parsers.model import LogMetric
 from parsers.text import metric_name
 
@@ -56,14 +51,13 @@ class WandbRun:
     def __init__(self, run_dir: str) -> None:
         self.run_dir = run_dir
         self.record_class = load_record_class()
-        self._tags = (
+        self._history = (
             None
             if self.record_class is None
-            else RecordTags.of(RecordNumbers.of(self.record_class))
+            else HistoryReader(RecordTags.of(RecordNumbers.of(self.record_class)))
         )
         self._log = WandbLogReader()
         self._path: str | None = None
-        self._names: dict[bytes, str] = {}
         self._label = os.path.basename(run_dir.rstrip(os.sep))
         self._status: str | None = None
         self.damaged: str | None = None
@@ -116,10 +110,10 @@ class WandbRun:
         Run and exit records, and any record of a layout the walk does not follow, are
         decoded by wandb's class.
         """
-        assert self._tags is not None
+        assert self._history is not None
         index, count, metrics = 0, len(records), out.metrics
         while index < count:
-            index = read_history(records, index, self._tags, self._names, metrics)
+            index = self._history.read(records, index, metrics)
             if index < count:
                 self._decode_record(records[index], out)
                 index += 1
@@ -136,7 +130,8 @@ class WandbRun:
             return
         kind = record.WhichOneof("record_type")
         if kind == "history":
-            metric = _decoded_row(record.history, self._names)
+            assert self._history is not None
+            metric = _decoded_row(record.history, self._history.names)
             if metric is not None:
                 out.metrics.append(metric)
         elif kind == "run":
@@ -176,7 +171,7 @@ def read_summary(run_dir: str) -> LogMetric | None:
 
 
 def _decoded_row(history: Any, names: dict[bytes, str]) -> LogMetric | None:
-    """The metric of a `HistoryRecord` decoded by wandb's class (as read in place)."""
+    """The metric of a `HistoryRecord` decoded by wandb's class, as read in place."""
     items: list[tuple[bytes, bytes]] = []
     step_values: list[bytes] = []
     timestamp: bytes | None = None

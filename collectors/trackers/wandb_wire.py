@@ -28,6 +28,8 @@ _SPECIAL: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf
 _NUMBER_START: Final = frozenset("-0123456789")
 _SPECIAL_BYTES: Final = {key.encode(): value for key, value in _SPECIAL.items()}
 _NUMBER_START_BYTES: Final = frozenset(b"-0123456789")
+_DIGITS: Final = frozenset(bytes([digit]) for digit in b"0123456789")
+"""A value starting with one of these is no NaN or infinity (`history_value` reads it)."""
 _DECODED_KINDS: Final = frozenset({"run", "exit"})
 """Kinds read from wandb's decoded class (a history row is read in place)."""
 
@@ -113,46 +115,149 @@ def _tag_bytes(number: int) -> bytes:
     return bytes(out)
 
 
-def read_history(
-    records: list[bytes],
-    first: int,
-    tags: RecordTags,
-    names: dict[bytes, str],
-    metrics: list[LogMetric],
-) -> int:
-    """Read `records` from `first` on in place, up to one that wandb's class must decode.
+_OTHER: Final = 0
+_METRIC: Final = 1
+_TIMESTAMP: Final = 2
+_STEP: Final = 3
+_OWN_KEYS: Final = {b"_timestamp": _TIMESTAMP, b"_step": _STEP}
+_MAX_HEADERS: Final = 4096
 
-    A history row's metric goes to `metrics`; a record of a kind not read (a summary, console
-    output, telemetry) is passed over.
 
-    Args:
-        records: whole records of a run's log.
-        first: the index of the first record to read.
-        tags: the run's `RecordTags`.
-        names: the metric name of each key seen in the run, filled as keys come.
-        metrics: where history rows' metrics go, in the records' order.
+class HistoryReader:
+    """Reads a run's records in place, remembering what each item header was read as.
 
-    Returns:
-        The index of the first record to decode with wandb's class (a run or exit record, a
-        layout this walk does not follow, a string that is not UTF-8); `len(records)` when
-        none is left.
+    An item of a history row is its header (key tag, key length, key, value tag), the value's
+    length and the value. A run logs a few keys, so after an item's header is checked once,
+    the next items with the same bytes are known by one lookup.
     """
-    count = len(records)
-    index = first
-    while index < count:
-        raw = records[index]
+
+    def __init__(self, tags: RecordTags) -> None:
+        self.tags = tags
+        self.names: dict[bytes, str] = {}
+        """The metric name of each key seen in the run, filled as keys come."""
+        self._headers: dict[bytes, tuple[int, bytes]] = {}
+        """Item header -> (what the item is, its key)."""
+
+    def read(self, records: list[bytes], first: int, metrics: list[LogMetric]) -> int:
+        """Read `records` from `first` on in place, up to one that wandb's class must decode.
+
+        A history row's metric goes to `metrics`; a record of a kind not read (a summary,
+        console output, telemetry) is passed over.
+
+        Args:
+            records: whole records of a run's log.
+            first: the index of the first record to read.
+            metrics: where history rows' metrics go, in the records' order.
+
+        Returns:
+            The index of the first record to decode with wandb's class (a run or exit record,
+            a layout this walk does not follow, a string that is not UTF-8); `len(records)`
+            when none is left.
+        """
+        tags = self.tags
+        num_tag, kinds = tags.num, tags.kinds
+        count = len(records)
+        index = first
+        while index < count:
+            raw = records[index]
+            try:
+                # `record_kind`'s first test, inlined: a record of one-byte number and length
+                kind = kinds.get(raw[2]) if raw[0] == num_tag and raw[1] < 0x80 else None
+                if kind is not None and raw[3] < 0x80 and raw[3] + 4 == len(raw):
+                    start, end = 4, len(raw)
+                else:
+                    kind, start, end = record_kind(raw, tags)
+                if kind == "history":
+                    metric = self.metric(raw, start, end)
+                    if metric is not None:
+                        metrics.append(metric)
+                elif kind in _DECODED_KINDS:
+                    return index
+            except (WireError, UnicodeDecodeError, IndexError):
+                return index  # wandb's class decides (IndexError: a record cut short)
+            index += 1
+        return count
+
+    def metric(self, raw: bytes, start: int, end: int) -> LogMetric | None:
+        """The metric of the `HistoryRecord` at raw[start:end] (`row_metric`), read in place.
+
+        Reads the layout wandb writes (each item a short key and a short JSON value); any
+        other layout raises `WireError`, and the record is decoded in full by wandb's class.
+
+        Raises:
+            WireError: a layout this walk does not follow.
+            UnicodeDecodeError: a value that is no number and no UTF-8 (protobuf refuses it).
+        """
+        tags, headers = self.tags, self._headers
+        item_tag = tags.item
+        value_skip = len(tags.value) + 1
+        items: list[tuple[bytes, bytes]] = []
+        step_values: list[bytes] = []
+        step: int | None = None
+        timestamp: bytes | None = None
+        pos = start
         try:
-            kind, start, end = record_kind(raw, tags)
-            if kind == "history":
-                metric = history_metric(raw, start, end, tags, names)
-                if metric is not None:
-                    metrics.append(metric)
-            elif kind in _DECODED_KINDS:
-                return index
-        except (WireError, UnicodeDecodeError):
-            return index  # wandb's class decides
-        index += 1
-    return count
+            while pos < end:  # one pass, few operations an item: most of a row's cost
+                length = raw[pos + 1]
+                after = pos + 2 + length
+                if raw[pos] == item_tag and length < 0x80:
+                    # key tag, key length, key, value tag, value length, value: nothing else
+                    key_end = pos + 4 + raw[pos + 3]
+                    value_at = key_end + value_skip
+                    known = headers.get(raw[pos + 2 : value_at - 1])
+                    if known is None:
+                        known = self._header(raw, pos, key_end, value_at)
+                    if value_at + raw[value_at - 1] != after:
+                        raise WireError("item of another layout")
+                    what, key = known
+                    if what == _METRIC:
+                        items.append((key, raw[value_at:after]))
+                    elif what == _TIMESTAMP:
+                        timestamp = raw[value_at:after]
+                    elif what == _STEP:
+                        step_values.append(raw[value_at:after])
+                elif raw[pos] == tags.step and length < 0x80:
+                    # `step {}` (0 is not written) or a one-byte number; else `_step` reads it
+                    step = (
+                        0
+                        if after == pos + 2
+                        else (
+                            raw[pos + 3]
+                            if after == pos + 4
+                            and raw[pos + 2] == tags.step_num
+                            and raw[pos + 3] < 0x80
+                            else _step(raw, pos + 2, after, tags.step_num)
+                        )
+                    )
+                else:
+                    raise WireError("history field not read here")
+                pos = after
+        except IndexError:
+            raise WireError("history cut short") from None
+        if pos != end:
+            raise WireError("field runs past the history")
+        return row_metric(items, step, step_values, timestamp, self.names)
+
+    def _header(self, raw: bytes, pos: int, key_end: int, value_at: int) -> tuple[int, bytes]:
+        """What the item at `pos` is and its key, its header checked; remembered."""
+        tags = self.tags
+        if (
+            raw[pos + 2] not in tags.keys
+            or raw[pos + 3] >= 0x80
+            or raw[key_end : value_at - 1] != tags.value
+        ):
+            raise WireError("item of another layout")
+        key = raw[pos + 4 : key_end]
+        known: tuple[int, bytes]
+        if not key:
+            known = (_OTHER, key)  # no key: nothing to name the value by
+        elif key[0] != 95:  # `_`: W&B's own keys
+            known = (_METRIC, key)
+        else:
+            known = (_OWN_KEYS.get(key, _OTHER), key)
+        if len(self._headers) < _MAX_HEADERS:
+            self._headers[raw[pos + 2 : value_at - 1]] = known
+        return known
 
 
 def record_kind(raw: bytes, tags: RecordTags) -> tuple[str | None, int, int]:
@@ -184,72 +289,6 @@ def _record_kind_anywhere(raw: bytes, kinds: dict[int, str]) -> tuple[str | None
                 raise WireError("two record kinds")  # protobuf would merge them
             kind, span = name, (start, end)
     return kind, span[0], span[1]
-
-
-def history_metric(
-    raw: bytes, start: int, end: int, tags: RecordTags, names: dict[bytes, str]
-) -> LogMetric | None:
-    """The metric of the `HistoryRecord` at raw[start:end] (`row_metric`), read in place.
-
-    Reads the layout wandb writes (each item a short key and a short JSON value); any other
-    layout raises `WireError`, and the record is decoded in full by wandb's class.
-
-    Raises:
-        WireError: a layout this walk does not follow.
-        UnicodeDecodeError: a value that is no number and no UTF-8 (protobuf refuses it).
-    """
-    item_tag, key_tags, value_tag = tags.item, tags.keys, tags.value
-    value_skip = len(value_tag) + 1
-    items: list[tuple[bytes, bytes]] = []
-    step_values: list[bytes] = []
-    step: int | None = None
-    timestamp: bytes | None = None
-    pos = start
-    try:
-        while pos < end:  # one pass, few operations an item: this is most of a row's cost
-            length = raw[pos + 1]
-            after = pos + 2 + length
-            if raw[pos] == item_tag and length < 0x80:
-                # key tag, key length, key, value tag, value length, value: nothing else
-                key_length = raw[pos + 3]
-                key_end = pos + 4 + key_length
-                value_at = key_end + value_skip
-                if (
-                    raw[pos + 2] not in key_tags
-                    or key_length >= 0x80
-                    or raw[key_end : value_at - 1] != value_tag
-                    or value_at + raw[value_at - 1] != after
-                ):
-                    raise WireError("item of another layout")
-                if not key_length:
-                    pass  # no key: nothing to name the value by
-                elif raw[pos + 4] != 95:  # `_`: W&B's own keys
-                    items.append((raw[pos + 4 : key_end], raw[value_at:after]))
-                elif key_length == 10 and raw[pos + 4 : key_end] == b"_timestamp":
-                    timestamp = raw[value_at:after]
-                elif key_length == 5 and raw[pos + 4 : key_end] == b"_step":
-                    step_values.append(raw[value_at:after])
-            elif raw[pos] == tags.step and length < 0x80:
-                # `step {}` (0 is not written) or a one-byte number; else `_step` reads it
-                step = (
-                    0
-                    if after == pos + 2
-                    else (
-                        raw[pos + 3]
-                        if after == pos + 4
-                        and raw[pos + 2] == tags.step_num
-                        and raw[pos + 3] < 0x80
-                        else _step(raw, pos + 2, after, tags.step_num)
-                    )
-                )
-            else:
-                raise WireError("history field not read here")
-            pos = after
-    except IndexError:
-        raise WireError("history cut short") from None
-    if pos != end:
-        raise WireError("field runs past the history")
-    return row_metric(items, step, step_values, timestamp, names)
 
 
 def row_metric(
@@ -287,12 +326,23 @@ def row_metric(
         values.append((names[key] if key in names else _new_name(key, names), number))
     if not values:
         return None
-    for text in step_values:  # the first number, as when decoded by wandb's class
-        if step is not None:
-            break
-        found = history_value(text.decode())
-        step = None if found is None or not math.isfinite(found) else int(found)
-    stamp = None if timestamp is None else history_value(timestamp.decode())
+    if step is None:
+        for text in step_values:  # the first number, as when decoded by wandb's class
+            found = history_value(text.decode())
+            step = None if found is None or not math.isfinite(found) else int(found)
+            if step is not None:
+                break
+    stamp: float | None = None
+    if timestamp is None:
+        pass
+    elif timestamp[:1] in _DIGITS and timestamp.isascii():
+        # an ASCII number reads the same from bytes as from text (`history_value`)
+        try:
+            stamp = float(timestamp)
+        except ValueError:
+            stamp = None
+    else:
+        stamp = history_value(timestamp.decode())
     # positional: the keyword call costs more, once per row
     return LogMetric(tuple(values), step, None, stamp)
 
