@@ -124,11 +124,11 @@ _MAX_HEADERS: Final = 4096
 
 
 class HistoryReader:
-    """Reads a run's records in place, remembering what each item header was read as.
+    """Reads a run's records in place, remembering what each item's header was read as.
 
-    An item of a history row is its header (key tag, key length, key, value tag), the value's
-    length and the value. A run logs a few keys, so after an item's header is checked once,
-    the next items with the same bytes are known by one lookup.
+    An item of a history row is its header (tags and lengths, its key) and its value. A run
+    logs a few keys, in values of a few lengths: once an item's header is checked, the next
+    items with the same header bytes are known by one lookup.
     """
 
     def __init__(self, tags: RecordTags) -> None:
@@ -136,7 +136,7 @@ class HistoryReader:
         self.names: dict[bytes, str] = {}
         """The metric name of each key seen in the run, filled as keys come."""
         self._headers: dict[bytes, tuple[int, bytes]] = {}
-        """Item header -> (what the item is, its key)."""
+        """An item's bytes up to its value -> (what the item is, its key)."""
 
     def read(self, records: list[bytes], first: int, metrics: list[LogMetric]) -> int:
         """Read `records` from `first` on in place, up to one that wandb's class must decode.
@@ -156,17 +156,16 @@ class HistoryReader:
         """
         tags = self.tags
         num_tag, kinds = tags.num, tags.kinds
-        count = len(records)
-        index = first
-        while index < count:
+        for index in range(first, len(records)):
             raw = records[index]
             try:
                 # `record_kind`'s first test, inlined: a record of one-byte number and length
                 kind = kinds.get(raw[2]) if raw[0] == num_tag and raw[1] < 0x80 else None
-                if kind is not None and raw[3] < 0x80 and raw[3] + 4 == len(raw):
-                    start, end = 4, len(raw)
-                else:
+                end = len(raw)
+                if kind is None or raw[3] >= 0x80 or raw[3] + 4 != end:
                     kind, start, end = record_kind(raw, tags)
+                else:
+                    start = 4
                 if kind == "history":
                     metric = self.metric(raw, start, end)
                     if metric is not None:
@@ -175,8 +174,7 @@ class HistoryReader:
                     return index
             except (WireError, UnicodeDecodeError, IndexError):
                 return index  # wandb's class decides (IndexError: a record cut short)
-            index += 1
-        return count
+        return len(records)
 
     def metric(self, raw: bytes, start: int, end: int) -> LogMetric | None:
         """The metric of the `HistoryRecord` at raw[start:end] (`row_metric`), read in place.
@@ -188,36 +186,50 @@ class HistoryReader:
             WireError: a layout this walk does not follow.
             UnicodeDecodeError: a value that is no number and no UTF-8 (protobuf refuses it).
         """
-        tags, headers = self.tags, self._headers
+        tags, headers, names = self.tags, self._headers, self.names
         item_tag = tags.item
         value_skip = len(tags.value) + 1
-        items: list[tuple[bytes, bytes]] = []
+        values: list[tuple[str, float]] = []
         step_values: list[bytes] = []
         step: int | None = None
         timestamp: bytes | None = None
         pos = start
         try:
             while pos < end:  # one pass, few operations an item: most of a row's cost
-                length = raw[pos + 1]
-                after = pos + 2 + length
-                if raw[pos] == item_tag and length < 0x80:
-                    # key tag, key length, key, value tag, value length, value: nothing else
-                    key_end = pos + 4 + raw[pos + 3]
-                    value_at = key_end + value_skip
-                    known = headers.get(raw[pos + 2 : value_at - 1])
+                if raw[pos] == item_tag:
+                    # item tag, item length, key tag, key length, key, value tag, value length
+                    value_at = pos + 4 + raw[pos + 3] + value_skip
+                    known = headers.get(raw[pos:value_at])
                     if known is None:
-                        known = self._header(raw, pos, key_end, value_at)
-                    if value_at + raw[value_at - 1] != after:
-                        raise WireError("item of another layout")
+                        known = self._header(raw, pos, value_at)
                     what, key = known
+                    after = value_at + raw[value_at - 1]
                     if what == _METRIC:
-                        items.append((key, raw[value_at:after]))
+                        # as `row_metric` reads a value, inlined: most of a row's values
+                        text = raw[value_at:after]
+                        if text and text[0] in _NUMBER_START_BYTES:
+                            try:
+                                number = float(text)
+                            except ValueError:
+                                pos = after
+                                continue
+                        elif text in _SPECIAL_BYTES:
+                            number = _SPECIAL_BYTES[text]
+                        else:
+                            text.decode()  # protobuf refuses a string that is not UTF-8
+                            pos = after
+                            continue
+                        values.append(
+                            (names[key] if key in names else _new_name(key, names), number)
+                        )
                     elif what == _TIMESTAMP:
                         timestamp = raw[value_at:after]
                     elif what == _STEP:
                         step_values.append(raw[value_at:after])
-                elif raw[pos] == tags.step and length < 0x80:
+                    pos = after
+                elif raw[pos] == tags.step and raw[pos + 1] < 0x80:
                     # `step {}` (0 is not written) or a one-byte number; else `_step` reads it
+                    after = pos + 2 + raw[pos + 1]
                     step = (
                         0
                         if after == pos + 2
@@ -229,22 +241,29 @@ class HistoryReader:
                             else _step(raw, pos + 2, after, tags.step_num)
                         )
                     )
+                    pos = after
                 else:
                     raise WireError("history field not read here")
-                pos = after
         except IndexError:
             raise WireError("history cut short") from None
         if pos != end:
             raise WireError("field runs past the history")
-        return row_metric(items, step, step_values, timestamp, self.names)
+        return _metric(values, step, step_values, timestamp) if values else None
 
-    def _header(self, raw: bytes, pos: int, key_end: int, value_at: int) -> tuple[int, bytes]:
-        """What the item at `pos` is and its key, its header checked; remembered."""
+    def _header(self, raw: bytes, pos: int, value_at: int) -> tuple[int, bytes]:
+        """What the item at `pos` is and its key, its layout checked; remembered.
+
+        The item's bytes up to its value (`raw[pos:value_at]`) are remembered: the same bytes
+        are the same key, of a value of the same length, in the same layout.
+        """
         tags = self.tags
+        key_end = pos + 4 + raw[pos + 3]
         if (
-            raw[pos + 2] not in tags.keys
+            raw[pos + 1] >= 0x80
+            or raw[pos + 2] not in tags.keys
             or raw[pos + 3] >= 0x80
             or raw[key_end : value_at - 1] != tags.value
+            or value_at + raw[value_at - 1] != pos + 2 + raw[pos + 1]
         ):
             raise WireError("item of another layout")
         key = raw[pos + 4 : key_end]
@@ -256,7 +275,7 @@ class HistoryReader:
         else:
             known = (_OWN_KEYS.get(key, _OTHER), key)
         if len(self._headers) < _MAX_HEADERS:
-            self._headers[raw[pos + 2 : value_at - 1]] = known
+            self._headers[raw[pos:value_at]] = known
         return known
 
 
@@ -324,8 +343,16 @@ def row_metric(
             text.decode()  # protobuf refuses a record whose strings are not UTF-8
             continue
         values.append((names[key] if key in names else _new_name(key, names), number))
-    if not values:
-        return None
+    return _metric(values, step, step_values, timestamp) if values else None
+
+
+def _metric(
+    values: list[tuple[str, float]],
+    step: int | None,
+    step_values: list[bytes],
+    timestamp: bytes | None,
+) -> LogMetric:
+    """The row's metric of `values`; W&B's own `_step` and `_timestamp` give its step, time."""
     if step is None:
         for text in step_values:  # the first number, as when decoded by wandb's class
             found = history_value(text.decode())
