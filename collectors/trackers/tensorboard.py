@@ -3,7 +3,7 @@
 The records are cut by `framing.split_tfrecords`; the `Event` and `Summary` messages are
 decoded with the protobuf definitions tensorboardX ships (`tensorboardX.proto.event_pb2`),
 so no decoder of ours reads protobuf, and read into points by
-`tensorboard_events.read_events`. Scalars come in two encodings: `simple_value`
+`tensorboard_events.EventReader`. Scalars come in two encodings: `simple_value`
 (tensorboardX, `torch.utils.tensorboard`, Lightning) and a 0-d tensor under the `scalars`
 plugin (`tf.summary` v2, Keras, `tensorboard.summary.Writer`). The plugin is named only in a
 tag's first value, so it is remembered per file.
@@ -17,7 +17,7 @@ from typing import Any
 
 from collectors.trackers.common import RunRead, missing_extra
 from collectors.trackers.framing import FramingError, split_tfrecords
-from collectors.trackers.tensorboard_events import EventTags, read_events
+from collectors.trackers.tensorboard_events import EventReader, EventTags
 
 EVENTS_PREFIX = "events.out.tfevents."
 READ_CHUNK_BYTES = 256 * 1024
@@ -67,9 +67,8 @@ class TensorBoardRun:
         # the native `crc32c` package only each length is checked (the protobuf decode
         # still rejects a damaged message).
         self._check_data = native
-        self._tags = EventTags.of(self._event)
         self._files: dict[str, _EventFile] = {}
-        self._names: dict[str, str] = {}
+        self._events = EventReader(self._event, self.run_name, EventTags.of(self._event))
 
     def read(self, budget_bytes: int = READ_CHUNK_BYTES) -> RunRead:
         """New scalar points of every event file, at most `budget_bytes` of records."""
@@ -120,15 +119,7 @@ class TensorBoardRun:
                 _whole(events.path, events.offset), self._crc, self._check_data
             )
         events.offset += used
-        read_events(
-            records,
-            self._event,
-            self._tags,
-            self.run_name,
-            events.plugins,
-            self._names,
-            out.metrics,
-        )
+        self._events.read(records, events.plugins, out.metrics)
         return used
 
     @property

@@ -73,88 +73,121 @@ Points = tuple[int, float, list[tuple[str, float]]]
 """An event's step, wall time and (tag, number) of each scalar value."""
 
 
-def read_events(
-    records: list[bytes],
-    event_class: Any,
-    tags: EventTags | None,
-    run_name: str,
-    plugins: dict[str, str],
-    names: dict[str, str],
-    metrics: list[LogMetric],
-) -> None:
-    """The scalar points of `records`, one `LogMetric` each, added to `metrics` in order.
-
-    Args:
-        records: whole records of one event file.
-        event_class: tensorboardX's `Event` message class.
-        tags: `EventTags.of(event_class)`; `None` decodes every event with the class.
-        run_name: the run directory's name (a bare Keras tag takes its split from it).
-        plugins: the plugin of each tag seen in the file, filled as tags come (the plugin is
-            named in a tag's first value only).
-        names: the metric name of each tag seen in the run, filled as tags come.
-        metrics: where the points go.
-    """
-    for record in records:
-        points = None if tags is None else _scalar_event(record, tags, plugins)
-        if points is None:
-            points = _decoded_event(record, event_class, plugins)
-        step, wall_time, values = points
-        for tag_name, number in values:
-            name = names[tag_name] if tag_name in names else _new_name(tag_name, run_name, names)
-            # positional: the keyword call costs more, once per point
-            metrics.append(LogMetric(((name, number),), step, None, wall_time))
-
-
 _unpack_double: Final = struct.Struct("<d").unpack_from
 _unpack_float: Final = struct.Struct("<f").unpack_from
+_MAX_PREFIXES: Final = 4096
 
 
-def _scalar_event(raw: bytes, tags: EventTags, plugins: dict[str, str]) -> Points | None:
-    """The points of an event of the scalar layout, read in place; `None` for another layout.
+class EventReader:
+    """Reads the scalar points of a run's events; remembers its tags' names and layouts."""
 
-    The event's fields come in their numbers' order, as protobuf writes them: wall time and
-    step (each left out when 0), then the summary filling the record; each value is its tag
-    then its simple value. A value with no metadata names no plugin: `""`, as decoded.
-    """
-    size = len(raw)
-    try:
-        pos, wall_time, step = 0, 0.0, 0
-        if raw[0] == tags.wall_time:
-            wall_time = float(_unpack_double(raw, 1)[0])
-            pos = 9
-        if raw[pos] == tags.step:
-            step, pos = read_varint(raw, pos + 1)
-            if step >= 1 << 63:
-                step -= INT64_WRAP
-        if raw[pos] != tags.summary:
-            return None
-        length, pos = read_varint(raw, pos + 1)
-        if pos + length != size:
-            return None
+    def __init__(self, event_class: Any, run_name: str, tags: EventTags | None) -> None:
+        """A reader of one run's events.
+
+        Args:
+            event_class: tensorboardX's `Event` message class.
+            run_name: the run directory's name (a bare Keras tag takes its split from it).
+            tags: `EventTags.of(event_class)`; `None` decodes every event with the class.
+        """
+        self.event_class = event_class
+        self.run_name = run_name
+        self.tags = tags
+        self.names: dict[str, str] = {}
+        """The metric name of each tag seen in the run."""
+        self._prefixes: dict[bytes, str] = {}
+        """The summary of a one-value event up to its number -> the value's tag. A run logs a
+        few tags: once such a summary is read, the next with the same bytes is known by one
+        lookup."""
+
+    def read(self, records: list[bytes], plugins: dict[str, str], metrics: list[LogMetric]) -> None:
+        """The scalar points of `records`, one `LogMetric` each, added to `metrics` in order.
+
+        Args:
+            records: whole records of one event file.
+            plugins: the plugin of each tag seen in the file, filled as tags come (the plugin
+                is named in a tag's first value only).
+            metrics: where the points go.
+        """
+        names = self.names
+        for record in records:
+            points = None if self.tags is None else self._scalar_event(record, self.tags, plugins)
+            if points is None:
+                points = _decoded_event(record, self.event_class, plugins)
+            step, wall_time, values = points
+            for tag_name, number in values:
+                name = names[tag_name] if tag_name in names else self._new_name(tag_name)
+                # positional: the keyword call costs more, once per point
+                metrics.append(LogMetric(((name, number),), step, None, wall_time))
+
+    def _new_name(self, tag_name: str) -> str:
+        # named as TensorBoard's CSV export of the tag would be (`parsers.path_formats`): a
+        # bare Keras tag takes its split from the run (`validation`/`epoch_loss`)
+        export = f"run-{self.run_name}-tag-{tag_split_name(tag_name)}.csv"
+        name = self.names[tag_name] = tensorboard_metric_name(export)
+        return name
+
+    def _scalar_event(self, raw: bytes, tags: EventTags, plugins: dict[str, str]) -> Points | None:
+        """The points of an event of the scalar layout, read in place; `None` for another.
+
+        The event's fields come in their numbers' order, as protobuf writes them: wall time
+        and step (each left out when 0), then the summary filling the record; each value is
+        its tag then its simple value. A value with no metadata names no plugin: `""`, as
+        decoded.
+        """
+        size = len(raw)
         found: list[tuple[str, float]] = []
-        while pos < size:
-            if raw[pos] != tags.value or raw[pos + 2] != tags.tag:
-                return None
-            name_length = raw[pos + 3]
-            end = pos + 2 + raw[pos + 1]  # a value of one-byte length: a short tag
-            name_end = pos + 4 + name_length
-            if raw[pos + 1] >= 0x80 or name_length >= 0x80 or name_end + 5 != end:
-                return None
-            if raw[name_end] != tags.simple_value:
-                return None
-            found.append(
-                (raw[pos + 4 : name_end].decode(), float(_unpack_float(raw, name_end + 1)[0]))
-            )
-            pos = end
-    except (IndexError, struct.error, UnicodeDecodeError):
-        return None  # cut short, or a string protobuf refuses too: the class decides
-    values: list[tuple[str, float]] = []
-    for name, number in found:
-        if name not in plugins:
-            plugins[name] = ""
-        # a simple value other than 0 is given as the float32 it is; 0 is 0
-        values.append((name, float32_value(number) if number else number))
-    return step, wall_time, values
+        try:
+            pos, wall_time, step = 0, 0.0, 0
+            if raw[0] == tags.wall_time:
+                wall_time = float(_unpack_double(raw, 1)[0])
+                pos = 9
+            if raw[pos] == tags.step:
+                step, pos = read_varint(raw, pos + 1)
+                if step >= 1 << 63:
+                    step -= INT64_WRAP
+            # a one-value summary read before: the same bytes up to the number, filling the record
+            summary_at, name_end = pos, pos + 6 + raw[pos + 5]
+            known = self._prefixes.get(raw[pos : name_end + 1])
+            if known is not None and name_end + 5 == size:
+                found.append((known, float(_unpack_float(raw, name_end + 1)[0])))
+            else:
+                if raw[pos] != tags.summary:
+                    return None
+                length, pos = read_varint(raw, pos + 1)
+                if pos + length != size:
+                    return None
+                while pos < size:
+                    if raw[pos] != tags.value or raw[pos + 2] != tags.tag:
+                        return None
+                    name_length = raw[pos + 3]
+                    end = pos + 2 + raw[pos + 1]  # a value of one-byte length: a short tag
+                    name_end = pos + 4 + name_length
+                    if raw[pos + 1] >= 0x80 or name_length >= 0x80 or name_end + 5 != end:
+                        return None
+                    if raw[name_end] != tags.simple_value:
+                        return None
+                    found.append(
+                        (
+                            raw[pos + 4 : name_end].decode(),
+                            float(_unpack_float(raw, name_end + 1)[0]),
+                        )
+                    )
+                    pos = end
+                if (
+                    len(found) == 1
+                    and raw[summary_at + 1] < 0x80
+                    and len(self._prefixes) < _MAX_PREFIXES
+                ):
+                    self._prefixes[raw[summary_at : name_end + 1]] = found[0][0]
+        except (IndexError, struct.error, UnicodeDecodeError):
+            return None  # cut short, or a string protobuf refuses too: the class decides
+        values: list[tuple[str, float]] = []
+        for name, number in found:
+            if name not in plugins:
+                plugins[name] = ""
+            # a simple value other than 0 is given as the float32 it is; 0 is 0
+            values.append((name, float32_value(number) if number else number))
+        return step, wall_time, values
 
 
 def _decoded_event(record: bytes, event_class: Any, plugins: dict[str, str]) -> Points:
@@ -182,14 +215,6 @@ def _decoded_event(record: bytes, event_class: Any, plugins: dict[str, str]) -> 
         if number is not None:
             values.append((name, number))
     return int(event.step), float(event.wall_time), values
-
-
-def _new_name(tag: str, run_name: str, names: dict[str, str]) -> str:
-    # named as TensorBoard's CSV export of the tag would be (`parsers.path_formats`): a bare
-    # Keras tag takes its split from the run (`validation`/`epoch_loss`)
-    export = f"run-{run_name}-tag-{tag_split_name(tag)}.csv"
-    name = names[tag] = tensorboard_metric_name(export)
-    return name
 
 
 def tensor_scalar(tensor: Any) -> float | None:

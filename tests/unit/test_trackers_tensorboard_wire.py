@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from collectors.trackers.framing import split_tfrecords
 from collectors.trackers.tensorboard import load_protos
-from collectors.trackers.tensorboard_events import EventTags, read_events
+from collectors.trackers.tensorboard_events import EventReader, EventTags
 
 pytest.importorskip("tensorboardX")
 from tensorboardX.proto.event_pb2 import Event  # noqa: E402
@@ -29,7 +29,7 @@ def _both_ways(records: list[bytes]) -> tuple[Any, Any]:
     for tags in (TAGS, None):
         plugins: dict[str, str] = {}
         metrics: list[Any] = []
-        read_events(records, Event, tags, "run", plugins, {}, metrics)
+        EventReader(Event, "run", tags).read(records, plugins, metrics)
         results.append((repr([(m.values, m.step, m.taken_at) for m in metrics]), plugins))
     return results[0], results[1]
 
@@ -74,6 +74,24 @@ def test_an_event_of_another_layout_is_read_by_the_class() -> None:
     in_place, decoded = _both_ways(records)
     assert in_place == decoded
     assert decoded[1] == {"a": "", "lr": "scalars", "x" * 200: "", "b": ""}
+
+
+def test_a_tag_read_before_is_known_by_its_bytes_and_reads_the_same() -> None:
+    def event(step: int, *values: tuple[str, float], wall_time: float = 2.5) -> bytes:
+        summary = Summary(value=[Summary.Value(tag=t, simple_value=v) for t, v in values])
+        return Event(wall_time=wall_time, step=step, summary=summary).SerializeToString()
+
+    records = [
+        event(1, ("a", 0.5)),
+        event(2, ("a", 0.25)),  # the same bytes up to the number: read by one lookup
+        event(2**40, ("a", math.nan), wall_time=0.0),
+        event(3, ("a", 1.0), ("b", 2.0)),  # two values: not the remembered summary
+        event(-1, ("a", 0.0)),
+        event(4, ("ab", 3.0)),
+    ]
+    records.append(records[1] + b"\x00")  # the same bytes and one more: damaged, no point
+    in_place, decoded = _both_ways(records)
+    assert in_place == decoded and in_place[0].count("'a'") == 5
 
 
 @settings(max_examples=150, deadline=None)
