@@ -108,12 +108,11 @@ class EventReader:
                 is named in a tag's first value only).
             metrics: where the points go.
         """
-        names = self.names
+        names, tags = self.names, self.tags
         for record in records:
-            points = None if self.tags is None else self._scalar_event(record, self.tags, plugins)
-            if points is None:
-                points = _decoded_event(record, self.event_class, plugins)
-            step, wall_time, values = points
+            if tags is not None and self._scalar_event(record, tags, plugins, metrics):
+                continue
+            step, wall_time, values = _decoded_event(record, self.event_class, plugins)
             for tag_name, number in values:
                 name = names[tag_name] if tag_name in names else self._new_name(tag_name)
                 # positional: the keyword call costs more, once per point
@@ -126,16 +125,20 @@ class EventReader:
         name = self.names[tag_name] = tensorboard_metric_name(export)
         return name
 
-    def _scalar_event(self, raw: bytes, tags: EventTags, plugins: dict[str, str]) -> Points | None:
-        """The points of an event of the scalar layout, read in place; `None` for another.
+    def _scalar_event(
+        self, raw: bytes, tags: EventTags, plugins: dict[str, str], metrics: list[LogMetric]
+    ) -> bool:
+        """Read an event of the scalar layout in place, its points added to `metrics`.
 
         The event's fields come in their numbers' order, as protobuf writes them: wall time
         and step (each left out when 0), then the summary filling the record; each value is
         its tag then its simple value. A value with no metadata names no plugin: `""`, as
         decoded.
+
+        Returns:
+            Whether the event is of this layout; if not, nothing was added.
         """
         size = len(raw)
-        found: list[tuple[str, float]] = []
         try:
             pos, wall_time, step = 0, 0.0, 0
             if raw[0] == tags.wall_time:
@@ -145,49 +148,65 @@ class EventReader:
                 step, pos = read_varint(raw, pos + 1)
                 if step >= 1 << 63:
                     step -= INT64_WRAP
-            # a one-value summary read before: the same bytes up to the number, filling the record
+            # a one-value summary read before: the same bytes up to the number, filling it
             summary_at, name_end = pos, pos + 6 + raw[pos + 5]
             known = self._prefixes.get(raw[pos : name_end + 1])
+            found: list[tuple[str, float]] | None
             if known is not None and name_end + 5 == size:
-                found.append((known, float(_unpack_float(raw, name_end + 1)[0])))
+                found = [(known, float(_unpack_float(raw, name_end + 1)[0]))]
             else:
-                if raw[pos] != tags.summary:
-                    return None
-                length, pos = read_varint(raw, pos + 1)
-                if pos + length != size:
-                    return None
-                while pos < size:
-                    if raw[pos] != tags.value or raw[pos + 2] != tags.tag:
-                        return None
-                    name_length = raw[pos + 3]
-                    end = pos + 2 + raw[pos + 1]  # a value of one-byte length: a short tag
-                    name_end = pos + 4 + name_length
-                    if raw[pos + 1] >= 0x80 or name_length >= 0x80 or name_end + 5 != end:
-                        return None
-                    if raw[name_end] != tags.simple_value:
-                        return None
-                    found.append(
-                        (
-                            raw[pos + 4 : name_end].decode(),
-                            float(_unpack_float(raw, name_end + 1)[0]),
-                        )
-                    )
-                    pos = end
+                found = _summary_values(raw, pos, tags)
+                if found is None:
+                    return False
                 if (
                     len(found) == 1
                     and raw[summary_at + 1] < 0x80
                     and len(self._prefixes) < _MAX_PREFIXES
                 ):
-                    self._prefixes[raw[summary_at : name_end + 1]] = found[0][0]
+                    self._prefixes[raw[summary_at : size - 4]] = found[0][0]
         except (IndexError, struct.error, UnicodeDecodeError):
-            return None  # cut short, or a string protobuf refuses too: the class decides
-        values: list[tuple[str, float]] = []
-        for name, number in found:
-            if name not in plugins:
-                plugins[name] = ""
+            return False  # cut short, or a string protobuf refuses too: the class decides
+        names = self.names
+        for tag_name, number in found:
+            if tag_name not in plugins:
+                plugins[tag_name] = ""
+            name = names[tag_name] if tag_name in names else self._new_name(tag_name)
             # a simple value other than 0 is given as the float32 it is; 0 is 0
-            values.append((name, float32_value(number) if number else number))
-        return step, wall_time, values
+            value = float32_value(number) if number else number
+            metrics.append(LogMetric(((name, value),), step, None, wall_time))
+        return True
+
+
+def _summary_values(raw: bytes, pos: int, tags: EventTags) -> list[tuple[str, float]] | None:
+    """The (tag, simple value) of each value of the summary at `pos`; `None` for another layout.
+
+    The summary must fill the record, and each value be its tag then its simple value.
+
+    Raises:
+        IndexError, struct.error: cut short.
+        UnicodeDecodeError: a tag that is not UTF-8 (protobuf refuses it too).
+    """
+    size = len(raw)
+    if raw[pos] != tags.summary:
+        return None
+    length, pos = read_varint(raw, pos + 1)
+    if pos + length != size:
+        return None
+    found: list[tuple[str, float]] = []
+    while pos < size:
+        if raw[pos] != tags.value or raw[pos + 2] != tags.tag:
+            return None
+        name_length = raw[pos + 3]
+        end = pos + 2 + raw[pos + 1]  # a value of one-byte length: a short tag
+        name_end = pos + 4 + name_length
+        if raw[pos + 1] >= 0x80 or name_length >= 0x80 or name_end + 5 != end:
+            return None
+        if raw[name_end] != tags.simple_value:
+            return None
+        number = float(_unpack_float(raw, name_end + 1)[0])
+        found.append((raw[pos + 4 : name_end].decode(), number))
+        pos = end
+    return found
 
 
 def _decoded_event(record: bytes, event_class: Any, plugins: dict[str, str]) -> Points:
