@@ -29,6 +29,7 @@ COMPILED_SOURCES = (
     "collectors/trackers/wire.py",
     "collectors/trackers/wandb_wire.py",
     "collectors/trackers/tensorboard_events.py",
+    "collectors/trackers/mlflow_rows.py",
 )
 """What is compiled, as globs from the project's root: the log parsers, and the tracker
 readers' byte-level work (cutting records, reading W&B rows in place, TensorBoard's events)."""

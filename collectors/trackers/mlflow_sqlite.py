@@ -10,19 +10,16 @@ as `value = 0` with `is_nan = 1`; MLflow writes infinities as +-1.79769313486231
 
 from __future__ import annotations
 
-import math
 import os
 import sqlite3
 from dataclasses import dataclass
 
 from collectors.base import CollectorError
 from collectors.trackers.common import RunRead
-from parsers.model import LogMetric
-from parsers.text import metric_name
+from collectors.trackers.mlflow_rows import sqlite_points
 
 BATCH_ROWS = 20_000
 BUSY_TIMEOUT_S = 1.0
-_MAX_DOUBLE = 1.7976931348623157e308
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,17 +87,6 @@ def list_runs(connection: sqlite3.Connection) -> list[SqliteRun]:
     ]
 
 
-def metric_value(value: float, is_nan: int) -> float:
-    """The value MLflow was given: NaN for `is_nan`, infinities for the clamped doubles."""
-    if is_nan:
-        return math.nan
-    if value >= _MAX_DOUBLE:
-        return math.inf
-    if value <= -_MAX_DOUBLE:
-        return -math.inf
-    return float(value)
-
-
 class MlflowSqliteRun:
     """The metrics of one run of an `mlflow.db`, by row id: each read gives the rows added."""
 
@@ -137,12 +123,7 @@ class MlflowSqliteRun:
         if run is not None:
             name, out.status, exp = run
             out.label = f"{exp}/{name or self.run_uuid}" if exp else (name or self.run_uuid)
-        names, append = self._names, out.metrics.append
-        for _rowid, key, value, stamp, step, is_nan in rows:
-            if is_nan or not -_MAX_DOUBLE < value < _MAX_DOUBLE:
-                value = metric_value(value, is_nan)
-            name = names[key] if key in names else self._name(key)
-            append(LogMetric(((name, value),), step, None, stamp / 1000.0))
+        sqlite_points(rows, self._names, out.metrics)
         if rows:
             self._last_rowid = rows[-1][0]
         try:
@@ -155,12 +136,6 @@ class MlflowSqliteRun:
             pass
         out.read_bytes = out.size_bytes = self._last_rowid
         return out
-
-    def _name(self, key: str) -> str:
-        name = self._names.get(key)
-        if name is None:
-            name = self._names[key] = metric_name(key)
-        return name
 
     def close(self) -> None:
         """Close the connection (a read-only one holds no lock between reads)."""
