@@ -15,6 +15,7 @@ from tests.fakes import FakeGpu, FakeNvml, GiB, GpuIsLost, LibraryNotFound, MiB,
 from tui.app import make_app
 from tui.widgets.banner import Banner
 from tui.widgets.gpu_panel import GpuPanel
+from tui.widgets.header_bar import HeaderBar
 from tui.widgets.process_table import ProcessTable
 
 H200 = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
@@ -46,7 +47,7 @@ async def test_real_collector_fills_the_panels_and_names_the_gap() -> None:
         assert (
             "GPU-aaaaaaaa" in text
             and "55%" in text
-            and "580.159.04" in str(app.screen.query_one("HeaderBar").render())
+            and "580.159.04" in app.screen.query_one(HeaderBar).plain
         )
         table = app.screen.query_one(ProcessTable)
         await until(pilot, lambda: table.row_count == 1)

@@ -14,6 +14,7 @@ from tui.state import MonitorState
 from tui.tasks import TaskRow
 from tui.widgets.banner import Banner
 from tui.widgets.chart_panel import ChartPanel
+from tui.widgets.composed import composed
 from tui.widgets.container_panel import ContainerPanel
 from tui.widgets.gpu_panel import GpuPanel, GpuSection
 from tui.widgets.header_bar import HeaderBar
@@ -94,6 +95,7 @@ class MainScreen(Screen[None]):
         self._has_tasks = False
         self._task_rows = 0
         self._arranged: tuple[object, ...] | None = None
+        self._panels: list[Panel] | None = None
 
     def compose(self) -> ComposeResult:
         """Lay out the panels; `app.tcss` sizes them and hides some on small terminals."""
@@ -114,13 +116,19 @@ class MainScreen(Screen[None]):
     def panels(self) -> list[Panel]:
         """The panels now on the screen, in the order they are composed (or mounted)."""
         # isinstance, not `query(Panel)`: a query matches CSS type names, which follow only a
-        # widget's first bases
-        return [w for w in self.walk_children() if isinstance(w, Panel)]
+        # widget's first bases. The panels are composed once: one walk of the screen serves
+        # every later change (a walk a sample was a tenth of the dashboard's own work).
+        if self._panels is None or not self.is_mounted:
+            found = [w for w in self.walk_children() if isinstance(w, Panel)]
+            if not self.is_mounted:
+                return found
+            self._panels = found
+        return self._panels
 
     @property
     def processes(self) -> ProcessPanel:
         """The process panel, which the process keys act on."""
-        return self.query_one(ProcessPanel)
+        return composed(self, ProcessPanel)
 
     def on_mount(self) -> None:
         """The header's fixed parts, the table takes the keyboard, a first full draw."""
@@ -140,7 +148,7 @@ class MainScreen(Screen[None]):
         state = self.state
         if changed in (None, GPU):
             self._arrange()
-        panels = self.panels  # one walk of the screen a change: it is made every second
+        panels = self.panels  # found once: a change is made every second
         for panel in panels:
             if changed is None or changed in panel.ROLES:
                 panel.show_state(state, changed)
@@ -151,7 +159,7 @@ class MainScreen(Screen[None]):
     def _show_header(self) -> None:
         state = self.state
         tick = state.gpu_tick
-        header = self.query_one(HeaderBar)
+        header = composed(self, HeaderBar)
         header.driver = tick.driver_version if tick else None
         header.cuda = tick.cuda_driver_version if tick else None
         header.now = state.now
@@ -163,7 +171,7 @@ class MainScreen(Screen[None]):
 
     def show_tasks(self, rows: tuple[TaskRow, ...]) -> None:
         """Show the training-log tasks; the panel stays hidden while there are none."""
-        has_tasks = self.query_one(TasksSection).show_tasks(rows)
+        has_tasks = composed(self, TasksSection).show_tasks(rows)
         if self._task_rows != len(rows):
             self._task_rows = len(rows)
             self._arrange()
@@ -179,7 +187,7 @@ class MainScreen(Screen[None]):
         """Compact or crowded layout for the screen's size, GPUs, tasks and banner lines."""
         tick = self.state.gpu_tick
         gpus = len(tick.devices) if tick is not None else 0
-        banner = len(self.query_one(Banner).lines)
+        banner = len(composed(self, Banner).lines)
         tall = self.has_class("-tall")
         middle = (
             (CHART_ROWS if not self.has_class("-narrow") else NARROW_CHART_ROWS)
@@ -193,7 +201,7 @@ class MainScreen(Screen[None]):
         compact, crowded, most = arrangement(
             self.size.height, gpus, self._task_rows, banner, middle
         )
-        self.query_one(GpuPanel).compact = compact
+        composed(self, GpuPanel).compact = compact
         if crowded != self.has_class("-crowded"):
             self.set_class(crowded, "-crowded")
             self.processes.redraw()  # the note under the table gives way, or comes back
@@ -206,13 +214,14 @@ class MainScreen(Screen[None]):
             panel.show_health(state)
         marked = {panel.HEALTH_ROLE for panel in panels if panel.HEALTH_ROLE}
         found = tuple(line for panel in panels for line in panel.banner_lines())
-        self.query_one(Banner).lines = (*state.notices, *state.problems_outside(marked), *found)
+        composed(self, Banner).lines = (*state.notices, *state.problems_outside(marked), *found)
         no_gpu = bool(state.unavailable(GPU)) and state.gpu_tick is None
         no_host = bool(state.unavailable(HOST)) and state.host_sample is None
         if no_gpu != self.has_class("-no-gpu"):
             self.set_class(no_gpu, "-no-gpu")
             self.refresh_bindings()  # the process and GPU keys go with their panels
-        self.set_class(no_host, "-no-host")
+        if no_host != self.has_class("-no-host"):
+            self.set_class(no_host, "-no-host")
 
     def action_filter(self) -> None:
         """Open the filter input (never while the process panel is hidden: no GPU)."""

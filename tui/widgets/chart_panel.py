@@ -9,6 +9,7 @@ from textual.containers import Vertical
 
 from collectors.roles import GPU
 from tui.views import chart_series, chart_title
+from tui.widgets.composed import composed
 from tui.widgets.panel import Panel
 from tui.widgets.plot import Plot
 
@@ -57,7 +58,7 @@ class ChartPanel(Vertical, Panel):
         ):
             return
         self._drawn = (uuid, newest)
-        plot = self.query_one(Plot)
+        plot = composed(self, Plot)
         plot.series = chart_series(history)
         plot.x_range = (-600.0, 0.0)
         plot.x_ticks = HISTORY_TICKS

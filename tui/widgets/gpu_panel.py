@@ -27,6 +27,7 @@ from gpuherd.present.format import (
     visible,
 )
 from tui.text import bar, fit, level_style
+from tui.widgets.composed import composed
 from tui.widgets.panel import Panel
 from tui.widgets.text_lines import TextLines
 
@@ -239,6 +240,6 @@ class GpuSection(Vertical, Panel):
 
     def show_state(self, state: MonitorState, changed: str | None) -> None:
         """The newest tick and the GPU the chart shows."""
-        gpus = self.query_one(GpuPanel)
+        gpus = composed(self, GpuPanel)
         gpus.tick = state.gpu_tick
         gpus.selected_uuid = state.selected_uuid

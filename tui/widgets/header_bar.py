@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from rich.text import Text
-from textual.app import RenderResult
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from gpuherd.present.format import visible
+from tui.widgets.text_lines import TextLines
 
 
-class HeaderBar(Widget):
-    """Shows where and when the figures come from."""
+class HeaderBar(TextLines):
+    """Shows where and when the figures come from.
+
+    Its clock changes every second; drawn as one line of text (not through `render()`, which
+    re-wraps and re-styles the text on each repaint) it costs about a third as much.
+    """
 
     DEFAULT_CSS = """
     HeaderBar {
@@ -34,13 +38,23 @@ class HeaderBar(Widget):
     finished: reactive[bool] = reactive(False)
     """The replayed session has ended."""
 
-    def render(self) -> RenderResult:
+    def line_inputs(self) -> tuple[Any, ...]:
+        """The reactives the line is made of."""
+        return (
+            self.hostname,
+            self.driver,
+            self.cuda,
+            self.now,
+            self.replay_label,
+            self.finished,
+        )
+
+    def build_lines(self, width: int) -> list[Text]:
         """Left: app and host; middle: replay state; right: driver and time.
 
         On a narrow terminal the driver goes first, then the middle of the replay's path:
         `replay finished` and the speed stay in view.
         """
-        width = self.size.width
         left = Text.assemble(("gpuherd", "bold"), "  ", (visible(self.hostname), "bold cyan"))
         finished = (
             Text("  replay finished", style="bold yellow")
@@ -65,7 +79,7 @@ class HeaderBar(Widget):
             left.append(label, style="bold black on yellow")
         left.append_text(finished)
         gap = max(1, width - left.cell_len - right.cell_len)
-        return Text.assemble(left, " " * gap, right, no_wrap=True, overflow="ellipsis")
+        return [Text.assemble(left, " " * gap, right, no_wrap=True, overflow="ellipsis")]
 
 
 def _middle_cut(label: str, room: int) -> str:

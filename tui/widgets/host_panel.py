@@ -13,6 +13,7 @@ from collectors.roles import GPU, HOST
 from collectors.samples import HostSample
 from gpuherd.present.format import fmt_gib_pair, fmt_number, fmt_pct, fmt_rate, pct_of
 from tui.text import bar
+from tui.widgets.composed import composed
 from tui.widgets.panel import Panel
 from tui.widgets.text_lines import TextLines
 
@@ -140,4 +141,4 @@ class HostSection(Vertical, Panel):
         """The newest host sample, with the next GPU tick while ticks flow."""
         if changed == HOST and state.gpu_streaming():
             return
-        self.query_one(HostPanel).sample = state.host_sample
+        composed(self, HostPanel).sample = state.host_sample

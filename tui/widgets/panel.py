@@ -8,12 +8,13 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gpuherd.present.format import visible
+from tui.widgets.kept_lines import KeptLines
 
 if TYPE_CHECKING:
     from tui.state import MonitorState
 
 
-class Panel(Widget):
+class Panel(KeptLines):
     """A bordered panel that draws itself from the state when a role it subscribes to moved.
 
     The screen only composes panels and hands each state change to the panels whose `ROLES`
@@ -21,7 +22,8 @@ class Panel(Widget):
     new subclass placed in the screen's `compose`, with no edit of the screen's dispatch.
 
     Name it as the second base (`class QueuePanel(Vertical, Panel)`): Textual takes a widget's
-    default CSS and component classes from the chain of first bases only.
+    default CSS and component classes from the chain of first bases only. A panel keeps its
+    drawn lines while nothing repaints it (`KeptLines`).
     """
 
     ROLES: ClassVar[frozenset[str]] = frozenset()
@@ -46,7 +48,8 @@ class Panel(Widget):
         if self.HEALTH_ROLE is None:
             return
         problems = state.problems(self.HEALTH_ROLE)
-        self.set_class(bool(problems), "-error")
+        if bool(problems) != self.has_class("-error"):  # set_class checks the name each time
+            self.set_class(bool(problems), "-error")
         self.set_subtitle("; ".join(problems) if problems else None)
 
     def set_title(self, text: str) -> None:

@@ -25,6 +25,7 @@ from tui.processes import (
 )
 from tui.slurm_view import job_labels, latest_slurm
 from tui.views import gap_note, process_subtitle
+from tui.widgets.composed import composed
 from tui.widgets.panel import Panel
 from tui.widgets.process_table import ProcessTable
 
@@ -146,14 +147,14 @@ class ProcessPanel(Vertical, Panel):
         shown = sort_rows(
             filter_rows(in_container(every, short_id), self.filter_text), self.sort_key
         )
-        self.query_one(ProcessTable).rows_shown = tuple(shown)
+        composed(self, ProcessTable).rows_shown = tuple(shown)
         self.set_subtitle(
             process_subtitle(self.sort_key, self.filter_text, len(shown), len(every), name)
         )
         self._show_note(gap_note(tick, bool(every)), bool(shown))
 
     def _show_note(self, note: Text, rows: bool) -> None:
-        widget = self.query_one("#gap-note", Static)
+        widget = composed(self, Static, "#gap-note")
         if note != self._gap_note:
             # Static.update re-lays out the screen; do it only when the line count changed.
             lines_changed = note.plain.count("\n") != self._gap_note.plain.count("\n")

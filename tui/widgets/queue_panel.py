@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Static
 from collectors.roles import QUEUE
 from collectors.samples import QueueJobRow, QueueSnapshot
 from gpuherd.present.format import fmt_duration, format_size, visible
+from tui.widgets.composed import composed
 from tui.widgets.keyed_table import update_rows
 from tui.widgets.panel import Panel
 
@@ -231,12 +232,12 @@ class QueueSection(Vertical, Panel):
             return
         self._drawn = seen
         self.draws += 1
-        self.query_one(QueuePanel).rows_shown = queue_rows(snapshot)
+        composed(self, QueuePanel).rows_shown = queue_rows(snapshot)
         self.set_title(queue_title(snapshot))
         note = snapshot.runner_note
         if note != self._note:
             self._note = note
-            widget = self.query_one("#queue-note", Static)
+            widget = composed(self, Static, "#queue-note")
             # wrapped, not cut: the runner's last word is why nothing starts
             widget.update(Text(visible(f"runner: {note}") if note else "", overflow="ellipsis"))
             widget.display = bool(note)

@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 
 from collectors.roles import GPU, SLURM
 from tui.slurm_view import SlurmRow, SlurmView, latest_slurm
+from tui.widgets.composed import composed
 from tui.widgets.keyed_table import update_rows
 from tui.widgets.panel import Panel
 
@@ -87,7 +88,7 @@ class SlurmSection(Vertical, Panel):
         if tick is None:
             return
         now = state.now if state.now is not None else tick.taken_at
-        self.query_one(SlurmPanel).rows_shown = self._view.update(tick, state.gpu_tick, now)
+        composed(self, SlurmPanel).rows_shown = self._view.update(tick, state.gpu_tick, now)
         self.set_title(self._view.title(tick))
 
     def banner_lines(self) -> tuple[str, ...]:

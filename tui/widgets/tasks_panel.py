@@ -16,6 +16,7 @@ from textual.widgets.data_table import CellDoesNotExist
 
 from collectors.roles import LOG
 from tui.tasks import TaskRow
+from tui.widgets.composed import composed
 from tui.widgets.keyed_table import update_rows
 from tui.widgets.panel import Panel
 
@@ -219,7 +220,7 @@ class TasksSection(Vertical, Panel):
 
     def show_tasks(self, rows: tuple[TaskRow, ...]) -> bool:
         """Show the rows; whether the panel is shown (it is hidden while there are none)."""
-        self.query_one(TasksPanel).task_rows = rows
+        composed(self, TasksPanel).task_rows = rows
         self.set_class(bool(rows), "-shown")
         self.set_title(f"Tasks ({len(rows)})  Enter: details")
         return bool(rows)
