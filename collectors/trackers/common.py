@@ -7,6 +7,14 @@ from dataclasses import dataclass, field
 from collectors.base import CollectorUnavailable
 from parsers.model import LogMetric
 
+READ_BUDGET_BYTES = 64 * 1024
+"""Most bytes of a run's files read per sample, as a log tail reads
+(`collectors.logs.logtail.READ_BUDGET_BYTES`): a backlog is read over several samples without
+waiting, and the points of a batch live until the batch is written; the fewer are alive at
+once, the less the garbage collector walks (256 KiB batches cost a TensorBoard point about
+0.8 us more of CPU in `benchmarks/bench_trackers.py`, whose process holds wandb and
+tensorboardX as the dashboard's would)."""
+
 STATUS_EXIT_CODES = {"FINISHED": 0, "FAILED": 1, "KILLED": 128 + 15}
 """A tracker's end state as an exit status (`gpuherd.tasks.tracker` reads 143 as stopped)."""
 

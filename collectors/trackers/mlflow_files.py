@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 
-from collectors.trackers.common import RunRead
+from collectors.trackers.common import READ_BUDGET_BYTES, RunRead
 from parsers.path_formats import MlflowMetricParser
 
-READ_CHUNK_BYTES = 256 * 1024
 RUN_STATUS = {"1": "RUNNING", "2": "SCHEDULED", "3": "FINISHED", "4": "FAILED", "5": "KILLED"}
 """`meta.yaml` writes the status as the number of MLflow's `RunStatus` enum."""
 
@@ -60,7 +59,7 @@ class MlflowFileRun:
         self._status: str | None = None
         self.unparsed = 0
 
-    def read(self, budget_bytes: int = READ_CHUNK_BYTES) -> RunRead:
+    def read(self, budget_bytes: int = READ_BUDGET_BYTES) -> RunRead:
         """New points of every metric file, and the run's name and status."""
         self._read_meta()
         metrics = self._list()

@@ -18,7 +18,9 @@ from collectors.base import CollectorError
 from collectors.trackers.common import RunRead
 from collectors.trackers.mlflow_rows import sqlite_points
 
-BATCH_ROWS = 20_000
+BATCH_ROWS = 2_000
+"""Most rows read per sample: about the points of the 64 KiB a log tail reads at a time
+(`collectors.trackers.common.READ_BUDGET_BYTES` says why few), and a short read transaction."""
 BUSY_TIMEOUT_S = 1.0
 
 

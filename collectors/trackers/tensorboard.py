@@ -15,12 +15,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from collectors.trackers.common import RunRead, missing_extra
+from collectors.trackers.common import READ_BUDGET_BYTES, RunRead, missing_extra
 from collectors.trackers.framing import FramingError, split_tfrecords
 from collectors.trackers.tensorboard_events import EventReader, EventTags
 
 EVENTS_PREFIX = "events.out.tfevents."
-READ_CHUNK_BYTES = 256 * 1024
 
 
 def load_protos() -> tuple[Any, Callable[[bytes], int], bool]:
@@ -70,7 +69,7 @@ class TensorBoardRun:
         self._files: dict[str, _EventFile] = {}
         self._events = EventReader(self._event, self.run_name, EventTags.of(self._event))
 
-    def read(self, budget_bytes: int = READ_CHUNK_BYTES) -> RunRead:
+    def read(self, budget_bytes: int = READ_BUDGET_BYTES) -> RunRead:
         """New scalar points of every event file, at most `budget_bytes` of records."""
         out = RunRead()  # named by its path, as TensorBoard names a run by its directory
         read = 0

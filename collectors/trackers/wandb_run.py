@@ -17,13 +17,12 @@ import json
 import os
 from typing import Any
 
-from collectors.trackers.common import RunRead
+from collectors.trackers.common import READ_BUDGET_BYTES, RunRead
 from collectors.trackers.framing import FramingError, WandbLogReader
 from collectors.trackers.wandb_wire import HistoryReader, RecordNumbers, RecordTags, row_metric
 from parsers.model import LogMetric
 from parsers.text import metric_name
 
-READ_CHUNK_BYTES = 256 * 1024
 MISSING = "the W&B history (run-*.wandb) needs the wandb package: install 'gpuherd[wandb]'"
 
 
@@ -63,7 +62,7 @@ class WandbRun:
         self.damaged: str | None = None
         self._summary_stamp: int | None = None
 
-    def read(self, budget_bytes: int = READ_CHUNK_BYTES) -> RunRead:
+    def read(self, budget_bytes: int = READ_BUDGET_BYTES) -> RunRead:
         """New history rows; the run's name and, once it exited, its end state."""
         if self._path is None:
             found = sorted(glob.glob(os.path.join(glob.escape(self.run_dir), "run-*.wandb")))
