@@ -155,7 +155,7 @@ class HistoryReader:
             when none is left.
         """
         tags = self.tags
-        num_tag, kinds = tags.num, tags.kinds
+        num_tag, kinds, row_of = tags.num, tags.kinds, self.metric
         for index in range(first, len(records)):
             raw = records[index]
             try:
@@ -167,7 +167,7 @@ class HistoryReader:
                 else:
                     start = 4
                 if kind == "history":
-                    metric = self.metric(raw, start, end)
+                    metric = row_of(raw, start, end)
                     if metric is not None:
                         metrics.append(metric)
                 elif kind in _DECODED_KINDS:
@@ -188,7 +188,7 @@ class HistoryReader:
         """
         tags, headers, names = self.tags, self._headers, self.names
         item_tag = tags.item
-        value_skip = len(tags.value) + 1
+        head = 4 + len(tags.value) + 1  # an item's bytes before its value, but its key
         values: list[tuple[str, float]] = []
         step_values: list[bytes] = []
         step: int | None = None
@@ -198,7 +198,7 @@ class HistoryReader:
             while pos < end:  # one pass, few operations an item: most of a row's cost
                 if raw[pos] == item_tag:
                     # item tag, item length, key tag, key length, key, value tag, value length
-                    value_at = pos + 4 + raw[pos + 3] + value_skip
+                    value_at = pos + head + raw[pos + 3]
                     known = headers.get(raw[pos:value_at])
                     if known is None:
                         known = self._header(raw, pos, value_at)
