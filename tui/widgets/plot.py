@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import RenderResult
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from gpuherd.present.chart_values import (
     drawable,
@@ -21,6 +20,7 @@ from gpuherd.present.chart_values import (
     nice_ticks,
     tick_labels,
 )
+from tui.widgets.kept_lines import KeptLines
 
 if TYPE_CHECKING:
     from plotext._figure import _figure_class as PlotextFigure
@@ -41,13 +41,14 @@ class Series:
     color: str
 
 
-class Plot(Widget):
+class Plot(KeptLines):
     """A line chart of `series`; each widget owns its own plotext figure.
 
     plotext's module-level API shares one global figure, so two charts (or a chart and a test)
     would draw into each other; a private figure, used only from `render`, avoids that.
     plotext takes about a tenth of a second to import, so the first frame is drawn without it:
-    the figure is made once that frame is up, and the chart follows at once.
+    the figure is made once that frame is up, and the chart follows at once. Between two
+    redraws the drawn lines are kept (`KeptLines`): the chart is redrawn one tick in five.
     """
 
     DEFAULT_CSS = """

@@ -8,10 +8,11 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.geometry import Size
 from textual.strip import Strip
-from textual.widget import Widget
+
+from tui.widgets.kept_lines import KeptLines
 
 
-class TextLines(Widget):
+class TextLines(KeptLines):
     """Renders `build_lines(width)` one line at a time, rebuilt only when its inputs change.
 
     Going through `render()` makes Textual wrap and re-style the whole text on every repaint;
