@@ -139,9 +139,10 @@ class WandbLogReader:
                 used = block_end
                 block_end += WANDB_BLOCK
                 continue
-            if size - used < _CHUNK_SIZE:
-                break
-            crc, length, kind = unpack(data, used)
+            try:
+                crc, length, kind = unpack(data, used)
+            except struct.error:
+                break  # a chunk header still being written
             if crc == 0 and length == 0 and kind == 0:
                 break  # zeros past the end of what was written: not a chunk yet
             start = used + _CHUNK_SIZE
