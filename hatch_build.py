@@ -1,11 +1,14 @@
 """Wheel build step: compile the log parsers (`parsers/`) with mypyc, or leave them pure Python.
 
 Every log line a task writes goes through `parsers`; compiled, they read about a third more lines
-per second of one core (`benchmarks/bench_parse.py`). Compiling needs a C compiler and the
-Python headers. Where either is missing, or `GPUHERD_PURE_PYTHON=1` is set, the wheel keeps the
-pure-Python parsers, which behave the same: the build warns and goes on. Editable installs
-(`pip install -e`) stay pure Python, so that an edited parser takes effect without a rebuild.
-The `.py` files ship either way; Python imports a module's compiled file before its source.
+per second of one core (`benchmarks/bench_parse.py`). The same build compiles the tracker
+readers' byte-level work (`COMPILED_SOURCES`: cutting record logs, reading W&B rows and
+TensorBoard events in place, MLflow's rows), through which every point of a tracker's store
+goes (`benchmarks/bench_trackers.py`). Compiling needs a C compiler and the Python headers.
+Where either is missing, or `GPUHERD_PURE_PYTHON=1` is set, the wheel keeps all of them pure
+Python, which behave the same: the build warns and goes on. Editable installs (`pip install
+-e`) stay pure Python, so that an edited parser takes effect without a rebuild. The `.py` files
+ship either way; Python imports a module's compiled file before its source.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ class CompileParsersHook(BuildHookInterface):  # type: ignore[misc]
 
 
 def compile_parsers(root: Path, work: Path) -> dict[Path, str]:
-    """Compile `root/parsers/*.py` into extension modules under `work`.
+    """Compile `COMPILED_SOURCES` under `root` into extension modules under `work`.
 
     Returns:
         Each compiled file and its path inside the wheel (`parsers/text.cpython-311-....so`, and

@@ -16,6 +16,10 @@ file copied into each run directory), MLflow's file store and MLflow's SQLite st
 of `collectors.trackers.stores.find_runs` on its root and of one `--watch` discovery scan
 (goal: < 1 s each).
 
+Run it with the interpreter of the install to measure: an editable install reads with the
+pure-Python modules, a wheel built with a C compiler with the compiled ones (`hatch_build.py`);
+the first line says which.
+
 The TensorBoard points are written with tensorboardX's file writer, the MLflow ones in MLflow's
 layout (the file store's `<ms> <value> <step>` lines, rows in a copy of the committed
 `mlflow.db`), so no MLflow is needed here. W&B is measured when wandb is installed, from the
@@ -137,7 +141,24 @@ def best(make, is_done, repeats: int) -> tuple[float, int]:
     return min(cpu for cpu, _points in runs), runs[0][1]
 
 
+def build() -> str:
+    """Which build of the log parsers and the tracker readers this interpreter imports."""
+    import importlib.machinery
+
+    import parsers.text
+    from collectors.trackers import wandb_wire
+
+    def kind(module: object) -> str:
+        path = getattr(module, "__file__", "") or ""
+        return (
+            "compiled" if path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)) else "pure"
+        )
+
+    return f"log parsers: {kind(parsers.text)}, tracker readers: {kind(wandb_wire)}"
+
+
 def per_point(work: Path, points: int, repeats: int) -> None:
+    print(build())
     log = work / "train.log"
     write_log(log, points)
     size = log.stat().st_size
