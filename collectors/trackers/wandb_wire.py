@@ -199,10 +199,10 @@ class HistoryReader:
                 if raw[pos] == item_tag:
                     # item tag, item length, key tag, key length, key, value tag, value length
                     value_at = pos + head + raw[pos + 3]
-                    known = headers.get(raw[pos:value_at])
-                    if known is None:
-                        known = self._header(raw, pos, value_at)
-                    what, key = known
+                    try:
+                        what, key = headers[raw[pos:value_at]]
+                    except KeyError:
+                        what, key = self._header(raw, pos, value_at)
                     after = value_at + raw[value_at - 1]
                     if what == _METRIC:
                         # as `row_metric` reads a value, inlined: most of a row's values
