@@ -7,7 +7,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from collectors.roles import GPU, HOST
 from tui.state import MonitorState
@@ -19,6 +18,7 @@ from tui.widgets.container_panel import ContainerPanel
 from tui.widgets.gpu_panel import GpuPanel, GpuSection
 from tui.widgets.header_bar import HeaderBar
 from tui.widgets.host_panel import HostSection
+from tui.widgets.kept_lines import KeptFooter, KeptLines
 from tui.widgets.panel import Panel
 from tui.widgets.process_panel import ProcessPanel
 from tui.widgets.process_table import ProcessTable
@@ -69,12 +69,13 @@ GPU_ACTIONS = frozenset({"filter", "cycle_sort", "clear_filter", "next_gpu"})
 """Keys that act on the process table and the GPU chart: gone with them when there is no GPU."""
 
 
-class MainScreen(Screen[None]):
+class MainScreen(Screen[None], KeptLines):
     """GPUs on top, history chart and host beside each other, processes below.
 
     The screen composes the panels and fits them to the terminal; each panel subscribes to
     the roles it shows (`Panel.ROLES`) and keeps its own state (the process table's sort and
-    filter live in `ProcessPanel`).
+    filter live in `ProcessPanel`). Its own lines (the background between panels) are kept
+    until repainted (`KeptLines`).
     """
 
     BINDINGS = [
@@ -110,7 +111,7 @@ class MainScreen(Screen[None]):
         yield ProcessPanel(id="processes", classes="panel")
         yield TasksSection(id="tasks", classes="panel")  # shown once a training log is followed
         yield QueueSection(id="queue", classes="panel")  # shown once this user has a job queue
-        yield Footer()
+        yield KeptFooter()
 
     @property
     def panels(self) -> list[Panel]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
+from textual.widgets import Footer
 
 
 class KeptLines(Widget):
@@ -33,3 +34,7 @@ class KeptLines(Widget):
         strips = super().render_lines(crop)
         self._kept = (crop, strips)
         return strips
+
+
+class KeptFooter(Footer, KeptLines):
+    """Textual's footer, keeping its drawn lines (it is in every frame's box, under the table)."""
