@@ -145,7 +145,18 @@ async def test_kept_lines_come_back_until_a_repaint_a_restyle_a_resize_or_a_new_
 
         box.styles.width = 8  # a resize
         await pilot.pause()
-        assert box.render_lines(Region(0, 0, 8, 2))[0].cell_length == 8
+        crop = Region(0, 0, 8, 2)
+        assert box.render_lines(crop)[0].cell_length == 8
 
         one_line = box.render_lines(Region(0, 0, 8, 1))  # another crop
         assert len(one_line) == 1
+
+        kept = box.render_lines(crop)
+        box.refresh(Region(0, 1, 8, 1))  # a repaint of one line (as a table's cursor moving)
+        assert box.render_lines(crop) is not kept
+
+        # DataTable empties the line cache itself when its rows change, with no repaint
+        kept = box.render_lines(crop)
+        assert box.render_lines(crop) is kept
+        box._styles_cache.clear()
+        assert box.render_lines(crop) is not kept

@@ -9,31 +9,39 @@ from textual.widgets import Footer
 
 
 class KeptLines(Widget):
-    """Keeps the strips of its last render until it is marked dirty.
+    """Hands back the strips of its last render while Textual's line cache still holds them.
 
     Textual redraws, in one frame, every widget that overlaps the box around all the frame's
     changes, and asks each for all its lines: the header's clock at the top and the process
     table below put every panel of the dashboard in that box every second. A panel that did
     not change still walked its lines, its borders and the line filters (about a tenth of a
-    millisecond each). Every way a widget's look changes (`refresh`, a new size, a style,
-    class or theme change) reaches it through `_set_dirty`, which Textual's own line cache
-    relies on as well; it drops the kept lines here.
+    millisecond each). Whatever changes a widget's look marks lines of its line cache dirty
+    or clears it (`refresh`, a new size, a style, class or theme change, and DataTable's own
+    clearing when its rows change); while neither happened, the last lines are still right.
     """
 
     _kept: tuple[Region, list[Strip]] | None = None
 
-    def _set_dirty(self, *regions: Region) -> None:
-        self._kept = None
-        super()._set_dirty(*regions)
-
     def render_lines(self, crop: Region) -> list[Strip]:
-        """The lines of the last render when nothing repainted since and the crop is the same."""
+        """The lines of the last render when the line cache is untouched and the crop the same."""
         kept = self._kept
-        if kept is not None and kept[0] == crop:
+        if kept is not None and kept[0] == crop and _untouched(self):
             return kept[1]
         strips = super().render_lines(crop)
         self._kept = (crop, strips)
         return strips
+
+
+def _untouched(widget: Widget) -> bool:
+    """Whether the widget's line cache holds lines and none is marked dirty.
+
+    Only a render fills the cache, and every repaint marks it dirty or empties it. Should a
+    Textual release rename these attributes, nothing is kept.
+    """
+    cache = getattr(widget, "_styles_cache", None)
+    lines = getattr(cache, "_cache", None)
+    dirty = getattr(cache, "_dirty_lines", None)
+    return bool(lines) and dirty is not None and not dirty
 
 
 class KeptFooter(Footer, KeptLines):
