@@ -125,7 +125,7 @@ NUMBERS = st.one_of(
         ]
     ),
 )
-SETTINGS = settings(max_examples=fuzz_depth(120, 300), deadline=None)
+SETTINGS = settings(max_examples=fuzz_depth(80, 300), deadline=None)
 
 
 def assert_valid(metric: LogMetric | None) -> None:
