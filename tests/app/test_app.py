@@ -352,19 +352,21 @@ async def test_history_feeds_the_chart_and_g_selects_the_next_gpu() -> None:
     source = ScriptedCollector("nvml")
     app = make_app([source], clock=lambda: T0)
     async with app.run_test(size=(160, 50)) as pilot:
-        for i in range(6):  # the chart is redrawn every CHART_STEP_S (5 s) of samples
+        plot = app.screen.query_one(Plot)
+        for i in range(11):  # the chart is redrawn every CHART_STEP_S (10 s) of samples
             # One at a time: a lagging UI would rightly keep only the newest pending tick.
             source.push(tick(gpu(0, gpu_util_pct=float(i)), gpu(1), t=T0 + i))
             await until(pilot, lambda i=i: len(app.state.history.get(UUID0, ())) == i + 1)
-        plot = app.screen.query_one(Plot)
-        assert plot.series[1].ys == (0.0, 1.0, 2.0, 3.0, 4.0, 5.0)
-        assert plot.series[1].xs == (-5.0, -4.0, -3.0, -2.0, -1.0, 0.0)
+            if i == 9:  # 9 s after the first drawing: not yet drawn again
+                assert plot.series[1].ys == (0.0,)
+        assert plot.series[1].ys == tuple(float(i) for i in range(11))
+        assert plot.series[1].xs == tuple(float(x) for x in range(-10, 1))
         assert plot.series[0].ys[0] == pytest.approx(100 * 45.5 / 139.8, abs=0.01)
         assert "GPU 0" in app.screen.query_one("#chart").border_title
         await pilot.press("g")
         assert app.state.selected_uuid == UUID1
         assert "GPU 1" in app.screen.query_one("#chart").border_title
-        assert plot.series[1].ys == (87.0,) * 6
+        assert plot.series[1].ys == (87.0,) * 11
         await pilot.press("G")
         assert app.state.selected_uuid == UUID0
         source.finish()

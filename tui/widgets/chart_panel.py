@@ -16,10 +16,11 @@ from tui.widgets.plot import Plot
 if TYPE_CHECKING:
     from tui.state import MonitorState
 
-CHART_STEP_S = 5.0
-"""Seconds of sample time between chart redraws: a chart point spans about 13 s, so the picture
-lags by less than half a point, and the chart, the costliest widget to draw, is redrawn on one
-tick in five."""
+CHART_STEP_S = 10.0
+"""Seconds of sample time between chart redraws. A chart point spans about 13 s of the ten
+minutes at 160 columns (the maximum of its samples), so the picture moves by less than a point;
+the GPU panel shows each second's values. The chart is the costliest widget to draw: redrawn
+every 5 s it was a fifth of the dashboard's drawing."""
 
 HISTORY_TICKS = ((-600.0, "-10 min"), (-300.0, "-5 min"), (0.0, "now"))
 """The history chart's x axis: seconds before the newest sample, labelled with their unit."""

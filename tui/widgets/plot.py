@@ -48,7 +48,7 @@ class Plot(KeptLines):
     would draw into each other; a private figure, used only from `render`, avoids that.
     plotext takes about a tenth of a second to import, so the first frame is drawn without it:
     the figure is made once that frame is up, and the chart follows at once. Between two
-    redraws the drawn lines are kept (`KeptLines`): the chart is redrawn one tick in five.
+    redraws the drawn lines are kept (`KeptLines`): the chart is redrawn every 10 s of samples.
     """
 
     DEFAULT_CSS = """
