@@ -1,9 +1,9 @@
 """Follow a TensorBoard run directory: every `events.out.tfevents.*` file in it, as written.
 
-The records are cut by `framing.split_tfrecords`; the `Event` and `Summary` messages are
-decoded with the protobuf definitions tensorboardX ships (`tensorboardX.proto.event_pb2`),
-so no decoder of ours reads protobuf, and read into points by
-`tensorboard_events.EventReader`. Scalars come in two encodings: `simple_value`
+The records are cut by `framing.split_tfrecords` and read into points by
+`tensorboard_events.EventReader`: a scalar event of the writers' layout from its bytes (field
+numbers from the descriptors tensorboardX ships), any other with its protobuf classes
+(`tensorboardX.proto.event_pb2`). Scalars come in two encodings: `simple_value`
 (tensorboardX, `torch.utils.tensorboard`, Lightning) and a 0-d tensor under the `scalars`
 plugin (`tf.summary` v2, Keras, `tensorboard.summary.Writer`). The plugin is named only in a
 tag's first value, so it is remembered per file.

@@ -18,7 +18,16 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from collectors.trackers.common import tag_split_name
-from collectors.trackers.wire import I32, I64, INT64_WRAP, LEN, VARINT, read_varint, tag
+from collectors.trackers.wire import (
+    I32,
+    I64,
+    INT64_WRAP,
+    LEN,
+    VARINT,
+    WireError,
+    read_varint,
+    tag,
+)
 from parsers.model import LogMetric
 from parsers.path_formats import tensorboard_metric_name
 
@@ -164,8 +173,8 @@ class EventReader:
                     and len(self._prefixes) < _MAX_PREFIXES
                 ):
                     self._prefixes[raw[summary_at : size - 4]] = found[0][0]
-        except (IndexError, struct.error, UnicodeDecodeError):
-            return False  # cut short, or a string protobuf refuses too: the class decides
+        except (IndexError, struct.error, UnicodeDecodeError, WireError):
+            return False  # cut short, a bad varint or string protobuf refuses: the class decides
         names = self.names
         for tag_name, number in found:
             if tag_name not in plugins:

@@ -38,6 +38,8 @@ def read_varint(data: bytes, pos: int) -> tuple[int, int]:
     while True:
         pos += 1
         byte = data[pos]
+        if shift == 63 and byte > 1:  # protobuf keeps 64 bits: the class decides such a record
+            raise WireError("varint beyond 64 bits")
         result |= (byte & 0x7F) << shift
         if byte < 0x80:
             return result, pos + 1

@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from collectors.base import CollectorError
 from collectors.roles import GPU
-from tests.app.helpers import ScriptedCollector, gpu, host, tick, until
+from tests.app.helpers import T0, ScriptedCollector, gpu, host, tick, until
 from tui.app import make_app
 from tui.screens.main import MainScreen
 from tui.state import MonitorState
@@ -48,10 +48,12 @@ async def test_a_new_panel_gets_its_roles_samples_and_marks_its_sources_failures
     hosts = ScriptedCollector("host", role="host")
     app = make_app([gpus, probe_source, hosts])
     async with app.run_test(size=(120, 40)) as pilot:
+        gpus.push(tick(gpu(0)))  # the screen has shown a change before the panel comes
+        await until(pilot, lambda: app.state.gpu_tick is not None)
         panel = ProbePanel()
         await app.screen.mount(panel)
-        gpus.push(tick(gpu(0)))
-        await until(pilot, lambda: app.state.gpu_tick is not None)
+        gpus.push(tick(gpu(0), t=T0 + 1))
+        await until(pilot, lambda: app.state.gpu_tick.taken_at == T0 + 1)
         assert GPU not in panel.seen  # not its role
         probe_source.push(ProbeSample(7))
         await until(pilot, lambda: panel.values == [7])

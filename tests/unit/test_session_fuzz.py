@@ -33,7 +33,7 @@ TASKS = Path(__file__).resolve().parents[1] / "data" / "sessions" / "tasks"
 
 pytestmark = pytest.mark.slow  # hundreds of sessions read twice each
 
-# 30 a run (60 deep, tests/depth.py): each example summarizes a whole session (a quarter of a
+# 20 a run (60 deep, tests/depth.py): each example summarizes a whole session (a quarter of a
 # second), and CI draws new ones every run; a case it found is pinned with `@example`.
 SETTINGS = settings(
     max_examples=depth(20, 60), deadline=None, suppress_health_check=[HealthCheck.too_slow]

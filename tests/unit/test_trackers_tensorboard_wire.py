@@ -76,6 +76,35 @@ def test_an_event_of_another_layout_is_read_by_the_class() -> None:
     assert decoded[1] == {"a": "", "lr": "scalars", "x" * 200: "", "b": ""}
 
 
+def test_damaged_varints_read_as_the_class_reads_them_and_scalars_go_the_fast_way() -> None:
+    good = Event(step=4, summary=Summary(value=[Summary.Value(tag="a", simple_value=0.5)]))
+    raw = good.SerializeToString()
+    step_at = raw.index(bytes([TAGS.step, 4]))
+    records = [
+        raw,
+        # an 11-byte step: longer than any varint; a 10-byte one beyond 64 bits
+        raw[:step_at] + bytes([TAGS.step]) + b"\xff" * 10 + b"\x01" + raw[step_at + 2 :],
+        raw[:step_at] + bytes([TAGS.step]) + b"\xff" * 9 + b"\x7f" + raw[step_at + 2 :],
+        raw[:step_at] + bytes([TAGS.step]) + b"\xff" * 9 + b"\x01" + raw[step_at + 2 :],
+    ]
+    in_place, decoded = _both_ways(records)
+    assert in_place == decoded
+    assert "(('a', 0.5),), 4," in decoded[0] and ", -1," in decoded[0]  # 2**64 - 1 is -1
+
+    class Counting:
+        """The class, counting the events it decodes."""
+
+        decoded = 0
+
+        @classmethod
+        def FromString(cls, data: bytes) -> Any:  # noqa: N802 - protobuf's name
+            cls.decoded += 1
+            return Event.FromString(data)
+
+    EventReader(Counting, "run", TAGS).read([raw] * 5, {}, [])
+    assert Counting.decoded == 0  # the writers' layout never goes through the class
+
+
 def test_a_tag_read_before_is_known_by_its_bytes_and_reads_the_same() -> None:
     def event(step: int, *values: tuple[str, float], wall_time: float = 2.5) -> bytes:
         summary = Summary(value=[Summary.Value(tag=t, simple_value=v) for t, v in values])

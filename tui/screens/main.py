@@ -117,14 +117,15 @@ class MainScreen(Screen[None], KeptLines):
     def panels(self) -> list[Panel]:
         """The panels now on the screen, in the order they are composed (or mounted)."""
         # isinstance, not `query(Panel)`: a query matches CSS type names, which follow only a
-        # widget's first bases. The panels are composed once: one walk of the screen serves
-        # every later change (a walk a sample was a tenth of the dashboard's own work).
-        if self._panels is None or not self.is_mounted:
-            found = [w for w in self.walk_children() if isinstance(w, Panel)]
-            if not self.is_mounted:
-                return found
-            self._panels = found
+        # widget's first bases. One walk serves every change until a panel is mounted (a walk
+        # a sample was a tenth of the dashboard's own work).
+        if self._panels is None:
+            self._panels = [w for w in self.walk_children() if isinstance(w, Panel)]
         return self._panels
+
+    def on_panel_mounted(self) -> None:
+        """A panel came: the next change walks the screen again."""
+        self._panels = None
 
     @property
     def processes(self) -> ProcessPanel:

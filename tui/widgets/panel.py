@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
+from textual.message import Message
 from textual.widget import Widget
 
 from gpuherd.present.format import visible
@@ -32,9 +33,16 @@ class Panel(KeptLines):
     """The role whose failing sources the panel marks (class `-error`, reasons as subtitle);
     the failures of a role that no panel marks go on the banner."""
 
+    class Mounted(Message):
+        """A panel joined its screen, which makes its list of panels again."""
+
     def __init__(self, *children: Widget, **kwargs: Any) -> None:
         super().__init__(*children, **kwargs)
         self._titles: dict[str, str | None] = {}
+
+    def on_mount(self) -> None:
+        """Tell the screen (Textual calls this beside a subclass's own `on_mount`)."""
+        self.post_message(self.Mounted())
 
     def show_state(self, state: MonitorState, changed: str | None) -> None:
         """Draw what moved; `changed` is the role of the new sample, `None` for everything."""
