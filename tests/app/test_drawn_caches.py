@@ -76,6 +76,14 @@ async def test_a_changed_process_cell_is_drawn_anew_and_the_cursor_moves_its_hig
         assert highlighted.text == plain.text
         assert _backgrounds(highlighted) != _backgrounds(plain)
 
+        # the cursor hidden: its row is drawn as the others
+        table.show_cursor = False
+        await pilot.pause()
+        assert _backgrounds(table.render_lines(crop)[second_row]) == _backgrounds(plain)
+        table.show_cursor = True
+        await pilot.pause()
+        assert _backgrounds(table.render_lines(crop)[second_row]) == _backgrounds(highlighted)
+
         # a new theme gives the cursor new colours
         app.theme = "textual-light" if app.theme != "textual-light" else "nord"
         await pilot.pause()

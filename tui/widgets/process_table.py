@@ -75,11 +75,12 @@ class ProcessTable(DataTable[Text]):
     """Rows to show, already filtered and sorted."""
 
     def __init__(self, *, id: str | None = None) -> None:
+        # before DataTable's own __init__, which clears its caches (`_clear_caches`)
+        self._rendered_cells: dict[tuple[object, ...], tuple[Text, list[list[Segment]]]] = {}
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self._shown: dict[str, ProcessRow] = {}
         self._order: list[str] = []
         self._layout: tuple[bool, int] | None = None
-        self._rendered_cells: dict[tuple[object, ...], tuple[Text, list[list[Segment]]]] = {}
 
     def on_mount(self) -> None:
         """Build the columns for the width the table is about to get.
@@ -183,8 +184,8 @@ class ProcessTable(DataTable[Text]):
             width,
             cursor,
             hover,
-            self._show_hover_cursor,
-            self._pseudo_class_state,
+            getattr(self, "_show_hover_cursor", None),
+            getattr(self, "_pseudo_class_state", None),
         )
         kept = self._rendered_cells.get(key)
         if kept is not None and kept[0] is text:
@@ -194,6 +195,12 @@ class ProcessTable(DataTable[Text]):
             self._rendered_cells.clear()
         self._rendered_cells[key] = (text, lines)
         return lines
+
+    def _clear_caches(self) -> None:
+        # DataTable clears its caches when what every cell looks like changed (the cursor
+        # shown or not, the padding, the columns): these drawings go with them.
+        self._rendered_cells.clear()
+        super()._clear_caches()
 
     def _cell_text(self, row_index: int, column_index: int) -> Text | None:
         """The text a cell shows (a header's label for row -1), `None` if not found."""
