@@ -267,6 +267,7 @@ class HistoryReader:
         ):
             raise WireError("item of another layout")
         key = raw[pos + 4 : key_end]
+        key.decode()  # protobuf refuses a key that is not UTF-8: the class decides (once a key)
         known: tuple[int, bytes]
         if not key:
             known = (_OTHER, key)  # no key: nothing to name the value by

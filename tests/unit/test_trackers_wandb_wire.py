@@ -116,6 +116,15 @@ def test_arbitrary_history_rows_read_the_same_both_ways(items: list, step: int |
     assert _same(in_place, decoded)
 
 
+def test_a_key_that_is_not_utf8_refuses_the_row_both_ways() -> None:
+    raw = _history([(["loss"], "0.5"), (["_runtime"], "1.0")])
+    damaged = raw.replace(b"_runtime", b"_\xff\xfentime")
+    assert len(damaged) == len(raw)
+    in_place, decoded = _both_ways(damaged)
+    assert _same(in_place, decoded) and in_place[0] == []
+    assert _both_ways(raw)[0][0] != []  # the same row, undamaged, is read
+
+
 def test_records_that_are_not_read_are_never_decoded() -> None:
     class Counting:
         """wandb's `Record`, counting the records decoded with it."""
