@@ -168,3 +168,19 @@ async def test_kept_lines_come_back_until_a_repaint_a_restyle_a_resize_or_a_new_
         assert box.render_lines(crop) is kept
         box._styles_cache.clear()
         assert box.render_lines(crop) is not kept
+
+
+class HeaderApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield HeaderBar()
+
+
+async def test_a_host_name_wider_than_the_header_ends_in_an_ellipsis() -> None:
+    app = HeaderApp()
+    async with app.run_test(size=(30, 3)) as pilot:
+        header = app.query_one(HeaderBar)
+        header.hostname = "a-very-long-host-name-that-does-not-fit"
+        header.now = T0
+        await pilot.pause()
+        assert header.plain == "gpuherd  a-very-long-host-nam…"
+        assert drawn(app)[0] == header.plain

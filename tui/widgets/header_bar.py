@@ -79,7 +79,9 @@ class HeaderBar(TextLines):
             left.append(label, style="bold black on yellow")
         left.append_text(finished)
         gap = max(1, width - left.cell_len - right.cell_len)
-        return [Text.assemble(left, " " * gap, right, no_wrap=True, overflow="ellipsis")]
+        line = Text.assemble(left, " " * gap, right, no_wrap=True)
+        line.truncate(width, overflow="ellipsis")  # a host name wider than the terminal
+        return [line]
 
 
 def _middle_cut(label: str, room: int) -> str:
