@@ -14,6 +14,7 @@ import threading
 import time
 import tty
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -87,6 +88,19 @@ def _until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
         time.sleep(0.01)
 
 
+@contextmanager
+def _input_thread(driver: _Collecting) -> Iterator[threading.Thread]:
+    """The driver's input thread, running; stopped as Textual stops it, and checked stopped."""
+    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        driver.exit_event.set()
+        thread.join(5)
+    assert not thread.is_alive()
+
+
 def _keys(driver: _Collecting) -> list[str]:
     return [m.key for m in list(driver.got) if isinstance(m, events.Key)]
 
@@ -97,9 +111,7 @@ async def test_the_input_thread_sleeps_reads_keys_and_a_lone_escape_and_stops_wh
     master, slave = terminal
     driver = _Collecting()
     driver.fileno = slave
-    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
-    thread.start()
-    try:
+    with _input_thread(driver):
         time.sleep(0.6)  # nobody types: Textual's own thread would have woken six times
         assert waits == [None]
 
@@ -111,27 +123,17 @@ async def test_the_input_thread_sleeps_reads_keys_and_a_lone_escape_and_stops_wh
         _until(lambda: _keys(driver) == ["q", "escape"])
         assert any(w is not None and 0 < w <= 1.0 for w in waits)
         assert waits[-1] is None  # asleep again
-    finally:
-        driver.exit_event.set()  # what Textual does to stop it
-        thread.join(5)
-    assert not thread.is_alive()
 
 
 async def test_a_character_split_between_two_reads_is_one_key(terminal: tuple[int, int]) -> None:
     master, slave = terminal
     driver = _Collecting()
     driver.fileno = slave
-    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
-    thread.start()
-    try:
+    with _input_thread(driver):
         os.write(master, "é".encode()[:1])
         time.sleep(0.2)  # read on its own: half a character
         os.write(master, "é".encode()[1:] + b"a")
         _until(lambda: _keys(driver) == ["é", "a"])
-    finally:
-        driver.exit_event.set()
-        thread.join(5)
-    assert not thread.is_alive()
 
 
 async def test_stopped_and_started_again_it_sleeps_and_reads_as_before(
@@ -143,16 +145,12 @@ async def test_stopped_and_started_again_it_sleeps_and_reads_as_before(
     driver = _Collecting()
     driver.fileno = slave
     for round_ in range(2):
-        thread = threading.Thread(target=driver.run_input_thread, daemon=True)
         waits.clear()
-        thread.start()
-        time.sleep(0.3)
-        assert waits == [None]  # asleep: the last stop left nothing that wakes it
-        os.write(master, b"xy"[round_ : round_ + 1])
-        _until(lambda n=round_ + 1: len(_keys(driver)) == n)
-        driver.exit_event.set()
-        thread.join(5)
-        assert not thread.is_alive()
+        with _input_thread(driver):
+            time.sleep(0.3)
+            assert waits == [None]  # asleep: the last stop left nothing that wakes it
+            os.write(master, b"xy"[round_ : round_ + 1])
+            _until(lambda n=round_ + 1: len(_keys(driver)) == n)
         driver.exit_event.clear()
         driver.close()
     assert _keys(driver) == ["x", "y"]
@@ -190,13 +188,9 @@ async def test_a_closed_input_is_not_read_in_a_loop(
         return real_read(fd, n)
 
     monkeypatch.setattr(os, "read", counted)
-    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
-    thread.start()
     try:
-        time.sleep(0.3)
+        with _input_thread(driver):
+            time.sleep(0.3)
     finally:
-        driver.exit_event.set()
-        thread.join(5)
         os.close(read_end)
-    assert not thread.is_alive()
     assert reads.count(read_end) == 1
