@@ -117,10 +117,6 @@ class WandbRun:
                 self._decode_record(records[index], out)
                 index += 1
 
-    def _decode(self, raw: bytes, out: RunRead) -> None:
-        """One record, read as `read` reads it."""
-        self._read_records([raw], out)
-
     def _decode_record(self, raw: bytes, out: RunRead) -> None:
         assert self.record_class is not None
         try:

@@ -39,9 +39,12 @@ JSON_VALUES = [
 def _both_ways(raw: bytes) -> tuple[Any, Any]:
     """(in place, by wandb's class): the metrics, label and status each gives."""
     results = []
-    for read in ("_decode", "_decode_record"):
+    for in_place in (True, False):
         run, out = WandbRun("offline-run-x"), RunRead()
-        getattr(run, read)(raw, out)
+        if in_place:
+            run._read_records([raw], out)  # as `read` reads it
+        else:
+            run._decode_record(raw, out)
         results.append(
             ([(m.values, m.step, m.taken_at) for m in out.metrics], run._label, run._status)
         )
