@@ -23,7 +23,7 @@ the first line says which.
 The TensorBoard points are written with tensorboardX's file writer, the MLflow ones in MLflow's
 layout (the file store's `<ms> <value> <step>` lines, rows in a copy of the committed
 `mlflow.db`), so no MLflow is needed here. W&B is measured when wandb is installed, from the
-history records of the committed run repeated.
+history records of the committed run repeated, numbered on as wandb numbers its records.
 """
 
 from __future__ import annotations
@@ -228,8 +228,25 @@ def write_wandb(root: Path, points: int) -> Path | None:
     history = [r for r in records if b"train/loss" in r and b"_step" in r]
     run = root / "offline-run-bench-x" / "run-x.wandb"
     run.parent.mkdir(parents=True)
-    run.write_bytes(frame_records([history[i % len(history)] for i in range(points)]))
+    run.write_bytes(
+        frame_records([numbered(history[i % len(history)], i + 1) for i in range(points)])
+    )
     return run.parent
+
+
+def numbered(record: bytes, num: int) -> bytes:
+    """`record` as the `num`-th record of its run: wandb numbers each record it writes (a varint
+    of one byte for the first 127, two up to 16383, three beyond), as a long run's are."""
+    from collectors.trackers.wire import read_varint
+
+    assert record[0] == 0x08  # `num`, field 1, a varint: first in wandb's records
+    _old, rest = read_varint(record, 1)
+    out = bytearray([0x08])
+    while num >= 0x80:
+        out.append(num & 0x7F | 0x80)
+        num >>= 7
+    out.append(num)
+    return bytes(out) + record[rest:]
 
 
 def frame_records(records: list[bytes]) -> bytes:

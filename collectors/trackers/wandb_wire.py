@@ -137,8 +137,10 @@ class HistoryReader:
         self.tags = tags
         self.names: dict[bytes, str] = {}
         """The metric name of each key seen in the run, filled as keys come."""
-        self._headers: dict[bytes, tuple[int, bytes]] = {}
-        """An item's bytes up to its value -> (what the item is, its key)."""
+        self._headers: dict[bytes, tuple[int, str]] = {}
+        """An item's bytes up to its value -> (what the item is, a metric's name or "")."""
+        self._head = 4 + len(tags.value) + 1
+        """An item's bytes before its value, but its key: tags and lengths."""
 
     def read(self, records: list[bytes], first: int, metrics: list[LogMetric]) -> int:
         """Read `records` from `first` on in place, up to one that wandb's class must decode.
@@ -161,13 +163,23 @@ class HistoryReader:
         for index in range(first, len(records)):
             raw = records[index]
             try:
-                # `record_kind`'s first test, inlined: a record of one-byte number and length
-                kind = kinds.get(raw[2]) if raw[0] == num_tag and raw[1] < 0x80 else None
+                # `record_kind`'s layout, inlined: the record's number (a varint: one byte for
+                # the first 127 records, two up to 16383, ...; none for 0), then its kind and
+                # length (one or two bytes), filling the record
+                pos = 0
+                if raw[0] == num_tag:
+                    pos = 2
+                    while raw[pos - 1] >= 0x80 and pos < 10:  # longer: `record_kind` checks
+                        pos += 1
+                kind = kinds.get(raw[pos]) if pos == 0 or raw[pos - 1] < 0x80 else None
+                length = raw[pos + 1]
+                start = pos + 2
+                if length >= 0x80 and raw[start] < 0x80:
+                    length = length - 0x80 + (raw[start] << 7)
+                    start += 1
                 end = len(raw)
-                if kind is None or raw[3] >= 0x80 or raw[3] + 4 != end:
+                if kind is None or start + length != end:
                     kind, start, end = record_kind(raw, tags)
-                else:
-                    start = 4
                 if kind == "history":
                     metric = row_of(raw, start, end)
                     if metric is not None:
@@ -188,9 +200,8 @@ class HistoryReader:
             WireError: a layout this walk does not follow.
             UnicodeDecodeError: a value that is no number and no UTF-8 (protobuf refuses it).
         """
-        tags, headers, names = self.tags, self._headers, self.names
-        item_tag = tags.item
-        head = 4 + len(tags.value) + 1  # an item's bytes before its value, but its key
+        tags, headers, head = self.tags, self._headers, self._head
+        item_tag, step_tag = tags.item, tags.step
         values: list[tuple[str, float]] = []
         step_values: list[bytes] = []
         step: int | None = None
@@ -202,9 +213,9 @@ class HistoryReader:
                     # item tag, item length, key tag, key length, key, value tag, value length
                     value_at = pos + head + raw[pos + 3]
                     try:
-                        what, key = headers[raw[pos:value_at]]
+                        what, name = headers[raw[pos:value_at]]
                     except KeyError:
-                        what, key = self._header(raw, pos, value_at)
+                        what, name = self._header(raw, pos, value_at)
                     after = value_at + raw[value_at - 1]
                     if what == _METRIC:
                         # as `row_metric` reads a value, inlined: most of a row's values
@@ -221,15 +232,13 @@ class HistoryReader:
                             text.decode()  # protobuf refuses a string that is not UTF-8
                             pos = after
                             continue
-                        values.append(
-                            (names[key] if key in names else _new_name(key, names), number)
-                        )
+                        values.append((name, number))
                     elif what == _TIMESTAMP:
                         timestamp = raw[value_at:after]
                     elif what == _STEP:
                         step_values.append(raw[value_at:after])
                     pos = after
-                elif raw[pos] == tags.step and raw[pos + 1] < 0x80:
+                elif raw[pos] == step_tag and raw[pos + 1] < 0x80:
                     # `step {}` (0 is not written) or a one-byte number; else `_step` reads it
                     after = pos + 2 + raw[pos + 1]
                     step = (
@@ -252,8 +261,8 @@ class HistoryReader:
             raise WireError("field runs past the history")
         return _metric(values, step, step_values, timestamp) if values else None
 
-    def _header(self, raw: bytes, pos: int, value_at: int) -> tuple[int, bytes]:
-        """What the item at `pos` is and its key, its layout checked; remembered.
+    def _header(self, raw: bytes, pos: int, value_at: int) -> tuple[int, str]:
+        """What the item at `pos` is and, for a metric, its name; its layout checked; remembered.
 
         The item's bytes up to its value (`raw[pos:value_at]`) are remembered: the same bytes
         are the same key, of a value of the same length, in the same layout.
@@ -270,13 +279,14 @@ class HistoryReader:
             raise WireError("item of another layout")
         key = raw[pos + 4 : key_end]
         key.decode()  # protobuf refuses a key that is not UTF-8: the class decides (once a key)
-        known: tuple[int, bytes]
+        known: tuple[int, str]
         if not key:
-            known = (_OTHER, key)  # no key: nothing to name the value by
+            known = (_OTHER, "")  # no key: nothing to name the value by
         elif key[0] != 95:  # `_`: W&B's own keys
-            known = (_METRIC, key)
+            names = self.names
+            known = (_METRIC, names[key] if key in names else _new_name(key, names))
         else:
-            known = (_OWN_KEYS.get(key, _OTHER), key)
+            known = (_OWN_KEYS.get(key, _OTHER), "")
         if len(self._headers) < _MAX_HEADERS:
             self._headers[raw[pos:value_at]] = known
         return known

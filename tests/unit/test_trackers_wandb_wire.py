@@ -56,8 +56,10 @@ def _same(got: Any, want: Any) -> bool:
     return repr(got) == repr(want) and str(got) == str(want)
 
 
-def _history(items: list[tuple[list[str] | str, str]], step: int | None = None) -> bytes:
-    record = Record(num=7)
+def _history(
+    items: list[tuple[list[str] | str, str]], step: int | None = None, num: int = 7
+) -> bytes:
+    record = Record(num=num)
     for key, value in items:
         item = record.history.item.add(value_json=value)
         if isinstance(key, str):
@@ -113,10 +115,38 @@ def test_history_layouts_read_the_same_both_ways(items: list, step: int | None) 
         max_size=6,
     ),
     st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),
+    st.integers(-(2**63), 2**63 - 1),
 )
-def test_arbitrary_history_rows_read_the_same_both_ways(items: list, step: int | None) -> None:
-    in_place, decoded = _both_ways(_history(items, step))
+def test_arbitrary_history_rows_read_the_same_both_ways(
+    items: list, step: int | None, num: int
+) -> None:
+    in_place, decoded = _both_ways(_history(items, step, num))
     assert _same(in_place, decoded)
+
+
+@pytest.mark.parametrize("num", [0, 1, 127, 128, 16383, 16384, 2**40, 2**62])
+@pytest.mark.parametrize("value_length", [1, 110, 30_000])  # a length of 1, 2, 3 bytes
+def test_numbered_records_of_any_length_are_read_without_decoding(
+    num: int, value_length: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # wandb numbers every record of a run (a number 0 is not written): past the 127th its
+    # number takes two bytes, past the 16383rd three; a row of many metrics is longer than
+    # 127 bytes. Such rows (a number of up to nine bytes, a length of one or two) are read in
+    # place as the first ones are, without `record_kind`'s slower walk.
+    from collectors.trackers import wandb_wire
+
+    walked: list[bytes] = []
+    walk = wandb_wire.record_kind
+    monkeypatch.setattr(
+        wandb_wire, "record_kind", lambda raw, tags: walked.append(raw) or walk(raw, tags)
+    )
+    value = "0." + "5" * (value_length - 2) if value_length > 2 else "5"
+    raw = _history([(["loss"], value), (["_step"], "3")], num=num)
+    in_place, decoded = _both_ways(raw)
+    assert _same(in_place, decoded) and in_place[0][0][0] == (("train/loss", float(value)),)
+    history_length = len(raw) - len(Record(num=num).SerializeToString()) - 1
+    assert history_length > {1: 0, 110: 127, 30_000: 16383}[value_length]
+    assert (walked == []) == (value_length < 30_000)
 
 
 def test_a_key_that_is_not_utf8_refuses_the_row_both_ways() -> None:
