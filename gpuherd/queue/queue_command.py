@@ -11,9 +11,9 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from collectors.base import CollectorUnavailable
-from collectors.machine.nvml import NvmlBackend, NvmlSession
 from gpuherd.common import exit_codes
 from gpuherd.present.format import format_size, visible, visible_lines
 from gpuherd.queue import listing
@@ -26,9 +26,16 @@ from gpuherd.queue.store import QueueError, QueueStore, default_state_dir
 from gpuherd.queue.store_rows import DamagedRow
 from gpuherd.queue.watch import runner_pid
 
+if TYPE_CHECKING:
+    from collectors.machine.nvml import NvmlBackend
+
 
 def host_gpu_count(backend: NvmlBackend | None = None) -> tuple[int | None, str | None]:
     """The host's GPU count through NVML, or `None` and why it cannot be read (no driver)."""
+    # NVML (pynvml and the GPU sampler) is loaded only here: `queue ls`, `add` without
+    # `--gpus`, `cancel` and the rest do without it (about 30 ms less to start)
+    from collectors.machine.nvml import NvmlSession
+
     session = NvmlSession(backend)
     try:
         return session.open(), None

@@ -95,3 +95,11 @@ def test_import_linter_contracts_hold() -> None:
         text=True,
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_queue_commands_that_need_no_gpu_leave_nvml_unloaded() -> None:
+    # `queue ls`, `add`, `cancel`, `show`: a person runs them often, and tests run them hundreds
+    # of times; NVML loads only where a GPU is counted (`queue add --gpus K`)
+    code = "import sys, gpuherd.cli, gpuherd.queue.queue_command; print('pynvml' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
