@@ -17,6 +17,7 @@ testing") holds the latest counts. Several minutes per module on a 2-core machin
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -662,6 +663,8 @@ def main() -> int:
     module = args.module
     if not (ROOT / module).is_file():
         parser.error(f"{module}: no such module under {ROOT}")
+    if importlib.util.find_spec("mutmut") is None:
+        parser.error("mutmut is not installed here: pip install -e '.[test,mutation]'")
     tests = args.tests or TESTS.get(module, ["tests/unit"])
     work = args.keep or Path(tempfile.mkdtemp(prefix="gpuherd-mutation-"))
     work.mkdir(parents=True, exist_ok=True)
