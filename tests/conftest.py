@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import time
@@ -115,6 +116,14 @@ def _rewrite_test_modules_once(config: pytest.Config, tests: Path) -> None:
             rewrite._write_pyc(state, code, source_stat, pyc)
     except Exception:  # noqa: BLE001 - only a speed-up: the workers rewrite as usual
         return
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Keep what collection made (modules, test items, fixtures' definitions) out of the
+    garbage collector's full passes: each worker holds thousands of items for the whole run, and
+    every full collection walked them again (about 6 % of the unit tests' CPU)."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from parsers import keyvalue
 from parsers.keyvalue_plans import LinePlans
 from parsers.model import LogMetric
+from tests.depth import depth
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
 
@@ -275,7 +276,7 @@ def variants(line: str, rng: random.Random, count: int) -> Iterator[str]:
 
 
 @pytest.mark.slow
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=depth(500, 1500), deadline=None)
 @given(template=TEMPLATES, seed=st.integers(0, 2**32 - 1))
 def test_lines_of_one_shape_parse_as_the_regex_path_parses_them(template: str, seed: int) -> None:
     rng = random.Random(seed)
