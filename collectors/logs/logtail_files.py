@@ -297,7 +297,9 @@ class FileFollower:
         elif not self._head and own.st_mtime_ns != self._checked_ns:
             # Nothing but NULs read of this generation yet: a cut since the last look leaves
             # no mark in the file but its time, and a copy made since.
-            self._copies = copies_since(self.path, self._copies_ns, self._fd, self._read_heads)
+            self._copies, self._copies_ns = copies_since(
+                self.path, self._copies_ns, self._fd, self._read_heads
+            )
             if self._copies:
                 self.ending = "truncated"
         if self.ending is None:

@@ -275,21 +275,24 @@ def find_copy(
 
     Returns:
         Read-only descriptors: the copy, then the later generations' copies; none when there is
-        no copy (`> log`, a copy compressed or moved away already). And the copy's mtime (ns;
-        0 without one): copies no newer than it are of generations before it.
+        no copy (`> log`, a copy compressed or moved away already). And the mtime (ns; 0
+        without one) of the newest copy returned: copies no newer than it are read or of
+        generations before them.
     """
     copies = open_copies(path)
     for index in range(len(copies) - 1, -1, -1):
-        fd = copies[index][1]
+        mtime_ns, fd, _rotated = copies[index]
         if head[1] and _is_copy_of(fd, head, recent, offset):
             close_all(fd for _, fd, _ in copies[:index])
             later = later_copies(copies[index + 1 :], [head[1], *read], current)
-            return [fd, *later], copies[index][0]
+            return [fd, *(fd for _, fd in later)], max([mtime_ns, *(ns for ns, _ in later)])
     close_all(fd for _, fd, _ in copies)
     return [], 0
 
 
-def copies_since(path: str, since_ns: int, current_fd: int, read: Iterable[bytes]) -> list[int]:
+def copies_since(
+    path: str, since_ns: int, current_fd: int, read: Iterable[bytes]
+) -> tuple[list[int], int]:
     """Copies made beside `path` after `since_ns` of generations not read yet, oldest first.
 
     They are of generations cut before any of their bytes was read (`later_copies`). A copy is
@@ -297,34 +300,43 @@ def copies_since(path: str, since_ns: int, current_fd: int, read: Iterable[bytes
     while the copies were listed) starts like a generation `read` already, and a copy made
     before its cut (skipped then: its lines were still in the log) may be of a generation the
     log no longer holds.
+
+    Returns:
+        The copies' descriptors, and the mtime (ns) of the newest of them (`since_ns` without
+        one): once read, they are history. A copy too short to be remembered by its first bytes
+        would otherwise be found again at every look and read again each time.
     """
     copies = open_copies(path)
     close_all(fd for mtime_ns, fd, _ in copies if mtime_ns <= since_ns)
     fresh = [copy for copy in copies if copy[0] > since_ns]
     if not fresh:  # the common case: no head of the current file to read
-        return []
-    return later_copies(fresh, list(read), head_of(current_fd)[1])
+        return [], since_ns
+    kept = later_copies(fresh, list(read), head_of(current_fd)[1])
+    return [fd for _, fd in kept], max([since_ns, *(ns for ns, _ in kept)])
 
 
 def later_copies(
     copies: list[tuple[int, int, bool]], read: list[bytes], current: bytes
-) -> list[int]:
+) -> list[tuple[int, int]]:
     """Keep `copies` (oldest first) as generations of their own, except a second copy.
 
     Only a copy named as rotation names them counts (`train.log.bak` is someone's backup). A
     copy that starts like a generation read (the first bytes of each, `read`) or like the file
     now at the path (`current`: copied, but not cut yet) is a second copy of a file read
     anyway, not a generation of its own. The others are closed.
+
+    Returns:
+        (mtime in ns, descriptor) of each copy kept.
     """
     out = []
     longest = max([len(current), 1, *map(len, read)])
-    for _, fd, rotated in copies:
+    for mtime_ns, fd, rotated in copies:
         try:
             _, first = head_of(fd, longest) if rotated else (0, b"")
         except OSError:
             first = b""
         if first and not any(_same_start(first, other) for other in (*read, current)):
-            out.append(fd)
+            out.append((mtime_ns, fd))
         else:
             os.close(fd)
     return out

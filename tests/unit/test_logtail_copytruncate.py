@@ -375,3 +375,33 @@ def test_a_second_copy_made_before_the_first_cut_was_seen_is_read_after_the_firs
         f.write(lines(40, 41))
     assert read_all(follower) == lines(20, 41)
     follower.close()
+
+
+def test_a_short_copy_of_a_later_generation_is_read_once_not_at_every_look(tmp_path):
+    # Two cuts between two looks, by a writer without O_APPEND: the second copy holds a hole
+    # and two lines, too few bytes to be remembered by (HEAD_BYTES), and the log, cut again,
+    # holds nothing yet. The copy is read at the look that finds it and is history after it:
+    # it was read again at every later look (34,788 extra rows in one recording).
+    log, older, newer = (tmp_path / n for n in ("train.log", "train.log.2", "train.log.1"))
+    log.write_bytes(lines(0, 19))
+    follower = FileFollower(str(log))
+    assert read_all(follower) == lines(0, 19)
+    with open(log, "ab") as f:
+        f.write(lines(20, 21))
+    shutil.copyfile(log, newer)
+    os.truncate(log, 0)
+    with open(log, "r+b") as f:  # the writer writes on at its own offset: a hole, then lines
+        f.seek(len(lines(0, 21)))
+        f.write(lines(22, 23))
+    time.sleep(0.02)  # distinct mtimes: the copies' order
+    os.rename(newer, older)
+    shutil.copyfile(log, newer)
+    os.truncate(log, 0)
+    assert read_all(follower).replace(b"\0", b"") == lines(20, 23)
+    for _ in range(3):
+        assert read_all(follower) == b""
+    with open(log, "r+b") as f:
+        f.seek(len(lines(0, 23)))
+        f.write(lines(24, 24))
+    assert read_all(follower).replace(b"\0", b"") == lines(24, 24)
+    follower.close()
