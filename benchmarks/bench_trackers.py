@@ -236,17 +236,12 @@ def write_wandb(root: Path, points: int) -> Path | None:
 
 def numbered(record: bytes, num: int) -> bytes:
     """`record` as the `num`-th record of its run: wandb numbers each record it writes (a varint
-    of one byte for the first 127, two up to 16383, three beyond), as a long run's are."""
-    from collectors.trackers.wire import read_varint
+    of one byte for the first 127, two up to 16,383, more beyond), as a long run's are."""
+    from collectors.trackers.wire import read_varint, varint_bytes
 
     assert record[0] == 0x08  # `num`, field 1, a varint: first in wandb's records
     _old, rest = read_varint(record, 1)
-    out = bytearray([0x08])
-    while num >= 0x80:
-        out.append(num & 0x7F | 0x80)
-        num >>= 7
-    out.append(num)
-    return bytes(out) + record[rest:]
+    return b"\x08" + varint_bytes(num) + record[rest:]
 
 
 def frame_records(records: list[bytes]) -> bytes:

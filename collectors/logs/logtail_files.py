@@ -9,9 +9,11 @@ from collections import deque
 
 from collectors.base import CollectorError
 from collectors.logs.logtail_rotation import (
+    CopyId,
     FileId,
     NextFiles,
     copies_since,
+    copy_id,
     find_copy,
     head_of,
     newest_copy_ns,
@@ -115,6 +117,7 @@ class FileFollower:
         self._copies: list[int] = []  # copies of later generations, cut before we looked
         self._copies_ns = 0  # copies beside the log no newer than this are history
         self._read_heads: deque[bytes] = deque(maxlen=READ_HEADS)  # of generations read
+        self._taken: deque[CopyId] = deque(maxlen=READ_HEADS)  # copies handed out to be read
         self._cut_by_size = False
         self._loss_base: tuple[int, int] | None = None  # (bytes had, bytes seen) of the cut file
         self._head = b""
@@ -291,15 +294,18 @@ class FileFollower:
                 self.offset,
                 current=head_of(self._fd, HEAD_BYTES)[1],
                 read=self._read_heads,
+                taken=self._taken,
             )
+            self._taken.extend(copy_id(fd) for fd in copies)
             self._copies_ns = max(self._copies_ns, copied_ns)
             self._rest_fd, self._copies = (copies[0], copies[1:]) if copies else (None, [])
         elif not self._head and own.st_mtime_ns != self._checked_ns:
             # Nothing but NULs read of this generation yet: a cut since the last look leaves
             # no mark in the file but its time, and a copy made since.
-            self._copies, self._copies_ns = copies_since(
-                self.path, self._copies_ns, self._fd, self._read_heads
+            self._copies = copies_since(
+                self.path, self._copies_ns, self._fd, self._read_heads, self._taken
             )
+            self._taken.extend(copy_id(fd) for fd in self._copies)
             if self._copies:
                 self.ending = "truncated"
         if self.ending is None:

@@ -9,10 +9,13 @@ import re
 import stat
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 FileId = tuple[int, int]
 """(device, inode) of an open file: unique among files held open."""
+CopyId = tuple[int, int, int]
+"""(inode, mtime in ns, size) of a copy: the same after logrotate renames it on, and told
+apart from a later copy that reuses a deleted copy's inode."""
 
 MAX_NEXT_FILES = 64
 """Files opened ahead of the tail at most (a tail 64 rotations behind loses the later ones
@@ -263,6 +266,7 @@ def find_copy(
     offset: int,
     current: bytes = b"",
     read: Iterable[bytes] = (),
+    taken: Container[CopyId] = (),
 ) -> tuple[list[int], int]:
     """Open the copy that copytruncate made of the file at `path` before cutting it.
 
@@ -271,72 +275,81 @@ def find_copy(
     bytes long and holds `recent` (the last bytes read) just before `offset`. The newest such
     file is taken. Copies made after it are of later generations, cut before the tail looked
     (two cuts between two looks): they follow it, oldest first (`later_copies`), unless they
-    start like a generation `read` already.
+    start like a generation `read` already or were handed out before (`taken`).
 
     Returns:
         Read-only descriptors: the copy, then the later generations' copies; none when there is
-        no copy (`> log`, a copy compressed or moved away already). And the mtime (ns; 0
-        without one) of the newest copy returned: copies no newer than it are read or of
-        generations before them.
+        no copy (`> log`, a copy compressed or moved away already). And the copy's mtime (ns;
+        0 without one): copies no newer than it are of generations before it.
     """
     copies = open_copies(path)
     for index in range(len(copies) - 1, -1, -1):
-        mtime_ns, fd, _rotated = copies[index]
+        fd = copies[index][1]
         if head[1] and _is_copy_of(fd, head, recent, offset):
             close_all(fd for _, fd, _ in copies[:index])
-            later = later_copies(copies[index + 1 :], [head[1], *read], current)
-            return [fd, *(fd for _, fd in later)], max([mtime_ns, *(ns for ns, _ in later)])
+            later = later_copies(copies[index + 1 :], [head[1], *read], current, taken)
+            return [fd, *later], copies[index][0]
     close_all(fd for _, fd, _ in copies)
     return [], 0
 
 
+def copy_id(fd: int) -> CopyId:
+    """The `CopyId` of the copy open as `fd`."""
+    info = os.fstat(fd)
+    return info.st_ino, info.st_mtime_ns, info.st_size
+
+
 def copies_since(
-    path: str, since_ns: int, current_fd: int, read: Iterable[bytes]
-) -> tuple[list[int], int]:
+    path: str,
+    since_ns: int,
+    current_fd: int,
+    read: Iterable[bytes],
+    taken: Container[CopyId] = (),
+) -> list[int]:
     """Copies made beside `path` after `since_ns` of generations not read yet, oldest first.
 
     They are of generations cut before any of their bytes was read (`later_copies`). A copy is
     judged by its first bytes, never by its time alone: a copy missed at its cut (renamed on
     while the copies were listed) starts like a generation `read` already, and a copy made
     before its cut (skipped then: its lines were still in the log) may be of a generation the
-    log no longer holds.
-
-    Returns:
-        The copies' descriptors, and the mtime (ns) of the newest of them (`since_ns` without
-        one): once read, they are history. A copy too short to be remembered by its first bytes
-        would otherwise be found again at every look and read again each time.
+    log no longer holds. A copy already handed out as a generation (`taken`) is no new one: a
+    copy too short to be known by its first bytes was read again at every look before.
     """
     copies = open_copies(path)
     close_all(fd for mtime_ns, fd, _ in copies if mtime_ns <= since_ns)
     fresh = [copy for copy in copies if copy[0] > since_ns]
     if not fresh:  # the common case: no head of the current file to read
-        return [], since_ns
-    kept = later_copies(fresh, list(read), head_of(current_fd)[1])
-    return [fd for _, fd in kept], max([since_ns, *(ns for ns, _ in kept)])
+        return []
+    return later_copies(fresh, list(read), head_of(current_fd)[1], taken)
 
 
 def later_copies(
-    copies: list[tuple[int, int, bool]], read: list[bytes], current: bytes
-) -> list[tuple[int, int]]:
+    copies: list[tuple[int, int, bool]],
+    read: list[bytes],
+    current: bytes,
+    taken: Container[CopyId] = (),
+) -> list[int]:
     """Keep `copies` (oldest first) as generations of their own, except a second copy.
 
     Only a copy named as rotation names them counts (`train.log.bak` is someone's backup). A
     copy that starts like a generation read (the first bytes of each, `read`) or like the file
     now at the path (`current`: copied, but not cut yet) is a second copy of a file read
-    anyway, not a generation of its own. The others are closed.
-
-    Returns:
-        (mtime in ns, descriptor) of each copy kept.
+    anyway, not a generation of its own, and so is a copy handed out before (`taken`). The
+    others are closed.
     """
     out = []
     longest = max([len(current), 1, *map(len, read)])
-    for mtime_ns, fd, rotated in copies:
+    for _, fd, rotated in copies:
         try:
             _, first = head_of(fd, longest) if rotated else (0, b"")
         except OSError:
             first = b""
-        if first and not any(_same_start(first, other) for other in (*read, current)):
-            out.append((mtime_ns, fd))
+        if (
+            first
+            and not any(_same_start(first, other) for other in (*read, current))
+            and copy_id(fd) not in taken
+        ):
+            out.append(fd)
         else:
             os.close(fd)
     return out

@@ -22,7 +22,16 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from collectors.trackers.common import tag_split_name
-from collectors.trackers.wire import INT64_WRAP, LEN, VARINT, WireError, fields, read_varint, tag
+from collectors.trackers.wire import (
+    INT64_WRAP,
+    LEN,
+    VARINT,
+    WireError,
+    fields,
+    read_varint,
+    tag,
+    varint_bytes,
+)
 from parsers.model import LogMetric
 from parsers.text import metric_name
 
@@ -103,18 +112,8 @@ class RecordTags:
             step=tag(numbers.step, LEN),
             step_num=tag(numbers.step_num, VARINT),
             keys=frozenset({tag(numbers.nested_key, LEN), tag(numbers.key, LEN)}),
-            value=_tag_bytes(tag(numbers.value_json, LEN)),
+            value=varint_bytes(tag(numbers.value_json, LEN)),
         )
-
-
-def _tag_bytes(number: int) -> bytes:
-    """A tag as written: a varint."""
-    out = bytearray()
-    while number >= 0x80:
-        out.append(number & 0x7F | 0x80)
-        number >>= 7
-    out.append(number)
-    return bytes(out)
 
 
 _OTHER: Final = 0
@@ -174,7 +173,8 @@ class HistoryReader:
                 kind = kinds.get(raw[pos]) if pos == 0 or raw[pos - 1] < 0x80 else None
                 length = raw[pos + 1]
                 start = pos + 2
-                if length >= 0x80 and raw[start] < 0x80:
+                if length >= 0x80:  # two bytes; three or more (16 KiB and up): `record_kind`
+                    kind = kind if raw[start] < 0x80 else None
                     length = length - 0x80 + (raw[start] << 7)
                     start += 1
                 end = len(raw)

@@ -29,6 +29,16 @@ class WireError(ValueError):
     """The bytes are not a message this walk reads (the caller decodes them in full)."""
 
 
+def varint_bytes(number: int) -> bytes:
+    """A non-negative number as a varint is written (a tag, a length, wandb's record number)."""
+    out = bytearray()
+    while number >= 0x80:
+        out.append(number & 0x7F | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)
+
+
 def read_varint(data: bytes, pos: int) -> tuple[int, int]:
     """The varint at `pos` and the position after it."""
     byte = data[pos]

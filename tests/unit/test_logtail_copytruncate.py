@@ -380,8 +380,10 @@ def test_a_second_copy_made_before_the_first_cut_was_seen_is_read_after_the_firs
 def test_a_short_copy_of_a_later_generation_is_read_once_not_at_every_look(tmp_path):
     # Two cuts between two looks, by a writer without O_APPEND: the second copy holds a hole
     # and two lines, too few bytes to be remembered by (HEAD_BYTES), and the log, cut again,
-    # holds nothing yet. The copy is read at the look that finds it and is history after it:
-    # it was read again at every later look (34,788 extra rows in one recording).
+    # holds nothing yet. The copy is read at the look that finds it and never again: it was
+    # read again at every later look (34,788 extra rows in one recording). A third copy made
+    # in the same clock tick as the one read is still read: copies are told apart by inode
+    # and size too, not by time alone.
     log, older, newer = (tmp_path / n for n in ("train.log", "train.log.2", "train.log.1"))
     log.write_bytes(lines(0, 19))
     follower = FileFollower(str(log))
@@ -400,8 +402,39 @@ def test_a_short_copy_of_a_later_generation_is_read_once_not_at_every_look(tmp_p
     assert read_all(follower).replace(b"\0", b"") == lines(20, 23)
     for _ in range(3):
         assert read_all(follower) == b""
+    tick = newer.stat().st_mtime_ns
     with open(log, "r+b") as f:
         f.seek(len(lines(0, 23)))
         f.write(lines(24, 24))
+    os.rename(older, tmp_path / "train.log.3")
+    os.rename(newer, older)
+    shutil.copyfile(log, newer)
+    os.utime(newer, ns=(tick, tick))
+    os.truncate(log, 0)
     assert read_all(follower).replace(b"\0", b"") == lines(24, 24)
+    assert read_all(follower) == b""
+    follower.close()
+
+
+def test_a_copy_found_while_only_nuls_were_read_is_read_once(tmp_path):
+    # The cut is seen, the log starts again from nothing; a second cut comes before any byte
+    # of the new stretch was read, so only the file's time and a new copy tell of it
+    # (`copies_since`). That copy is read at the look that finds it, then never again.
+    log, copy = tmp_path / "train.log", tmp_path / "train.log.1"
+    log.write_bytes(lines(0, 19))
+    follower = FileFollower(str(log))
+    assert read_all(follower) == lines(0, 19)
+    shutil.copyfile(log, copy)
+    os.truncate(log, 0)
+    assert read_all(follower) == b""
+    with open(log, "r+b") as f:
+        f.seek(len(lines(0, 19)))
+        f.write(lines(20, 21))
+    time.sleep(0.02)  # distinct mtimes: the copies' order
+    os.rename(copy, tmp_path / "train.log.2")
+    shutil.copyfile(log, copy)
+    os.truncate(log, 0)
+    assert read_all(follower).replace(b"\0", b"") == lines(20, 21)
+    for _ in range(3):
+        assert read_all(follower) == b""
     follower.close()

@@ -195,3 +195,18 @@ def test_an_item_with_a_field_after_its_value_is_read_by_wandbs_class() -> None:
     raw = Record(num=7).SerializeToString() + b"\x12" + bytes([len(history)]) + history
     in_place, decoded = _both_ways(raw)
     assert in_place == decoded and in_place[0][0][0] == (("train/loss", 0.5),)
+
+
+def test_a_length_of_three_bytes_cut_short_goes_to_wandbs_class() -> None:
+    # A kind's length whose second byte says a third follows, and no third: protobuf refuses
+    # the record; the inlined first test must not read the two bytes as a length and pass the
+    # record over (a summary) or read it (a history).
+    from collectors.trackers.wandb_wire import HistoryReader, RecordNumbers, RecordTags
+
+    tags = RecordTags.of(RecordNumbers.of(Record))
+    for name in ("summary", "history"):
+        [kind] = [tag for tag, of in tags.kinds.items() if of == name]
+        raw = bytes([0x08, 0x05, kind, 0x85, 0x85]) + b"x" * 0x84  # ends where 85 85 would
+        with pytest.raises(Exception, match="[Tt]runcated|[Ee]rror|[Dd]ecode"):
+            Record.FromString(raw)
+        assert HistoryReader(tags).read([raw], 0, []) == 0  # the class decides
