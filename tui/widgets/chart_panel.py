@@ -20,8 +20,8 @@ CHART_STEP_S = 10.0
 """Seconds of sample time between chart redraws. A chart point spans about 13 s of the ten
 minutes at 160 columns (the maximum of its samples), so there a redraw moves the picture by
 less than a point (on a wider terminal, by a point or two); the GPU panel shows each second's
-values. The chart is the costliest widget to draw: redrawn
-every 5 s it was a fifth of the dashboard's drawing."""
+values. The chart is the costliest widget to draw: redrawn every 5 s it was a fifth of the
+dashboard's drawing."""
 
 HISTORY_TICKS = ((-600.0, "-10 min"), (-300.0, "-5 min"), (0.0, "now"))
 """The history chart's x axis: seconds before the newest sample, labelled with their unit."""
