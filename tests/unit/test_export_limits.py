@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.registry import CollectorRegistry
 
+from gpuherd.export import server as server_module
 from gpuherd.export.address import parse_listen
 from gpuherd.export.server import (
     CONNECTION_DEADLINE_S,
@@ -199,16 +200,28 @@ def test_the_default_cap_is_the_documented_one() -> None:
     assert f"{MAX_CONNECTIONS} connections" in docs
 
 
-def test_clients_trickling_a_byte_at_a_time_lose_their_slots_at_the_deadline() -> None:
+def test_the_documented_connection_deadline_is_the_servers() -> None:
+    assert f"gets **{CONNECTION_DEADLINE_S:g} s in all**" in (REPO / "docs" / "fleet.md").read_text()
+
+
+def test_clients_trickling_a_byte_at_a_time_lose_their_slots_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Each trickler sends a byte well within the idle timeout, which is per read: only a
-    # deadline on the whole connection frees the slots it holds for a real scrape.
+    # deadline on the whole connection frees the slots it holds for a real scrape. Four
+    # slots and a 4 s deadline (read at each accept), not 32 and 10 s: the same cut, sooner.
+    deadline_s, slots = 4.0, 4
+    monkeypatch.setattr(server_module, "CONNECTION_DEADLINE_S", deadline_s)
     server = MetricsServer(
-        parse_listen(str(free_port())), CollectorRegistry(), report=lambda line: None
+        parse_listen(str(free_port())),
+        CollectorRegistry(),
+        report=lambda line: None,
+        max_connections=slots,
     )
     server.start()
     started = time.monotonic()  # before connecting: each deadline runs from its accept
-    tricklers = [idle(server.port) for _ in range(MAX_CONNECTIONS)]
-    bound_s = CONNECTION_DEADLINE_S + 8.0  # the last few are accepted seconds later
+    tricklers = [idle(server.port) for _ in range(slots)]
+    bound_s = deadline_s + 8.0
     try:
         for sock in tricklers:
             sock.sendall(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
@@ -222,10 +235,10 @@ def test_clients_trickling_a_byte_at_a_time_lose_their_slots_at_the_deadline() -
                     pass  # cut already
             time.sleep(1.0)
         took = time.monotonic() - started
-        assert took > CONNECTION_DEADLINE_S - 1.0  # the tricklers did hold the slots till then
+        assert took > deadline_s - 1.0  # the tricklers did hold the slots till then
         assert server.refused > 0
         for sock in tricklers:  # each was cut, not left open
-            sock.settimeout(CONNECTION_DEADLINE_S)
+            sock.settimeout(deadline_s)
             try:
                 assert sock.recv(65536) == b""
             except ConnectionResetError:
