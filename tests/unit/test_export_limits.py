@@ -201,7 +201,8 @@ def test_the_default_cap_is_the_documented_one() -> None:
 
 
 def test_the_documented_connection_deadline_is_the_servers() -> None:
-    assert f"gets **{CONNECTION_DEADLINE_S:g} s in all**" in (REPO / "docs" / "fleet.md").read_text()
+    docs = (REPO / "docs" / "fleet.md").read_text()
+    assert f"gets **{CONNECTION_DEADLINE_S:g} s in all**" in docs
 
 
 def test_clients_trickling_a_byte_at_a_time_lose_their_slots_at_the_deadline(
