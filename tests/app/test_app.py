@@ -114,7 +114,7 @@ async def test_process_rows_are_keyed_by_gpu_and_pid_and_joined_with_host_detail
         await pilot.pause()
         table = app.screen.query_one(ProcessTable)
         assert visible_keys(table) == [f"{UUID0}/4242", f"{UUID0}/5151"]
-        first = [str(c) for c in table.get_row(f"{UUID0}/4242")]
+        first = list(table.cell_texts(f"{UUID0}/4242").values())
         assert first[:5] == ["0", "4242", "alice", "30.0 GiB", "102%"]
         assert first[-2:] == ["1:02:05", "python train.py --model llama-8b --bs 32"]
 
@@ -322,8 +322,8 @@ async def test_unknown_fields_show_na() -> None:
         text = rendered(app.screen.query_one(GpuPanel))
         assert "N/A  N/A  SM N/A" in text
         assert "N/A / 139.8 GiB" in text
-        row = [str(c) for c in app.screen.query_one(ProcessTable).get_row(f"{UUID0}/4242")]
-        assert row[2] == "N/A" and row[4] == "N/A" and row[-1] == "N/A"
+        row = app.screen.query_one(ProcessTable).cell_texts(f"{UUID0}/4242")
+        assert row["user"] == "N/A" and row["cpu"] == "N/A" and row["command"] == "N/A"
 
 
 async def test_worker_bug_opens_the_error_screen_and_marks_the_panel() -> None:
@@ -373,22 +373,26 @@ async def test_history_feeds_the_chart_and_g_selects_the_next_gpu() -> None:
         await collectors_done(pilot, app)
 
 
+def column_keys(table: ProcessTable) -> list[str]:
+    return [column.key for column in table.shown_columns()]
+
+
 async def test_shrinking_to_60x20_hides_the_chart_and_extra_columns() -> None:
     app = make_app([gpu_source(tick(gpu(0), gpu(1))), host_source(host())], clock=lambda: T0)
     async with app.run_test(size=(160, 50)) as pilot:
         await collectors_done(pilot, app)
         await pilot.pause()
         table = app.screen.query_one(ProcessTable)
-        assert "rss" in table.columns and app.screen.query_one("#chart").display
+        assert "rss" in column_keys(table) and app.screen.query_one("#chart").display
         await pilot.resize_terminal(60, 20)
         await pilot.pause()
         assert app.screen.has_class("-tiny") and app.screen.has_class("-narrow")
         assert app.screen.query_one("#chart").styles.display == "none"
-        assert "rss" not in table.columns and "elapsed" not in table.columns
+        assert "rss" not in column_keys(table) and "elapsed" not in column_keys(table)
         assert table.row_count == 4  # pids 4242 and 5151 on both GPUs
         await pilot.resize_terminal(160, 50)
         await pilot.pause()
-        assert "rss" in table.columns and table.row_count == 4
+        assert "rss" in column_keys(table) and table.row_count == 4
 
 
 def test_newer_sample_replaces_a_pending_one_of_the_same_source_only() -> None:

@@ -51,7 +51,7 @@ async def test_real_collector_fills_the_panels_and_names_the_gap() -> None:
         )
         table = app.screen.query_one(ProcessTable)
         await until(pilot, lambda: table.row_count == 1)
-        assert table.get_row(f"{H200}/31337")[1].plain == "31337"
+        assert table.cell_texts(f"{H200}/31337")["pid"] == "31337"
         note = str(app.screen.query_one("#gap-note").render())
         assert "0.6 GiB on GPU 1 in use by processes not visible here" in note
         assert "on GPU 0" in note  # 1 GiB of GPU 0 belongs to no listed process either
@@ -121,7 +121,7 @@ async def test_a_new_gpu_process_gets_its_user_at_once_not_at_the_next_host_tick
         # host sample itself, not for a later GPU tick.
         await until(
             pilot,
-            lambda: getpass.getuser()[:8] in table.get_row(f"{UUID0}/{me}")[2].plain,
+            lambda: getpass.getuser()[:8] in table.cell_texts(f"{UUID0}/{me}")["user"],
             timeout_s=5,
         )
         gpus.finish()
@@ -161,8 +161,8 @@ async def test_collectors_started_before_the_app_are_adopted_with_what_they_read
         assert (
             app.state.gpu_tick is not None and "NVIDIA H200" in app.screen.query_one(GpuPanel).plain
         )
-        row = app.screen.query_one(ProcessTable).get_row(f"{H200}/{me}")
-        assert row[1].plain == str(me) and row[2].plain == getpass.getuser()
+        row = app.screen.query_one(ProcessTable).cell_texts(f"{H200}/{me}")
+        assert row["pid"] == str(me) and row["user"] == getpass.getuser()
         assert sorted(app.threads.alive()) == ["host", "nvml"]  # adopted, not started again
         assert nvml.calls[("init", None)] == 1
         await pilot.press("q")

@@ -69,9 +69,7 @@ async def test_the_task_row_shows_its_writers_pid_gpu_and_vram_then_finished(
             table = app.get_default_screen().query_one(ProcessTable)
             await until(
                 pilot,
-                lambda: (
-                    "exp1/train.log: " in table.get_cell(f"{UUID1}/{child.pid}", "command").plain
-                ),
+                lambda: "exp1/train.log: " in table.cell_texts(f"{UUID1}/{child.pid}")["command"],
             )
             await pilot.press("t", "enter")  # the detail screen names the process too
             await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen))

@@ -1,6 +1,6 @@
 """What the screen draws after a change, where the dashboard keeps lines it drew before.
 
-The process table keeps each cell's drawing while the cell holds the same text, the panels
+The process table keeps each row's line while the row and its look stay the same, the panels
 keep their lines while nothing repaints them (`KeptLines`), and the header is drawn as one
 line of text. These tests read the screen as the compositor draws it (every widget asked for
 its lines) after each kind of change those caches must notice.

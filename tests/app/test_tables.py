@@ -12,6 +12,7 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
+from textual.strip import Strip
 from textual.widgets import DataTable
 
 from tests.app.helpers import until
@@ -202,31 +203,33 @@ async def test_a_row_equal_to_the_shown_one_builds_no_cells_at_all() -> None:
         assert built == ["a", "a", "b", "b"] and table.updates == [("b", "value", "3")]
 
 
-def test_both_tables_share_the_one_keyed_update() -> None:
+def test_the_keyed_data_tables_share_the_one_keyed_update() -> None:
     import inspect
 
-    from tui.widgets import process_table, tasks_panel
+    from tui.widgets import tasks_panel
 
-    for module in (process_table, tasks_panel):
-        source = inspect.getsource(module)
-        assert "update_rows(" in source and "remove_row(" not in source
+    source = inspect.getsource(tasks_panel)
+    assert "update_rows(" in source and "remove_row(" not in source
 
 
 class FirstResizeTable(ProcessTable):
-    """The real process table, noting what it holds when its first Resize comes.
+    """The real process table, noting the lines it had drawn when its first Resize came.
 
-    Textual sends that Resize after the screen's first paint, so what the table holds then is
-    what the first frame showed.
+    Textual sends that Resize after the screen's first paint, so those lines are the first
+    frame's.
     """
 
-    at_first_resize: tuple[list[str], list[str]] | None = None
+    drawn: dict[int, str]
+    at_first_resize: dict[int, str] | None = None
 
-    def on_resize(self, event: events.Resize) -> None:  # runs before ProcessTable's own
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        self.drawn = {**getattr(self, "drawn", {}), y: strip.text}
+        return strip
+
+    def on_resize(self, event: events.Resize) -> None:
         if self.at_first_resize is None:
-            self.at_first_resize = (
-                [str(c.label) for c in self.columns.values()],
-                [str(k.value) for k in self.rows],
-            )
+            self.at_first_resize = dict(getattr(self, "drawn", {}))
 
 
 class ProcessScreen(Screen[None]):
@@ -254,12 +257,13 @@ async def test_the_process_table_has_its_columns_and_rows_before_its_first_paint
     async with app.run_test(size=(90, 12)) as pilot:
         table = app.screen.query_one(FirstResizeTable)
         await until(pilot, lambda: table.at_first_resize is not None)
-        columns, rows = table.at_first_resize or ([], [])
+        first = table.at_first_resize or {}
         # 90 columns less border and padding: below WIDE_FROM, so no RSS and ELAPSED.
-        assert columns == ["GPU", "PID", "USER", "GPU MEM", "CPU%", "COMMAND"]
-        assert rows == ["GPU-0/4242"]
-        # The guessed width was the real one: the COMMAND column fills the rest of the 86.
-        assert table.size.width == 86 and list(table.columns.values())[-1].width == 38
+        assert first[0].split() == ["GPU", "PID", "USER", "GPU", "MEM", "CPU%", "COMMAND"]
+        assert first[1].split() == ["0", "4242", "alice", "30.0", "GiB", "N/A", "N/A"]
+        # The width was the real one: the COMMAND column fills the rest of the 86 but one.
+        assert table.size.width == 86 and table.shown_columns()[-1].width == 38
+        assert first[0].index("COMMAND") == 86 - 38 - 2 and len(first[0]) == 86
 
 
 @pytest.mark.parametrize("width", [60, 77, 78, 98, 147, 148, 200])

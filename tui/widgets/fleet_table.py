@@ -9,10 +9,8 @@ by the row's value, and only lines whose row changed are refreshed on screen.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -24,8 +22,8 @@ from gpuherd.fleet.model import FleetRow, FleetTask
 from gpuherd.present.format import fmt_bytes, fmt_gib_pair, fmt_pct, pct_of, visible
 from tui.tasks import BADGES, SEVERITY_STYLE, STATUS_STYLE
 from tui.text import level_style
+from tui.widgets.strip_cells import Cell, Column, padded, text_cell
 
-Cell = list[Segment]
 S = Style.parse
 DIM, BOLD_RED, CYAN, GREEN, HEADER = S("dim"), S("bold red"), S("cyan"), S("green"), S("bold")
 INVALID = "invalid"
@@ -35,32 +33,17 @@ WIDE_FROM = 150
 """Narrower than this, the model column gives its room to the tasks."""
 
 
-@dataclass(frozen=True)
-class Column:
-    """One column: key, header, width, alignment and how a row becomes its segments."""
-
-    key: str
-    label: str
-    width: int
-    cell: Callable[[FleetRow], Cell]
-    right: bool = False
-
-
-def _text(text: str, style: Style | None = None) -> Cell:
-    return [Segment(text, style)]
-
-
 def _host(row: FleetRow) -> Cell:
     host = visible(row.host)  # labels are whatever an exporter sent
     if row.stale:
         return [Segment(host), Segment(" stale", BOLD_RED)]
     if row.source == "dcgm":
         return [Segment(host), Segment(" dcgm", CYAN)]
-    return _text(host)
+    return text_cell(host)
 
 
 def _invalid(row: FleetRow, figure: str, text: str) -> Cell:
-    return _text(INVALID, BOLD_RED) if figure in row.invalid else _text(text)
+    return text_cell(INVALID, BOLD_RED) if figure in row.invalid else text_cell(text)
 
 
 def _memory(row: FleetRow) -> Cell:
@@ -83,10 +66,10 @@ def _memory(row: FleetRow) -> Cell:
 
 def _user(row: FleetRow) -> Cell:
     if row.top_user is None:
-        return _text("-", DIM)
+        return text_cell("-", DIM)
     if "user" in row.invalid:
         return [Segment(f"{visible(row.top_user)} "), Segment(INVALID, BOLD_RED)]
-    return _text(f"{visible(row.top_user)} {fmt_bytes(row.top_user_bytes)}")
+    return text_cell(f"{visible(row.top_user)} {fmt_bytes(row.top_user_bytes)}")
 
 
 def _task(task: FleetTask) -> Cell:
@@ -112,10 +95,10 @@ def _tasks(row: FleetRow) -> Cell:
     return out
 
 
-COLUMNS: tuple[Column, ...] = (
+COLUMNS: tuple[Column[FleetRow], ...] = (
     Column("host", "HOST", 18, _host),
-    Column("gpu", "GPU", 3, lambda r: _text(visible(r.gpu)), right=True),
-    Column("model", "MODEL", 22, lambda r: _text(visible(r.model or ""))),
+    Column("gpu", "GPU", 3, lambda r: text_cell(visible(r.gpu)), right=True),
+    Column("model", "MODEL", 22, lambda r: text_cell(visible(r.model or ""))),
     Column("memory", "MEMORY", 30, _memory),
     Column("free", "FREE", 9, lambda r: _invalid(r, "memory", fmt_bytes(r.free_bytes)), right=True),
     Column(
@@ -129,34 +112,7 @@ COLUMNS: tuple[Column, ...] = (
     ),
     Column("user", "TOP USER", 16, _user),
 )
-TASKS = Column("tasks", "TASKS", 16, _tasks)
-
-
-def _cells(text: str) -> int:
-    # Hosts, users and figures are ASCII but for the bar's blocks (one cell each): skip Rich's
-    # per-character width table for them, the largest cost of a row once it was cached.
-    return len(text) if text.isascii() or set(text) <= _BAR else cell_len(text)
-
-
-_BAR = frozenset("█░")
-
-
-def fit(cell: Cell, width: int, right: bool = False) -> Cell:
-    """`cell` cut or padded to exactly `width` cells (an ellipsis marks a cut)."""
-    length = sum(_cells(segment.text) for segment in cell)
-    if length <= width:
-        pad = Segment(" " * (width - length))
-        return [pad, *cell] if right else [*cell, pad]
-    out: Cell = []
-    room = width - 1
-    for segment in cell:
-        if room <= 0:
-            break
-        size = _cells(segment.text)
-        text = segment.text if size <= room else set_cell_size(segment.text, room)
-        out.append(Segment(text, segment.style))
-        room -= size
-    return [*out, Segment("…")]
+TASKS: Column[FleetRow] = Column("tasks", "TASKS", 16, _tasks)
 
 
 class FleetTable(ScrollView, can_focus=True):
@@ -170,7 +126,7 @@ class FleetTable(ScrollView, can_focus=True):
         super().__init__(id=id)
         self._rows: list[FleetRow] = []
         self._strips: dict[str, tuple[FleetRow, Strip]] = {}
-        self._columns: list[Column] = list(COLUMNS)
+        self._columns: list[Column[FleetRow]] = list(COLUMNS)
         self._widths: list[int] = []
         self._header = Strip([])
         self._line_cells = 0
@@ -187,7 +143,7 @@ class FleetTable(ScrollView, can_focus=True):
         self._widths = [*(c.width for c in self._columns), max(TASKS.width, width - fixed - 2)]
         self._line_cells = fixed + self._widths[-1] + 2
         self._header = self._line(
-            [(_text(c.label, HEADER), c.right) for c in (*self._columns, TASKS)]
+            [(text_cell(c.label, HEADER), c.right) for c in (*self._columns, TASKS)]
         )
 
     def show(self, rows: Sequence[FleetRow]) -> None:
@@ -234,11 +190,8 @@ class FleetTable(ScrollView, can_focus=True):
         return strip.apply_style(DIM) if row.stale else strip
 
     def _line(self, cells: list[tuple[Cell, bool]]) -> Strip:
-        segments: Cell = [Segment(" ")]
-        for (cell, right), width in zip(cells, self._widths, strict=True):
-            segments += fit(cell, width, right)
-            segments.append(Segment("  "))
-        return Strip(segments, self._line_cells)
+        # a blank cell more at the end than a DataTable's padding: `_layout` counts it
+        return Strip([*padded(cells, self._widths), Segment(" ")], self._line_cells)
 
     def lines(self) -> list[str]:
         """Every row as plain text, in display order (for tests)."""

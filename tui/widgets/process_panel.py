@@ -34,9 +34,10 @@ if TYPE_CHECKING:
 
 PROCESS_STEP_S = 2.0
 """Seconds of sample time between two redraws of the process table while the same processes
-stay on it (htop's default delay is 1.5 s). Any update of a DataTable cell re-renders every
-visible row, so on a busy 8-GPU box the table costs more than the rest of the frame; a
-process that starts or ends, a new sort or filter, and fresh user details show at once."""
+stay on it (htop's default delay is 1.5 s). A busy process's CPU % and elapsed time change on
+every tick, and each changed row is built and drawn again, so on a busy 8-GPU box a redraw a
+second costs twice what this one does; a process that starts or ends, a new sort or filter,
+and fresh user details show at once."""
 
 
 class ProcessPanel(Vertical, Panel):

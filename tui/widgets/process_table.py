@@ -1,230 +1,388 @@
-"""The process table: rows keyed by (GPU UUID, pid), updated cell by cell."""
+"""The process table: a header, then one line per (GPU, process), with a row cursor.
+
+A line-API widget rather than a `DataTable`: a `DataTable` drew every line of the table again
+after any cell changed (its caches are keyed on a count each update raises), so one CPU % moving
+on a 50-process table cost 22 ms a redraw, and a one-process table 1.7 ms, a fifth of the
+dashboard's drawing (`benchmarks/bench_process_table.py`). Here each row is built once per change
+as a `Strip` of pre-styled segments, cached by the row's value, and only the lines whose row (or
+cursor) changed are refreshed on screen. The look is the `DataTable`'s: the same component styles
+for the header, the zebra stripes and the cursor, the same cell padding.
+"""
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual import events
-from textual.coordinate import Coordinate
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
 from textual.reactive import reactive
-from textual.widget import Widget
-from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, RowKey
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from gpuherd.present.format import fmt_bytes, fmt_duration, fmt_pct, fmt_text, visible
 from tui.processes import ProcessRow
-from tui.widgets.keyed_table import update_rows
+from tui.widgets.strip_cells import Cell, Column, padded, text_cell
 
 WIDE_FROM = 100
 """From this width the table also shows RSS and elapsed time."""
-
-
-@dataclass(frozen=True)
-class Column:
-    """One table column: key, header, width and how a row becomes its cell."""
-
-    key: str
-    label: str
-    width: int
-    cell: Callable[[ProcessRow], Text]
-
-
-def _right(text: str) -> Text:
-    return Text(text, justify="right")
-
-
-def _command(row: ProcessRow) -> Text:
-    text = Text(no_wrap=True, overflow="ellipsis")
-    if row.container:
-        text.append(f"[{visible(row.container)}] ", style="magenta")
-    if row.job:
-        text.append(f"{visible(row.job)} ", style="yellow")
-    if row.task:
-        text.append(f"{visible(row.task)}: ", style="bold cyan")
-    text.append(fmt_text(row.command), style="" if row.command else "dim")
-    return text
-
-
-COLUMNS: tuple[Column, ...] = (
-    Column("gpu", "GPU", 3, lambda r: _right(str(r.gpu_index))),
-    Column("pid", "PID", 7, lambda r: _right(str(r.pid))),
-    Column("user", "USER", 10, lambda r: Text(fmt_text(r.user), no_wrap=True)),
-    Column("gpu_mem", "GPU MEM", 9, lambda r: _right(fmt_bytes(r.gpu_memory_bytes))),
-    Column("cpu", "CPU%", 6, lambda r: _right(fmt_pct(r.cpu_pct))),
-    Column("rss", "RSS", 9, lambda r: _right(fmt_bytes(r.rss_bytes))),
-    Column("elapsed", "ELAPSED", 10, lambda r: _right(fmt_duration(r.elapsed_s))),
-)
 WIDE_ONLY = frozenset({"rss", "elapsed"})
-CELL_CACHE_SIZE = 4096
-"""Rendered cells kept (a 500-process table of 9 columns fits with its header)."""
+MAGENTA, YELLOW, BOLD_CYAN, DIM = (
+    Style.parse(s) for s in ("magenta", "yellow", "bold cyan", "dim")
+)
 
 
-class ProcessTable(DataTable[Text]):
-    """Shows `rows` in the order given; touches only the cells that changed.
+def _command(row: ProcessRow) -> Cell:
+    # Container, job, task and command are other users' strings: `visible` shows escapes.
+    out: Cell = []
+    if row.container:
+        out.append(Segment(f"[{visible(row.container)}] ", MAGENTA))
+    if row.job:
+        out.append(Segment(f"{visible(row.job)} ", YELLOW))
+    if row.task:
+        out.append(Segment(f"{visible(row.task)}: ", BOLD_CYAN))
+    out.append(Segment(fmt_text(row.command), None if row.command else DIM))
+    return out
 
-    Rows are never cleared per tick, so the cursor and scroll position survive updates.
-    `clear(columns=True)` happens only when the width changes the column set.
+
+COLUMNS: tuple[Column[ProcessRow], ...] = (
+    Column("gpu", "GPU", 3, lambda r: text_cell(str(r.gpu_index)), right=True),
+    Column("pid", "PID", 7, lambda r: text_cell(str(r.pid)), right=True),
+    Column("user", "USER", 10, lambda r: text_cell(fmt_text(r.user))),
+    Column("gpu_mem", "GPU MEM", 9, lambda r: text_cell(fmt_bytes(r.gpu_memory_bytes)), right=True),
+    Column("cpu", "CPU%", 6, lambda r: text_cell(fmt_pct(r.cpu_pct)), right=True),
+    Column("rss", "RSS", 9, lambda r: text_cell(fmt_bytes(r.rss_bytes)), right=True),
+    Column("elapsed", "ELAPSED", 10, lambda r: text_cell(fmt_duration(r.elapsed_s)), right=True),
+)
+COMMAND: Column[ProcessRow] = Column("command", "COMMAND", 8, _command)
+"""The last column; it takes the width the others leave (8 cells at least)."""
+
+_ODD, _CURSOR = 1, 2
+"""A drawn line's look: `_ODD` on every second row (the zebra stripes), `_CURSOR` on the
+cursor's row."""
+
+
+class ProcessTable(ScrollView, can_focus=True):
+    """Shows `rows_shown` in the order given, with a row cursor that stays on its process.
+
+    The cursor is kept by row key: when rows reorder, arrive or leave it stays on the same
+    process, and when that process leaves it stays at the same place (the last row at most).
+    Keys as a `DataTable` with a row cursor: up, down, page up and down, ctrl+home and ctrl+end
+    (and home and end, which a `DataTable` spent scrolling sideways); a click moves the cursor.
     """
 
-    rows_shown: reactive[tuple[ProcessRow, ...]] = reactive((), always_update=True)
+    ALLOW_SELECT = False
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor_up", "Cursor up", show=False),
+        Binding("down", "cursor_down", "Cursor down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("ctrl+home,home", "first", "Top", show=False),
+        Binding("ctrl+end,end", "last", "Bottom", show=False),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "process-table--header",
+        "process-table--even-row",
+        "process-table--odd-row",
+        "process-table--cursor",
+    }
+    """As `DataTable`'s `datatable--header`, `--even-row`, `--odd-row` and `--cursor`."""
+
+    DEFAULT_CSS = """
+    ProcessTable {
+        background: $surface;
+        color: $foreground;
+        height: auto;
+        max-height: 100%;
+        overflow-x: hidden;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .process-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .process-table--header {
+                background-tint: $foreground 5%;
+            }
+        }
+        &:dark {
+            & > .process-table--even-row {
+                background: $surface-darken-1 40%;
+            }
+        }
+        & > .process-table--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .process-table--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .process-table--even-row {
+            background: $surface-lighten-1 50%;
+        }
+        & > .process-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+
+    # No repaint on assignment: the watchers refresh only the lines that changed.
+    rows_shown: reactive[tuple[ProcessRow, ...]] = reactive((), always_update=True, repaint=False)
     """Rows to show, already filtered and sorted."""
+    show_cursor: reactive[bool] = reactive(True, repaint=False)
+    """Whether the cursor's row is drawn highlighted."""
 
     def __init__(self, *, id: str | None = None) -> None:
-        # before DataTable's own __init__, which clears its caches (`_clear_caches`)
-        self._rendered_cells: dict[tuple[object, ...], tuple[Text, list[list[Segment]]]] = {}
-        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
-        self._shown: dict[str, ProcessRow] = {}
-        self._order: list[str] = []
-        self._layout: tuple[bool, int] | None = None
+        super().__init__(id=id)
+        self._rows: tuple[ProcessRow, ...] = ()
+        self._index: dict[str, int] = {}
+        self._cursor = 0
+        self._cursor_key: str | None = None
+        self._width = -1
+        self._columns: tuple[Column[ProcessRow], ...] = ()
+        self._line_cells = 0
+        self._looks: tuple[Style, ...] | None = None
+        """Styles of the header, the even and odd rows and the cursor, as drawn now."""
+        self._header: Strip | None = None
+        self._content: dict[str, tuple[ProcessRow, Cell]] = {}
+        """Row key -> (row, its padded cells without the line's style)."""
+        self._strips: dict[str, tuple[ProcessRow, int, Strip]] = {}
+        """Row key -> (row, look, its line as drawn)."""
 
-    def on_mount(self) -> None:
-        """Build the columns for the width the table is about to get.
-
-        The first `Resize` comes after the first frame is drawn; with the columns built only
-        then, the rows the screen set at mount showed a frame later than the GPUs above them.
-        """
-        self._build_columns(self._expected_width())
-
-    def on_resize(self, event: events.Resize) -> None:
-        """Rebuild the columns when the width changes which ones fit."""
-        self._build_columns(event.size.width)
-
-    def _expected_width(self) -> int:
-        # The table spans the screen less the borders and padding around it (true of every
-        # layout in app.tcss); if that guess is wrong, the first Resize rebuilds the columns.
-        width = self.app.size.width
-        for node in self.ancestors:
-            if isinstance(node, Widget):
-                width -= node.styles.gutter.width
-        return max(0, width)
+    # -- rows and cursor
 
     def watch_rows_shown(self, rows: tuple[ProcessRow, ...]) -> None:
-        """Apply the new rows by key: remove gone ones, add new ones, update changed cells."""
-        if self._layout is None:
+        """Take the new rows; refresh only the lines that now show another row or look."""
+        old_rows, old_cursor = self._rows, self._cursor
+        self._rows = rows
+        self._index = {row.key: i for i, row in enumerate(rows)}
+        kept = self._index.get(self._cursor_key) if self._cursor_key is not None else None
+        self._cursor = kept if kept is not None else max(0, min(old_cursor, len(rows) - 1))
+        self._cursor_key = rows[self._cursor].key if rows else None
+        if len(self._content) > len(rows) or len(self._strips) > len(rows):
+            self._forget_gone()
+        height = len(rows) + 1
+        if self.virtual_size.height != height:
+            self.virtual_size = Size(0, height)  # a relayout: the table is as tall as its rows
+        self._refresh_changed(old_rows, old_cursor)
+        if self._cursor != old_cursor:
+            self.call_after_refresh(self._scroll_to_cursor)
+
+    def _forget_gone(self) -> None:
+        index = self._index
+        self._content = {k: v for k, v in self._content.items() if k in index}
+        self._strips = {k: v for k, v in self._strips.items() if k in index}
+
+    def _refresh_changed(self, old_rows: Sequence[ProcessRow], old_cursor: int) -> None:
+        top, lines = self.scroll_offset.y, self.size.height - 1
+        rows, cursor = self._rows, self._cursor
+        for index in range(top, min(top + lines, max(len(rows), len(old_rows)))):
+            old = old_rows[index] if index < len(old_rows) else None
+            new = rows[index] if index < len(rows) else None
+            if old != new or (index in (cursor, old_cursor) and cursor != old_cursor):
+                self.refresh(Region(0, index - top + 1, self.size.width, 1))
+
+    def watch_show_cursor(self) -> None:
+        """Draw the cursor's row again, highlighted or not."""
+        self._refresh_row(self._cursor)
+
+    @property
+    def row_count(self) -> int:
+        """How many rows the table holds (scrolled into view or not)."""
+        return len(self._rows)
+
+    @property
+    def cursor_row(self) -> int:
+        """The index of the cursor's row (0 when the table is empty)."""
+        return self._cursor
+
+    def move_cursor(self, row: int) -> None:
+        """Put the cursor on row `row` (kept within the rows) and scroll it into view."""
+        if not self._rows:
             return
-        cursor_key = self._cursor_key()
-        update_rows(self, self._shown, rows, self._cells, same_row=operator.eq)
-        order = [row.key for row in rows]
-        if order != self._order:
-            self._reorder(order)
-        if cursor_key in self._shown:
-            row_index = self.get_row_index(cursor_key)
-            if row_index != self.cursor_row:  # moving it in place still scrolls and repaints
-                self.move_cursor(row=row_index)
-
-    def _columns(self) -> list[Column]:
-        wide = self._layout is not None and self._layout[0]
-        return [c for c in COLUMNS if wide or c.key not in WIDE_ONLY]
-
-    def _cells(self, row: ProcessRow) -> list[tuple[str, Text]]:
-        return [(column.key, column.cell(row)) for column in self._columns()] + [
-            ("command", _command(row))
-        ]
-
-    def _reorder(self, order: list[str]) -> None:
-        # DataTable.sort hands the key function cell values, not row keys; GPU and PID cells
-        # together identify a row, so they map back to the wanted position.
-        rank = {
-            (str(self._shown[k].gpu_index), str(self._shown[k].pid)): i for i, k in enumerate(order)
-        }
-        self.sort("gpu", "pid", key=lambda cells: rank.get((cells[0].plain, cells[1].plain), 0))
-        self._order = order
-
-    def _cursor_key(self) -> str | None:
-        if not self.row_count:
-            return None
-        try:
-            key: RowKey = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        except CellDoesNotExist:
-            return None
-        return key.value
-
-    def _build_columns(self, width: int) -> None:
-        wide = width >= WIDE_FROM
-        fixed = sum(c.width + 2 for c in COLUMNS if wide or c.key not in WIDE_ONLY)
-        command_w = max(8, width - fixed - 3)  # 2 for padding, 1 for the scrollbar
-        if self._layout == (wide, command_w):
-            return
-        self._layout = (wide, command_w)
-        self.clear(columns=True)
-        for column in self._columns():
-            self.add_column(column.label, key=column.key, width=column.width)
-        self.add_column("COMMAND", key="command", width=command_w)
-        self._shown, self._order = {}, []
-        self.watch_rows_shown(self.rows_shown)
-
-    def _render_cell(
-        self,
-        row_index: int,
-        column_index: int,
-        base_style: Style,
-        width: int,
-        cursor: bool = False,
-        hover: bool = False,
-    ) -> list[list[Segment]]:
-        """DataTable's rendering of a cell, kept while the cell holds the same text.
-
-        DataTable keys its own cell cache on a count that every `update_cell` raises, so one
-        changed CPU % re-rendered every cell on screen, the header's included: about 2 ms a
-        redraw of a one-process table, a fifth of the dashboard's frame. A cell's text is
-        replaced only when it changed (`update_rows`), so the text object itself tells.
-        """
-        text = self._cell_text(row_index, column_index)
-        if text is None:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        key = (
-            row_index,
-            column_index,
-            base_style,
-            width,
-            cursor,
-            hover,
-            getattr(self, "_show_hover_cursor", None),
-            getattr(self, "_pseudo_class_state", None),
-        )
-        kept = self._rendered_cells.get(key)
-        if kept is not None and kept[0] is text:
-            return kept[1]
-        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        if len(self._rendered_cells) >= CELL_CACHE_SIZE:
-            self._rendered_cells.clear()
-        self._rendered_cells[key] = (text, lines)
-        return lines
-
-    def _clear_caches(self) -> None:
-        # DataTable clears its caches when what every cell looks like changed (the cursor
-        # shown or not, the padding, the columns): these drawings go with them.
-        self._rendered_cells.clear()
-        super()._clear_caches()
-
-    def _cell_text(self, row_index: int, column_index: int) -> Text | None:
-        """The text a cell shows (a header's label for row -1), `None` if not found."""
-        try:
-            column_key = self._column_locations.get_key(column_index)
-            row_key = None if row_index == -1 else self._row_locations.get_key(row_index)
-        except AttributeError:  # DataTable's internals moved: render as DataTable does
-            return None
-        if column_key is None:
-            return None
-        if row_index == -1:
-            column = self.columns.get(column_key)
-            return None if column is None else column.label
-        return None if row_key is None else self._data.get(row_key, {}).get(column_key)
+        old, self._cursor = self._cursor, max(0, min(row, len(self._rows) - 1))
+        self._cursor_key = self._rows[self._cursor].key
+        if old != self._cursor:
+            self._refresh_row(old)
+            self._refresh_row(self._cursor)
+        self._scroll_to_cursor()
 
     def current_row(self) -> ProcessRow | None:
         """The row under the cursor, if any."""
-        key = self._cursor_key()
-        return None if key is None else self._shown.get(key)
+        return self._rows[self._cursor] if self._rows else None
+
+    def _refresh_row(self, index: int) -> None:
+        line = index - self.scroll_offset.y + 1
+        if 1 <= line < self.size.height:
+            self.refresh(Region(0, line, self.size.width, 1))
+
+    def _scroll_to_cursor(self) -> None:
+        top, lines = self.scroll_offset.y, max(1, self.size.height - 1)
+        if self._cursor < top:
+            self.scroll_to(y=self._cursor, animate=False, force=True)
+        elif self._cursor >= top + lines:
+            self.scroll_to(y=self._cursor - lines + 1, animate=False, force=True)
+
+    def action_cursor_up(self) -> None:
+        """One row up."""
+        self.move_cursor(self._cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        """One row down."""
+        self.move_cursor(self._cursor + 1)
+
+    def action_page_up(self) -> None:
+        """A screenful up, the rows scrolled with the cursor."""
+        page = max(1, self.size.height - 1)
+        self.scroll_to(y=self.scroll_offset.y - page, animate=False, force=True)
+        self.move_cursor(self._cursor - page)
+
+    def action_page_down(self) -> None:
+        """A screenful down, the rows scrolled with the cursor."""
+        page = max(1, self.size.height - 1)
+        self.scroll_to(y=self.scroll_offset.y + page, animate=False, force=True)
+        self.move_cursor(self._cursor + page)
+
+    def action_first(self) -> None:
+        """The first row."""
+        self.move_cursor(0)
+
+    def action_last(self) -> None:
+        """The last row."""
+        self.move_cursor(len(self._rows) - 1)
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on a row puts the cursor on it."""
+        offset = event.get_content_offset(self)
+        if offset is not None and offset.y >= 1:
+            index = self.scroll_offset.y + offset.y - 1
+            if index < len(self._rows):
+                self.move_cursor(index)
+
+    # -- drawing
+
+    def notify_style_update(self) -> None:
+        """A new theme, focus or class: the lines are styled again when next drawn."""
+        super().notify_style_update()
+        self._looks = None
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Lay the columns out for the width, take the styles, then draw the lines asked for."""
+        # At draw time, not on `Resize`: Textual sends the first `Resize` after the first frame,
+        # and the rows the screen set at mount must be in that frame, in their columns.
+        self._prepare(self.size.width)
+        return super().render_lines(crop)
+
+    def _prepare(self, width: int) -> None:
+        if width != self._width:
+            self._layout(width)
+        if self._looks is None:
+            # The same component styles a `DataTable` draws its header, stripes and cursor with.
+            self._looks = (
+                self.get_component_styles("process-table--header").rich_style,
+                self.get_component_styles("process-table--even-row").rich_style,
+                self.get_component_styles("process-table--odd-row").rich_style,
+                self.get_component_rich_style("process-table--cursor"),
+            )
+            self._header = None
+            self._strips.clear()
+
+    def _layout(self, width: int) -> None:
+        wide = width >= WIDE_FROM
+        columns = [c for c in COLUMNS if wide or c.key not in WIDE_ONLY]
+        fixed = sum(c.width + 2 for c in columns)
+        command_w = max(COMMAND.width, width - fixed - 3)  # 2 for padding, 1 left blank
+        self._width = width
+        self._columns = (*columns, replace(COMMAND, width=command_w))
+        self._line_cells = fixed + command_w + 2
+        self._header = None
+        self._content.clear()
+        self._strips.clear()
+
+    def render_line(self, y: int) -> Strip:
+        """Line `y` of the widget: the header, or the row scrolled to it."""
+        self._prepare(self.size.width)
+        assert self._looks is not None
+        if y == 0:
+            if self._header is None:
+                labels = padded([(text_cell(c.label), False) for c in self._columns], self._widths)
+                self._header = self._styled(labels, self._looks[0], None)
+            return self._header
+        index = self.scroll_offset.y + y - 1
+        if not 0 <= index < len(self._rows):
+            return Strip.blank(self.size.width, self.rich_style)
+        row = self._rows[index]
+        look = (index % 2) | (_CURSOR if index == self._cursor and self.show_cursor else 0)
+        drawn = self._strips.get(row.key)
+        if drawn is None or drawn[1] != look or drawn[0] != row:
+            drawn = (row, look, self._row_strip(row, look))
+            self._strips[row.key] = drawn
+        return drawn[2]
+
+    @property
+    def _widths(self) -> list[int]:
+        return [c.width for c in self._columns]
+
+    def _row_strip(self, row: ProcessRow, look: int) -> Strip:
+        content = self._content.get(row.key)
+        if content is None or content[0] != row:
+            cells = [(c.cell(row), c.right) for c in self._columns]
+            # Runs of one style merged once here, so each look of the row styles a few segments.
+            content = (row, list(Segment.simplify(padded(cells, self._widths))))
+            self._content[row.key] = content
+        assert self._looks is not None
+        stripe = self._looks[1 + (look & _ODD)]
+        if not look & _CURSOR:
+            return self._styled(content[1], stripe, None)
+        cursor = self._looks[3]
+        # A `DataTable`'s cursor colours win over the cells' own (its `cursor_*_priority`).
+        return self._styled(
+            content[1],
+            stripe + cursor,
+            Style.from_color(cursor.color) + Style.from_color(bgcolor=cursor.bgcolor),
+        )
+
+    def _styled(self, content: Cell, style: Style, post: Style | None) -> Strip:
+        """`content` under `style` (and over `post`), its blank end as wide as the widget."""
+        width = self.size.width
+        segments = list(Segment.apply_style(content, style, post))
+        if width > self._line_cells:
+            segments.append(Segment(" " * (width - self._line_cells), style))
+        strip = Strip(segments, max(width, self._line_cells))
+        return strip if width >= self._line_cells else strip.crop(0, width)
+
+    # -- reading it back (tests, the status line)
+
+    def shown_columns(self) -> tuple[Column[ProcessRow], ...]:
+        """The columns laid out for the width now, COMMAND last with the width it was given."""
+        if self._width != self.size.width:
+            self._layout(self.size.width)
+        return self._columns
+
+    def cell_texts(self, key: str) -> dict[str, str]:
+        """Row `key`'s cells by column key, in the order shown: their plain text, uncut."""
+        row = self._rows[self._index[key]]
+        return {c.key: "".join(s.text for s in c.cell(row)) for c in self.shown_columns()}
+
+    def lines(self) -> list[str]:
+        """The header and every row as plain text, as wide as laid out (the blank end cut)."""
+        columns, widths = self.shown_columns(), self._widths
+        header = padded([(text_cell(c.label), False) for c in columns], widths)
+        rows = [padded([(c.cell(r), c.right) for c in columns], widths) for r in self._rows]
+        return ["".join(s.text for s in line).rstrip() for line in (header, *rows)]
 
 
 def visible_keys(table: ProcessTable) -> Sequence[str]:
     """Row keys in display order (for tests and the status line)."""
-    return [
-        table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value or ""
-        for i in range(table.row_count)
-    ]
+    return [row.key for row in table.rows_shown]
