@@ -6,9 +6,9 @@ quits by itself after `--seconds`; run it in a real terminal (a tmux pane of 160
 `bench_tui_cpu.py` does), with `-P` so that the tree on `PYTHONPATH` is the one imported:
 
     tmux new-session -d -x 160 -y 50 "env PYTHONPATH=<tree> python -P \\
-        benchmarks/profile_dashboard.py --seconds 34 --out /tmp/t.prof -- \\
+        benchmarks/profile_dashboard.py --seconds 34 --out t.prof -- \\
         --replay tests/data/sessions/e2e --speed 1"
-    python benchmarks/profile_dashboard.py --report /tmp/t.prof
+    python benchmarks/profile_dashboard.py --report t.prof
 
 The report gives the UI thread's CPU and the process table's share of it: its drawing
 (`render_lines`, a `DataTable`'s or its own) and its update (`watch_rows_shown`). cProfile
