@@ -1,12 +1,14 @@
 """The process table: a header, then one line per (GPU, process), with a row cursor.
 
 A line-API widget rather than a `DataTable`: a `DataTable` drew every line of the table again
-after any cell changed (its caches are keyed on a count each update raises), so one CPU % moving
-on a 50-process table cost 22 ms a redraw, and a one-process table 1.7 ms, a fifth of the
-dashboard's drawing (`benchmarks/bench_process_table.py`). Here each row is built once per change
-as a `Strip` of pre-styled segments, cached by the row's value, and only the lines whose row (or
-cursor) changed are refreshed on screen. The look is the `DataTable`'s: the same component styles
-for the header, the zebra stripes and the cursor, the same cell padding.
+after any cell changed (its caches are keyed on a count each update raises). One CPU % moving
+cost 24 ms a redraw on a 50-process table and 3 ms on a one-process table (2-core VM,
+`benchmarks/bench_process_table.py`); profiled, the table took 11 % of the dashboard's UI
+thread replaying a two-process session and 32 % with 32 processes. Here each row is built once
+per change as a `Strip` of pre-styled segments, cached by the row's value, and only the lines
+whose row (or cursor) changed are refreshed: 1.3 ms for either redraw, 2.7 % and 5.4 % of the UI
+thread (`benchmarks/RESULTS.md`). The look is the `DataTable`'s: the same component styles for
+the header, the zebra stripes and the cursor, the same cell padding.
 """
 
 from __future__ import annotations
