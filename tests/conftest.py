@@ -132,16 +132,15 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook, known only when it is installed
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto` (pyproject's addopts): one and a half workers a core, at most 8, since many
-    tests wait on a subprocess, a terminal or a socket; `PYTEST_XDIST_AUTO_NUM_WORKERS` sets it
-    instead. On 2 cores, 3 workers ran the suite in 350 s where 4 took 376 (the same tests'
-    CPU 25 % higher: the workers and the processes they start crowd the two cores) and 2 took
-    440 (a core idles while a test waits)."""
+    """`-n auto` (pyproject's addopts): two workers a core, at most 8, since many tests wait on
+    a subprocess, a terminal or a socket; `PYTEST_XDIST_AUTO_NUM_WORKERS` sets it instead. On 2
+    cores, one run after the other on the same tree, 4 workers took 369 s and 3 took 402 s, with
+    the same CPU (benchmarks/RESULTS.md); 2 workers leave a core idle while a test waits."""
     wanted = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
     if wanted.isdigit():
         return int(wanted)
     cores = len(os.sched_getaffinity(0))
-    return max(2, min(8, cores + cores // 2))
+    return max(2, min(8, 2 * cores))
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
