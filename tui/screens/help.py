@@ -24,7 +24,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Esc", "clear the filter"),
     ("s", "cycle the process sort: GPU memory, CPU %, RSS, elapsed, pid, user, GPU"),
     ("g / G", "chart the next / previous GPU (or click a GPU)"),
-    ("↑ ↓ PgUp PgDn", "move in the process table"),
+    ("↑ ↓ PgUp PgDn Home End", "move in the process table"),
     ("t", "go to the tasks table (training logs followed with --log / --watch)"),
     ("c", "go to the containers panel; there s cycles its sort, r reverses it"),
     ("Enter", "on a container: show only its processes (Esc shows all again)"),
