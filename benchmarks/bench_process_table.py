@@ -4,9 +4,8 @@ The table is mounted alone in a headless app (160x60, so 50 rows fit), as tall a
 in the dashboard, and given `--rows` rows; each frame then changes the rows and lets Textual
 draw the screen. Two cases: `one` changes the CPU % of one row (the second when there are two
 or more), `all` changes every row's CPU % and elapsed time (a busy box between two redraws, as
-the dashboard's every 2 s). Timed in the
-process: the `rows_shown` watcher (the update) and the table's `render_lines` (the drawing
-Textual asks for), per frame, after `--warmup` frames.
+the dashboard's every 2 s). Timed in the process: the `rows_shown` watcher (the update) and
+the table's `render_lines` (the drawing Textual asks for), per frame, after `--warmup` frames.
 
 It imports the table from the tree on `PYTHONPATH`, so one script measures any tree:
 

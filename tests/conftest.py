@@ -134,8 +134,9 @@ def pytest_report_header(config: pytest.Config) -> str:
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto` (pyproject's addopts): two workers a core, at most 8, since many tests wait on
     a subprocess, a terminal or a socket; `PYTEST_XDIST_AUTO_NUM_WORKERS` sets it instead. On 2
-    cores, one run after the other on the same tree, 4 workers took 369 s and 3 took 402 s, with
-    the same CPU (benchmarks/RESULTS.md); 2 workers leave a core idle while a test waits."""
+    cores, a small edge: one run after the other on the same tree, 4 workers took 369 s and 3
+    took 402 s with the same CPU, and 4 took 393 s in a third run (benchmarks/RESULTS.md); 2
+    workers leave a core idle while a test waits."""
     wanted = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
     if wanted.isdigit():
         return int(wanted)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from textual.geometry import Region
 from textual.message import Message
 
 from collectors.base import (
@@ -390,6 +391,10 @@ async def test_shrinking_to_60x20_hides_the_chart_and_extra_columns() -> None:
         assert app.screen.query_one("#chart").styles.display == "none"
         assert "rss" not in column_keys(table) and "elapsed" not in column_keys(table)
         assert table.row_count == 4  # pids 4242 and 5151 on both GPUs
+        # what is drawn: the narrow columns, each line as wide as the table
+        drawn = table.render_lines(Region(0, 0, table.size.width, table.size.height))
+        assert "GPU MEM" in drawn[0].text and "RSS" not in drawn[0].text
+        assert {strip.cell_length for strip in drawn} == {table.size.width}
         await pilot.resize_terminal(160, 50)
         await pilot.pause()
         assert "rss" in column_keys(table) and table.row_count == 4

@@ -27,7 +27,8 @@ def row(pid: int, gpu_index: int = 0, cpu_pct: float = 10.0, **fields: object) -
         command=f"python job{pid}.py",
     )
     values.update(fields)
-    return ProcessRow(f"{uuid}/{pid}", gpu_index, uuid, pid, 4 * GiB, **values)  # type: ignore[arg-type]
+    key = f"{uuid}/{pid}"
+    return ProcessRow(key, gpu_index, uuid, pid, 4 * GiB, **values)  # type: ignore[arg-type]
 
 
 class CountingTable(ProcessTable):
@@ -178,6 +179,32 @@ async def test_keys_move_the_cursor_and_scroll_it_into_view() -> None:
         assert table.cursor_row == 18 and cursor_line(table) == 6
 
 
+async def test_the_view_follows_the_cursor_past_its_last_line_and_to_a_moved_row() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 12)) as pilot:
+        table = app.query_one(CountingTable)
+        table.focus()
+        rows = tuple(row(pid) for pid in range(100, 120))
+        table.rows_shown = rows
+        await pilot.pause()
+        await pilot.press(*["down"] * 6)  # the last line in view: nothing scrolls yet
+        assert table.cursor_row == 6 and table.scroll_offset.y == 0 and cursor_line(table) == 7
+        await pilot.press("down")  # one past it: the rows scroll by one
+        assert table.cursor_row == 7 and table.scroll_offset.y == 1 and cursor_line(table) == 7
+        await pilot.press("pagedown")  # the rows scroll by a page with the cursor
+        assert table.cursor_row == 14 and table.scroll_offset.y == 8 and cursor_line(table) == 7
+        await pilot.press("ctrl+home")
+        assert table.scroll_offset.y == 0
+        await pilot.press("pagedown")  # from the top: the page scrolls, the cursor keeps its line
+        assert table.cursor_row == 7 and table.scroll_offset.y == 7 and cursor_line(table) == 1
+        await pilot.press("ctrl+home")
+        # a new order puts the cursor's process (pid 100) last: the view goes with it
+        table.rows_shown = rows[1:] + rows[:1]
+        await pilot.pause()
+        assert table.current_row() == rows[0] and table.cursor_row == 19
+        assert table.scroll_offset.y == 13 and cursor_line(table) == 7
+
+
 async def test_a_click_puts_the_cursor_on_the_clicked_row() -> None:
     app = TableApp()
     async with app.run_test(size=(120, 12)) as pilot:
@@ -300,5 +327,6 @@ async def test_the_second_gpus_processes_are_drawn_under_the_first_ones() -> Non
         await pilot.pause()
         assert visible_keys(table) == [f"{UUID0}/4242", f"{UUID1}/6161", f"{UUID1}/7070"]
         screen = [strip.text for strip in app.screen._compositor.render_strips()]
-        drawn = [line.strip("│ ").split()[:2] for line in screen if "GiB" in line and "N/A" in line]
+        rows = [line for line in screen if "GiB" in line and "N/A" in line]
+        drawn = [line.strip("│ ").split()[:2] for line in rows]
         assert drawn == [["0", "4242"], ["1", "6161"], ["1", "7070"]]

@@ -166,7 +166,7 @@ def _race(base: Path) -> None:
         while time.monotonic() < hold_until:
             assert not _launched(queues[second][0])
             owners = _owners(ledger)
-            assert set(owners) <= {winner_uid}, owners
+            assert len(owners) <= 1 and set(owners) <= {winner_uid}, owners
             winner_seen = winner_seen or winner_uid in owners
             time.sleep(0.05)
         assert winner_seen, "the winner's reservation was never in the ledger"

@@ -5,10 +5,12 @@ after any cell changed (its caches are keyed on a count each update raises). One
 cost 24 ms a redraw on a 50-process table and 3 ms on a one-process table (2-core VM,
 `benchmarks/bench_process_table.py`); profiled, the table took 11 % of the dashboard's UI
 thread replaying a two-process session and 32 % with 32 processes. Here each row is built once
-per change as a `Strip` of pre-styled segments, cached by the row's value, and only the lines
-whose row (or cursor) changed are refreshed: 1.3 ms for either redraw, 2.7 % and 5.4 % of the UI
-thread (`benchmarks/RESULTS.md`). The look is the `DataTable`'s: the same component styles for
-the header, the zebra stripes and the cursor, the same cell padding.
+per change as a `Strip` of pre-styled segments, cached by the row's value, and while the same
+number of processes stays on it only the lines whose row or cursor changed are refreshed: 1.3 ms
+for either redraw, 2.7 % and 5.4 % of the UI thread (`benchmarks/RESULTS.md`); a process that
+starts or exits changes the table's height, and the whole table is drawn again. The look is the
+`DataTable`'s (the same component styles for the header, the zebra stripes and the cursor, the
+same cell padding), without its hover highlight under the mouse.
 """
 
 from __future__ import annotations
@@ -176,8 +178,10 @@ class ProcessTable(ScrollView, can_focus=True):
             self._forget_gone()
         height = len(rows) + 1
         if self.virtual_size.height != height:
-            self.virtual_size = Size(0, height)  # a relayout: the table is as tall as its rows
-        self._refresh_changed(old_rows, old_cursor)
+            # A relayout (the table is as tall as its rows), which draws every line again.
+            self.virtual_size = Size(0, height)
+        else:
+            self._refresh_changed(old_rows)
         if self._cursor != old_cursor:
             self.call_after_refresh(self._scroll_to_cursor)
 
@@ -186,13 +190,13 @@ class ProcessTable(ScrollView, can_focus=True):
         self._content = {k: v for k, v in self._content.items() if k in index}
         self._strips = {k: v for k, v in self._strips.items() if k in index}
 
-    def _refresh_changed(self, old_rows: Sequence[ProcessRow], old_cursor: int) -> None:
+    def _refresh_changed(self, old_rows: Sequence[ProcessRow]) -> None:
+        # As many rows as before: a line whose row is the same one, unchanged, looks the same
+        # (the cursor follows its row's key, so a cursor that moved sits on rows that changed).
         top, lines = self.scroll_offset.y, self.size.height - 1
-        rows, cursor = self._rows, self._cursor
-        for index in range(top, min(top + lines, max(len(rows), len(old_rows)))):
-            old = old_rows[index] if index < len(old_rows) else None
-            new = rows[index] if index < len(rows) else None
-            if old != new or (index in (cursor, old_cursor) and cursor != old_cursor):
+        rows = self._rows
+        for index in range(top, min(top + lines, len(rows))):
+            if old_rows[index] != rows[index]:
                 self.refresh(Region(0, index - top + 1, self.size.width, 1))
 
     def watch_show_cursor(self) -> None:
@@ -364,12 +368,13 @@ class ProcessTable(ScrollView, can_focus=True):
         strip = Strip(segments, max(width, self._line_cells))
         return strip if width >= self._line_cells else strip.crop(0, width)
 
-    # -- reading it back (tests, the status line)
+    # -- reading it back (tests)
 
     def shown_columns(self) -> tuple[Column[ProcessRow], ...]:
-        """The columns laid out for the width now, COMMAND last with the width it was given."""
-        if self._width != self.size.width:
-            self._layout(self.size.width)
+        """The columns as last laid out, COMMAND last with the width it was given.
+
+        Read only: after a resize they change when the table is next drawn, as on screen.
+        """
         return self._columns
 
     def cell_texts(self, key: str) -> dict[str, str]:
@@ -386,5 +391,5 @@ class ProcessTable(ScrollView, can_focus=True):
 
 
 def visible_keys(table: ProcessTable) -> Sequence[str]:
-    """Row keys in display order (for tests and the status line)."""
+    """Row keys in display order (for tests)."""
     return [row.key for row in table.rows_shown]
