@@ -6,7 +6,7 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 
-from tui.widgets.strip_cells import fit, padded, text_cell
+from tui.widgets.strip_cells import fit, last_column_width, padded, text_cell
 
 RED = Style.parse("red")
 
@@ -41,3 +41,14 @@ def test_a_line_is_each_cell_with_one_blank_either_side() -> None:
     line = padded([(text_cell("a"), False), (text_cell("7"), True)], [3, 4])
     assert text(line) == " a       7 "
     assert len(text(line)) == (3 + 2) + (4 + 2)
+
+
+def test_the_last_column_takes_what_the_others_and_the_blank_end_leave() -> None:
+    # 3 and 7 cells, each padded by one on either side (14), one blank at the end: 100 - 17
+    assert last_column_width([3, 7], 8, 100) == 83
+    line = padded(
+        [(text_cell("a"), False), (text_cell("b"), True), (text_cell("c"), False)], [3, 7, 83]
+    )
+    assert sum(len(s.text) for s in line) == 99  # the line and its one blank cell: 100
+    assert last_column_width([3, 7], 8, 25) == 8  # the least it gets, cut by the terminal
+    assert last_column_width([], 8, 40) == 37

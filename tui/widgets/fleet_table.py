@@ -22,7 +22,7 @@ from gpuherd.fleet.model import FleetRow, FleetTask
 from gpuherd.present.format import fmt_bytes, fmt_gib_pair, fmt_pct, pct_of, visible
 from tui.tasks import BADGES, SEVERITY_STYLE, STATUS_STYLE
 from tui.text import level_style
-from tui.widgets.strip_cells import Cell, Column, padded, text_cell
+from tui.widgets.strip_cells import Cell, Column, last_column_width, padded, text_cell
 
 S = Style.parse
 DIM, BOLD_RED, CYAN, GREEN, HEADER = S("dim"), S("bold red"), S("cyan"), S("green"), S("bold")
@@ -139,9 +139,9 @@ class FleetTable(ScrollView, can_focus=True):
 
     def _layout(self, width: int) -> None:
         self._columns = [c for c in COLUMNS if width >= WIDE_FROM or c.key != "model"]
-        fixed = 1 + sum(c.width + 2 for c in self._columns)
-        self._widths = [*(c.width for c in self._columns), max(TASKS.width, width - fixed - 2)]
-        self._line_cells = fixed + self._widths[-1] + 2
+        widths = [c.width for c in self._columns]
+        self._widths = [*widths, last_column_width(widths, TASKS.width, width)]
+        self._line_cells = 1 + sum(w + 2 for w in self._widths)  # `_line` adds the blank
         self._header = self._line(
             [(text_cell(c.label, HEADER), c.right) for c in (*self._columns, TASKS)]
         )

@@ -30,7 +30,7 @@ from textual.strip import Strip
 
 from gpuherd.present.format import fmt_bytes, fmt_duration, fmt_pct, fmt_text, visible
 from tui.processes import ProcessRow
-from tui.widgets.strip_cells import Cell, Column, padded, text_cell
+from tui.widgets.strip_cells import Cell, Column, last_column_width, padded, text_cell
 
 WIDE_FROM = 100
 """From this width the table also shows RSS and elapsed time."""
@@ -307,11 +307,10 @@ class ProcessTable(ScrollView, can_focus=True):
     def _layout(self, width: int) -> None:
         wide = width >= WIDE_FROM
         columns = [c for c in COLUMNS if wide or c.key not in WIDE_ONLY]
-        fixed = sum(c.width + 2 for c in columns)
-        command_w = max(COMMAND.width, width - fixed - 3)  # 2 for padding, 1 left blank
+        command_w = last_column_width([c.width for c in columns], COMMAND.width, width)
         self._width = width
         self._columns = (*columns, replace(COMMAND, width=command_w))
-        self._line_cells = fixed + command_w + 2
+        self._line_cells = sum(c.width + 2 for c in self._columns)  # `_styled` adds the blank
         self._header = None
         self._content.clear()
         self._strips.clear()

@@ -70,6 +70,16 @@ def fit(cell: Cell, width: int, right: bool = False) -> Cell:
     return out
 
 
+def last_column_width(widths: Sequence[int], least: int, width: int) -> int:
+    """What a line `width` cells wide leaves its last column (`least` at the least).
+
+    The columns of `widths` before it and every column's padding (one blank cell on either
+    side, as `padded` lays them), and one blank cell left at the line's end, where a terminal
+    would otherwise show a cursor or wrap.
+    """
+    return max(least, width - sum(w + 2 for w in widths) - 3)
+
+
 def padded(cells: Sequence[tuple[Cell, bool]], widths: Sequence[int]) -> Cell:
     """Each (cell, right-aligned) fitted to its width, with one blank cell on either side.
 
