@@ -135,8 +135,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto` (pyproject's addopts): two workers a core, at most 8, since many tests wait on
     a subprocess, a terminal or a socket; `PYTEST_XDIST_AUTO_NUM_WORKERS` sets it instead. On 2
     cores, a small edge: one run after the other on the same tree, 4 workers took 369 s and 3
-    took 402 s with the same CPU, and 4 took 393 s in a third run (benchmarks/RESULTS.md); 2
-    workers leave a core idle while a test waits."""
+    took 402 s with the same CPU, and 4 took 393, 355 and 342 s in three more runs
+    (benchmarks/RESULTS.md); 2 workers leave a core idle while a test waits."""
     wanted = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
     if wanted.isdigit():
         return int(wanted)
