@@ -205,6 +205,31 @@ async def test_the_view_follows_the_cursor_past_its_last_line_and_to_a_moved_row
         assert table.scroll_offset.y == 13 and cursor_line(table) == 7
 
 
+async def test_a_row_arriving_or_leaving_redraws_the_changed_rows_on_screen() -> None:
+    # A new height is a relayout, which redraws every line: no line-by-line pass is made then,
+    # and a row changed in the same update must still reach the screen (the table scrolls).
+    app = TableApp()
+    async with app.run_test(size=(120, 12)) as pilot:
+        table = app.query_one(CountingTable)
+        rows = [row(pid) for pid in range(100, 120)]
+        table.rows_shown = tuple(rows)
+        await pilot.pause()
+
+        def screen() -> str:
+            return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+        rows[2] = row(102, cpu_pct=77.0)
+        rows.append(row(120))
+        table.rows_shown = tuple(rows)
+        await pilot.pause()
+        assert "77%" in screen() and table.row_count == 21
+        rows[3] = row(103, cpu_pct=66.0)
+        rows.pop()
+        table.rows_shown = tuple(rows)
+        await pilot.pause()
+        assert "66%" in screen() and "77%" in screen() and table.row_count == 20
+
+
 async def test_a_click_puts_the_cursor_on_the_clicked_row() -> None:
     app = TableApp()
     async with app.run_test(size=(120, 12)) as pilot:

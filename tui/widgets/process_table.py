@@ -321,8 +321,7 @@ class ProcessTable(ScrollView, can_focus=True):
         assert self._looks is not None
         if y == 0:
             if self._header is None:
-                labels = padded([(text_cell(c.label), False) for c in self._columns], self._widths)
-                self._header = self._styled(labels, self._looks[0], None)
+                self._header = self._styled(self._header_cells(), self._looks[0], None)
             return self._header
         index = self.scroll_offset.y + y - 1
         if not 0 <= index < len(self._rows):
@@ -339,12 +338,17 @@ class ProcessTable(ScrollView, can_focus=True):
     def _widths(self) -> list[int]:
         return [c.width for c in self._columns]
 
+    def _header_cells(self) -> Cell:
+        return padded([(text_cell(c.label), False) for c in self._columns], self._widths)
+
+    def _row_cells(self, row: ProcessRow) -> Cell:
+        return padded([(c.cell(row), c.right) for c in self._columns], self._widths)
+
     def _row_strip(self, row: ProcessRow, look: int) -> Strip:
         content = self._content.get(row.key)
         if content is None or content[0] != row:
-            cells = [(c.cell(row), c.right) for c in self._columns]
             # Runs of one style merged once here, so each look of the row styles a few segments.
-            content = (row, list(Segment.simplify(padded(cells, self._widths))))
+            content = (row, list(Segment.simplify(self._row_cells(row))))
             self._content[row.key] = content
         assert self._looks is not None
         stripe = self._looks[1 + (look & _ODD)]
@@ -383,10 +387,8 @@ class ProcessTable(ScrollView, can_focus=True):
 
     def lines(self) -> list[str]:
         """The header and every row as plain text, as wide as laid out (the blank end cut)."""
-        columns, widths = self.shown_columns(), self._widths
-        header = padded([(text_cell(c.label), False) for c in columns], widths)
-        rows = [padded([(c.cell(r), c.right) for c in columns], widths) for r in self._rows]
-        return ["".join(s.text for s in line).rstrip() for line in (header, *rows)]
+        drawn = [self._header_cells(), *(self._row_cells(row) for row in self._rows)]
+        return ["".join(s.text for s in line).rstrip() for line in drawn]
 
 
 def visible_keys(table: ProcessTable) -> Sequence[str]:
