@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from collectors.base import CollectorUnavailable
-from collectors.roles import GPU
-from collectors.samples import GpuProcess, LogBatch
+from collectors.roles import CONTAINERS, GPU
+from collectors.samples import ContainerSample, ContainerTick, GpuProcess, LogBatch
 from parsers.model import LogFinding, LogMetric
 from tests.app.helpers import (
     T0,
@@ -26,7 +26,9 @@ from tests.fakes import FakeCollector
 from tui.app import GpuherdApp, make_app
 from tui.screens.main import arrangement
 from tui.views import gap_note
+from tui.widgets.container_panel import ContainerPanel
 from tui.widgets.gpu_panel import GpuPanel
+from tui.widgets.process_table import ProcessTable
 from tui.widgets.tasks_panel import TasksPanel
 
 RUN = "/home/alice/experiments/resnet50-lr3e-4-bs256/lightning_logs/version_3/train.log"
@@ -123,21 +125,89 @@ async def test_eight_gpus_and_the_tasks_fit_80x24_one_line_per_gpu() -> None:
 
 
 @pytest.mark.parametrize(
-    ("height", "gpus", "tasks", "expected"),
+    ("height", "gpus", "sides", "expected"),
     [
-        (50, 8, 0, (False, False, None)),  # 160x50: two lines a GPU, as before
-        (50, 8, 2, (False, False, None)),
-        (40, 8, 2, (True, False, None)),  # 120x40: one line a GPU, the chart stays
-        (24, 8, 2, (True, True, 10)),  # 80x24: crowded, all eight and the tasks
-        (24, 1, 0, (False, False, None)),  # one GPU at 80x24: unchanged
-        (24, 16, 2, (True, True, 10)),  # more than fit: the GPU panel scrolls
+        (50, 8, (), (False, False, None, None)),  # 160x50: two lines a GPU, as before
+        (50, 8, (5,), (False, False, None, None)),  # and two tasks
+        (40, 8, (5,), (True, False, None, None)),  # 120x40: one line a GPU, the chart stays
+        (24, 8, (5,), (True, True, 10, None)),  # 80x24: crowded, all eight and the tasks
+        (24, 1, (), (False, False, None, None)),  # one GPU at 80x24: unchanged
+        (24, 16, (5,), (True, True, 10, None)),  # more than fit: the GPU panel scrolls
+        # 100x30, one GPU: 20 containers (12 lines) leave the chart no room beside the
+        # processes
+        (30, 1, (12,), (True, True, 9, None)),
+        # 120x40, one GPU: 12 lines of side panels leave the chart and the GPU's two lines
+        # room, 13 only one GPU line, 14 not even that
+        (40, 1, (8, 4), (False, False, None, None)),
+        (40, 1, (9, 4), (True, False, None, None)),
+        (40, 1, (10, 4), (True, True, 17, None)),
+        # 80x24, one GPU: 20 containers take the rows the chart and host had
+        (24, 1, (12,), (True, True, 3, None)),
+        # their 12 lines and 4 tasks' 7 leave the GPUs less than a line: both give way
+        (24, 1, (12, 7), (True, True, 3, 6)),
+        (24, 1, (12, 6), (True, True, 3, 6)),
+        (24, 1, (12, 5), (True, True, 4, 6)),  # 11 lines of 12: the GPU keeps the spare
+        (24, 1, (12, 4), (True, True, 5, 6)),  # 16 lines of 12
+        (24, 1, (8, 4), (True, True, 3, None)),  # 12 lines of 12: as wanted
+        (24, 1, (12, 12, 12), (True, True, 3, 4)),  # every side panel keeps a row
     ],
 )
 def test_arrangement(
-    height: int, gpus: int, tasks: int, expected: tuple[bool, bool, int | None]
+    height: int, gpus: int, sides: tuple[int, ...], expected: tuple[object, ...]
 ) -> None:
     middle = 16 if height >= 30 else 5
-    assert arrangement(height, gpus, tasks, 0, middle) == expected
+    assert arrangement(height, gpus, sides, 0, middle) == expected
+
+
+def many_containers(count: int) -> ContainerTick:
+    return ContainerTick(
+        T0,
+        tuple(
+            ContainerSample(f"{k:064x}", f"{k:012x}", f"ctr-{k}", "busybox:1", "running")
+            for k in range(count)
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("size", "tasks", "containers_lines", "tasks_lines"),
+    [
+        ((80, 24), 0, 12, 0),  # 20 containers: the chart and host give way, not the GPU
+        ((80, 24), 4, 6, 6),  # and four tasks: the two share what the GPU and processes leave
+        ((100, 30), 4, 9, 7),  # 19 lines of 18: the tasks whole, the containers 9
+        ((160, 50), 4, 12, 7),  # room for everything
+    ],
+)
+async def test_side_panels_leave_the_gpus_and_the_processes_in_view(
+    size: tuple[int, int], tasks: int, containers_lines: int, tasks_lines: int
+) -> None:
+    logs = [scripted_log(f"/r/{k}.log") for k in range(tasks)]
+    nvml, engine = ScriptedCollector("nvml"), ScriptedCollector("docker", role=CONTAINERS)
+    app = make_app([nvml, engine, *logs, host_source(host())], clock=lambda: T0, hostname="box")
+    async with app.run_test(size=size) as pilot:
+        nvml.push(tick(gpu(0, processes=(GpuProcess(4242, 10 * GiB),))))
+        engine.push(many_containers(20))
+        for k, log in enumerate(logs):
+            log.push(batch(f"/r/{k}.log", 10))
+        screen = app.get_default_screen()
+        await until(
+            pilot,
+            lambda: (
+                screen.query_one(ContainerPanel).row_count == 20
+                and screen.query_one(TasksPanel).row_count == tasks
+            ),
+        )
+        await pilot.pause(0.3)
+        height = size[1]
+        assert screen.query_one("#containers").region.height == containers_lines
+        assert screen.query_one("#tasks").region.height == tasks_lines
+        gpus, processes = screen.query_one("#gpus").region, screen.query_one("#processes").region
+        assert gpus.height >= 3 and gpus.bottom <= height - 1
+        table = screen.query_one(ProcessTable)
+        assert processes.height >= 4 and processes.bottom <= height - 1  # above the footer
+        assert table.row_count == 1 and table.region.height >= 2  # its header and the row
+        for source in (nvml, engine, *logs):
+            source.finish()
 
 
 async def test_without_a_gpu_the_footer_offers_no_dead_keys_and_slash_opens_nothing() -> None:

@@ -125,16 +125,19 @@ def test_the_containers_panel_fits_its_columns_and_draws_no_sideways_scrollbar(
         height,
     )
     # the container that holds the GPU process, with its GPU memory (once the host's sample
-    # has named the process's container)
+    # has named the process's container), and the process itself: the containers panel takes
+    # neither all the lines nor none of them
     screen = pane.wait_for(
         lambda s: (
             "Containers (20)" in s
             and any("ctr-0 " in line and "10.0 GiB" in line for line in s.splitlines())
+            and any("4242" in line and "python train.py" in line for line in s.splitlines())
         ),
         timeout_s=30,
     )
     lines = panel_lines(screen)
     header = lines[1]
+    assert "─ Processes " in screen, screen
     # the last column is on screen whole: the table is no wider than its panel
     assert "NAME" in header and "GPUS" in header and "GPU MEM" in header, "\n".join(lines)
     stray = [line for line in lines if any(glyph in line for glyph in SIDEWAYS)]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import NamedTuple
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -19,7 +22,7 @@ from tui.widgets.gpu_panel import GpuPanel, GpuSection
 from tui.widgets.header_bar import HeaderBar
 from tui.widgets.host_panel import HostSection
 from tui.widgets.kept_lines import KeptFooter, KeptLines
-from tui.widgets.panel import Panel
+from tui.widgets.panel import Panel, SidePanel
 from tui.widgets.process_panel import ProcessPanel
 from tui.widgets.process_table import ProcessTable
 from tui.widgets.queue_panel import QueueSection
@@ -37,32 +40,50 @@ PROCESS_ROWS = 6
 CROWDED_REST = 7
 """Host (one line: three rows) and processes (its header, a row and the note under it: four)
 when crowded, borders included."""
-TASK_PANEL_MAX = 12
+GPU_LEAST = 3
+"""The GPU panel's least height when crowded: one GPU line (more scroll)."""
+SIDE_LEAST = 4
+"""A side panel's least height when crowded: borders, its header and one row."""
+
+
+class Arrangement(NamedTuple):
+    """How the panels share the screen's rows."""
+
+    compact: bool
+    """One line per GPU."""
+    crowded: bool
+    """The chart steps aside, the host keeps one line, the processes a row or two."""
+    gpu_most: int | None
+    """The GPU panel's most lines; `None` keeps its own limit."""
+    side_most: int | None
+    """Each side panel's most lines; `None` keeps their own (`SidePanel.MOST`)."""
 
 
 def arrangement(
-    height: int,
-    gpus: int,
-    task_rows: int,
-    banner: int,
-    middle_rows: int,
-) -> tuple[bool, bool, int | None]:
-    """How the dashboard fits `height` rows: (compact GPUs, crowded, the GPU panel's most rows).
+    height: int, gpus: int, sides: Sequence[int], banner: int, middle_rows: int
+) -> Arrangement:
+    """How the dashboard fits `height` rows, with side panels of `sides` lines each.
 
-    Two lines per GPU while they fit beside the chart or host, the processes and the tasks
-    (and take at most half the screen); else one line per GPU; when even that leaves no room
-    the screen is crowded: the chart goes, the host panel keeps one line and the processes
-    table shrinks, so every GPU and the tasks stay in view (8 GPUs at 80x24). `None` keeps the
-    GPU panel's own limit.
+    The side panels (tasks, containers, Slurm, queue) keep their lines first. Then two lines
+    per GPU while they fit beside the chart or host and the processes (and take at most half
+    the screen); else one line per GPU; when even that leaves no room the screen is crowded:
+    the chart goes, the host panel keeps one line and the processes table shrinks, so every
+    GPU and the tasks stay in view (8 GPUs at 80x24). Side panels that would leave the GPUs
+    less than a line share what is left, at least a row each.
     """
-    tasks = min(TASK_PANEL_MAX, 3 + task_rows) if task_rows else 0
-    free = height - 2 - banner - tasks  # header and footer
+    room = height - 2 - banner  # header and footer
+    free = room - sum(sides)
     two, one = 2 * gpus + 2, gpus + 2
     if two + middle_rows + PROCESS_ROWS <= free and two <= height // 2:
-        return False, False, None
+        return Arrangement(False, False, None, None)
     if one + middle_rows + PROCESS_ROWS <= free:
-        return True, False, None
-    return True, True, max(3, free - CROWDED_REST)
+        return Arrangement(True, False, None, None)
+    side_room = room - CROWDED_REST - GPU_LEAST
+    side_most = None
+    if sum(sides) > side_room:
+        side_most = max(SIDE_LEAST, side_room // len(sides))
+        free = room - sum(min(lines, side_most) for lines in sides)
+    return Arrangement(True, True, max(GPU_LEAST, free - CROWDED_REST), side_most)
 
 
 GPU_ACTIONS = frozenset({"filter", "cycle_sort", "clear_filter", "next_gpu"})
@@ -94,7 +115,6 @@ class MainScreen(Screen[None], KeptLines):
         self.hostname = hostname
         self.replay_label = replay_label
         self._has_tasks = False
-        self._task_rows = 0
         self._arranged: tuple[object, ...] | None = None
         self._panels: list[Panel] | None = None
 
@@ -148,12 +168,11 @@ class MainScreen(Screen[None], KeptLines):
         and so does the header.
         """
         state = self.state
-        if changed in (None, GPU):
-            self._arrange()
         panels = self.panels  # found once: a change is made every second
         for panel in panels:
             if changed is None or changed in panel.ROLES:
                 panel.show_state(state, changed)
+        self._arrange()  # a side panel's rows or the GPUs may have come or gone
         if changed in (None, GPU) or (changed == HOST and not state.gpu_streaming()):
             self._show_header()
         self._show_health(panels)
@@ -174,9 +193,7 @@ class MainScreen(Screen[None], KeptLines):
     def show_tasks(self, rows: tuple[TaskRow, ...]) -> None:
         """Show the training-log tasks; the panel stays hidden while there are none."""
         has_tasks = composed(self, TasksSection).show_tasks(rows)
-        if self._task_rows != len(rows):
-            self._task_rows = len(rows)
-            self._arrange()
+        self._arrange()
         if self._has_tasks != has_tasks:
             self._has_tasks = has_tasks
             self.refresh_bindings()  # `t` appears in the footer with the first task
@@ -186,7 +203,7 @@ class MainScreen(Screen[None], KeptLines):
         self._arrange()
 
     def _arrange(self) -> None:
-        """Compact or crowded layout for the screen's size, GPUs, tasks and banner lines."""
+        """Compact or crowded layout for the screen's size, GPUs, side panels and banner."""
         tick = self.state.gpu_tick
         gpus = len(tick.devices) if tick is not None else 0
         banner = len(composed(self, Banner).lines)
@@ -196,18 +213,22 @@ class MainScreen(Screen[None], KeptLines):
             if tall
             else HOST_ROWS
         )
-        key = (self.size.height, middle, gpus, self._task_rows, banner)
+        sides = [panel for panel in self.panels if isinstance(panel, SidePanel)]
+        wanted = [panel.lines_wanted() for panel in sides]
+        key = (self.size.height, middle, gpus, tuple(wanted), banner)
         if key == self._arranged or not self.size.height:
             return
         self._arranged = key
-        compact, crowded, most = arrangement(
-            self.size.height, gpus, self._task_rows, banner, middle
+        fit = arrangement(
+            self.size.height, gpus, [lines for lines in wanted if lines], banner, middle
         )
-        composed(self, GpuPanel).compact = compact
-        if crowded != self.has_class("-crowded"):
-            self.set_class(crowded, "-crowded")
+        composed(self, GpuPanel).compact = fit.compact
+        if fit.crowded != self.has_class("-crowded"):
+            self.set_class(fit.crowded, "-crowded")
             self.processes.redraw()  # the note under the table gives way, or comes back
-        self.query_one("#gpus").styles.max_height = most
+        self.query_one("#gpus").styles.max_height = fit.gpu_most
+        for panel in sides:
+            panel.cap(fit.side_most)
 
     def _show_health(self, panels: list[Panel]) -> None:
         """Each panel marks its role's failures; the others' go on the banner."""

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.coordinate import Coordinate
+from textual.css.scalar import Scalar
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
@@ -27,7 +28,7 @@ from tui.containers import (
     sort_containers,
 )
 from tui.widgets.keyed_table import update_rows
-from tui.widgets.panel import Panel
+from tui.widgets.panel import SidePanel
 
 if TYPE_CHECKING:
     from tui.state import MonitorState
@@ -118,7 +119,7 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 
-class ContainerPanel(DataTable[Text], Panel):
+class ContainerPanel(DataTable[Text], SidePanel):
     """Shows `container_rows` in the chosen order; touches only the cells that changed.
 
     `s` cycles the sort key and `r` reverses it; Enter posts `ContainerPanel.Selected`, which
@@ -132,7 +133,6 @@ class ContainerPanel(DataTable[Text], Panel):
     DEFAULT_CSS = """
     ContainerPanel {
         height: auto;
-        max-height: 12;
         scrollbar-size-vertical: 1;
         overflow-x: hidden;
     }
@@ -227,9 +227,19 @@ class ContainerPanel(DataTable[Text], Panel):
         """The rows in display order."""
         return sort_containers(self.container_rows, self.sort_key, self.reverse)
 
+    def body_lines(self) -> int:
+        """The header and a line a container."""
+        return 1 + len(self.container_rows)
+
     def _apply(self) -> None:
         rows = self.shown_rows()
         self._set_title(len(rows))
+        # As tall as its rows, set here rather than left to `height: auto`, which reads the
+        # table's size only once it has measured its new rows (a layout in between gave the
+        # panel no line for a row).
+        lines = Scalar.from_number(2 + self.body_lines())
+        if self.styles.height != lines:
+            self.styles.height = lines
         if self._columns is None:
             # No columns yet: as in the tasks panel, a panel that got its width while empty
             # may see no further resize, so the first rows lay the columns out.
@@ -237,11 +247,7 @@ class ContainerPanel(DataTable[Text], Panel):
                 self._fit(self.size.width)
             return
         cursor = self._cursor_key()
-        count = len(self._shown)
         update_rows(self, self._shown, rows, self._cells, same_row=_same_shown)
-        if len(self._shown) != count:
-            # The panel is as tall as its rows: a row that came or went changes its height.
-            self.refresh(layout=True)
         order = [row.key for row in rows]
         if order != self._order:
             # DataTable.sort hands the key function cell values; the name cell is unique.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
+from textual.css.scalar import Scalar
 from textual.message import Message
 from textual.widget import Widget
 
@@ -72,3 +73,35 @@ class Panel(KeptLines):
         if self._titles.get("subtitle", "") != text:
             self._titles["subtitle"] = text
             self.border_subtitle = None if text is None else Text(visible(text))
+
+
+class SidePanel(Panel):
+    """A panel as tall as its rows (up to `MOST` lines), shown only while it has something.
+
+    The screen leaves room for the side panels before it sizes the GPUs, the chart and the
+    processes (`tui.screens.main.arrangement`): left to `height: auto` alone, a panel whose
+    rows arrive after the layout is drawn either takes the process table's lines or gets none.
+    """
+
+    MOST: ClassVar[int] = 12
+    """Lines at most, borders included, when the screen has room."""
+
+    def __init__(self, *children: Widget, **kwargs: Any) -> None:
+        super().__init__(*children, **kwargs)
+        self.styles.max_height = self.MOST
+
+    def body_lines(self) -> int:
+        """Lines of content the panel would show whole: its header, rows and notes."""
+        return 0
+
+    def lines_wanted(self) -> int:
+        """Lines the panel takes when there is room, borders included; 0 while hidden."""
+        if not self.has_class("-shown"):
+            return 0
+        return min(self.MOST, 2 + self.body_lines())
+
+    def cap(self, most: int | None) -> None:
+        """At most `most` lines (a crowded screen), or `MOST` again (`None`)."""
+        lines = self.MOST if most is None else min(self.MOST, most)
+        if self.styles.max_height != Scalar.from_number(lines):
+            self.styles.max_height = lines

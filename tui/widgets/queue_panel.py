@@ -17,7 +17,7 @@ from collectors.samples import QueueJobRow, QueueSnapshot
 from gpuherd.present.format import fmt_duration, format_size, visible
 from tui.widgets.composed import composed
 from tui.widgets.keyed_table import update_rows
-from tui.widgets.panel import Panel
+from tui.widgets.panel import SidePanel
 
 if TYPE_CHECKING:
     from tui.state import MonitorState
@@ -195,7 +195,7 @@ class QueuePanel(DataTable[Text]):
             update_rows(self, self._shown, rows, lambda row: [(k, row.cell(k)) for k in keys])
 
 
-class QueueSection(Vertical, Panel):
+class QueueSection(Vertical, SidePanel):
     """The bordered queue panel: shown once this user has a job queue (or its look fails)."""
 
     ROLES = frozenset({QUEUE})
@@ -212,6 +212,14 @@ class QueueSection(Vertical, Panel):
         """The jobs table and the runner's last word under it."""
         yield QueuePanel()
         yield Static(id="queue-note")
+
+    def body_lines(self) -> int:
+        """The header, a line a job and the runner's note (up to three lines, wrapped)."""
+        note = 0
+        if self._note:
+            width = self.size.width - 4  # borders and padding
+            note = min(3, -(-len(f"runner: {self._note}") // width)) if width > 0 else 1
+        return 1 + len(composed(self, QueuePanel).rows_shown) + note
 
     def show_state(self, state: MonitorState, changed: str | None) -> None:
         """The newest look at the queue, when it differs from the one on screen."""

@@ -14,7 +14,7 @@ from collectors.roles import GPU, SLURM
 from tui.slurm_view import SlurmRow, SlurmView, latest_slurm
 from tui.widgets.composed import composed
 from tui.widgets.keyed_table import update_rows
-from tui.widgets.panel import Panel
+from tui.widgets.panel import SidePanel
 
 if TYPE_CHECKING:
     from tui.state import MonitorState
@@ -67,7 +67,7 @@ def _cells(row: SlurmRow) -> list[tuple[str, Text]]:
     return [(key, Text(text, style=row.style if key == "state" else "")) for key, text in row.cells]
 
 
-class SlurmSection(Vertical, Panel):
+class SlurmSection(Vertical, SidePanel):
     """The bordered Slurm panel: shown once this node's Slurm answers (or fails after it did)."""
 
     ROLES = frozenset({SLURM, GPU})
@@ -77,9 +77,15 @@ class SlurmSection(Vertical, Panel):
         super().__init__(id=id, classes=classes)
         self._view = SlurmView()
 
+    MOST = 10
+
     def compose(self) -> ComposeResult:
         """The jobs table."""
         yield SlurmPanel()
+
+    def body_lines(self) -> int:
+        """The header and a line a job."""
+        return 1 + len(composed(self, SlurmPanel).rows_shown)
 
     def show_state(self, state: MonitorState, changed: str | None) -> None:
         """The jobs of the newest Slurm tick, with the GPU use of the newest GPU tick."""

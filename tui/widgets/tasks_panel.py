@@ -18,7 +18,7 @@ from collectors.roles import LOG
 from tui.tasks import TaskRow
 from tui.widgets.composed import composed
 from tui.widgets.keyed_table import update_rows
-from tui.widgets.panel import Panel
+from tui.widgets.panel import SidePanel
 
 PAD = 2
 """Cells a column adds to its content (one on each side)."""
@@ -205,7 +205,7 @@ class TasksPanel(DataTable[Text]):
             self.post_message(self.Opened(event.row_key.value))
 
 
-class TasksSection(Vertical, Panel):
+class TasksSection(Vertical, SidePanel):
     """The bordered tasks panel: shown once a training log is followed.
 
     Its rows come from the task feed (`show_tasks`), not from a role's samples; it marks the
@@ -214,13 +214,20 @@ class TasksSection(Vertical, Panel):
 
     HEALTH_ROLE = LOG
 
+    _rows = 0
+
     def compose(self) -> ComposeResult:
         """The tasks table."""
         yield TasksPanel()
 
+    def body_lines(self) -> int:
+        """The header and a line a task."""
+        return 1 + self._rows
+
     def show_tasks(self, rows: tuple[TaskRow, ...]) -> bool:
         """Show the rows; whether the panel is shown (it is hidden while there are none)."""
         composed(self, TasksPanel).task_rows = rows
+        self._rows = len(rows)
         self.set_class(bool(rows), "-shown")
         self.set_title(f"Tasks ({len(rows)})  Enter: details")
         return bool(rows)
