@@ -1,4 +1,5 @@
-"""A replayed session's containers in a real tmux pane: every column fits, no scrollbar strays."""
+"""A replayed session's containers in a real tmux pane: every column fits, no scrollbar strays,
+and the GPU's process stays in view beside them."""
 
 from __future__ import annotations
 

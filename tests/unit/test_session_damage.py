@@ -8,6 +8,7 @@ must accept with the same rows and the same notes, or both refuse with the same 
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import shutil
@@ -434,8 +435,11 @@ def replay_counts(directory: Path) -> tuple[int, int, int, int, list[str]]:
 def summarize_cli(directory: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """`gpuherd summarize DIR`: its exit code and what it wrote on stderr.
 
-    Warnings (pandas', numpy's) count as stderr, as a user would see them printed.
+    Warnings (pandas', numpy's) count as stderr, as a user would see them printed. Garbage
+    left by earlier tests in this worker is collected first: a `Popen` collected while the
+    command runs would warn that its process is still running, which is not the command's.
     """
+    gc.collect()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         code = main(["summarize", str(directory)])

@@ -168,11 +168,13 @@ class MainScreen(Screen[None], KeptLines):
         and so does the header.
         """
         state = self.state
+        if changed in (None, GPU):
+            self._arrange()  # before the GPU panel draws: one or two lines a GPU
         panels = self.panels  # found once: a change is made every second
         for panel in panels:
             if changed is None or changed in panel.ROLES:
                 panel.show_state(state, changed)
-        self._arrange()  # a side panel's rows or the GPUs may have come or gone
+        self._arrange()  # a side panel's rows may have come or gone
         if changed in (None, GPU) or (changed == HOST and not state.gpu_streaming()):
             self._show_header()
         self._show_health(panels)
