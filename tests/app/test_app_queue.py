@@ -76,6 +76,8 @@ async def test_every_state_shows_with_its_gpu_peak_time_and_reason(tmp_path: Pat
         panel = app.screen.query_one(QueuePanel)
         await until(pilot, lambda: panel.row_count == 7)
         assert app.screen.query_one("#queue").has_class("-shown")
+        await pilot.pause(0.2)
+        assert app.screen.query_one("#queue").region.height == 10  # borders, header, 7 jobs
         assert cells(panel, ids["done"]) == {
             "job": str(ids["done"]),
             "name": "done",
@@ -238,6 +240,12 @@ async def test_a_long_runner_message_wraps_instead_of_being_cut(tmp_path: Path) 
         note = app.screen.query_one("#queue-note")
         await until(pilot, lambda: note.display and note.size.height > 0)
         assert note.size.height >= 2  # 260 characters on a 120-column screen
+        # the panel counts the note's lines as drawn; with the borders, the header and seven
+        # jobs they pass its 12 lines, so the table gives way to the note, not the note to it
+        section = app.screen.query_one(QueueSection)
+        assert section.body_lines() == 1 + 7 + note.size.height
+        await until(pilot, lambda: section.region.height == 12)
+        assert app.screen.query_one(QueuePanel).size.height + note.size.height == 10
         lines = [strip.text for strip in note.render_lines(note.region.reset_offset)]
         assert " ".join(line.strip() for line in lines).endswith("until it allocates")
 

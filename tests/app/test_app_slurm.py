@@ -79,6 +79,8 @@ async def test_the_panel_lists_each_job_with_its_gpus_memory_utilization_and_tim
         assert app.screen.query_one("#slurm").border_title == (
             "Slurm node gpu01: 2 jobs, 3 GPUs allocated"
         )
+        await pilot.pause(0.2)
+        assert app.screen.query_one("#slurm").region.height == 5  # borders, header, two jobs
 
 
 async def test_the_process_table_names_each_processs_job_and_filters_by_it() -> None:

@@ -146,10 +146,13 @@ async def test_eight_gpus_and_the_tasks_fit_80x24_one_line_per_gpu() -> None:
         # their 12 lines and 4 tasks' 7 leave the GPUs less than a line: both give way
         (24, 1, (12, 7), (True, True, 3, 6)),
         (24, 1, (12, 6), (True, True, 3, 6)),
-        (24, 1, (12, 5), (True, True, 4, 6)),  # 11 lines of 12: the GPU keeps the spare
-        (24, 1, (12, 4), (True, True, 5, 6)),  # 16 lines of 12
+        # a panel that wants less than an even share leaves the rest to the other
+        (24, 1, (12, 5), (True, True, 3, 7)),
+        (24, 1, (12, 4), (True, True, 3, 8)),
         (24, 1, (8, 4), (True, True, 3, None)),  # 12 lines of 12: as wanted
         (24, 1, (12, 12, 12), (True, True, 3, 4)),  # every side panel keeps a row
+        (10, 1, (), (True, True, 3, None)),  # a tiny terminal, no side panel
+        (10, 1, (12,), (True, True, 3, 4)),  # and with one: its header and a row
     ],
 )
 def test_arrangement(
@@ -174,7 +177,7 @@ def many_containers(count: int) -> ContainerTick:
     [
         ((80, 24), 0, 12, 0),  # 20 containers: the chart and host give way, not the GPU
         ((80, 24), 4, 6, 6),  # and four tasks: the two share what the GPU and processes leave
-        ((100, 30), 4, 9, 7),  # 19 lines of 18: the tasks whole, the containers 9
+        ((100, 30), 4, 11, 7),  # 19 lines of 18: the tasks whole, the containers 11
         ((160, 50), 4, 12, 7),  # room for everything
     ],
 )
@@ -206,8 +209,38 @@ async def test_side_panels_leave_the_gpus_and_the_processes_in_view(
         table = screen.query_one(ProcessTable)
         assert processes.height >= 4 and processes.bottom <= height - 1  # above the footer
         assert table.row_count == 1 and table.region.height >= 2  # its header and the row
+        assert screen.query_one("#chart").display == (size == (160, 50))
+        if size == (80, 24):  # room again: the panels are whole, the chart is back
+            await pilot.resize_terminal(160, 50)
+            await until(pilot, lambda: screen.query_one("#chart").display)
+            await pilot.pause(0.3)
+            assert screen.query_one("#containers").region.height == 12
+            assert screen.query_one("#tasks").region.height == (7 if tasks else 0)
         for source in (nvml, engine, *logs):
             source.finish()
+
+
+async def test_without_a_gpu_the_side_panels_and_the_host_have_the_screen() -> None:
+    no_driver = CollectorUnavailable("NVIDIA driver not found", title="NVML")
+    engine = ScriptedCollector("docker", role=CONTAINERS)
+    app = make_app(
+        [FakeCollector(name="nvml", unavailable=no_driver, role=GPU), engine, host_source(host())],
+        clock=lambda: T0,
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        engine.push(many_containers(20))
+        screen = app.get_default_screen()
+        await until(
+            pilot,
+            lambda: (
+                screen.has_class("-no-gpu") and screen.query_one(ContainerPanel).row_count == 20
+            ),
+        )
+        await pilot.pause(0.3)
+        assert not screen.has_class("-crowded")
+        assert screen.query_one("#containers").region.height == 12
+        assert screen.query_one("#host").region.height > 3  # more than one line of figures
+        engine.finish()
 
 
 async def test_without_a_gpu_the_footer_offers_no_dead_keys_and_slash_opens_nothing() -> None:

@@ -69,7 +69,7 @@ def arrangement(
     the screen); else one line per GPU; when even that leaves no room the screen is crowded:
     the chart goes, the host panel keeps one line and the processes table shrinks, so every
     GPU and the tasks stay in view (8 GPUs at 80x24). Side panels that would leave the GPUs
-    less than a line share what is left, at least a row each.
+    less than a line share what is left (`shared_most`).
     """
     room = height - 2 - banner  # header and footer
     free = room - sum(sides)
@@ -78,12 +78,24 @@ def arrangement(
         return Arrangement(False, False, None, None)
     if one + middle_rows + PROCESS_ROWS <= free:
         return Arrangement(True, False, None, None)
-    side_room = room - CROWDED_REST - GPU_LEAST
-    side_most = None
-    if sum(sides) > side_room:
-        side_most = max(SIDE_LEAST, side_room // len(sides))
+    side_most = shared_most(sides, room - CROWDED_REST - GPU_LEAST)
+    if side_most is not None:
         free = room - sum(min(lines, side_most) for lines in sides)
     return Arrangement(True, True, max(GPU_LEAST, free - CROWDED_REST), side_most)
+
+
+def shared_most(sides: Sequence[int], room: int) -> int | None:
+    """The most lines each side panel may take for all of them to fit `room` lines.
+
+    `None` when they fit whole. A panel that wants fewer leaves the rest to the others; never
+    below `SIDE_LEAST`, even when they then do not fit (four side panels at 80x24).
+    """
+    if not sides or sum(sides) <= room:
+        return None
+    most = max(sides)
+    while most > SIDE_LEAST and sum(min(lines, most) for lines in sides) > room:
+        most -= 1
+    return most
 
 
 GPU_ACTIONS = frozenset({"filter", "cycle_sort", "clear_filter", "next_gpu"})
@@ -169,12 +181,12 @@ class MainScreen(Screen[None], KeptLines):
         """
         state = self.state
         if changed in (None, GPU):
-            self._arrange()  # before the GPU panel draws: one or two lines a GPU
+            self._arrange()  # one or two lines a GPU, before the GPU panel draws its tick
         panels = self.panels  # found once: a change is made every second
         for panel in panels:
             if changed is None or changed in panel.ROLES:
                 panel.show_state(state, changed)
-        self._arrange()  # a side panel's rows may have come or gone
+        self._arrange()  # a side panel's rows may have come or gone: it takes its lines
         if changed in (None, GPU) or (changed == HOST and not state.gpu_streaming()):
             self._show_header()
         self._show_health(panels)
@@ -217,12 +229,18 @@ class MainScreen(Screen[None], KeptLines):
         )
         sides = [panel for panel in self.panels if isinstance(panel, SidePanel)]
         wanted = [panel.lines_wanted() for panel in sides]
-        key = (self.size.height, middle, gpus, tuple(wanted), banner)
+        no_gpu = self.has_class("-no-gpu")
+        key = (self.size.height, middle, gpus, tuple(wanted), banner, no_gpu)
         if key == self._arranged or not self.size.height:
             return
         self._arranged = key
-        fit = arrangement(
-            self.size.height, gpus, [lines for lines in wanted if lines], banner, middle
+        fit = (
+            # no GPU, chart or processes to make room for: the host and side panels have it
+            Arrangement(False, False, None, None)
+            if no_gpu
+            else arrangement(
+                self.size.height, gpus, [lines for lines in wanted if lines], banner, middle
+            )
         )
         composed(self, GpuPanel).compact = fit.compact
         if fit.crowded != self.has_class("-crowded"):
@@ -230,7 +248,7 @@ class MainScreen(Screen[None], KeptLines):
             self.processes.redraw()  # the note under the table gives way, or comes back
         self.query_one("#gpus").styles.max_height = fit.gpu_most
         for panel in sides:
-            panel.cap(fit.side_most)
+            panel.fit(fit.side_most)
 
     def _show_health(self, panels: list[Panel]) -> None:
         """Each panel marks its role's failures; the others' go on the banner."""
@@ -245,6 +263,7 @@ class MainScreen(Screen[None], KeptLines):
         if no_gpu != self.has_class("-no-gpu"):
             self.set_class(no_gpu, "-no-gpu")
             self.refresh_bindings()  # the process and GPU keys go with their panels
+            self._arrange()  # their lines are free, or wanted again
         if no_host != self.has_class("-no-host"):
             self.set_class(no_host, "-no-host")
 

@@ -10,7 +10,6 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.coordinate import Coordinate
-from textual.css.scalar import Scalar
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
@@ -234,12 +233,6 @@ class ContainerPanel(DataTable[Text], SidePanel):
     def _apply(self) -> None:
         rows = self.shown_rows()
         self._set_title(len(rows))
-        # As tall as its rows, set here rather than left to `height: auto`, which reads the
-        # table's size only once it has measured its new rows (a layout in between gave the
-        # panel no line for a row).
-        lines = Scalar.from_number(2 + self.body_lines())
-        if self.styles.height != lines:
-            self.styles.height = lines
         if self._columns is None:
             # No columns yet: as in the tasks panel, a panel that got its width while empty
             # may see no further resize, so the first rows lay the columns out.

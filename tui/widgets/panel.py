@@ -78,17 +78,14 @@ class Panel(KeptLines):
 class SidePanel(Panel):
     """A panel as tall as its rows (up to `MOST` lines), shown only while it has something.
 
-    The screen leaves room for the side panels before it sizes the GPUs, the chart and the
-    processes (`tui.screens.main.arrangement`): left to `height: auto` alone, a panel whose
-    rows arrive after the layout is drawn either takes the process table's lines or gets none.
+    The screen gives the side panels their lines before it sizes the GPUs, the chart and the
+    processes (`tui.screens.main.arrangement`) and sets each one's height (`fit`). Left to
+    `height: auto`, a panel whose table had not yet measured its new rows when the layout ran
+    either took the process table's lines or got none.
     """
 
     MOST: ClassVar[int] = 12
     """Lines at most, borders included, when the screen has room."""
-
-    def __init__(self, *children: Widget, **kwargs: Any) -> None:
-        super().__init__(*children, **kwargs)
-        self.styles.max_height = self.MOST
 
     def body_lines(self) -> int:
         """Lines of content the panel would show whole: its header, rows and notes."""
@@ -100,8 +97,10 @@ class SidePanel(Panel):
             return 0
         return min(self.MOST, 2 + self.body_lines())
 
-    def cap(self, most: int | None) -> None:
-        """At most `most` lines (a crowded screen), or `MOST` again (`None`)."""
-        lines = self.MOST if most is None else min(self.MOST, most)
-        if self.styles.max_height != Scalar.from_number(lines):
-            self.styles.max_height = lines
+    def fit(self, most: int | None) -> None:
+        """As tall as its rows, at most `most` lines (a crowded screen; `None`: `MOST`)."""
+        lines = self.lines_wanted()
+        if most is not None:
+            lines = min(lines, most)
+        if lines and self.styles.height != Scalar.from_number(lines):
+            self.styles.height = lines

@@ -142,8 +142,7 @@ class QueuePanel(DataTable[Text]):
 
     DEFAULT_CSS = """
     QueuePanel {
-        height: auto;
-        max-height: 100%;
+        height: 1fr;
         scrollbar-size-vertical: 1;
     }
     """
@@ -205,6 +204,8 @@ class QueueSection(Vertical, SidePanel):
         super().__init__(id=id, classes=classes)
         self._drawn: QueueSnapshot | None = None
         self._note: str | None = None
+        self._note_wrap: tuple[str | None, int, int] = (None, 0, 0)
+        """The note, the width it was wrapped to and its lines (at most 3, as drawn)."""
         self.draws = 0
         """How many looks redrew the table (a look like the one on screen redraws nothing)."""
 
@@ -215,11 +216,16 @@ class QueueSection(Vertical, SidePanel):
 
     def body_lines(self) -> int:
         """The header, a line a job and the runner's note (up to three lines, wrapped)."""
-        note = 0
-        if self._note:
-            width = self.size.width - 4  # borders and padding
-            note = min(3, -(-len(f"runner: {self._note}") // width)) if width > 0 else 1
-        return 1 + len(composed(self, QueuePanel).rows_shown) + note
+        return 1 + len(composed(self, QueuePanel).rows_shown) + self._note_lines()
+
+    def _note_lines(self) -> int:
+        width = self.content_size.width
+        if not self._note or width <= 0:
+            return 1 if self._note else 0
+        if self._note_wrap[:2] != (self._note, width):
+            text = Text(visible(f"runner: {self._note}"))
+            self._note_wrap = (self._note, width, min(3, len(text.wrap(self.app.console, width))))
+        return self._note_wrap[2]
 
     def show_state(self, state: MonitorState, changed: str | None) -> None:
         """The newest look at the queue, when it differs from the one on screen."""

@@ -78,6 +78,7 @@ class SlurmSection(Vertical, SidePanel):
         self._view = SlurmView()
 
     MOST = 10
+    """A node runs a few jobs: ten lines show them and leave the processes their room."""
 
     def compose(self) -> ComposeResult:
         """The jobs table."""

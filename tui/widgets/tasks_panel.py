@@ -214,7 +214,9 @@ class TasksSection(Vertical, SidePanel):
 
     HEALTH_ROLE = LOG
 
-    _rows = 0
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._rows = 0
 
     def compose(self) -> ComposeResult:
         """The tasks table."""
