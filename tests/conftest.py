@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import FrozenInstanceError
@@ -43,6 +44,16 @@ def _quiet_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     # CI runs a Slurm node (.ci/slurm-up): its jobs, other tests' among them, stay out of the
     # panels and snapshots of tests that are not about Slurm (tests/slurm turns it back on).
     monkeypatch.setenv("GPUHERD_SLURM", "off")
+
+
+@pytest.fixture(autouse=True)
+def _reap_queue_jobs() -> Iterator[None]:
+    """After each test, the jobs its in-process queue runners started are ended and reaped
+    (`tests.queue_helpers.reap_open_queues`); nothing to do where no test made a queue."""
+    yield
+    helpers = sys.modules.get("tests.queue_helpers")
+    if helpers is not None:
+        helpers.reap_open_queues()
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -94,6 +95,31 @@ def ledger_dir(tmp_path: Path) -> Path:
     return path
 
 
+OPEN: list[Queue] = []
+"""The queues the running test made: `reap_open_queues` ends their jobs' processes after it."""
+
+
+def reap_open_queues(grace_s: float = 5.0) -> None:
+    """End the processes the test's runners started and forget the queues.
+
+    A job the store calls done may still be closing its session, and a test may leave a job
+    running. Left to the garbage collector, the `Popen` of a process still running warns in
+    whatever test runs then (and the process outlives its test). Each gets `grace_s` to end,
+    then its process group (the job's session) is killed.
+    """
+    while OPEN:
+        queue = OPEN.pop()
+        for started in queue.runner._children.values():
+            try:
+                started.process.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(started.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                started.process.wait()
+
+
 class Queue:
     """A real store, a real ledger and an in-process runner over them, ticked by hand."""
 
@@ -115,6 +141,7 @@ class Queue:
         self.runner = QueueRunner(
             self.store, self.ledger, state_dir=self.state, say=self.said.append, **options
         )  # type: ignore[arg-type]
+        OPEN.append(self)
 
     def add(self, spec: JobSpec) -> Job:
         return self.store.add(spec)

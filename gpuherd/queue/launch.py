@@ -182,16 +182,6 @@ def start(job: Job, session_dir: Path, gpu_uuids: Sequence[str], state_dir: Path
     return Started(process.pid, started if started is not None else 0.0, process, gate_write)
 
 
-def launch(job: Job, session_dir: Path, gpu_uuids: Sequence[str]) -> tuple[int, float]:
-    """Start the job's recorded session detached, ungated; its (pid, start time).
-
-    Raises:
-        QueueError: the command cannot start (command not found, cwd vanished).
-    """
-    started = start(job, session_dir, gpu_uuids, None)
-    return started.pid, started.start_time
-
-
 def _committed(state_dir: Path, job_id: int) -> str | None:
     """Why this process must not record the job, or None when it is committed to it."""
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuherd.queue.jobs import JobSpec, JobState
-from gpuherd.queue.launch import NOT_COMMITTED, RUNNER_OUT, launch, session_dir_for, start
+from gpuherd.queue.launch import NOT_COMMITTED, RUNNER_OUT, session_dir_for, start
 from gpuherd.queue.store import QueueError, QueueStore
 from tests.queue_helpers import mark_spec, ran
 from tests.recorded import wait_until
@@ -77,9 +77,10 @@ def test_recorder_is_this_gpuherd_whatever_the_job_cwd_holds(tmp_path: Path) -> 
     (tmp_path / "gpuherd").mkdir()
     (tmp_path / "gpuherd" / "__init__.py").write_text("raise SystemExit(99)\n")
     job = QueueStore.open(tmp_path / "state").add(mark_spec("a", tmp_path, 1))
-    pid, start_time = launch(job, tmp_path / "session", ["GPU-x"])
-    assert start_time > 0
+    started = start(job, tmp_path / "session", ["GPU-x"], None)  # ungated
+    assert started.start_time > 0
     wait_until(lambda: ran(tmp_path) == ["a"])
+    assert started.process.wait(30) == 0
 
 
 @pytest.mark.parametrize(
@@ -96,7 +97,7 @@ def test_a_command_that_cannot_start_is_refused_before_anything_runs(
     (tmp_path / "plain.txt").write_text("not a program\n")
     job = QueueStore.open(tmp_path / "state").add(JobSpec(argv=argv, cwd=str(tmp_path)))
     with pytest.raises(QueueError) as raised:
-        launch(job, tmp_path / "session", ["GPU-x"])
+        start(job, tmp_path / "session", ["GPU-x"], None)
     assert raised.value.msg == why.format(cwd=tmp_path)
     assert not (tmp_path / "session").exists()
 
@@ -106,5 +107,5 @@ def test_a_vanished_cwd_is_refused(tmp_path: Path) -> None:
         JobSpec(argv=("true",), cwd=str(tmp_path / "gone"))
     )
     with pytest.raises(QueueError) as raised:
-        launch(job, tmp_path / "session", ["GPU-x"])
+        start(job, tmp_path / "session", ["GPU-x"], None)
     assert raised.value.msg == f"cwd vanished: {tmp_path / 'gone'} is not a directory any more"
