@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.geometry import Region
+from textual.pilot import Pilot
 from textual.strip import Strip
 
 from collectors.samples import GpuProcess
@@ -67,6 +68,14 @@ def cursor_line(table: ProcessTable) -> int:
     return found[0]
 
 
+async def twenty_rows(pilot: Pilot[None], table: ProcessTable) -> list[ProcessRow]:
+    """Rows of pids 100 to 119 on the table (more than its view shows), drawn."""
+    rows = [row(pid) for pid in range(100, 120)]
+    table.rows_shown = tuple(rows)
+    await pilot.pause()
+    return rows
+
+
 async def test_one_changed_cpu_redraws_only_its_line() -> None:
     app = TableApp()
     async with app.run_test(size=(120, 12)) as pilot:
@@ -91,9 +100,7 @@ async def test_a_row_scrolled_out_of_view_changes_without_drawing_a_line() -> No
     app = TableApp()
     async with app.run_test(size=(120, 12)) as pilot:
         table = app.query_one(CountingTable)
-        rows = [row(pid) for pid in range(100, 120)]
-        table.rows_shown = tuple(rows)
-        await pilot.pause()
+        rows = await twenty_rows(pilot, table)
         table.drawn.clear()
         rows[15] = row(115, cpu_pct=99.0)
         table.rows_shown = tuple(rows)
@@ -103,15 +110,23 @@ async def test_a_row_scrolled_out_of_view_changes_without_drawing_a_line() -> No
         assert "99%" in "".join(strip.text for strip in lines(table))
 
 
+async def three_rows_cursor_on_the_second(
+    pilot: Pilot[None], table: ProcessTable
+) -> tuple[ProcessRow, ProcessRow, ProcessRow]:
+    """Rows of pids 100, 200 and 300 on the focused table, the cursor moved down once."""
+    table.focus()
+    a, b, c = row(100), row(200), row(300)
+    table.rows_shown = (a, b, c)
+    await pilot.pause()
+    await pilot.press("down")
+    return a, b, c
+
+
 async def test_the_cursor_follows_its_process_when_the_rows_reorder() -> None:
     app = TableApp()
     async with app.run_test(size=(120, 12)) as pilot:
         table = app.query_one(CountingTable)
-        table.focus()
-        a, b, c = row(100), row(200), row(300)
-        table.rows_shown = (a, b, c)
-        await pilot.pause()
-        await pilot.press("down")
+        a, b, c = await three_rows_cursor_on_the_second(pilot, table)
         assert table.current_row() == b and cursor_line(table) == 2
         table.rows_shown = (b, c, a)
         await pilot.pause()
@@ -127,11 +142,7 @@ async def test_a_row_leaving_leaves_the_cursor_at_its_place() -> None:
     app = TableApp()
     async with app.run_test(size=(120, 12)) as pilot:
         table = app.query_one(CountingTable)
-        table.focus()
-        a, b, c = row(100), row(200), row(300)
-        table.rows_shown = (a, b, c)
-        await pilot.pause()
-        await pilot.press("down")
+        a, b, c = await three_rows_cursor_on_the_second(pilot, table)
         table.rows_shown = (a, c)  # b left: the cursor on the row that took its place
         await pilot.pause()
         assert table.current_row() == c and cursor_line(table) == 2
@@ -211,9 +222,7 @@ async def test_a_row_arriving_or_leaving_redraws_the_changed_rows_on_screen() ->
     app = TableApp()
     async with app.run_test(size=(120, 12)) as pilot:
         table = app.query_one(CountingTable)
-        rows = [row(pid) for pid in range(100, 120)]
-        table.rows_shown = tuple(rows)
-        await pilot.pause()
+        rows = await twenty_rows(pilot, table)
 
         def screen() -> str:
             return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
