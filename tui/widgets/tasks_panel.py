@@ -214,22 +214,17 @@ class TasksSection(Vertical, SidePanel):
 
     HEALTH_ROLE = LOG
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self._rows = 0
-
     def compose(self) -> ComposeResult:
         """The tasks table."""
         yield TasksPanel()
 
     def body_lines(self) -> int:
         """The header and a line a task."""
-        return 1 + self._rows
+        return 1 + len(composed(self, TasksPanel).task_rows)
 
     def show_tasks(self, rows: tuple[TaskRow, ...]) -> bool:
         """Show the rows; whether the panel is shown (it is hidden while there are none)."""
         composed(self, TasksPanel).task_rows = rows
-        self._rows = len(rows)
         self.set_class(bool(rows), "-shown")
         self.set_title(f"Tasks ({len(rows)})  Enter: details")
         return bool(rows)
