@@ -255,3 +255,21 @@ def test_gpuherd_pure_python_skips_compiling(tmp_path: Path) -> None:
     wheel, output = build_wheel(tmp_path, env={"GPUHERD_PURE_PYTHON": "1"})
     assert "stay pure Python: GPUHERD_PURE_PYTHON is set" in output
     assert wheel.name.endswith("-py3-none-any.whl")
+
+
+def test_a_wheel_asks_for_the_compiler_tools_and_an_editable_install_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The backend's hooks read the project from the working directory, as installers call them.
+    monkeypatch.chdir(ROOT)
+    import hatch_build
+
+    build_system = (ROOT / "pyproject.toml").read_text().split("[build-system]")[1].split("\n[")[0]
+    assert 'build-backend = "hatch_build"' in build_system
+    assert 'backend-path = ["."]' in build_system
+    wheel = hatch_build.get_requires_for_build_wheel()
+    editable = hatch_build.get_requires_for_build_editable()
+    assert set(hatch_build.COMPILER_TOOLS) <= set(wheel)
+    assert set(hatch_build.COMPILER_TOOLS) & set(editable) == set()
+    # the rest of hatchling's list for an editable install stays
+    assert any(requirement.startswith("editables") for requirement in editable)

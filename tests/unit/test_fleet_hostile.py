@@ -23,6 +23,9 @@ from gpuherd.fleet.model import build_rows
 from gpuherd.fleet.promql import PrometheusClient, PrometheusError
 from gpuherd.present.format import visible
 
+pytestmark = pytest.mark.waits  # spread through the run (tests/conftest.py)
+
+
 SERVER_LIFE_S = 20.0
 """A hostile server stops on its own after this long (or when the test ends)."""
 Send = Callable[[BaseHTTPRequestHandler, threading.Event], None]

@@ -24,6 +24,9 @@ from gpuherd.record.recording import Recording, RecordingOptions
 from tests.recorded import loss_steps
 from tests.unit.test_logtail_harness import TailHarness
 
+pytestmark = pytest.mark.waits  # spread through the run (tests/conftest.py)
+
+
 WRITER = r"""
 import os, random, shutil, signal, sys, time
 path, count, rate = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])

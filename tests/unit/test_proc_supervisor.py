@@ -16,6 +16,9 @@ from gpuherd.proc import supervisor
 from gpuherd.proc.status import StatusPipe
 from gpuherd.proc.supervisor import supervise
 
+pytestmark = pytest.mark.waits  # spread through the run (tests/conftest.py)
+
+
 PY = sys.executable
 
 

@@ -19,6 +19,9 @@ from gpuherd.queue.store import QueueStore
 from tests.queue_jobs import command_pid, run_job
 from tests.recorded import wait_until
 
+pytestmark = pytest.mark.waits  # spread through the run (tests/conftest.py)
+
+
 IGNORES_TERM = "trap '' TERM; sleep 100"
 """`sh` and the `sleep` it starts both ignore SIGTERM (an ignored signal stays ignored across
 exec), so only SIGKILL ends them."""
