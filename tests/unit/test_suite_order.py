@@ -27,10 +27,13 @@ def names(items: list[Any]) -> list[str]:
 
 
 def test_waiting_tests_are_spread_evenly_after_the_slow_ones() -> None:
-    rest = [Item(f"r{i}") for i in range(8)]
+    rest = [Item(f"r{i}") for i in range(10)]
     items = [Item("s1", "slow"), Item("s2", "slow", "waits"), *rest]
     items += [Item("w0", "waits"), Item("w1", "waits")]
-    assert names(items) == ["s1", "s2", "r0", "r1", "w0", "r2", "r3", "r4", "r5", "w1", "r6", "r7"]
+    # over the first 8 of the 10 others: at 2 and at 6, the last 2 left to the others
+    assert names(items) == (
+        ["s1", "s2", "r0", "r1", "w0", "r2", "r3", "r4", "r5", "w1", "r6", "r7", "r8", "r9"]
+    )
 
 
 def test_more_waiting_tests_than_others_keep_every_test_once() -> None:
