@@ -25,8 +25,8 @@ OTHER_UID = 12345
 AS_ROOT = os.geteuid() == 0
 
 
-def as_other_user(argv: list[str]) -> list[str]:
-    """`argv` run as `OTHER_UID` when the tests run as root, else as it is (already unprivileged).
+def as_other_user(argv: list[str], uid: int = OTHER_UID) -> list[str]:
+    """`argv` run as `uid` when the tests run as root, else as it is (already unprivileged).
 
     Skips only when root has no `setpriv` (util-linux), which CI installs.
     """
@@ -35,7 +35,7 @@ def as_other_user(argv: list[str]) -> list[str]:
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         pytest.skip("setpriv (util-linux) is not installed; it runs the check as another user")
-    return [setpriv, "--reuid", str(OTHER_UID), "--regid", str(OTHER_UID), "--clear-groups", *argv]
+    return [setpriv, "--reuid", str(uid), "--regid", str(uid), "--clear-groups", *argv]
 
 
 @contextmanager

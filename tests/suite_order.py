@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import pytest
 
-
 SPREAD_OVER = 0.8
 """The share of the other tests that the chosen ones are spread over: the last fifth of the run
 is left to tests that keep both cores busy to its end (with the chosen ones spread to the very

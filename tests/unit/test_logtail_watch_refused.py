@@ -2,7 +2,9 @@
 
 A real refusal: the tail's user has used up its inotify instances (`max_user_instances`,
 128 by default) before the tail starts. The tail runs as another, unprivileged uid, so the
-limit it exhausts is that uid's alone, never that of anything else on the machine.
+limit it exhausts is that uid's alone, never that of anything else on the machine: a uid of
+its own (`EXHAUSTED_UID`), not the one the other tests run their other user's tails as, which
+lost their watches while it held them.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from collectors.logs.logtail_waker import TailWaker
 from collectors.samples import LogBatch
 from gpuherd.record.logsink import LogSink
 from gpuherd.session.session import SessionWriter
-from tests.privileges import as_other_user, shared_directory
+from tests.privileges import OTHER_UID, as_other_user, shared_directory
 
 ROOT = Path(__file__).resolve().parents[2]
+EXHAUSTED_UID = OTHER_UID + 2
+"""The uid whose inotify instances the refusal test uses up: no other test runs as it (the
+queue ledger's tests run a third user as `OTHER_UID + 1`)."""
 TAIL = """
 import ctypes, json, sys
 libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -58,7 +63,8 @@ def follow_as_other_user(directory: Path, exhaust: bool) -> dict[str, object]:
     with open(log, "a") as out:  # written before the second read: polling must find it
         out.write("step: 2 loss: 1.5\n")
     argv = as_other_user(
-        [sys.executable, "-c", TAIL, str(log), str(go), "exhaust" if exhaust else "keep"]
+        [sys.executable, "-c", TAIL, str(log), str(go), "exhaust" if exhaust else "keep"],
+        uid=EXHAUSTED_UID if exhaust else OTHER_UID,
     )
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr
