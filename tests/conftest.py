@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from parsers.model import LogMetric
-from tests.suite_order import spread_out
 
 
 def _assign_once(metric: LogMetric, name: str, value: object) -> None:
@@ -160,19 +159,28 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order and group the tests for the workers of pyproject's addopts.
 
-    Tests marked `slow` run first, in their usual order, then the rest: a long test handed out
-    last would keep one worker busy after the others are done. Tests marked `waits` (most of
-    their time a deadline or a rotation's clock) are spread evenly among the rest: in file
-    order, a module of them went to every worker at once and left both cores mostly idle for
-    10 to 20 s. The order is the same in every worker, as pytest-xdist requires, and no test
-    depends on it. The tests on the machine's Docker engine run one at a time, on one worker:
-    their busy containers each spin a core, and they read CPU percentages that other such
-    containers would take from them. So do the GPU tests: each puts a known load on the GPU and
-    checks what NVML reads of it.
+    Tests marked `slow` run first, in their usual order, then those marked `waits`, then the
+    rest: a long test handed out last would keep one worker busy after the others are done. The
+    `waits` tests (most of their time a deadline or a rotation's clock) run one after the other
+    on one worker, as do the tests on the machine's Docker engine: in file order, a module of
+    them went to every worker at once and left both cores mostly idle for 10 to 20 s, and
+    spread among the other tests they still met (four of them at once where the tests around
+    them were quick). The order is the same in every worker, as pytest-xdist requires, and no
+    test depends on it. The Docker tests' busy containers each spin a core, and they read CPU
+    percentages that other such containers would take from them. So do the GPU tests: each
+    puts a known load on the GPU and checks what NVML reads of it.
     """
     for item in items:
-        for marker, group in (("docker", "docker-engine"), ("gpu", "gpu"), ("slurm", "slurm")):
+        for marker, group in GROUPS:
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-    items[:] = spread_out(items, lambda item: item.get_closest_marker("waits") is not None)
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("slow") is None,
+            item.get_closest_marker("waits") is None,
+        )
+    )
+
+
+GROUPS = (("docker", "docker-engine"), ("gpu", "gpu"), ("slurm", "slurm"), ("waits", "waits"))
+"""Tests of each marker run one at a time, on one worker (pytest-xdist's groups)."""

@@ -27,7 +27,7 @@ from tests.privileges import as_other_user, shared_directory
 from tests.prometheus import free_port
 from tests.unit.test_export_server import SESSION, make_cert, one_line, raw, request
 
-pytestmark = pytest.mark.waits  # spread through the run (tests/conftest.py)
+pytestmark = pytest.mark.waits  # on one worker, beside the others (tests/conftest.py)
 
 
 REPO = Path(__file__).resolve().parents[2]

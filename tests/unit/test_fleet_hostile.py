@@ -23,7 +23,7 @@ from gpuherd.fleet.model import build_rows
 from gpuherd.fleet.promql import PrometheusClient, PrometheusError
 from gpuherd.present.format import visible
 
-pytestmark = pytest.mark.waits  # spread through the run (tests/conftest.py)
+pytestmark = pytest.mark.waits  # on one worker, beside the others (tests/conftest.py)
 
 
 SERVER_LIFE_S = 20.0

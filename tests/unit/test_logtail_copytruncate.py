@@ -35,7 +35,7 @@ from gpuherd.session.session import SessionWriter
 from tests.recorded import loss_steps
 from tests.unit.test_logtail_harness import TailHarness
 
-pytestmark = pytest.mark.waits  # spread through the run (tests/conftest.py)
+pytestmark = pytest.mark.waits  # on one worker, beside the others (tests/conftest.py)
 
 
 COUNT = 800  # 4 s at 200 lines/s: 7 or 8 cuts

@@ -24,7 +24,7 @@ from gpuherd.record.recording import Recording, RecordingOptions
 from tests.recorded import loss_steps
 from tests.unit.test_logtail_harness import TailHarness
 
-pytestmark = pytest.mark.waits  # spread through the run (tests/conftest.py)
+pytestmark = pytest.mark.waits  # on one worker, beside the others (tests/conftest.py)
 
 
 WRITER = r"""

@@ -16,7 +16,7 @@ from gpuherd.proc import supervisor
 from gpuherd.proc.status import StatusPipe
 from gpuherd.proc.supervisor import supervise
 
-pytestmark = pytest.mark.waits  # spread through the run (tests/conftest.py)
+pytestmark = pytest.mark.waits  # on one worker, beside the others (tests/conftest.py)
 
 
 PY = sys.executable

@@ -19,7 +19,7 @@ from gpuherd.queue.store import QueueStore
 from tests.queue_jobs import command_pid, run_job
 from tests.recorded import wait_until
 
-pytestmark = pytest.mark.waits  # spread through the run (tests/conftest.py)
+pytestmark = pytest.mark.waits  # on one worker, beside the others (tests/conftest.py)
 
 
 IGNORES_TERM = "trap '' TERM; sleep 100"
