@@ -160,12 +160,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order and group the tests for the workers of pyproject's addopts.
 
     Tests marked `slow` run first, in their usual order, then those marked `waits`, then the
-    rest: a long test handed out last would keep one worker busy after the others are done. The
-    `waits` tests (most of their time a deadline or a rotation's clock) run one after the other
-    on one worker, as do the tests on the machine's Docker engine: in file order, a module of
-    them went to every worker at once and left both cores mostly idle for 10 to 20 s, and
-    spread among the other tests they still met (four of them at once where the tests around
-    them were quick). The order is the same in every worker, as pytest-xdist requires, and no
+    rest (`order`): a long test handed out last would keep one worker busy after the others are
+    done. The `waits` tests (most of their time a deadline or a rotation's clock) run one after
+    the other on one worker, as do the tests on the machine's Docker engine: in file order, a
+    module of them went to every worker at once and left both cores mostly idle for 10 to 20 s,
+    and spread among the other tests they still met (four of them at once where the tests
+    around them were quick). The order is the same in every worker, as pytest-xdist requires, and no
     test depends on it. The Docker tests' busy containers each spin a core, and they read CPU
     percentages that other such containers would take from them. So do the GPU tests: each
     puts a known load on the GPU and checks what NVML reads of it.
@@ -174,12 +174,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for marker, group in GROUPS:
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(
-        key=lambda item: (
-            item.get_closest_marker("slow") is None,
-            item.get_closest_marker("waits") is None,
-        )
-    )
+    items.sort(key=order)
+
+
+def order(item: pytest.Item) -> tuple[bool, bool]:
+    """`slow` tests first, then the `waits` ones (`slow` or not), then the rest: the `waits`
+    group starts when the `slow` tests are handed out, not beside the Docker and Slurm groups,
+    which wait too (all three at once left the 2 cores a third idle for the first 30 s)."""
+    waits = item.get_closest_marker("waits") is not None
+    return item.get_closest_marker("slow") is None or waits, not waits
 
 
 GROUPS = (("docker", "docker-engine"), ("gpu", "gpu"), ("slurm", "slurm"), ("waits", "waits"))
