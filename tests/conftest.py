@@ -165,10 +165,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     the other on one worker, as do the tests on the machine's Docker engine: in file order, a
     module of them went to every worker at once and left both cores mostly idle for 10 to 20 s,
     and spread among the other tests they still met (four of them at once where the tests
-    around them were quick). The order is the same in every worker, as pytest-xdist requires, and no
-    test depends on it. The Docker tests' busy containers each spin a core, and they read CPU
-    percentages that other such containers would take from them. So do the GPU tests: each
-    puts a known load on the GPU and checks what NVML reads of it.
+    around them were quick). The order is the same in every worker, as pytest-xdist requires,
+    and no test depends on it. The Docker tests' busy containers each spin a core, and they
+    read CPU percentages that other such containers would take from them. So do the GPU tests:
+    each puts a known load on the GPU and checks what NVML reads of it.
     """
     for item in items:
         for marker, group in GROUPS:
