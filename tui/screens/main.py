@@ -247,8 +247,9 @@ class MainScreen(Screen[None], KeptLines):
             self.set_class(fit.crowded, "-crowded")
             self.processes.redraw()  # the note under the table gives way, or comes back
         self.query_one("#gpus").styles.max_height = fit.gpu_most
-        for panel in sides:
-            panel.fit(fit.side_most)
+        most = fit.side_most
+        for panel, lines in zip(sides, wanted, strict=True):
+            panel.fit(lines if most is None else min(lines, most))
 
     def _show_health(self, panels: list[Panel]) -> None:
         """Each panel marks its role's failures; the others' go on the banner."""

@@ -97,10 +97,7 @@ class SidePanel(Panel):
             return 0
         return min(self.MOST, 2 + self.body_lines())
 
-    def fit(self, most: int | None) -> None:
-        """As tall as its rows, at most `most` lines (a crowded screen; `None`: `MOST`)."""
-        lines = self.lines_wanted()
-        if most is not None:
-            lines = min(lines, most)
+    def fit(self, lines: int) -> None:
+        """Take `lines` lines: what it wants, or less on a crowded screen (0: hidden, kept)."""
         if lines and self.styles.height != Scalar.from_number(lines):
             self.styles.height = lines

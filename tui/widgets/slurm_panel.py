@@ -72,13 +72,12 @@ class SlurmSection(Vertical, SidePanel):
 
     ROLES = frozenset({SLURM, GPU})
     HEALTH_ROLE = SLURM
+    MOST = 10
+    """A node runs a few jobs: ten lines show them and leave the processes their room."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._view = SlurmView()
-
-    MOST = 10
-    """A node runs a few jobs: ten lines show them and leave the processes their room."""
 
     def compose(self) -> ComposeResult:
         """The jobs table."""
