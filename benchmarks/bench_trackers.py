@@ -8,7 +8,8 @@ validation accuracy every 10th), then read to its end by its collector
 (`TrackerRunCollector.sample()` until no backlog: framing, decoding, naming, findings,
 `LogBatch`), in this process. Beside it, in the same run, a log of N `step=12 loss=0.4567`
 lines is read to its end by `LogTailCollector.sample()` (offsets, lines, detection, parser,
-findings, `LogBatch`). Both are CPU seconds of this process, best of R; the ratio is the
+findings, `LogBatch`). Both are CPU seconds of this process, best of R repeats, each repeat
+reading the log and then every store (so both meet the same load); the ratio is the
 store's CPU per point over the log's CPU per line (goal: <= 1).
 
 Listing: a store of `--runs` runs of `--run-points` points each, for TensorBoard (one event
@@ -122,23 +123,20 @@ def write_mlflow_db(path: Path, runs: int, points: int) -> list[str]:
     return uuids
 
 
-def cpu_of(collector: LogTailCollector | TrackerRunCollector, is_done) -> tuple[float, int]:
+def log_cpu(path: Path, size: int) -> tuple[float, int]:
+    """(CPU s, lines with a metric) of reading the log to its end with a log tail."""
+    collector = LogTailCollector(str(path), poll=True, poll_interval_s=0.0)
     began = time.process_time()
     collector.open()
     points = 0
     while True:
         batch = collector.sample()
         points += sum(len(m.values) for _n, m in batch.metrics)
-        if is_done(collector, batch):
+        if batch.offset_bytes >= size:
             break
     cpu = time.process_time() - began
     collector.close()
     return cpu, points
-
-
-def best(make, is_done, repeats: int) -> tuple[float, int]:
-    runs = [cpu_of(make(), is_done) for _ in range(repeats)]
-    return min(cpu for cpu, _points in runs), runs[0][1]
 
 
 def build() -> str:
@@ -158,17 +156,14 @@ def build() -> str:
 
 
 def per_point(work: Path, points: int, repeats: int) -> None:
+    """Each repeat reads the log, then each store; the best of each is kept.
+
+    Alternating keeps the log and the stores under the same load: this VM's speed drifts by
+    several per cent within a minute.
+    """
     print(build())
     log = work / "train.log"
     write_log(log, points)
-    size = log.stat().st_size
-    log_cpu, log_points = best(
-        lambda: LogTailCollector(str(log), poll=True, poll_interval_s=0.0),
-        lambda _c, b: b.offset_bytes >= size,
-        repeats,
-    )
-    per_line = log_cpu / log_points
-    print(f"log tail, {log_points:,} lines: {per_line * 1e6:.2f} us CPU per line")
     stores = {
         "tensorboard": work / "tb" / "version_0",
         "mlflow file": work / "mlruns" / "0" / ("f" * 32),
@@ -180,37 +175,44 @@ def per_point(work: Path, points: int, repeats: int) -> None:
     wandb_run = write_wandb(work / "wandb", points)
     if wandb_run is not None:
         stores["wandb"] = wandb_run
+    size = log.stat().st_size
+    log_runs: list[tuple[float, int]] = []
+    store_runs: dict[str, list[tuple[float, int, int]]] = {name: [] for name in stores}
+    for _ in range(repeats):
+        log_runs.append(log_cpu(log, size))
+        for name, task in stores.items():
+            store_runs[name].append(store_cpu(str(task)))
+    per_line = min(cpu for cpu, _lines in log_runs) / log_runs[0][1]
+    print(f"log tail, {log_runs[0][1]:,} lines: {per_line * 1e6:.2f} us CPU per line")
     print("| store | points | values | us CPU per point | per log line | ratio |")
     print("| --- | --- | --- | --- | --- | --- |")
-    for name, task in stores.items():
-        cpu, got, values = best_points(str(task), repeats)
+    for name, runs in store_runs.items():
+        cpu, got, values = min(run[0] for run in runs), runs[0][1], runs[0][2]
         print(
             f"| {name} | {got:,} | {values:,} | {cpu / got * 1e6:.2f} | "
             f"{per_line * 1e6:.2f} | {cpu / got / per_line:.2f} |"
         )
 
 
-def best_points(task: str, repeats: int) -> tuple[float, int, int]:
-    """(CPU s, points, values) of reading a run to its end, best of `repeats`.
+def store_cpu(task: str) -> tuple[float, int, int]:
+    """(CPU s, points, values) of reading a run to its end.
 
     A point is one metric of the batch: one scalar event, one MLflow row, one W&B history
     row (all the values logged at one step, as a log line holds several).
     """
-    timings = []
-    for _ in range(repeats):
-        collector = TrackerRunCollector(task, poll_interval_s=0.0)
-        began = time.process_time()
-        collector.open()
-        points = values = 0
-        while True:
-            batch = collector.sample()
-            points += len(batch.metrics)
-            values += sum(len(m.values) for _n, m in batch.metrics)
-            if not collector.backlog:
-                break
-        timings.append(time.process_time() - began)
-        collector.close()
-    return min(timings), points, values
+    collector = TrackerRunCollector(task, poll_interval_s=0.0)
+    began = time.process_time()
+    collector.open()
+    points = values = 0
+    while True:
+        batch = collector.sample()
+        points += len(batch.metrics)
+        values += sum(len(m.values) for _n, m in batch.metrics)
+        if not collector.backlog:
+            break
+    cpu = time.process_time() - began
+    collector.close()
+    return cpu, points, values
 
 
 def write_wandb(root: Path, points: int) -> Path | None:

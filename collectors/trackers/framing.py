@@ -143,16 +143,14 @@ class WandbLogReader:
                 crc, length, kind = unpack(data, used)
             except struct.error:
                 break  # a chunk header still being written
-            if crc == 0 and length == 0 and kind == 0:
-                break  # zeros past the end of what was written: not a chunk yet
             start = used + _CHUNK_SIZE
             end = start + length
             if end > size:
                 break
             body = data[start:end]
             if kind > _LAST or crc32(body, type_crcs[kind]) != crc:
-                if records:
-                    break
+                if records or crc == length == kind == 0:
+                    break  # (zeros: past the end of what was written, not a chunk yet)
                 raise FramingError(f"W&B chunk checksum does not match at byte {base + used}")
             used = end
             if end > block_end:  # a chunk past its block's end: blocks count on from here
