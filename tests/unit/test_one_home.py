@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import io
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
@@ -23,11 +24,16 @@ from collectors.session.rows import QuotedCells, cell, metric_lines
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("gpuherd", "collectors", "tui", "parsers")
 
+pytestmark = pytest.mark.xdist_group("one-home")  # one worker parses the modules, not each
+
 Check = Callable[[ast.Module], Iterator[int]]
 """Yields the line numbers of a module's offences."""
 
 
-def _modules() -> dict[str, ast.Module]:
+@functools.cache
+def modules() -> dict[str, ast.Module]:
+    """The product's modules as syntax trees, parsed at the first check (about 1 s of CPU):
+    at import, every worker of the suite would parse them while collecting."""
     found = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -36,14 +42,11 @@ def _modules() -> dict[str, ast.Module]:
     return found
 
 
-MODULES = _modules()
-
-
 def offences(check: Check, allowed: Collection[str] = ()) -> list[str]:
     """`module:line` of every offence outside the `allowed` modules."""
     return [
         f"{name}:{line}"
-        for name, tree in MODULES.items()
+        for name, tree in modules().items()
         if name not in allowed
         for line in check(tree)
     ]
@@ -207,7 +210,7 @@ def test_a_second_query_is_caught() -> None:
 
 def test_the_watch_and_the_store_read_the_queue_with_the_same_functions() -> None:
     for module in ("gpuherd/queue/store.py", "gpuherd/queue/watch.py"):
-        called = {_name_of(call.func) for call in _calls(MODULES[module])}
+        called = {_name_of(call.func) for call in _calls(modules()[module])}
         assert {"select_jobs", "select_paused"} <= called, module
 
 
@@ -257,8 +260,8 @@ def hand_built_csv_lines(tree: ast.Module) -> Iterator[int]:
 
 
 def test_the_recorder_builds_no_metrics_row_by_hand() -> None:
-    assert list(hand_built_csv_lines(MODULES["gpuherd/record/logsink.py"])) == []
-    assert list(hand_built_csv_lines(MODULES["collectors/session/rows.py"])) != []
+    assert list(hand_built_csv_lines(modules()["gpuherd/record/logsink.py"])) == []
+    assert list(hand_built_csv_lines(modules()["collectors/session/rows.py"])) != []
 
 
 def test_a_hand_built_row_is_caught() -> None:
@@ -415,7 +418,7 @@ def argparse_imports(tree: ast.Module) -> Iterator[int]:
 
 
 def _engine() -> set[str]:
-    return {name for name in MODULES if name.startswith(EDGE)}
+    return {name for name in modules() if name.startswith(EDGE)}
 
 
 def test_no_engine_module_takes_an_argparse_namespace() -> None:
