@@ -387,8 +387,8 @@ def history_value(text: str) -> float | None:
 
     A JSON number, and the `NaN`, `Infinity` and `-Infinity` wandb writes, are Python float
     literals; a string (quoted), an object, a list, true, false and null are not. `float`
-    takes a few texts JSON never holds (`nan`, ` 1`, `1_0`): that costs nothing a row, where
-    testing the first character first costs a tenth of a row read in place.
+    also takes a few texts JSON never holds (`nan`, ` 1`, `1_0`); testing the first character
+    before it, to refuse those, cost a tenth of a row read in place.
     """
     try:
         return float(text)
