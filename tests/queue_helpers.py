@@ -109,7 +109,7 @@ def reap_open_queues(grace_s: float = 5.0) -> None:
     """
     while OPEN:
         queue = OPEN.pop()
-        for started in queue.runner._children.values():
+        for started in queue.runner.unreaped:
             try:
                 started.process.wait(grace_s)
             except subprocess.TimeoutExpired:

@@ -95,6 +95,15 @@ class QueueRunner:
         self._damaged_named: set[tuple[int, str]] = set()
         self._pid, self._pid_start = os.getpid(), process_start_time(os.getpid()) or 0.0
 
+    @property
+    def unreaped(self) -> tuple[Started, ...]:
+        """The launches this runner started whose processes it has not reaped yet.
+
+        A job outlives its runner by design: whoever ends the runner's process decides
+        about them.
+        """
+        return tuple(self._children.values())
+
     def key(self, job_id: int, attempt: int, k: int) -> str:
         """The ledger id of a job's reservation on its k-th GPU."""
         return f"{self.tag}:{job_id}:{attempt}:{k}"

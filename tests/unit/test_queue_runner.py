@@ -324,3 +324,27 @@ def test_the_jobs_pythonpath_reaches_the_job_but_not_its_recorder(tmp_path: Path
     ended = q.job(job.id)
     assert (ended.state, ended.exit_code, ended.wait_reason) == (JobState.DONE, 0, None)
     assert (q.cwd / "seen.txt").read_text() == f"{shadow}\n"  # the job still gets its own
+
+
+def test_unreaped_lists_a_running_launch_until_a_step_after_its_end(tmp_path: Path) -> None:
+    # What `tests.queue_helpers.reap_open_queues` waits for after each test: a launch is
+    # listed while its process runs and after it ends, until the runner's next step reaps it.
+    q = Queue(tmp_path, [Gpu("GPU-a", used=0)])
+    hold = q.cwd / "hold"
+    hold.touch()
+    job = q.add(
+        JobSpec(
+            argv=("sh", "-c", "while [ -e hold ]; do sleep 0.05; done"),
+            cwd=str(q.cwd),
+            vram_bytes=GiB,
+        )
+    )
+    assert q.runner.unreaped == ()
+    q.step()
+    [started] = q.runner.unreaped
+    assert started.pid == q.job(job.id).pid and started.process.poll() is None
+    hold.unlink()
+    started.process.wait(30)
+    assert q.runner.unreaped == (started,)  # ended, not reaped yet
+    q.step()
+    assert q.runner.unreaped == ()
