@@ -31,6 +31,15 @@ def _release_held_jobs(tmp_path: Path) -> Iterator[None]:
     (tmp_path / "work" / "hold").unlink(missing_ok=True)
 
 
+def held_job(q: Queue, vram_bytes: int) -> JobSpec:
+    """A job that runs until its working directory's `hold` file is gone."""
+    return JobSpec(
+        argv=("sh", "-c", "while [ -e hold ]; do sleep 0.05; done"),
+        cwd=str(q.cwd),
+        vram_bytes=vram_bytes,
+    )
+
+
 def test_job_starts_only_after_the_settle_period_on_the_best_fitting_gpu(tmp_path: Path) -> None:
     q = Queue(
         tmp_path,
@@ -72,13 +81,7 @@ def test_reservation_moves_to_the_job_and_is_released_when_its_usage_reaches_it(
     q = Queue(tmp_path, [gpu], grace_s=600.0)
     hold = q.cwd / "hold"
     hold.touch()
-    first = q.add(
-        JobSpec(
-            argv=("sh", "-c", "while [ -e hold ]; do sleep 0.05; done"),
-            cwd=str(q.cwd),
-            vram_bytes=40 * GiB,
-        )
-    )
+    first = q.add(held_job(q, 40 * GiB))
     second = q.add(mark_spec("second", q.cwd, 40))
     q.step()
     running = q.job(first.id)
@@ -332,13 +335,7 @@ def test_unreaped_lists_a_running_launch_until_a_step_after_its_end(tmp_path: Pa
     q = Queue(tmp_path, [Gpu("GPU-a", used=0)])
     hold = q.cwd / "hold"
     hold.touch()
-    job = q.add(
-        JobSpec(
-            argv=("sh", "-c", "while [ -e hold ]; do sleep 0.05; done"),
-            cwd=str(q.cwd),
-            vram_bytes=GiB,
-        )
-    )
+    job = q.add(held_job(q, GiB))
     assert q.runner.unreaped == ()
     q.step()
     [started] = q.runner.unreaped
