@@ -158,8 +158,8 @@ def build() -> str:
 def per_point(work: Path, points: int, repeats: int) -> None:
     """Each repeat reads the log, then each store; the best of each is kept.
 
-    Alternating keeps the log and the stores under the same load: this VM's speed drifts by
-    several per cent within a minute.
+    Alternating keeps the log and the stores under the same load: a virtual machine's speed
+    can drift by several per cent within a minute.
     """
     print(build())
     log = work / "train.log"
