@@ -98,6 +98,15 @@ _FULL: Final = 1
 _FIRST: Final = 2
 _LAST: Final = 4
 _TYPE_CRC: Final = [zlib.crc32(bytes([kind])) for kind in range(5)]
+FULL_CHUNK_CRC: Final = _TYPE_CRC[_FULL]
+"""The CRC-32 a one-chunk record's checksum starts from (that of its chunk type)."""
+CHECKED: Final = -1
+"""An `unchecked` entry of a record whose checksum `feed` compared itself."""
+
+
+def record_intact(record: bytes, crc: int) -> bool:
+    """Whether a record `feed` left unchecked matches its chunk's checksum `crc`."""
+    return crc == CHECKED or zlib.crc32(record, FULL_CHUNK_CRC) == crc
 
 
 @dataclass
@@ -112,10 +121,18 @@ class WandbLogReader:
     """File offset of the next byte to read."""
     _pending: list[bytes] = field(default_factory=list)
 
-    def feed(self, data: bytes) -> tuple[list[bytes], int]:
+    def feed(self, data: bytes, unchecked: list[int] | None = None) -> tuple[list[bytes], int]:
         """The records completed by `data` (bytes from `offset` on) and the bytes used.
 
         Records before a damaged chunk are returned; the damage is raised when it comes first.
+
+        Args:
+            data: the file's bytes from `offset` on.
+            unchecked: an empty list, where the caller takes over the checksums of one-chunk
+                records: each record returned gets an entry, the checksum its chunk header gives
+                (`record_intact` compares it), or `CHECKED` for a record of several chunks,
+                checked here. A reader that passes over most records (wandb writes a
+                summary after every history row) then checks only those it reads.
 
         Raises:
             FramingError: not a W&B log, or a chunk whose checksum does not match.
@@ -147,6 +164,13 @@ class WandbLogReader:
             end = start + length
             if end > size:
                 break
+            if kind == _FULL and unchecked is not None and not self._pending:
+                records.append(data[start:end])
+                unchecked.append(crc)
+                used = end
+                if end > block_end:
+                    block_end = used + WANDB_BLOCK - (base + used) % WANDB_BLOCK
+                continue
             body = data[start:end]
             if kind > _LAST or crc32(body, type_crcs[kind]) != crc:
                 if records or crc == length == kind == 0:
@@ -159,6 +183,8 @@ class WandbLogReader:
                 records.append(body)
             else:
                 self._take(kind, body, records)
+            if unchecked is not None:  # records of several chunks, checked above
+                unchecked.extend([CHECKED] * (len(records) - len(unchecked)))
         self.offset += used
         return records, used
 

@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from collectors.trackers.common import READ_BUDGET_BYTES, RunRead
-from collectors.trackers.framing import FramingError, WandbLogReader
+from collectors.trackers.framing import FramingError, WandbLogReader, record_intact
 from collectors.trackers.wandb_wire import HistoryReader, RecordNumbers, RecordTags, row_metric
 from parsers.model import LogMetric
 from parsers.text import metric_name
@@ -81,11 +81,17 @@ class WandbRun:
                 data = b"" if self.damaged else handle.read(budget_bytes)
         except OSError:
             return out
+        unchecked: list[int] = []  # the records read are checked as they are read
         try:
-            records, used = self._log.feed(data)
+            records, used = self._log.feed(data, unchecked)
         except FramingError as error:
             self.damaged, records, used = f"{os.path.basename(self._path)}: {error}", [], 0
-        self._read_records(records, out)
+        try:
+            self._read_records(records, unchecked, out)
+        except FramingError as error:  # the rows before it are kept; reading stops there
+            self.damaged = (
+                f"{os.path.basename(self._path)}: {error} (before byte {self._log.offset})"
+            )
         out.label, out.status = self._label, self._status
         out.read_bytes = self._log.offset
         out.more = not self.damaged and used > 0 and len(data) >= budget_bytes
@@ -103,17 +109,23 @@ class WandbRun:
             if summary is not None:
                 out.metrics.append(summary)
 
-    def _read_records(self, records: list[bytes], out: RunRead) -> None:
+    def _read_records(self, records: list[bytes], unchecked: list[int], out: RunRead) -> None:
         """Read `records` in their order: history rows in place, the rest by wandb's class.
 
         Run and exit records, and any record of a layout the walk does not follow, are
-        decoded by wandb's class.
+        decoded by wandb's class. Each record read is checked against its checksum
+        (`unchecked`, from the log reader); one passed over is not.
+
+        Raises:
+            FramingError: a record read whose checksum does not match.
         """
         assert self._history is not None
         index, count, metrics = 0, len(records), out.metrics
         while index < count:
-            index = self._history.read(records, index, metrics)
+            index = self._history.read(records, index, metrics, unchecked)
             if index < count:
+                if not record_intact(records[index], unchecked[index]):
+                    raise FramingError("W&B chunk checksum does not match")
                 self._decode_record(records[index], out)
                 index += 1
 

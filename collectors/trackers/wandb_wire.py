@@ -20,8 +20,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any, Final
+from zlib import crc32
 
 from collectors.trackers.common import tag_split_name
+from collectors.trackers.framing import CHECKED, FULL_CHUNK_CRC, FramingError
 from collectors.trackers.wire import (
     INT64_WRAP,
     LEN,
@@ -137,21 +139,33 @@ class HistoryReader:
         self._row = (tags.item, tags.step, tags.step_num, self._headers, self._head)
         """What `metric` reads a row with, in one attribute (a row is read in microseconds)."""
 
-    def read(self, records: list[bytes], first: int, metrics: list[LogMetric]) -> int:
+    def read(
+        self,
+        records: list[bytes],
+        first: int,
+        metrics: list[LogMetric],
+        unchecked: list[int] | None = None,
+    ) -> int:
         """Read `records` from `first` on in place, up to one that wandb's class must decode.
 
         A history row's metric goes to `metrics`; a record of a kind not read (a summary,
-        console output, telemetry) is passed over.
+        console output, telemetry) is passed over, its checksum unchecked: its damage can
+        reach no point.
 
         Args:
             records: whole records of a run's log.
             first: the index of the first record to read.
             metrics: where history rows' metrics go, in the records' order.
+            unchecked: the checksums `WandbLogReader.feed` left to check, one a record.
 
         Returns:
             The index of the first record to decode with wandb's class (a run or exit record,
             a layout this walk does not follow, a string that is not UTF-8); `len(records)`
             when none is left.
+
+        Raises:
+            FramingError: a history row whose checksum does not match (the rows before it
+                are in `metrics`).
         """
         tags = self.tags
         num_tag, kinds, row_of = tags.num, tags.kinds, self.metric
@@ -175,6 +189,9 @@ class HistoryReader:
                 if kind is None or start + length != end:
                     kind, start, end = record_kind(raw, tags)
                 if kind == "history":
+                    if unchecked is not None and unchecked[index] != CHECKED:
+                        if crc32(raw, FULL_CHUNK_CRC) != unchecked[index]:
+                            raise FramingError("W&B chunk checksum does not match")
                     metric = row_of(raw, start, end)
                     if metric is not None:
                         metrics.append(metric)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collectors.trackers.common import RunRead
-from collectors.trackers.framing import WandbLogReader
+from collectors.trackers.framing import CHECKED, FramingError, WandbLogReader, record_intact
 from collectors.trackers.wandb_run import WandbRun
 
 pytest.importorskip("wandb")
@@ -42,7 +43,7 @@ def _both_ways(raw: bytes) -> tuple[Any, Any]:
     for in_place in (True, False):
         run, out = WandbRun("offline-run-x"), RunRead()
         if in_place:
-            run._read_records([raw], out)  # as `read` reads it
+            run._read_records([raw], [CHECKED], out)  # as `read` reads it (no chunk: no sum)
         else:
             run._decode_record(raw, out)
         results.append(
@@ -210,3 +211,77 @@ def test_a_length_of_three_bytes_cut_short_goes_to_wandbs_class() -> None:
         with pytest.raises(Exception, match="[Tt]runcated|[Ee]rror|[Dd]ecode"):
             Record.FromString(raw)
         assert HistoryReader(tags).read([raw], 0, []) == 0  # the class decides
+
+
+def _kind(raw: bytes) -> str | None:
+    return Record.FromString(raw).WhichOneof("record_type")
+
+
+GOOD_RUN = max((STORES / "wandb").glob("*/run-*.wandb"), key=lambda p: p.stat().st_size)
+"""The good run: its run record spans two 32 KiB blocks (a record of several chunks)."""
+
+
+def test_the_log_reader_leaves_one_chunk_records_to_be_checked_where_they_are_read() -> None:
+    data = GOOD_RUN.read_bytes()
+    unchecked: list[int] = []
+    records, used = WandbLogReader().feed(data, unchecked)
+    assert (records, used) == WandbLogReader().feed(data) and len(unchecked) == len(records)
+    # the record of several chunks was checked as it was joined; the others are left
+    assert [len(raw) > 32 * 1024 for raw in records] == [crc == CHECKED for crc in unchecked]
+    assert all(record_intact(raw, crc) for raw, crc in zip(records, unchecked, strict=True))
+    row = next(raw for raw in records if _kind(raw) == "history")
+    damaged = bytearray(data)
+    damaged[data.index(row) + len(row) // 2] ^= 0x01
+    unchecked = []
+    records, _used = WandbLogReader().feed(bytes(damaged), unchecked)  # not refused here
+    assert [record_intact(raw, crc) for raw, crc in zip(records, unchecked, strict=True)].count(
+        False
+    ) == 1
+    checking = WandbLogReader()  # where every chunk is checked: the records before it, then
+    before, used = checking.feed(bytes(damaged))  # the damage, raised at the next feed
+    assert before == records[: len(before)] and len(before) < len(records)
+    with pytest.raises(FramingError):
+        checking.feed(bytes(damaged)[used:])
+
+
+def _damaged_copy(tmp_path: Path, kind: str, which: int) -> tuple[WandbRun, int]:
+    """A copy of the good run with one byte of its `which`-th record of `kind` flipped (a digit
+    of its loss where it has one), and how many history rows come before that record."""
+    run_dir = tmp_path / GOOD_RUN.parent.name
+    shutil.copytree(GOOD_RUN.parent, run_dir)
+    data = bytearray(GOOD_RUN.read_bytes())
+    records, _used = WandbLogReader().feed(bytes(data))
+    target = [raw for raw in records if _kind(raw) == kind][which]
+    rows_before = [_kind(raw) for raw in records[: records.index(target)]].count("history")
+    at = bytes(data).index(target)
+    if b"train/loss" in target:  # a digit of the loss: the record still reads, wrongly
+        key = target.index(b"train/loss")
+        at += target.index(b"\x82\x01", key) + 3
+        assert chr(data[at]).isdigit()
+    else:
+        at += len(target) - 3  # in its last field's bytes
+    data[at] ^= 0x01
+    (run_dir / GOOD_RUN.name).write_bytes(bytes(data))
+    return WandbRun(str(run_dir)), rows_before
+
+
+def test_a_damaged_row_is_said_and_the_rows_before_it_are_kept(tmp_path: Path) -> None:
+    run, rows_before = _damaged_copy(tmp_path, "history", 5)
+    read = run.read(budget_bytes=1 << 20)
+    assert len(read.metrics) == rows_before == 5
+    assert run.damaged is not None and "checksum" in run.damaged
+    assert run.read().metrics == []  # given up on, said once by the collector
+
+
+def test_a_damaged_exit_record_is_said_as_a_damaged_row_is(tmp_path: Path) -> None:
+    run, rows_before = _damaged_copy(tmp_path, "exit", 0)
+    read = run.read(budget_bytes=1 << 20)
+    assert len(read.metrics) == rows_before == 20 and read.status is None
+    assert run.damaged is not None and "checksum" in run.damaged
+
+
+def test_a_damaged_summary_is_passed_over_like_any_summary(tmp_path: Path) -> None:
+    # Nothing of it is read, so its checksum is not checked: every row still reads.
+    run, _rows_before = _damaged_copy(tmp_path, "summary", 3)
+    read = run.read(budget_bytes=1 << 20)
+    assert len(read.metrics) == 20 and read.status == "FINISHED" and run.damaged is None
