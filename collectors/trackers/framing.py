@@ -165,6 +165,7 @@ class WandbLogReader:
             if end > size:
                 break
             if kind == _FULL and unchecked is not None and not self._pending:
+                # most chunks: the loop's end, written out here (through it, 10 % slower)
                 records.append(data[start:end])
                 unchecked.append(crc)
                 used = end

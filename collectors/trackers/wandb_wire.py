@@ -144,7 +144,7 @@ class HistoryReader:
         records: list[bytes],
         first: int,
         metrics: list[LogMetric],
-        unchecked: list[int] | None = None,
+        unchecked: list[int],
     ) -> int:
         """Read `records` from `first` on in place, up to one that wandb's class must decode.
 
@@ -189,9 +189,9 @@ class HistoryReader:
                 if kind is None or start + length != end:
                     kind, start, end = record_kind(raw, tags)
                 if kind == "history":
-                    if unchecked is not None and unchecked[index] != CHECKED:
-                        if crc32(raw, FULL_CHUNK_CRC) != unchecked[index]:
-                            raise FramingError("W&B chunk checksum does not match")
+                    crc = unchecked[index]  # `framing.record_intact`, inlined
+                    if crc != CHECKED and crc32(raw, FULL_CHUNK_CRC) != crc:
+                        raise FramingError("W&B chunk checksum does not match")
                     metric = row_of(raw, start, end)
                     if metric is not None:
                         metrics.append(metric)

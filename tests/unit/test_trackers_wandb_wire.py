@@ -210,7 +210,7 @@ def test_a_length_of_three_bytes_cut_short_goes_to_wandbs_class() -> None:
         raw = bytes([0x08, 0x05, kind, 0x85, 0x85]) + b"x" * 0x84  # ends where 85 85 would
         with pytest.raises(Exception, match="[Tt]runcated|[Ee]rror|[Dd]ecode"):
             Record.FromString(raw)
-        assert HistoryReader(tags).read([raw], 0, []) == 0  # the class decides
+        assert HistoryReader(tags).read([raw], 0, [], [CHECKED]) == 0  # the class decides
 
 
 def _kind(raw: bytes) -> str | None:
