@@ -20,8 +20,12 @@ def wait_until(predicate: Callable[[], object], timeout_s: float = 20.0) -> None
 def loss_steps(root: Path, task: str | None = None) -> list[int]:
     """The step of every `train/loss` row of `metrics.csv` in `root` (of one task if given)."""
     with open(root / "metrics.csv", newline="") as f:
+        rows = csv.reader(f)
+        header = next(rows)
+        # by column index: `csv.DictReader` made a dict a row, most of reading a million rows
+        step, metric, task_at = (header.index(name) for name in ("step", "metric", "task"))
         return [
-            int(r["step"])
-            for r in csv.DictReader(f)
-            if r["metric"] == "train/loss" and (task is None or r["task"] == task)
+            int(r[step])
+            for r in rows
+            if r[metric] == "train/loss" and (task is None or r[task_at] == task)
         ]
