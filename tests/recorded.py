@@ -21,11 +21,18 @@ def loss_steps(root: Path, task: str | None = None) -> list[int]:
     """The step of every `train/loss` row of `metrics.csv` in `root` (of one task if given)."""
     with open(root / "metrics.csv", newline="") as f:
         rows = csv.reader(f)
-        header = next(rows)
+        header = next(rows, None)
+        if header is None:
+            return []
         # by column index: `csv.DictReader` made a dict a row, most of reading a million rows
-        step, metric, task_at = (header.index(name) for name in ("step", "metric", "task"))
+        step, metric = header.index("step"), header.index("metric")
+        if task is None:
+            return [
+                int(r[step]) for r in rows if len(r) == len(header) and r[metric] == "train/loss"
+            ]
+        task_at = header.index("task")
         return [
             int(r[step])
             for r in rows
-            if r[metric] == "train/loss" and (task is None or r[task_at] == task)
+            if len(r) == len(header) and r[metric] == "train/loss" and r[task_at] == task
         ]
