@@ -3,9 +3,8 @@
 A cutter thread does what logrotate's `copytruncate` does (shift `train.log.N` to
 `train.log.N+1`, copy the log to `train.log.1`, then open the log, cut it to nothing and close
 it) every 0.5 s, so lines written between the copy and the cut (20 ms, four lines or so) are in
-neither file. The real
-`LogTailCollector` runs through the real collector loop, woken by file events or polling once a
-second (as `gpuherd record` reads, so two cuts fall between two looks). Whatever the timing, each
+neither file. The real `LogTailCollector` runs through the real collector loop, woken by file
+events or polling once a second (as `gpuherd record` reads, so two cuts fall between two looks). Whatever the timing, each
 line still in a copy or in the log must be read exactly once and in order, and with a writer
 without `O_APPEND` (its hole of NULs tells how long the cut file was) the lines lost must be
 counted exactly. The assertions are on counts only: the timing decides which lines are lost,
@@ -150,7 +149,7 @@ def test_lines_in_a_copy_are_read_once_and_lines_in_neither_file_are_counted(tmp
     missing = COUNT - len(h.steps())
     assert sum(b.lost_lines_estimate or 0 for b in h.batches) == missing
     assert sum(b.lost_bytes for b in h.batches) == missing * 21
-    # The hole is no line of its own: every line read is a metric, none is left unparsed.
+    # The hole is no line of its own: every line read but `end` is a metric, none unparsed.
     assert h.lines_read() == len(h.steps()) + 1  # and `end`
     assert sum(b.unparsed_lines for b in h.batches) == 0
 
