@@ -4,11 +4,11 @@ A cutter thread does what logrotate's `copytruncate` does (shift `train.log.N` t
 `train.log.N+1`, copy the log to `train.log.1`, then open the log, cut it to nothing and close
 it) every 0.5 s, so lines written between the copy and the cut (20 ms, four lines or so) are in
 neither file. The real `LogTailCollector` runs through the real collector loop, woken by file
-events or polling once a second (as `gpuherd record` reads, so two cuts fall between two looks). Whatever the timing, each
-line still in a copy or in the log must be read exactly once and in order, and with a writer
-without `O_APPEND` (its hole of NULs tells how long the cut file was) the lines lost must be
-counted exactly. The assertions are on counts only: the timing decides which lines are lost,
-never whether the test passes.
+events or polling once a second (as `gpuherd record` reads, so two cuts fall between two
+looks). Whatever the timing, each line still in a copy or in the log must be read exactly once
+and in order, and with a writer without `O_APPEND` (its hole of NULs tells how long the cut
+file was) the lines lost must be counted exactly. The assertions are on counts only: the
+timing decides which lines are lost, never whether the test passes.
 """
 
 from __future__ import annotations
