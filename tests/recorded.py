@@ -26,13 +26,11 @@ def loss_steps(root: Path, task: str | None = None) -> list[int]:
             return []
         # by column index: `csv.DictReader` made a dict a row, most of reading a million rows
         step, metric = header.index("step"), header.index("metric")
-        if task is None:
-            return [
-                int(r[step]) for r in rows if len(r) == len(header) and r[metric] == "train/loss"
-            ]
-        task_at = header.index("task")
+        task_at = None if task is None else header.index("task")
         return [
             int(r[step])
             for r in rows
-            if len(r) == len(header) and r[metric] == "train/loss" and r[task_at] == task
+            if len(r) == len(header)
+            and r[metric] == "train/loss"
+            and (task_at is None or r[task_at] == task)
         ]
